@@ -1,0 +1,112 @@
+"""Errors (layer: models). One root, a few subclasses, one map to HTTP / exit codes.
+
+    MemlociError
+    ├── ValidationError        bad input from the caller            (400, exit 2)
+    ├── NotFoundError          unknown id / key                     (404, exit 3)
+    ├── ConflictError          duplicate or state conflict          (409, exit 4)
+    ├── PermissionDeniedError  namespace not allowed                (403, exit 5)
+    ├── EmbeddingModelError    store built with another embedder    (409, exit 6)
+    ├── ProviderError          embedder / LLM failed or unreachable (502, exit 7)
+    └── StorageError           database problem                     (500, exit 8)
+
+Every error carries a stable ``code``, a user-safe ``message`` and an optional
+``hint`` telling the user what to do next.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class MemlociError(Exception):
+    """Root of every error memloci raises on purpose."""
+
+    code: ClassVar[str] = "memloci_error"
+    http_status: ClassVar[int] = 500
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str, *, hint: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        """The one JSON error shape used by every interface."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.hint:
+            out["hint"] = self.hint
+        if self.details:
+            out["details"] = self.details
+        return out
+
+    def __str__(self) -> str:
+        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+
+
+class ValidationError(MemlociError):
+    """The caller's input is invalid; nothing was written."""
+
+    code = "invalid_input"
+    http_status = 400
+    exit_code = 2
+
+
+class NotFoundError(MemlociError):
+    """No memory (or user, entity, …) with that id or key in the namespace."""
+
+    code = "not_found"
+    http_status = 404
+    exit_code = 3
+
+
+class ConflictError(MemlociError):
+    """The write conflicts with the current state."""
+
+    code = "conflict"
+    http_status = 409
+    exit_code = 4
+
+
+class PermissionDeniedError(MemlociError):
+    """The caller may not read or write that namespace."""
+
+    code = "forbidden"
+    http_status = 403
+    exit_code = 5
+
+
+class EmbeddingModelError(MemlociError):
+    """The store's vectors come from a different embedding model or dimension."""
+
+    code = "embedding_model_mismatch"
+    http_status = 409
+    exit_code = 6
+
+
+class ProviderError(MemlociError):
+    """An embedding or LLM provider failed or could not be reached."""
+
+    code = "provider_error"
+    http_status = 502
+    exit_code = 7
+
+
+class StorageError(MemlociError):
+    """The database failed (corrupt file, locked too long, disk full, …)."""
+
+    code = "storage_error"
+    http_status = 500
+    exit_code = 8
+
+
+__all__ = [
+    "ConflictError",
+    "EmbeddingModelError",
+    "MemlociError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "ProviderError",
+    "StorageError",
+    "ValidationError",
+]

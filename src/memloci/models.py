@@ -1,0 +1,304 @@
+"""Domain types (layer: models): pydantic records shared by every layer; no I/O.
+
+Scores are *higher is better* everywhere. Times are timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memloci.errors import ValidationError
+
+ALPHABET = string.ascii_letters + string.digits
+NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+ID_RE = re.compile(r"^[A-Za-z0-9]{8}$")
+KNOWN_CATEGORIES = ("context", "general", "person", "preference", "project")
+CONTENT_MIN, CONTENT_MAX = 5, 500  # versioned-memory tool bounds
+TURN_MAX = 20_000  # hard bound for a conversation turn / any stored content
+
+
+def short_id() -> str:
+    """A fresh 8-character id (A–Z a–z 0–9); callers check for collisions."""
+    return "".join(secrets.choice(ALPHABET) for _ in range(8))
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class NodeType(StrEnum):
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+    OPINION = "opinion"
+
+
+class Scope(StrEnum):
+    """Visibility, from most to least specific."""
+
+    SESSION = "session"
+    USER = "user"
+    AGENT = "agent"
+    GLOBAL = "global"
+
+
+SCOPE_ORDER = (Scope.SESSION, Scope.USER, Scope.AGENT, Scope.GLOBAL)
+
+
+class FactType(StrEnum):
+    USER_PREFERENCE = "user_preference"
+    WORLD_KNOWLEDGE = "world_knowledge"
+    SELF_KNOWLEDGE = "self_knowledge"
+    CORRECTION = "correction"
+    RELATIONSHIP = "relationship"
+
+
+class SourceType(StrEnum):
+    CONVERSATION = "conversation"
+    TOOL_RESULT = "tool_result"
+    EXTRACTION = "extraction"
+    CONSOLIDATION = "consolidation"
+    USER = "user"
+    IMPORT = "import"
+
+
+class EdgeType(StrEnum):
+    TEMPORAL = "temporal"
+    CAUSAL = "causal"
+    ENTITY = "entity"
+    DERIVED_FROM = "derived_from"
+    SUPERSEDES = "supersedes"
+
+
+class EntityType(StrEnum):
+    PERSON = "person"
+    PROJECT = "project"
+    ORGANIZATION = "organization"
+    PLACE = "place"
+    CONCEPT = "concept"
+    TOOL = "tool"
+
+
+class ProcedureType(StrEnum):
+    WORKFLOW_GRAPH = "workflow_graph"
+    PROMPT_TEMPLATE = "prompt_template"
+    CODE_SNIPPET = "code_snippet"
+    TOOL_SEQUENCE = "tool_sequence"
+
+
+def check_namespace(value: str) -> str:
+    """Validate a namespace name (``^[a-z][a-z0-9-]*$``, at most 64 chars)."""
+    if not isinstance(value, str) or len(value) > 64 or not NAMESPACE_RE.match(value):
+        raise ValidationError(
+            f"invalid namespace {value!r}",
+            hint="use lower-case letters, digits and '-', starting with a letter",
+        )
+    return value
+
+
+def check_id(value: str) -> str:
+    if not isinstance(value, str) or not ID_RE.match(value):
+        raise ValidationError(
+            f"invalid memory id {value!r}", hint="ids are 8 letters/digits, e.g. a1B2c3D4"
+        )
+    return value
+
+
+def sanitize_category(value: str | None) -> str:
+    """Lower-case, non-alphanumerics to ``_``; empty → ``general``."""
+    if value is None:
+        return "general"
+    cleaned = re.sub(r"[^a-z0-9]+", "_", str(value).strip().lower()).strip("_")
+    if len(cleaned) > 50:
+        raise ValidationError("category is longer than 50 characters")
+    return cleaned or "general"
+
+
+def normalize_key(value: str) -> str:
+    """Fuzzy key form: spaces, ``_`` and ``-`` are equivalent; case-insensitive."""
+    return re.sub(r"[\s_\-]+", "_", value.strip().lower()).strip("_")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+
+class EpisodeDetails(_Record):
+    """Structured fields an episode may carry."""
+
+    trigger: dict[str, Any] | None = None
+    conversation: list[dict[str, Any]] | None = None
+    actions: list[dict[str, Any]] | None = None
+    outcome: dict[str, Any] | None = None  # success, final_output, error
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    duration_ms: float | None = None
+    feedback: dict[str, Any] | None = None  # rating, comment
+
+
+class ProcedureDetails(_Record):
+    """Trigger conditions and performance tracking of a learned procedure."""
+
+    procedure_type: ProcedureType = ProcedureType.WORKFLOW_GRAPH
+    triggers: dict[str, Any] = Field(default_factory=dict)  # e.g. {"goal_contains": ["weather"]}
+    times_used: int = 0
+    success_rate: float | None = None
+    avg_duration_ms: float | None = None
+
+
+class MemoryNode(_Record):
+    """One memory: an episode (conversation turn), fact, procedure or opinion."""
+
+    id: str
+    namespace: str = "default"
+    type: NodeType
+    content: str
+    key: str | None = None
+    value: Any = None
+    category: str = "general"
+    subject: str | None = None
+    fact_type: FactType | None = None
+    scope: Scope = Scope.USER
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    speaker: str | None = None
+    event_time: datetime
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime
+    valid_until: datetime | None = None
+    confidence: float = 1.0
+    times_confirmed: int = 0
+    times_contradicted: int = 0
+    access_count: int = 0
+    last_accessed: datetime | None = None
+    decay_rate: float = 0.1
+    source_type: SourceType = SourceType.USER
+    source_role: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    version: int = 1
+    episode: EpisodeDetails | None = None
+    procedure: ProcedureDetails | None = None
+    consolidated_at: datetime | None = None
+    embedded: bool = False
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_until is None
+
+
+class MemoryVersion(_Record):
+    node_id: str
+    version: int
+    content: str
+    value: Any = None
+    source_session: str | None = None
+    created_at: datetime
+
+
+class Edge(_Record):
+    id: str
+    namespace: str = "default"
+    source_id: str
+    target_id: str
+    relation: EdgeType
+    predicate: str | None = None
+    weight: float = 1.0
+    confidence: float = 1.0
+    valid_from: datetime
+    valid_until: datetime | None = None
+    evidence: list[str] = Field(default_factory=list)
+    created_at: datetime
+
+
+class Entity(_Record):
+    id: str
+    namespace: str = "default"
+    canonical_name: str
+    type: EntityType = EntityType.CONCEPT
+    aliases: list[str] = Field(default_factory=list)
+    summary: str | None = None
+    first_seen: datetime
+    last_seen: datetime
+    mention_count: int = 1
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryUser(_Record):
+    """A person the agent talks to, possibly known on several channels."""
+
+    id: str  # canonical, e.g. "telegram:12345"
+    namespace: str = "default"
+    display_name: str | None = None
+    identifiers: dict[str, str] = Field(default_factory=dict)  # channel -> id
+    preferences: dict[str, Any] = Field(default_factory=dict)
+    conversation_count: int = 0
+    last_seen: datetime | None = None
+    merged_into: str | None = None
+    created_at: datetime
+
+
+class ThreadMessage(_Record):
+    role: str
+    content: str
+    created_at: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Thread(_Record):
+    """Short-term conversation memory, keyed by user + chat + agent."""
+
+    id: str
+    namespace: str = "default"
+    user: str | None = None
+    agent: str | None = None
+    messages: list[ThreadMessage] = Field(default_factory=list)
+    summary: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ConsolidationState(_Record):
+    namespace: str = "default"
+    session: str
+    first_seen_at: datetime
+    consolidated_at: datetime | None = None
+
+
+class SearchHit(_Record):
+    """A search result: the memory, its fused score and why it was found."""
+
+    memory: MemoryNode
+    score: float
+    strategies: dict[str, int] = Field(default_factory=dict)  # strategy -> 1-based rank
+    why: str = ""
+
+
+class WriteResult(_Record):
+    """What an explicit write did: ``created``, ``confirmed``, ``updated``, ``corrected``…"""
+
+    action: str
+    memory: MemoryNode
+    message: str
+    similar: list[MemoryNode] = Field(default_factory=list)
+
+
+class StoreStats(_Record):
+    nodes_by_type: dict[str, int]
+    current_by_type: dict[str, int]
+    edges_by_type: dict[str, int]
+    entities: int
+    users: int
+    pending_embeddings: int
+    size_bytes: int
+    embedding_model: str | None
+    dimension: int | None
+    namespaces: list[str]

@@ -1,0 +1,1 @@
+"""Providers (layer: providers): embedders, LLMs, rerankers behind protocols."""

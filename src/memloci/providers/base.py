@@ -1,0 +1,73 @@
+"""Provider protocols and the registry (layer: providers).
+
+Scores everywhere in memloci are *higher is better*. Embedders return
+L2-normalised float32 vectors so cosine similarity is a dot product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from importlib import import_module
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from memloci.errors import ValidationError
+
+Vector = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors.
+
+    ``model_id`` identifies the vector space (recorded in store metadata; a
+    store refuses vectors from another space). ``dimension`` is the vector size.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed a batch (documents); returns shape (len(texts), dimension)."""
+        ...
+
+    def embed_query(self, text: str) -> Vector:
+        """Embed one search query; returns shape (dimension,)."""
+        ...
+
+
+# name -> "module:factory"; factories take keyword options and return an Embedder.
+_EMBEDDERS: dict[str, str] = {
+    "local": "memloci.providers.local:LocalMiniLMEmbedder",
+    "openai": "memloci.providers.openai:OpenAIEmbedder",
+    "fake": "memloci.providers.fake:FakeEmbedder",
+}
+
+
+def register_embedder(name: str, target: str) -> None:
+    """Register an embedder factory as ``"module:attribute"`` (lazy import)."""
+    _EMBEDDERS[name] = target
+
+
+def embedder_names() -> list[str]:
+    """Names of the known embedders."""
+    return sorted(_EMBEDDERS)
+
+
+def load_embedder(name: str, **options: Any) -> Embedder:
+    """Build the embedder registered under ``name`` (imported lazily)."""
+    try:
+        target = _EMBEDDERS[name]
+    except KeyError:
+        raise ValidationError(
+            f"unknown embedder {name!r}",
+            hint=f"choose one of: {', '.join(embedder_names())}",
+        ) from None
+    module_name, _, attr = target.partition(":")
+    factory: Callable[..., Embedder] = getattr(import_module(module_name), attr)
+    return factory(**options)

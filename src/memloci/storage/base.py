@@ -1,0 +1,163 @@
+"""The storage contract (layer: storage).
+
+Every backend implements :class:`Store`. Every method is bounded by namespace:
+there is no call that reads or writes across namespaces unless the caller
+lists them in :class:`NodeFilter.namespaces`. Scores returned by search
+primitives are *higher is better*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import resources
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from memloci.models import (
+    Edge,
+    MemoryNode,
+    MemoryUser,
+    MemoryVersion,
+    NodeType,
+    Scope,
+    StoreStats,
+)
+
+
+@dataclass(frozen=True)
+class NodeFilter:
+    """Which nodes a read may see.
+
+    ``user`` / ``agent`` / ``session`` are the *caller's context*: nodes scoped to
+    another user, agent or session are hidden, shared (wider-scope) nodes stay
+    visible. ``owner_user`` restricts to nodes recorded for exactly that user.
+    """
+
+    namespaces: tuple[str, ...] = ("default",)
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    owner_user: str | None = None
+    sessions: tuple[str, ...] | None = None
+    types: tuple[NodeType, ...] | None = None
+    scopes: tuple[Scope, ...] | None = None
+    categories: tuple[str, ...] | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+    min_confidence: float | None = None
+    as_of: datetime | None = None  # None = current only
+    include_invalid: bool = False  # True = ignore validity entirely (history views)
+    key_norm: str | None = None
+    ids: tuple[str, ...] | None = None
+
+
+@dataclass
+class NodePatch:
+    """Fields an update may change (None = keep)."""
+
+    content: str | None = None
+    value: Any = None
+    set_value: bool = False
+    category: str | None = None
+    subject: str | None = None
+    metadata: dict[str, Any] | None = None
+    confidence: float | None = None
+    decay_rate: float | None = None
+    times_confirmed_delta: int = 0
+    valid_until: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PendingEmbedding:
+    """A node waiting for its vector; ``content_hash`` guards against racing edits."""
+
+    id: str
+    content_hash: str
+    content: str
+    speaker: str | None
+    key: str | None
+    subject: str | None
+
+
+class Store(Protocol):
+    """What every storage backend provides. Capability flags, never ``None`` returns."""
+
+    supports_vectors: bool
+
+    # lifecycle / metadata
+    def close(self) -> None: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def bind_embedder(self, model_id: str, dimension: int) -> None: ...
+    def schema_version(self) -> int: ...
+
+    # nodes
+    def insert_node(self, node: MemoryNode, *, link_previous: bool = False) -> MemoryNode: ...
+    def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None: ...
+    def id_exists(self, node_id: str) -> bool: ...
+    def get_node(self, namespace: str, node_id: str) -> MemoryNode | None: ...
+    def get_nodes(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[MemoryNode]: ...
+    def list_nodes(
+        self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created"
+    ) -> list[MemoryNode]: ...
+    def count_nodes(self, flt: NodeFilter) -> int: ...
+    def iter_nodes(self, namespace: str) -> Iterator[MemoryNode]: ...
+    def update_node(
+        self, namespace: str, node_id: str, patch: NodePatch, *, session: str | None = None
+    ) -> MemoryNode: ...
+    def supersede(self, namespace: str, old_id: str, new: MemoryNode, *, now: datetime) -> None: ...
+    def purge_node(self, namespace: str, node_id: str) -> bool: ...
+    def clear(self, namespace: str, flt: NodeFilter | None = None) -> int: ...
+    def versions(self, namespace: str, node_id: str) -> list[MemoryVersion]: ...
+    def find_by_hash(self, flt: NodeFilter, content_hash: str) -> list[MemoryNode]: ...
+    def prune_oldest(self, flt: NodeFilter, keep: int, *, now: datetime) -> int: ...
+    def touch(self, namespace: str, ids: Sequence[str], *, now: datetime) -> None: ...
+    def import_versions(self, versions: Sequence[MemoryVersion]) -> None: ...
+
+    # edges
+    def insert_edge(self, edge: Edge) -> None: ...
+    def edges(
+        self, namespace: str, node_id: str, relation: str | None = None
+    ) -> list[Edge]: ...
+
+    # embeddings
+    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]: ...
+    def save_embeddings(
+        self, items: Sequence[PendingEmbedding], vectors: npt.NDArray[np.float32]
+    ) -> int: ...
+    def reset_embeddings(self) -> int: ...
+
+    # search primitives (higher score = better)
+    def fulltext(self, flt: NodeFilter, match: str, limit: int) -> list[tuple[str, float]]: ...
+    def vector_search(
+        self, flt: NodeFilter, query: npt.NDArray[np.float32], limit: int
+    ) -> list[tuple[str, float]]: ...
+    def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]: ...
+    def neighbours(
+        self, namespace: str, ids: Sequence[str], relation: str
+    ) -> dict[str, list[str]]: ...
+
+    # people
+    def upsert_user(self, user: MemoryUser) -> MemoryUser: ...
+    def get_user(self, namespace: str, user_id: str) -> MemoryUser | None: ...
+    def list_users(self, namespace: str, limit: int = 100, offset: int = 0) -> list[MemoryUser]: ...
+
+    # housekeeping
+    def stats(self, namespaces: Sequence[str]) -> StoreStats: ...
+    def namespaces(self) -> list[str]: ...
+
+
+def migration_scripts(backend: str) -> list[tuple[int, str]]:
+    """Numbered migrations for a backend: ``[(number, sql), …]`` in order."""
+    folder = resources.files("memloci.storage").joinpath("sql", backend)
+    out: list[tuple[int, str]] = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:4].isdigit():
+            out.append((int(name[:4]), entry.read_text(encoding="utf-8")))
+    return sorted(out)

@@ -1,0 +1,149 @@
+"""Row ↔ model conversion for the SQL backends (layer: storage)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from memloci.models import Edge, MemoryNode, MemoryUser, MemoryVersion, normalize_key
+
+NODE_COLUMNS = (
+    "id", "namespace", "type", "content", "key", "value", "category", "subject", "fact_type",
+    "scope", "user_id", "agent_id", "session_id", "speaker", "event_time", "created_at",
+    "updated_at", "valid_from", "valid_until", "confidence", "times_confirmed",
+    "times_contradicted", "access_count", "last_accessed", "decay_rate", "source_type",
+    "source_role", "metadata", "version", "details", "consolidated_at", "embedded",
+)  # fmt: skip
+_TIME_FIELDS = {
+    "event_time", "created_at", "updated_at", "valid_from", "valid_until", "last_accessed",
+    "consolidated_at",
+}  # fmt: skip
+_RENAMED = {"user_id": "user", "agent_id": "agent", "session_id": "session"}
+
+
+def content_hash(text: str) -> str:
+    """Hash of the normalised text (case and whitespace folded): exact-duplicate check."""
+    folded = re.sub(r"\s+", " ", text.strip().lower())
+    return hashlib.sha1(folded.encode("utf-8")).hexdigest()[:20]
+
+
+def dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def node_from_row(row: Any) -> MemoryNode:
+    data: dict[str, Any] = {}
+    for name, value in zip(NODE_COLUMNS, row, strict=True):
+        if name in _TIME_FIELDS:
+            value = dt(value)
+        elif name in ("value", "metadata"):
+            value = json.loads(value) if value is not None else None
+        elif name == "embedded":
+            value = bool(value)
+        elif name == "details":
+            if value:
+                details = json.loads(value)
+                data["episode"] = details.get("episode")
+                data["procedure"] = details.get("procedure")
+            continue
+        data[_RENAMED.get(name, name)] = value
+    if data.get("metadata") is None:
+        data["metadata"] = {}
+    return MemoryNode.model_validate(data)
+
+
+def node_to_row(node: MemoryNode, context: str = "") -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    if node.episode is not None:
+        details["episode"] = node.episode.model_dump(mode="json", exclude_none=True)
+    if node.procedure is not None:
+        details["procedure"] = node.procedure.model_dump(mode="json")
+    return {
+        "id": node.id,
+        "namespace": node.namespace,
+        "type": node.type.value,
+        "content": node.content,
+        "context": context,
+        "key": node.key,
+        "key_norm": normalize_key(node.key) if node.key else None,
+        "value": json.dumps(node.value) if node.value is not None else None,
+        "category": node.category,
+        "subject": node.subject,
+        "fact_type": node.fact_type.value if node.fact_type else None,
+        "scope": node.scope.value,
+        "user_id": node.user,
+        "agent_id": node.agent,
+        "session_id": node.session,
+        "speaker": node.speaker,
+        "event_time": _ts(node.event_time),
+        "created_at": _ts(node.created_at),
+        "updated_at": _ts(node.updated_at),
+        "valid_from": _ts(node.valid_from),
+        "valid_until": _ts(node.valid_until),
+        "confidence": node.confidence,
+        "times_confirmed": node.times_confirmed,
+        "times_contradicted": node.times_contradicted,
+        "access_count": node.access_count,
+        "last_accessed": _ts(node.last_accessed),
+        "decay_rate": node.decay_rate,
+        "source_type": node.source_type.value,
+        "source_role": node.source_role,
+        "metadata": json.dumps(node.metadata, sort_keys=True),
+        "version": node.version,
+        "details": json.dumps(details, sort_keys=True) if details else None,
+        "consolidated_at": _ts(node.consolidated_at),
+        "embedded": 0,
+        "content_hash": content_hash(node.content),
+    }
+
+
+def version_from_row(row: Any) -> MemoryVersion:
+    node_id, version, content, value, session, created = row
+    return MemoryVersion(
+        node_id=node_id,
+        version=version,
+        content=content,
+        value=json.loads(value) if value is not None else None,
+        source_session=session,
+        created_at=dt(created),
+    )
+
+
+def edge_from_row(row: Any) -> Edge:
+    (eid, ns, src, dst, rel, pred, weight, conf, vfrom, vuntil, evidence, created) = row
+    return Edge(
+        id=eid,
+        namespace=ns,
+        source_id=src,
+        target_id=dst,
+        relation=rel,
+        predicate=pred,
+        weight=weight,
+        confidence=conf,
+        valid_from=dt(vfrom),
+        valid_until=dt(vuntil),
+        evidence=json.loads(evidence or "[]"),
+        created_at=dt(created),
+    )
+
+
+def user_from_row(row: Any) -> MemoryUser:
+    ns, uid, name, idents, prefs, count, last_seen, merged, created = row
+    return MemoryUser(
+        namespace=ns,
+        id=uid,
+        display_name=name,
+        identifiers=json.loads(idents or "{}"),
+        preferences=json.loads(prefs or "{}"),
+        conversation_count=count,
+        last_seen=dt(last_seen),
+        merged_into=merged,
+        created_at=dt(created),
+    )

@@ -1,0 +1,221 @@
+"""SQLite plumbing (layer: storage): connections, migrations, metadata, embedder binding.
+
+One serialised writer connection (a lock around ``BEGIN IMMEDIATE`` … ``COMMIT``)
+and one reader connection per thread, all in WAL mode. Needs a SQLite binding
+that can load extensions: ``pysqlite3-binary`` (the stdlib module of many
+Python builds cannot).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from memloci.errors import EmbeddingModelError, StorageError
+from memloci.storage.base import migration_scripts
+from memloci.storage.vecindex import VectorIndex
+
+try:  # pragma: no cover - depends on the platform
+    import pysqlite3.dbapi2 as sqlite3
+except ImportError:  # pragma: no cover
+    import sqlite3  # type: ignore[no-redef]
+
+DRIVER = "pysqlite3" if sqlite3.__name__.startswith("pysqlite3") else "sqlite3"
+IntegrityError = sqlite3.IntegrityError
+OperationalError = sqlite3.OperationalError
+
+
+def _connect(path: str) -> Any:
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if not hasattr(conn, "enable_load_extension"):
+        raise StorageError(
+            "this Python's sqlite3 module cannot load extensions (sqlite-vec)",
+            hint="pip install pysqlite3-binary",
+        )
+    import sqlite_vec
+
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    return conn
+
+
+def _split_sql(script: str) -> list[str]:
+    statements, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip() and not buf.strip().startswith("--"):
+                statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        statements.append(buf.strip())
+    return statements
+
+
+class SQLiteBase:
+    """Connections, transactions, migrations and store metadata."""
+
+    def __init__(self, path: str | os.PathLike[str] = "memloci.db") -> None:
+        self.path = str(path)
+        self._memory = self.path == ":memory:" or self.path.startswith("file::memory")
+        if not self._memory:
+            parent = os.path.dirname(os.path.abspath(self.path))
+            if not os.path.isdir(parent):
+                raise StorageError(f"folder {parent!r} does not exist", hint="create it first")
+        self._wlock = threading.RLock()
+        self._writer = _connect(self.path)
+        self._writer.execute("PRAGMA journal_mode = WAL")
+        self._writer.execute("PRAGMA synchronous = NORMAL")
+        self._local = threading.local()
+        self._readers: list[Any] = []
+        self._closed = False
+        self._index: VectorIndex | None = None
+        self._index_seq = 0
+        self._index_epoch = ""
+        self._dim: int | None = None
+        self._migrate()
+        dim = self.get_meta("dimension")
+        if dim and self._has_table("vec_nodes"):
+            self._dim = int(dim)
+
+    # ------------------------------------------------------------------ plumbing
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Any]:
+        if self._closed:
+            raise StorageError("the store is closed")
+        with self._wlock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def _read(self) -> Any:
+        if self._closed:
+            raise StorageError("the store is closed")
+        if self._memory:
+            return self._writer
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            conn.execute("PRAGMA query_only = ON")
+            self._local.conn = conn
+            with self._wlock:
+                self._readers.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Any]:
+        if self._memory:
+            with self._wlock:
+                yield self._writer
+        else:
+            yield self._read()
+
+    def _has_table(self, name: str) -> bool:
+        with self._reading() as c:
+            row = c.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+        return row is not None
+
+    def _migrate(self) -> None:
+        with self._tx() as c:
+            c.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            current = int(row[0]) if row else 0
+            for number, script in migration_scripts("sqlite"):
+                if number <= current:
+                    continue
+                for statement in _split_sql(script):
+                    c.execute(statement)
+                c.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(number),),
+                )
+
+    def schema_version(self) -> int:
+        return int(self.get_meta("schema_version") or 0)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        with self._wlock:
+            self._closed = True
+            for conn in [*self._readers, self._writer]:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._readers.clear()
+
+    # ------------------------------------------------------------------ meta
+    def get_meta(self, key: str) -> str | None:
+        with self._reading() as c:
+            row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._tx() as c:
+            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def bind_embedder(self, model_id: str, dimension: int) -> None:
+        """Record the embedding model; refuse a different one (re-embed to switch)."""
+        with self._tx() as c:
+            rows = dict(
+                c.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"
+                ).fetchall()
+            )
+            known = rows.get("embedding_model")
+            if known is not None and (known != model_id or rows.get("dimension") != str(dimension)):
+                raise EmbeddingModelError(
+                    f"this store holds vectors from {known!r} ({rows.get('dimension')}-d), "
+                    f"not {model_id!r} ({dimension}-d)",
+                    hint="use the same embedder, or run `memloci reembed` to switch models",
+                )
+            c.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('embedding_model', ?)",
+                (model_id,),
+            )
+            c.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('dimension', ?)", (str(dimension),)
+            )
+            c.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS vec_nodes USING vec0("
+                f"embedding float[{int(dimension)}] distance_metric=cosine)"
+            )
+        self._dim = dimension
+
+    def _bump(self, c: Any, key: str) -> int:
+        row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        value = int(row[0]) + 1 if row else 1
+        c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(value)))
+        return value
+
+    def _drop_vectors(self, c: Any, rowids: Sequence[int]) -> None:
+        if self._dim is None or not rowids:
+            return
+        for chunk in chunks(list(rowids), 500):
+            c.execute(f"DELETE FROM vec_nodes WHERE rowid IN ({qs(chunk)})", chunk)
+        self._bump(c, "vec_epoch")
+
+
+
+def qs(values: Sequence[Any]) -> str:
+    """``?, ?, ?`` for a list of values."""
+    return ", ".join("?" * len(values))
+
+
+def chunks(values: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(values), size):
+        yield values[i : i + size]

@@ -1,0 +1,187 @@
+"""SQLite search primitives and the embedding slow path (layer: storage).
+
+Scores are higher-is-better: FTS5 returns ``-bm25``, vectors return cosine
+similarity, key search returns 1.0 / 0.8 / 0.6 for exact / prefix / contained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memloci.errors import EmbeddingModelError, ValidationError
+from memloci.storage.base import NodeFilter, PendingEmbedding
+from memloci.storage.sqlfilter import filter_sql
+from memloci.storage.sqlite_base import OperationalError, SQLiteBase, chunks, qs
+from memloci.storage.vecindex import VectorIndex
+
+# FTS5 column weights: content, speaker, previous turn (context), key + subject
+FTS_WEIGHTS = (1.0, 0.4, 0.25, 1.0)
+
+
+class SQLiteSearch(SQLiteBase):
+    """Full text, vectors, fuzzy keys and the embedding queue on SQLite."""
+
+    # ------------------------------------------------------------------ embeddings
+    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT id, content_hash, content, speaker, key, subject FROM nodes"
+                " WHERE embedded = 0 ORDER BY rowid LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [PendingEmbedding(*r) for r in rows]
+
+    def save_embeddings(
+        self, items: Sequence[PendingEmbedding], vectors: npt.NDArray[np.float32]
+    ) -> int:
+        """Store vectors for nodes whose content is unchanged; returns how many were saved."""
+        if self._dim is None:
+            raise EmbeddingModelError("no embedder is bound to this store")
+        if len(items) != len(vectors) or (len(items) and vectors.shape[1] != self._dim):
+            raise EmbeddingModelError(
+                f"expected {len(items)} vectors of dimension {self._dim}, got {vectors.shape}"
+            )
+        saved = 0
+        with self._tx() as c:
+            seq = self._bump(c, "vec_seq") * 1_000_000
+            for i, (item, vec) in enumerate(zip(items, vectors, strict=True)):
+                row = c.execute(
+                    "SELECT rowid FROM nodes WHERE id = ? AND content_hash = ? AND embedded = 0",
+                    (item.id, item.content_hash),
+                ).fetchone()
+                if row is None:
+                    continue
+                blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+                c.execute("DELETE FROM vec_nodes WHERE rowid = ?", (row[0],))
+                c.execute("INSERT INTO vec_nodes (rowid, embedding) VALUES (?, ?)", (row[0], blob))
+                c.execute("UPDATE nodes SET embedded = ? WHERE rowid = ?", (seq + i + 1, row[0]))
+                saved += 1
+        return saved
+
+    def reset_embeddings(self) -> int:
+        """Forget every vector and the bound model (for re-embedding with another one)."""
+        with self._tx() as c:
+            c.execute("DROP TABLE IF EXISTS vec_nodes")
+            c.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'dimension')")
+            count = c.execute("UPDATE nodes SET embedded = 0 WHERE embedded <> 0").rowcount
+            self._bump(c, "vec_epoch")
+        self._dim = None
+        self._index = None
+        return int(count)
+
+    # ------------------------------------------------------------------ full text
+    def fulltext(self, flt: NodeFilter, match: str, limit: int) -> list[tuple[str, float]]:
+        if not match.strip():
+            return []
+        where, params = filter_sql(flt)
+        weights = ", ".join(str(w) for w in FTS_WEIGHTS)
+        sql = (
+            f"SELECT n.id, bm25(nodes_fts, {weights}) AS r FROM nodes_fts"
+            " JOIN nodes n ON n.rowid = nodes_fts.rowid"
+            f" WHERE nodes_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
+        )
+        try:
+            with self._reading() as c:
+                rows = c.execute(sql, [match, *params, limit]).fetchall()
+        except OperationalError as exc:
+            raise ValidationError(f"bad full-text query: {exc}") from exc
+        return [(r[0], -float(r[1])) for r in rows]
+
+    # ------------------------------------------------------------------ keys
+    def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:
+        if not key_norm:
+            return []
+        where, params = filter_sql(flt)
+        pattern = "%" + key_norm.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT n.id, n.key_norm FROM nodes n WHERE {where} AND n.key_norm IS NOT NULL"
+                " AND n.key_norm LIKE ? ESCAPE '\\' ORDER BY length(n.key_norm), n.rowid LIMIT ?",
+                [*params, pattern, limit],
+            ).fetchall()
+        out = []
+        for node_id, key in rows:
+            score = 1.0 if key == key_norm else 0.8 if key.startswith(key_norm) else 0.6
+            out.append((node_id, score))
+        out.sort(key=lambda r: -r[1])
+        return out
+
+    # ------------------------------------------------------------------ vectors
+    def _sync_index(self, namespaces: Sequence[str]) -> VectorIndex | None:
+        if self._dim is None:
+            return None
+        with self._reading() as c:
+            meta = dict(
+                c.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('vec_seq', 'vec_epoch')"
+                ).fetchall()
+            )
+            epoch, seq = meta.get("vec_epoch", "0"), int(meta.get("vec_seq", "0")) * 1_000_000
+            if self._index is None or epoch != self._index_epoch:
+                self._index = VectorIndex(self._dim)
+                self._index_epoch, self._index_seq = epoch, 0
+            index = self._index
+            fresh = [ns for ns in namespaces if not index.loaded(ns)]
+            cols = "n.rowid, v.embedding, n.scope, n.user_id, n.type"
+            join = "FROM nodes n JOIN vec_nodes v ON v.rowid = n.rowid"
+            if seq > self._index_seq:
+                rows: dict[str, list[Any]] = {}
+                for r in c.execute(
+                    f"SELECT n.namespace, {cols} {join} WHERE n.embedded > ? ORDER BY n.embedded",
+                    (self._index_seq + 999_999,) if self._index_seq else (0,),
+                ):
+                    if index.loaded(r[0]):
+                        rows.setdefault(r[0], []).append(r[1:])
+                for ns, part in rows.items():
+                    index.append(ns, sorted(part))
+                self._index_seq = seq
+            for ns in fresh:
+                part = c.execute(
+                    f"SELECT {cols} {join} WHERE n.namespace = ? AND n.embedded > 0"
+                    " AND n.embedded <= ? ORDER BY n.rowid",
+                    (ns, self._index_seq + 999_999),
+                ).fetchall()
+                index.append(ns, part)
+        return index
+
+    def vector_search(
+        self, flt: NodeFilter, query: npt.NDArray[np.float32], limit: int
+    ) -> list[tuple[str, float]]:
+        if self._dim is None:
+            return []
+        if query.shape != (self._dim,):
+            raise EmbeddingModelError(
+                f"query vector has shape {query.shape}, the store holds {self._dim}-d vectors"
+            )
+        with self._wlock:  # index sync is cheap; serialise it against writers' epoch bumps
+            index = self._sync_index(flt.namespaces)
+        if index is None:
+            return []
+        types = [t.value for t in flt.types] if flt.types else None
+        want = limit * 4 + 20
+        cands, truncated = index.search(flt.namespaces, query, want, user=flt.user, types=types)
+        sims = dict(cands)
+        where, params = filter_sql(flt)
+        keep: list[tuple[str, float]] = []
+        with self._reading() as c:
+            for chunk in chunks(list(sims), 500):
+                for rowid, node_id in c.execute(
+                    f"SELECT n.rowid, n.id FROM nodes n WHERE n.rowid IN ({qs(chunk)}) AND {where}",
+                    [*chunk, *params],
+                ):
+                    keep.append((node_id, sims[rowid]))
+            if len(keep) < limit and truncated:
+                # the cheap masks were not selective enough: exact scan of the filtered set
+                blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
+                rows = c.execute(
+                    "SELECT n.id, vec_distance_cosine(v.embedding, ?) AS d FROM nodes n"
+                    f" JOIN vec_nodes v ON v.rowid = n.rowid WHERE {where} ORDER BY d LIMIT ?",
+                    [blob, *params, limit],
+                ).fetchall()
+                keep = [(r[0], 1.0 - float(r[1])) for r in rows]
+        keep.sort(key=lambda r: -r[1])
+        return keep[:limit]

@@ -1,0 +1,155 @@
+"""In-process vector accelerator (layer: storage).
+
+The vectors' home is the database (sqlite-vec ``vec0`` table); this index is a
+read cache of it, per namespace: a float32 matrix plus 1-bit sign codes. Small
+namespaces are scanned exactly (one matrix-vector product); large ones are
+pre-selected by Hamming distance on the sign codes and re-ranked exactly.
+It never decides visibility: callers post-filter candidates in SQL.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+EXACT_MAX = 40_000  # namespaces up to this size are scanned exactly
+PRESELECT_MIN = 2_000  # Hamming pre-selection keeps at least this many rows
+
+_TYPE_CODES = {"episodic": 1, "semantic": 2, "procedural": 3, "opinion": 4}
+
+
+@dataclass
+class _Part:
+    dim: int
+    rowids: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    mat: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    codes: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros((0, 0), np.uint64))
+    owner: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    tcode: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
+    max_rowid: int = 0
+
+
+Row = tuple[int, bytes, str, str | None, str]  # rowid, vector blob, scope, user, type
+
+
+def _codes(mat: npt.NDArray[np.float32]) -> npt.NDArray[np.uint64]:
+    bits = np.packbits(mat > 0, axis=1)
+    pad = (-bits.shape[1]) % 8
+    if pad:
+        bits = np.pad(bits, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(bits).view(np.uint64)
+
+
+class VectorIndex:
+    """Per-namespace exact/binary vector cache. Thread-safe."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._parts: dict[str, _Part] = {}
+        self._users: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.generation: str | None = None
+
+    def _user_code(self, user: str | None) -> int:
+        if user is None:
+            return 0
+        code = self._users.get(user)
+        if code is None:
+            code = self._users[user] = len(self._users) + 1
+        return code
+
+    def loaded(self, namespace: str) -> bool:
+        return namespace in self._parts
+
+    def max_rowid(self, namespace: str) -> int:
+        part = self._parts.get(namespace)
+        return part.max_rowid if part else 0
+
+    def reset(self) -> None:
+        with self._lock:
+            self._parts.clear()
+
+    def append(self, namespace: str, rows: Iterable[Row]) -> None:
+        """Add rows (rowid ascending) to a namespace's cache."""
+        rows = list(rows)
+        with self._lock:
+            part = self._parts.setdefault(namespace, _Part(self.dim))
+            if part.mat.shape[1] != self.dim:
+                part.mat = np.zeros((0, self.dim), np.float32)
+                part.codes = np.zeros((0, (self.dim + 63) // 64), np.uint64)
+            if not rows:
+                return
+            mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
+                len(rows), self.dim
+            )
+            part.rowids = np.concatenate([part.rowids, np.array([r[0] for r in rows], np.int64)])
+            part.mat = np.concatenate([part.mat, mat])
+            part.codes = np.concatenate([part.codes, _codes(mat)])
+            owners = [self._user_code(r[3]) if r[2] == "user" else 0 for r in rows]
+            part.owner = np.concatenate([part.owner, np.array(owners, np.int32)])
+            part.tcode = np.concatenate(
+                [part.tcode, np.array([_TYPE_CODES.get(r[4], 0) for r in rows], np.int8)]
+            )
+            part.max_rowid = max(part.max_rowid, int(part.rowids[-1]))
+
+    def search(
+        self,
+        namespaces: Sequence[str],
+        query: npt.NDArray[np.float32],
+        limit: int,
+        *,
+        user: str | None = None,
+        types: Sequence[str] | None = None,
+    ) -> tuple[list[tuple[int, float]], bool]:
+        """Top ``limit`` (rowid, cosine) over the namespaces; and whether more rows passed
+        the cheap masks than were returned (so a caller's post-filter may need a fallback)."""
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        qcode = _codes(q[None, :])[0]
+        out: list[tuple[int, float]] = []
+        truncated = False
+        with self._lock:
+            parts = [self._parts[ns] for ns in namespaces if ns in self._parts]
+        for part in parts:
+            n = len(part.rowids)
+            if n == 0:
+                continue
+            mask: npt.NDArray[np.bool_] | None = None
+            if user is not None:
+                ucode = self._users.get(user, -1)
+                mask = (part.owner == 0) | (part.owner == ucode)
+            if types:
+                tmask = np.isin(part.tcode, [_TYPE_CODES.get(t, -1) for t in types])
+                mask = tmask if mask is None else mask & tmask
+            visible = n if mask is None else int(mask.sum())
+            if visible == 0:
+                continue
+            if n <= EXACT_MAX:
+                sims = part.mat @ q
+                if mask is not None:
+                    sims = np.where(mask, sims, -np.inf)
+                cand = np.arange(n)
+            else:
+                ham = np.bitwise_count(part.codes ^ qcode).sum(axis=1, dtype=np.int32)
+                if mask is not None:
+                    ham = np.where(mask, ham, np.int32(1 << 20))
+                keep = min(visible, max(PRESELECT_MIN, limit * 20))
+                cand = np.argpartition(ham, keep - 1)[:keep] if keep < n else np.arange(n)
+                sims = part.mat[cand] @ q
+                if mask is not None:
+                    sims = np.where(mask[cand], sims, -np.inf)
+            take = min(limit, visible)
+            top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(
+                len(sims)
+            )
+            truncated = truncated or visible > take
+            out.extend(
+                (int(part.rowids[cand[i]]), float(sims[i])) for i in top if np.isfinite(sims[i])
+            )
+        out.sort(key=lambda r: -r[1])
+        if len(out) > limit:
+            truncated = True
+        return out[:limit], truncated
