@@ -71,6 +71,7 @@ def node_to_row(node: MemoryNode, context: str = "") -> dict[str, Any]:
         "type": node.type.value,
         "content": node.content,
         "context": context,
+        "date_text": f"{node.event_time.day} {node.event_time:%B %Y}",
         "key": node.key,
         "key_norm": normalize_key(node.key) if node.key else None,
         "value": json.dumps(node.value) if node.value is not None else None,

@@ -94,16 +94,19 @@ class SQLiteStore(SQLiteSearch):
         prev = None
         if link_previous and node.session is not None:
             prev = c.execute(
-                "SELECT id, content, speaker FROM nodes WHERE namespace = ? AND session_id = ?"
-                " AND type = 'episodic' ORDER BY rowid DESC LIMIT 1",
+                "SELECT id, content, speaker, rowid FROM nodes WHERE namespace = ?"
+                " AND session_id = ? AND type = 'episodic' ORDER BY rowid DESC LIMIT 1",
                 (node.namespace, node.session),
             ).fetchone()
         context = ""
         if prev is not None:
-            context = f"{prev[2]}: {prev[1]}" if prev[2] else str(prev[1])
-            context = context[:600]
+            context = _said(prev[2], prev[1])
         node = self._insert(c, node, context)
         if prev is not None:
+            c.execute(
+                "UPDATE nodes SET next_context = ? WHERE rowid = ?",
+                (_said(node.speaker, node.content), prev[3]),
+            )
             now = ts(node.created_at)
             c.execute(
                 "INSERT INTO edges (id, namespace, source_id, target_id, relation, valid_from,"
@@ -153,7 +156,9 @@ class SQLiteStore(SQLiteSearch):
     def count_nodes(self, flt: NodeFilter) -> int:
         where, params = filter_sql(flt)
         with self._reading() as c:
-            return int(c.execute(f"SELECT count(*) FROM nodes n WHERE {where}", params).fetchone()[0])
+            return int(
+                c.execute(f"SELECT count(*) FROM nodes n WHERE {where}", params).fetchone()[0]
+            )
 
     def iter_nodes(self, namespace: str) -> Iterator[MemoryNode]:
         last = 0
@@ -289,9 +294,12 @@ class SQLiteStore(SQLiteSearch):
 
     def versions(self, namespace: str, node_id: str) -> list[MemoryVersion]:
         with self._reading() as c:
-            if c.execute(
-                "SELECT 1 FROM nodes WHERE namespace = ? AND id = ?", (namespace, node_id)
-            ).fetchone() is None:
+            if (
+                c.execute(
+                    "SELECT 1 FROM nodes WHERE namespace = ? AND id = ?", (namespace, node_id)
+                ).fetchone()
+                is None
+            ):
                 raise NotFoundError(f"no memory {node_id!r} in namespace {namespace!r}")
             rows = c.execute(
                 "SELECT node_id, version, content, value, source_session, created_at"
@@ -507,3 +515,7 @@ class SQLiteStore(SQLiteSearch):
             dimension=int(dim) if dim else None,
             namespaces=self.namespaces(),
         )
+
+
+def _said(speaker: str | None, text: str) -> str:
+    return (f"{speaker}: {text}" if speaker else text)[:600]

@@ -21,7 +21,7 @@ from memloci.storage.vecindex import VectorIndex
 try:  # pragma: no cover - depends on the platform
     import pysqlite3.dbapi2 as sqlite3
 except ImportError:  # pragma: no cover
-    import sqlite3  # type: ignore[no-redef]
+    import sqlite3
 
 DRIVER = "pysqlite3" if sqlite3.__name__.startswith("pysqlite3") else "sqlite3"
 IntegrityError = sqlite3.IntegrityError
@@ -188,7 +188,8 @@ class SQLiteBase:
                 (model_id,),
             )
             c.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('dimension', ?)", (str(dimension),)
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('dimension', ?)",
+                (str(dimension),),
             )
             c.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS vec_nodes USING vec0("
@@ -208,7 +209,6 @@ class SQLiteBase:
         for chunk in chunks(list(rowids), 500):
             c.execute(f"DELETE FROM vec_nodes WHERE rowid IN ({qs(chunk)})", chunk)
         self._bump(c, "vec_epoch")
-
 
 
 def qs(values: Sequence[Any]) -> str:

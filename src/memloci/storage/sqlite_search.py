@@ -18,8 +18,10 @@ from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite_base import OperationalError, SQLiteBase, chunks, qs
 from memloci.storage.vecindex import VectorIndex
 
-# FTS5 column weights: content, speaker, previous turn (context), key + subject
-FTS_WEIGHTS = (1.0, 0.4, 0.25, 1.0)
+# FTS5 column weights: content, speaker, previous turn, next turn, date words, key + subject.
+# Neighbouring turns matter because a question often matches one turn while the answer is
+# the short reply next to it ("Super good!"); dates let "in May 2023" match that session.
+FTS_WEIGHTS = (1.0, 0.4, 0.5, 0.25, 0.5, 1.0)
 
 
 class SQLiteSearch(SQLiteBase):
@@ -79,9 +81,10 @@ class SQLiteSearch(SQLiteBase):
             return []
         where, params = filter_sql(flt)
         weights = ", ".join(str(w) for w in FTS_WEIGHTS)
+        # CROSS JOIN keeps FTS5 as the outer loop: one index probe, then filter matches
         sql = (
             f"SELECT n.id, bm25(nodes_fts, {weights}) AS r FROM nodes_fts"
-            " JOIN nodes n ON n.rowid = nodes_fts.rowid"
+            " CROSS JOIN nodes n ON n.rowid = nodes_fts.rowid"
             f" WHERE nodes_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
         )
         try:

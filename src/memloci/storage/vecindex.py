@@ -142,8 +142,10 @@ class VectorIndex:
                 if mask is not None:
                     sims = np.where(mask[cand], sims, -np.inf)
             take = min(limit, visible)
-            top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(
-                len(sims)
+            top = (
+                np.argpartition(-sims, take - 1)[:take]
+                if take < len(sims)
+                else np.arange(len(sims))
             )
             truncated = truncated or visible > take
             out.extend(

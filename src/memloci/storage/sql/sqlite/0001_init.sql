@@ -11,6 +11,8 @@ CREATE TABLE nodes (
     type               TEXT NOT NULL CHECK (type IN ('episodic','semantic','procedural','opinion')),
     content            TEXT NOT NULL,
     context            TEXT NOT NULL DEFAULT '',
+    next_context       TEXT NOT NULL DEFAULT '',
+    date_text          TEXT NOT NULL DEFAULT '',
     key                TEXT,
     key_norm           TEXT,
     value              TEXT,
@@ -50,23 +52,25 @@ CREATE INDEX nodes_ns_hash ON nodes (namespace, content_hash);
 CREATE INDEX nodes_embedded ON nodes (embedded);
 
 CREATE VIRTUAL TABLE nodes_fts USING fts5 (
-    content, speaker, context, keys,
+    content, speaker, context, next_context, date_text, keys,
     content = '', contentless_delete = 1,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
 CREATE TRIGGER nodes_ai AFTER INSERT ON nodes BEGIN
-    INSERT INTO nodes_fts (rowid, content, speaker, context, keys)
-    VALUES (new.rowid, new.content, coalesce(new.speaker, ''), new.context,
+    INSERT INTO nodes_fts (rowid, content, speaker, context, next_context, date_text, keys)
+    VALUES (new.rowid, new.content, coalesce(new.speaker, ''), new.context, new.next_context,
+            new.date_text,
             trim(coalesce(replace(replace(new.key, '_', ' '), '-', ' '), '') || ' ' || coalesce(new.subject, '')));
 END;
 CREATE TRIGGER nodes_ad AFTER DELETE ON nodes BEGIN
     DELETE FROM nodes_fts WHERE rowid = old.rowid;
 END;
-CREATE TRIGGER nodes_au AFTER UPDATE OF content, speaker, context, key, subject ON nodes BEGIN
+CREATE TRIGGER nodes_au AFTER UPDATE OF content, speaker, context, next_context, key, subject ON nodes BEGIN
     DELETE FROM nodes_fts WHERE rowid = old.rowid;
-    INSERT INTO nodes_fts (rowid, content, speaker, context, keys)
-    VALUES (new.rowid, new.content, coalesce(new.speaker, ''), new.context,
+    INSERT INTO nodes_fts (rowid, content, speaker, context, next_context, date_text, keys)
+    VALUES (new.rowid, new.content, coalesce(new.speaker, ''), new.context, new.next_context,
+            new.date_text,
             trim(coalesce(replace(replace(new.key, '_', ' '), '-', ' '), '') || ' ' || coalesce(new.subject, '')));
 END;
 

@@ -1,0 +1,57 @@
+"""Shared helpers for the benchmarks (not part of the package)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo_dev.jsonl"
+
+
+def data_path(arg: str | None) -> Path:
+    path = Path(arg or os.environ.get("MEMLOCI_BENCH_DATA") or DEFAULT_DATA)
+    if not path.exists():
+        raise SystemExit(
+            f"benchmark data not found at {path}; pass --data or set MEMLOCI_BENCH_DATA"
+        )
+    return path
+
+
+def load_conversations(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def parse_locomo_time(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' → aware UTC datetime."""
+    clean = re.sub(r"\s+", " ", text.strip())
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(clean, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise ValueError(f"unreadable LoCoMo time {text!r}")
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    text = str(turn.get("text", "")).strip()
+    caption = turn.get("image_caption")
+    if caption:
+        text = f"{text} [shares an image: {caption}]".strip()
+    return text or "(empty turn)"
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = [
+        "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) + " |"
+        for r in rows
+    ]
+    return "\n".join([line, sep, *body])

@@ -1,0 +1,173 @@
+"""Retrieval quality on LoCoMo-style data: memloci vs BM25-only vs dense-only, same run.
+
+    python bench/retrieval_bench.py [--data FILE] [--k 10] [--json OUT]
+
+Each conversation's turns are added with their session date as ``event_time``
+(user = conversation id, session = session id); every scored question is asked
+with each recipe and scored by evidence turn ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from common import data_path, load_conversations, parse_locomo_time, table, turn_text
+from memloci import Memory
+
+RECIPES = ("hybrid", "fulltext", "vector", "bm25")
+LABELS = {
+    "hybrid": "memloci (hybrid)",
+    "fulltext": "memloci full text only",
+    "vector": "dense only (baseline)",
+    "bm25": "BM25 (baseline)",
+}
+BASELINES = ("bm25", "vector")
+
+
+class PlainBM25:
+    """The textbook baseline: bm25s over each turn's own text, English stopwords."""
+
+    def __init__(self, convs: list[dict[str, Any]]) -> None:
+        import bm25s
+
+        self.index: dict[str, tuple[Any, list[str]]] = {}
+        for conv in convs:
+            ids = [t["id"] for t in conv["turns"]]
+            retriever = bm25s.BM25()
+            corpus = [turn_text(t) for t in conv["turns"]]
+            retriever.index(
+                bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
+            )
+            self.index[conv["conv_id"]] = (retriever, ids)
+
+    def search(self, conv_id: str, question: str, k: int) -> list[str]:
+        import bm25s
+
+        retriever, ids = self.index[conv_id]
+        tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
+        docs, scores = retriever.retrieve(tokens, k=min(k, len(ids)), show_progress=False)
+        return [ids[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+
+def scored(question: dict[str, Any]) -> bool:
+    return not question.get("adversarial") and bool(question.get("evidence"))
+
+
+def ingest(mem: Memory, conv: dict[str, Any]) -> None:
+    user = conv["conv_id"]
+    for turn in conv["turns"]:
+        mem.add(
+            turn_text(turn),
+            user=user,
+            session=f"{user}/{turn['session_id']}",
+            speaker=turn["speaker"],
+            event_time=parse_locomo_time(turn["date_time"]),
+            metadata={"turn": turn["id"]},
+        )
+
+
+def metrics(ranked: list[str], evidence: set[str], k: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for cut in (1, 5, k):
+        top = set(ranked[:cut])
+        out[f"any@{cut}"] = float(bool(top & evidence))
+        out[f"all@{cut}"] = float(evidence <= top)
+    dcg = sum(1 / math.log2(i + 2) for i, t in enumerate(ranked[:10]) if t in evidence)
+    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(evidence), 10)))
+    out["ndcg@10"] = dcg / idcg if idcg else 0.0
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--data", help="JSONL file (default: ../shared/data/locomo_dev.jsonl)")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--embedder", default="local")
+    ap.add_argument("--json", help="write per-recipe figures here")
+    ap.add_argument("--limit-convs", type=int, default=0)
+    args = ap.parse_args()
+    convs = load_conversations(data_path(args.data))
+    if args.limit_convs:
+        convs = convs[: args.limit_convs]
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = Memory(str(Path(tmp) / "bench.db"), embedder=args.embedder, reinforce_on_search=False)
+        t0 = time.perf_counter()
+        for conv in convs:
+            ingest(mem, conv)
+        mem.flush()
+        ingest_s = time.perf_counter() - t0
+        turns = sum(len(c["turns"]) for c in convs)
+        plain = PlainBM25(convs)
+        sums: dict[str, dict[str, dict[str, float]]] = {
+            r: defaultdict(lambda: defaultdict(float)) for r in RECIPES
+        }
+        counts: dict[str, int] = defaultdict(int)
+        latency: dict[str, list[float]] = defaultdict(list)
+        for conv in convs:
+            for q in conv["questions"]:
+                if not scored(q):
+                    continue
+                cat = q.get("category", "?")
+                counts[cat] += 1
+                counts["overall"] += 1
+                evidence = set(q["evidence"])
+                for recipe in RECIPES:
+                    t = time.perf_counter()
+                    if recipe == "bm25":
+                        ranked = plain.search(conv["conv_id"], q["question"], args.k)
+                    else:
+                        hits = mem.search(
+                            q["question"], user=conv["conv_id"], k=args.k, recipe=recipe
+                        )
+                        ranked = [h.memory.metadata.get("turn", "") for h in hits]
+                    latency[recipe].append(time.perf_counter() - t)
+                    for name, value in metrics(ranked, evidence, args.k).items():
+                        sums[recipe][cat][name] += value
+                        sums[recipe]["overall"][name] += value
+        mem.close()
+    k = args.k
+    cols = ["any@1", "any@5", f"any@{k}", "all@1", "all@5", f"all@{k}", "ndcg@10"]
+    rows = []
+    for recipe in RECIPES:
+        lat = sorted(latency[recipe])
+        p50 = lat[len(lat) // 2] * 1000 if lat else 0.0
+        figures = [sums[recipe]["overall"][c] / counts["overall"] for c in cols]
+        rows.append([LABELS[recipe], *(f"{x:.3f}" for x in figures), f"{p50:.1f}"])
+    print(
+        f"\nLoCoMo evidence retrieval — {len(convs)} conversations, {turns} turns, "
+        f"{counts['overall']} scored questions; ingest+embed {ingest_s:.1f}s "
+        f"({turns / ingest_s:.0f} turns/s)\n"
+    )
+    print(table(rows, ["system", *cols, "p50 ms"]))
+    cats = sorted(c for c in counts if c != "overall")
+    crow = []
+    for cat in cats:
+        crow.append(
+            [f"{cat} ({counts[cat]})"]
+            + [f"{sums[r][cat][f'any@{k}'] / counts[cat]:.3f}" for r in RECIPES]
+        )
+    print(f"\nrecall@{k} (any) by category\n")
+    print(table(crow, ["category", *(LABELS[r] for r in RECIPES)]))
+    base = max(sums[r]["overall"][f"any@{k}"] for r in BASELINES)
+    ours = sums["hybrid"]["overall"][f"any@{k}"]
+    print(f"\nmemloci / best baseline recall@{k}: {ours / base:.3f}x")
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {r: {c: sums[r]["overall"][c] / counts["overall"] for c in cols} for r in RECIPES},
+                indent=2,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

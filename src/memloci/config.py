@@ -1,0 +1,47 @@
+"""Settings (layer: config): read from arguments and ``MEMLOCI_*`` env vars when built.
+
+Nothing is read at import time. ``Settings()`` reads the environment;
+``Settings(path="x.db")`` overrides it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memloci.models import check_namespace
+
+
+class Settings(BaseSettings):
+    """Every knob memloci has. Environment: ``MEMLOCI_<NAME>`` (e.g. ``MEMLOCI_PATH``)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMLOCI_", extra="forbid")
+
+    path: str = Field("memloci.db", description="SQLite file (':memory:' for a throwaway store)")
+    namespace: str = Field("default", description="namespace used when a call names none")
+    embedder: str = Field("local", description="embedder: local | openai | fake | none")
+    embedder_options: dict[str, Any] = Field(
+        default_factory=dict, description="keyword options for the embedder"
+    )
+    embed_batch_size: int = Field(64, ge=1, le=4096, description="vectors per background batch")
+    rrf_k: float = Field(60.0, gt=0, description="Reciprocal Rank Fusion constant")
+    weight_fulltext: float = Field(1.0, ge=0, description="RRF weight of full-text search")
+    weight_vector: float = Field(0.3, ge=0, description="RRF weight of vector search")
+    weight_key: float = Field(1.5, ge=0, description="RRF weight of fuzzy key match")
+    candidates: int = Field(60, ge=5, le=1000, description="results each strategy contributes")
+    max_memories: int | None = Field(None, ge=1, description="semantic+opinion cap per namespace")
+    max_episodes: int | None = Field(None, ge=1, description="episode cap per namespace")
+    max_procedures: int | None = Field(None, ge=1, description="procedure cap per namespace")
+    duplicate_threshold: float = Field(
+        0.92, ge=0, le=1, description="cosine at which a new fact counts as a duplicate"
+    )
+    decay_rate_default: float = Field(0.1, ge=0, description="default decay rate of new facts")
+    context_budget: int = Field(1000, ge=50, description="default context token budget")
+    reinforce_on_search: bool = Field(True, description="count search hits as accesses")
+
+    @field_validator("namespace")
+    @classmethod
+    def _ns(cls, value: str) -> str:
+        return check_namespace(value)

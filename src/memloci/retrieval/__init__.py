@@ -1,0 +1,1 @@
+"""Retrieval (layer: retrieval): query parsing, strategies, fusion, the search pipeline."""

@@ -1,0 +1,245 @@
+"""Query parsing (layer: retrieval): terms, FTS5 match strings, time phrases."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from memloci.errors import ValidationError
+from memloci.models import normalize_key
+
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "also",
+        "ever",
+        "get",
+        "got",
+        "did",
+        "does",
+        "done",
+        "let",
+        "lets",
+        "like",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "something",
+        "anything",
+        "thing",
+        "things",
+        "would",
+        "could",
+        "should",
+        "whats",
+        "what's",
+        "i'm",
+        "im",
+        "it's",
+        "its",
+    ]
+)
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’]*")
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words of a query, stopwords removed, order kept, no repeats."""
+    out: list[str] = []
+    for raw in _WORD.findall(text):
+        word = raw.lower().replace("’", "'")
+        word = word[:-2] if word.endswith("'s") else word.rstrip("'")
+        if len(word) < 2 and not word.isdigit():
+            continue
+        if word in STOPWORDS or word in out:
+            continue
+        out.append(word)
+    return out
+
+
+def fts_match(text: str, *, max_terms: int = 24) -> str:
+    """An FTS5 MATCH expression: any of the content words (quoted, so always valid)."""
+    words = terms(text)[:max_terms]
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+def key_form(text: str) -> str:
+    """The fuzzy-key form of a query (spaces, ``_`` and ``-`` equivalent)."""
+    return normalize_key(text)
+
+
+_RELATIVE = {
+    "today": timedelta(days=0),
+    "yesterday": timedelta(days=1),
+    "last_day": timedelta(days=1),
+    "last_week": timedelta(days=7),
+    "last_month": timedelta(days=30),
+    "last_year": timedelta(days=365),
+}
+
+
+def parse_time(value: str | datetime | None, *, now: datetime | None = None) -> datetime | None:
+    """``last_week`` / ``last_month`` / ``yesterday`` / ``today`` / ``Nd`` / ISO date → UTC time."""
+    if value is None or isinstance(value, datetime):
+        return as_utc(value) if isinstance(value, datetime) else None
+    now = now or datetime.now(UTC)
+    text = str(value).strip().lower().replace(" ", "_").replace("-", "_")
+    if text in _RELATIVE:
+        start = now - _RELATIVE[text]
+        return (
+            start.replace(hour=0, minute=0, second=0, microsecond=0)
+            if text
+            in (
+                "today",
+                "yesterday",
+            )
+            else start
+        )
+    match = re.fullmatch(r"(\d+)_?(d|days?|w|weeks?|h|hours?)", text)
+    if match:
+        n, unit = int(match.group(1)), match.group(2)[0]
+        delta = {"d": timedelta(days=n), "w": timedelta(weeks=n), "h": timedelta(hours=n)}[unit]
+        return now - delta
+    try:
+        return as_utc(datetime.fromisoformat(str(value).strip()))
+    except ValueError:
+        raise ValidationError(
+            f"cannot read time {value!r}",
+            hint="use last_week, last_month, yesterday, today, 7d, or an ISO date like 2024-05-01",
+        ) from None
+
+
+def as_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC; aware ones are converted."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def document_text(content: str, speaker: str | None, key: str | None, subject: str | None) -> str:
+    """The text embedded for a memory: who said it / what it is about, then the content."""
+    label = speaker or subject or (key.replace("_", " ") if key else None)
+    return f"{label}: {content}" if label else content

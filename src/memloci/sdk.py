@@ -1,0 +1,269 @@
+"""The SDK (layer: sdk): ``AsyncMemory`` over the service; ``Memory`` is its sync facade."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from concurrent.futures import Future
+from datetime import datetime
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from memloci.compose import build_service
+from memloci.config import Settings
+from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
+from memloci.providers.base import Embedder
+from memloci.service import MemoryService
+from memloci.storage.base import Store
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class AsyncMemory:
+    """Long-term memory for an agent (async).
+
+    ``AsyncMemory("memories.db")`` opens (or creates) an embedded SQLite store
+    with the bundled local embedding model. Pass ``embedder=None`` for full-text
+    only, or any :class:`~memloci.providers.base.Embedder`.
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        namespace: str | None = None,
+        embedder: Embedder | str | None = "local",
+        store: Store | None = None,
+        settings: Settings | None = None,
+        **options: Any,
+    ) -> None:
+        overrides: dict[str, Any] = dict(options)
+        if path is not None:
+            overrides["path"] = path
+        if namespace is not None:
+            overrides["namespace"] = namespace
+        if isinstance(embedder, str):
+            overrides["embedder"] = embedder
+        base = settings.model_dump() if settings else {}
+        self.settings = Settings(**{**base, **overrides})
+        emb: Embedder | str | None = "settings" if isinstance(embedder, str) else embedder
+        self.service: MemoryService = build_service(self.settings, store=store, embedder=emb)
+
+    def _flt(self, **kwargs: Any) -> Any:
+        return self.service.filter(**kwargs)
+
+    async def add(
+        self,
+        content: str | Sequence[Mapping[str, Any]],
+        *,
+        user: str | None = None,
+        session: str | None = None,
+        speaker: str | None = None,
+        role: str | None = None,
+        agent: str | None = None,
+        event_time: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
+    ) -> MemoryNode | list[MemoryNode]:
+        """Add a conversation turn (or a list of ``{"role", "content"}`` messages)."""
+        nodes = await self.service.add(
+            content, namespace=namespace, user=user, agent=agent, session=session,
+            speaker=speaker, role=role, event_time=event_time, metadata=metadata,
+        )  # fmt: skip
+        return nodes[0] if isinstance(content, str) else nodes
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        namespace: str | Sequence[str] | None = None,
+        type: Any = None,
+        category: Any = None,
+        scope: Any = None,
+        after: str | datetime | None = None,
+        before: str | datetime | None = None,
+        min_confidence: float | None = None,
+        as_of: str | datetime | None = None,
+        recipe: str = "hybrid",
+    ) -> list[SearchHit]:
+        """Hybrid search (full text + meaning + keys); best first."""
+        flt = self._flt(
+            namespace=namespace, user=user, agent=agent, session=session, type=type,
+            category=category, scope=scope, after=after, before=before,
+            min_confidence=min_confidence, as_of=as_of,
+        )  # fmt: skip
+        return await self.service.search(query, flt, k=k, recipe=recipe)
+
+    async def context(
+        self,
+        prompt: str | None = None,
+        *,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        namespace: str | Sequence[str] | None = None,
+        budget: int | None = None,
+    ) -> str:
+        """A markdown block for the system prompt, within ``budget`` tokens."""
+        flt = self._flt(namespace=namespace, user=user, agent=agent, session=session)
+        return await self.service.context(prompt, flt, budget=budget)
+
+    async def remember(self, /, content: str, **kwargs: Any) -> WriteResult:
+        """Store a fact; see :meth:`MemoryService.remember` for the options."""
+        return await self.service.remember(content, **kwargs)
+
+    async def update(
+        self, /, memory_id: str, content: str | None = None, **kwargs: Any
+    ) -> WriteResult:
+        """Change a memory: same id, new version."""
+        return await self.service.update(memory_id, content, **kwargs)
+
+    async def correct(self, /, memory_id: str, content: str, **kwargs: Any) -> WriteResult:
+        """Replace a fact by a new one that supersedes it."""
+        return await self.service.correct(memory_id, content, **kwargs)
+
+    async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
+        return await self.service.confirm(memory_id, namespace=namespace)
+
+    async def forget(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
+        return await self.service.forget(memory_id, namespace=namespace)
+
+    async def purge(self, memory_id: str, *, namespace: str | None = None) -> None:
+        await self.service.purge(memory_id, namespace=namespace)
+
+    async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode:
+        return await self.service.get(memory_id, namespace=namespace)
+
+    async def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryVersion]:
+        return await self.service.history(memory_id, namespace=namespace)
+
+    async def lookup(self, /, key: str, **kwargs: Any) -> MemoryNode | None:
+        """The fact under ``key``, walking session → user → agent → global."""
+        return await self.service.lookup(key, **kwargs)
+
+    async def learn_procedure(self, /, content: str, **kwargs: Any) -> WriteResult:
+        return await self.service.learn_procedure(content, **kwargs)
+
+    async def record_episode(self, /, content: str, **kwargs: Any) -> WriteResult:
+        return await self.service.record_episode(content, **kwargs)
+
+    async def stats(self, namespace: str | Sequence[str] | None = None) -> StoreStats:
+        nss = [namespace] if isinstance(namespace, str) else namespace
+        return await self.service.stats(nss)
+
+    async def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every memory has its embedding (False on timeout)."""
+        return await self.service.flush(timeout)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.service.close)
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def list(  # defined last: the name shadows the builtin in the class body
+        self,
+        *,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        namespace: str | Sequence[str] | None = None,
+        type: Any = None,
+        category: Any = None,
+        scope: Any = None,
+        after: str | datetime | None = None,
+        before: str | datetime | None = None,
+        include_forgotten: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+        order: str = "created",
+    ) -> list[MemoryNode]:
+        """Memories matching the filters (current ones unless ``include_forgotten``)."""
+        flt = self._flt(
+            namespace=namespace, user=user, agent=agent, session=session, type=type,
+            category=category, scope=scope, after=after, before=before,
+            include_forgotten=include_forgotten,
+        )  # fmt: skip
+        return await self.service.list_nodes(flt, limit=limit, offset=offset, order=order)
+
+
+def _sync(
+    method: Callable[Concatenate[AsyncMemory, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[Memory, P], T]:
+    def call(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._call(method(self._async, *args, **kwargs))
+
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
+class Memory:
+    """Long-term memory for an agent (sync). Same arguments and methods as
+    :class:`AsyncMemory`; ``Memory()`` opens ``./memloci.db``."""
+
+    def __init__(self, path: str | None = None, **kwargs: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        try:
+            self._async = self._call(_build(path, kwargs))
+        except BaseException:
+            self._stop_loop()
+            raise
+        self.service = self._async.service
+        self.settings = self._async.settings
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return fut.result()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        self._loop.close()
+
+    add = _sync(AsyncMemory.add)
+    search = _sync(AsyncMemory.search)
+    context = _sync(AsyncMemory.context)
+    list = _sync(AsyncMemory.list)
+    remember = _sync(AsyncMemory.remember)
+    update = _sync(AsyncMemory.update)
+    correct = _sync(AsyncMemory.correct)
+    confirm = _sync(AsyncMemory.confirm)
+    forget = _sync(AsyncMemory.forget)
+    purge = _sync(AsyncMemory.purge)
+    get = _sync(AsyncMemory.get)
+    history = _sync(AsyncMemory.history)
+    lookup = _sync(AsyncMemory.lookup)
+    learn_procedure = _sync(AsyncMemory.learn_procedure)
+    record_episode = _sync(AsyncMemory.record_episode)
+    stats = _sync(AsyncMemory.stats)
+    flush = _sync(AsyncMemory.flush)
+
+    def close(self) -> None:
+        """Finish background embedding and close the store."""
+        if self._loop.is_closed():
+            return
+        try:
+            self._call(self._async.aclose())
+        finally:
+            self._stop_loop()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+async def _build(path: str | None, kwargs: dict[str, Any]) -> AsyncMemory:
+    return AsyncMemory(path, **kwargs)

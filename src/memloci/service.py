@@ -1,0 +1,511 @@
+"""MemoryService (layer: service): the one API every interface calls.
+
+Async methods; storage and model work run in worker threads. Every argument
+is validated here before anything is written, so a bad call writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, ParamSpec, TypeVar
+
+from memloci import validate as v
+from memloci.config import Settings
+from memloci.context import build_context
+from memloci.errors import NotFoundError, ValidationError
+from memloci.models import (
+    SCOPE_ORDER,
+    EpisodeDetails,
+    FactType,
+    MemoryNode,
+    MemoryVersion,
+    NodeType,
+    ProcedureDetails,
+    ProcedureType,
+    Scope,
+    SearchHit,
+    SourceType,
+    StoreStats,
+    WriteResult,
+    normalize_key,
+    short_id,
+    utcnow,
+)
+from memloci.providers.base import Embedder
+from memloci.retrieval.pipeline import Retriever
+from memloci.retrieval.query import document_text
+from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
+from memloci.storage.rows import content_hash
+from memloci.worker import EmbeddingWorker
+
+P = ParamSpec("P")
+T = TypeVar("T")
+FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
+
+
+class MemoryService:
+    """Write paths, search and context over one store and one embedder."""
+
+    def __init__(self, store: Store, embedder: Embedder | None, settings: Settings) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.worker: EmbeddingWorker | None = None
+        if embedder is not None:
+            store.bind_embedder(embedder.model_id, embedder.dimension)
+            self.worker = EmbeddingWorker(store, embedder, batch_size=settings.embed_batch_size)
+        self.retriever = Retriever(store, embedder, settings)
+
+    async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+
+    def _ns(self, namespace: str | None) -> str:
+        return v.namespace(namespace or self.settings.namespace)
+
+    # ------------------------------------------------------------------ hot path
+    async def add(
+        self,
+        content: str | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        speaker: str | None = None,
+        role: str | None = None,
+        event_time: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[MemoryNode]:
+        """Store conversation turns as episodes, linked in order within their session."""
+        ns = self._ns(namespace)
+        user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
+        when = v.when(event_time)
+        meta = v.metadata(metadata)
+        now = utcnow()
+        if isinstance(content, str):
+            turns = [(v.turn(content), v.label(speaker, "speaker"), v.label(role, "role"))]
+        else:
+            turns = v.messages(content)
+            if speaker is not None or role is not None:
+                raise ValidationError("speaker/role go inside each message when adding a list")
+        scope = v.scope(None, user=user, agent=agent, session=session)
+        nodes = [
+            MemoryNode(
+                id=short_id(),
+                namespace=ns,
+                type=NodeType.EPISODIC,
+                content=text,
+                category="conversation",
+                scope=scope,
+                user=user,
+                agent=agent,
+                session=session,
+                speaker=who or r,
+                event_time=when or now,
+                created_at=now,
+                updated_at=now,
+                valid_from=when or now,
+                decay_rate=0.0,
+                source_type=SourceType.CONVERSATION,
+                source_role=r,
+                metadata=meta,
+            )
+            for text, who, r in turns
+        ]
+        if len(nodes) == 1:
+            nodes = [await self._run(self.store.insert_node, nodes[0], link_previous=True)]
+        elif nodes:
+            await self._run(self.store.insert_nodes, nodes, link_previous=True)
+        if self.worker:
+            self.worker.wake()
+        await self._enforce_limit(ns, (NodeType.EPISODIC,), self.settings.max_episodes)
+        return nodes
+
+    async def _enforce_limit(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None:
+        if cap is not None:
+            flt = NodeFilter(namespaces=(ns,), types=types, include_invalid=True)
+            await self._run(self.store.prune_oldest, flt, cap, now=utcnow())
+
+    # ------------------------------------------------------------------ explicit writes
+    async def remember(
+        self,
+        content: str,
+        *,
+        namespace: str | None = None,
+        key: str | None = None,
+        value: Any = None,
+        category: str | None = None,
+        subject: str | None = None,
+        fact_type: FactType | str | None = None,
+        type: NodeType | str = NodeType.SEMANTIC,
+        scope: Scope | str | None = None,
+        confidence: float = 1.0,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        event_time: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        overwrite: bool = True,
+        suggest_on_subject: bool = False,
+        source_type: SourceType | str = SourceType.USER,
+    ) -> WriteResult:
+        """Store a fact. Duplicates confirm the existing one; a known key updates it."""
+        ns = self._ns(namespace)
+        text = v.fact(content)
+        ntype = v.enum(NodeType, type, "type")
+        if ntype not in FACT_TYPES:
+            raise ValidationError("remember stores semantic or opinion memories")
+        user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
+        sc = v.scope(scope, user=user, agent=agent, session=session)
+        ft = v.enum(FactType, fact_type, "fact_type") if fact_type is not None else None
+        conf = v.unit(confidence, "confidence")
+        key = v.key(key)
+        cat, subj = v.category(category), v.label(subject, "subject", 200)
+        meta, src = v.metadata(metadata), v.enum(SourceType, source_type, "source_type")
+        v.json_value(value)
+        when, now = v.when(event_time), utcnow()
+        owner = NodeFilter(
+            namespaces=(ns,), types=FACT_TYPES, scopes=(sc,),
+            owner_user=user if sc is Scope.USER else None,
+            sessions=(session,) if sc is Scope.SESSION and session else None,
+            agent=agent,
+        )  # fmt: skip
+
+        if key is not None:
+            same_key = await self._run(
+                self.store.list_nodes, replace(owner, key_norm=normalize_key(key)), limit=1
+            )
+            if same_key:
+                old = same_key[0]
+                if content_hash(old.content) == content_hash(text) and old.value == value:
+                    return await self._confirmed(old, "already known")
+                if not overwrite:
+                    return WriteResult(
+                        action="exists", memory=old, similar=[old],
+                        message=f"[{old.id}] already holds key {key!r}; pass overwrite=True "
+                        "or update it",
+                    )  # fmt: skip
+                return await self.update(
+                    old.id, text, namespace=ns, value=value, set_value=True, session=session
+                )
+        dupes = await self._run(self.store.find_by_hash, owner, content_hash(text))
+        if dupes:
+            return await self._confirmed(dupes[0], "already known")
+        vector = None
+        if self.embedder is not None:
+            vector = (await self._run(self.embedder.embed, [document_text(text, None, key, subj)]))[
+                0
+            ]
+            near = await self._run(self.store.vector_search, owner, vector, 1)
+            if near and near[0][1] >= self.settings.duplicate_threshold:
+                old = await self.get(near[0][0], namespace=ns)
+                return await self._confirmed(old, f"near-duplicate (similarity {near[0][1]:.2f})")
+        similar: list[MemoryNode] = []
+        if subj:
+            same_subject = await self._run(self.store.list_nodes, owner, limit=200)
+            similar = [n for n in same_subject if (n.subject or "").lower() == subj.lower()]
+            if similar and suggest_on_subject:
+                ids = ", ".join(n.id for n in similar[:3])
+                return WriteResult(
+                    action="suggest_update", memory=similar[0], similar=similar,
+                    message=f"memories about {subj!r} exist ({ids}); update one instead?",
+                )  # fmt: skip
+        node = MemoryNode(
+            id=short_id(), namespace=ns, type=ntype, content=text, key=key, value=value,
+            category=cat, subject=subj, fact_type=ft, scope=sc, user=user, agent=agent,
+            session=session, event_time=when or now, created_at=now, updated_at=now,
+            valid_from=when or now, confidence=conf, decay_rate=self.settings.decay_rate_default,
+            source_type=src, metadata=meta,
+        )  # fmt: skip
+        node = await self._run(self.store.insert_node, node)
+        await self._store_vector(node, vector)
+        await self._enforce_limit(ns, FACT_TYPES, self.settings.max_memories)
+        message = f"Remembered [{node.id}]."
+        if similar:
+            message += f" Related memories about {subj}: " + ", ".join(n.id for n in similar[:3])
+        return WriteResult(action="created", memory=node, message=message, similar=similar)
+
+    async def _store_vector(self, node: MemoryNode, vector: Any) -> None:
+        if vector is None:
+            if self.worker:
+                self.worker.wake()
+            return
+        item = PendingEmbedding(
+            node.id, content_hash(node.content), node.content, node.speaker, node.key, node.subject
+        )
+        await self._run(self.store.save_embeddings, [item], vector[None, :])
+
+    async def _confirmed(self, node: MemoryNode, why: str) -> WriteResult:
+        updated = await self._run(
+            self.store.update_node, node.namespace, node.id, NodePatch(times_confirmed_delta=1)
+        )
+        return WriteResult(
+            action="confirmed", memory=updated,
+            message=f"Already remembered as [{node.id}] ({why}); confirmed it "
+            f"({updated.times_confirmed}x).",
+        )  # fmt: skip
+
+    async def update(
+        self,
+        memory_id: str,
+        content: str | None = None,
+        *,
+        namespace: str | None = None,
+        value: Any = None,
+        set_value: bool = False,
+        category: str | None = None,
+        subject: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        session: str | None = None,
+    ) -> WriteResult:
+        """Change a memory in place: same id, a new version in its history."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        old = await self.get(mid, namespace=ns)
+        if old.valid_until is not None:
+            raise ValidationError(f"memory {mid} was forgotten; it can no longer change")
+        text = None
+        if content is not None:
+            text = v.turn(content) if old.type is NodeType.EPISODIC else v.fact(content)
+        if set_value:
+            v.json_value(value)
+        patch = NodePatch(
+            content=text, value=value, set_value=set_value,
+            category=v.category(category) if category is not None else None,
+            subject=v.label(subject, "subject", 200),
+            metadata=v.metadata(metadata) if metadata is not None else None,
+        )  # fmt: skip
+        new = await self._run(self.store.update_node, ns, mid, patch, session=v.ident(session))
+        if self.worker:
+            self.worker.wake()
+        msg = f"Updated [{mid}] to version {new.version}"
+        if text is not None and text != old.content:
+            msg += f": {old.content!r} → {new.content!r}"
+        return WriteResult(action="updated", memory=new, message=msg + ".")
+
+    async def correct(
+        self, memory_id: str, content: str, *, namespace: str | None = None, value: Any = None
+    ) -> WriteResult:
+        """Replace a fact with a new one that ``supersedes`` it; the old one stops being valid."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        text = v.fact(content)
+        v.json_value(value)
+        old = await self.get(mid, namespace=ns)
+        if old.valid_until is not None:
+            raise ValidationError(f"memory {mid} is no longer current; correct the current one")
+        now = utcnow()
+        new = old.model_copy(
+            update={
+                "id": short_id(), "content": text, "value": value if value is not None
+                else old.value, "created_at": now, "updated_at": now, "valid_from": now,
+                "event_time": now, "version": 1, "confidence": 1.0, "times_confirmed": 0,
+                "times_contradicted": 0, "access_count": 0, "last_accessed": None,
+                "source_type": SourceType.USER, "embedded": False,
+            }
+        )  # fmt: skip
+        await self._run(self.store.supersede, ns, mid, new, now=now)
+        if self.worker:
+            self.worker.wake()
+        return WriteResult(
+            action="corrected",
+            memory=await self.get(new.id, namespace=ns),
+            message=f"Corrected: [{new.id}] supersedes [{mid}] ({old.content!r} → {text!r}).",
+        )
+
+    async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
+        """Mark a fact as certain and protected from decay."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        await self.get(mid, namespace=ns)
+        node = await self._run(
+            self.store.update_node, ns, mid,
+            NodePatch(confidence=1.0, decay_rate=0.0, times_confirmed_delta=1),
+        )  # fmt: skip
+        return WriteResult(action="confirmed", memory=node, message=f"Confirmed [{mid}].")
+
+    async def forget(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
+        """Soft delete: the memory stops being current; its history stays."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        old = await self.get(mid, namespace=ns)
+        if old.valid_until is not None:
+            return WriteResult(action="unchanged", memory=old, message=f"[{mid}] was forgotten.")
+        node = await self._run(self.store.update_node, ns, mid, NodePatch(valid_until=utcnow()))
+        return WriteResult(action="forgotten", memory=node, message=f"Forgot [{mid}].")
+
+    async def purge(self, memory_id: str, *, namespace: str | None = None) -> None:
+        """Hard delete (privacy): the memory, its history, edges and vector are gone."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        if not await self._run(self.store.purge_node, ns, mid):
+            raise NotFoundError(f"no memory {mid!r} in namespace {ns!r}")
+
+    async def learn_procedure(
+        self,
+        content: str,
+        *,
+        namespace: str | None = None,
+        triggers: Mapping[str, Any] | None = None,
+        procedure_type: ProcedureType | str = ProcedureType.WORKFLOW_GRAPH,
+        category: str | None = "procedure",
+        user: str | None = None,
+        agent: str | None = None,
+        scope: Scope | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> WriteResult:
+        """Store a how-to / standing instruction (injected into every context)."""
+        ns, text = self._ns(namespace), v.fact(content)
+        user, agent = v.ident(user, "user"), v.ident(agent, "agent")
+        sc = v.scope(scope, user=user, agent=agent, session=None)
+        details = ProcedureDetails(
+            procedure_type=v.enum(ProcedureType, procedure_type, "procedure_type"),
+            triggers=v.metadata(triggers),
+        )
+        owner = NodeFilter(namespaces=(ns,), types=(NodeType.PROCEDURAL,), scopes=(sc,))
+        dupes = await self._run(self.store.find_by_hash, owner, content_hash(text))
+        if dupes:
+            return await self._confirmed(dupes[0], "already known")
+        now = utcnow()
+        node = MemoryNode(
+            id=short_id(), namespace=ns, type=NodeType.PROCEDURAL, content=text,
+            category=v.category(category), scope=sc, user=user, agent=agent, event_time=now,
+            created_at=now, updated_at=now, valid_from=now, procedure=details,
+            decay_rate=self.settings.decay_rate_default, metadata=v.metadata(metadata),
+        )  # fmt: skip
+        node = await self._run(self.store.insert_node, node)
+        if self.worker:
+            self.worker.wake()
+        await self._enforce_limit(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
+        return WriteResult(action="created", memory=node, message=f"Learned [{node.id}].")
+
+    async def record_episode(
+        self,
+        content: str,
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        details: EpisodeDetails | Mapping[str, Any] | None = None,
+        event_time: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> WriteResult:
+        """Store a structured episode (trigger, actions, outcome, timing, feedback)."""
+        ns, text = self._ns(namespace), v.turn(content)
+        user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
+        episode = v.episode(details)
+        now, when = utcnow(), v.when(event_time)
+        node = MemoryNode(
+            id=short_id(), namespace=ns, type=NodeType.EPISODIC, content=text, category="episode",
+            scope=v.scope(None, user=user, agent=agent, session=session), user=user, agent=agent,
+            session=session, event_time=when or now, created_at=now, updated_at=now,
+            valid_from=when or now, decay_rate=0.0, source_type=SourceType.TOOL_RESULT,
+            episode=episode, metadata=v.metadata(metadata),
+        )  # fmt: skip
+        node = await self._run(self.store.insert_node, node, link_previous=session is not None)
+        if self.worker:
+            self.worker.wake()
+        await self._enforce_limit(ns, (NodeType.EPISODIC,), self.settings.max_episodes)
+        return WriteResult(action="created", memory=node, message=f"Recorded [{node.id}].")
+
+    # ------------------------------------------------------------------ reads
+    async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode:
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        node = await self._run(self.store.get_node, ns, mid)
+        if node is None:
+            raise NotFoundError(
+                f"no memory {mid!r} in namespace {ns!r}", hint="list memories to see their ids"
+            )
+        return node
+
+    async def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryVersion]:
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        return await self._run(self.store.versions, ns, mid)
+
+    async def lookup(
+        self,
+        key: str,
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> MemoryNode | None:
+        """The fact stored under ``key``, most specific scope first (session → global)."""
+        ns, norm = self._ns(namespace), normalize_key(v.key(key) or "")
+        user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
+        for sc in SCOPE_ORDER:
+            if (sc is Scope.SESSION and not session) or (sc is Scope.USER and not user):
+                continue
+            flt = NodeFilter(
+                namespaces=(ns,), key_norm=norm, scopes=(sc,), agent=agent,
+                owner_user=user if sc is Scope.USER else None,
+                sessions=(session,) if sc is Scope.SESSION and session else None,
+            )  # fmt: skip
+            found = await self._run(self.store.list_nodes, flt, limit=1, order="-created")
+            if found:
+                return found[0]
+        return None
+
+    def filter(self, **kwargs: Any) -> NodeFilter:
+        """Build a validated :class:`NodeFilter` from keyword arguments (see ``v.node_filter``)."""
+        return v.node_filter(default_namespace=self.settings.namespace, **kwargs)
+
+    async def list_nodes(
+        self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created"
+    ) -> list[MemoryNode]:
+        v.page(limit, offset)
+        return await self._run(self.store.list_nodes, flt, limit=limit, offset=offset, order=order)
+
+    async def count(self, flt: NodeFilter) -> int:
+        return await self._run(self.store.count_nodes, flt)
+
+    async def search(
+        self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid"
+    ) -> list[SearchHit]:
+        """Hybrid search; every interface's search ends here."""
+        text = v.query(query)
+        k = v.limit(k, "k", 200)
+        hits = await self._run(self.retriever.search, text, flt, k, recipe=recipe)
+        if hits and self.worker and self.settings.reinforce_on_search:
+            for ns in flt.namespaces:
+                ids = [h.memory.id for h in hits if h.memory.namespace == ns]
+                if ids:
+                    self.worker.touch(ns, ids)
+        return hits
+
+    async def context(
+        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
+    ) -> str:
+        """The prompt block: procedures, "Your Memory", then relevant past turns."""
+        budget = v.limit(budget or self.settings.context_budget, "budget", 100_000)
+        fact_flt = replace(flt, types=FACT_TYPES)
+        facts = await self._run(self.store.list_nodes, fact_flt, limit=2000, order="category")
+        procs = await self._run(
+            self.store.list_nodes, replace(flt, types=(NodeType.PROCEDURAL,)), limit=20
+        )
+        relevance: dict[str, int] = {}
+        evidence: list[MemoryNode] = []
+        if prompt and prompt.strip():
+            hits = await self.search(prompt, replace(flt, types=None), k=10)
+            relevance = {h.memory.id: i for i, h in enumerate(hits)}
+            evidence = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC][:6]
+        return build_context(
+            facts=facts, procedures=procs, evidence=evidence, budget=budget, relevance=relevance
+        )
+
+    async def stats(self, namespaces: Sequence[str] | None = None) -> StoreStats:
+        nss = [v.namespace(n) for n in (namespaces or [self.settings.namespace])]
+        return await self._run(self.store.stats, nss)
+
+    # ------------------------------------------------------------------ lifecycle
+    async def flush(self, timeout: float | None = None) -> bool:
+        """Wait until background embedding has caught up."""
+        if self.worker is None:
+            return True
+        return await asyncio.to_thread(self.worker.flush, timeout)
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+        self.store.close()

@@ -1,0 +1,263 @@
+"""Input validation (layer: service): every edge funnels through these checks.
+
+Each function returns the cleaned value or raises :class:`ValidationError`
+with a message that names the field and a hint; none of them does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from enum import Enum
+from typing import Any, TypeVar
+
+from memloci.errors import ValidationError
+from memloci.models import (
+    CONTENT_MAX,
+    CONTENT_MIN,
+    TURN_MAX,
+    EpisodeDetails,
+    NodeType,
+    Scope,
+    check_id,
+    check_namespace,
+    sanitize_category,
+)
+from memloci.retrieval.query import as_utc, parse_time
+from memloci.storage.base import NodeFilter
+
+E = TypeVar("E", bound=Enum)
+_IDENT = re.compile(r"^[^\x00-\x1f]{1,200}$")
+_SYSTEM_ROLES = {"system", "developer"}
+QUERY_MAX = 2_000
+
+
+def namespace(value: Any) -> str:
+    return check_namespace(value)
+
+
+def memory_id(value: Any) -> str:
+    return check_id(value)
+
+
+def _text(value: Any, field: str, lo: int, hi: int) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be text, not {type(value).__name__}")
+    text = value.strip()
+    if len(text) < lo:
+        raise ValidationError(
+            f"{field} is empty" if not text else f"{field} is shorter than {lo} characters",
+            hint=f"give {lo}–{hi} characters",
+        )
+    if len(text) > hi:
+        raise ValidationError(
+            f"{field} is {len(text)} characters; the limit is {hi}",
+            hint="split it or summarise it",
+        )
+    if "\x00" in text:
+        raise ValidationError(f"{field} contains a NUL character")
+    return text
+
+
+def turn(value: Any) -> str:
+    """A conversation turn or episode: 1–20,000 characters."""
+    return _text(value, "content", 1, TURN_MAX)
+
+
+def fact(value: Any) -> str:
+    """A fact, procedure or opinion: 5–500 characters."""
+    return _text(value, "content", CONTENT_MIN, CONTENT_MAX)
+
+
+def query(value: Any) -> str:
+    return _text(value, "query", 1, QUERY_MAX)
+
+
+def ident(value: Any, field: str = "session") -> str | None:
+    """A user / agent / session id: any printable text up to 200 characters."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not _IDENT.match(value) or not value.strip():
+        raise ValidationError(
+            f"invalid {field} id {value!r}", hint="use 1–200 printable characters"
+        )
+    return value
+
+
+def label(value: Any, field: str, hi: int = 100) -> str | None:
+    if value is None:
+        return None
+    return _text(value, field, 1, hi)
+
+
+def key(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = _text(value, "key", 1, 200)
+    if not re.search(r"[A-Za-z0-9]", text):
+        raise ValidationError("key needs at least one letter or digit")
+    return text
+
+
+def category(value: Any) -> str:
+    if value is not None and not isinstance(value, str):
+        raise ValidationError("category must be text")
+    return sanitize_category(value)
+
+
+def enum(kind: type[E], value: Any, field: str) -> E:
+    try:
+        return kind(value)
+    except ValueError:
+        options = ", ".join(str(m.value) for m in kind)
+        raise ValidationError(f"invalid {field} {value!r}", hint=f"use one of: {options}") from None
+
+
+def unit(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ValidationError(f"{field} must be a number between 0 and 1")
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValidationError(f"{field} must be between 0 and 1, not {value}")
+    return float(value)
+
+
+def limit(value: Any, field: str, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
+        raise ValidationError(f"{field} must be a whole number from 1 to {hi}, not {value!r}")
+    return value
+
+
+def page(lim: Any, offset: Any) -> None:
+    limit(lim, "limit", 10_000)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValidationError(f"offset must be a whole number ≥ 0, not {offset!r}")
+
+
+def json_value(value: Any) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"value is not JSON-serialisable: {exc}") from None
+
+
+def metadata(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("metadata must be a JSON object (a dict)")
+    data = dict(value)
+    try:
+        encoded = json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata is not JSON-serialisable: {exc}") from None
+    if len(encoded) > 64_000:
+        raise ValidationError("metadata is larger than 64 kB")
+    result: dict[str, Any] = json.loads(encoded)
+    return result
+
+
+def when(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return parse_time(value)
+    if not isinstance(value, datetime):
+        raise ValidationError("event_time must be a datetime or an ISO date string")
+    return as_utc(value)
+
+
+def scope(value: Any, *, user: str | None, agent: str | None, session: str | None) -> Scope:
+    """The scope a write lands in; the default is the most specific owner given."""
+    if value is None:
+        return Scope.USER if user else Scope.AGENT if agent else Scope.GLOBAL
+    sc = enum(Scope, value, "scope")
+    needs = {Scope.SESSION: session, Scope.USER: user, Scope.AGENT: agent}
+    if sc in needs and not needs[sc]:
+        raise ValidationError(f"scope {sc.value!r} needs a {sc.value}", hint=f"pass {sc.value}=…")
+    return sc
+
+
+def messages(value: Any) -> list[tuple[str, str | None, str | None]]:
+    """``[{"role", "content"[, "name"]}, …]`` → turns; system prompts are dropped."""
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise ValidationError("content must be text or a list of {role, content} messages")
+    out = []
+    for i, msg in enumerate(value):
+        if not isinstance(msg, Mapping) or "content" not in msg:
+            raise ValidationError(f"message {i} needs 'role' and 'content'")
+        role = label(msg.get("role", "user"), f"message {i} role", 40)
+        if role in _SYSTEM_ROLES:
+            continue
+        name = label(msg.get("name"), f"message {i} name")
+        try:
+            text = turn(msg["content"])
+        except ValidationError as exc:
+            raise ValidationError(f"message {i}: {exc.message}", hint=exc.hint) from None
+        out.append((text, name, role))
+    if not out:
+        raise ValidationError("no user or assistant messages to add")
+    return out
+
+
+def episode(value: Any) -> EpisodeDetails | None:
+    if value is None or isinstance(value, EpisodeDetails):
+        return value
+    try:
+        return EpisodeDetails.model_validate(value)
+    except Exception as exc:
+        raise ValidationError(f"invalid episode details: {exc}") from None
+
+
+def _many(value: Any, field: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items: Iterable[Any] = [value] if isinstance(value, str | Enum) else value
+    return tuple(str(i.value if isinstance(i, Enum) else i) for i in items) or None
+
+
+def node_filter(
+    *,
+    default_namespace: str,
+    namespace: str | Sequence[str] | None = None,
+    user: str | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+    owner_user: str | None = None,
+    sessions: Sequence[str] | None = None,
+    type: Any = None,
+    scope: Any = None,
+    category: Any = None,
+    after: Any = None,
+    before: Any = None,
+    min_confidence: float | None = None,
+    as_of: Any = None,
+    include_forgotten: bool = False,
+) -> NodeFilter:
+    """Validated :class:`NodeFilter` from the keyword arguments every interface takes."""
+    nss = _many(namespace, "namespace") or (default_namespace,)
+    types = _many(type, "type")
+    scopes = _many(scope, "scope")
+    cats = _many(category, "category")
+    return NodeFilter(
+        namespaces=tuple(check_namespace(n) for n in nss),
+        user=ident(user, "user"),
+        agent=ident(agent, "agent"),
+        session=ident(session),
+        owner_user=ident(owner_user, "user"),
+        sessions=tuple(ident(s) or "" for s in sessions) if sessions else None,
+        types=tuple(enum(NodeType, t, "type") for t in types) if types else None,
+        scopes=tuple(enum(Scope, s, "scope") for s in scopes) if scopes else None,
+        categories=tuple(sanitize_category(c) for c in cats) if cats else None,
+        after=when(after),
+        before=when(before),
+        min_confidence=unit(min_confidence, "min_confidence")
+        if min_confidence is not None
+        else None,
+        as_of=when(as_of),
+        include_invalid=bool(include_forgotten),
+    )
