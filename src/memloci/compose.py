@@ -26,6 +26,7 @@ def build_service(
     *,
     store: Store | None = None,
     embedder: Embedder | str | None = "settings",
+    reembed: bool = False,
 ) -> MemoryService:
     """Wire a service; ``store`` and ``embedder`` may be injected (tests, custom providers)."""
     settings = settings or Settings()
@@ -33,7 +34,7 @@ def build_service(
     assert not isinstance(emb, str)
     st = store or build_store(settings)
     try:
-        return MemoryService(st, emb, settings)
+        return MemoryService(st, emb, settings, reembed=reembed)
     except BaseException:
         if store is None:
             st.close()

@@ -15,6 +15,7 @@ from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, Wri
 from memloci.providers.base import Embedder
 from memloci.service import MemoryService
 from memloci.storage.base import Store
+from memloci.transfer import ImportReport
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -36,6 +37,7 @@ class AsyncMemory:
         embedder: Embedder | str | None = "local",
         store: Store | None = None,
         settings: Settings | None = None,
+        reembed: bool = False,
         **options: Any,
     ) -> None:
         overrides: dict[str, Any] = dict(options)
@@ -48,7 +50,9 @@ class AsyncMemory:
         base = settings.model_dump() if settings else {}
         self.settings = Settings(**{**base, **overrides})
         emb: Embedder | str | None = "settings" if isinstance(embedder, str) else embedder
-        self.service: MemoryService = build_service(self.settings, store=store, embedder=emb)
+        self.service: MemoryService = build_service(
+            self.settings, store=store, embedder=emb, reembed=reembed
+        )
 
     def _flt(self, **kwargs: Any) -> Any:
         return self.service.filter(**kwargs)
@@ -156,6 +160,39 @@ class AsyncMemory:
         nss = [namespace] if isinstance(namespace, str) else namespace
         return await self.service.stats(nss)
 
+    async def export(self, path: str, *, namespace: str | None = None) -> int:
+        """Write the namespace to a JSON Lines file; returns the number of lines."""
+
+        def write() -> int:
+            count = 0
+            with open(path, "w", encoding="utf-8") as fh:
+                for line in self.service.export_lines(namespace):
+                    fh.write(line + "\n")
+                    count += 1
+            return count
+
+        return await asyncio.to_thread(write)
+
+    async def import_file(
+        self,
+        path: str,
+        *,
+        namespace: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """Read a JSON Lines export (validated whole before anything is written)."""
+
+        def read() -> list[str]:
+            with open(path, encoding="utf-8") as fh:
+                return fh.readlines()
+
+        lines = await asyncio.to_thread(read)
+        return await self.service.import_lines(lines, namespace, progress)
+
+    async def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed everything that is waiting now (e.g. after ``reembed=True``), with progress."""
+        return await self.service.embed_pending(progress)
+
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait until every memory has its embedding (False on timeout)."""
         return await self.service.flush(timeout)
@@ -248,6 +285,9 @@ class Memory:
     record_episode = _sync(AsyncMemory.record_episode)
     stats = _sync(AsyncMemory.stats)
     flush = _sync(AsyncMemory.flush)
+    export = _sync(AsyncMemory.export)
+    import_file = _sync(AsyncMemory.import_file)
+    embed_pending = _sync(AsyncMemory.embed_pending)
 
     def close(self) -> None:
         """Finish background embedding and close the store."""

@@ -370,25 +370,31 @@ class SQLiteStore(SQLiteSearch):
 
     # ------------------------------------------------------------------ edges
     def insert_edge(self, edge: Edge) -> None:
+        self.insert_edges([edge])
+
+    def insert_edges(self, edges: Sequence[Edge]) -> None:
         with self._tx() as c:
-            c.execute(
+            c.executemany(
                 "INSERT OR REPLACE INTO edges (id, namespace, source_id, target_id, relation,"
                 " predicate, weight, confidence, valid_from, valid_until, evidence, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    edge.id,
-                    edge.namespace,
-                    edge.source_id,
-                    edge.target_id,
-                    edge.relation.value,
-                    edge.predicate,
-                    edge.weight,
-                    edge.confidence,
-                    ts(edge.valid_from),
-                    ts(edge.valid_until),
-                    json.dumps(edge.evidence),
-                    ts(edge.created_at),
-                ),
+                [
+                    (
+                        edge.id,
+                        edge.namespace,
+                        edge.source_id,
+                        edge.target_id,
+                        edge.relation.value,
+                        edge.predicate,
+                        edge.weight,
+                        edge.confidence,
+                        ts(edge.valid_from),
+                        ts(edge.valid_until),
+                        json.dumps(edge.evidence),
+                        ts(edge.created_at),
+                    )
+                    for edge in edges
+                ],
             )
 
     def edges(self, namespace: str, node_id: str, relation: str | None = None) -> list[Edge]:
@@ -421,6 +427,28 @@ class SQLiteStore(SQLiteSearch):
                 if dst in out:
                     out[dst].append(src)
         return out
+
+    def iter_edges(self, namespace: str) -> Iterator[Edge]:
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT id, namespace, source_id, target_id, relation, predicate, weight,"
+                " confidence, valid_from, valid_until, evidence, created_at FROM edges"
+                " WHERE namespace = ? ORDER BY created_at, id",
+                (namespace,),
+            ).fetchall()
+        for r in rows:
+            yield edge_from_row(r)
+
+    def iter_versions(self, namespace: str) -> Iterator[MemoryVersion]:
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT v.node_id, v.version, v.content, v.value, v.source_session, v.created_at"
+                " FROM versions v JOIN nodes n ON n.id = v.node_id WHERE n.namespace = ?"
+                " ORDER BY n.rowid, v.version",
+                (namespace,),
+            ).fetchall()
+        for r in rows:
+            yield version_from_row(r)
 
     # ------------------------------------------------------------------ people
     def upsert_user(self, user: MemoryUser) -> MemoryUser:

@@ -64,6 +64,21 @@ class SQLiteSearch(SQLiteBase):
                 saved += 1
         return saved
 
+    def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, bytes]:
+        """Stored float32 vectors (raw bytes) of the given nodes that have one."""
+        if self._dim is None or not ids:
+            return {}
+        out: dict[str, bytes] = {}
+        with self._reading() as c:
+            for chunk in chunks(list(ids), 500):
+                for node_id, blob in c.execute(
+                    "SELECT n.id, v.embedding FROM nodes n JOIN vec_nodes v ON v.rowid = n.rowid"
+                    f" WHERE n.namespace = ? AND n.id IN ({qs(chunk)})",
+                    [namespace, *chunk],
+                ):
+                    out[node_id] = bytes(blob)
+        return out
+
     def reset_embeddings(self) -> int:
         """Forget every vector and the bound model (for re-embedding with another one)."""
         with self._tx() as c:

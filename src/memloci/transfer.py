@@ -1,0 +1,166 @@
+"""Export / import as JSON Lines, and re-embedding (layer: service).
+
+Format (one JSON object a line)::
+
+    {"kind": "header", "format": "memloci", "version": 1, "namespace": …, "embedding_model": …}
+    {"kind": "node", "node": {…MemoryNode…}, "vector": "<base64 float32>" | null}
+    {"kind": "version", …MemoryVersion…}
+    {"kind": "edge", …Edge…}
+    {"kind": "user", …MemoryUser…}
+
+Import validates every line before it writes anything; vectors are reused when
+the file's embedding model is the store's, otherwise the memories are re-embedded.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from memloci.errors import ValidationError
+from memloci.models import Edge, MemoryNode, MemoryUser, MemoryVersion, utcnow
+from memloci.storage.base import PendingEmbedding, Store
+from memloci.storage.rows import content_hash
+
+FORMAT, VERSION = "memloci", 1
+Progress = Callable[[int], None]
+
+
+def export_lines(store: Store, namespace: str, *, vectors: bool = True) -> Iterator[str]:
+    """Every record of a namespace as JSON lines (header first)."""
+    header = {
+        "kind": "header", "format": FORMAT, "version": VERSION, "namespace": namespace,
+        "embedding_model": store.get_meta("embedding_model"),
+        "dimension": int(store.get_meta("dimension") or 0) or None,
+        "exported_at": utcnow().isoformat(),
+    }  # fmt: skip
+    yield json.dumps(header)
+    batch: list[MemoryNode] = []
+
+    def flush() -> Iterator[str]:
+        vecs = store.vectors(namespace, [n.id for n in batch]) if vectors else {}
+        for node in batch:
+            blob = vecs.get(node.id)
+            yield json.dumps(
+                {
+                    "kind": "node",
+                    "node": node.model_dump(mode="json"),
+                    "vector": base64.b64encode(blob).decode() if blob else None,
+                }
+            )
+        batch.clear()
+
+    for node in store.iter_nodes(namespace):
+        batch.append(node)
+        if len(batch) >= 200:
+            yield from flush()
+    yield from flush()
+    for version in store.iter_versions(namespace):
+        yield json.dumps({"kind": "version", **version.model_dump(mode="json")})
+    for edge in store.iter_edges(namespace):
+        yield json.dumps({"kind": "edge", **edge.model_dump(mode="json")})
+    offset = 0
+    while users := store.list_users(namespace, limit=500, offset=offset):
+        for user in users:
+            yield json.dumps({"kind": "user", **user.model_dump(mode="json")})
+        offset += len(users)
+
+
+@dataclass
+class ImportReport:
+    nodes: int = 0
+    skipped: int = 0
+    versions: int = 0
+    edges: int = 0
+    users: int = 0
+    vectors_reused: int = 0
+    needs_embedding: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[Any]]:
+    header: dict[str, Any] = {}
+    records: list[Any] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            kind = data.pop("kind")
+            if kind == "header":
+                if data.get("format") != FORMAT:
+                    raise ValueError("not a memloci export")
+                header = data
+            elif kind == "node":
+                node = MemoryNode.model_validate(data["node"])
+                records.append((node.model_copy(update={"namespace": namespace}), data["vector"]))
+            elif kind == "version":
+                records.append(MemoryVersion.model_validate(data))
+            elif kind == "edge":
+                records.append(Edge.model_validate({**data, "namespace": namespace}))
+            elif kind == "user":
+                records.append(MemoryUser.model_validate({**data, "namespace": namespace}))
+            else:
+                raise ValueError(f"unknown record kind {kind!r}")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ValidationError(
+                f"line {number} of the import is invalid: {first}",
+                hint="nothing was imported; fix the file and retry",
+            ) from None
+    return header, records
+
+
+def import_lines(
+    store: Store,
+    lines: Iterable[str],
+    namespace: str,
+    *,
+    embedding_model: str | None,
+    dimension: int | None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Validate everything, then write nodes (new ids only), versions, edges and users."""
+    header, records = _parse(lines, namespace)
+    report = ImportReport()
+    nodes = [r for r in records if isinstance(r, tuple)]
+    fresh = [(n, vec) for n, vec in nodes if not store.id_exists(n.id)]
+    report.skipped = len(nodes) - len(fresh)
+    keep = {n.id for n, _ in fresh}
+    store.insert_nodes([n.model_copy(update={"embedded": False}) for n, _ in fresh])
+    report.nodes = len(fresh)
+    if progress:
+        progress(len(nodes))
+    versions = [r for r in records if isinstance(r, MemoryVersion) and r.node_id in keep]
+    store.import_versions(versions)
+    report.versions = len(versions)
+    edges = [
+        r for r in records if isinstance(r, Edge) and (r.source_id in keep or r.target_id in keep)
+    ]
+    store.insert_edges(edges)
+    report.edges = len(edges)
+    for user in (r for r in records if isinstance(r, MemoryUser)):
+        if store.get_user(namespace, user.id) is None:
+            store.upsert_user(user)
+            report.users += 1
+    same_model = (
+        embedding_model is not None
+        and header.get("embedding_model") == embedding_model
+        and header.get("dimension") == dimension
+    )
+    with_vec = [(n, v) for n, v in fresh if v] if same_model else []
+    if with_vec and dimension:
+        items = [
+            PendingEmbedding(n.id, content_hash(n.content), n.content, n.speaker, n.key, n.subject)
+            for n, _ in with_vec
+        ]
+        mat = np.stack([np.frombuffer(base64.b64decode(v), dtype=np.float32) for _, v in with_vec])
+        if mat.shape[1] == dimension:
+            report.vectors_reused = store.save_embeddings(items, mat)
+    report.needs_embedding = report.nodes - report.vectors_reused
+    return report
