@@ -8,6 +8,7 @@ fuzzy key + neighbouring turns), ``fulltext`` (BM25 only) and ``vector``
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ RECIPES: dict[str, tuple[str, ...]] = {
     "fulltext": ("fulltext",),
     "vector": ("vector",),
 }
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memloci-query")
 _LABELS = {
     "fulltext": "full text",
     "vector": "meaning",
@@ -52,11 +54,14 @@ class Retriever:
         strategies = RECIPES[recipe]
         n = max(self.settings.candidates, k * 3)
         ranked: dict[str, list[tuple[str, float]]] = {}
+        vector: Future[npt.NDArray[np.float32]] | None = None
+        if "vector" in strategies and self.embedder is not None:
+            # embed the query on another core while SQLite runs the full-text search
+            vector = _POOL.submit(self.embed_query or self.embedder.embed_query, query)
         if "fulltext" in strategies:
             ranked["fulltext"] = self.store.fulltext(flt, fts_match(query), n)
-        if "vector" in strategies and self.embedder is not None:
-            embed = self.embed_query or self.embedder.embed_query
-            ranked["vector"] = self.store.vector_search(flt, embed(query), n)
+        if vector is not None:
+            ranked["vector"] = self.store.vector_search(flt, vector.result(), n)
         if "key" in strategies and 0 < len(terms(query)) <= 6:
             ranked["key"] = self.store.key_search(flt, key_form(query), n)
         weights = {
