@@ -206,9 +206,10 @@ class SQLiteBase:
     def _drop_vectors(self, c: Any, rowids: Sequence[int]) -> None:
         if self._dim is None or not rowids:
             return
+        # no cache reload needed: deleted nodes are filtered out by SQL, and a re-embedded
+        # node replaces its old cached vector in place (same rowid)
         for chunk in chunks(list(rowids), 500):
             c.execute(f"DELETE FROM vec_nodes WHERE rowid IN ({qs(chunk)})", chunk)
-        self._bump(c, "vec_epoch")
 
 
 def qs(values: Sequence[Any]) -> str:

@@ -31,6 +31,7 @@ class _Part:
     owner: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
     tcode: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
     max_rowid: int = 0
+    pos: dict[int, int] = field(default_factory=dict)  # rowid -> row in the arrays
 
 
 Row = tuple[int, bytes, str, str | None, str]  # rowid, vector blob, scope, user, type
@@ -74,7 +75,8 @@ class VectorIndex:
             self._parts.clear()
 
     def append(self, namespace: str, rows: Iterable[Row]) -> None:
-        """Add rows (rowid ascending) to a namespace's cache."""
+        """Add rows to a namespace's cache; a rowid seen before is replaced in place
+        (a re-embedded memory), so edits never need a full reload."""
         rows = list(rows)
         with self._lock:
             part = self._parts.setdefault(namespace, _Part(self.dim))
@@ -86,15 +88,30 @@ class VectorIndex:
             mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
                 len(rows), self.dim
             )
-            part.rowids = np.concatenate([part.rowids, np.array([r[0] for r in rows], np.int64)])
-            part.mat = np.concatenate([part.mat, mat])
-            part.codes = np.concatenate([part.codes, _codes(mat)])
-            owners = [self._user_code(r[3]) if r[2] == "user" else 0 for r in rows]
-            part.owner = np.concatenate([part.owner, np.array(owners, np.int32)])
-            part.tcode = np.concatenate(
-                [part.tcode, np.array([_TYPE_CODES.get(r[4], 0) for r in rows], np.int8)]
+            codes = _codes(mat)
+            owners = np.array(
+                [self._user_code(r[3]) if r[2] == "user" else 0 for r in rows], np.int32
             )
-            part.max_rowid = max(part.max_rowid, int(part.rowids[-1]))
+            tcodes = np.array([_TYPE_CODES.get(r[4], 0) for r in rows], np.int8)
+            new: list[int] = []
+            for i, r in enumerate(rows):
+                at = part.pos.get(r[0])
+                if at is None:
+                    new.append(i)
+                    continue
+                part.mat[at], part.codes[at] = mat[i], codes[i]
+                part.owner[at], part.tcode[at] = owners[i], tcodes[i]
+            if not new:
+                return
+            base = len(part.rowids)
+            ids = np.array([rows[i][0] for i in new], np.int64)
+            part.rowids = np.concatenate([part.rowids, ids])
+            part.mat = np.concatenate([part.mat, mat[new]])
+            part.codes = np.concatenate([part.codes, codes[new]])
+            part.owner = np.concatenate([part.owner, owners[new]])
+            part.tcode = np.concatenate([part.tcode, tcodes[new]])
+            part.pos.update((int(rid), base + j) for j, rid in enumerate(ids))
+            part.max_rowid = max(part.max_rowid, int(ids.max()))
 
     def search(
         self,
