@@ -33,10 +33,14 @@ BASELINES = ("bm25", "vector")
 
 
 class PlainBM25:
-    """The textbook baseline: bm25s over each turn's own text, English stopwords."""
+    """The textbook baseline: bm25s over each turn's own text, English stopwords and the
+    Snowball English stemmer."""
 
     def __init__(self, convs: list[dict[str, Any]]) -> None:
         import bm25s
+        import Stemmer
+
+        self.stemmer = Stemmer.Stemmer("english")
 
         self.index: dict[str, tuple[Any, list[str]]] = {}
         for conv in convs:
@@ -52,7 +56,9 @@ class PlainBM25:
         import bm25s
 
         retriever, ids = self.index[conv_id]
-        tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
+        tokens = bm25s.tokenize(
+            [question], stopwords="en", stemmer=self.stemmer, return_ids=False, show_progress=False
+        )
         docs, scores = retriever.retrieve(tokens, k=min(k, len(ids)), show_progress=False)
         return [ids[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
 
