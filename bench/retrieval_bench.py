@@ -47,9 +47,10 @@ class PlainBM25:
             ids = [t["id"] for t in conv["turns"]]
             retriever = bm25s.BM25()
             corpus = [turn_text(t) for t in conv["turns"]]
-            retriever.index(
-                bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
+            tokens = bm25s.tokenize(
+                corpus, stopwords="en", stemmer=self.stemmer, return_ids=False, show_progress=False
             )
+            retriever.index(tokens, show_progress=False)
             self.index[conv["conv_id"]] = (retriever, ids)
 
     def search(self, conv_id: str, question: str, k: int) -> list[str]:
