@@ -11,6 +11,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from memloci.compose import build_service
 from memloci.config import Settings
+from memloci.errors import NotFoundError, ValidationError
 from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
 from memloci.providers.base import Embedder
 from memloci.service import MemoryService
@@ -117,6 +118,29 @@ class AsyncMemory:
         flt = self._flt(namespace=namespace, user=user, agent=agent, session=session)
         return await self.service.context(prompt, flt, budget=budget)
 
+    async def clear(
+        self, *, owner: str | None = None, namespace: str | None = None, type: Any = None
+    ) -> int:
+        """Hard-delete every memory of the namespace (or of one user / type); returns how many."""
+        flt = self._flt(namespace=namespace, owner_user=owner, type=type)
+        return await self.service.clear(flt)
+
+    async def count(
+        self,
+        *,
+        user: str | None = None,
+        owner: str | None = None,
+        namespace: str | None = None,
+        type: Any = None,
+        include_forgotten: bool = False,
+    ) -> int:
+        """How many memories match."""
+        flt = self._flt(
+            namespace=namespace, user=user, owner_user=owner, type=type,
+            include_forgotten=include_forgotten,
+        )  # fmt: skip
+        return await self.service.count(flt)
+
     async def remember(self, /, content: str, **kwargs: Any) -> WriteResult:
         """Store a fact; see :meth:`MemoryService.remember` for the options."""
         return await self.service.remember(content, **kwargs)
@@ -165,10 +189,13 @@ class AsyncMemory:
 
         def write() -> int:
             count = 0
-            with open(path, "w", encoding="utf-8") as fh:
-                for line in self.service.export_lines(namespace):
-                    fh.write(line + "\n")
-                    count += 1
+            try:
+                with open(path, "w", encoding="utf-8") as fh:
+                    for line in self.service.export_lines(namespace):
+                        fh.write(line + "\n")
+                        count += 1
+            except OSError as exc:
+                raise ValidationError(f"cannot write {path!r}: {exc.strerror or exc}") from None
             return count
 
         return await asyncio.to_thread(write)
@@ -183,8 +210,13 @@ class AsyncMemory:
         """Read a JSON Lines export (validated whole before anything is written)."""
 
         def read() -> list[str]:
-            with open(path, encoding="utf-8") as fh:
-                return fh.readlines()
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    return fh.readlines()
+            except FileNotFoundError:
+                raise NotFoundError(f"no file {path!r}", hint="check the path") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValidationError(f"cannot read {path!r}: {exc}") from None
 
         lines = await asyncio.to_thread(read)
         return await self.service.import_lines(lines, namespace, progress)
@@ -219,15 +251,20 @@ class AsyncMemory:
         after: str | datetime | None = None,
         before: str | datetime | None = None,
         include_forgotten: bool = False,
+        owner: str | None = None,
         limit: int = 50,
         offset: int = 0,
         order: str = "created",
     ) -> list[MemoryNode]:
-        """Memories matching the filters (current ones unless ``include_forgotten``)."""
+        """Memories matching the filters (current ones unless ``include_forgotten``).
+
+        ``user`` is who is asking (their memories plus shared ones); ``owner`` keeps only
+        memories recorded for exactly that user.
+        """
         flt = self._flt(
             namespace=namespace, user=user, agent=agent, session=session, type=type,
             category=category, scope=scope, after=after, before=before,
-            include_forgotten=include_forgotten,
+            include_forgotten=include_forgotten, owner_user=owner,
         )  # fmt: skip
         return await self.service.list_nodes(flt, limit=limit, offset=offset, order=order)
 
@@ -286,6 +323,8 @@ class Memory:
     stats = _sync(AsyncMemory.stats)
     flush = _sync(AsyncMemory.flush)
     export = _sync(AsyncMemory.export)
+    clear = _sync(AsyncMemory.clear)
+    count = _sync(AsyncMemory.count)
     import_file = _sync(AsyncMemory.import_file)
     embed_pending = _sync(AsyncMemory.embed_pending)
 

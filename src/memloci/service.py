@@ -472,6 +472,13 @@ class MemoryService:
     async def count(self, flt: NodeFilter) -> int:
         return await self._run(self.store.count_nodes, flt)
 
+    async def clear(self, flt: NodeFilter) -> int:
+        """Hard-delete every memory matching the filter (one namespace, one transaction)."""
+        if len(flt.namespaces) != 1:
+            raise ValidationError("clear works on exactly one namespace")
+        flt = replace(flt, include_invalid=True)
+        return await self._run(self.store.clear, flt.namespaces[0], flt)
+
     async def search(
         self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid"
     ) -> list[SearchHit]:

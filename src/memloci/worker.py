@@ -28,6 +28,7 @@ class EmbeddingWorker:
         self._idle = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._embedding = threading.Lock()  # one batch at a time, whoever asks
         self._touches: dict[str, set[str]] = {}
         self.last_error: str | None = None
         self._thread = threading.Thread(target=self._run, name="memloci-embedder", daemon=True)
@@ -56,12 +57,13 @@ class EmbeddingWorker:
 
     def run_once(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed one batch; returns how many nodes it embedded."""
-        batch = self.store.pending_embeddings(self.batch_size)
-        if not batch:
-            return 0
-        texts = [document_text(p.content, p.speaker, p.key, p.subject) for p in batch]
-        vectors = self.embedder.embed(texts)
-        self.store.save_embeddings(batch, vectors)
+        with self._embedding:
+            batch = self.store.pending_embeddings(self.batch_size)
+            if not batch:
+                return 0
+            texts = [document_text(p.content, p.speaker, p.key, p.subject) for p in batch]
+            vectors = self.embedder.embed(texts)
+            self.store.save_embeddings(batch, vectors)
         if progress:
             progress(len(batch))
         return len(batch)

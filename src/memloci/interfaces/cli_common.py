@@ -1,0 +1,339 @@
+"""Command-line plumbing (layer: interfaces): shared options, store opening, output, errors.
+
+Every command opens the store through the SDK (:class:`memloci.Memory`); nothing here
+touches storage. Human output goes to stdout as rich tables; progress, notices and
+errors go to stderr, so ``--json`` leaves nothing but JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import pydantic
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+from typer.core import TyperGroup
+from typer.exceptions import TyperException
+
+from memloci.config import Settings
+from memloci.errors import MemlociError, NotFoundError, ValidationError
+from memloci.models import MemoryNode, NodeType, SearchHit, StoreStats
+from memloci.sdk import Memory
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+
+class EmbedderName(StrEnum):
+    """Embedders the command line can pick."""
+
+    LOCAL = "local"
+    FAKE = "fake"
+    NONE = "none"
+    OPENAI = "openai"
+
+
+DbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        metavar="PATH",
+        help="SQLite file (default: $MEMLOCI_PATH, else ./memloci.db).",
+        show_default=False,
+    ),
+]
+NsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        help="Namespace: lower-case letters, digits and '-' (default: $MEMLOCI_NAMESPACE "
+        "or 'default').",
+        show_default=False,
+    ),
+]
+EmbOpt = Annotated[
+    EmbedderName | None,
+    typer.Option(
+        "--embedder",
+        help="Embedding provider (default: $MEMLOCI_EMBEDDER, else local).",
+        case_sensitive=False,
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print machine-readable JSON to stdout, nothing else.")
+]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+UserOpt = Annotated[str | None, typer.Option("--user", "-u", help="User id.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Memory id (8 letters/digits).")]
+
+
+def examples(*lines: str) -> str:
+    """An epilog listing example invocations, one a line in ``--help``."""
+    return "\n\n".join(("Examples:", *(f"  $ {line}" for line in lines)))
+
+
+# ---------------------------------------------------------------------- errors
+def report_error(message: str, hint: str | None = None) -> None:
+    err.print(Text("error: ", style="bold red") + Text(message, style="red"), soft_wrap=True)
+    if hint:
+        err.print(Text("hint: ", style="bold yellow") + Text(hint), soft_wrap=True)
+
+
+class GuardedGroup(TyperGroup):
+    """Root command group: turns every error into ``error:`` / ``hint:`` lines and an exit code.
+
+    A :class:`MemlociError` exits with its ``exit_code`` and never shows a traceback;
+    anything unexpected exits 1 with a short message (traceback when ``MEMLOCI_DEBUG=1``).
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, TyperException):
+            raise
+        except MemlociError as exc:
+            report_error(exc.message, exc.hint)
+            raise typer.Exit(exc.exit_code) from None
+        except Exception as exc:
+            if os.environ.get("MEMLOCI_DEBUG", "") not in ("", "0"):
+                traceback.print_exc(file=sys.stderr)
+            first = (str(exc).splitlines() or [""])[0]
+            report_error(
+                f"unexpected {type(exc).__name__}: {first}".rstrip(": "),
+                "set MEMLOCI_DEBUG=1 to see the traceback, and report it if it is a bug",
+            )
+            raise typer.Exit(1) from None
+
+
+def parse_json(text: str, option: str, example: str) -> Any:
+    """Parse a JSON option value or raise a :class:`ValidationError` naming the option."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            f"{option} is not valid JSON: {exc.msg} (at character {exc.pos})",
+            hint=f"give JSON, quoted for the shell, e.g. {option} {example}",
+        ) from None
+
+
+def memories(n: int) -> str:
+    return "1 memory" if n == 1 else f"{n} memories"
+
+
+def interactive() -> bool:
+    """True when a person can answer a prompt (stdin is a terminal)."""
+    return sys.stdin.isatty()
+
+
+def confirm_or_refuse(question: str, refusal: str) -> None:
+    """Ask on a terminal; refuse (exit 2) when nobody can answer. Exits 1 on "no"."""
+    if not interactive():
+        raise ValidationError(refusal, hint="pass --yes to confirm non-interactively")
+    if not typer.confirm(question, default=False, err=True):
+        err.print("Cancelled; nothing changed.")
+        raise typer.Exit(1)
+
+
+# ---------------------------------------------------------------------- opening the store
+def settings_for(db: str | None, namespace: str | None, embedder: EmbedderName | None) -> Settings:
+    """Settings from the command line, falling back to ``MEMLOCI_*`` variables."""
+    overrides: dict[str, Any] = {}
+    if db is not None:
+        overrides["path"] = db
+    if namespace is not None:
+        overrides["namespace"] = namespace
+    if embedder is not None:
+        overrides["embedder"] = embedder.value
+    try:
+        return Settings(**overrides)
+    except pydantic.ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"]) or "settings"
+        raise ValidationError(
+            f"invalid setting {where}: {problem['msg']}",
+            hint="check the command-line options and MEMLOCI_* environment variables",
+        ) from None
+
+
+def open_memory(
+    db: str | None,
+    namespace: str | None,
+    embedder: EmbedderName | None,
+    *,
+    must_exist: bool = False,
+    reembed: bool = False,
+) -> Memory:
+    """Open the store through the SDK; ``must_exist`` refuses to create a new file."""
+    settings = settings_for(db, namespace, embedder)
+    if must_exist and settings.path != ":memory:" and not Path(settings.path).exists():
+        raise NotFoundError(
+            f"no memory store at {settings.path}",
+            hint="check --db / MEMLOCI_PATH, or create one with `memloci memory add` "
+            "or `memloci demo --db PATH`",
+        )
+    return Memory(settings=settings, embedder=settings.embedder, reembed=reembed)
+
+
+# ---------------------------------------------------------------------- output
+def emit_json(data: Any) -> None:
+    """JSON to stdout (the only thing printed with ``--json``)."""
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def say(message: str, style: str | None = None) -> None:
+    out.print(Text(message, style=style or ""), soft_wrap=True)
+
+
+def note(message: str) -> None:
+    """A notice on stderr (keeps stdout clean)."""
+    err.print(Text(message, style="dim"), soft_wrap=True)
+
+
+def snippet(text: str, width: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def who(node: MemoryNode) -> str:
+    """Speaker for conversation turns, category for facts and procedures."""
+    if node.type is NodeType.EPISODIC:
+        return node.speaker or node.category
+    return node.category
+
+
+def hits_table(hits: Sequence[SearchHit], title: str | None = None) -> Table:
+    """Search hits; on narrow terminals the "why" goes under the content."""
+    wide = out.width >= 120
+    table = Table(title=title, title_justify="left", expand=False)
+    table.add_column("id", style="cyan", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("type", no_wrap=True)
+    table.add_column("speaker/category", overflow="fold")
+    table.add_column("content" if wide else "content / why", min_width=20, ratio=3)
+    if wide:
+        table.add_column("why", style="dim", ratio=1)
+    for hit in hits:
+        node = hit.memory
+        cells: list[str | Text] = [node.id, f"{hit.score:.4f}", node.type.value, who(node)]
+        if wide:
+            cells += [snippet(node.content), hit.why]
+        else:
+            cells.append(Text(snippet(node.content)) + Text("\n" + hit.why, style="dim"))
+        table.add_row(*cells)
+    return table
+
+
+def nodes_table(nodes: Sequence[MemoryNode]) -> Table:
+    """Memories as a table; forgotten or replaced ones are dimmed and marked."""
+    wide = out.width >= 100
+    table = Table(expand=False)
+    table.add_column("id", style="cyan", no_wrap=True)
+    table.add_column("type", no_wrap=True)
+    table.add_column("speaker/category", overflow="fold")
+    if wide:
+        table.add_column("user", overflow="fold")
+    table.add_column("when", no_wrap=True)
+    table.add_column("content", min_width=20, ratio=1)
+    for node in nodes:
+        current = node.valid_until is None
+        text = snippet(node.content, 120) if current else "(forgotten) " + snippet(node.content)
+        cells = [node.id, node.type.value, who(node)]
+        if wide:
+            cells.append(node.user or "")
+        cells += [f"{node.event_time:%Y-%m-%d}", text]
+        table.add_row(*cells, style=None if current else "dim")
+    return table
+
+
+def fields_table(data: dict[str, Any]) -> Table:
+    table = Table(show_header=False, expand=False)
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value")
+    for name, value in data.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        table.add_row(name, Text(shown))
+    return table
+
+
+def stats_table(stats: StoreStats) -> Table:
+    table = Table(show_header=False, expand=False, title="memloci store", title_justify="left")
+    table.add_column("what", style="bold", no_wrap=True)
+    table.add_column("value")
+    for kind in sorted(set(stats.nodes_by_type) | set(stats.current_by_type)):
+        now, total = stats.current_by_type.get(kind, 0), stats.nodes_by_type.get(kind, 0)
+        table.add_row(f"{kind} memories", f"{now} current ({total} in total)")
+    if not stats.nodes_by_type:
+        table.add_row("memories", "0")
+    edges = ", ".join(f"{k}: {n}" for k, n in sorted(stats.edges_by_type.items())) or "0"
+    table.add_row("edges", edges)
+    table.add_row("entities", str(stats.entities))
+    table.add_row("users", str(stats.users))
+    table.add_row("pending embeddings", str(stats.pending_embeddings))
+    table.add_row("size", f"{stats.size_bytes / 1_048_576:.1f} MiB ({stats.size_bytes} bytes)")
+    model = stats.embedding_model or "none"
+    table.add_row("embedding model", f"{model} ({stats.dimension}-d)" if stats.dimension else model)
+    table.add_row("namespaces", ", ".join(stats.namespaces) or "-")
+    return table
+
+
+# ---------------------------------------------------------------------- progress
+def progress_bar(*, quiet: bool = False) -> Progress:
+    """A progress bar on stderr (hidden when ``quiet``, e.g. with ``--json``)."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=quiet,
+    )
+
+
+def counter(progress: Progress, task: Any, total: int | None) -> Callable[[int], None]:
+    """A ``progress(n)`` callback that advances ``task`` without passing ``total``."""
+    done = [0]
+
+    def tick(n: int) -> None:
+        done[0] += n
+        progress.update(task, completed=min(done[0], total) if total else done[0])
+
+    return tick
+
+
+def embed_all(memory: Memory, description: str, *, quiet: bool = False) -> int:
+    """Embed every pending memory (all namespaces) with a progress bar.
+
+    The SDK's background worker embeds too, so the bar may jump; returns how many
+    memories are still pending afterwards (0 unless the embedder failed or is ``none``).
+    """
+    namespaces = memory.stats().namespaces
+    if not namespaces:
+        return 0
+    total = memory.stats(namespaces).pending_embeddings
+    if total and memory.settings.embedder not in ("none", ""):
+        with progress_bar(quiet=quiet) as bar:
+            task = bar.add_task(description, total=total)
+            memory.embed_pending(counter(bar, task, total))
+            memory.flush(120)  # the background worker may still hold a batch
+            bar.update(task, completed=total)
+    return memory.stats(namespaces).pending_embeddings

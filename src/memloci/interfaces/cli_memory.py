@@ -1,0 +1,455 @@
+"""``memloci memory …`` commands (layer: interfaces): write, search, inspect, transfer.
+
+Each command opens the store through the SDK, does one thing and prints a table, a
+one-line result or (with ``--json``) JSON. Errors are translated by the root group.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+import typer
+from rich.table import Table
+
+from memloci.errors import ValidationError
+from memloci.interfaces.cli_common import (
+    DbOpt,
+    EmbOpt,
+    IdArg,
+    JsonOpt,
+    NsOpt,
+    UserOpt,
+    YesOpt,
+    confirm_or_refuse,
+    counter,
+    embed_all,
+    emit_json,
+    err,
+    examples,
+    fields_table,
+    hits_table,
+    memories,
+    nodes_table,
+    note,
+    open_memory,
+    out,
+    parse_json,
+    progress_bar,
+    say,
+    stats_table,
+)
+from memloci.models import FactType, MemoryNode, NodeType, Scope, WriteResult
+
+memory_app = typer.Typer(
+    name="memory",
+    help="Add, search, inspect, change and move memories.",
+    no_args_is_help=True,
+    epilog=examples(
+        "memloci memory add 'I moved to Lisbon last year' --user sam",
+        "memloci memory search 'where does sam live' --user sam",
+    ),
+)
+
+TypeOpt = Annotated[
+    NodeType | None, typer.Option("--type", "-t", help="Only this memory type.", show_default=False)
+]
+CategoryOpt = Annotated[str | None, typer.Option("--category", "-c", help="Only this category.")]
+TextArg = Annotated[str, typer.Argument(metavar="TEXT", help="The text to store.")]
+
+
+def _result(result: WriteResult, as_json: bool) -> None:
+    if as_json:
+        emit_json(result.model_dump(mode="json"))
+        return
+    say(f"{result.action}: {result.message}", "bold green" if result.action == "created" else None)
+
+
+# ---------------------------------------------------------------------- writes
+@memory_app.command(
+    "add",
+    epilog=examples(
+        "memloci memory add 'I just adopted a cat called Miso' --user sam --session s1",
+        "memloci memory add 'Noted!' --speaker assistant --session s1 --event-time 2024-05-01",
+        """memloci memory add 'Flight is at 9' --metadata '{"source": "email"}'""",
+    ),
+)
+def add(
+    text: TextArg,
+    user: UserOpt = None,
+    session: Annotated[str | None, typer.Option(help="Session id (turns are linked).")] = None,
+    speaker: Annotated[str | None, typer.Option(help="Who said it, e.g. Sam.")] = None,
+    agent: Annotated[str | None, typer.Option(help="Agent id.")] = None,
+    event_time: Annotated[
+        str | None, typer.Option(metavar="ISO", help="When it was said (ISO date/time).")
+    ] = None,
+    metadata: Annotated[str | None, typer.Option(metavar="JSON", help="A JSON object.")] = None,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add a conversation turn (an episodic memory)."""
+    meta = None
+    if metadata is not None:
+        meta = parse_json(metadata, "--metadata", """'{"source": "email"}'""")
+    with open_memory(db, namespace, embedder) as m:
+        node = m.add(
+            text, user=user, session=session, speaker=speaker, agent=agent,
+            event_time=cast(Any, event_time), metadata=meta,
+        )  # fmt: skip
+    assert isinstance(node, MemoryNode)
+    if as_json:
+        emit_json(node.model_dump(mode="json"))
+    else:
+        say(f"Added [{node.id}] to {node.namespace}.", "bold green")
+
+
+@memory_app.command(
+    "remember",
+    epilog=examples(
+        "memloci memory remember 'Sam lives in Lisbon' --key home_city --value '\"Lisbon\"'",
+        "memloci memory remember 'Sam is vegetarian' --category preference --user sam",
+        "memloci memory remember 'The API limit is 100/min' --scope global --confidence 0.8",
+    ),
+)
+def remember(
+    text: TextArg,
+    key: Annotated[str | None, typer.Option(help="A lookup key, e.g. home_city.")] = None,
+    value: Annotated[str | None, typer.Option(metavar="JSON", help="Structured value.")] = None,
+    category: Annotated[str | None, typer.Option(help="e.g. person, preference.")] = None,
+    subject: Annotated[str | None, typer.Option(help="What the fact is about.")] = None,
+    fact_type: Annotated[FactType | None, typer.Option(show_default=False)] = None,
+    scope: Annotated[Scope | None, typer.Option(show_default=False)] = None,
+    confidence: Annotated[float, typer.Option(min=0.0, max=1.0)] = 1.0,
+    user: UserOpt = None,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store a fact; a duplicate confirms the existing one, a known key updates it."""
+    options: dict[str, Any] = {
+        "key": key, "category": category, "subject": subject, "fact_type": fact_type,
+        "scope": scope, "confidence": confidence, "user": user,
+    }  # fmt: skip
+    if value is not None:
+        options["value"] = parse_json(value, "--value", """'"Lisbon"'""")
+    with open_memory(db, namespace, embedder) as m:
+        result = m.remember(text, **options)
+    _result(result, as_json)
+
+
+@memory_app.command(
+    "update", epilog=examples("memloci memory update a1B2c3D4 'Sam lives in Porto now'")
+)
+def update(
+    memory_id: IdArg,
+    text: TextArg,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change a memory in place: same id, a new version in its history."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        result = m.update(memory_id, text)
+    _result(result, as_json)
+
+
+@memory_app.command(
+    "correct", epilog=examples("memloci memory correct a1B2c3D4 'Sam moved to Porto in 2025'")
+)
+def correct(
+    memory_id: IdArg,
+    text: TextArg,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace a fact by a new one that supersedes it (the old one stops being current)."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        result = m.correct(memory_id, text)
+    _result(result, as_json)
+
+
+@memory_app.command("confirm", epilog=examples("memloci memory confirm a1B2c3D4"))
+def confirm(
+    memory_id: IdArg,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Mark a fact as certain and protect it from decay."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        result = m.confirm(memory_id)
+    _result(result, as_json)
+
+
+@memory_app.command(
+    "delete",
+    epilog=examples(
+        "memloci memory delete a1B2c3D4", "memloci memory delete a1B2c3D4 --purge --yes"
+    ),
+)
+def delete(
+    memory_id: IdArg,
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Hard delete: the memory, its history and edges.")
+    ] = False,
+    yes: YesOpt = False,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Forget a memory (soft delete, history kept); --purge erases it for good."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        if not purge:
+            _result(m.forget(memory_id), as_json)
+            return
+        node = m.get(memory_id)
+        if not yes:
+            confirm_or_refuse(
+                f"Permanently delete [{node.id}] {node.content[:60]!r} and its history?",
+                f"refusing to purge {node.id} without confirmation",
+            )
+        m.purge(node.id)
+    if as_json:
+        emit_json({"action": "purged", "id": node.id})
+    else:
+        say(f"purged: [{node.id}] and its history, edges and vector are gone.")
+
+
+@memory_app.command(
+    "clear",
+    epilog=examples("memloci memory clear --yes", "memloci memory clear --user sam --yes -n demo"),
+)
+def clear(
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's.")] = None,
+    yes: YesOpt = False,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Erase every memory of the namespace (or of one user); needs --yes."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        total = m.count(owner=user, include_forgotten=True)
+        ns, whose = m.settings.namespace, f" of user {user!r}" if user else ""
+        if total and not yes:
+            confirm_or_refuse(
+                f"Erase {memories(total)}{whose} in namespace {ns!r}? This cannot be undone.",
+                f"refusing to erase {memories(total)}{whose} without --yes",
+            )
+        deleted = m.clear(owner=user) if total else 0
+    if as_json:
+        emit_json({"action": "cleared", "namespace": ns, "user": user, "deleted": deleted})
+    else:
+        say(f"Erased {memories(deleted)}{whose} from namespace {ns!r}.")
+
+
+# ---------------------------------------------------------------------- reads
+@memory_app.command(
+    "search",
+    epilog=examples(
+        "memloci memory search 'what pet does sam have' --user sam",
+        "memloci memory search lisbon --type semantic -k 3 --json",
+        "memloci memory search 'trip' --after 2024-04-01 --recipe fulltext",
+    ),
+)
+def search(
+    query: Annotated[
+        str, typer.Argument(metavar="QUERY", help="What to look for (words or a question).")
+    ],
+    k: Annotated[int, typer.Option("-k", "--top-k", help="How many results.")] = 10,
+    user: UserOpt = None,
+    type_: TypeOpt = None,
+    category: CategoryOpt = None,
+    after: Annotated[str | None, typer.Option(help="ISO date, 7d, last_week, …")] = None,
+    before: Annotated[str | None, typer.Option(help="ISO date, 7d, last_week, …")] = None,
+    min_confidence: Annotated[float | None, typer.Option(help="0–1.")] = None,
+    recipe: Annotated[str, typer.Option(help="hybrid, fulltext or vector.")] = "hybrid",
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Hybrid search (full text + meaning + keys), best first."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        hits = m.search(
+            query, k=k, user=user, type=type_, category=category, after=after, before=before,
+            min_confidence=min_confidence, recipe=recipe,
+        )  # fmt: skip
+    if as_json:
+        emit_json([h.model_dump(mode="json") for h in hits])
+    elif hits:
+        out.print(hits_table(hits))
+    else:
+        note("No matching memories.")
+
+
+@memory_app.command(
+    "list",
+    epilog=examples(
+        "memloci memory list --user sam --type semantic",
+        "memloci memory list --limit 50 --offset 50 --include-forgotten",
+    ),
+)
+def list_(
+    user: UserOpt = None,
+    type_: TypeOpt = None,
+    category: CategoryOpt = None,
+    limit: Annotated[int, typer.Option(help="Page size.")] = 20,
+    offset: Annotated[int, typer.Option(help="Skip this many.")] = 0,
+    include_forgotten: Annotated[
+        bool, typer.Option("--include-forgotten", help="Also forgotten and replaced ones.")
+    ] = False,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List memories, oldest first."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        nodes = m.list(
+            user=user, type=type_, category=category, limit=limit, offset=offset,
+            include_forgotten=include_forgotten,
+        )  # fmt: skip
+    if as_json:
+        emit_json([n.model_dump(mode="json") for n in nodes])
+    elif nodes:
+        out.print(nodes_table(nodes))
+        if len(nodes) == limit:
+            note(f"More may follow: add --offset {offset + limit}.")
+    else:
+        note("No memories.")
+
+
+@memory_app.command("show", epilog=examples("memloci memory show a1B2c3D4 --json"))
+def show(
+    memory_id: IdArg,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show every field of one memory."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        node = m.get(memory_id)
+    if as_json:
+        emit_json(node.model_dump(mode="json"))
+    else:
+        out.print(fields_table(node.model_dump(mode="json")))
+
+
+@memory_app.command("history", epilog=examples("memloci memory history a1B2c3D4"))
+def history(
+    memory_id: IdArg,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show every version of a memory, oldest first."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        m.get(memory_id)  # unknown id → NotFoundError with a hint
+        versions = m.history(memory_id)
+    if as_json:
+        emit_json([v.model_dump(mode="json") for v in versions])
+        return
+    table = Table(title=f"history of {memory_id}", title_justify="left")
+    for column in ("version", "created", "session", "content", "value"):
+        table.add_column(column, no_wrap=column in ("version", "created"))
+    for v in versions:
+        value = "" if v.value is None else str(v.value)
+        table.add_row(str(v.version), f"{v.created_at:%Y-%m-%d %H:%M}", v.source_session or "",
+                      v.content, value)  # fmt: skip
+    out.print(table)
+
+
+@memory_app.command("stats", epilog=examples("memloci memory stats", "memloci memory stats --json"))
+def stats(
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Counts by type, edges, pending embeddings, size and embedding model."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        result = m.stats()
+    if as_json:
+        emit_json(result.model_dump(mode="json"))
+    else:
+        out.print(stats_table(result))
+
+
+# ---------------------------------------------------------------------- transfer
+@memory_app.command(
+    "export",
+    epilog=examples("memloci memory export backup.jsonl", "memloci memory export x.jsonl -n demo"),
+)
+def export(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="JSON Lines file to write.")],
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the namespace (memories, versions, edges, vectors) to a JSON Lines file."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        ns = m.settings.namespace
+        with nullcontext() if as_json else err.status(f"Exporting {ns}…"):
+            try:
+                lines = m.export(file)
+            except OSError as exc:
+                raise ValidationError(
+                    f"cannot write {file}: {exc.strerror or exc}", hint="check the path"
+                ) from None
+    if as_json:
+        emit_json({"file": file, "namespace": ns, "lines": lines})
+    else:
+        say(f"Exported namespace {ns!r} to {file} ({lines} lines).")
+
+
+@memory_app.command(
+    "import",
+    epilog=examples("memloci memory import backup.jsonl", "memloci memory import x.jsonl -n demo"),
+)
+def import_(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="A `memloci memory export` file.")],
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Load an export into the namespace (all-or-nothing), then embed what needs it."""
+    if not Path(file).is_file():
+        raise ValidationError(
+            f"no such file: {file}", hint="give the path of a `memloci memory export` file"
+        )
+    with open_memory(db, namespace, embedder) as m:
+        with progress_bar(quiet=as_json) as bar:
+            task = bar.add_task("Importing", total=None)
+            try:
+                report = m.import_file(file, progress=counter(bar, task, None))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValidationError(f"cannot read {file}: {exc}") from None
+            bar.update(task, total=report.nodes + report.skipped)
+        pending = embed_all(m, "Embedding", quiet=as_json)
+    embedded = max(0, report.needs_embedding - pending)
+    data = {**asdict(report), "embedded": embedded}
+    if as_json:
+        emit_json(data)
+        return
+    say(
+        f"Imported {report.nodes} memories ({report.skipped} already present), "
+        f"{report.versions} versions, {report.edges} edges, {report.users} users; "
+        f"reused {report.vectors_reused} vectors, embedded {embedded}."
+    )
+    for problem in report.errors:
+        note(f"warning: {problem}")
