@@ -31,6 +31,39 @@ def _fact_line(node: MemoryNode) -> str:
     return f"- [id:{node.id}] {subject}{text}"
 
 
+def _memory_block(facts: Sequence[MemoryNode]) -> str:
+    block = [f"## Your Memory\n\n{MEMORY_INTRO}\n"]
+    category = None
+    for node in _stable_order(facts):
+        if node.category != category:
+            if category is not None:
+                block.append("")
+            category = node.category
+            block.append(f"### {category.replace('_', ' ').title()}")
+        block.append(_fact_line(node))
+    return "\n".join(block) + "\n"
+
+
+def _fit(facts: Sequence[MemoryNode], chars: int, relevance: dict[str, int]) -> list[MemoryNode]:
+    """The most relevant (then most trusted) facts whose rendered block fits in ``chars``."""
+    ranked = sorted(
+        facts, key=lambda n: (relevance.get(n.id, 10**6), -n.confidence, n.created_at, n.id)
+    )
+    spent = len(_memory_block([]))
+    seen: set[str] = set()
+    chosen: list[MemoryNode] = []
+    for node in ranked:
+        cost = len(_fact_line(node)) + 1
+        if node.category not in seen:
+            cost += len(f"### {node.category.replace('_', ' ').title()}") + 2
+        if spent + cost > chars:
+            continue
+        chosen.append(node)
+        seen.add(node.category)
+        spent += cost
+    return chosen
+
+
 def _stable_order(nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
     return sorted(nodes, key=lambda n: (n.category, n.created_at, n.id))
 
@@ -59,43 +92,25 @@ def build_context(
             text = "\n".join(block[:2] + [_fact_line(p) for p in procs]) + "\n"
         if procs:
             out.append(text)
-            used += estimate_tokens(text)
+            used += estimate_tokens(text) + 1
 
     chosen = list(facts)
-    header = f"## Your Memory\n\n{MEMORY_INTRO}\n"
     if chosen:
-        room = stable_budget - used - estimate_tokens(header)
-        lines = {n.id: _fact_line(n) for n in chosen}
-        total = sum(estimate_tokens(line + "\n") + 1 for line in lines.values())
-        if total > room:
-            ranked = sorted(
-                chosen,
-                key=lambda n: (relevance.get(n.id, 10**6), -n.confidence, n.created_at, n.id),
-            )
-            chosen, spent = [], 0
-            for node in ranked:
-                cost = estimate_tokens(lines[node.id] + "\n") + 1
-                if spent + cost > room:
-                    continue
-                chosen.append(node)
-                spent += cost
-        if chosen:
-            block = [header]
-            category = None
-            for node in _stable_order(chosen):
-                if node.category != category:
-                    if category is not None:
-                        block.append("")
-                    category = node.category
-                    block.append(f"### {category.replace('_', ' ').title()}")
-                block.append(lines[node.id])
-            text = "\n".join(block) + "\n"
+        room = stable_budget - used
+        text = _memory_block(chosen)
+        if estimate_tokens(text) > room:
+            chosen = _fit(chosen, room * 4 - 4, relevance)
+            text = _memory_block(chosen) if chosen else ""
+            while chosen and estimate_tokens(text) > room:  # rounding slack, rarely used
+                chosen = chosen[:-1]
+                text = _memory_block(chosen) if chosen else ""
+        if text:
             out.append(text)
-            used += estimate_tokens(text)
+            used += estimate_tokens(text) + 1
 
     if evidence:
         block = ["## Relevant Past Conversations", ""]
-        room = budget - used - estimate_tokens("\n".join(block))
+        room = budget - used - estimate_tokens("\n".join(block)) - 1
         for node in sorted(evidence, key=lambda n: (n.event_time, n.id)):
             who = f"{node.speaker}: " if node.speaker else ""
             line = f"- [{node.event_time:%Y-%m-%d}] {who}{' '.join(node.content.split())}"

@@ -9,6 +9,8 @@ from concurrent.futures import Future
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from pydantic import ValidationError as PydanticValidationError
+
 from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import NotFoundError, ValidationError
@@ -49,7 +51,15 @@ class AsyncMemory:
         if isinstance(embedder, str):
             overrides["embedder"] = embedder
         base = settings.model_dump() if settings else {}
-        self.settings = Settings(**{**base, **overrides})
+        try:
+            self.settings = Settings(**{**base, **overrides})
+        except PydanticValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValidationError(
+                f"invalid settings: {problems}", hint="see the Configuration table in the README"
+            ) from None
         emb: Embedder | str | None = "settings" if isinstance(embedder, str) else embedder
         self.service: MemoryService = build_service(
             self.settings, store=store, embedder=emb, reembed=reembed

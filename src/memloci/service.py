@@ -184,7 +184,7 @@ class MemoryService:
             namespaces=(ns,), types=FACT_TYPES, scopes=(sc,),
             owner_user=user if sc is Scope.USER else None,
             sessions=(session,) if sc is Scope.SESSION and session else None,
-            agent=agent,
+            agent=agent, session=session,
         )  # fmt: skip
 
         if key is not None:
@@ -371,7 +371,7 @@ class MemoryService:
         sc = v.scope(scope, user=user, agent=agent, session=None)
         details = ProcedureDetails(
             procedure_type=v.enum(ProcedureType, procedure_type, "procedure_type"),
-            triggers=v.metadata(triggers),
+            triggers=v.metadata(triggers, "triggers"),
         )
         owner = NodeFilter(namespaces=(ns,), types=(NodeType.PROCEDURAL,), scopes=(sc,))
         dupes = await self._run(self.store.find_by_hash, owner, content_hash(text))
@@ -447,10 +447,11 @@ class MemoryService:
         ns, norm = self._ns(namespace), normalize_key(v.key(key) or "")
         user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
         for sc in SCOPE_ORDER:
-            if (sc is Scope.SESSION and not session) or (sc is Scope.USER and not user):
+            missing = {Scope.SESSION: session, Scope.USER: user, Scope.AGENT: agent}
+            if sc in missing and not missing[sc]:
                 continue
             flt = NodeFilter(
-                namespaces=(ns,), key_norm=norm, scopes=(sc,), agent=agent,
+                namespaces=(ns,), key_norm=norm, scopes=(sc,), agent=agent, session=session,
                 owner_user=user if sc is Scope.USER else None,
                 sessions=(session,) if sc is Scope.SESSION and session else None,
             )  # fmt: skip
@@ -497,7 +498,9 @@ class MemoryService:
         self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
     ) -> str:
         """The prompt block: procedures, "Your Memory", then relevant past turns."""
-        budget = v.limit(budget or self.settings.context_budget, "budget", 100_000)
+        budget = v.limit(
+            self.settings.context_budget if budget is None else budget, "budget", 100_000
+        )
         fact_flt = replace(flt, types=FACT_TYPES)
         facts = await self._run(self.store.list_nodes, fact_flt, limit=2000, order="category")
         procs = await self._run(

@@ -15,6 +15,7 @@ the file's embedding model is the store's, otherwise the memories are re-embedde
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -98,7 +99,10 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[A
                 header = data
             elif kind == "node":
                 node = MemoryNode.model_validate(data["node"])
-                records.append((node.model_copy(update={"namespace": namespace}), data["vector"]))
+                vector = data.get("vector")
+                if vector is not None:
+                    vector = np.frombuffer(base64.b64decode(vector, validate=True), np.float32)
+                records.append((node.model_copy(update={"namespace": namespace}), vector))
             elif kind == "version":
                 records.append(MemoryVersion.model_validate(data))
             elif kind == "edge":
@@ -107,7 +111,7 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[A
                 records.append(MemoryUser.model_validate({**data, "namespace": namespace}))
             else:
                 raise ValueError(f"unknown record kind {kind!r}")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ValidationError(
                 f"line {number} of the import is invalid: {first}",
@@ -153,14 +157,18 @@ def import_lines(
         and header.get("embedding_model") == embedding_model
         and header.get("dimension") == dimension
     )
-    with_vec = [(n, v) for n, v in fresh if v] if same_model else []
+    with_vec = [(n, v) for n, v in fresh if v is not None] if same_model else []
     if with_vec and dimension:
         items = [
             PendingEmbedding(n.id, content_hash(n.content), n.content, n.speaker, n.key, n.subject)
             for n, _ in with_vec
         ]
-        mat = np.stack([np.frombuffer(base64.b64decode(v), dtype=np.float32) for _, v in with_vec])
-        if mat.shape[1] == dimension:
+        mat = np.stack([v for _, v in with_vec]) if _same_size(with_vec) else None
+        if mat is not None and mat.shape[1] == dimension:
             report.vectors_reused = store.save_embeddings(items, mat)
     report.needs_embedding = report.nodes - report.vectors_reused
     return report
+
+
+def _same_size(rows: list[tuple[MemoryNode, Any]]) -> bool:
+    return len({len(v) for _, v in rows}) == 1

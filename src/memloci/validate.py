@@ -145,18 +145,18 @@ def json_value(value: Any) -> None:
         raise ValidationError(f"value is not JSON-serialisable: {exc}") from None
 
 
-def metadata(value: Any) -> dict[str, Any]:
+def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ValidationError("metadata must be a JSON object (a dict)")
+        raise ValidationError(f"{field} must be a JSON object (a dict)")
     data = dict(value)
     try:
         encoded = json.dumps(data, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValidationError(f"metadata is not JSON-serialisable: {exc}") from None
+        raise ValidationError(f"{field} is not JSON-serialisable: {exc}") from None
     if len(encoded) > 64_000:
-        raise ValidationError("metadata is larger than 64 kB")
+        raise ValidationError(f"{field} is larger than 64 kB")
     result: dict[str, Any] = json.loads(encoded)
     return result
 

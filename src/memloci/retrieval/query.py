@@ -165,7 +165,7 @@ STOPWORDS = frozenset(
         "its",
     ]
 )
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’]*")
+_WORD = re.compile(r"[^\W_][\w'’]*")
 
 
 def terms(text: str) -> list[str]:

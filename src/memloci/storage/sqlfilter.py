@@ -36,6 +36,9 @@ def filter_sql(flt: NodeFilter, *, alias: str = "n", ph: str = "?") -> tuple[str
     if flt.session is not None:
         clauses.append(f"({a}.scope <> 'session' OR {a}.session_id = {ph})")
         params.append(flt.session)
+    elif flt.user is not None or flt.agent is not None:
+        # a reader outside any session never sees session-scoped memories
+        clauses.append(f"{a}.scope <> 'session'")
     if flt.owner_user is not None:
         clauses.append(f"{a}.user_id = {ph}")
         params.append(flt.owner_user)

@@ -223,6 +223,8 @@ class SQLiteStore(SQLiteSearch):
                 f"UPDATE nodes SET {sets} WHERE rowid = ?",
                 [v for k, v in newrow.items() if k != "id"] + [rowid],
             )
+            if new_content and node.type.value == "episodic":
+                self._refresh_neighbours(c, namespace, [node_id])
             if "version" in changes:
                 c.execute(
                     "INSERT INTO versions (node_id, version, content, value, source_session,"
@@ -269,6 +271,7 @@ class SQLiteStore(SQLiteSearch):
                 continue
             self._drop_vectors(c, rowids)
             q = qs(chunk)
+            self._refresh_neighbours(c, namespace, chunk, purged=True)
             c.execute(f"DELETE FROM versions WHERE node_id IN ({q})", chunk)
             c.execute(f"DELETE FROM node_entities WHERE node_id IN ({q})", chunk)
             c.execute(
@@ -278,6 +281,32 @@ class SQLiteStore(SQLiteSearch):
             )
             total += c.execute(f"DELETE FROM nodes WHERE rowid IN ({qs(rowids)})", rowids).rowcount
         return total
+
+    def _refresh_neighbours(
+        self, c: Any, namespace: str, ids: Sequence[str], *, purged: bool = False
+    ) -> None:
+        """Re-copy (or, for purged turns, blank) a turn's text in its temporal neighbours'
+        context columns, so full text never matches words that changed or were erased."""
+        q = qs(list(ids))
+        for src, dst in c.execute(
+            f"SELECT source_id, target_id FROM edges WHERE namespace = ? AND relation = 'temporal'"
+            f" AND (source_id IN ({q}) OR target_id IN ({q}))",
+            [namespace, *ids, *ids],
+        ).fetchall():
+            for changed, other, column in ((src, dst, "context"), (dst, src, "next_context")):
+                if changed not in ids or (other in ids and purged):
+                    continue
+                text = ""
+                if not purged:
+                    row = c.execute(
+                        "SELECT speaker, content FROM nodes WHERE namespace = ? AND id = ?",
+                        (namespace, changed),
+                    ).fetchone()
+                    text = _said(row[0], row[1]) if row else ""
+                c.execute(
+                    f"UPDATE nodes SET {column} = ? WHERE namespace = ? AND id = ?",
+                    (text, namespace, other),
+                )
 
     def purge_node(self, namespace: str, node_id: str) -> bool:
         with self._tx() as c:
@@ -541,7 +570,7 @@ class SQLiteStore(SQLiteSearch):
             size_bytes=int(pages) * int(page_size),
             embedding_model=self.get_meta("embedding_model"),
             dimension=int(dim) if dim else None,
-            namespaces=self.namespaces(),
+            namespaces=[ns for ns in self.namespaces() if ns in nss],
         )
 
 

@@ -188,7 +188,8 @@ class SQLiteSearch(SQLiteBase):
         with self._reading() as c:
             for chunk in chunks(list(sims), 500):
                 for rowid, node_id in c.execute(
-                    f"SELECT n.rowid, n.id FROM nodes n WHERE n.rowid IN ({qs(chunk)}) AND {where}",
+                    f"SELECT n.rowid, n.id FROM nodes n WHERE n.rowid IN ({qs(chunk)})"
+                    f" AND n.embedded > 0 AND {where}",  # pending = cached vector is stale
                     [*chunk, *params],
                 ):
                     keep.append((node_id, sims[rowid]))
