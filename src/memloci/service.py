@@ -99,7 +99,7 @@ class MemoryService:
         meta = v.metadata(metadata)
         now = utcnow()
         if isinstance(content, str):
-            turns = [(v.turn(content), v.label(speaker, "speaker"), v.label(role, "role"))]
+            turns = [(v.turn(content), v.label(speaker, "speaker"), v.role(role))]
         else:
             turns = v.messages(content)
             if speaker is not None or role is not None:
@@ -330,7 +330,8 @@ class MemoryService:
     async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
         """Mark a fact as certain and protected from decay."""
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
-        await self.get(mid, namespace=ns)
+        if (await self.get(mid, namespace=ns)).valid_until is not None:
+            raise ValidationError(f"memory {mid} was forgotten; it cannot be confirmed")
         node = await self._run(
             self.store.update_node, ns, mid,
             NodePatch(confidence=1.0, decay_rate=0.0, times_confirmed_delta=1),
@@ -487,11 +488,13 @@ class MemoryService:
         text = v.query(query)
         k = v.limit(k, "k", 200)
         hits = await self._run(self.retriever.search, text, flt, k, recipe=recipe)
-        if hits and self.worker and self.settings.reinforce_on_search:
+        if hits and self.settings.reinforce_on_search:
             for ns in flt.namespaces:
                 ids = [h.memory.id for h in hits if h.memory.namespace == ns]
-                if ids:
-                    self.worker.touch(ns, ids)
+                if ids and self.worker:
+                    self.worker.touch(ns, ids)  # applied in the background
+                elif ids:
+                    await self._run(self.store.touch, ns, ids, now=utcnow())
         return hits
 
     async def context(
@@ -509,7 +512,9 @@ class MemoryService:
         relevance: dict[str, int] = {}
         evidence: list[MemoryNode] = []
         if prompt and prompt.strip():
-            hits = await self.search(prompt, replace(flt, types=None), k=10)
+            # a long prompt is searched by its most recent part
+            query = prompt.strip()[-v.QUERY_MAX :]
+            hits = await self.search(query, replace(flt, types=None), k=10)
             relevance = {h.memory.id: i for i, h in enumerate(hits)}
             evidence = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC][:6]
         return build_context(

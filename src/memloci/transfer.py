@@ -17,14 +17,23 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from memloci.errors import ValidationError
-from memloci.models import Edge, MemoryNode, MemoryUser, MemoryVersion, utcnow
+from memloci.errors import MemlociError, ValidationError
+from memloci.models import (
+    TURN_MAX,
+    Edge,
+    MemoryNode,
+    MemoryUser,
+    MemoryVersion,
+    check_id,
+    utcnow,
+)
 from memloci.storage.base import PendingEmbedding, Store
 from memloci.storage.rows import content_hash
 
@@ -98,7 +107,7 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[A
                     raise ValueError("not a memloci export")
                 header = data
             elif kind == "node":
-                node = MemoryNode.model_validate(data["node"])
+                node = _checked(MemoryNode.model_validate(data["node"]))
                 vector = data.get("vector")
                 if vector is not None:
                     vector = np.frombuffer(base64.b64decode(vector, validate=True), np.float32)
@@ -111,7 +120,9 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[A
                 records.append(MemoryUser.model_validate({**data, "namespace": namespace}))
             else:
                 raise ValueError(f"unknown record kind {kind!r}")
-        except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
+        except (
+            ValueError, KeyError, TypeError, AttributeError, binascii.Error, MemlociError,
+        ) as exc:  # fmt: skip
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ValidationError(
                 f"line {number} of the import is invalid: {first}",
@@ -172,3 +183,15 @@ def import_lines(
 
 def _same_size(rows: list[tuple[MemoryNode, Any]]) -> bool:
     return len({len(v) for _, v in rows}) == 1
+
+
+def _checked(node: MemoryNode) -> MemoryNode:
+    """The bounds the write API enforces, applied to imported nodes too."""
+    check_id(node.id)
+    if not node.content.strip() or len(node.content) > TURN_MAX:
+        raise ValueError(f"content must be 1–{TURN_MAX} characters")
+    for name in ("confidence", "decay_rate"):
+        value = getattr(node, name)
+        if not math.isfinite(value) or value < 0 or (name == "confidence" and value > 1):
+            raise ValueError(f"{name} {value} is out of range")
+    return node

@@ -95,6 +95,17 @@ def label(value: Any, field: str, hi: int = 100) -> str | None:
     return _text(value, field, 1, hi)
 
 
+def role(value: Any) -> str | None:
+    """A turn's role; system prompts are instructions, not memories."""
+    text = label(value, "role", 40)
+    if text is not None and text.lower() in _SYSTEM_ROLES:
+        raise ValidationError(
+            "system prompts are not stored as memories",
+            hint="add user or assistant turns; pass instructions to learn_procedure",
+        )
+    return text
+
+
 def key(value: Any) -> str | None:
     if value is None:
         return None
@@ -191,7 +202,7 @@ def messages(value: Any) -> list[tuple[str, str | None, str | None]]:
         if not isinstance(msg, Mapping) or "content" not in msg:
             raise ValidationError(f"message {i} needs 'role' and 'content'")
         role = label(msg.get("role", "user"), f"message {i} role", 40)
-        if role in _SYSTEM_ROLES:
+        if role is not None and role.lower() in _SYSTEM_ROLES:
             continue
         name = label(msg.get("name"), f"message {i} name")
         try:

@@ -1,0 +1,178 @@
+"""Context v1: the "Your Memory" block for the system prompt."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memloci import Memory
+from memloci.context import MEMORY_INTRO, estimate_tokens
+
+WORDS = [
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+    "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
+    "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu",
+]  # fmt: skip
+HANDLE = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
+
+
+def distinct_facts(mem: Memory, *, categories: bool = False) -> list[str]:
+    """26 facts different enough never to count as near-duplicates of each other."""
+    ids = []
+    for i, w in enumerate(WORDS):
+        text = f"Fact {i}: {w} {WORDS[(i + 9) % 26]} {WORDS[(i + 17) % 26]} matter to the user"
+        res = mem.remember(text, category=f"cat {w}" if categories else "notes")
+        assert res.action == "created"
+        ids.append(res.memory.id)
+    return ids
+
+
+def seed(mem: Memory) -> dict[str, str]:
+    ids = {
+        "tea": mem.remember("The user likes green tea", category="preference").memory.id,
+        "boss": mem.remember(
+            "Dana is the user's manager", category="person", subject="Dana"
+        ).memory.id,
+        "general": mem.remember("The user has two cats").memory.id,
+        "coffee": mem.remember("The user dislikes instant coffee", category="Preference").memory.id,
+        "proc": mem.learn_procedure("Always answer in British English").memory.id,
+    }
+    mem.add("yesterday we talked about the garden party")
+    return ids
+
+
+def test_groups_by_category_with_id_handles(mem: Memory) -> None:
+    ids = seed(mem)
+    text = mem.context()
+    assert "## Your Memory" in text and MEMORY_INTRO in text
+    headings = re.findall(r"^### (.+)$", text, flags=re.M)
+    assert headings == ["General", "Person", "Preference"]
+    sections = dict(zip(headings, re.split(r"^### .+$", text, flags=re.M)[1:], strict=True))
+    assert HANDLE.findall(sections["General"]) == [ids["general"]]
+    assert f"- [id:{ids['boss']}] [Dana] Dana is the user's manager" in sections["Person"]
+    assert HANDLE.findall(sections["Preference"]) == [ids["tea"], ids["coffee"]]  # by created time
+    assert "garden party" not in text  # turns are not facts
+
+
+def test_procedures_come_first_as_standing_instructions(mem: Memory) -> None:
+    ids = seed(mem)
+    text = mem.context()
+    assert text.startswith("## Learned Procedures and Policies")
+    head, _, tail = text.partition("## Your Memory")
+    assert f"- [id:{ids['proc']}] Always answer in British English" in head
+    assert ids["proc"] not in tail
+
+
+def test_at_most_twenty_procedures(mem: Memory) -> None:
+    for i in range(25):
+        mem.learn_procedure(f"Procedure {WORDS[i]}: always do step {i}")
+    head = mem.context(budget=5000).partition("## Your Memory")[0]
+    assert len(HANDLE.findall(head)) == 20
+
+
+def test_relevant_conversation_comes_after_the_cacheable_part(mem: Memory) -> None:
+    seed(mem)
+    mem.flush()
+    text = mem.context("how was the garden party?")
+    assert "## Relevant Past Conversations" in text
+    assert text.index("## Your Memory") < text.index("## Relevant Past Conversations")
+    assert "garden party" in text.partition("## Relevant Past Conversations")[2]
+    assert text.startswith(mem.context())  # the cacheable part does not depend on the prompt
+
+
+def test_long_prompt_still_gives_context(mem: Memory) -> None:
+    ids = seed(mem)
+    prompt = "Please summarise this pasted report: " + "quarterly numbers went up. " * 200
+    text = mem.context(prompt)
+    assert ids["tea"] in text and "## Your Memory" in text
+
+
+def test_empty_memory_gives_empty_context(mem: Memory) -> None:
+    assert mem.context() == ""
+    assert mem.context("anything at all?") == ""
+
+
+def test_forgotten_and_superseded_facts_are_left_out(mem: Memory) -> None:
+    gone = mem.remember("The user's old phone number is 123")
+    old = mem.remember("The user lives in Paris")
+    new = mem.correct(old.memory.id, "The user lives in Lyon")
+    mem.forget(gone.memory.id)
+    handles = HANDLE.findall(mem.context())
+    assert handles == [new.memory.id]
+
+
+def test_byte_identical_for_the_same_memory_set(make_memory, db_path: str) -> None:
+    mem = make_memory()
+    seed(mem)
+    for i in range(10):
+        mem.remember(f"Note {WORDS[i]}: the user mentioned item {i}", category=f"topic {i % 3}")
+    mem.flush()
+    first = mem.context()
+    assert mem.context() == first
+    with_prompt = mem.context("green tea or coffee?")
+    mem.flush()
+    assert mem.context("green tea or coffee?") == with_prompt
+    small = mem.context(budget=150)
+    mem.flush()
+    assert mem.context(budget=150) == small
+    mem.close()
+    reopened = make_memory(db_path)
+    assert reopened.context() == first
+    assert reopened.context(budget=150) == small
+    assert reopened.context("green tea or coffee?") == with_prompt
+
+
+@pytest.mark.parametrize("budget", [60, 100, 150, 200, 300, 500, 1000])
+def test_stays_within_budget_when_facts_overflow(mem: Memory, budget: int) -> None:
+    distinct_facts(mem)
+    for i in range(3):
+        mem.learn_procedure(f"Procedure {WORDS[i]}: always do step {i}")
+    text = mem.context(budget=budget)
+    assert estimate_tokens(text) <= budget
+    facts = len(HANDLE.findall(text.partition("## Your Memory")[2]))
+    if budget <= 500:
+        assert facts < len(WORDS)  # something had to give
+    if budget >= 200:
+        assert facts >= 5  # and the room was used
+
+
+def test_prompt_relevance_decides_which_facts_stay(mem: Memory) -> None:
+    ids = distinct_facts(mem)
+    mem.flush()
+    text = mem.context("what about zulu?", budget=150)
+    assert ids[25] in HANDLE.findall(text)
+    assert estimate_tokens(text) <= 150
+
+
+@pytest.mark.parametrize("prompt", [None, "what about zulu and the garden?"])
+@pytest.mark.parametrize("budget", [100, 300, 500])
+def test_stays_within_budget_with_many_categories(
+    mem: Memory, budget: int, prompt: str | None
+) -> None:
+    distinct_facts(mem, categories=True)
+    for i in range(3):
+        mem.learn_procedure(f"Procedure {WORDS[i]}: always do step {i}")
+    for i in range(8):
+        mem.add(f"we talked about the garden and {WORDS[i]} for a long while, turn {i}")
+    mem.flush()
+    text = mem.context(prompt, budget=budget)
+    assert estimate_tokens(text) <= budget
+    if budget >= 300:
+        assert len(HANDLE.findall(text.partition("## Your Memory")[2])) >= 5
+
+
+def test_context_respects_user_visibility(mem: Memory) -> None:
+    alice = mem.remember("Alice is allergic to shellfish", user="alice")
+    bob = mem.remember("Bob is allergic to pollen", user="bob")
+    shared = mem.remember("The office closes at six", scope="global")
+    alice_view = set(HANDLE.findall(mem.context(user="alice")))
+    assert alice_view == {alice.memory.id, shared.memory.id}
+    assert bob.memory.id not in alice_view
+
+
+def test_estimate_tokens_is_deterministic() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+    assert estimate_tokens("x" * 400) == 100
