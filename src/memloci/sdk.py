@@ -315,7 +315,29 @@ class Memory:
         self._thread.join(5)
         self._loop.close()
 
-    add = _sync(AsyncMemory.add)
+    def add(
+        self,
+        content: str | Sequence[Mapping[str, Any]],
+        *,
+        user: str | None = None,
+        session: str | None = None,
+        speaker: str | None = None,
+        role: str | None = None,
+        agent: str | None = None,
+        event_time: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
+    ) -> MemoryNode | list[MemoryNode]:
+        """Add a conversation turn (or a list of ``{"role", "content"}`` messages).
+
+        The hot path: runs in the calling thread, one short transaction, no LLM, no
+        embedding (that follows in the background)."""
+        nodes = self.service.add_now(
+            content, namespace=namespace, user=user, agent=agent, session=session,
+            speaker=speaker, role=role, event_time=event_time, metadata=metadata,
+        )  # fmt: skip
+        return nodes[0] if isinstance(content, str) else nodes
+
     search = _sync(AsyncMemory.search)
     context = _sync(AsyncMemory.context)
     list = _sync(AsyncMemory.list)

@@ -80,6 +80,17 @@ class MemoryService:
 
     # ------------------------------------------------------------------ hot path
     async def add(
+        self, content: str | Sequence[Mapping[str, Any]], **turn: Any
+    ) -> list[MemoryNode]:
+        """Store conversation turns as episodes, linked in order within their session.
+
+        Keyword arguments: ``namespace``, ``user``, ``agent``, ``session``, ``speaker``,
+        ``role``, ``event_time``, ``metadata`` (see :meth:`add_now`).
+        """
+        nodes = self._turn_nodes(content, **turn)
+        return await self._run(self._store_turns, nodes)
+
+    def add_now(
         self,
         content: str | Sequence[Mapping[str, Any]],
         *,
@@ -92,7 +103,27 @@ class MemoryService:
         event_time: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> list[MemoryNode]:
-        """Store conversation turns as episodes, linked in order within their session."""
+        """The hot path, run in the caller's thread (no hand-offs): validate, then one
+        transaction for the episodes, their temporal edges and full-text rows."""
+        nodes = self._turn_nodes(
+            content, namespace=namespace, user=user, agent=agent, session=session,
+            speaker=speaker, role=role, event_time=event_time, metadata=metadata,
+        )  # fmt: skip
+        return self._store_turns(nodes)
+
+    def _turn_nodes(
+        self,
+        content: str | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        speaker: str | None = None,
+        role: str | None = None,
+        event_time: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[MemoryNode]:
         ns = self._ns(namespace)
         user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
         when = v.when(event_time)
@@ -128,13 +159,20 @@ class MemoryService:
             )
             for text, who, r in turns
         ]
+        return nodes
+
+    def _store_turns(self, nodes: list[MemoryNode]) -> list[MemoryNode]:
         if len(nodes) == 1:
-            nodes = [await self._run(self.store.insert_node, nodes[0], link_previous=True)]
-        elif nodes:
-            await self._run(self.store.insert_nodes, nodes, link_previous=True)
+            nodes = [self.store.insert_node(nodes[0], link_previous=True)]
+        else:
+            self.store.insert_nodes(nodes, link_previous=True)
         if self.worker:
             self.worker.wake()
-        await self._enforce_limit(ns, (NodeType.EPISODIC,), self.settings.max_episodes)
+        if self.settings.max_episodes is not None:
+            flt = NodeFilter(
+                namespaces=(nodes[0].namespace,), types=(NodeType.EPISODIC,), include_invalid=True
+            )
+            self.store.prune_oldest(flt, self.settings.max_episodes, now=utcnow())
         return nodes
 
     async def _enforce_limit(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None:
