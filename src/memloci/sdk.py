@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypedDict, TypeVar, Unpack
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -17,11 +17,32 @@ from memloci.errors import NotFoundError, ValidationError
 from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
 from memloci.providers.base import Embedder
 from memloci.service import MemoryService
-from memloci.storage.base import Store
+from memloci.storage.base import NodeFilter, Store
 from memloci.transfer import ImportReport
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+class ContextFilters(TypedDict, total=False):
+    """Who is asking: the memories they may see."""
+
+    user: str | None
+    agent: str | None
+    session: str | None
+    namespace: str | Sequence[str] | None
+
+
+class SearchFilters(ContextFilters, total=False):
+    """Search filters (all optional)."""
+
+    type: Any
+    category: Any
+    scope: Any
+    after: str | datetime | None
+    before: str | datetime | None
+    min_confidence: float | None
+    as_of: str | datetime | None
 
 
 class AsyncMemory:
@@ -65,7 +86,7 @@ class AsyncMemory:
             self.settings, store=store, embedder=emb, reembed=reembed
         )
 
-    def _flt(self, **kwargs: Any) -> Any:
+    def _flt(self, **kwargs: Any) -> NodeFilter:
         return self.service.filter(**kwargs)
 
     async def add(
@@ -89,44 +110,25 @@ class AsyncMemory:
         return nodes[0] if isinstance(content, str) else nodes
 
     async def search(
-        self,
-        query: str,
-        *,
-        k: int = 10,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        namespace: str | Sequence[str] | None = None,
-        type: Any = None,
-        category: Any = None,
-        scope: Any = None,
-        after: str | datetime | None = None,
-        before: str | datetime | None = None,
-        min_confidence: float | None = None,
-        as_of: str | datetime | None = None,
-        recipe: str = "hybrid",
+        self, query: str, *, k: int = 10, recipe: str = "hybrid", **filters: Unpack[SearchFilters]
     ) -> list[SearchHit]:
-        """Hybrid search (full text + meaning + keys); best first."""
-        flt = self._flt(
-            namespace=namespace, user=user, agent=agent, session=session, type=type,
-            category=category, scope=scope, after=after, before=before,
-            min_confidence=min_confidence, as_of=as_of,
-        )  # fmt: skip
-        return await self.service.search(query, flt, k=k, recipe=recipe)
+        """Hybrid search (full text + meaning + keys); best first.
+
+        Filters: ``user``, ``agent``, ``session`` (who is asking), ``namespace`` (one or
+        several), ``type``, ``category``, ``scope``, ``after`` / ``before`` (``last_week``,
+        ``7d``, ISO dates…), ``min_confidence``, ``as_of``.
+        """
+        return await self.service.search(query, self._flt(**filters), k=k, recipe=recipe)
 
     async def context(
         self,
         prompt: str | None = None,
         *,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        namespace: str | Sequence[str] | None = None,
         budget: int | None = None,
+        **filters: Unpack[ContextFilters],
     ) -> str:
         """A markdown block for the system prompt, within ``budget`` tokens."""
-        flt = self._flt(namespace=namespace, user=user, agent=agent, session=session)
-        return await self.service.context(prompt, flt, budget=budget)
+        return await self.service.context(prompt, self._flt(**filters), budget=budget)
 
     async def clear(
         self, *, owner: str | None = None, namespace: str | None = None, type: Any = None
@@ -338,9 +340,23 @@ class Memory:
         )  # fmt: skip
         return nodes[0] if isinstance(content, str) else nodes
 
-    search = _sync(AsyncMemory.search)
-    context = _sync(AsyncMemory.context)
+    def search(
+        self, query: str, *, k: int = 10, recipe: str = "hybrid", **filters: Unpack[SearchFilters]
+    ) -> list[SearchHit]:
+        return self.service.search_now(query, self._async._flt(**filters), k=k, recipe=recipe)
+
+    def context(
+        self,
+        prompt: str | None = None,
+        *,
+        budget: int | None = None,
+        **filters: Unpack[ContextFilters],
+    ) -> str:
+        return self.service.context_now(prompt, self._async._flt(**filters), budget=budget)
+
     list = _sync(AsyncMemory.list)
+    search.__doc__ = AsyncMemory.search.__doc__
+    context.__doc__ = AsyncMemory.context.__doc__
     remember = _sync(AsyncMemory.remember)
     update = _sync(AsyncMemory.update)
     correct = _sync(AsyncMemory.correct)

@@ -523,36 +523,43 @@ class MemoryService:
         self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid"
     ) -> list[SearchHit]:
         """Hybrid search; every interface's search ends here."""
+        return await self._run(self.search_now, query, flt, k=k, recipe=recipe)
+
+    def search_now(
+        self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid"
+    ) -> list[SearchHit]:
+        """:meth:`search` in the caller's thread (the sync SDK uses it: no hand-offs)."""
         text = v.query(query)
         k = v.limit(k, "k", 200)
-        hits = await self._run(self.retriever.search, text, flt, k, recipe=recipe)
+        hits = self.retriever.search(text, flt, k, recipe=recipe)
         if hits and self.settings.reinforce_on_search:
             for ns in flt.namespaces:
                 ids = [h.memory.id for h in hits if h.memory.namespace == ns]
                 if ids and self.worker:
                     self.worker.touch(ns, ids)  # applied in the background
                 elif ids:
-                    await self._run(self.store.touch, ns, ids, now=utcnow())
+                    self.store.touch(ns, ids, now=utcnow())
         return hits
 
     async def context(
         self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
     ) -> str:
         """The prompt block: procedures, "Your Memory", then relevant past turns."""
+        return await self._run(self.context_now, prompt, flt, budget=budget)
+
+    def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
+        """:meth:`context` in the caller's thread."""
         budget = v.limit(
             self.settings.context_budget if budget is None else budget, "budget", 100_000
         )
-        fact_flt = replace(flt, types=FACT_TYPES)
-        facts = await self._run(self.store.list_nodes, fact_flt, limit=2000, order="category")
-        procs = await self._run(
-            self.store.list_nodes, replace(flt, types=(NodeType.PROCEDURAL,)), limit=20
-        )
+        facts = self.store.list_nodes(replace(flt, types=FACT_TYPES), limit=2000, order="category")
+        procs = self.store.list_nodes(replace(flt, types=(NodeType.PROCEDURAL,)), limit=20)
         relevance: dict[str, int] = {}
         evidence: list[MemoryNode] = []
         if prompt and prompt.strip():
             # a long prompt is searched by its most recent part
             query = prompt.strip()[-v.QUERY_MAX :]
-            hits = await self.search(query, replace(flt, types=None), k=10)
+            hits = self.search_now(query, replace(flt, types=None), k=10)
             relevance = {h.memory.id: i for i, h in enumerate(hits)}
             evidence = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC][:6]
         return build_context(
