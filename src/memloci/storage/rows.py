@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +29,24 @@ def content_hash(text: str) -> str:
     """Hash of the normalised text (case and whitespace folded): exact-duplicate check."""
     folded = re.sub(r"\s+", " ", text.strip().lower())
     return hashlib.sha1(folded.encode("utf-8")).hexdigest()[:20]
+
+
+def _token(kind: str, value: str) -> str:
+    return f"zz{kind}{hashlib.blake2b(value.encode(), digest_size=6).hexdigest()}0"
+
+
+def owner_tokens(namespace: str, owner: str | None) -> str:
+    """Words only memloci writes into the full-text index, so a MATCH can be narrowed to a
+    namespace and to one user's (plus shared) memories before any ranking happens."""
+    return f"{_token('ns', namespace)} {_token('u', owner) if owner else 'zzshared0'}"
+
+
+def owner_match(namespaces: Sequence[str], user: str | None) -> str:
+    """The FTS5 expression selecting rows visible in ``namespaces`` to ``user``."""
+    expr = "owner_tokens : (" + " OR ".join(_token("ns", ns) for ns in namespaces) + ")"
+    if user is not None:
+        expr += f" AND owner_tokens : ({_token('u', user)} OR zzshared0)"
+    return expr
 
 
 def dt(value: float | None) -> datetime | None:
@@ -72,6 +91,9 @@ def node_to_row(node: MemoryNode, context: str = "") -> dict[str, Any]:
         "content": node.content,
         "context": context,
         "date_text": f"{node.event_time.day} {node.event_time:%B %Y}",
+        "owner_tokens": owner_tokens(
+            node.namespace, node.user if node.scope.value == "user" else None
+        ),
         "key": node.key,
         "key_norm": normalize_key(node.key) if node.key else None,
         "value": json.dumps(node.value) if node.value is not None else None,

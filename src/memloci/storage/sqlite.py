@@ -129,14 +129,16 @@ class SQLiteStore(SQLiteSearch):
             return []
         nss = [namespace] if isinstance(namespace, str) else list(namespace)
         out: dict[str, MemoryNode] = {}
+        cols = ", ".join("n." + c for c in NODE_COLUMNS)
         with self._reading() as c:
-            for chunk in chunks(list(ids), 500):
-                for row in c.execute(
-                    f"{_SELECT_NODE} WHERE n.namespace IN ({qs(nss)}) AND n.id IN ({qs(chunk)})",
-                    [*nss, *chunk],
-                ):
-                    node = node_from_row(row)
-                    out[node.id] = node
+            # CROSS JOIN: look ids up through the unique index, whatever the statistics say
+            for row in c.execute(
+                f"SELECT {cols} FROM json_each(?) j CROSS JOIN nodes n ON n.id = j.value"
+                f" WHERE +n.namespace IN ({qs(nss)})",
+                [json.dumps(list(ids)), *nss],
+            ):
+                node = node_from_row(row)
+                out[node.id] = node
         return [out[i] for i in ids if i in out]
 
     def list_nodes(
@@ -181,7 +183,7 @@ class SQLiteStore(SQLiteSearch):
         with self._tx() as c:
             row = c.execute(
                 f"SELECT n.rowid, {', '.join('n.' + x for x in NODE_COLUMNS)} FROM nodes n"
-                " WHERE n.namespace = ? AND n.id = ?",
+                " WHERE +n.namespace = ? AND n.id = ?",
                 (namespace, node_id),
             ).fetchone()
             if row is None:
@@ -245,7 +247,7 @@ class SQLiteStore(SQLiteSearch):
             cur = c.execute(
                 "UPDATE nodes SET valid_until = ?, updated_at = ?,"
                 " times_contradicted = times_contradicted + 1"
-                " WHERE namespace = ? AND id = ? AND valid_until IS NULL",
+                " WHERE +namespace = ? AND id = ? AND valid_until IS NULL",
                 (ts(now), ts(now), namespace, old_id),
             )
             if cur.rowcount != 1:
@@ -263,7 +265,7 @@ class SQLiteStore(SQLiteSearch):
             rowids = [
                 r[0]
                 for r in c.execute(
-                    f"SELECT rowid FROM nodes WHERE namespace = ? AND id IN ({qs(chunk)})",
+                    f"SELECT rowid FROM nodes WHERE +namespace = ? AND id IN ({qs(chunk)})",
                     [namespace, *chunk],
                 )
             ]
@@ -299,12 +301,12 @@ class SQLiteStore(SQLiteSearch):
                 text = ""
                 if not purged:
                     row = c.execute(
-                        "SELECT speaker, content FROM nodes WHERE namespace = ? AND id = ?",
+                        "SELECT speaker, content FROM nodes WHERE +namespace = ? AND id = ?",
                         (namespace, changed),
                     ).fetchone()
                     text = _said(row[0], row[1]) if row else ""
                 c.execute(
-                    f"UPDATE nodes SET {column} = ? WHERE namespace = ? AND id = ?",
+                    f"UPDATE nodes SET {column} = ? WHERE +namespace = ? AND id = ?",
                     (text, namespace, other),
                 )
 
@@ -325,7 +327,7 @@ class SQLiteStore(SQLiteSearch):
         with self._reading() as c:
             if (
                 c.execute(
-                    "SELECT 1 FROM nodes WHERE namespace = ? AND id = ?", (namespace, node_id)
+                    "SELECT 1 FROM nodes WHERE +namespace = ? AND id = ?", (namespace, node_id)
                 ).fetchone()
                 is None
             ):
@@ -384,7 +386,7 @@ class SQLiteStore(SQLiteSearch):
             return
         with self._tx() as c:
             rows = c.execute(
-                f"SELECT rowid, access_count, confidence FROM nodes WHERE namespace = ?"
+                f"SELECT rowid, access_count, confidence FROM nodes WHERE +namespace = ?"
                 f" AND id IN ({qs(list(ids))})",
                 [namespace, *ids],
             ).fetchall()
@@ -505,7 +507,7 @@ class SQLiteStore(SQLiteSearch):
             row = c.execute(
                 "SELECT namespace, id, display_name, identifiers, preferences, conversation_count,"
                 " last_seen, merged_into, created_at FROM memory_users"
-                " WHERE namespace = ? AND id = ?",
+                " WHERE +namespace = ? AND id = ?",
                 (namespace, user_id),
             ).fetchone()
         return None if row is None else user_from_row(row)

@@ -6,6 +6,7 @@ similarity, key search returns 1.0 / 0.8 / 0.6 for exact / prefix / contained.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy.typing as npt
 
 from memloci.errors import EmbeddingModelError, ValidationError
 from memloci.storage.base import NodeFilter, PendingEmbedding
+from memloci.storage.rows import owner_match
 from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite_base import OperationalError, SQLiteBase, chunks, qs
 from memloci.storage.vecindex import VectorIndex
@@ -21,7 +23,7 @@ from memloci.storage.vecindex import VectorIndex
 # FTS5 column weights: content, speaker, previous turn, next turn, date words, key + subject.
 # Neighbouring turns matter because a question often matches one turn while the answer is
 # the short reply next to it ("Super good!"); dates let "in May 2023" match that session.
-FTS_WEIGHTS = (1.0, 0.4, 0.5, 0.25, 0.5, 1.0)
+FTS_WEIGHTS = (1.0, 0.4, 0.5, 0.25, 0.5, 1.0, 0.0)  # last: owner tokens, never ranked
 
 
 class SQLiteSearch(SQLiteBase):
@@ -92,9 +94,11 @@ class SQLiteSearch(SQLiteBase):
 
     # ------------------------------------------------------------------ full text
     def fulltext(self, flt: NodeFilter, match: str, limit: int) -> list[tuple[str, float]]:
-        if not match.strip():
+        if not match.strip() or not flt.namespaces:
             return []
         where, params = filter_sql(flt)
+        # narrow the match to the caller's namespaces and user inside FTS5 itself
+        match = f"({match}) AND {owner_match(flt.namespaces, flt.user)}"
         weights = ", ".join(str(w) for w in FTS_WEIGHTS)
         # CROSS JOIN keeps FTS5 as the outer loop: one index probe, then filter matches
         sql = (
@@ -186,13 +190,13 @@ class SQLiteSearch(SQLiteBase):
         where, params = filter_sql(flt)
         keep: list[tuple[str, float]] = []
         with self._reading() as c:
-            for chunk in chunks(list(sims), 500):
-                for rowid, node_id in c.execute(
-                    f"SELECT n.rowid, n.id FROM nodes n WHERE n.rowid IN ({qs(chunk)})"
-                    f" AND n.embedded > 0 AND {where}",  # pending = cached vector is stale
-                    [*chunk, *params],
-                ):
-                    keep.append((node_id, sims[rowid]))
+            # CROSS JOIN: probe candidates by rowid, then filter (never scan the namespace)
+            for rowid, node_id in c.execute(
+                "SELECT n.rowid, n.id FROM json_each(?) j CROSS JOIN nodes n ON n.rowid = j.value"
+                f" WHERE n.embedded > 0 AND {where}",  # pending = cached vector is stale
+                [json.dumps(list(sims)), *params],
+            ):
+                keep.append((node_id, sims[rowid]))
             if len(keep) < limit and truncated:
                 # the cheap masks were not selective enough: exact scan of the filtered set
                 blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()

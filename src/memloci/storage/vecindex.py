@@ -141,33 +141,22 @@ class VectorIndex:
             if types:
                 tmask = np.isin(part.tcode, [_TYPE_CODES.get(t, -1) for t in types])
                 mask = tmask if mask is None else mask & tmask
-            visible = n if mask is None else int(mask.sum())
+            rows = np.arange(n) if mask is None else np.flatnonzero(mask)
+            visible = len(rows)
             if visible == 0:
                 continue
-            if n <= EXACT_MAX:
-                sims = part.mat @ q
-                if mask is not None:
-                    sims = np.where(mask, sims, -np.inf)
-                cand = np.arange(n)
-            else:
-                ham = np.bitwise_count(part.codes ^ qcode).sum(axis=1, dtype=np.int32)
-                if mask is not None:
-                    ham = np.where(mask, ham, np.int32(1 << 20))
+            if visible <= EXACT_MAX:  # exact: one product over the visible rows
+                cand = rows
+                sims = part.mat @ q if mask is None else part.mat[rows] @ q
+            else:  # 1-bit Hamming pre-selection, then exact re-ranking
+                ham = np.bitwise_count(part.codes[rows] ^ qcode).sum(axis=1, dtype=np.int32)
                 keep = min(visible, max(PRESELECT_MIN, limit * 20))
-                cand = np.argpartition(ham, keep - 1)[:keep] if keep < n else np.arange(n)
+                cand = rows[np.argpartition(ham, keep - 1)[:keep]] if keep < visible else rows
                 sims = part.mat[cand] @ q
-                if mask is not None:
-                    sims = np.where(mask[cand], sims, -np.inf)
-            take = min(limit, visible)
-            top = (
-                np.argpartition(-sims, take - 1)[:take]
-                if take < len(sims)
-                else np.arange(len(sims))
-            )
+            take = min(limit, len(sims))
+            top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else range(take)
             truncated = truncated or visible > take
-            out.extend(
-                (int(part.rowids[cand[i]]), float(sims[i])) for i in top if np.isfinite(sims[i])
-            )
+            out.extend((int(part.rowids[cand[i]]), float(sims[i])) for i in top)
         out.sort(key=lambda r: -r[1])
         if len(out) > limit:
             truncated = True

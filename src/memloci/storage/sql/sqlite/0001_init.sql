@@ -13,6 +13,7 @@ CREATE TABLE nodes (
     context            TEXT NOT NULL DEFAULT '',
     next_context       TEXT NOT NULL DEFAULT '',
     date_text          TEXT NOT NULL DEFAULT '',
+    owner_tokens       TEXT NOT NULL DEFAULT '',
     key                TEXT,
     key_norm           TEXT,
     value              TEXT,
@@ -52,26 +53,30 @@ CREATE INDEX nodes_ns_hash ON nodes (namespace, content_hash);
 CREATE INDEX nodes_embedded ON nodes (embedded);
 
 CREATE VIRTUAL TABLE nodes_fts USING fts5 (
-    content, speaker, context, next_context, date_text, keys,
+    content, speaker, context, next_context, date_text, keys, owner_tokens,
     content = '', contentless_delete = 1,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
 CREATE TRIGGER nodes_ai AFTER INSERT ON nodes BEGIN
-    INSERT INTO nodes_fts (rowid, content, speaker, context, next_context, date_text, keys)
+    INSERT INTO nodes_fts (rowid, content, speaker, context, next_context, date_text, keys,
+                           owner_tokens)
     VALUES (new.rowid, new.content, coalesce(new.speaker, ''), new.context, new.next_context,
             new.date_text,
-            trim(coalesce(replace(replace(new.key, '_', ' '), '-', ' '), '') || ' ' || coalesce(new.subject, '')));
+            trim(coalesce(replace(replace(new.key, '_', ' '), '-', ' '), '') || ' ' || coalesce(new.subject, '')),
+            new.owner_tokens);
 END;
 CREATE TRIGGER nodes_ad AFTER DELETE ON nodes BEGIN
     DELETE FROM nodes_fts WHERE rowid = old.rowid;
 END;
 CREATE TRIGGER nodes_au AFTER UPDATE OF content, speaker, context, next_context, key, subject ON nodes BEGIN
     DELETE FROM nodes_fts WHERE rowid = old.rowid;
-    INSERT INTO nodes_fts (rowid, content, speaker, context, next_context, date_text, keys)
+    INSERT INTO nodes_fts (rowid, content, speaker, context, next_context, date_text, keys,
+                           owner_tokens)
     VALUES (new.rowid, new.content, coalesce(new.speaker, ''), new.context, new.next_context,
             new.date_text,
-            trim(coalesce(replace(replace(new.key, '_', ' '), '-', ' '), '') || ' ' || coalesce(new.subject, '')));
+            trim(coalesce(replace(replace(new.key, '_', ' '), '-', ' '), '') || ' ' || coalesce(new.subject, '')),
+            new.owner_tokens);
 END;
 
 CREATE TABLE versions (
