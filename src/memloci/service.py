@@ -85,31 +85,16 @@ class MemoryService:
         """Store conversation turns as episodes, linked in order within their session.
 
         Keyword arguments: ``namespace``, ``user``, ``agent``, ``session``, ``speaker``,
-        ``role``, ``event_time``, ``metadata`` (see :meth:`add_now`).
+        ``role``, ``event_time``, ``metadata``.
         """
         nodes = self._turn_nodes(content, **turn)
         return await self._run(self._store_turns, nodes)
 
-    def add_now(
-        self,
-        content: str | Sequence[Mapping[str, Any]],
-        *,
-        namespace: str | None = None,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        speaker: str | None = None,
-        role: str | None = None,
-        event_time: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> list[MemoryNode]:
+    def add_now(self, content: str | Sequence[Mapping[str, Any]], **turn: Any) -> list[MemoryNode]:
         """The hot path, run in the caller's thread (no hand-offs): validate, then one
-        transaction for the episodes, their temporal edges and full-text rows."""
-        nodes = self._turn_nodes(
-            content, namespace=namespace, user=user, agent=agent, session=session,
-            speaker=speaker, role=role, event_time=event_time, metadata=metadata,
-        )  # fmt: skip
-        return self._store_turns(nodes)
+        transaction for the episodes, their temporal edges and full-text rows. Keyword
+        arguments as for :meth:`_turn_nodes`."""
+        return self._store_turns(self._turn_nodes(content, **turn))
 
     def _turn_nodes(
         self,
