@@ -53,8 +53,9 @@ def _split_sql(script: str) -> list[str]:
     for line in script.splitlines(keepends=True):
         buf += line
         if sqlite3.complete_statement(buf):
-            if buf.strip() and not buf.strip().startswith("--"):
-                statements.append(buf.strip())
+            code = "\n".join(x for x in buf.splitlines() if not x.lstrip().startswith("--"))
+            if code.strip():
+                statements.append(code.strip())
             buf = ""
     if buf.strip():
         statements.append(buf.strip())
@@ -84,7 +85,7 @@ class SQLiteBase:
         self._dim: int | None = None
         self._migrate()
         dim = self.get_meta("dimension")
-        if dim and self._has_table("vec_nodes"):
+        if dim:
             self._dim = int(dim)
 
     # ------------------------------------------------------------------ plumbing
@@ -191,10 +192,6 @@ class SQLiteBase:
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('dimension', ?)",
                 (str(dimension),),
             )
-            c.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS vec_nodes USING vec0("
-                f"embedding float[{int(dimension)}] distance_metric=cosine)"
-            )
         self._dim = dimension
 
     def _bump(self, c: Any, key: str) -> int:
@@ -209,7 +206,7 @@ class SQLiteBase:
         # no cache reload needed: deleted nodes are filtered out by SQL, and a re-embedded
         # node replaces its old cached vector in place (same rowid)
         for chunk in chunks(list(rowids), 500):
-            c.execute(f"DELETE FROM vec_nodes WHERE rowid IN ({qs(chunk)})", chunk)
+            c.execute(f"DELETE FROM node_vectors WHERE rowid IN ({qs(chunk)})", chunk)
 
 
 def qs(values: Sequence[Any]) -> str:

@@ -54,14 +54,16 @@ class SQLiteSearch(SQLiteBase):
             seq = self._bump(c, "vec_seq") * 1_000_000
             for i, (item, vec) in enumerate(zip(items, vectors, strict=True)):
                 row = c.execute(
-                    "SELECT rowid FROM nodes WHERE id = ? AND content_hash = ? AND embedded = 0",
+                    "SELECT rowid FROM nodes WHERE id = ? AND content_hash = ? AND +embedded = 0",
                     (item.id, item.content_hash),
                 ).fetchone()
                 if row is None:
                     continue
                 blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
-                c.execute("DELETE FROM vec_nodes WHERE rowid = ?", (row[0],))
-                c.execute("INSERT INTO vec_nodes (rowid, embedding) VALUES (?, ?)", (row[0], blob))
+                c.execute(
+                    "INSERT OR REPLACE INTO node_vectors (rowid, embedding) VALUES (?, ?)",
+                    (row[0], blob),
+                )
                 c.execute("UPDATE nodes SET embedded = ? WHERE rowid = ?", (seq + i + 1, row[0]))
                 saved += 1
         return saved
@@ -74,7 +76,7 @@ class SQLiteSearch(SQLiteBase):
         with self._reading() as c:
             for chunk in chunks(list(ids), 500):
                 for node_id, blob in c.execute(
-                    "SELECT n.id, v.embedding FROM nodes n JOIN vec_nodes v ON v.rowid = n.rowid"
+                    "SELECT n.id, v.embedding FROM nodes n JOIN node_vectors v ON v.rowid = n.rowid"
                     f" WHERE n.namespace = ? AND n.id IN ({qs(chunk)})",
                     [namespace, *chunk],
                 ):
@@ -84,7 +86,7 @@ class SQLiteSearch(SQLiteBase):
     def reset_embeddings(self) -> int:
         """Forget every vector and the bound model (for re-embedding with another one)."""
         with self._tx() as c:
-            c.execute("DROP TABLE IF EXISTS vec_nodes")
+            c.execute("DELETE FROM node_vectors")
             c.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'dimension')")
             count = c.execute("UPDATE nodes SET embedded = 0 WHERE embedded <> 0").rowcount
             self._bump(c, "vec_epoch")
@@ -149,7 +151,7 @@ class SQLiteSearch(SQLiteBase):
             index = self._index
             fresh = [ns for ns in namespaces if not index.loaded(ns)]
             cols = "n.rowid, v.embedding, n.scope, n.user_id, n.type"
-            join = "FROM nodes n JOIN vec_nodes v ON v.rowid = n.rowid"
+            join = "FROM nodes n CROSS JOIN node_vectors v ON v.rowid = n.rowid"
             if seq > self._index_seq:
                 rows: dict[str, list[Any]] = {}
                 for r in c.execute(
@@ -202,7 +204,7 @@ class SQLiteSearch(SQLiteBase):
                 blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
                 rows = c.execute(
                     "SELECT n.id, vec_distance_cosine(v.embedding, ?) AS d FROM nodes n"
-                    f" JOIN vec_nodes v ON v.rowid = n.rowid WHERE {where} ORDER BY d LIMIT ?",
+                    f" JOIN node_vectors v ON v.rowid = n.rowid WHERE {where} ORDER BY d LIMIT ?",
                     [blob, *params, limit],
                 ).fetchall()
                 keep = [(r[0], 1.0 - float(r[1])) for r in rows]

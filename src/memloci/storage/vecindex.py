@@ -1,10 +1,16 @@
 """In-process vector accelerator (layer: storage).
 
-The vectors' home is the database (sqlite-vec ``vec0`` table); this index is a
-read cache of it, per namespace: a float32 matrix plus 1-bit sign codes. Small
-namespaces are scanned exactly (one matrix-vector product); large ones are
-pre-selected by Hamming distance on the sign codes and re-ranked exactly.
-It never decides visibility: callers post-filter candidates in SQL.
+The vectors' home is the database (a ``node_vectors`` table of float32 blobs, the
+format sqlite-vec reads); this index is a read cache of it, per namespace: a
+float32 matrix plus 1-bit sign codes. Namespaces are scanned exactly over the
+rows a caller may see (one matrix-vector product) up to 40k rows; above that,
+rows are pre-selected by Hamming distance on the sign codes and re-ranked
+exactly. It never decides visibility: callers post-filter candidates in SQL.
+
+Why not sqlite-vec's ``vec0`` KNN: on this project's 2-core machine it takes
+36–50 ms per query at 100k vectors (see STACK.md), most of the search budget;
+the cache answers in ~5 ms. sqlite-vec still computes exact distances in SQL
+(``vec_distance_cosine``) when a filter is too selective for the cache.
 """
 
 from __future__ import annotations

@@ -79,6 +79,14 @@ CREATE TRIGGER nodes_au AFTER UPDATE OF content, speaker, context, next_context,
             new.owner_tokens);
 END;
 
+-- float32 vectors (little-endian blobs, the sqlite-vec format), keyed by nodes.rowid.
+-- A plain table: loads into the in-process cache quickly and works with sqlite-vec's
+-- vec_distance_cosine() for exact scans; the model and dimension live in meta.
+CREATE TABLE node_vectors (
+    rowid     INTEGER PRIMARY KEY,
+    embedding BLOB NOT NULL
+);
+
 CREATE TABLE versions (
     node_id        TEXT NOT NULL,
     version        INTEGER NOT NULL,
