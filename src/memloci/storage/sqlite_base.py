@@ -73,6 +73,7 @@ class SQLiteBase:
             if not os.path.isdir(parent):
                 raise StorageError(f"folder {parent!r} does not exist", hint="create it first")
         self._wlock = threading.RLock()
+        self._index_lock = threading.Lock()
         self._writer = _connect(self.path)
         self._writer.execute("PRAGMA journal_mode = WAL")
         self._writer.execute("PRAGMA synchronous = NORMAL")
@@ -153,6 +154,8 @@ class SQLiteBase:
         if self._closed:
             return
         with self._wlock:
+            with contextlib.suppress(Exception):  # refresh planner statistics (cheap)
+                self._writer.execute("PRAGMA optimize")
             self._closed = True
             for conn in [*self._readers, self._writer]:
                 with contextlib.suppress(Exception):

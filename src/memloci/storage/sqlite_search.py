@@ -181,7 +181,7 @@ class SQLiteSearch(SQLiteBase):
             raise EmbeddingModelError(
                 f"query vector has shape {query.shape}, the store holds {self._dim}-d vectors"
             )
-        with self._wlock:  # index sync is cheap; serialise it against writers' epoch bumps
+        with self._index_lock:  # readers sync the cache one at a time; writers never wait
             index = self._sync_index(flt.namespaces)
         if index is None:
             return []
