@@ -42,11 +42,15 @@ def owner_tokens(namespace: str, owner: str | None) -> str:
 
 
 def owner_match(namespaces: Sequence[str], user: str | None) -> str:
-    """The FTS5 expression selecting rows visible in ``namespaces`` to ``user``."""
-    expr = "owner_tokens : (" + " OR ".join(_token("ns", ns) for ns in namespaces) + ")"
+    """The FTS5 expression selecting rows visible in ``namespaces`` to ``user``.
+
+    With a user, only the user token is used: FTS5's bm25() counts every phrase of the
+    query over the whole index once per query, and a namespace token is in every row of
+    its namespace (the SQL filter still checks the namespace).
+    """
     if user is not None:
-        expr += f" AND owner_tokens : ({_token('u', user)} OR zzshared0)"
-    return expr
+        return f"owner_tokens : ({_token('u', user)} OR zzshared0)"
+    return "owner_tokens : (" + " OR ".join(_token("ns", ns) for ns in namespaces) + ")"
 
 
 def dt(value: float | None) -> datetime | None:
