@@ -25,7 +25,7 @@ class Settings(BaseSettings):
     embedder_options: dict[str, Any] = Field(
         default_factory=dict, description="keyword options for the embedder"
     )
-    embed_batch_size: int = Field(64, ge=1, le=4096, description="vectors per background batch")
+    embed_batch_size: int = Field(256, ge=1, le=4096, description="vectors per background batch")
     rrf_k: float = Field(60.0, gt=0, description="Reciprocal Rank Fusion constant")
     weight_fulltext: float = Field(1.0, ge=0, description="RRF weight of full-text search")
     weight_vector: float = Field(0.3, ge=0, description="RRF weight of vector search")
