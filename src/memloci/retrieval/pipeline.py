@@ -79,7 +79,7 @@ def _hit(node: MemoryNode, fused: Fused) -> SearchHit:
     parts = []
     for name, rank in sorted(fused.ranks.items(), key=lambda r: r[1]):
         raw = fused.raw.get(name)
-        detail = f" ({raw:.3f})" if raw is not None and name in ("vector", "fulltext") else ""
+        detail = f" ({raw:.3g})" if raw is not None and name in ("vector", "fulltext") else ""
         parts.append(f"{_LABELS.get(name, name)} #{rank}{detail}")
     return SearchHit(
         memory=node, score=round(fused.score, 6), strategies=fused.ranks, why="; ".join(parts)
