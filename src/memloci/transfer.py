@@ -140,44 +140,50 @@ def import_lines(
     dimension: int | None,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Validate everything, then write nodes (new ids only), versions, edges and users."""
+    """Validate everything, then write nodes (new ids only), versions, edges, users and
+    reusable vectors in one transaction."""
     header, records = _parse(lines, namespace)
     report = ImportReport()
-    nodes = [r for r in records if isinstance(r, tuple)]
-    fresh = [(n, vec) for n, vec in nodes if not store.id_exists(n.id)]
-    report.skipped = len(nodes) - len(fresh)
-    keep = {n.id for n, _ in fresh}
-    store.insert_nodes([n.model_copy(update={"embedded": False}) for n, _ in fresh])
-    report.nodes = len(fresh)
-    if progress:
-        progress(len(nodes))
-    versions = [r for r in records if isinstance(r, MemoryVersion) and r.node_id in keep]
-    store.import_versions(versions)
-    report.versions = len(versions)
-    edges = [
-        r for r in records if isinstance(r, Edge) and (r.source_id in keep or r.target_id in keep)
-    ]
-    store.insert_edges(edges)
-    report.edges = len(edges)
-    for user in (r for r in records if isinstance(r, MemoryUser)):
-        if store.get_user(namespace, user.id) is None:
-            store.upsert_user(user)
-            report.users += 1
-    same_model = (
-        embedding_model is not None
-        and header.get("embedding_model") == embedding_model
-        and header.get("dimension") == dimension
-    )
-    with_vec = [(n, v) for n, v in fresh if v is not None] if same_model else []
-    if with_vec and dimension:
-        items = [
-            PendingEmbedding(n.id, content_hash(n.content), n.content, n.speaker, n.key, n.subject)
-            for n, _ in with_vec
+    with store.batch():  # all records land, or none
+        nodes = [r for r in records if isinstance(r, tuple)]
+        fresh = [(n, vec) for n, vec in nodes if not store.id_exists(n.id)]
+        report.skipped = len(nodes) - len(fresh)
+        keep = {n.id for n, _ in fresh}
+        store.insert_nodes([n.model_copy(update={"embedded": False}) for n, _ in fresh])
+        report.nodes = len(fresh)
+        if progress:
+            progress(len(nodes))
+        versions = [r for r in records if isinstance(r, MemoryVersion) and r.node_id in keep]
+        store.import_versions(versions)
+        report.versions = len(versions)
+        edges = [
+            r
+            for r in records
+            if isinstance(r, Edge) and (r.source_id in keep or r.target_id in keep)
         ]
-        mat = np.stack([v for _, v in with_vec]) if _same_size(with_vec) else None
-        if mat is not None and mat.shape[1] == dimension:
-            report.vectors_reused = store.save_embeddings(items, mat)
-    report.needs_embedding = report.nodes - report.vectors_reused
+        store.insert_edges(edges)
+        report.edges = len(edges)
+        for user in (r for r in records if isinstance(r, MemoryUser)):
+            if store.get_user(namespace, user.id) is None:
+                store.upsert_user(user)
+                report.users += 1
+        same_model = (
+            embedding_model is not None
+            and header.get("embedding_model") == embedding_model
+            and header.get("dimension") == dimension
+        )
+        with_vec = [(n, v) for n, v in fresh if v is not None] if same_model else []
+        if with_vec and dimension:
+            items = [
+                PendingEmbedding(
+                    n.id, content_hash(n.content), n.content, n.speaker, n.key, n.subject
+                )
+                for n, _ in with_vec
+            ]
+            mat = np.stack([v for _, v in with_vec]) if _same_size(with_vec) else None
+            if mat is not None and mat.shape[1] == dimension:
+                report.vectors_reused = store.save_embeddings(items, mat)
+        report.needs_embedding = report.nodes - report.vectors_reused
     return report
 
 

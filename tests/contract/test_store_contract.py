@@ -975,3 +975,19 @@ def test_namespace_isolation_for_every_read_method(store: Store) -> None:
     assert after[a1.id].access_count == 0 and after[a1.id].content == a1.content
     assert len(list(store.iter_edges("a"))) == 1
     assert store.key_search(flt("a"), "k_a", 10)[0][0] == a1.id
+
+
+def test_batch_is_all_or_nothing(store: Store) -> None:
+    first, second = make_node("first of a batch"), make_node("second of a batch")
+    with pytest.raises(RuntimeError), store.batch():
+        store.insert_node(first)
+        store.insert_node(second)
+        raise RuntimeError("fail before commit")
+    assert store.get_nodes("default", [first.id, second.id]) == []
+    with store.batch():
+        store.insert_node(first)
+        store.insert_node(second)
+    assert [n.id for n in store.get_nodes("default", [first.id, second.id])] == [
+        first.id,
+        second.id,
+    ]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memloci import Memory, MemoryUser
-from memloci.errors import ValidationError
+from memloci.errors import NotFoundError, ValidationError
 from memloci.providers.fake import FakeEmbedder
 
 
@@ -249,3 +249,33 @@ def test_import_rejects_invalid_node_fields(
         assert f"line {number}" in exc.value.message
     finally:
         assert target.stats().nodes_by_type == {}
+
+
+def test_import_is_one_transaction_a_failure_midway_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memloci.errors import StorageError
+
+    src = Memory(str(tmp_path / "src.db"), embedder=FakeEmbedder())
+    first = src.add("I moved to Lisbon", user="u1", session="s1")
+    src.add("Nice, how is the weather?", user="u1", session="s1")
+    src.remember("User prefers Friday due dates", user="u1")
+    src.flush()
+    out = str(tmp_path / "out.jsonl")
+    src.export(out)
+    src.close()
+
+    dst = Memory(str(tmp_path / "dst.db"), embedder=FakeEmbedder())
+    try:
+
+        def boom(*args: object, **kwargs: object) -> None:
+            raise StorageError("disk full (simulated)")
+
+        monkeypatch.setattr(dst.service.store, "insert_edges", boom)
+        with pytest.raises(StorageError):
+            dst.import_file(out)
+        assert dst.count(include_forgotten=True) == 0
+        with pytest.raises(NotFoundError):
+            dst.get(first.id)
+    finally:
+        dst.close()

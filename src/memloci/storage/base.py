@@ -9,6 +9,7 @@ primitives are *higher is better*.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
@@ -95,6 +96,9 @@ class Store(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
     def bind_embedder(self, model_id: str, dimension: int) -> None: ...
     def schema_version(self) -> int: ...
+    def batch(self) -> AbstractContextManager[None]:
+        """Several writes as one transaction: all land or none (nested writes join it)."""
+        ...
 
     # nodes
     def insert_node(self, node: MemoryNode, *, link_previous: bool = False) -> MemoryNode: ...

@@ -73,6 +73,7 @@ class SQLiteBase:
             if not os.path.isdir(parent):
                 raise StorageError(f"folder {parent!r} does not exist", hint="create it first")
         self._wlock = threading.RLock()
+        self._depth = 0  # open write transactions of the thread holding _wlock
         self._index_lock = threading.Lock()
         self._writer = _connect(self.path)
         self._writer.execute("PRAGMA journal_mode = WAL")
@@ -96,7 +97,11 @@ class SQLiteBase:
             raise StorageError("the store is closed")
         with self._wlock:
             conn = self._writer
+            if self._depth:  # inside batch(): join the open transaction
+                yield conn
+                return
             conn.execute("BEGIN IMMEDIATE")
+            self._depth += 1
             try:
                 yield conn
             except BaseException:
@@ -104,6 +109,14 @@ class SQLiteBase:
                 raise
             else:
                 conn.execute("COMMIT")
+            finally:
+                self._depth -= 1
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Run several writes as one transaction: all of them land, or none."""
+        with self._tx():
+            yield
 
     def _read(self) -> Any:
         if self._closed:
