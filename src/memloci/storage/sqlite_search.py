@@ -164,12 +164,14 @@ class SQLiteSearch(SQLiteBase):
                     index.append(ns, sorted(part))
                 self._index_seq = seq
             for ns in fresh:
-                part = c.execute(
+                cursor = c.execute(
                     f"SELECT {cols} {join} WHERE n.namespace = ? AND n.embedded > 0"
                     " AND n.embedded <= ? ORDER BY n.rowid",
                     (ns, self._index_seq + 999_999),
-                ).fetchall()
-                index.append(ns, part)
+                )
+                index.append(ns, [])  # mark loaded, even when empty
+                while rows := cursor.fetchmany(25_000):  # bounded transient memory
+                    index.append(ns, rows)
         return index
 
     def vector_search(
