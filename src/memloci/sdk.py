@@ -24,6 +24,19 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+class TurnOptions(TypedDict, total=False):
+    """Where a conversation turn belongs and who said it (all optional)."""
+
+    user: str | None
+    session: str | None
+    speaker: str | None
+    role: str | None
+    agent: str | None
+    event_time: datetime | None
+    metadata: Mapping[str, Any] | None
+    namespace: str | None
+
+
 class ContextFilters(TypedDict, total=False):
     """Who is asking: the memories they may see."""
 
@@ -90,23 +103,14 @@ class AsyncMemory:
         return self.service.filter(**kwargs)
 
     async def add(
-        self,
-        content: str | Sequence[Mapping[str, Any]],
-        *,
-        user: str | None = None,
-        session: str | None = None,
-        speaker: str | None = None,
-        role: str | None = None,
-        agent: str | None = None,
-        event_time: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        namespace: str | None = None,
+        self, content: str | Sequence[Mapping[str, Any]], **turn: Unpack[TurnOptions]
     ) -> MemoryNode | list[MemoryNode]:
-        """Add a conversation turn (or a list of ``{"role", "content"}`` messages)."""
-        nodes = await self.service.add(
-            content, namespace=namespace, user=user, agent=agent, session=session,
-            speaker=speaker, role=role, event_time=event_time, metadata=metadata,
-        )  # fmt: skip
+        """Add a conversation turn (or a list of ``{"role", "content"}`` messages).
+
+        Options: ``user``, ``session``, ``speaker``, ``role``, ``agent``, ``event_time``,
+        ``metadata``, ``namespace``.
+        """
+        nodes = await self.service.add(content, **turn)
         return nodes[0] if isinstance(content, str) else nodes
 
     async def search(
@@ -318,27 +322,14 @@ class Memory:
         self._loop.close()
 
     def add(
-        self,
-        content: str | Sequence[Mapping[str, Any]],
-        *,
-        user: str | None = None,
-        session: str | None = None,
-        speaker: str | None = None,
-        role: str | None = None,
-        agent: str | None = None,
-        event_time: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        namespace: str | None = None,
+        self, content: str | Sequence[Mapping[str, Any]], **turn: Unpack[TurnOptions]
     ) -> MemoryNode | list[MemoryNode]:
-        """Add a conversation turn (or a list of ``{"role", "content"}`` messages).
-
-        The hot path: runs in the calling thread, one short transaction, no LLM, no
-        embedding (that follows in the background)."""
-        nodes = self.service.add_now(
-            content, namespace=namespace, user=user, agent=agent, session=session,
-            speaker=speaker, role=role, event_time=event_time, metadata=metadata,
-        )  # fmt: skip
+        # The hot path: runs in the calling thread, one short transaction, no LLM, no
+        # embedding (that follows in the background).
+        nodes = self.service.add_now(content, **turn)
         return nodes[0] if isinstance(content, str) else nodes
+
+    add.__doc__ = AsyncMemory.add.__doc__
 
     def search(
         self, query: str, *, k: int = 10, recipe: str = "hybrid", **filters: Unpack[SearchFilters]

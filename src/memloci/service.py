@@ -153,17 +153,17 @@ class MemoryService:
             self.store.insert_nodes(nodes, link_previous=True)
         if self.worker:
             self.worker.wake()
-        if self.settings.max_episodes is not None:
-            flt = NodeFilter(
-                namespaces=(nodes[0].namespace,), types=(NodeType.EPISODIC,), include_invalid=True
-            )
-            self.store.prune_oldest(flt, self.settings.max_episodes, now=utcnow())
+        self._prune(nodes[0].namespace, (NodeType.EPISODIC,), self.settings.max_episodes)
         return nodes
 
-    async def _enforce_limit(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None:
+    def _prune(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None:
+        """Keep at most ``cap`` memories of these types in the namespace (oldest go first)."""
         if cap is not None:
             flt = NodeFilter(namespaces=(ns,), types=types, include_invalid=True)
-            await self._run(self.store.prune_oldest, flt, cap, now=utcnow())
+            self.store.prune_oldest(flt, cap, now=utcnow())
+
+    async def _enforce_limit(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None:
+        await self._run(self._prune, ns, types, cap)
 
     # ------------------------------------------------------------------ explicit writes
     async def remember(
