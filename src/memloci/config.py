@@ -40,6 +40,24 @@ class Settings(BaseSettings):
     decay_rate_default: float = Field(0.1, ge=0, description="default decay rate of new facts")
     context_budget: int = Field(1000, ge=50, description="default context token budget")
     reinforce_on_search: bool = Field(True, description="count search hits as accesses")
+    host: str = Field("127.0.0.1", description="address `memloci serve` listens on")
+    port: int = Field(8765, ge=1, le=65535, description="port `memloci serve` listens on")
+    max_request_bytes: int = Field(
+        10_000_000, ge=1024, description="largest request body the server accepts"
+    )
+    maintenance_time: str | None = Field(
+        "03:00", description="daily maintenance time (UTC, HH:MM) in the server; empty = off"
+    )
+
+    @field_validator("maintenance_time")
+    @classmethod
+    def _hhmm(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        hh, _, mm = value.partition(":")
+        if not (hh.isdigit() and mm.isdigit() and int(hh) < 24 and int(mm) < 60):
+            raise ValueError("maintenance_time must be HH:MM (24-hour, UTC)")
+        return f"{int(hh):02d}:{int(mm):02d}"
 
     @field_validator("namespace")
     @classmethod

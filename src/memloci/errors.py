@@ -5,6 +5,7 @@
     ├── NotFoundError          unknown id / key                     (404, exit 3)
     ├── ConflictError          duplicate or state conflict          (409, exit 4)
     ├── PermissionDeniedError  namespace not allowed                (403, exit 5)
+    │   └── UnauthorizedError  missing or invalid API key           (401, exit 5)
     ├── EmbeddingModelError    store built with another embedder    (409, exit 6)
     ├── ProviderError          embedder / LLM failed or unreachable (502, exit 7)
     └── StorageError           database problem                     (500, exit 8)
@@ -76,6 +77,13 @@ class PermissionDeniedError(MemlociError):
     exit_code = 5
 
 
+class UnauthorizedError(PermissionDeniedError):
+    """No API key, or one that is unknown or revoked, where the server requires one."""
+
+    code = "unauthorized"
+    http_status = 401
+
+
 class EmbeddingModelError(MemlociError):
     """The store's vectors come from a different embedding model or dimension."""
 
@@ -108,5 +116,6 @@ __all__ = [
     "PermissionDeniedError",
     "ProviderError",
     "StorageError",
+    "UnauthorizedError",
     "ValidationError",
 ]

@@ -10,9 +10,9 @@ import secrets
 import string
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memloci.errors import ValidationError
 
@@ -264,6 +264,13 @@ class Thread(_Record):
     summary: str | None = None
     created_at: datetime
     updated_at: datetime
+    message_count: int = 0  # listings leave ``messages`` empty and give only the count
+
+    @model_validator(mode="after")
+    def _count_messages(self) -> Thread:
+        if self.messages:
+            self.message_count = len(self.messages)
+        return self
 
 
 class ConsolidationState(_Record):
@@ -302,3 +309,72 @@ class StoreStats(_Record):
     embedding_model: str | None
     dimension: int | None
     namespaces: list[str]
+    orphans: int = 0  # current facts/opinions with no edge and no entity link
+    last_maintenance: datetime | None = None
+
+
+class ApiKey(_Record):
+    """An API key's record (never its secret or hash). ``namespaces == ["*"]``: all."""
+
+    id: str
+    name: str
+    namespaces: list[str]
+    can_write: bool = True
+    admin: bool = False
+    created_at: datetime
+    revoked_at: datetime | None = None
+    last_used_at: datetime | None = None
+
+    def allows(self, namespace: str, write: bool) -> bool:
+        """Whether this key may read (``write=False``) or write ``namespace``."""
+        if self.revoked_at is not None or (write and not self.can_write):
+            return False
+        return "*" in self.namespaces or namespace in self.namespaces
+
+
+class RelatedEntity(_Record):
+    """An entity mentioned together with another; ``weight`` = memories mentioning both."""
+
+    entity: Entity
+    weight: int
+
+
+class EntityInfo(_Record):
+    """An entity, the current memories that mention it and the entities seen with it."""
+
+    entity: Entity
+    memories: list[MemoryNode] = Field(default_factory=list)
+    related: list[RelatedEntity] = Field(default_factory=list)
+
+
+class Explanation(_Record):
+    """Where a memory comes from: its versions, what it replaced and what replaced it,
+    the episodes it was derived from, its entities and edges."""
+
+    memory: MemoryNode
+    versions: list[MemoryVersion] = Field(default_factory=list)
+    supersedes: list[MemoryNode] = Field(default_factory=list)  # newest first
+    superseded_by: MemoryNode | None = None
+    sources: list[MemoryNode] = Field(default_factory=list)
+    entities: list[Entity] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+
+
+class GraphNode(_Record):
+    id: str
+    label: str
+    kind: Literal["entity", "memory"]
+    type: str  # the entity type or the memory type
+
+
+class GraphLink(_Record):
+    source: str
+    target: str
+    relation: str
+
+
+class GraphView(_Record):
+    """A small graph for display: nodes and the links between them."""
+
+    nodes: list[GraphNode] = Field(default_factory=list)
+    links: list[GraphLink] = Field(default_factory=list)

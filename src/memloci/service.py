@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
-from memloci import transfer
+from memloci import service_records, transfer
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.context import build_context
@@ -39,6 +39,7 @@ from memloci.models import (
 from memloci.providers.base import Embedder
 from memloci.retrieval.pipeline import Retriever
 from memloci.retrieval.query import document_text
+from memloci.service_admin import AdminMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker
@@ -48,7 +49,7 @@ T = TypeVar("T")
 FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 
 
-class MemoryService:
+class MemoryService(service_records.RecordsMixin, AdminMixin):
     """Write paths, search and context over one store and one embedder."""
 
     def __init__(

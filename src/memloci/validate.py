@@ -18,13 +18,16 @@ from memloci.errors import ValidationError
 from memloci.models import (
     CONTENT_MAX,
     CONTENT_MIN,
+    ID_RE,
     TURN_MAX,
     EpisodeDetails,
     NodeType,
     Scope,
+    ThreadMessage,
     check_id,
     check_namespace,
     sanitize_category,
+    utcnow,
 )
 from memloci.retrieval.query import as_utc, parse_time
 from memloci.storage.base import NodeFilter
@@ -272,3 +275,120 @@ def node_filter(
         as_of=when(as_of),
         include_invalid=bool(include_forgotten),
     )
+
+
+# ---------------------------------------------------------------------- records
+THREAD_ROLES = ("user", "assistant", "tool")
+
+
+def required(value: Any, field: str) -> str:
+    """A user / thread id that must be given (see :func:`ident`)."""
+    if value is None:
+        raise ValidationError(f"{field} id is missing")
+    out = ident(value, field)
+    assert out is not None
+    return out
+
+
+def short_ref(value: Any, what: str) -> str:
+    """An 8-character entity or API key id."""
+    if not isinstance(value, str) or not ID_RE.match(value):
+        raise ValidationError(
+            f"invalid {what} id {value!r}", hint="ids are 8 letters/digits, e.g. a1B2c3D4"
+        )
+    return value
+
+
+def ids(values: Any, check: Any) -> list[str]:
+    """A list of ids for a bulk call, each passed through ``check``; duplicates dropped."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise ValidationError("ids must be a list", hint='e.g. ["a1B2c3D4"]')
+    return list(dict.fromkeys(check(i) for i in values))
+
+
+def flag(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(f"{field} must be true or false, not {value!r}")
+    return value
+
+
+def identifiers(value: Any) -> dict[str, str]:
+    """Channel identifiers of a user: ``{"telegram": "12345", "email": "a@b.c"}``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("identifiers must be an object of channel → id")
+    out: dict[str, str] = {}
+    for chan, ref in value.items():
+        channel = name(chan, "channel", 50).lower()
+        out[channel] = required(ref, channel)
+    return out
+
+
+def name(value: Any, field: str = "name", hi: int = 200) -> str:
+    """A required name (entity, alias, API key): inner whitespace folded."""
+    return " ".join(_text(value, field, 1, hi).split())
+
+
+def aliases(values: Any, canonical: str) -> list[str]:
+    """Aliases without duplicates (case-insensitive) and without the canonical name."""
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise ValidationError("aliases must be a list of names")
+    seen, out = {canonical.casefold()}, []
+    for value in values:
+        alias = name(value, "alias")
+        if alias.casefold() not in seen:
+            seen.add(alias.casefold())
+            out.append(alias)
+    if len(out) > 100:
+        raise ValidationError("an entity has at most 100 aliases")
+    return out
+
+
+def key_namespaces(values: Any, *, admin: bool) -> list[str]:
+    """The namespaces an API key may use; ``["*"]`` (all) only for admin keys."""
+    if isinstance(values, str) or not isinstance(values, Sequence) or not values:
+        raise ValidationError("namespaces must be a non-empty list", hint='e.g. ["default"]')
+    if "*" in values:
+        if not admin:
+            raise ValidationError('only admin keys may use "*" (all namespaces)')
+        return ["*"]
+    return list(dict.fromkeys(check_namespace(n) for n in values))
+
+
+def thread_messages(values: Any) -> list[ThreadMessage]:
+    """Thread messages (models or ``{"role", "content"[, "created_at", "metadata"]}``);
+    system prompts are dropped. Content is kept verbatim and may be empty."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise ValidationError("messages must be a list of {role, content} messages")
+    out: list[ThreadMessage] = []
+    for i, msg in enumerate(values):
+        data = msg.model_dump() if isinstance(msg, ThreadMessage) else msg
+        if not isinstance(data, Mapping) or "role" not in data or "content" not in data:
+            raise ValidationError(f"message {i} needs 'role' and 'content'")
+        extra = set(data) - {"role", "content", "created_at", "metadata"}
+        if extra:
+            raise ValidationError(
+                f"message {i} has unknown fields {sorted(extra)}", hint="put them in metadata"
+            )
+        role = str(label(data["role"], f"message {i} role", 40)).lower()
+        if role in _SYSTEM_ROLES:
+            continue
+        if role not in THREAD_ROLES:
+            raise ValidationError(
+                f"message {i} role {role!r} is not allowed", hint="use user, assistant or tool"
+            )
+        content = data["content"]
+        if not isinstance(content, str) or len(content) > TURN_MAX or "\x00" in content:
+            raise ValidationError(
+                f"message {i} content must be text of at most {TURN_MAX} characters"
+            )
+        out.append(
+            ThreadMessage(
+                role=role,
+                content=content,
+                created_at=when(data.get("created_at")) or utcnow(),
+                metadata=metadata(data.get("metadata"), f"message {i} metadata"),
+            )
+        )
+    return out

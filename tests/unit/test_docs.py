@@ -6,7 +6,8 @@ from pathlib import Path
 
 from memloci import Settings
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 
 
 def test_every_setting_is_documented_in_the_readme() -> None:
@@ -14,3 +15,23 @@ def test_every_setting_is_documented_in_the_readme() -> None:
     table = text[text.index("## Configuration") :]
     missing = [name for name in Settings.model_fields if f"`{name}`" not in table]
     assert missing == []
+
+
+def test_every_rest_endpoint_is_documented() -> None:
+    from memloci import Memory
+    from memloci.interfaces.rest import create_app
+    from memloci.providers.fake import FakeEmbedder
+
+    doc = (ROOT / "docs" / "rest.md").read_text(encoding="utf-8")
+    m = Memory(":memory:", embedder=FakeEmbedder())
+    try:
+        spec = create_app(m.service, maintenance=False, mcp=False).openapi()
+    finally:
+        m.close()
+    missing = [
+        f"{method.upper()} {path}"
+        for path, ops in spec["paths"].items()
+        for method in ops
+        if f"`{method.upper()} {path}`" not in doc
+    ]
+    assert not missing, f"document these in docs/rest.md: {missing}"

@@ -31,6 +31,7 @@ EXPECTED = [
     "SearchHit",
     "Settings",
     "StorageError",
+    "UnauthorizedError",
     "ValidationError",
     "WriteResult",
     "__version__",

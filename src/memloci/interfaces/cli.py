@@ -41,6 +41,7 @@ from memloci.interfaces.cli_common import (
     say,
 )
 from memloci.interfaces.cli_memory import memory_app
+from memloci.interfaces.cli_server import keys_app, mcp, serve
 from memloci.sdk import Memory
 
 app = typer.Typer(
@@ -54,10 +55,19 @@ app = typer.Typer(
         "memloci demo",
         "memloci memory add 'I moved to Lisbon last year' --user sam",
         "memloci memory search 'where does sam live' --user sam",
+        "memloci serve --demo",
         "memloci memory --help",
     ),
 )
 app.add_typer(memory_app, name="memory")
+app.add_typer(keys_app, name="keys")
+app.command(
+    "serve",
+    epilog=examples(
+        "memloci serve --demo", "memloci serve --db team.db --port 9000", "memloci serve --help"
+    ),
+)(serve)
+app.command("mcp", epilog=examples("memloci mcp --db memloci.db --user sam"))(mcp)
 
 DEMO_USER = "sam"
 DEMO_SEARCHES = (

@@ -1,7 +1,8 @@
 """SQLite backend (layer: storage): the default store, everything in one file.
 
-Nodes, versions, edges and people; search primitives come from
-:mod:`memloci.storage.sqlite_search`, plumbing from :mod:`memloci.storage.sqlite_base`.
+Nodes, versions and edges; search primitives come from :mod:`memloci.storage.sqlite_search`,
+users, threads, entities and API keys from :mod:`memloci.storage.sqlite_records`, plumbing
+from :mod:`memloci.storage.sqlite_base`.
 """
 
 from __future__ import annotations
@@ -9,14 +10,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from memloci.errors import NotFoundError, StorageError, ValidationError
 from memloci.models import (
     Edge,
     MemoryNode,
-    MemoryUser,
     MemoryVersion,
     StoreStats,
     short_id,
@@ -28,11 +28,11 @@ from memloci.storage.rows import (
     edge_from_row,
     node_from_row,
     node_to_row,
-    user_from_row,
     version_from_row,
 )
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite_base import IntegrityError, chunks, qs
+from memloci.storage.sqlite_records import SQLiteRecords
 from memloci.storage.sqlite_search import SQLiteSearch
 
 _SELECT_NODE = f"SELECT {', '.join('n.' + c for c in NODE_COLUMNS)} FROM nodes n"
@@ -47,7 +47,7 @@ _ORDERS = {
 }
 
 
-class SQLiteStore(SQLiteSearch):
+class SQLiteStore(SQLiteRecords, SQLiteSearch):
     """The default store: everything in one SQLite file."""
 
     supports_vectors = True
@@ -481,47 +481,6 @@ class SQLiteStore(SQLiteSearch):
         for r in rows:
             yield version_from_row(r)
 
-    # ------------------------------------------------------------------ people
-    def upsert_user(self, user: MemoryUser) -> MemoryUser:
-        with self._tx() as c:
-            c.execute(
-                "INSERT OR REPLACE INTO memory_users (namespace, id, display_name, identifiers,"
-                " preferences, conversation_count, last_seen, merged_into, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    user.namespace,
-                    user.id,
-                    user.display_name,
-                    json.dumps(user.identifiers),
-                    json.dumps(user.preferences),
-                    user.conversation_count,
-                    ts(user.last_seen),
-                    user.merged_into,
-                    ts(user.created_at),
-                ),
-            )
-        return user
-
-    def get_user(self, namespace: str, user_id: str) -> MemoryUser | None:
-        with self._reading() as c:
-            row = c.execute(
-                "SELECT namespace, id, display_name, identifiers, preferences, conversation_count,"
-                " last_seen, merged_into, created_at FROM memory_users"
-                " WHERE +namespace = ? AND id = ?",
-                (namespace, user_id),
-            ).fetchone()
-        return None if row is None else user_from_row(row)
-
-    def list_users(self, namespace: str, limit: int = 100, offset: int = 0) -> list[MemoryUser]:
-        with self._reading() as c:
-            rows = c.execute(
-                "SELECT namespace, id, display_name, identifiers, preferences, conversation_count,"
-                " last_seen, merged_into, created_at FROM memory_users WHERE namespace = ?"
-                " ORDER BY created_at, id LIMIT ? OFFSET ?",
-                (namespace, limit, offset),
-            ).fetchall()
-        return [user_from_row(r) for r in rows]
-
     # ------------------------------------------------------------------ housekeeping
     def namespaces(self) -> list[str]:
         with self._reading() as c:
@@ -559,9 +518,26 @@ class SQLiteStore(SQLiteSearch):
             pending = c.execute(
                 f"SELECT count(*) FROM nodes WHERE namespace IN ({q}) AND embedded = 0", nss
             ).fetchone()[0]
+            orphans = c.execute(
+                f"SELECT count(*) FROM nodes n WHERE n.namespace IN ({q})"
+                " AND n.type IN ('semantic', 'opinion') AND n.valid_until IS NULL"
+                " AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.namespace = n.namespace"
+                " AND e.source_id = n.id)"
+                " AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.namespace = n.namespace"
+                " AND e.target_id = n.id)"
+                " AND NOT EXISTS (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id)",
+                nss,
+            ).fetchone()[0]
             pages = c.execute("PRAGMA page_count").fetchone()[0]
             page_size = c.execute("PRAGMA page_size").fetchone()[0]
         dim = self.get_meta("dimension")
+        maintained = self.get_meta("last_maintenance")
+        try:
+            last_maintenance = datetime.fromisoformat(maintained) if maintained else None
+        except ValueError:
+            last_maintenance = None
+        if last_maintenance is not None and last_maintenance.tzinfo is None:
+            last_maintenance = last_maintenance.replace(tzinfo=UTC)
         return StoreStats(
             nodes_by_type=by_type,
             current_by_type=current,
@@ -573,6 +549,8 @@ class SQLiteStore(SQLiteSearch):
             embedding_model=self.get_meta("embedding_model"),
             dimension=int(dim) if dim else None,
             namespaces=[ns for ns in self.namespaces() if ns in nss],
+            orphans=int(orphans),
+            last_maintenance=last_maintenance,
         )
 
 

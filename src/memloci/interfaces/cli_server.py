@@ -1,0 +1,222 @@
+"""``memloci serve``, ``memloci mcp`` and ``memloci keys`` (layer: interfaces)."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memloci.errors import PermissionDeniedError, ValidationError
+from memloci.interfaces.cli_common import (
+    DbOpt,
+    EmbOpt,
+    JsonOpt,
+    NsOpt,
+    embed_all,
+    emit_json,
+    err,
+    examples,
+    note,
+    open_memory,
+    out,
+    say,
+    settings_for,
+)
+
+keys_app = typer.Typer(
+    help="API keys for the server: each maps to the namespaces it may read or write.",
+    no_args_is_help=True,
+    epilog=examples(
+        "memloci keys create my-agent -n default",
+        "memloci keys create reader -n team-a -n team-b --read-only",
+        "memloci keys create ops --admin",
+        "memloci keys list",
+        "memloci keys revoke Ab3dE6gH",
+    ),
+)
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="Load the bundled demo conversation first (into a new temp store unless "
+            "--db is given), so the UI has something to show.",
+        ),
+    ] = False,
+    maintenance: Annotated[
+        bool, typer.Option(help="Run the daily maintenance job inside the server.")
+    ] = True,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Run the server: REST API (/api, docs at /docs), web UI (/memories) and MCP (/mcp)."""
+    import uvicorn
+
+    from memloci.interfaces.rest import create_app
+    from memloci.sdk import AsyncMemory
+
+    if demo and db is None:
+        db = str(Path(tempfile.mkdtemp(prefix="memloci-serve-")) / "demo.db")
+    settings = settings_for(db, namespace, embedder)
+    overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    settings = settings.model_copy(update=overrides)
+    if demo:
+        _load_demo(settings.path, namespace, embedder)
+    memory = AsyncMemory(settings=settings, embedder=settings.embedder)
+    service = memory.service
+    try:
+        guard_public(settings.host, has_keys=asyncio.run(service.has_keys()))
+    except BaseException:
+        service.close()
+        raise
+    app = create_app(service, close_service=True, maintenance=maintenance)
+    url = f"http://{_url_host(settings.host)}:{settings.port}"
+    say(f"memloci serving {settings.path} (namespace {settings.namespace!r})", "bold")
+    say(f"  web UI   {url}/memories")
+    say(f"  REST     {url}/api/v1  (OpenAPI docs: {url}/docs)")
+    say(f"  MCP      {url}/mcp  (streamable HTTP)")
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def guard_public(host: str, *, has_keys: bool) -> None:
+    """Refuse to serve an open API on anything but loopback."""
+    if not is_loopback(host) and not has_keys:
+        raise PermissionDeniedError(
+            f"refusing to listen on {host} without API keys: anyone who can reach it could "
+            "read and change every memory",
+            hint="create a key first (memloci keys create NAME -n NAMESPACE), "
+            "or listen on 127.0.0.1",
+        )
+
+
+def _load_demo(path: str, namespace: str | None, embedder: EmbOpt) -> None:
+    from memloci.interfaces.cli import load_demo
+
+    with open_memory(path, namespace, embedder) as m:
+        if m.list(limit=1, include_forgotten=True):
+            note(f"{path} already holds memories; not loading the demo again.")
+            return
+        with err.status("Loading the demo conversation…"):
+            turns, sessions, facts = load_demo(m)
+        note(f"Loaded the demo: {turns} turns from {sessions} sessions and {facts} facts.")
+        embed_all(m, "Embedding (bundled local model)")
+
+
+def mcp(
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="Bind every tool call to this user.")
+    ] = None,
+    agent: Annotated[str | None, typer.Option(help="Bind every tool call to this agent.")] = None,
+) -> None:
+    """Run the MCP server on stdio (for Claude Desktop, Cursor, … — see the README)."""
+    from memloci.interfaces.mcp import run_stdio
+
+    with open_memory(db, namespace, embedder) as m:
+        run_stdio(m.service, user=user, agent=agent)
+
+
+# ---------------------------------------------------------------------- keys
+@keys_app.command(
+    "create",
+    epilog=examples(
+        "memloci keys create my-agent -n default",
+        "memloci keys create dashboards -n team-a -n team-b --read-only",
+        "memloci keys create ops --admin --json",
+    ),
+)
+def keys_create(
+    name: Annotated[str, typer.Argument(help="A label for the key (who or what uses it).")],
+    key_namespaces: Annotated[
+        list[str] | None,
+        typer.Option("--namespace", "-n", help="Namespace the key may use (repeat for several)."),
+    ] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="Reads only.")] = False,
+    admin: Annotated[
+        bool, typer.Option("--admin", help="Every namespace, plus key management.")
+    ] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an API key. The secret is printed once; only its hash is stored."""
+    if not key_namespaces and not admin:
+        raise ValidationError(
+            "a key needs at least one namespace", hint="add -n NAMESPACE, or --admin"
+        )
+    nss = key_namespaces or ["*"]
+    with open_memory(db, None, None) as m:
+        key, secret = m._call(m.service.create_key(name, nss, write=not read_only, admin=admin))
+    if as_json:
+        emit_json({**key.model_dump(mode="json"), "secret": secret})
+        return
+    say(
+        f"Created key {key.id} ({name}) for {', '.join(key.namespaces)}"
+        f"{' (read-only)' if read_only else ''}{' [admin]' if admin else ''}."
+    )
+    out.print(secret)
+    note("Store it now: it is not shown again. Send it as 'Authorization: Bearer <key>'.")
+
+
+@keys_app.command("list", epilog=examples("memloci keys list", "memloci keys list --all --json"))
+def keys_list(
+    include_revoked: Annotated[bool, typer.Option("--all", help="Include revoked keys.")] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List API keys (never their secrets)."""
+    with open_memory(db, None, None, must_exist=True) as m:
+        keys = m._call(m.service.list_keys(include_revoked=include_revoked))
+    if as_json:
+        emit_json([k.model_dump(mode="json") for k in keys])
+        return
+    if not keys:
+        note("No API keys: the server runs open, on loopback only.")
+        return
+    table = Table("id", "name", "namespaces", "access", "created", "last used", "revoked")
+    for k in keys:
+        access = "admin" if k.admin else ("read-write" if k.can_write else "read-only")
+        table.add_row(
+            k.id, k.name, ", ".join(k.namespaces), access, f"{k.created_at:%Y-%m-%d}",
+            f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "never",
+            f"{k.revoked_at:%Y-%m-%d}" if k.revoked_at else "",
+        )  # fmt: skip
+    out.print(table)
+
+
+@keys_app.command("revoke", epilog=examples("memloci keys revoke Ab3dE6gH"))
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(metavar="ID", help="Key id (from keys list).")],
+    db: DbOpt = None,
+) -> None:
+    """Revoke an API key: requests with it are refused from now on."""
+    with open_memory(db, None, None, must_exist=True) as m:
+        key = m._call(m.service.revoke_key(key_id))
+    say(f"Revoked key {key.id} ({key.name}).")

@@ -1,0 +1,198 @@
+"""The HTTP app (layer: interfaces): REST API, web UI and MCP endpoint in one FastAPI app.
+
+Every error leaves as one JSON shape, ``{"error": {"code", "message", "hint"?,
+"details"?}}`` — domain errors, request validation, unknown routes, oversized
+bodies and unexpected failures alike (guarded by a test).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memloci import __version__
+from memloci.errors import MemlociError
+from memloci.service import MemoryService
+
+log = logging.getLogger("memloci.server")
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_STATUS_CODES = {
+    400: "invalid_input",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def error_body(code: str, message: str, hint: str | None = None, **details: Any) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if hint:
+        err["hint"] = hint
+    if details:
+        err["details"] = details
+    return {"error": err}
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413 (declared or streamed)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._reject(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._reject(scope, receive, send)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = error_body(
+            "request_too_large",
+            f"request body is larger than {self.limit} bytes",
+            hint="send less per request (batch it) or raise MEMLOCI_MAX_REQUEST_BYTES",
+        )
+        await JSONResponse(body, status_code=413)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path"))
+        if err.get("type") == "json_invalid":
+            return "request body is not valid JSON", [{"field": "body", "problem": err["msg"]}]
+        problems.append({"field": loc or "body", "problem": err.get("msg", "invalid")})
+    first = problems[0] if problems else {"field": "body", "problem": "invalid"}
+    return f"{first['field']}: {first['problem']}", problems
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(MemlociError)
+    async def _domain(request: Request, exc: MemlociError) -> JSONResponse:
+        return JSONResponse({"error": exc.to_dict()}, status_code=exc.http_status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message, problems = _validation_message(exc)
+        hint = "see the API docs at /docs"
+        body = error_body("invalid_input", message, hint=hint, errors=problems)
+        return JSONResponse(body, status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(exc.status_code, "http_error")
+        message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no such endpoint: {request.method} {request.url.path}"
+        return JSONResponse(error_body(code, message), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        body = error_body("internal_error", "the server failed; see its log", hint=repr(exc)[:200])
+        return JSONResponse(body, status_code=500)
+
+
+def create_app(
+    service: MemoryService,
+    *,
+    close_service: bool = False,
+    maintenance: bool = True,
+    mcp: bool = True,
+) -> FastAPI:
+    """The app around one service. ``close_service`` closes it when the app stops."""
+    from memloci.interfaces.rest import routes_memory, routes_nodes
+
+    mcp_app = None
+    if mcp:
+        from memloci.interfaces.mcp import http_app
+
+        mcp_app = http_app(service)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            if mcp_app is not None:
+                await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
+            if maintenance and service.settings.maintenance_time:
+                from memloci.interfaces.rest.schedule import nightly
+
+                await stack.enter_async_context(nightly(service))
+            try:
+                yield
+            finally:
+                if close_service:
+                    await service.flush(timeout=10)
+                    service.close()
+
+    app = FastAPI(
+        title="memloci",
+        version=__version__,
+        description="Long-term memory for LLM agents: REST API. Errors share one JSON shape "
+        '`{"error": {"code", "message", "hint"}}`.',
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=service.settings.max_request_bytes)
+
+    @app.get("/healthz", tags=["server"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> RedirectResponse:
+        return RedirectResponse("/memories")
+
+    app.include_router(routes_nodes.router)
+    app.include_router(routes_memory.router)
+    _include_optional(app)
+    if mcp_app is not None:
+        app.mount("/mcp", mcp_app)
+    return app
+
+
+def _include_optional(app: FastAPI) -> None:
+    """Routers and pages that live in their own modules."""
+    from memloci.interfaces.rest import routes_records
+    from memloci.interfaces.web import pages
+
+    app.include_router(routes_records.router)
+    pages.install(app)

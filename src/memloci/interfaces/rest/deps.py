@@ -1,0 +1,97 @@
+"""Request dependencies (layer: interfaces): the service, the caller's API key, namespaces.
+
+Access rule: when the store holds no active API key, the server is open (it only
+listens on loopback then, see ``memloci serve``). Once a key exists, every API
+request must carry one (``Authorization: Bearer <key>`` or ``X-API-Key``) and may
+only read — or, for write keys, write — the namespaces the key lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, Request
+
+from memloci.errors import PermissionDeniedError, UnauthorizedError
+from memloci.models import check_namespace
+from memloci.service import MemoryService
+
+
+def get_service(request: Request) -> MemoryService:
+    service: MemoryService = request.app.state.service
+    return service
+
+
+Service = Annotated[MemoryService, Depends(get_service)]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: ``key`` is None when the server runs open (no keys exist)."""
+
+    key: Any = None  # memloci.models.ApiKey
+
+    @property
+    def admin(self) -> bool:
+        return self.key is None or bool(self.key.admin)
+
+    def check(self, namespace: str, *, write: bool) -> str:
+        ns = check_namespace(namespace)
+        if self.key is not None and not self.key.allows(ns, write):
+            verb = "write" if write else "read"
+            raise PermissionDeniedError(
+                f"this API key may not {verb} namespace {ns!r}",
+                hint="use a key created for that namespace (memloci keys create)",
+            )
+        return ns
+
+    def require_admin(self) -> None:
+        if not self.admin:
+            raise PermissionDeniedError(
+                "this endpoint needs an admin API key", hint="memloci keys create --admin"
+            )
+
+
+def _secret(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip() or None
+    return request.headers.get("x-api-key") or None
+
+
+async def get_caller(request: Request, service: Service) -> Caller:
+    secret = _secret(request)
+    if secret is None:
+        if await service.has_keys():
+            raise UnauthorizedError(
+                "this server requires an API key",
+                hint="send 'Authorization: Bearer <key>' (memloci keys create)",
+            )
+        return Caller()
+    key = await service.verify_key(secret)
+    if key is None:
+        raise UnauthorizedError("unknown or revoked API key", hint="memloci keys list")
+    return Caller(key)
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]
+NamespaceQuery = Annotated[
+    str | None, Query(description="namespace (default: the server's configured namespace)")
+]
+
+
+async def read_namespace(
+    caller: CallerDep, service: Service, namespace: NamespaceQuery = None
+) -> str:
+    return caller.check(namespace or service.settings.namespace, write=False)
+
+
+async def write_namespace(
+    caller: CallerDep, service: Service, namespace: NamespaceQuery = None
+) -> str:
+    return caller.check(namespace or service.settings.namespace, write=True)
+
+
+ReadNS = Annotated[str, Depends(read_namespace)]
+WriteNS = Annotated[str, Depends(write_namespace)]

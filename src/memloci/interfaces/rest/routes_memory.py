@@ -1,0 +1,146 @@
+"""The versioned-memory endpoints ``/api/memory/`` (layer: interfaces).
+
+The small API agent tools and chat front ends use: list the active memories,
+get one with its version history, create (5–500 characters, a category, an
+optional subject), update (same id, new version) and soft delete.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Query, status
+from pydantic import BaseModel, Field
+
+from memloci.errors import ConflictError, NotFoundError
+from memloci.interfaces.rest.deps import ReadNS, Service, WriteNS
+from memloci.interfaces.rest.schemas import Body
+from memloci.models import MemoryNode, NodeType
+
+router = APIRouter(prefix="/api/memory", tags=["memory (versioned)"])
+_FACTS = (NodeType.SEMANTIC, NodeType.OPINION)
+
+
+class CreateMemoryRequest(Body):
+    content: str = Field(description="5–500 characters")
+    category: str = Field(description="person, preference, context, project (or your own)")
+    subject: str | None = Field(None, max_length=200, description="who or what it is about")
+    user: str | None = Field(None, description="owner (user-scoped memory)")
+    allow_similar: bool = Field(
+        False, description="create even when a memory with the same subject exists"
+    )
+
+
+class UpdateMemoryRequest(Body):
+    content: str = Field(description="5–500 characters")
+
+
+class MemoryResponse(BaseModel):
+    id: str
+    category: str
+    subject: str | None
+    content: str
+    version: int
+    created_at: datetime
+    updated_at: datetime | None
+
+
+class VersionResponse(BaseModel):
+    version: int
+    content: str
+    created_at: datetime
+
+
+class MemoryWithHistory(MemoryResponse):
+    versions: list[VersionResponse]
+
+
+class MemoryListResponse(BaseModel):
+    memories: list[MemoryResponse]
+    total: int
+
+
+class UpdatedMemory(MemoryResponse):
+    previous_content: str
+
+
+class DeletedMemory(BaseModel):
+    id: str
+    content: str
+    deleted: bool = True
+
+
+def _out(node: MemoryNode) -> MemoryResponse:
+    return MemoryResponse(
+        id=node.id, category=node.category, subject=node.subject, content=node.content,
+        version=node.version, created_at=node.created_at,
+        updated_at=node.updated_at if node.version > 1 else None,
+    )  # fmt: skip
+
+
+async def _active(service: Service, ns: str, memory_id: str) -> MemoryNode:
+    node = await service.get(memory_id, namespace=ns)
+    if node.type not in _FACTS or node.valid_until is not None:
+        raise NotFoundError(f"no active memory {memory_id!r}", hint="GET /api/memory/ lists them")
+    return node
+
+
+@router.get("/")
+async def list_memories(
+    service: Service,
+    ns: ReadNS,
+    user: str | None = None,
+    category: str | None = None,
+    limit: int = Query(200, description="1–500"),
+    offset: int = 0,
+) -> MemoryListResponse:
+    """Active memories, ordered by category then creation (stable for prompt caches)."""
+    flt = service.filter(namespace=ns, user=user, type=list(_FACTS), category=category)
+    nodes = await service.list_nodes(flt, limit=limit, offset=offset, order="category")
+    return MemoryListResponse(memories=[_out(n) for n in nodes], total=await service.count(flt))
+
+
+@router.get("/{memory_id}")
+async def get_memory(memory_id: str, service: Service, ns: ReadNS) -> MemoryWithHistory:
+    node = await _active(service, ns, memory_id)
+    versions = await service.history(memory_id, namespace=ns)
+    return MemoryWithHistory(
+        **_out(node).model_dump(),
+        versions=[VersionResponse(**x.model_dump(include={"version", "content", "created_at"}))
+                  for x in versions],
+    )  # fmt: skip
+
+
+@router.post("/", status_code=status.HTTP_201_CREATED)
+async def create_memory(body: CreateMemoryRequest, service: Service, ns: WriteNS) -> MemoryResponse:
+    """Create a memory. A memory with the same subject → 409 with its id (update it instead)."""
+    result = await service.remember(
+        body.content, namespace=ns, category=body.category, subject=body.subject,
+        user=body.user, suggest_on_subject=not body.allow_similar,
+    )  # fmt: skip
+    if result.action == "suggest_update":
+        ids = [n.id for n in result.similar]
+        raise ConflictError(
+            f"a memory about {body.subject!r} exists: {', '.join(ids[:3])}",
+            hint=f"update it with PUT /api/memory/{ids[0]} (or send allow_similar=true)",
+            similar=ids,
+        )
+    return _out(result.memory)
+
+
+@router.put("/{memory_id}")
+async def update_memory(
+    memory_id: str, body: UpdateMemoryRequest, service: Service, ns: WriteNS
+) -> UpdatedMemory:
+    """Update the content: same id, version + 1, the old text kept in the history."""
+    old = await _active(service, ns, memory_id)
+    result = await service.update(memory_id, body.content, namespace=ns)
+    return UpdatedMemory(**_out(result.memory).model_dump(), previous_content=old.content)
+
+
+@router.delete("/{memory_id}")
+async def delete_memory(memory_id: str, service: Service, ns: WriteNS) -> DeletedMemory:
+    """Soft delete: it stops being active; its history stays."""
+    node = await _active(service, ns, memory_id)
+    await service.forget(memory_id, namespace=ns)
+    return DeletedMemory(id=node.id, content=node.content)

@@ -1,0 +1,284 @@
+"""REST routes for people, conversations, entities and API keys (layer: interfaces).
+
+``/api/v1/memory-users`` (with merge), ``/api/v1/checkpoints`` (alias
+``/api/v1/threads``: short-term conversation memory), ``/api/v1/entities`` (with
+a neighbourhood graph) and ``/api/v1/keys`` (admin only).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from fastapi import APIRouter, Query, status
+from pydantic import BaseModel, Field
+
+from memloci.interfaces.rest.deps import CallerDep, ReadNS, Service, WriteNS
+from memloci.interfaces.rest.schemas import BatchDeleted, Body, Page
+from memloci.models import Entity, MemoryUser, Thread
+
+router = APIRouter(prefix="/api/v1")
+
+
+class IdsBody(Body):
+    ids: list[str] = Field(description="ids to delete (all must exist, or nothing is deleted)")
+
+
+class UserCreate(Body):
+    id: str = Field(description="canonical id, e.g. 'telegram:12345' or 'sam'")
+    display_name: str | None = None
+    identifiers: dict[str, str] | None = Field(None, description="channel → id on that channel")
+    preferences: dict[str, Any] | None = None
+
+
+class UserUpdate(Body):
+    display_name: str | None = None
+    identifiers: dict[str, str] | None = None
+    preferences: dict[str, Any] | None = None
+
+
+class MergeBody(Body):
+    into: str = Field(description="the user that keeps the merged identity")
+
+
+class MessagesBody(Body):
+    messages: list[dict[str, Any]] = Field(description="[{role, content}, …]; system dropped")
+    user: str | None = None
+    agent: str | None = None
+
+
+class EntityCreate(Body):
+    name: str
+    type: str | None = Field(None, description="person, project, organization, place, …")
+    aliases: list[str] | None = None
+    summary: str | None = None
+    attributes: dict[str, Any] | None = None
+
+
+class EntityUpdate(Body):
+    name: str | None = None
+    type: str | None = None
+    aliases: list[str] | None = None
+    summary: str | None = None
+    attributes: dict[str, Any] | None = None
+
+
+class KeyCreate(Body):
+    name: str
+    namespaces: list[str] = Field(description="namespaces it may use; ['*'] for admin keys")
+    write: bool = True
+    admin: bool = False
+
+
+class KeyCreated(BaseModel):
+    key: Any
+    secret: str = Field(description="shown once; only its hash is stored")
+
+
+class KeyOut(BaseModel):
+    id: str
+    name: str
+    namespaces: list[str]
+    can_write: bool
+    admin: bool
+    created_at: datetime
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+def _deleted(count: int, ids: list[str]) -> BatchDeleted:
+    return BatchDeleted(deleted=count, ids=ids)
+
+
+async def _delete_all(deleter: Any, ids: list[str], ns: str, exists: Any) -> BatchDeleted:
+    """Check every id first (404 naming the missing ones), then delete them together."""
+    for one in ids:
+        await exists(one, namespace=ns)
+    return _deleted(await deleter(ids, namespace=ns), ids)
+
+
+# ---------------------------------------------------------------- memory users
+USERS: list[str | Enum] = ["memory users"]
+
+
+@router.get("/memory-users/", tags=USERS)
+async def list_users(
+    service: Service,
+    ns: ReadNS,
+    q: str | None = Query(None, description="matches id or display name"),
+    limit: int = 50,
+    offset: int = 0,
+) -> Page[MemoryUser]:
+    items = await service.list_users(namespace=ns, query=q, limit=limit, offset=offset)
+    total = await service.count_users(namespace=ns, query=q)
+    return Page[MemoryUser](items=items, total=total, limit=limit, offset=offset)
+
+
+@router.get("/memory-users/{user_id}", tags=USERS)
+async def get_user(user_id: str, service: Service, ns: ReadNS) -> MemoryUser:
+    return await service.get_user(user_id, namespace=ns)
+
+
+@router.post("/memory-users/", tags=USERS, status_code=status.HTTP_201_CREATED)
+async def create_user(body: UserCreate, service: Service, ns: WriteNS) -> MemoryUser:
+    data = body.model_dump()
+    return await service.save_user(data.pop("id"), namespace=ns, **data)
+
+
+@router.patch("/memory-users/{user_id}", tags=USERS)
+async def update_user(user_id: str, body: UserUpdate, service: Service, ns: WriteNS) -> MemoryUser:
+    await service.get_user(user_id, namespace=ns)
+    return await service.save_user(user_id, namespace=ns, **body.model_dump())
+
+
+@router.delete("/memory-users/{user_id}", tags=USERS)
+async def delete_user(user_id: str, service: Service, ns: WriteNS) -> BatchDeleted:
+    return await _delete_all(service.delete_users, [user_id], ns, service.get_user)
+
+
+@router.post("/memory-users/batch-delete/", tags=USERS)
+async def batch_delete_users(body: IdsBody, service: Service, ns: WriteNS) -> BatchDeleted:
+    return await _delete_all(service.delete_users, body.ids, ns, service.get_user)
+
+
+@router.post("/memory-users/{user_id}/merge", tags=USERS)
+async def merge_user(user_id: str, body: MergeBody, service: Service, ns: WriteNS) -> MemoryUser:
+    """Merge ``user_id`` into ``into``: identifiers, preferences and memories move over."""
+    return await service.merge_users(user_id, body.into, namespace=ns)
+
+
+# ---------------------------------------------------------------- checkpoints / threads
+THREADS: list[str | Enum] = ["checkpoints"]
+
+
+def _thread_routes(prefix: str, include_in_schema: bool) -> None:
+    @router.get(f"/{prefix}/", tags=THREADS, include_in_schema=include_in_schema)
+    async def list_threads(
+        service: Service,
+        ns: ReadNS,
+        user: str | None = None,
+        agent: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page[Thread]:
+        items = await service.list_threads(
+            namespace=ns, user=user, agent=agent, limit=limit, offset=offset
+        )
+        total = await service.count_threads(namespace=ns, user=user, agent=agent)
+        return Page[Thread](items=items, total=total, limit=limit, offset=offset)
+
+    @router.get(f"/{prefix}/{{thread_id}}", tags=THREADS, include_in_schema=include_in_schema)
+    async def get_thread(thread_id: str, service: Service, ns: ReadNS) -> Thread:
+        return await service.get_thread(thread_id, namespace=ns)
+
+    @router.post(
+        f"/{prefix}/{{thread_id}}/messages", tags=THREADS, include_in_schema=include_in_schema
+    )
+    async def append(thread_id: str, body: MessagesBody, service: Service, ns: WriteNS) -> Thread:
+        """Checkpoint messages onto a thread (created when new)."""
+        return await service.append_messages(
+            thread_id, body.messages, namespace=ns, user=body.user, agent=body.agent
+        )
+
+    @router.delete(f"/{prefix}/{{thread_id}}", tags=THREADS, include_in_schema=include_in_schema)
+    async def delete_thread(thread_id: str, service: Service, ns: WriteNS) -> BatchDeleted:
+        return await _delete_all(service.delete_threads, [thread_id], ns, service.get_thread)
+
+    @router.post(f"/{prefix}/batch-delete/", tags=THREADS, include_in_schema=include_in_schema)
+    async def batch_delete_threads(body: IdsBody, service: Service, ns: WriteNS) -> BatchDeleted:
+        return await _delete_all(service.delete_threads, body.ids, ns, service.get_thread)
+
+
+_thread_routes("checkpoints", True)
+_thread_routes("threads", False)
+
+
+# ---------------------------------------------------------------- entities
+ENTITIES: list[str | Enum] = ["entities"]
+
+
+@router.get("/entities/", tags=ENTITIES)
+async def list_entities(
+    service: Service,
+    ns: ReadNS,
+    type: str | None = None,
+    q: str | None = Query(None, description="matches name or alias"),
+    limit: int = 50,
+    offset: int = 0,
+) -> Page[Entity]:
+    items = await service.list_entities(
+        namespace=ns, type=type, query=q, limit=limit, offset=offset
+    )
+    total = await service.count_entities(namespace=ns, type=type, query=q)
+    return Page[Entity](items=items, total=total, limit=limit, offset=offset)
+
+
+@router.get("/entities/{entity_id}", tags=ENTITIES)
+async def get_entity(entity_id: str, service: Service, ns: ReadNS, limit: int = 20) -> Any:
+    """The entity, its current memories and related entities."""
+    entity = await service.get_entity(entity_id, namespace=ns)
+    return await service.entity_info(entity.id, namespace=ns, limit=limit)
+
+
+@router.get("/entities/{entity_id}/graph", tags=ENTITIES)
+async def entity_graph(entity_id: str, service: Service, ns: ReadNS, limit: int = 30) -> Any:
+    """Nodes and links around the entity, for a small graph view."""
+    return await service.entity_graph(entity_id, namespace=ns, limit=limit)
+
+
+@router.post("/entities/", tags=ENTITIES, status_code=status.HTTP_201_CREATED)
+async def create_entity(body: EntityCreate, service: Service, ns: WriteNS) -> Entity:
+    data = body.model_dump(exclude_none=True)
+    return await service.save_entity(data.pop("name"), namespace=ns, **data)
+
+
+@router.patch("/entities/{entity_id}", tags=ENTITIES)
+async def update_entity(
+    entity_id: str, body: EntityUpdate, service: Service, ns: WriteNS
+) -> Entity:
+    old = await service.get_entity(entity_id, namespace=ns)
+    data = body.model_dump(exclude_none=True)
+    name = data.pop("name", old.canonical_name)
+    return await service.save_entity(name, namespace=ns, entity_id=old.id, **data)
+
+
+@router.delete("/entities/{entity_id}", tags=ENTITIES)
+async def delete_entity(entity_id: str, service: Service, ns: WriteNS) -> BatchDeleted:
+    return await _delete_all(service.delete_entities, [entity_id], ns, service.get_entity)
+
+
+@router.post("/entities/batch-delete/", tags=ENTITIES)
+async def batch_delete_entities(body: IdsBody, service: Service, ns: WriteNS) -> BatchDeleted:
+    return await _delete_all(service.delete_entities, body.ids, ns, service.get_entity)
+
+
+# ---------------------------------------------------------------- API keys (admin)
+KEYS: list[str | Enum] = ["keys"]
+
+
+def _key_out(key: Any) -> KeyOut:
+    return KeyOut(**key.model_dump(include=set(KeyOut.model_fields)))
+
+
+@router.get("/keys/", tags=KEYS)
+async def list_keys(
+    service: Service, caller: CallerDep, include_revoked: bool = False
+) -> list[KeyOut]:
+    caller.require_admin()
+    return [_key_out(k) for k in await service.list_keys(include_revoked=include_revoked)]
+
+
+@router.post("/keys/", tags=KEYS, status_code=status.HTTP_201_CREATED)
+async def create_key(body: KeyCreate, service: Service, caller: CallerDep) -> KeyCreated:
+    caller.require_admin()
+    key, secret = await service.create_key(
+        body.name, body.namespaces, write=body.write, admin=body.admin
+    )
+    return KeyCreated(key=_key_out(key), secret=secret)
+
+
+@router.delete("/keys/{key_id}", tags=KEYS)
+async def revoke_key(key_id: str, service: Service, caller: CallerDep) -> KeyOut:
+    caller.require_admin()
+    return _key_out(await service.revoke_key(key_id))

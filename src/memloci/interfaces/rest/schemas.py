@@ -1,0 +1,195 @@
+"""Request and response bodies of the REST API (layer: interfaces).
+
+Request models forbid unknown fields so a typo is a clear 400, not a silent
+default. Deeper checks (lengths, enums, ids) happen once, in the service.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
+
+T = TypeVar("T")
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a listing."""
+
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+class FactCreate(Body):
+    content: str = Field(description="the fact, 5–500 characters")
+    key: str | None = Field(None, description="optional stable key, e.g. 'preferred_language'")
+    value: Any = Field(None, description="optional structured value for the key")
+    category: str | None = Field(None, description="e.g. person, preference, context, project")
+    subject: str | None = Field(None, description="who or what the fact is about")
+    fact_type: str | None = Field(None, description="user_preference, world_knowledge, …")
+    type: str = Field("semantic", description="semantic or opinion")
+    scope: str | None = Field(None, description="user, agent, session or global")
+    confidence: float = Field(1.0, description="0–1")
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    event_time: datetime | None = None
+    metadata: dict[str, Any] | None = None
+    overwrite: bool = Field(True, description="False: keep an existing value for the same key")
+
+
+class EpisodeCreate(Body):
+    content: str = Field(description="what happened, 1–20,000 characters")
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    details: dict[str, Any] | None = Field(
+        None, description="trigger, actions, outcome, duration_ms, feedback"
+    )
+    event_time: datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class ProcedureCreate(Body):
+    content: str = Field(description="the instruction or how-to, 5–500 characters")
+    triggers: dict[str, Any] | None = None
+    procedure_type: str | None = None
+    category: str | None = "procedure"
+    user: str | None = None
+    agent: str | None = None
+    scope: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TurnsCreate(Body):
+    """Conversation turns for the hot path (episodes linked in order)."""
+
+    messages: list[dict[str, Any]] = Field(description="[{role, content, speaker?}, …]")
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    event_time: datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class NodeUpdate(Body):
+    content: str | None = None
+    value: Any = None
+    category: str | None = None
+    subject: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Correction(Body):
+    content: str = Field(description="the corrected fact; the old one is superseded, not lost")
+    value: Any = None
+
+
+class BatchDelete(Body):
+    ids: list[str] = Field(description="memory ids (all must exist, or nothing is deleted)")
+    hard: bool = Field(False, description="True: purge with history instead of soft delete")
+
+
+class BatchDeleted(BaseModel):
+    deleted: int
+    ids: list[str]
+
+
+class Deleted(BaseModel):
+    id: str
+    deleted: bool = True
+    hard: bool = False
+
+
+class MemoryDetail(BaseModel):
+    memory: MemoryNode
+    versions: list[MemoryVersion]
+
+
+class SearchRequest(Body):
+    query: str
+    namespaces: list[str] | None = Field(None, description="several namespaces (all checked)")
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    type: list[str] | None = None
+    category: list[str] | None = None
+    scope: list[str] | None = None
+    after: str | None = Field(None, description="ISO time or phrase: last_week, 7d, …")
+    before: str | None = None
+    min_confidence: float | None = None
+    as_of: datetime | None = None
+    k: int = Field(10, description="results, 1–200")
+    recipe: str = Field("hybrid", description="hybrid, fulltext or vector")
+
+
+class SearchResponse(BaseModel):
+    query: str
+    hits: list[SearchHit]
+
+
+class ContextRequest(Body):
+    prompt: str | None = None
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    budget: int | None = Field(None, description="token budget (default: server setting)")
+
+
+class ContextResponse(BaseModel):
+    context: str
+    tokens: int
+
+
+class ImportResult(BaseModel):
+    nodes: int
+    skipped: int
+    versions: int
+    edges: int
+    users: int
+    vectors_reused: int
+    needs_embedding: int
+
+
+class ChatCommand(Body):
+    text: str = Field(description="a chat message, e.g. '/memory list'")
+    user: str | None = None
+    agent: str | None = None
+
+
+class ChatAnswer(BaseModel):
+    command: bool
+    answer: str | None
+
+
+__all__ = [
+    "BatchDelete",
+    "BatchDeleted",
+    "ChatAnswer",
+    "ChatCommand",
+    "ContextRequest",
+    "ContextResponse",
+    "Correction",
+    "Deleted",
+    "EpisodeCreate",
+    "FactCreate",
+    "ImportResult",
+    "MemoryDetail",
+    "NodeUpdate",
+    "Page",
+    "ProcedureCreate",
+    "SearchRequest",
+    "SearchResponse",
+    "StoreStats",
+    "TurnsCreate",
+    "WriteResult",
+]

@@ -1,0 +1,84 @@
+"""Bulk and housekeeping operations of MemoryService (layer: service).
+
+A mixin so service.py stays readable; it relies on the attributes MemoryService
+sets up (``store``, ``settings``, ``worker``, ``_run``, ``_ns``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from memloci import validate as v
+from memloci.errors import NotFoundError, ValidationError
+from memloci.models import NodeType, utcnow
+from memloci.providers.base import Embedder
+from memloci.storage.base import NodePatch, Store
+
+P = ParamSpec("P")
+T = TypeVar("T")
+BATCH_MAX = 1000
+
+
+class AdminMixin:
+    """forget_many (atomic batch delete) and maintain (housekeeping)."""
+
+    store: Store
+    embedder: Embedder | None
+    if TYPE_CHECKING:  # provided by MemoryService
+
+        def _ns(self, namespace: str | None) -> str: ...
+        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+        async def embed_pending(self, progress: Callable[[int], None] | None = None) -> int: ...
+
+    async def forget_many(
+        self,
+        ids: Sequence[str],
+        *,
+        namespace: str | None = None,
+        types: Sequence[NodeType] | None = None,
+        hard: bool = False,
+    ) -> list[str]:
+        """Delete several memories at once: all of them or, if one is unknown, none.
+
+        ``types`` restricts which kinds may be deleted (an id of another kind counts as
+        unknown). Soft delete ends validity (history kept); ``hard`` purges.
+        """
+        ns = self._ns(namespace)
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise ValidationError("ids must be a list of memory ids")
+        wanted = list(dict.fromkeys(v.memory_id(i) for i in ids))
+        if not wanted:
+            raise ValidationError("ids is empty", hint="give at least one memory id")
+        if len(wanted) > BATCH_MAX:
+            raise ValidationError(f"at most {BATCH_MAX} ids per batch, got {len(wanted)}")
+
+        def run() -> list[str]:
+            found = {n.id: n for n in self.store.get_nodes(ns, wanted)}
+            missing = [
+                i for i in wanted if i not in found or (types and found[i].type not in types)
+            ]
+            if missing:
+                raise NotFoundError(
+                    f"{len(missing)} of {len(wanted)} ids are unknown in namespace {ns!r}; "
+                    "nothing was deleted",
+                    hint="list the memories to see their ids",
+                    missing=missing,
+                )
+            now = utcnow()
+            with self.store.batch():
+                for mid in wanted:
+                    if hard:
+                        self.store.purge_node(ns, mid)
+                    elif found[mid].valid_until is None:
+                        self.store.update_node(ns, mid, NodePatch(valid_until=now))
+            return wanted
+
+        return await self._run(run)
+
+    async def maintain(self) -> dict[str, Any]:
+        """Housekeeping: catch up on pending embeddings and record when it ran."""
+        started = utcnow()
+        embedded = await self.embed_pending() if self.embedder is not None else 0
+        await self._run(self.store.set_meta, "last_maintenance", started.isoformat())
+        return {"started": started.isoformat(), "embedded": embedded}

@@ -1,0 +1,595 @@
+"""Memory users, threads, entities, provenance and API keys of MemoryService (layer: service).
+
+A mixin so service.py stays readable; it relies on what MemoryService sets up (``store``,
+``settings``, ``_run``, ``_ns``). Every argument is validated before anything is written,
+and a change that touches several rows runs in one store transaction (``store.batch()``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from memloci import validate as v
+from memloci.decay import weakest
+from memloci.errors import ConflictError, NotFoundError, ValidationError
+from memloci.models import (
+    ID_RE,
+    TURN_MAX,
+    ApiKey,
+    Edge,
+    EdgeType,
+    Entity,
+    EntityInfo,
+    EntityType,
+    Explanation,
+    GraphLink,
+    GraphNode,
+    GraphView,
+    MemoryNode,
+    MemoryUser,
+    NodeType,
+    RelatedEntity,
+    Thread,
+    ThreadMessage,
+    short_id,
+    utcnow,
+)
+from memloci.storage.base import NodeFilter, Store
+
+P = ParamSpec("P")
+T = TypeVar("T")
+KEY_RE = re.compile(r"^mlk_([A-Za-z0-9]{8})_([A-Za-z0-9_-]{43})$")
+KEY_TOUCH_EVERY = timedelta(minutes=1)  # last_used_at is written at most this often
+CHAIN_MAX = 100  # supersedes / merged_into chains followed at most this far
+FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
+
+
+def key_hash(secret: str) -> str:
+    """What the store keeps of an API key: the sha256 hex of the whole secret."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+class RecordsMixin:
+    """Users, threads ("checkpoints"), entities, ``explain`` / ``weak_facts`` and API keys."""
+
+    store: Store
+    if TYPE_CHECKING:  # provided by MemoryService
+
+        def _ns(self, namespace: str | None) -> str: ...
+        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+        async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode: ...
+
+    # ------------------------------------------------------------------ memory users
+    async def list_users(
+        self, *, namespace: str | None = None, query: str | None = None, limit: int = 50,
+        offset: int = 0,
+    ) -> list[MemoryUser]:  # fmt: skip
+        """Oldest first; ``query`` matches id or display name (case-insensitive)."""
+        ns, q = self._ns(namespace), v.label(query, "query", 200)
+        v.page(limit, offset)
+        return await self._run(self.store.list_users, ns, limit, offset, query=q)
+
+    async def count_users(self, *, namespace: str | None = None, query: str | None = None) -> int:
+        ns, q = self._ns(namespace), v.label(query, "query", 200)
+        return await self._run(self.store.count_users, ns, query=q)
+
+    async def get_user(
+        self, user_id: str, *, namespace: str | None = None, follow_merged: bool = False,
+    ) -> MemoryUser:  # fmt: skip
+        """The user; with ``follow_merged``, the user it was (transitively) merged into."""
+        ns, uid = self._ns(namespace), v.required(user_id, "user")
+        return await self._run(self._user, ns, uid, v.flag(follow_merged, "follow_merged"))
+
+    def _user(self, ns: str, uid: str, follow: bool) -> MemoryUser:
+        user = self.store.get_user(ns, uid)
+        if user is None:
+            raise NotFoundError(
+                f"no memory user {uid!r} in namespace {ns!r}", hint="list users to see their ids"
+            )
+        return self._root_user(ns, user) if follow else user
+
+    def _root_user(self, ns: str, user: MemoryUser) -> MemoryUser:
+        """Follow ``merged_into`` (loop-safe; stops at a deleted user)."""
+        seen = {user.id}
+        while user.merged_into and user.merged_into not in seen and len(seen) < CHAIN_MAX:
+            nxt = self.store.get_user(ns, user.merged_into)
+            if nxt is None:
+                break
+            seen.add(nxt.id)
+            user = nxt
+        return user
+
+    async def save_user(
+        self, user_id: str, *, namespace: str | None = None, display_name: str | None = None,
+        identifiers: Mapping[str, str] | None = None, preferences: Mapping[str, Any] | None = None,
+    ) -> MemoryUser:  # fmt: skip
+        """Create or update a user. On update only the given fields change; identifiers
+        (channel → id) merge into the known ones, preferences replace them.
+
+        A channel id that already belongs to another user raises :class:`ConflictError`
+        (merge the users instead)."""
+        ns, uid = self._ns(namespace), v.required(user_id, "user")
+        name = v.label(display_name, "display_name", 200)
+        idents = v.identifiers(identifiers)
+        prefs = v.metadata(preferences, "preferences") if preferences is not None else None
+
+        def run() -> MemoryUser:
+            with self.store.batch():
+                old = self.store.get_user(ns, uid)
+                if old is None:
+                    user = MemoryUser(
+                        id=uid, namespace=ns, display_name=name, identifiers=idents,
+                        preferences=prefs or {}, created_at=utcnow(),
+                    )  # fmt: skip
+                else:
+                    changes: dict[str, Any] = {"identifiers": {**old.identifiers, **idents}}
+                    if name is not None:
+                        changes["display_name"] = name
+                    if prefs is not None:
+                        changes["preferences"] = prefs
+                    user = old.model_copy(update=changes)
+                root = self._root_user(ns, user).id
+                for channel, ref in idents.items():
+                    holder = self.store.find_user(ns, channel, ref)
+                    if holder is not None and self._root_user(ns, holder).id not in (uid, root):
+                        raise ConflictError(
+                            f"{channel} id {ref!r} belongs to memory user {holder.id!r}",
+                            hint="merge the two users instead",
+                        )
+                return self.store.upsert_user(user)
+
+        return await self._run(run)
+
+    async def find_user(
+        self, channel: str, identifier: str, *, namespace: str | None = None
+    ) -> MemoryUser | None:
+        """The user known on ``channel`` by ``identifier``, following ``merged_into``."""
+        ns = self._ns(namespace)
+        ((chan, ref),) = v.identifiers({channel: identifier}).items()
+
+        def run() -> MemoryUser | None:
+            user = self.store.find_user(ns, chan, ref)
+            return None if user is None else self._root_user(ns, user)
+
+        return await self._run(run)
+
+    async def delete_users(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
+        """Delete user records (their memories stay); returns how many were deleted."""
+        ns, wanted = self._ns(namespace), v.ids(ids, lambda i: v.required(i, "user"))
+        return await self._run(self.store.delete_users, ns, wanted)
+
+    async def merge_users(
+        self, source_id: str, target_id: str, *, namespace: str | None = None
+    ) -> MemoryUser:
+        """Merge ``source`` into ``target`` in one transaction: identifiers and preferences
+        join the target's (the target wins), conversation counts add up, the source's
+        memories and threads move to the target, and the source points at the target."""
+        ns = self._ns(namespace)
+        src, dst = v.required(source_id, "user"), v.required(target_id, "user")
+        if src == dst:
+            raise ValidationError("cannot merge a memory user into itself")
+
+        def run() -> MemoryUser:
+            with self.store.batch():
+                source, target = self._user(ns, src, False), self._user(ns, dst, False)
+                if source.merged_into is not None:
+                    raise ConflictError(
+                        f"memory user {src!r} was already merged into {source.merged_into!r}"
+                    )
+                if target.merged_into is not None:
+                    root = self._root_user(ns, target).id
+                    raise ConflictError(
+                        f"memory user {dst!r} was merged into {target.merged_into!r}",
+                        hint="nothing to do" if root == src else f"merge into {root!r} instead",
+                    )
+                seen = [t for t in (source.last_seen, target.last_seen) if t is not None]
+                merged = target.model_copy(
+                    update={
+                        "display_name": target.display_name or source.display_name,
+                        "identifiers": {**source.identifiers, **target.identifiers},
+                        "preferences": {**source.preferences, **target.preferences},
+                        "conversation_count": source.conversation_count + target.conversation_count,
+                        "last_seen": max(seen) if seen else None,
+                    }
+                )
+                self.store.upsert_user(merged)
+                self.store.upsert_user(source.model_copy(update={"merged_into": dst}))
+                self.store.reassign_user(ns, src, dst)
+                return merged
+
+        return await self._run(run)
+
+    # ------------------------------------------------------------------ threads
+    async def list_threads(
+        self, *, namespace: str | None = None, user: str | None = None, agent: str | None = None,
+        limit: int = 50, offset: int = 0,
+    ) -> list[Thread]:  # fmt: skip
+        """Newest updated first; listed threads carry ``message_count``, not messages."""
+        ns, user, agent = self._ns(namespace), v.ident(user, "user"), v.ident(agent, "agent")
+        v.page(limit, offset)
+        return await self._run(
+            self.store.list_threads, ns, user=user, agent=agent, limit=limit, offset=offset
+        )
+
+    async def count_threads(
+        self, *, namespace: str | None = None, user: str | None = None, agent: str | None = None,
+    ) -> int:  # fmt: skip
+        ns, user, agent = self._ns(namespace), v.ident(user, "user"), v.ident(agent, "agent")
+        return await self._run(self.store.count_threads, ns, user=user, agent=agent)
+
+    async def get_thread(self, thread_id: str, *, namespace: str | None = None) -> Thread:
+        ns, tid = self._ns(namespace), v.required(thread_id, "thread")
+        thread = await self._run(self.store.get_thread, ns, tid)
+        if thread is None:
+            raise NotFoundError(
+                f"no thread {tid!r} in namespace {ns!r}", hint="list threads to see their ids"
+            )
+        return thread
+
+    async def save_thread(self, thread: Thread) -> Thread:
+        """Create or replace a thread (in ``thread.namespace``); system messages are dropped,
+        the first ``created_at`` is kept and ``updated_at`` is now."""
+        if not isinstance(thread, Thread):
+            raise ValidationError("save_thread needs a Thread")
+        ns, tid = v.namespace(thread.namespace), v.required(thread.id, "thread")
+        user, agent = v.ident(thread.user, "user"), v.ident(thread.agent, "agent")
+        messages = v.thread_messages(thread.messages)
+        summary = v.label(thread.summary, "summary", TURN_MAX)
+
+        def run() -> Thread:
+            with self.store.batch():
+                old = self.store.get_thread(ns, tid)
+                new = Thread(
+                    id=tid, namespace=ns, user=user, agent=agent, messages=messages,
+                    summary=summary, created_at=old.created_at if old else thread.created_at,
+                    updated_at=utcnow(), message_count=len(messages),
+                )  # fmt: skip
+                return self.store.upsert_thread(new)
+
+        return await self._run(run)
+
+    async def append_messages(
+        self, thread_id: str, messages: Sequence[ThreadMessage | Mapping[str, Any]], *,
+        namespace: str | None = None, user: str | None = None, agent: str | None = None,
+    ) -> Thread:  # fmt: skip
+        """Append messages (roles user / assistant / tool; system prompts are dropped) to a
+        thread, creating it when new. A thread owned by another user or agent is a
+        :class:`ConflictError`."""
+        ns, tid = self._ns(namespace), v.required(thread_id, "thread")
+        user, agent = v.ident(user, "user"), v.ident(agent, "agent")
+        new = v.thread_messages(messages)
+        if not messages:
+            raise ValidationError("no messages to append")
+
+        def run() -> Thread:
+            with self.store.batch():
+                now, old = utcnow(), self.store.get_thread(ns, tid)
+                if old is None:
+                    thread = Thread(
+                        id=tid, namespace=ns, user=user, agent=agent, messages=new,
+                        created_at=now, updated_at=now, message_count=len(new),
+                    )  # fmt: skip
+                    return self.store.upsert_thread(thread)
+                for field, given, have in (("user", user, old.user), ("agent", agent, old.agent)):
+                    if given is not None and have is not None and given != have:
+                        raise ConflictError(f"thread {tid!r} belongs to {field} {have!r}")
+                kept = [*old.messages, *new]
+                thread = old.model_copy(
+                    update={
+                        "user": old.user or user, "agent": old.agent or agent,
+                        "messages": kept, "message_count": len(kept), "updated_at": now,
+                    }
+                )  # fmt: skip
+                return self.store.upsert_thread(thread)
+
+        return await self._run(run)
+
+    async def delete_threads(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
+        ns, wanted = self._ns(namespace), v.ids(ids, lambda i: v.required(i, "thread"))
+        return await self._run(self.store.delete_threads, ns, wanted)
+
+    # ------------------------------------------------------------------ entities
+    async def list_entities(
+        self, *, namespace: str | None = None, type: EntityType | str | None = None,
+        query: str | None = None, limit: int = 50, offset: int = 0,
+    ) -> list[Entity]:  # fmt: skip
+        """Most mentioned first; ``query`` matches names and aliases (case-insensitive)."""
+        ns, kind, q = self._ns(namespace), _entity_type(type), v.label(query, "query", 200)
+        v.page(limit, offset)
+        return await self._run(
+            self.store.list_entities, ns, type=kind, query=q, limit=limit, offset=offset
+        )
+
+    async def count_entities(
+        self, *, namespace: str | None = None, type: EntityType | str | None = None,
+        query: str | None = None,
+    ) -> int:  # fmt: skip
+        ns, kind, q = self._ns(namespace), _entity_type(type), v.label(query, "query", 200)
+        return await self._run(self.store.count_entities, ns, type=kind, query=q)
+
+    async def get_entity(self, entity_id: str, *, namespace: str | None = None) -> Entity:
+        ns, eid = self._ns(namespace), v.short_ref(entity_id, "entity")
+        entity = await self._run(self.store.get_entity, ns, eid)
+        if entity is None:
+            raise NotFoundError(
+                f"no entity {eid!r} in namespace {ns!r}", hint="list entities to see their ids"
+            )
+        return entity
+
+    async def find_entity(self, name: str, *, namespace: str | None = None) -> Entity | None:
+        """By canonical name or alias, case-insensitive."""
+        ns, nm = self._ns(namespace), v.name(name)
+        return await self._run(self.store.find_entity, ns, nm)
+
+    async def save_entity(
+        self, name: str, *, namespace: str | None = None, type: EntityType | str | None = None,
+        aliases: Sequence[str] = (), summary: str | None = None,
+        attributes: Mapping[str, Any] | None = None, entity_id: str | None = None,
+    ) -> Entity:  # fmt: skip
+        """Create an entity, or update one.
+
+        With ``entity_id``: an edit (a new name keeps the old one as an alias; ``type``,
+        ``summary`` and ``attributes`` replace when given). Without it, a name (or alias)
+        that is already known is a re-mention: aliases join, ``mention_count`` + 1,
+        ``last_seen`` = now, and the type changes only from the generic ``concept``.
+        A new entity's type defaults to ``concept``."""
+        ns, nm = self._ns(namespace), v.name(name)
+        kind = v.enum(EntityType, type, "type") if type is not None else None
+        names = v.aliases(aliases, nm)
+        text = v.label(summary, "summary", 2000)
+        attrs = v.metadata(attributes, "attributes") if attributes is not None else None
+        eid = v.short_ref(entity_id, "entity") if entity_id is not None else None
+
+        def run() -> Entity:
+            with self.store.batch():
+                now = utcnow()
+                if eid is not None:
+                    old = self.store.get_entity(ns, eid)
+                    if old is None:
+                        raise NotFoundError(f"no entity {eid!r} in namespace {ns!r}")
+                    same = self.store.find_entity(ns, nm)
+                    if same is not None and same.id != eid and _same(same.canonical_name, nm):
+                        raise ConflictError(f"entity {same.id!r} is already called {nm!r}")
+                    renamed = [] if _same(old.canonical_name, nm) else [old.canonical_name]
+                    entity = old.model_copy(
+                        update={
+                            "canonical_name": nm, "type": kind or old.type,
+                            "aliases": v.aliases([*old.aliases, *renamed, *names], nm),
+                            "summary": text if text is not None else old.summary,
+                            "attributes": attrs if attrs is not None else old.attributes,
+                        }
+                    )  # fmt: skip
+                    return self.store.update_entity(entity)
+                old = self.store.find_entity(ns, nm)
+                if old is None:
+                    return self.store.insert_entity(
+                        Entity(
+                            id=short_id(), namespace=ns, canonical_name=nm,
+                            type=kind or EntityType.CONCEPT, aliases=names, summary=text,
+                            first_seen=now, last_seen=now, attributes=attrs or {},
+                        )
+                    )  # fmt: skip
+                generic = old.type is EntityType.CONCEPT
+                entity = old.model_copy(
+                    update={
+                        "aliases": v.aliases([*old.aliases, nm, *names], old.canonical_name),
+                        "type": kind if kind is not None and generic else old.type,
+                        "summary": text if text is not None else old.summary,
+                        "attributes": attrs if attrs is not None else old.attributes,
+                        "mention_count": old.mention_count + 1, "last_seen": now,
+                    }
+                )  # fmt: skip
+                return self.store.update_entity(entity)
+
+        return await self._run(run)
+
+    async def delete_entities(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
+        """Delete entities and their links to memories; returns how many were deleted."""
+        ns, wanted = self._ns(namespace), v.ids(ids, lambda i: v.short_ref(i, "entity"))
+        return await self._run(self.store.delete_entities, ns, wanted)
+
+    async def link_entities(
+        self, node_id: str, entity_ids: Sequence[str], *, namespace: str | None = None,
+    ) -> None:  # fmt: skip
+        """Link a memory to entities; all must exist in the namespace, or nothing links."""
+        ns, mid = self._ns(namespace), v.memory_id(node_id)
+        wanted = v.ids(entity_ids, lambda i: v.short_ref(i, "entity"))
+        if wanted:
+            await self._run(self.store.link_entities, ns, mid, wanted)
+
+    async def _resolve_entity(self, ns: str, ref: str) -> Entity:
+        entity = await self._run(self.store.get_entity, ns, ref) if ID_RE.match(ref) else None
+        entity = entity or await self._run(self.store.find_entity, ns, ref)
+        if entity is None:
+            raise NotFoundError(
+                f"no entity {ref!r} in namespace {ns!r}",
+                hint="check the spelling, or list entities to see the known names",
+            )
+        return entity
+
+    async def entity_info(
+        self, name_or_id: str, *, namespace: str | None = None, limit: int = 20,
+        user: str | None = None,
+    ) -> EntityInfo:  # fmt: skip
+        """An entity (by id, name or alias), the current memories that mention it (newest
+        first) and the entities mentioned with it (most shared first). ``user`` hides
+        other users' memories."""
+        ns, ref = self._ns(namespace), v.name(name_or_id, "entity")
+        lim = v.limit(limit, "limit", 200)
+        flt = NodeFilter(namespaces=(ns,), user=v.ident(user, "user"))
+        entity = await self._resolve_entity(ns, ref)
+        memories = await self._run(self.store.entity_nodes, flt, entity.id, limit=lim)
+        related = await self._run(self.store.related_entities, flt, entity.id, limit=lim)
+        return EntityInfo(
+            entity=entity,
+            memories=memories,
+            related=[RelatedEntity(entity=e, weight=n) for e, n in related],
+        )
+
+    async def entity_graph(
+        self, entity_id: str, *, namespace: str | None = None, limit: int = 30,
+        user: str | None = None,
+    ) -> GraphView:  # fmt: skip
+        """A small graph for display: the entity, its current memories and the other
+        entities those memories mention, linked ``mentions`` (memory → entity)."""
+        ns, lim = self._ns(namespace), v.limit(limit, "limit", 200)
+        flt = NodeFilter(namespaces=(ns,), user=v.ident(user, "user"))
+        entity = await self.get_entity(entity_id, namespace=ns)
+        memories = await self._run(self.store.entity_nodes, flt, entity.id, limit=lim)
+        mentioned = await self._run(self.store.node_entities, ns, [m.id for m in memories])
+        view = GraphView(nodes=[_entity_node(entity)])
+        shown = {entity.id}
+        for m in memories:
+            label = m.content if len(m.content) <= 60 else m.content[:59] + "…"
+            view.nodes.append(GraphNode(id=m.id, label=label, kind="memory", type=m.type.value))
+            for e in mentioned.get(m.id, []):
+                if e.id not in shown and len(shown) <= lim:
+                    shown.add(e.id)
+                    view.nodes.append(_entity_node(e))
+                if e.id in shown:
+                    view.links.append(GraphLink(source=m.id, target=e.id, relation="mentions"))
+        return view
+
+    # ------------------------------------------------------------------ provenance / health
+    async def explain(self, memory_id: str, *, namespace: str | None = None) -> Explanation:
+        """Where a memory comes from: its versions, the older memories it replaced (newest
+        first, following ``supersedes`` edges new → old), the memory that replaced it, the
+        episodes it was ``derived_from`` (edge fact → episode), its entities and edges."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        memory = await self.get(mid, namespace=ns)
+
+        def run() -> Explanation:
+            edges = self.store.edges(ns, mid)
+            older: list[str] = []
+            queue = [mid]
+            while queue and len(older) < CHAIN_MAX:
+                node = queue.pop(0)
+                links = edges if node == mid else self.store.edges(ns, node, "supersedes")
+                fresh = [i for i in _ends(links, EdgeType.SUPERSEDES, node) if i not in older]
+                older += [i for i in fresh if i != mid]
+                queue += fresh
+            newer = _ends(edges, EdgeType.SUPERSEDES, mid, outgoing=False)
+            sources = _ends(edges, EdgeType.DERIVED_FROM, mid)
+            by_newest = self.store.get_nodes(ns, newer)
+            by_newest.sort(key=lambda n: n.created_at, reverse=True)
+            return Explanation(
+                memory=memory, versions=self.store.versions(ns, mid),
+                supersedes=self.store.get_nodes(ns, older),
+                superseded_by=by_newest[0] if by_newest else None,
+                sources=self.store.get_nodes(ns, sources),
+                entities=self.store.node_entities(ns, [mid])[mid], edges=edges,
+            )  # fmt: skip
+
+        return await self._run(run)
+
+    async def weak_facts(
+        self, *, namespace: str | None = None, user: str | None = None, limit: int = 20,
+        threshold: float = 0.3,
+    ) -> list[tuple[MemoryNode, float]]:  # fmt: skip
+        """Current facts and opinions (visible to ``user``, if given) whose retention
+        (see :func:`memloci.decay.retention`) is below ``threshold``, weakest first.
+        Protected facts (decay rate 0) are never weak."""
+        ns, lim = self._ns(namespace), v.limit(limit, "limit", 1000)
+        thr = v.unit(threshold, "threshold")
+        flt = NodeFilter(namespaces=(ns,), types=FACT_TYPES, user=v.ident(user, "user"))
+
+        def facts() -> Iterator[MemoryNode]:
+            offset = 0
+            while page := self.store.list_nodes(flt, limit=1000, offset=offset, order="rowid"):
+                offset += len(page)
+                yield from page
+
+        return await self._run(lambda: weakest(facts(), utcnow(), limit=lim, threshold=thr))
+
+    # ------------------------------------------------------------------ API keys
+    async def create_key(
+        self, name: str, namespaces: Sequence[str], *, write: bool = True, admin: bool = False,
+    ) -> tuple[ApiKey, str]:  # fmt: skip
+        """A new API key and its secret ``mlk_<id>_<43 chars>``; the secret is shown only
+        now (the store keeps its sha256). ``["*"]`` (all namespaces) is for admin keys."""
+        label = v.name(name, "key name", 100)
+        write, admin = v.flag(write, "write"), v.flag(admin, "admin")
+        nss = v.key_namespaces(namespaces, admin=admin)
+
+        def run() -> tuple[ApiKey, str]:
+            for _ in range(5):
+                kid = short_id()
+                secret = f"mlk_{kid}_{secrets.token_urlsafe(32)}"
+                key = ApiKey(
+                    id=kid, name=label, namespaces=nss, can_write=write, admin=admin,
+                    created_at=utcnow(),
+                )  # fmt: skip
+                try:
+                    self.store.insert_key(key, key_hash(secret))
+                except ConflictError:
+                    continue
+                return key, secret
+            raise ConflictError("could not allocate a unique API key id")  # pragma: no cover
+
+        return await self._run(run)
+
+    async def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]:
+        """Keys without secrets or hashes, oldest first."""
+        return await self._run(
+            self.store.list_keys, include_revoked=v.flag(include_revoked, "include_revoked")
+        )
+
+    async def revoke_key(self, key_id: str) -> ApiKey:
+        kid = v.short_ref(key_id, "API key")
+        return await self._run(self.store.revoke_key, kid, now=utcnow())
+
+    async def has_keys(self) -> bool:
+        """Whether any API key is active."""
+        return await self._run(self.store.has_keys)
+
+    async def verify_key(self, secret: str) -> ApiKey | None:
+        """The active key a secret belongs to, or None (malformed, unknown, wrong or
+        revoked). Records ``last_used_at`` at most once a minute."""
+        match = KEY_RE.match(secret) if isinstance(secret, str) else None
+        if match is None:
+            return None
+        kid = match[1]
+
+        def run() -> ApiKey | None:
+            found = self.store.get_key(kid)
+            if found is None:
+                return None
+            key, digest = found
+            if not hmac.compare_digest(digest, key_hash(secret)) or key.revoked_at is not None:
+                return None
+            now = utcnow()
+            if key.last_used_at is None or now - key.last_used_at >= KEY_TOUCH_EVERY:
+                self.store.touch_key(key.id, now=now)
+                key = key.model_copy(update={"last_used_at": now})
+            return key
+
+        return await self._run(run)
+
+
+def _entity_type(value: EntityType | str | None) -> str | None:
+    return None if value is None else v.enum(EntityType, value, "type").value
+
+
+def _ends(
+    edges: Sequence[Edge], relation: EdgeType, node_id: str, *, outgoing: bool = True
+) -> list[str]:
+    """The other ends of the ``relation`` edges leaving (or entering) ``node_id``."""
+    if outgoing:
+        return [e.target_id for e in edges if e.relation is relation and e.source_id == node_id]
+    return [e.source_id for e in edges if e.relation is relation and e.target_id == node_id]
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def _entity_node(entity: Entity) -> GraphNode:
+    return GraphNode(
+        id=entity.id, label=entity.canonical_name, kind="entity", type=entity.type.value
+    )

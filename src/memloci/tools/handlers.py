@@ -1,0 +1,297 @@
+"""Agent tool handlers (layer: tools): validated arguments → service call → result text.
+
+Each handler gets the caller's :class:`Bound` identity (namespace, user, agent, session)
+fixed by the host application, never by the model, and returns a short message.
+Errors are raised as :class:`~memloci.errors.MemlociError`; the dispatcher turns them
+into ``Error: …`` texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from memloci.errors import NotFoundError
+from memloci.models import EpisodeDetails, MemoryNode, NodeType, ProcedureType, SearchHit
+from memloci.service import MemoryService
+from memloci.storage.base import NodeFilter
+from memloci.tools import render as r
+from memloci.tools.args import (
+    KIND_TYPES,
+    AddToMemoryArgs,
+    CorrectFactArgs,
+    EntityInfoArgs,
+    LearnProcedureArgs,
+    ListMemoriesArgs,
+    MemoryIdArgs,
+    NoArgs,
+    RecallArgs,
+    RecordEpisodeArgs,
+    RememberArgs,
+    UpdateMemoryArgs,
+    WeakFactsArgs,
+)
+
+FIND_IDS = "use recall or list_memories to find memory ids"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Who is calling: applied to every tool call, whatever the arguments say."""
+
+    service: MemoryService
+    namespace: str
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+
+    def filter(self, **kwargs: Any) -> NodeFilter:
+        """What this caller may see (their memories and shared ones), narrowed by ``kwargs``."""
+        return self.service.filter(
+            namespace=self.namespace, user=self.user, agent=self.agent, session=self.session,
+            **kwargs,
+        )  # fmt: skip
+
+    async def node(self, memory_id: str) -> MemoryNode:
+        """The memory, if this caller may see it (forgotten ones included)."""
+        flt = replace(self.filter(include_forgotten=True), ids=(memory_id,))
+        found = await self.service.list_nodes(flt, limit=1)
+        if not found:
+            raise NotFoundError(f"no memory with id {memory_id!r}", hint=FIND_IDS)
+        return found[0]
+
+    async def visible(self, nodes: Iterable[MemoryNode]) -> set[str]:
+        """The ids among ``nodes`` this caller may see."""
+        ids = tuple(dict.fromkeys(n.id for n in nodes))
+        if not ids:
+            return set()
+        flt = replace(self.filter(include_forgotten=True), ids=ids)
+        return {n.id for n in await self.service.list_nodes(flt, limit=len(ids))}
+
+
+def _types(kind: str | None, default: str) -> tuple[NodeType, ...] | None:
+    return KIND_TYPES[kind or default]
+
+
+async def _shown(b: Bound, flt: NodeFilter, nodes: list[MemoryNode], limit: int) -> str:
+    """``3 memories`` or, when the list was cut, ``20 of 57 memories``."""
+    total = await b.service.count(flt) if len(nodes) >= limit else len(nodes)
+    if total > len(nodes):
+        return f"{len(nodes)} of {r.count(total)}"
+    return r.count(len(nodes))
+
+
+def _hits(hits: list[SearchHit]) -> str:
+    return r.lines(h.memory for h in hits)
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+async def recall(b: Bound, a: RecallArgs) -> str:
+    """No query or key → list facts; ``key`` → exact, then fuzzy; ``query`` → search."""
+    if a.key is not None:
+        node = await b.service.lookup(
+            a.key, namespace=b.namespace, user=b.user, agent=b.agent, session=b.session
+        )
+        if node is not None and (a.min_confidence is None or node.confidence >= a.min_confidence):
+            return f"{a.key} → {r.line(node)}"
+        flt = b.filter(type=_types(a.memory_type, "facts"), min_confidence=a.min_confidence)
+        hits = await b.service.search(a.key, flt, k=a.limit)
+        by_key = [h for h in hits if "key" in h.strategies]
+        if by_key:
+            return f"No fact has exactly the key {a.key!r}. Closest keys:\n{_hits(by_key)}"
+        if a.query is None:
+            hits = [h for h in hits if "fulltext" in h.strategies]  # words, not vector noise
+            if hits:
+                return f"No fact has the key {a.key!r}. Related memories:\n{_hits(hits)}"
+            return f"Nothing is stored under the key {a.key!r}."
+    if a.query is not None:
+        flt = b.filter(type=_types(a.memory_type, "all"), min_confidence=a.min_confidence)
+        hits = await b.service.search(a.query, flt, k=a.limit)
+        if not hits:
+            return f"No memories match {a.query!r}."
+        return f"{r.count(len(hits))} for {a.query!r} (best first):\n{_hits(hits)}"
+    flt = b.filter(type=_types(a.memory_type, "facts"), min_confidence=a.min_confidence)
+    nodes = await b.service.list_nodes(flt, limit=a.limit, order="category")
+    if not nodes:
+        filtered = a.memory_type is not None or a.min_confidence is not None
+        return "No memories match those filters." if filtered else "No memories stored yet."
+    return f"{await _shown(b, flt, nodes, a.limit)}:\n{r.lines(nodes)}"
+
+
+async def list_memories(b: Bound, a: ListMemoriesArgs) -> str:
+    flt = b.filter(type=_types(a.memory_type, "facts"), category=a.category)
+    nodes = await b.service.list_nodes(flt, limit=a.limit, order="-created")
+    what = a.memory_type if a.category is None else f"{a.memory_type} in category {a.category!r}"
+    if not nodes:
+        return f"No memories ({what})."
+    return f"{await _shown(b, flt, nodes, a.limit)} ({what}), newest first:\n{r.lines(nodes)}"
+
+
+async def get_entity_info(b: Bound, a: EntityInfoArgs) -> str:
+    info = await b.service.entity_info(a.name, namespace=b.namespace, limit=a.limit, user=b.user)
+    e = info.entity
+    head = f"{e.canonical_name} ({e.type.value}), mentioned {e.mention_count}x"
+    out = [head]
+    if e.aliases:
+        out.append("Also called: " + ", ".join(e.aliases))
+    if e.summary:
+        out.append(f"Summary: {e.summary}")
+    seen = await b.visible(info.memories)
+    memories = [m for m in info.memories if m.id in seen]
+    out.append(f"Memories:\n{r.lines(memories)}" if memories else "No memories mention it.")
+    if info.related:
+        related = ", ".join(
+            f"{x.entity.canonical_name} ({x.entity.type.value}, {x.weight:g} shared)"
+            for x in info.related
+        )
+        out.append(f"Related: {related}")
+    return "\n".join(out)
+
+
+async def explain_fact(b: Bound, a: MemoryIdArgs) -> str:
+    node = await b.node(a.memory_id)
+    ex = await b.service.explain(node.id, namespace=b.namespace)
+    m = ex.memory
+    out = [
+        r.line(m),
+        f"Version {m.version}, confidence {m.confidence:.2f}, confirmed {m.times_confirmed}x, "
+        f"contradicted {m.times_contradicted}x; source {m.source_type.value}; "
+        f"recorded {m.created_at:%Y-%m-%d %H:%M} UTC.",
+    ]
+    if len(ex.versions) > 1:
+        out.append("History:")
+        out += [
+            f"  v{x.version} {x.created_at:%Y-%m-%d}: {r.quote(x.content)}" for x in ex.versions
+        ]
+    linked = [*ex.supersedes, *ex.sources, *([ex.superseded_by] if ex.superseded_by else [])]
+    seen = await b.visible(linked)
+    if supersedes := [n for n in ex.supersedes if n.id in seen]:
+        out.append(f"Replaces:\n{r.lines(supersedes)}")
+    if ex.superseded_by is not None and ex.superseded_by.id in seen:
+        out.append(f"Replaced by: {r.line(ex.superseded_by)}")
+    if sources := [n for n in ex.sources if n.id in seen]:
+        out.append(f"Learned from:\n{r.lines(sources)}")
+    if ex.entities:
+        about = ", ".join(f"{e.canonical_name} ({e.type.value})" for e in ex.entities)
+        out.append(f"About: {about}")
+    return "\n".join(out)
+
+
+async def memory_stats(b: Bound, a: NoArgs) -> str:
+    s = await b.service.stats([b.namespace])
+    current = ", ".join(f"{n} {t}" for t, n in sorted(s.current_by_type.items())) or "none"
+    total = sum(s.nodes_by_type.values())
+    out = [
+        f"Memory in namespace {b.namespace!r}: {current} current ({total} including forgotten).",
+        f"{s.entities} entities, {sum(s.edges_by_type.values())} links, {s.users} users; "
+        f"{s.pending_embeddings} waiting to be embedded.",
+    ]
+    if s.orphans:
+        out.append(f"{r.count(s.orphans, 'fact is', 'facts are')} not linked to anything yet.")
+    out.append(
+        f"Last maintenance: {s.last_maintenance:%Y-%m-%d %H:%M} UTC."
+        if s.last_maintenance is not None
+        else "Maintenance has not run yet."
+    )
+    return "\n".join(out)
+
+
+async def weak_facts(b: Bound, a: WeakFactsArgs) -> str:
+    pairs = await b.service.weak_facts(
+        namespace=b.namespace, user=b.user, limit=a.limit, threshold=a.threshold
+    )
+    seen = await b.visible(n for n, _ in pairs)
+    pairs = [(n, c) for n, c in pairs if n.id in seen]
+    if not pairs:
+        return f"No facts are below confidence {a.threshold:.2f}."
+    shown = "\n".join(f"- {r.line(n, confidence=c)}" for n, c in pairs)
+    return (
+        f"{r.count(len(pairs), 'fact', 'facts')} below confidence {a.threshold:.2f} "
+        f"(weakest first). Ask the user, then confirm_fact, correct_fact or forget them:\n{shown}"
+    )
+
+
+# ---------------------------------------------------------------------------- writing
+
+
+async def remember(b: Bound, a: RememberArgs) -> str:
+    result = await b.service.remember(
+        a.content, namespace=b.namespace, key=a.key, category=a.category, subject=a.subject,
+        fact_type=a.fact_type, overwrite=a.overwrite, user=b.user, agent=b.agent,
+        session=b.session,
+    )  # fmt: skip
+    previous = None
+    if result.action == "updated":
+        versions = await b.service.history(result.memory.id, namespace=b.namespace)
+        before = result.memory.version - 1
+        previous = next((x.content for x in versions if x.version == before), None)
+    return r.write(result, previous=previous)
+
+
+async def add_to_memory(b: Bound, a: AddToMemoryArgs) -> str:
+    result = await b.service.remember(
+        a.content, namespace=b.namespace, category=a.category, subject=a.subject,
+        user=b.user, agent=b.agent, session=b.session, suggest_on_subject=True,
+    )  # fmt: skip
+    return r.write(result)
+
+
+async def update_memory(b: Bound, a: UpdateMemoryArgs) -> str:
+    old = await b.node(a.memory_id)
+    result = await b.service.update(old.id, a.content, namespace=b.namespace, session=b.session)
+    if result.memory.version == old.version:
+        return f"No change: {r.ref(old)} already says {r.quote(old.content)}."
+    return r.write(result, previous=old.content)
+
+
+async def correct_fact(b: Bound, a: CorrectFactArgs) -> str:
+    old = await b.node(a.memory_id)
+    new = (await b.service.correct(old.id, a.content, namespace=b.namespace)).memory
+    return (
+        f"Corrected: {r.ref(new)} replaces {r.ref(old)}: {r.quote(old.content)} → "
+        f"{r.quote(new.content)}. The old fact is kept in the history but no longer current."
+    )
+
+
+async def confirm_fact(b: Bound, a: MemoryIdArgs) -> str:
+    node = (await b.service.confirm((await b.node(a.memory_id)).id, namespace=b.namespace)).memory
+    return (
+        f"Confirmed {r.ref(node)}: {r.quote(node.content)} (confidence {node.confidence:.2f}, "
+        f"confirmed {node.times_confirmed}x; it no longer fades)."
+    )
+
+
+async def forget(b: Bound, a: MemoryIdArgs) -> str:
+    result = await b.service.forget((await b.node(a.memory_id)).id, namespace=b.namespace)
+    node = result.memory
+    if result.action == "unchanged":
+        return f"{r.ref(node)} was already forgotten: {r.quote(node.content)}."
+    return f"Forgot {r.ref(node)}: {r.quote(node.content)}."
+
+
+async def learn_procedure(b: Bound, a: LearnProcedureArgs) -> str:
+    result = await b.service.learn_procedure(
+        a.content, namespace=b.namespace, category=a.category or "procedure",
+        triggers={"goal_contains": a.triggers} if a.triggers else None,
+        procedure_type=a.procedure_type or ProcedureType.WORKFLOW_GRAPH, user=b.user, agent=b.agent,
+    )  # fmt: skip
+    return r.write(result)
+
+
+async def record_episode(b: Bound, a: RecordEpisodeArgs) -> str:
+    outcome: dict[str, Any] = {}
+    if a.outcome is not None:
+        outcome["success"] = a.outcome == "success"
+    if a.error is not None:
+        outcome["error"] = a.error
+    details = None
+    if outcome or a.duration_ms is not None:
+        details = EpisodeDetails(outcome=outcome or None, duration_ms=a.duration_ms)
+    result = await b.service.record_episode(
+        a.content, namespace=b.namespace, user=b.user, agent=b.agent, session=b.session,
+        details=details,
+    )  # fmt: skip
+    return r.write(result)

@@ -1,0 +1,92 @@
+"""Tool result texts (layer: tools): short lines an LLM (or a person) can read and act on.
+
+Every memory is shown with its ``[id:xxxxxxxx]`` handle so the model can refer to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from memloci.models import MemoryNode, NodeType, WriteResult
+
+SNIPPET = 300
+
+
+def ref(node: MemoryNode) -> str:
+    return f"[id:{node.id}]"
+
+
+def quote(text: str, limit: int = SNIPPET) -> str:
+    """``text`` in quotes, on one line, cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1].rstrip() + "…"
+    return f'"{flat}"'
+
+
+def kind(node: MemoryNode) -> str:
+    return node.type.value if node.category == "general" else f"{node.type.value}/{node.category}"
+
+
+def line(node: MemoryNode, *, confidence: float | None = None) -> str:
+    """``[id:…] semantic/person 2025-06-01 [Alec] key=boss: "Alec is the user's boss"``."""
+    parts = [ref(node), kind(node), f"{node.event_time:%Y-%m-%d}"]
+    if node.subject:
+        parts.append(f"[{node.subject}]")
+    if node.key:
+        parts.append(f"key={node.key}")
+    conf = node.confidence if confidence is None else confidence
+    if node.type is not NodeType.EPISODIC and conf < 0.5:
+        parts.append(f"(confidence {conf:.2f})")
+    if not node.is_current:
+        parts.append("(forgotten)")
+    return " ".join(parts) + ": " + quote(node.content)
+
+
+def count(n: int, noun: str = "memory", plural: str = "memories") -> str:
+    return f"{n} {noun if n == 1 else plural}"
+
+
+def lines(nodes: Iterable[MemoryNode]) -> str:
+    return "\n".join(f"- {line(n)}" for n in nodes)
+
+
+def write(result: WriteResult, *, previous: str | None = None) -> str:
+    """The outcome of remember / add_to_memory / learn_procedure / record_episode."""
+    node, action = result.memory, result.action
+    if action == "created":
+        noun = {
+            NodeType.PROCEDURAL: "Learned procedure",
+            NodeType.EPISODIC: "Recorded episode",
+        }.get(node.type, "Remembered")
+        text = f"{noun} {ref(node)}: {quote(node.content)}."
+        if node.type is NodeType.PROCEDURAL:
+            text += " It is part of your standing instructions from now on."
+        if result.similar:
+            others = ", ".join(ref(n) for n in result.similar[:3])
+            text += f" Other memories about {node.subject}: {others}."
+        return text
+    if action == "confirmed":
+        return (
+            f"Already remembered as {ref(node)}: {quote(node.content)}. Nothing new was stored; "
+            f"the existing memory was confirmed ({node.times_confirmed}x)."
+        )
+    if action == "updated":
+        change = f"{quote(previous)} → {quote(node.content)}" if previous else quote(node.content)
+        where = f" (key {node.key})" if node.key else ""
+        return f"Updated {ref(node)}{where} to version {node.version}: {change}."
+    if action == "exists":
+        return (
+            f"Not stored: {ref(node)} already holds key {node.key}: {quote(node.content)}. "
+            f'To change it, call update_memory with memory_id "{node.id}" '
+            "(or remember with overwrite=true)."
+        )
+    if action == "suggest_update":
+        shown = "\n".join(f"- {line(n)}" for n in result.similar[:3])
+        return (
+            f"Not stored: memories about {node.subject} already exist:\n{shown}\n"
+            f'If the new information replaces one, call update_memory with memory_id "{node.id}" '
+            "(or the id of the one it replaces) and the new content. If it is a separate fact, "
+            "store it with remember."
+        )
+    return f"{action.capitalize()} {ref(node)}: {quote(node.content)}."

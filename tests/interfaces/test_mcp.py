@@ -1,0 +1,281 @@
+"""The MCP server through the official client: in process, over real streamable HTTP
+(``memloci serve`` in a subprocess, and in-process uvicorn for the API keys), and over
+stdio (``memloci mcp`` in a subprocess). Fake embedder throughout."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+from rest_server import free_port, running
+
+from memloci import Memory
+from memloci.compose import build_service
+from memloci.config import Settings
+from memloci.interfaces.mcp import build_server
+from memloci.models import MemoryNode
+from memloci.providers.fake import FakeEmbedder
+from memloci.service import MemoryService
+from memloci.tools import TOOLS, Tools, mcp_tools
+
+T = TypeVar("T")
+ID_IN_TEXT = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
+FACT = "Sam's greyhound is called Pixel"
+CLI = [sys.executable, "-m", "memloci.interfaces.cli"]
+
+
+@pytest.fixture
+def service(db_path: str) -> Iterator[MemoryService]:
+    svc = build_service(Settings(path=db_path), embedder=FakeEmbedder())
+    yield svc
+    svc.close()
+
+
+def run(scenario: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    return asyncio.run(scenario())
+
+
+def text(result: CallToolResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def first_id(answer: str) -> str:
+    found = ID_IN_TEXT.search(answer)
+    assert found, answer
+    return found.group(1)
+
+
+def stored(service: MemoryService, **filters: Any) -> list[MemoryNode]:
+    flt = service.filter(include_forgotten=True, **filters)
+    return run(lambda: service.list_nodes(flt, limit=1000))
+
+
+async def round_trip(client: Client) -> tuple[str, str]:
+    """``remember`` then ``recall``: ``(id, recall text)``."""
+    saved = await client.call_tool("remember", {"content": FACT, "key": "dog_name"})
+    assert not saved.is_error, text(saved)
+    assert text(saved).startswith("Remembered [id:")
+    memory_id = first_id(text(saved))
+    found = await client.call_tool("recall", {"query": "greyhound"})
+    assert not found.is_error, text(found)
+    assert f"[id:{memory_id}]" in text(found) and "Pixel" in text(found)
+    return memory_id, text(found)
+
+
+def assert_lists_every_tool(listed: list[Any]) -> None:
+    by_name = {t.name: t for t in listed}
+    expected = mcp_tools()
+    assert list(by_name) == [t.name for t in expected]
+    for spec in expected:
+        tool = by_name[spec.name]
+        assert tool.description == spec.description
+        assert tool.input_schema == spec.input_schema
+        assert tool.annotations.read_only_hint is TOOLS[spec.name].read_only
+
+
+# ---------------------------------------------------------------------- in process
+def test_lists_every_tool_with_its_exact_schema(service: MemoryService) -> None:
+    async def scenario() -> list[Any]:
+        async with Client(build_server(service)) as client:
+            return list((await client.list_tools()).tools)
+
+    assert_lists_every_tool(run(scenario))
+
+
+def test_remember_then_recall_bound_to_the_user(service: MemoryService) -> None:
+    async def scenario() -> str:
+        async with Client(build_server(service, user="sam", agent="helper")) as client:
+            memory_id, _ = await round_trip(client)
+            return memory_id
+
+    memory_id = run(scenario)
+    (node,) = stored(service)
+    assert node.id == memory_id and node.content == FACT
+    assert node.user == "sam" and node.key == "dog_name"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("remember", {"content": ""}),
+        ("remember", {"content": FACT, "user": "someone-else"}),
+        ("remember", {}),
+        ("forget", {"memory_id": "nope"}),
+        ("update_memory", {"memory_id": "a1B2c3D4", "content": "The dog is called Bit"}),
+        ("learn_procedure", {"content": 42}),
+        ("no_such_tool", {}),
+    ],
+)
+def test_bad_calls_are_error_results_and_write_nothing(
+    service: MemoryService, name: str, arguments: dict[str, Any]
+) -> None:
+    async def scenario() -> tuple[CallToolResult, str]:
+        async with Client(build_server(service)) as client:
+            result = await client.call_tool(name, arguments)
+        return result, await Tools(service).call(name, arguments)
+
+    result, direct = run(scenario)
+    assert result.is_error
+    assert text(result).startswith("Error:")
+    assert text(result) == direct  # the same message as every other agent loop
+    assert stored(service) == []
+
+
+def test_invalid_binding_is_refused_when_building(service: MemoryService) -> None:
+    from memloci.errors import ValidationError
+
+    with pytest.raises(ValidationError):
+        build_server(service, namespace="Not A Namespace")
+
+
+# ---------------------------------------------------------------------- HTTP, API keys
+@asynccontextmanager
+async def _keyed(url: str, key: str) -> AsyncIterator[Client]:
+    """A client sending ``Authorization: Bearer <key>`` (the caller owns the HTTP client)."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=20) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
+
+
+def test_http_respects_api_keys_and_namespaces(mem: Memory) -> None:
+    svc = mem.service
+    _, writer = mem._call(svc.create_key("writer", ["team-a", "team-b"]))
+    _, reader = mem._call(svc.create_key("reader", ["team-a"], write=False))
+    with running(svc) as base:
+        url = f"{base}/mcp/"
+        refused = httpx.post(url, json={}, timeout=10)
+        assert refused.status_code == 401
+        assert refused.json()["error"]["code"] == "unauthorized"
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer nope"}, timeout=10)
+        assert wrong.status_code == 401
+        other = httpx.post(
+            f"{url}?namespace=team-c", json={}, headers={"Authorization": f"Bearer {writer}"}
+        )
+        assert other.status_code == 403 and other.json()["error"]["code"] == "forbidden"
+        blank = httpx.post(
+            f"{url}?user=%20", json={}, headers={"Authorization": f"Bearer {writer}"}
+        )
+        assert blank.status_code == 400 and blank.json()["error"]["code"] == "invalid_input"
+
+        async def scenario() -> tuple[str, str, str]:
+            async with _keyed(f"{url}?user=sam", writer) as client:  # first namespace: team-a
+                memory_id, _ = await round_trip(client)
+            async with _keyed(f"{url}?namespace=team-b", writer) as client:
+                elsewhere = text(await client.call_tool("list_memories", {}))
+            async with _keyed(url, reader) as client:
+                seen = text(await client.call_tool("recall", {"query": "greyhound"}))
+                denied = await client.call_tool("forget", {"memory_id": memory_id})
+                assert denied.is_error
+            return seen, elsewhere, text(denied)
+
+        seen, elsewhere, denied = run(scenario)
+    assert "Pixel" in seen
+    assert "Pixel" not in elsewhere
+    assert denied.startswith("Error: this API key may not write namespace 'team-a'")
+    (node,) = stored(svc, namespace="team-a")
+    assert node.user == "sam" and node.is_current
+    assert stored(svc) == [] and stored(svc, namespace="team-b") == []
+
+
+# ---------------------------------------------------------------------- real servers
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """``memloci serve`` in a subprocess; yields its base URL once /healthz answers."""
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--db", str(tmp_path / "served.db"), "--port", str(port),
+         "--embedder", "fake", "--no-maintenance", "--log-level", "warning"],
+        env=_env(), stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "memloci serve did not come up"
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+def test_streamable_http_on_the_real_server(served: str) -> None:
+    async def scenario() -> list[Any]:
+        async with Client(f"{served}/mcp/") as client:  # 2026 per-request protocol
+            listed = list((await client.list_tools()).tools)
+            await round_trip(client)
+        # the 2025 handshake with a session, through the /mcp -> /mcp/ redirect
+        async with Client(f"{served}/mcp", mode="legacy") as client:
+            assert_lists_every_tool(list((await client.list_tools()).tools))
+            found = await client.call_tool("recall", {"query": "greyhound"})
+            assert "Pixel" in text(found)
+        return listed
+
+    assert_lists_every_tool(run(scenario))
+    facts = httpx.get(f"{served}/api/v1/facts/", timeout=10)
+    assert facts.status_code == 200 and FACT in facts.text
+
+
+def test_stdio_memloci_mcp(tmp_path: Path) -> None:
+    db = tmp_path / "stdio.db"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[*CLI[1:], "mcp", "--db", str(db), "--embedder", "fake", "--user", "sam"],
+        env=_env(),
+    )
+
+    async def scenario() -> list[Any]:
+        with (tmp_path / "mcp.log").open("w") as errlog:
+            from mcp.client.stdio import stdio_client
+
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                listed = list((await client.list_tools()).tools)
+                await round_trip(client)
+        return listed
+
+    assert_lists_every_tool(run(scenario))
+    with Memory(str(db), embedder=FakeEmbedder()) as m:
+        (node,) = m.list(include_forgotten=True)
+    assert node.content == FACT and node.user == "sam"
+
+
+def test_docs_list_every_tool() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    for name in TOOLS:
+        assert f"| `{name}` |" in docs, f"{name} missing from docs/mcp.md"

@@ -1,0 +1,129 @@
+"""REST API over real HTTP: memory users (with merge), checkpoints/threads, entities."""
+
+from __future__ import annotations
+
+import httpx
+
+from memloci import Memory
+
+
+def test_memory_users_crud_and_merge(http: httpx.Client, mem: Memory) -> None:
+    r = http.post(
+        "/api/v1/memory-users/",
+        json={"id": "telegram:12345", "display_name": "Sam", "identifiers": {"telegram": "12345"}},
+    )
+    assert r.status_code == 201 and r.json()["display_name"] == "Sam"
+    http.post(
+        "/api/v1/memory-users/",
+        json={"id": "email:sam@example.com", "identifiers": {"email": "sam@example.com"}},
+    )
+    http.post("/api/v1/memory-users/", json={"id": "someone-else"})
+    listing = http.get("/api/v1/memory-users/", params={"q": "sam"}).json()
+    assert listing["total"] == 2
+    upd = http.patch("/api/v1/memory-users/telegram:12345", json={"preferences": {"tz": "UTC"}})
+    assert upd.json()["preferences"] == {"tz": "UTC"} and upd.json()["display_name"] == "Sam"
+
+    mem.remember("Sam writes in email a lot", user="email:sam@example.com")
+    merged = http.post(
+        "/api/v1/memory-users/email:sam@example.com/merge", json={"into": "telegram:12345"}
+    ).json()
+    assert merged["id"] == "telegram:12345"
+    assert merged["identifiers"] == {"telegram": "12345", "email": "sam@example.com"}
+    assert http.get("/api/v1/memory-users/email:sam@example.com").json()["merged_into"] == (
+        "telegram:12345"
+    )
+    assert mem.count(owner="telegram:12345") == 1
+
+    bad = http.post("/api/v1/memory-users/batch-delete/", json={"ids": ["someone-else", "ghost"]})
+    assert bad.status_code == 404
+    assert http.get("/api/v1/memory-users/someone-else").status_code == 200
+    ok = http.post("/api/v1/memory-users/batch-delete/", json={"ids": ["someone-else"]})
+    assert ok.json()["deleted"] == 1
+    assert http.delete("/api/v1/memory-users/email:sam@example.com").json()["deleted"] == 1
+    assert http.get("/api/v1/memory-users/").json()["total"] == 1
+
+
+def test_checkpoints(http: httpx.Client) -> None:
+    r = http.post(
+        "/api/v1/checkpoints/sam:chat1:agent/messages",
+        json={
+            "messages": [
+                {"role": "system", "content": "be nice"},
+                {"role": "user", "content": "hello"},
+                {"role": "assistant", "content": "hi there"},
+            ],
+            "user": "sam",
+            "agent": "helper",
+        },
+    )
+    assert r.status_code == 200, r.text
+    thread = r.json()
+    assert [m["role"] for m in thread["messages"]] == ["user", "assistant"]
+    http.post(
+        "/api/v1/checkpoints/other/messages",
+        json={"messages": [{"role": "user", "content": "x"}], "user": "bob"},
+    )
+    listing = http.get("/api/v1/checkpoints/", params={"user": "sam"}).json()
+    assert [t["id"] for t in listing["items"]] == ["sam:chat1:agent"]
+    assert http.get("/api/v1/threads/sam:chat1:agent").json()["user"] == "sam"
+    assert (
+        http.post(
+            "/api/v1/checkpoints/batch-delete/", json={"ids": ["other", "missing"]}
+        ).status_code
+        == 404
+    )
+    assert http.get("/api/v1/checkpoints/other").status_code == 200
+    assert http.delete("/api/v1/checkpoints/other").json()["deleted"] == 1
+    assert http.get("/api/v1/checkpoints/").json()["total"] == 1
+
+
+def test_entities_and_graph(http: httpx.Client, mem: Memory) -> None:
+    r = http.post(
+        "/api/v1/entities/", json={"name": "Sarah", "type": "person", "aliases": ["Sarah K."]}
+    )
+    assert r.status_code == 201
+    sarah = r.json()
+    acme = http.post("/api/v1/entities/", json={"name": "Acme", "type": "organization"}).json()
+    fact = mem.remember("Sarah works at Acme", category="person").memory
+    mem._call(mem.service.link_entities(fact.id, [sarah["id"], acme["id"]]))
+
+    listing = http.get("/api/v1/entities/", params={"type": "person"}).json()
+    assert [e["canonical_name"] for e in listing["items"]] == ["Sarah"]
+    assert http.get("/api/v1/entities/", params={"q": "sarah k"}).json()["total"] == 1
+    info = http.get(f"/api/v1/entities/{sarah['id']}").json()
+    assert [m["id"] for m in info["memories"]] == [fact.id]
+    assert [x["entity"]["canonical_name"] for x in info["related"]] == ["Acme"]
+    graph = http.get(f"/api/v1/entities/{sarah['id']}/graph").json()
+    ids = {n["id"] for n in graph["nodes"]}
+    assert {sarah["id"], acme["id"], fact.id} <= ids
+    assert all(link["source"] in ids and link["target"] in ids for link in graph["links"])
+
+    upd = http.patch(f"/api/v1/entities/{sarah['id']}", json={"summary": "Design lead"})
+    assert upd.json()["summary"] == "Design lead" and upd.json()["id"] == sarah["id"]
+    assert (
+        http.post(
+            "/api/v1/entities/batch-delete/", json={"ids": [acme["id"], "nope1234"]}
+        ).status_code
+        == 404
+    )
+    assert (
+        http.post("/api/v1/entities/batch-delete/", json={"ids": [acme["id"]]}).json()["deleted"]
+        == 1
+    )
+    assert http.delete(f"/api/v1/entities/{sarah['id']}").json()["deleted"] == 1
+    assert http.get("/api/v1/entities/").json()["total"] == 0
+
+
+def test_records_are_namespaced(http: httpx.Client) -> None:
+    http.post("/api/v1/memory-users/", params={"namespace": "other"}, json={"id": "sam"})
+    http.post("/api/v1/entities/", params={"namespace": "other"}, json={"name": "Secret"})
+    http.post(
+        "/api/v1/checkpoints/t1/messages",
+        params={"namespace": "other"},
+        json={"messages": [{"role": "user", "content": "hidden"}]},
+    )
+    for path in ("/api/v1/memory-users/", "/api/v1/entities/", "/api/v1/checkpoints/"):
+        assert http.get(path).json()["total"] == 0
+        assert http.get(path, params={"namespace": "other"}).json()["total"] == 1
+    assert http.get("/api/v1/memory-users/sam").status_code == 404
+    assert http.get("/api/v1/checkpoints/t1").status_code == 404
