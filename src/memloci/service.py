@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
-from memloci import service_records, transfer
+from memloci import service_records
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.context import build_context
@@ -555,37 +555,6 @@ class MemoryService(service_records.RecordsMixin, AdminMixin):
     async def stats(self, namespaces: Sequence[str] | None = None) -> StoreStats:
         nss = [v.namespace(n) for n in (namespaces or [self.settings.namespace])]
         return await self._run(self.store.stats, nss)
-
-    # ------------------------------------------------------------------ transfer
-    def export_lines(self, namespace: str | None = None, *, vectors: bool = True) -> Iterator[str]:
-        """The namespace as JSON lines (see :mod:`memloci.transfer`); run it in a thread."""
-        return transfer.export_lines(self.store, self._ns(namespace), vectors=vectors)
-
-    async def import_lines(
-        self,
-        lines: Iterable[str],
-        namespace: str | None = None,
-        progress: transfer.Progress | None = None,
-    ) -> transfer.ImportReport:
-        ns = self._ns(namespace)
-        model = self.embedder.model_id if self.embedder else None
-        dim = self.embedder.dimension if self.embedder else None
-        report = await self._run(
-            transfer.import_lines, self.store, lines, ns, embedding_model=model, dimension=dim,
-            progress=progress,
-        )  # fmt: skip
-        if self.worker:
-            self.worker.wake()
-        return report
-
-    async def embed_pending(self, progress: transfer.Progress | None = None) -> int:
-        """Embed everything still waiting, reporting progress; returns how many."""
-        if self.worker is None:
-            return 0
-        done = 0
-        while n := await self._run(self.worker.run_once, progress):
-            done += n
-        return done
 
     # ------------------------------------------------------------------ lifecycle
     async def flush(self, timeout: float | None = None) -> bool:

@@ -6,14 +6,16 @@ sets up (``store``, ``settings``, ``worker``, ``_run``, ``_ns``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from memloci import transfer
 from memloci import validate as v
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
 from memloci.storage.base import NodePatch, Store
+from memloci.worker import EmbeddingWorker
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -21,15 +23,15 @@ BATCH_MAX = 1000
 
 
 class AdminMixin:
-    """forget_many (atomic batch delete) and maintain (housekeeping)."""
+    """forget_many (atomic batch delete), maintain (housekeeping), export / import."""
 
     store: Store
     embedder: Embedder | None
+    worker: EmbeddingWorker | None
     if TYPE_CHECKING:  # provided by MemoryService
 
         def _ns(self, namespace: str | None) -> str: ...
         async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
-        async def embed_pending(self, progress: Callable[[int], None] | None = None) -> int: ...
 
     async def forget_many(
         self,
@@ -82,3 +84,34 @@ class AdminMixin:
         embedded = await self.embed_pending() if self.embedder is not None else 0
         await self._run(self.store.set_meta, "last_maintenance", started.isoformat())
         return {"started": started.isoformat(), "embedded": embedded}
+
+    # ------------------------------------------------------------------ transfer
+    def export_lines(self, namespace: str | None = None, *, vectors: bool = True) -> Iterator[str]:
+        """The namespace as JSON lines (see :mod:`memloci.transfer`); run it in a thread."""
+        return transfer.export_lines(self.store, self._ns(namespace), vectors=vectors)
+
+    async def import_lines(
+        self,
+        lines: Iterable[str],
+        namespace: str | None = None,
+        progress: transfer.Progress | None = None,
+    ) -> transfer.ImportReport:
+        ns = self._ns(namespace)
+        model = self.embedder.model_id if self.embedder else None
+        dim = self.embedder.dimension if self.embedder else None
+        report = await self._run(
+            transfer.import_lines, self.store, lines, ns, embedding_model=model, dimension=dim,
+            progress=progress,
+        )  # fmt: skip
+        if self.worker:
+            self.worker.wake()
+        return report
+
+    async def embed_pending(self, progress: transfer.Progress | None = None) -> int:
+        """Embed everything still waiting, reporting progress; returns how many."""
+        if self.worker is None:
+            return 0
+        done = 0
+        while n := await self._run(self.worker.run_once, progress):
+            done += n
+        return done

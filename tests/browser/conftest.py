@@ -65,8 +65,11 @@ def _browser_missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Headless Chromium for one test module. Not session-wide: playwright's sync API
+    keeps an event loop running while it is open, which would break later tests that
+    call ``asyncio.run``."""
     reason = _browser_missing()
     if reason:
         if os.environ.get("CI"):
@@ -220,7 +223,7 @@ def serve(db: Path) -> Iterator[str]:
             _stop(proc)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The server on a fresh database, seeded for every tab (shared by the tests)."""
     db = tmp_path_factory.mktemp("web-ui") / "ui.db"
@@ -239,7 +242,7 @@ async def _create_key(db: Path) -> str:
     return secret
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def locked_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A second server whose store has an API key (so every API call needs it);
     ``ids["secret"]`` is the key."""
@@ -266,6 +269,12 @@ def _open_context(browser: Browser, url: str) -> Iterator[Page]:
     page = context.new_page()
     page.set_default_timeout(10_000)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    def csp_violation(message: Any) -> None:
+        if message.type == "error" and "Content Security Policy" in message.text:
+            errors.append(message.text)
+
+    page.on("console", csp_violation)
     yield page
     context.close()
     assert outside == [], f"the page tried to fetch from elsewhere: {outside}"
@@ -276,7 +285,7 @@ def _open_context(browser: Browser, url: str) -> Iterator[Page]:
 def page(browser: Browser, server: Server) -> Iterator[Page]:
     """A fresh browser context on the seeded server. Requests to any other origin are
     blocked and fail the test (the UI fetches nothing from the internet), as do uncaught
-    JavaScript errors."""
+    JavaScript errors and Content-Security-Policy violations."""
     yield from _open_context(browser, server.url)
 
 

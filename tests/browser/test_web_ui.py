@@ -296,6 +296,17 @@ def test_user_identifiers_and_merge(page: Page, server: Server, shot: Shot) -> N
     assert merged["identifiers"]["email"] == "sam@example.com"
 
 
+def test_user_text_is_shown_as_text_never_as_html(page: Page, server: Server) -> None:
+    html = '<img src="/x" onerror="document.title=1"> <b>bold</b> claims'
+    body = {"content": html, "category": "context"}
+    assert server.api.post("/api/v1/facts/?namespace=xss", json=body).status_code == 201
+    open_tab(page, "facts", "?namespace=xss")
+    row(page, "<b>bold</b>").click()
+    expect(page.get_by_test_id("detail-content")).to_have_text(html)
+    assert page.locator("img, b").count() == 0
+    assert page.title() != "1"
+
+
 # ------------------------------------------------------------------ errors and auth
 def test_unknown_memory_shows_the_api_error_in_the_banner(page: Page, shot: Shot) -> None:
     page.goto("/memories#facts/NoSuch99")

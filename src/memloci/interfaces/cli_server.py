@@ -96,7 +96,7 @@ def serve(
     say(f"memloci serving {settings.path} (namespace {settings.namespace!r})", "bold")
     say(f"  web UI   {url}/memories")
     say(f"  REST     {url}/api/v1  (OpenAPI docs: {url}/docs)")
-    say(f"  MCP      {url}/mcp  (streamable HTTP)")
+    say(f"  MCP      {url}/mcp/  (streamable HTTP)")
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level)
 
 
