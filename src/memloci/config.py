@@ -40,6 +40,26 @@ class Settings(BaseSettings):
     decay_rate_default: float = Field(0.1, ge=0, description="default decay rate of new facts")
     context_budget: int = Field(1000, ge=50, description="default context token budget")
     reinforce_on_search: bool = Field(True, description="count search hits as accesses")
+    weight_graph: float = Field(0.5, ge=0, description="RRF weight of graph strategies")
+    llm: str = Field(
+        "none", description="LLM for consolidation/enrichment: none | openai | anthropic"
+    )
+    llm_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="LLM options: model, base_url, api_key_env, timeout, max_retries",
+    )
+    consolidate_on_session_switch: bool = Field(
+        True, description="consolidate a user's previous session when a new one starts"
+    )
+    decay_threshold: float = Field(
+        0.05, ge=0, le=1, description="maintenance soft-deletes facts whose confidence decays below"
+    )
+    entity_enrichment_min_mentions: int = Field(
+        3, ge=1, description="mentions before maintenance writes an entity summary (LLM)"
+    )
+    causal_batch_size: int = Field(
+        50, ge=0, description="episode pairs per maintenance run checked for causality (LLM)"
+    )
     host: str = Field("127.0.0.1", description="address `memloci serve` listens on")
     port: int = Field(8765, ge=1, le=65535, description="port `memloci serve` listens on")
     max_request_bytes: int = Field(
