@@ -78,6 +78,10 @@ class AdminMixin:
 
         return await self._run(run)
 
+    async def namespaces(self) -> list[str]:
+        """Every namespace that holds memories."""
+        return await self._run(self.store.namespaces)
+
     async def maintain(self) -> dict[str, Any]:
         """Housekeeping: catch up on pending embeddings and record when it ran."""
         started = utcnow()

@@ -197,6 +197,7 @@ def test_api_keys_bound_namespaces(mem: Memory) -> None:
             assert_error_shape(r, 403)
             assert_error_shape(c.get("/api/v1/export", params={"namespace": "team-b"}), 403)
             assert_error_shape(c.get("/api/v1/keys/"), 403)
+            assert c.get("/api/v1/namespaces").json() == ["team-a"]
             # the default namespace is not the key's either
             assert_error_shape(c.get("/api/v1/facts/"), 403)
         with client(base, reader) as c:

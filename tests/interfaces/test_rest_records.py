@@ -127,3 +127,21 @@ def test_records_are_namespaced(http: httpx.Client) -> None:
         assert http.get(path, params={"namespace": "other"}).json()["total"] == 1
     assert http.get("/api/v1/memory-users/sam").status_code == 404
     assert http.get("/api/v1/checkpoints/t1").status_code == 404
+
+
+def test_entity_links_over_rest(http: httpx.Client, mem: Memory) -> None:
+    ent = http.post("/api/v1/entities/", json={"name": "Lisbon", "type": "place"}).json()
+    fact = mem.remember("Sam moved to Lisbon in 2023", category="context").memory
+    bad = http.post(
+        f"/api/v1/entities/{ent['id']}/links", json={"memory_ids": [fact.id, "zz99zz99"]}
+    )
+    assert bad.status_code == 404
+    assert http.get(f"/api/v1/entities/{ent['id']}").json()["memories"] == []
+    ok = http.post(f"/api/v1/entities/{ent['id']}/links", json={"memory_ids": [fact.id]})
+    assert [m["id"] for m in ok.json()["memories"]] == [fact.id]
+
+
+def test_namespaces_listing(http: httpx.Client, mem: Memory) -> None:
+    mem.remember("A fact in team one", namespace="team-one")
+    mem.remember("A fact in team two", namespace="team-two")
+    assert {"team-one", "team-two"} <= set(http.get("/api/v1/namespaces").json())

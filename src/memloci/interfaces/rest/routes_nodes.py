@@ -225,6 +225,13 @@ async def stats(service: Service, ns: ReadNS) -> StoreStats:
     return await service.stats([ns])
 
 
+@router.get("/namespaces", tags=["server"])
+async def namespaces(service: Service, caller: CallerDep) -> list[str]:
+    """Namespaces that hold memories and that the caller's key may read."""
+    found = await service.namespaces()
+    return [ns for ns in found if caller.key is None or caller.key.allows(ns, False)]
+
+
 @router.post("/maintain", tags=["server"])
 async def maintain(service: Service, caller: CallerDep) -> dict[str, Any]:
     """Run maintenance now (admin): the same job the nightly schedule runs."""

@@ -227,6 +227,21 @@ async def entity_graph(entity_id: str, service: Service, ns: ReadNS, limit: int 
     return await service.entity_graph(entity_id, namespace=ns, limit=limit)
 
 
+class LinksBody(Body):
+    memory_ids: list[str] = Field(description="memories that mention the entity")
+
+
+@router.post("/entities/{entity_id}/links", tags=ENTITIES)
+async def link_entity(entity_id: str, body: LinksBody, service: Service, ns: WriteNS) -> Any:
+    """Link memories to the entity (all must exist, or nothing is linked)."""
+    entity = await service.get_entity(entity_id, namespace=ns)
+    for mid in body.memory_ids:
+        await service.get(mid, namespace=ns)
+    for mid in body.memory_ids:
+        await service.link_entities(mid, [entity.id], namespace=ns)
+    return await service.entity_info(entity.id, namespace=ns)
+
+
 @router.post("/entities/", tags=ENTITIES, status_code=status.HTTP_201_CREATED)
 async def create_entity(body: EntityCreate, service: Service, ns: WriteNS) -> Entity:
     data = body.model_dump(exclude_none=True)
