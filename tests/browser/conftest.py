@@ -75,8 +75,10 @@ def browser() -> Iterator[Browser]:
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the browser tests, but {reason}", pytrace=False)
         pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # a shared 2-core CI machine can be slow: wait up to 15 s for an expectation
+    expect.set_options(timeout=15_000)
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
