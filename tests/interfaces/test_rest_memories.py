@@ -4,6 +4,7 @@ provenance, stats, export/import and the chat command."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from memloci import Memory
 
@@ -204,3 +205,30 @@ def test_history_and_maintain(http: httpx.Client, mem: Memory) -> None:
     report = http.post("/api/v1/maintain").json()
     assert "started" in report
     assert http.get("/api/v1/stats").json()["last_maintenance"] is not None
+
+
+CREATE = {
+    "facts": {"content": "Generic fact for CRUD"},
+    "episodes": {"content": "Generic episode for CRUD", "session": "crud"},
+    "procedures": {"content": "Generic procedure for CRUD"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CREATE))
+def test_every_kind_has_full_crud(http: httpx.Client, kind: str) -> None:
+    ids = []
+    for n in range(3):
+        body = {**CREATE[kind], "content": f"{CREATE[kind]['content']} {n}"}
+        r = http.post(f"/api/v1/{kind}/", json=body)
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["memory"]["id"])
+    assert http.get(f"/api/v1/{kind}/").json()["total"] == 3
+    got = http.get(f"/api/v1/{kind}/{ids[0]}").json()
+    assert got["memory"]["id"] == ids[0]
+    upd = http.patch(f"/api/v1/{kind}/{ids[0]}", json={"content": f"Changed {kind} content"})
+    assert upd.status_code == 200 and upd.json()["memory"]["version"] == 2
+    assert http.delete(f"/api/v1/{kind}/{ids[0]}").status_code == 200
+    done = http.post(f"/api/v1/{kind}/batch-delete/", json={"ids": ids[1:]}).json()
+    assert done["deleted"] == 2
+    assert http.get(f"/api/v1/{kind}/").json()["total"] == 0
+    assert http.patch(f"/api/v1/{kind}/{ids[0]}", json={}).status_code in (400, 404)
