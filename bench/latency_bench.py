@@ -54,6 +54,7 @@ from common import ROOT, table
 from memloci import Memory
 from memloci.providers.local import LocalMiniLMEmbedder
 from memloci.retrieval.fusion import rrf
+from memloci.retrieval.graph import anchored, walks
 from memloci.retrieval.query import fts_match, key_form, terms
 
 F32 = npt.NDArray[np.float32]
@@ -61,6 +62,7 @@ TURNS_PER_SESSION = 20
 USERS = 50
 HOT_ADDS = 500
 INGEST_TURNS = 1000
+GRAPH_LISTS = ("entity", "time", "temporal", "causal")
 SPLIT_QUERIES = 100  # the stage-by-stage split runs each query three times
 
 
@@ -548,6 +550,8 @@ def search_split(
             "full text",
             "vector",
             "key",
+            "graph: entities + time window",
+            "graph: intent + walks",
             "fusion",
             "fetch nodes",
             "stages total",
@@ -574,7 +578,14 @@ def search_split(
         if 0 < len(terms(q)) <= 6:
             ranked["key"] = store.key_search(flt, key_form(q), n)
         t.append(time.perf_counter())
-        top = rrf(ranked, weights, k=settings.rrf_k)[:k]
+        graph = anchored(store, flt, q, limit=n)
+        t.append(time.perf_counter())
+        gweights = {**weights, **dict.fromkeys(GRAPH_LISTS, settings.weight_graph)}
+        plan = svc.retriever.plan(q)
+        seeds = rrf({**ranked, **graph.lists}, gweights, k=settings.rrf_k)
+        walks(store, flt, q, plan, [f.id for f in seeds[: max(plan.seeds, plan.limit)]], graph)
+        t.append(time.perf_counter())
+        top = rrf({**ranked, **graph.lists}, gweights, k=settings.rrf_k)[:k]
         t.append(time.perf_counter())
         store.get_nodes(flt.namespaces, [f.id for f in top])
         t.append(time.perf_counter())

@@ -2,17 +2,22 @@
 
 The cacheable part (learned procedures, then "Your Memory" grouped by
 category) comes first and depends only on the memory set, ordered by category
-then creation time, so the same memories give byte-identical text. Relevant
-past conversation excerpts, which depend on the prompt, come last.
+then creation time, so the same memories give byte-identical text. The parts
+that depend on the prompt come last, each within its share of the budget:
+entity profiles ("People and Things", 25 %), temporal context ("Timeline",
+25 %) and evidence ("Relevant Past Conversations", 10 %); facts keep the rest
+(at least 40 %).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from memloci.models import MemoryNode
+from memloci.models import Entity, MemoryNode
 
 MAX_PROCEDURES = 20
+SHARES = {"facts": 0.40, "entities": 0.25, "timeline": 0.25, "evidence": 0.10}
 MEMORY_INTRO = (
     "The following is information you've learned about the user from previous conversations.\n"
     "Use this context naturally. To update a memory, use the update_memory tool with the "
@@ -68,35 +73,112 @@ def _stable_order(nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
     return sorted(nodes, key=lambda n: (n.category, n.created_at, n.id))
 
 
+@dataclass(frozen=True)
+class EntityProfile:
+    """An entity for the "People and Things" section, with its most relevant facts."""
+
+    entity: Entity
+    facts: tuple[MemoryNode, ...] = ()
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _entity_line(profile: EntityProfile) -> str:
+    e = profile.entity
+    aliases = [a for a in e.aliases if a.lower() != e.canonical_name.lower()]
+    head = f"- **{e.canonical_name}** ({e.type.value}"
+    head += f"; also {', '.join(sorted(aliases)[:3])})" if aliases else ")"
+    about = e.summary or "; ".join(_clip(f.content, 160) for f in profile.facts[:2])
+    return f"{head}: {_clip(about, 320)}" if about else head
+
+
+def _episode_line(node: MemoryNode, limit: int) -> str:
+    who = f"{node.speaker}: " if node.speaker else ""
+    return f"- [{node.event_time:%Y-%m-%d}] {who}{_clip(node.content, limit)}"
+
+
+def _section(title: str, lines: Sequence[str], room: int) -> str:
+    """The title and as many lines (in order) as fit in ``room`` tokens; "" if none fit."""
+    kept: list[str] = []
+    left = room - estimate_tokens(f"{title}\n\n") - 1
+    for line in lines:
+        cost = estimate_tokens(line + "\n")
+        if cost <= left:
+            kept.append(line)
+            left -= cost
+    return "\n".join([title, "", *kept]) + "\n" if kept else ""
+
+
+def _by_time(nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
+    return sorted(nodes, key=lambda n: (n.event_time, n.id))
+
+
 def build_context(
     *,
     facts: Sequence[MemoryNode],
     procedures: Sequence[MemoryNode] = (),
+    entities: Sequence[EntityProfile] = (),
+    timeline: Sequence[MemoryNode] = (),
     evidence: Sequence[MemoryNode] = (),
     budget: int = 1000,
     relevance: dict[str, int] | None = None,
 ) -> str:
-    """Render the block. ``relevance`` (id → rank) decides which facts stay when not all fit."""
+    """Render the block within ``budget`` tokens.
+
+    The prompt-dependent sections get at most their share of the budget — entity
+    profiles 25 %, temporal context 25 %, evidence 10 %; the cacheable part
+    (procedures, then facts) gets the rest — at least 40 %, plus whatever those
+    sections leave unused. ``relevance`` (id → rank) decides which facts stay
+    when not all fit. Same inputs, same bytes.
+    """
     relevance = relevance or {}
-    stable_budget = budget if not evidence else max(budget * 3 // 4, budget - 400)
+    dynamic: list[str] = []
+    sections = (
+        (
+            "## People and Things",
+            [_entity_line(p) for p in entities if p.entity.summary or p.facts],
+            SHARES["entities"],
+        ),
+        ("## Timeline", [_episode_line(n, 240) for n in _by_time(timeline)], SHARES["timeline"]),
+        (
+            "## Relevant Past Conversations",
+            [_episode_line(n, 600) for n in _by_time(evidence)],
+            SHARES["evidence"],
+        ),
+    )
+    for title, lines, share in sections:
+        text = _section(title, lines, int(budget * share)) if lines else ""
+        if text:
+            dynamic.append(text)
+    stable_budget = budget - sum(estimate_tokens(t) + 1 for t in dynamic)
+    return "\n".join([*_stable_part(facts, procedures, stable_budget, relevance), *dynamic])
+
+
+def _stable_part(
+    facts: Sequence[MemoryNode],
+    procedures: Sequence[MemoryNode],
+    budget: int,
+    relevance: dict[str, int],
+) -> list[str]:
+    """Procedures (at most half the room), then "Your Memory" in the rest."""
     out: list[str] = []
     used = 0
-
     procs = _stable_order(procedures)[:MAX_PROCEDURES]
     if procs:
         block = ["## Learned Procedures and Policies", ""]
-        block += [_fact_line(p) for p in procs]
-        text = "\n".join(block) + "\n"
-        while procs and estimate_tokens(text) > stable_budget // 2:
+        text = "\n".join(block + [_fact_line(p) for p in procs]) + "\n"
+        while procs and estimate_tokens(text) > budget // 2:
             procs = procs[:-1]
-            text = "\n".join(block[:2] + [_fact_line(p) for p in procs]) + "\n"
+            text = "\n".join(block + [_fact_line(p) for p in procs]) + "\n"
         if procs:
             out.append(text)
             used += estimate_tokens(text) + 1
-
     chosen = list(facts)
     if chosen:
-        room = stable_budget - used
+        room = budget - used
         text = _memory_block(chosen)
         if estimate_tokens(text) > room:
             chosen = _fit(chosen, room * 4 - 4, relevance)
@@ -106,19 +188,4 @@ def build_context(
                 text = _memory_block(chosen) if chosen else ""
         if text:
             out.append(text)
-            used += estimate_tokens(text) + 1
-
-    if evidence:
-        block = ["## Relevant Past Conversations", ""]
-        room = budget - used - estimate_tokens("\n".join(block)) - 1
-        for node in sorted(evidence, key=lambda n: (n.event_time, n.id)):
-            who = f"{node.speaker}: " if node.speaker else ""
-            line = f"- [{node.event_time:%Y-%m-%d}] {who}{' '.join(node.content.split())}"
-            cost = estimate_tokens(line + "\n")
-            if cost > room:
-                continue
-            block.append(line)
-            room -= cost
-        if len(block) > 2:
-            out.append("\n".join(block) + "\n")
-    return "\n".join(out)
+    return out

@@ -23,13 +23,22 @@ def is_protected(node: MemoryNode) -> bool:
     return node.type is NodeType.EPISODIC or node.decay_rate <= 0
 
 
+def last_activity(node: MemoryNode) -> datetime:
+    """When the memory was last accessed or updated, whichever is later."""
+    return max(node.updated_at, node.last_accessed or node.updated_at)
+
+
+def decayed(confidence: float, rate: float, since: datetime, now: datetime) -> float:
+    """``confidence · exp(−rate · days^0.8)`` for the days from ``since`` to ``now``."""
+    days = max(0.0, (now - since).total_seconds() / 86_400)
+    return confidence * math.exp(-rate * days**0.8)
+
+
 def retention(node: MemoryNode, now: datetime) -> float:
     """The memory's confidence after decay at ``now`` (0–1, higher is stronger)."""
     if is_protected(node):
         return node.confidence
-    last = max(node.updated_at, node.last_accessed or node.updated_at)
-    days = max(0.0, (now - last).total_seconds() / 86_400)
-    return node.confidence * math.exp(-node.decay_rate * days**0.8)
+    return decayed(node.confidence, node.decay_rate, last_activity(node), now)
 
 
 def weakest(

@@ -311,6 +311,7 @@ class StoreStats(_Record):
     namespaces: list[str]
     orphans: int = 0  # current facts/opinions with no edge and no entity link
     last_maintenance: datetime | None = None
+    pending_sessions: int = 0  # sessions with episodes not consolidated yet
 
 
 class ApiKey(_Record):
@@ -378,3 +379,63 @@ class GraphView(_Record):
 
     nodes: list[GraphNode] = Field(default_factory=list)
     links: list[GraphLink] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------- knowledge tier
+class KnowledgeSource(_Record):
+    """A file in the knowledge tier (read-only RAG documents beside the memories).
+
+    ``id`` is stable (derived from the absolute ``path``); ``collection`` names the
+    knowledge base it belongs to inside its namespace; ``embedding_model`` is None when
+    its chunks were stored without vectors (full-text search only).
+    """
+
+    id: str
+    namespace: str
+    collection: str = "default"
+    path: str
+    title: str = ""
+    content_hash: str
+    mtime: datetime | None = None
+    size_bytes: int = 0
+    chunk_count: int = 0
+    embedding_model: str | None = None
+    added_at: datetime
+    updated_at: datetime
+
+
+class KnowledgeChunk(_Record):
+    """A piece of a knowledge source: ``heading`` is its heading path ("A > B"),
+    ``start_char`` / ``end_char`` locate ``text`` in the decoded file."""
+
+    id: str  # "<source id>-<ordinal>"
+    namespace: str
+    source_id: str
+    collection: str = "default"
+    ordinal: int
+    text: str
+    heading: str = ""
+    start_char: int
+    end_char: int
+    embedding_model: str | None = None
+
+
+class KnowledgeHit(_Record):
+    """A knowledge chunk found for a query, best first.
+
+    ``score`` is higher-is-better: the cosine similarity of query and chunk when an
+    embedder is configured (``match == "vector"``); without one, full-text relevance
+    squashed into 0–1 as ``b / (1 + b)`` with ``b = -bm25`` (``match == "fulltext"``).
+    """
+
+    chunk_id: str
+    text: str
+    heading: str = ""
+    source_id: str
+    path: str
+    title: str = ""
+    collection: str = "default"
+    namespace: str
+    ordinal: int
+    score: float
+    match: Literal["vector", "fulltext"] = "vector"

@@ -14,9 +14,25 @@ from pydantic import ValidationError as PydanticValidationError
 from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import NotFoundError, ValidationError
-from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
+from memloci.knowledge import KnowledgeReport, PathLike
+from memloci.models import (
+    KnowledgeHit,
+    MemoryNode,
+    MemoryVersion,
+    SearchHit,
+    StoreStats,
+    WriteResult,
+)
 from memloci.providers.base import Embedder
+from memloci.runtime.conversation import (
+    ConversationMemory,
+    ConversationOptions,
+    SyncConversation,
+)
+from memloci.runtime.identify import UserContext, identify_user
+from memloci.sdk_tools import MemoryTools, SyncTools
 from memloci.service import MemoryService
+from memloci.service_knowledge import KnowledgeProgress
 from memloci.storage.base import NodeFilter, Store
 from memloci.transfer import ImportReport
 
@@ -63,7 +79,8 @@ class AsyncMemory:
 
     ``AsyncMemory("memories.db")`` opens (or creates) an embedded SQLite store
     with the bundled local embedding model. Pass ``embedder=None`` for full-text
-    only, or any :class:`~memloci.providers.base.Embedder`.
+    only, or any :class:`~memloci.providers.base.Embedder`. ``memory.tools`` runs the
+    agent tools, unbound or bound: ``memory.tools(user="u1").call(name, arguments)``.
     """
 
     def __init__(
@@ -98,6 +115,9 @@ class AsyncMemory:
         self.service: MemoryService = build_service(
             self.settings, store=store, embedder=emb, reembed=reembed
         )
+        #: The agent tools: ``await memory.tools.call(name, arguments)``, or bound to a
+        #: caller with ``memory.tools(user=…, agent=…, session=…, namespace=…)``.
+        self.tools = MemoryTools(self.service)
 
     def _flt(self, **kwargs: Any) -> NodeFilter:
         return self.service.filter(**kwargs)
@@ -241,9 +261,63 @@ class AsyncMemory:
         """Embed everything that is waiting now (e.g. after ``reembed=True``), with progress."""
         return await self.service.embed_pending(progress)
 
+    async def add_knowledge(
+        self,
+        paths: PathLike | Sequence[PathLike],
+        *,
+        namespace: str | None = None,
+        collection: str = "default",
+        glob: str | Sequence[str] | None = None,
+        progress: KnowledgeProgress | None = None,
+    ) -> KnowledgeReport:
+        """Add files / folders to the read-only knowledge tier (chunked and embedded).
+
+        Folders are walked for ``glob`` (default ``*.md``, ``*.txt``, ``*.rst``); an
+        unchanged file is skipped, a changed one replaced. ``progress(done, total)``
+        counts chunks.
+        """
+        return await self.service.add_knowledge(
+            paths, namespace=namespace, collection=collection, glob=glob, progress=progress
+        )
+
+    async def search_knowledge(
+        self,
+        query: str,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        limit: int = 5,
+        threshold: float = 0.3,
+    ) -> list[KnowledgeHit]:
+        """The best knowledge chunks for ``query`` with a score ≥ ``threshold`` (cosine
+        similarity; full-text relevance in 0–1 without an embedder), best first."""
+        return await self.service.search_knowledge(
+            query, namespace=namespace, collections=collections, limit=limit, threshold=threshold
+        )
+
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait until every memory has its embedding (False on timeout)."""
         return await self.service.flush(timeout)
+
+    async def identify_user(
+        self,
+        payload: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        new_conversation: bool | None = None,
+    ) -> UserContext:
+        """The memory user a trigger payload names (created when new) with their facts,
+        recent episodes and preferences; see :func:`memloci.runtime.identify_user`."""
+        return await identify_user(
+            self.service, payload, namespace=namespace, new_conversation=new_conversation
+        )
+
+    def conversation(
+        self, *, user: str, **options: Unpack[ConversationOptions]
+    ) -> ConversationMemory:
+        """Short-term memory of one conversation (user + chat + agent): sessions saved
+        every turn, resume, window, summary; see :class:`memloci.runtime.ConversationMemory`."""
+        return ConversationMemory(self.service, user=user, **options)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.service.close)
@@ -311,6 +385,9 @@ class Memory:
             raise
         self.service = self._async.service
         self.settings = self._async.settings
+        #: The agent tools: ``memory.tools.call(name, arguments)``, or bound to a caller
+        #: with ``memory.tools(user=…, agent=…, session=…)``; ``call`` never raises.
+        self.tools = SyncTools(self._async.tools, self._call)
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
@@ -345,6 +422,21 @@ class Memory:
     ) -> str:
         return self.service.context_now(prompt, self._async._flt(**filters), budget=budget)
 
+    def search_knowledge(
+        self,
+        query: str,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        limit: int = 5,
+        threshold: float = 0.3,
+    ) -> list[KnowledgeHit]:
+        return self.service.search_knowledge_now(
+            query, namespace=namespace, collections=collections, limit=limit, threshold=threshold
+        )
+
+    search_knowledge.__doc__ = AsyncMemory.search_knowledge.__doc__
+
     list = _sync(AsyncMemory.list)
     search.__doc__ = AsyncMemory.search.__doc__
     context.__doc__ = AsyncMemory.context.__doc__
@@ -366,6 +458,16 @@ class Memory:
     count = _sync(AsyncMemory.count)
     import_file = _sync(AsyncMemory.import_file)
     embed_pending = _sync(AsyncMemory.embed_pending)
+    add_knowledge = _sync(AsyncMemory.add_knowledge)
+
+    identify_user = _sync(AsyncMemory.identify_user)
+
+    def conversation(
+        self, *, user: str, **options: Unpack[ConversationOptions]
+    ) -> SyncConversation:
+        return SyncConversation(self._async.conversation(user=user, **options), self._call)
+
+    conversation.__doc__ = AsyncMemory.conversation.__doc__
 
     def close(self) -> None:
         """Finish background embedding and close the store."""

@@ -13,10 +13,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
-from memloci import service_records
+from memloci import service_records, service_runtime
 from memloci import validate as v
 from memloci.config import Settings
-from memloci.context import build_context
+from memloci.consolidation.dedupe import MatchKind, fact_owner, match_fact
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import (
     SCOPE_ORDER,
@@ -40,6 +40,9 @@ from memloci.providers.base import Embedder
 from memloci.retrieval.pipeline import Retriever
 from memloci.retrieval.query import document_text
 from memloci.service_admin import AdminMixin
+from memloci.service_context import ContextMixin
+from memloci.service_knowledge import KnowledgeMixin
+from memloci.service_memory import ConsolidationMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker
@@ -49,7 +52,14 @@ T = TypeVar("T")
 FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 
 
-class MemoryService(service_records.RecordsMixin, AdminMixin):
+class MemoryService(
+    service_records.RecordsMixin,
+    AdminMixin,
+    ContextMixin,
+    ConsolidationMixin,
+    KnowledgeMixin,
+    service_runtime.RuntimeMixin,
+):
     """Write paths, search and context over one store and one embedder."""
 
     def __init__(
@@ -148,6 +158,7 @@ class MemoryService(service_records.RecordsMixin, AdminMixin):
         return nodes
 
     def _store_turns(self, nodes: list[MemoryNode]) -> list[MemoryNode]:
+        self._session_seen(nodes[-1])  # a new session hands the last one to consolidation
         if len(nodes) == 1:
             nodes = [self.store.insert_node(nodes[0], link_previous=True)]
         else:
@@ -204,42 +215,26 @@ class MemoryService(service_records.RecordsMixin, AdminMixin):
         meta, src = v.metadata(metadata), v.enum(SourceType, source_type, "source_type")
         v.json_value(value)
         when, now = v.when(event_time), utcnow()
-        owner = NodeFilter(
-            namespaces=(ns,), types=FACT_TYPES, scopes=(sc,),
-            owner_user=user if sc is Scope.USER else None,
-            sessions=(session,) if sc is Scope.SESSION and session else None,
-            agent=agent, session=session,
+        owner = fact_owner(ns, FACT_TYPES, sc, user=user, agent=agent, session=session)
+        embedder, doc = self.embedder, document_text(text, None, key, subj)
+        found = await self._run(
+            match_fact, self.store, owner, text, key=key, value=value,
+            embed=(lambda: embedder.embed([doc])[0]) if embedder is not None else None,
+            threshold=self.settings.duplicate_threshold,
         )  # fmt: skip
-
-        if key is not None:
-            same_key = await self._run(
-                self.store.list_nodes, replace(owner, key_norm=normalize_key(key)), limit=1
+        old, vector = found.node, found.vector
+        if old is not None and found.kind is MatchKind.KEY:
+            if not overwrite:
+                return WriteResult(
+                    action="exists", memory=old, similar=[old],
+                    message=f"[{old.id}] already holds key {key!r}; pass overwrite=True "
+                    "or update it",
+                )  # fmt: skip
+            return await self.update(
+                old.id, text, namespace=ns, value=value, set_value=True, session=session
             )
-            if same_key:
-                old = same_key[0]
-                if content_hash(old.content) == content_hash(text) and old.value == value:
-                    return await self._confirmed(old, "already known")
-                if not overwrite:
-                    return WriteResult(
-                        action="exists", memory=old, similar=[old],
-                        message=f"[{old.id}] already holds key {key!r}; pass overwrite=True "
-                        "or update it",
-                    )  # fmt: skip
-                return await self.update(
-                    old.id, text, namespace=ns, value=value, set_value=True, session=session
-                )
-        dupes = await self._run(self.store.find_by_hash, owner, content_hash(text))
-        if dupes:
-            return await self._confirmed(dupes[0], "already known")
-        vector = None
-        if self.embedder is not None:
-            vector = (await self._run(self.embedder.embed, [document_text(text, None, key, subj)]))[
-                0
-            ]
-            near = await self._run(self.store.vector_search, owner, vector, 1)
-            if near and near[0][1] >= self.settings.duplicate_threshold:
-                old = await self.get(near[0][0], namespace=ns)
-                return await self._confirmed(old, f"near-duplicate (similarity {near[0][1]:.2f})")
+        if old is not None:
+            return await self._confirmed(old, found.why)
         similar: list[MemoryNode] = []
         if subj:
             same_subject = await self._run(self.store.list_nodes, owner, limit=200)
@@ -527,31 +522,6 @@ class MemoryService(service_records.RecordsMixin, AdminMixin):
                     self.store.touch(ns, ids, now=utcnow())
         return hits
 
-    async def context(
-        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
-    ) -> str:
-        """The prompt block: procedures, "Your Memory", then relevant past turns."""
-        return await self._run(self.context_now, prompt, flt, budget=budget)
-
-    def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
-        """:meth:`context` in the caller's thread."""
-        budget = v.limit(
-            self.settings.context_budget if budget is None else budget, "budget", 100_000
-        )
-        facts = self.store.list_nodes(replace(flt, types=FACT_TYPES), limit=2000, order="category")
-        procs = self.store.list_nodes(replace(flt, types=(NodeType.PROCEDURAL,)), limit=20)
-        relevance: dict[str, int] = {}
-        evidence: list[MemoryNode] = []
-        if prompt and prompt.strip():
-            # a long prompt is searched by its most recent part
-            query = prompt.strip()[-v.QUERY_MAX :]
-            hits = self.search_now(query, replace(flt, types=None), k=10)
-            relevance = {h.memory.id: i for i, h in enumerate(hits)}
-            evidence = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC][:6]
-        return build_context(
-            facts=facts, procedures=procs, evidence=evidence, budget=budget, relevance=relevance
-        )
-
     async def stats(self, namespaces: Sequence[str] | None = None) -> StoreStats:
         nss = [v.namespace(n) for n in (namespaces or [self.settings.namespace])]
         return await self._run(self.store.stats, nss)
@@ -564,6 +534,7 @@ class MemoryService(service_records.RecordsMixin, AdminMixin):
         return await asyncio.to_thread(self.worker.flush, timeout)
 
     def close(self) -> None:
+        self._close_consolidation()
         if self.worker is not None:
             self.worker.close()
         self.store.close()

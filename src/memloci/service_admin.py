@@ -7,7 +7,7 @@ sets up (``store``, ``settings``, ``worker``, ``_run``, ``_ns``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from memloci import transfer
 from memloci import validate as v
@@ -23,7 +23,7 @@ BATCH_MAX = 1000
 
 
 class AdminMixin:
-    """forget_many (atomic batch delete), maintain (housekeeping), export / import."""
+    """forget_many (atomic batch delete), export / import, embedding catch-up."""
 
     store: Store
     embedder: Embedder | None
@@ -81,13 +81,6 @@ class AdminMixin:
     async def namespaces(self) -> list[str]:
         """Every namespace that holds memories."""
         return await self._run(self.store.namespaces)
-
-    async def maintain(self) -> dict[str, Any]:
-        """Housekeeping: catch up on pending embeddings and record when it ran."""
-        started = utcnow()
-        embedded = await self.embed_pending() if self.embedder is not None else 0
-        await self._run(self.store.set_meta, "last_maintenance", started.isoformat())
-        return {"started": started.isoformat(), "embedded": embedded}
 
     # ------------------------------------------------------------------ transfer
     def export_lines(self, namespace: str | None = None, *, vectors: bool = True) -> Iterator[str]:

@@ -1,5 +1,6 @@
 """The slow path (layer: service): a background thread that embeds new memories in
-batches and applies access reinforcement, off the caller's hot path."""
+batches, links new conversation turns to the entities they mention, and applies
+access reinforcement, off the caller's hot path."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from memloci.errors import MemlociError
+from memloci.errors import MemlociError, NotFoundError
+from memloci.models import Entity, EntityType, short_id
 from memloci.providers.base import Embedder
+from memloci.retrieval.mentions import mentions, speaker_name
 from memloci.retrieval.query import document_text
 from memloci.storage.base import Store
 
@@ -22,10 +25,20 @@ log = logging.getLogger("memloci.worker")
 class EmbeddingWorker:
     """Embeds pending nodes in batches; ``flush()`` waits until nothing is pending."""
 
-    def __init__(self, store: Store, embedder: Embedder, *, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        batch_size: int = 64,
+        link_mentions: bool = True,
+        register_mentions: bool = False,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.batch_size = batch_size
+        self.link_mentions = link_mentions
+        self.register_mentions = register_mentions
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._stop = threading.Event()
@@ -66,6 +79,16 @@ class EmbeddingWorker:
             texts = [document_text(p.content, p.speaker, p.key, p.subject) for p in batch]
             vectors = self.embedder.embed(texts)
             self.store.save_embeddings(batch, vectors)
+            if self.link_mentions:
+                try:
+                    link_mentions(
+                        self.store,
+                        [p.id for p in batch],
+                        now=datetime.now(UTC),
+                        register=self.register_mentions,
+                    )
+                except MemlociError as exc:  # the vectors are saved; links are a bonus
+                    log.warning("entity linking skipped for a batch: %s", exc)
         if progress:
             progress(len(batch))
         return len(batch)
@@ -102,3 +125,59 @@ class EmbeddingWorker:
                 continue
             if not self._wake.is_set():
                 self._idle.set()
+
+
+def link_mentions(
+    store: Store, ids: Sequence[str], *, now: datetime, register: bool = False
+) -> int:
+    """Link the current episodes among ``ids`` to the entities they are about: their
+    speaker, when the label is a name (created as a ``person`` if new: the caller named
+    them), and the proper names they mention (rule-based, see
+    :mod:`memloci.retrieval.mentions`) that are already known entities — or, with
+    ``register``, new ``concept`` entities. One transaction; returns how many links are
+    new. Each new link counts as a mention of its entity."""
+    found: list[tuple[str, str, list[tuple[str, EntityType]]]] = []
+    for node_id, namespace, speaker, content in store.episode_texts(ids):
+        person = speaker_name(speaker)
+        names = [(person, EntityType.PERSON)] if person else []
+        names += [(m, EntityType.CONCEPT) for m in mentions(content) if m != person]
+        if names:
+            found.append((node_id, namespace, names))
+    if not found:
+        return 0
+    linked = 0
+    with store.batch():
+        known: dict[tuple[str, str], Entity] = {}
+        changed: set[tuple[str, str]] = set()
+        for node_id, namespace, names in found:
+            for name, kind in names:
+                key = (namespace, " ".join(name.split()).casefold())
+                entity = known.get(key) or store.find_entity(namespace, name)
+                if entity is None and not (register or kind is EntityType.PERSON):
+                    continue
+                if entity is None:
+                    entity = store.insert_entity(
+                        Entity(
+                            id=short_id(), namespace=namespace, canonical_name=name, type=kind,
+                            first_seen=now, last_seen=now, mention_count=0,
+                        )
+                    )  # fmt: skip
+                try:
+                    new = store.link_entities(namespace, node_id, [entity.id])
+                except NotFoundError:  # forgotten or purged meanwhile
+                    break
+                if new:
+                    linked += new
+                    changed.add(key)
+                    generic = entity.type is EntityType.CONCEPT
+                    entity = entity.model_copy(
+                        update={
+                            "mention_count": entity.mention_count + new,
+                            "last_seen": max(entity.last_seen, now),
+                            "type": kind if generic else entity.type,
+                        }
+                    )
+                known[key] = entity
+        for key in changed:
+            store.update_entity(known[key])
+    return linked

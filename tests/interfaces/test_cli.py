@@ -417,6 +417,8 @@ def test_demo_runs_offline_with_the_local_model(tmp_path: Path) -> None:
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     data = json.loads(stats.stdout)
-    assert data["nodes_by_type"] == {"episodic": 30, "semantic": 4}
+    by_type = data["nodes_by_type"]
+    assert by_type["episodic"] == 30 and by_type["semantic"] >= 4  # + what consolidation found
+    assert set(by_type) <= {"episodic", "semantic", "opinion", "procedural"}
     assert data["pending_embeddings"] == 0
     assert data["embedding_model"] == "local:all-MiniLM-L6-v2"

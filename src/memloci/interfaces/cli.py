@@ -22,6 +22,7 @@ from rich.text import Text
 
 from memloci import __version__
 from memloci.errors import ConflictError, EmbeddingModelError, ValidationError
+from memloci.interfaces.cli_chat import CHAT_EXAMPLES, chat
 from memloci.interfaces.cli_common import (
     DbOpt,
     EmbedderName,
@@ -40,7 +41,15 @@ from memloci.interfaces.cli_common import (
     out,
     say,
 )
+from memloci.interfaces.cli_knowledge import knowledge_app
+from memloci.interfaces.cli_maintain import (
+    CONSOLIDATE_EXAMPLES,
+    MAINTAIN_EXAMPLES,
+    consolidate,
+    maintain,
+)
 from memloci.interfaces.cli_memory import memory_app
+from memloci.interfaces.cli_runtime import INIT_EXAMPLES, init
 from memloci.interfaces.cli_server import keys_app, mcp, serve
 from memloci.sdk import Memory
 
@@ -61,6 +70,7 @@ app = typer.Typer(
 )
 app.add_typer(memory_app, name="memory")
 app.add_typer(keys_app, name="keys")
+app.add_typer(knowledge_app, name="knowledge")
 app.command(
     "serve",
     epilog=examples(
@@ -68,6 +78,10 @@ app.command(
     ),
 )(serve)
 app.command("mcp", epilog=examples("memloci mcp --db memloci.db --user sam"))(mcp)
+app.command("maintain", epilog=MAINTAIN_EXAMPLES)(maintain)
+memory_app.command("consolidate", epilog=CONSOLIDATE_EXAMPLES)(consolidate)
+app.command("init", epilog=INIT_EXAMPLES)(init)
+app.command("chat", epilog=CHAT_EXAMPLES)(chat)
 
 DEMO_USER = "sam"
 DEMO_SEARCHES = (
@@ -200,13 +214,14 @@ def demo(
             )
         with err.status("Loading the demo conversation…"):
             turns, sessions, facts = load_demo(m)
+            m.service.wait_for_consolidation(60)  # session switches consolidate earlier ones
         note(f"Loaded {turns} turns from {sessions} sessions and {facts} facts about Sam.")
         embed_all(m, "Embedding (bundled local model)")
         say(f"\nmemloci demo: {db} (namespace {ns!r}, embedder {m.settings.embedder})\n", "bold")
         for query in DEMO_SEARCHES:
             hits = m.search(query, user=DEMO_USER, k=3)
             out.print(hits_table(hits, title=f"memloci memory search {query!r} -k 3"))
-        block = m.context(DEMO_PROMPT, user=DEMO_USER, budget=400)
+        block = m.context(DEMO_PROMPT, user=DEMO_USER, budget=800)
     out.print(Panel(Text(block), title=f"context for the prompt {DEMO_PROMPT!r}", expand=False))
     flags = _flags(db, ns, m.settings.embedder)
     say("\nTry next:", "bold")

@@ -288,6 +288,7 @@ def stats_table(stats: StoreStats) -> Table:
     table.add_row("entities", str(stats.entities))
     table.add_row("users", str(stats.users))
     table.add_row("pending embeddings", str(stats.pending_embeddings))
+    table.add_row("sessions to consolidate", str(stats.pending_sessions))
     table.add_row("size", f"{stats.size_bytes / 1_048_576:.1f} MiB ({stats.size_bytes} bytes)")
     model = stats.embedding_model or "none"
     table.add_row("embedding model", f"{model} ({stats.dimension}-d)" if stats.dimension else model)

@@ -273,7 +273,12 @@ def search(
     after: Annotated[str | None, typer.Option(help="ISO date, 7d, last_week, …")] = None,
     before: Annotated[str | None, typer.Option(help="ISO date, 7d, last_week, …")] = None,
     min_confidence: Annotated[float | None, typer.Option(help="0–1.")] = None,
-    recipe: Annotated[str, typer.Option(help="hybrid, fulltext or vector.")] = "hybrid",
+    recipe: Annotated[
+        str,
+        typer.Option(
+            help="hybrid (with graph strategies), core (hybrid without them), fulltext or vector."
+        ),
+    ] = "hybrid",
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,

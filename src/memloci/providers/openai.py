@@ -8,21 +8,33 @@ reply) surfaces as a ``ProviderError`` with a hint; the API key never appears in
 
 from __future__ import annotations
 
-import os
-import threading
-import time
+import math
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 import numpy as np
 import numpy.typing as npt
 
 from memloci.errors import ProviderError, ValidationError
+from memloci.providers.http import BadReply, HTTPClient, Wording
 
 F32 = npt.NDArray[np.float32]
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _PROBE_TEXT = "dimension probe"
+_WORDING = Wording(
+    where="embedding endpoint {url}",
+    timed_out="embedding request to {url} timed out after {timeout:g} s",
+    timed_out_hint="check the server, or raise timeout= / lower batch_size=",
+    unreachable="cannot reach the embedding endpoint {url}: {error}",
+    unreachable_hint="is the server running? check base_url (it should end in /v1)",
+    invalid_hint="make sure base_url points at an OpenAI-compatible /v1 API",
+    auth_hint="check the API key (api_key= or the {api_key_env} variable)",
+    not_found_hint="check base_url (it should end in /v1) and that model {model!r} exists",
+    rate_limited_hint="rate limited: wait, lower batch_size=, or raise retries=",
+    server_failed_hint="the embedding server failed; retry later or check its logs",
+    rejected_hint="the server rejected the request; check model and input texts",
+    base_url_hint="e.g. https://api.openai.com/v1 or http://localhost:11434/v1",
+    retries_option="retries",
+)
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -31,19 +43,7 @@ def _positive_int(name: str, value: object) -> int:
     return value
 
 
-def _server_message(response: httpx.Response) -> str:
-    """The error text an OpenAI-style server put in its body (short, best effort)."""
-    try:
-        body = response.json()
-    except ValueError:
-        text = response.text.strip()
-    else:
-        error = body.get("error", body) if isinstance(body, dict) else body
-        text = str(error.get("message", error) if isinstance(error, dict) else error)
-    return text[:300]
-
-
-class OpenAIEmbedder:
+class OpenAIEmbedder(HTTPClient):
     """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint.
 
     Options: ``model``, ``base_url`` (up to and including ``/v1``), ``api_key`` (default:
@@ -54,7 +54,12 @@ class OpenAIEmbedder:
     ``retries`` (extra attempts after connection errors, timeouts, 429 and 5xx replies).
     """
 
-    retry_backoff: float = 0.5  # seconds before the first retry; doubles each time
+    provider = "openai"
+    wording = _WORDING
+    # 2xx replies that do not parse fail at once; no Retry-After, no backoff cap
+    retry_bad_replies = False
+    honour_retry_after = False
+    max_backoff = math.inf
 
     def __init__(
         self,
@@ -68,33 +73,16 @@ class OpenAIEmbedder:
         batch_size: int = 128,
         retries: int = 2,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ValidationError("model must be a non-empty string")
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValidationError(
-                f"base_url must be an http(s) URL, got {base_url!r}",
-                hint="e.g. https://api.openai.com/v1 or http://localhost:11434/v1",
-            )
-        if dimension is not None:
-            _positive_int("dimension", dimension)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValidationError(f"timeout must be a positive number, got {timeout!r}")
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ValidationError(f"retries must be a non-negative integer, got {retries!r}")
-        self._model = model
-        self._base_url = base_url.rstrip("/")
-        self._api_key = api_key if api_key is not None else os.environ.get(api_key_env) or None
-        self._api_key_env = api_key_env
-        self._dimension = dimension
-        self._timeout = float(timeout)
+        super().__init__(
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_retries=retries,
+        )
+        self._dimension = None if dimension is None else _positive_int("dimension", dimension)
         self._batch_size = _positive_int("batch_size", batch_size)
-        self._retries = retries
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def model_id(self) -> str:
-        return f"openai:{self._model}@{self._base_url}"
 
     @property
     def dimension(self) -> int:
@@ -102,31 +90,6 @@ class OpenAIEmbedder:
             self._request([_PROBE_TEXT])  # sets the dimension from the reply
         assert self._dimension is not None
         return self._dimension
-
-    def __repr__(self) -> str:
-        return f"OpenAIEmbedder(model={self._model!r}, base_url={self._base_url!r})"
-
-    def close(self) -> None:
-        """Close the HTTP connection pool (the embedder reopens it when used again)."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
-
-    def __enter__(self) -> OpenAIEmbedder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                headers = {"Accept": "application/json"}
-                if self._api_key:
-                    headers["Authorization"] = f"Bearer {self._api_key}"
-                self._client = httpx.Client(timeout=self._timeout, headers=headers)
-            return self._client
 
     def embed(self, texts: Sequence[str]) -> F32:
         """Embed a batch; returns shape (len(texts), dimension), unit-length rows."""
@@ -157,86 +120,38 @@ class OpenAIEmbedder:
     # --- HTTP ----------------------------------------------------------------------
 
     def _request(self, batch: list[str]) -> F32:
-        url = f"{self._base_url}/embeddings"
         # OpenAI rejects empty strings; a single space embeds "nothing" as well.
-        payload: dict[str, Any] = {"model": self._model, "input": [t or " " for t in batch]}
-        if self._dimension is not None and self._model.startswith("text-embedding-3"):
+        payload: dict[str, Any] = {"model": self.model, "input": [t or " " for t in batch]}
+        if self._dimension is not None and self.model.startswith("text-embedding-3"):
             payload["dimensions"] = self._dimension  # these models can shorten vectors
-        attempt = 0
-        while True:
-            try:
-                response = self._http().post(url, json=payload)
-            except httpx.TimeoutException:
-                failure = ProviderError(
-                    f"embedding request to {url} timed out after {self._timeout:g} s",
-                    hint="check the server, or raise timeout= / lower batch_size=",
-                )
-            except httpx.HTTPError as exc:
-                failure = ProviderError(
-                    f"cannot reach the embedding endpoint {url}: {type(exc).__name__}: {exc}",
-                    hint="is the server running? check base_url (it should end in /v1)",
-                )
-            else:
-                if response.status_code < 400:
-                    return self._parse(response, len(batch), url)
-                failure = self._http_error(response, url)
-                if response.status_code not in _RETRY_STATUS:
-                    raise failure
-            if attempt >= self._retries:
-                raise failure
-            time.sleep(self.retry_backoff * 2**attempt)
-            attempt += 1
+        url = f"{self.base_url}/embeddings"
+        return self._post(url, payload, lambda body: self._parse(body, len(batch)))
 
-    def _http_error(self, response: httpx.Response, url: str) -> ProviderError:
-        status = response.status_code
-        message = f"embedding endpoint {url} answered HTTP {status}: {_server_message(response)}"
-        if status in (401, 403):
-            hint = f"check the API key (api_key= or the {self._api_key_env} variable)"
-        elif status == 404:
-            hint = f"check base_url (it should end in /v1) and that model {self._model!r} exists"
-        elif status == 429:
-            hint = "rate limited: wait, lower batch_size=, or raise retries="
-        elif status >= 500:
-            hint = "the embedding server failed; retry later or check its logs"
-        else:
-            hint = "the server rejected the request; check model and input texts"
-        return ProviderError(message, hint=hint, status=status)
-
-    def _parse(self, response: httpx.Response, count: int, url: str) -> F32:
-        def bad(why: str) -> ProviderError:
-            return ProviderError(
-                f"embedding endpoint {url} sent an invalid reply: {why}",
-                hint="make sure base_url points at an OpenAI-compatible /v1 API",
-            )
-
-        try:
-            body: Any = response.json()
-        except ValueError:
-            raise bad("the body is not JSON") from None
+    def _parse(self, body: Any, count: int) -> F32:
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list) or len(data) != count:
-            raise bad(f"expected a 'data' list of {count} embeddings")
+            raise BadReply(f"expected a 'data' list of {count} embeddings")
         rows: list[Any] = [None] * count
         for pos, item in enumerate(data):
             index = item.get("index", pos) if isinstance(item, dict) else None
             if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
-                raise bad("missing or duplicate 'index' values")
+                raise BadReply("missing or duplicate 'index' values")
             rows[index] = item.get("embedding")
         try:
             matrix = np.array(rows, dtype=np.float64)
         except (TypeError, ValueError):
-            raise bad("embeddings are not equal-length lists of numbers") from None
+            raise BadReply("embeddings are not equal-length lists of numbers") from None
         if matrix.ndim != 2 or matrix.shape[1] == 0 or not np.isfinite(matrix).all():
-            raise bad("embeddings are not equal-length lists of finite numbers")
+            raise BadReply("embeddings are not equal-length lists of finite numbers")
         norms = np.linalg.norm(matrix, axis=1)
         if not (norms > 0).all():
-            raise bad("an embedding is all zeros")
+            raise BadReply("an embedding is all zeros")
         dim = matrix.shape[1]
         if self._dimension is None:
             self._dimension = dim
         elif dim != self._dimension:
             raise ProviderError(
-                f"model {self._model!r} returned {dim}-d vectors, expected {self._dimension}",
+                f"model {self.model!r} returned {dim}-d vectors, expected {self._dimension}",
                 hint="set dimension= to the model's size (or leave it unset to detect it)",
             )
         unit: F32 = (matrix / norms[:, None]).astype(np.float32)

@@ -1,8 +1,15 @@
 """The search pipeline (layer: retrieval): strategies → weighted RRF → hits.
 
 Named recipes pick the strategies: ``hybrid`` (default: full text + vector +
-fuzzy key + neighbouring turns), ``fulltext`` (BM25 only) and ``vector``
-(dense only) — the last two are the baselines the benchmarks compare against.
+fuzzy key, then the graph strategies the query's intent routes to), ``core`` (the
+same without graph), ``fulltext`` (BM25 only) and ``vector`` (dense only) — the
+last three are the baselines the benchmarks compare against.
+
+Graph in two stages (:mod:`memloci.retrieval.graph`): what the query names (its
+entities, a time window) is searched while the query is being embedded and fused
+with full text, vector and key; the top hits of that fusion are the *seeds* of the
+walks the query's intent routes to (temporal / causal chains, shared entities),
+which join the same weighted RRF (weight ``weight_graph``) for the final order.
 """
 
 from __future__ import annotations
@@ -19,11 +26,14 @@ from memloci.errors import ValidationError
 from memloci.models import MemoryNode, SearchHit
 from memloci.providers.base import Embedder
 from memloci.retrieval.fusion import Fused, rrf
+from memloci.retrieval.graph import GraphLists, anchored, walks
+from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
 from memloci.retrieval.query import fts_match, key_form, terms
 from memloci.storage.base import NodeFilter, Store
 
 RECIPES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("fulltext", "vector", "key"),
+    "hybrid": ("fulltext", "vector", "key", "graph"),
+    "core": ("fulltext", "vector", "key"),
     "fulltext": ("fulltext",),
     "vector": ("vector",),
 }
@@ -32,6 +42,10 @@ _LABELS = {
     "fulltext": "full text",
     "vector": "meaning",
     "key": "key",
+    "temporal": "",
+    "causal": "",
+    "entity": "",
+    "time": "time",
 }
 
 
@@ -43,6 +57,10 @@ class Retriever:
     embedder: Embedder | None
     settings: Settings
     embed_query: Callable[[str], npt.NDArray[np.float32]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.embedder is not None:
+            EmbeddingIntentClassifier(self.embedder).ready()  # embeds exemplars, background
 
     def search(
         self, query: str, flt: NodeFilter, k: int = 10, *, recipe: str = "hybrid"
@@ -58,8 +76,13 @@ class Retriever:
         if "vector" in strategies and self.embedder is not None:
             # embed the query on another core while SQLite runs the full-text search
             vector = _POOL.submit(self.embed_query or self.embedder.embed_query, query)
+        graphs = "graph" in strategies and self.settings.weight_graph > 0
+        graph = GraphLists()
         if "fulltext" in strategies:
             ranked["fulltext"] = self.store.fulltext(flt, fts_match(query), n)
+        if graphs:
+            # stage 1, still while the query is being embedded: what the query names
+            graph = anchored(self.store, flt, query, limit=n)
         if vector is not None:
             ranked["vector"] = self.store.vector_search(flt, vector.result(), n)
         if "key" in strategies and 0 < len(terms(query)) <= 6:
@@ -69,16 +92,48 @@ class Retriever:
             "vector": self.settings.weight_vector,
             "key": self.settings.weight_key,
         }
-        fused = rrf(ranked, weights, k=self.settings.rrf_k)
+        fused = self._fuse(ranked, weights, graph)
+        if graphs:
+            # stage 2: walks from the seeds, the top hits so far
+            plan = self.plan(query, vector)
+            seeds = [f.id for f in fused[: max(plan.seeds, plan.limit)]]
+            walked = len(graph.lists)
+            walks(self.store, flt, query, plan, seeds, graph)
+            if len(graph.lists) > walked:
+                fused = self._fuse(ranked, weights, graph)
         top = fused[:k]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in top])}
-        return [_hit(nodes[f.id], f) for f in top if f.id in nodes]
+        return [_hit(nodes[f.id], f, graph) for f in top if f.id in nodes]
+
+    def _fuse(
+        self,
+        ranked: dict[str, list[tuple[str, float]]],
+        weights: dict[str, float],
+        graph: GraphLists,
+    ) -> list[Fused]:
+        lists = {**ranked, **graph.lists}
+        both = {**weights, **dict.fromkeys(graph.lists, self.settings.weight_graph)}
+        return rrf(lists, both, k=self.settings.rrf_k)
+
+    def plan(self, query: str, vector: Future[npt.NDArray[np.float32]] | None = None) -> QueryPlan:
+        """The query's intent and complexity (exemplars with an embedder, rules without);
+        ``vector`` is the query embedding already under way, if any."""
+        return plan_query(
+            query,
+            embedder=self.embedder,
+            vector=(lambda: vector.result()) if vector is not None else None,
+        )
 
 
-def _hit(node: MemoryNode, fused: Fused) -> SearchHit:
+def _hit(node: MemoryNode, fused: Fused, graph: GraphLists) -> SearchHit:
     parts = []
     for name, rank in sorted(fused.ranks.items(), key=lambda r: r[1]):
         raw = fused.raw.get(name)
+        if name in graph.reasons:
+            label = _LABELS.get(name) or ""
+            reason = graph.reasons[name].get(node.id, name)
+            parts.append(f"{label + ': ' if label else ''}{reason}")
+            continue
         detail = f" ({raw:.3g})" if raw is not None and name in ("vector", "fulltext") else ""
         parts.append(f"{_LABELS.get(name, name)} #{rank}{detail}")
     return SearchHit(

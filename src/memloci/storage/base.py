@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import resources
 from typing import Any, Protocol
 
@@ -22,6 +22,9 @@ from memloci.models import (
     ApiKey,
     Edge,
     Entity,
+    KnowledgeChunk,
+    KnowledgeHit,
+    KnowledgeSource,
     MemoryNode,
     MemoryUser,
     MemoryVersion,
@@ -86,6 +89,38 @@ class PendingEmbedding:
     speaker: str | None
     key: str | None
     subject: str | None
+
+
+@dataclass(frozen=True)
+class PendingSession:
+    """A session with episodes not consolidated yet (``episodes`` of them)."""
+
+    namespace: str
+    session: str
+    user: str | None
+    agent: str | None
+    episodes: int
+
+
+@dataclass(frozen=True)
+class DecayCandidate:
+    """A current memory that decays: ``cursor`` pages on, ``base`` / ``anchor`` are its
+    decay anchor (None when maintenance has not seen it yet)."""
+
+    cursor: int
+    node: MemoryNode
+    base: float | None
+    anchor: datetime | None
+
+
+@dataclass(frozen=True)
+class DecayUpdate:
+    """A decayed confidence and the anchor it was computed from."""
+
+    node_id: str
+    confidence: float
+    base: float
+    anchor: datetime
 
 
 class Store(Protocol):
@@ -227,6 +262,152 @@ class Store(Protocol):
     def revoke_key(self, key_id: str, *, now: datetime) -> ApiKey: ...
     def touch_key(self, key_id: str, *, now: datetime) -> None: ...
     def has_keys(self) -> bool: ...
+
+    # consolidation and maintenance: sessions, episode claims, decay anchors, entity name
+    # vectors, causal pairs and named locks shared by every process on the store
+    def register_session(
+        self, namespace: str, session: str, *, user: str | None, agent: str | None,
+        now: datetime,
+    ) -> None:  # fmt: skip
+        """Record a session the first time it is seen (no-op when known)."""
+        ...
+
+    def pending_sessions(
+        self, namespace: str, *, user: str | None = None, limit: int = 1000
+    ) -> list[PendingSession]:
+        """Sessions with unconsolidated episodes, oldest first."""
+        ...
+
+    def count_pending_sessions(self, namespaces: Sequence[str]) -> int: ...
+    def session_episodes(self, namespace: str, session: str, *, limit: int) -> list[MemoryNode]:
+        """Unconsolidated episodes of a session (forgotten ones too), oldest first."""
+        ...
+
+    def claim_episodes(self, namespace: str, ids: Sequence[str], *, now: datetime) -> int:
+        """Mark episodes consolidated unless they already are; returns how many it marked."""
+        ...
+
+    def finish_session(
+        self, namespace: str, session: str, *, user: str | None, agent: str | None,
+        now: datetime,
+    ) -> None:  # fmt: skip
+        """Record that a session was consolidated at ``now``."""
+        ...
+
+    def decay_candidates(
+        self, namespace: str, type: NodeType, *, after: int, limit: int
+    ) -> list[DecayCandidate]:
+        """Current memories of ``type`` with a decay rate > 0, in ``cursor`` order."""
+        ...
+
+    def apply_decay(
+        self, namespace: str, updates: Sequence[DecayUpdate], forget: Sequence[str], *,
+        now: datetime,
+    ) -> None:  # fmt: skip
+        """Store decayed confidences (not an edit: ``updated_at`` stays) and soft-delete
+        ``forget``; episodes and protected memories are never touched."""
+        ...
+
+    def drop_orphans(self) -> int: ...
+    def entities_to_enrich(
+        self, namespace: str, *, min_mentions: int, limit: int
+    ) -> list[Entity]: ...
+    def entity_vectors(self, namespace: str, model: str) -> dict[str, bytes]: ...
+    def save_entity_vector(
+        self, namespace: str, entity_id: str, model: str, vector: bytes
+    ) -> None: ...
+    def temporal_pairs(
+        self, namespace: str, *, after: int, limit: int
+    ) -> list[tuple[int, str, str]]:
+        """``(cursor, earlier id, later id)`` of consecutive episodes after ``cursor``."""
+        ...
+
+    def acquire_lock(self, name: str, owner: str, *, now: datetime, ttl: timedelta) -> bool:
+        """Take (or renew) a named lock in a write transaction; False if another owner
+        holds it and it has not expired."""
+        ...
+
+    def lock_holder(self, name: str, *, now: datetime) -> tuple[str, datetime] | None: ...
+    def release_lock(self, name: str, owner: str) -> None: ...
+
+    # knowledge tier: read-only RAG sources (files) and their chunks, beside the memories.
+    # Bounded by namespace like everything else; search scores are higher-is-better
+    # (cosine for vectors, ``-bm25`` for full text).
+    def knowledge_source(self, namespace: str, source_id: str) -> KnowledgeSource | None: ...
+    def knowledge_sources(
+        self, namespace: str, *, collection: str | None = None
+    ) -> list[KnowledgeSource]: ...
+    def knowledge_chunks(self, namespace: str, source_id: str) -> list[KnowledgeChunk]: ...
+    def replace_knowledge(
+        self,
+        source: KnowledgeSource,
+        chunks_: Sequence[KnowledgeChunk],
+        vectors: npt.NDArray[np.float32] | None,
+    ) -> None:
+        """Store a source and its chunks (with vectors from ``source.embedding_model``, or
+        none), replacing whatever the source held before, in one transaction."""
+        ...
+
+    def delete_knowledge(self, namespace: str, source_ids: Sequence[str]) -> int:
+        """Delete sources with their chunks; returns how many sources were deleted."""
+        ...
+
+    def knowledge_fulltext(
+        self,
+        namespaces: Sequence[str],
+        match: str,
+        *,
+        limit: int,
+        collections: Sequence[str] | None = None,
+    ) -> list[KnowledgeHit]: ...
+    def knowledge_vector_search(
+        self,
+        namespaces: Sequence[str],
+        query: npt.NDArray[np.float32],
+        *,
+        model: str,
+        limit: int,
+        collections: Sequence[str] | None = None,
+    ) -> list[KnowledgeHit]:
+        """Chunks with vectors from ``model``, most similar first (cosine)."""
+        ...
+
+    # graph walks for the retrieval pipeline (temporal / causal chains, entity
+    # neighbourhoods): every walk is bounded by the filter — hidden nodes are neither
+    # returned nor walked through; scores are higher-is-better
+    def walk(
+        self, flt: NodeFilter, seeds: Sequence[str], relation: str, *, depth: int = 1,
+        direction: str = "both", limit: int = 200,
+    ) -> list[tuple[str, str, int, int]]:  # fmt: skip
+        """``(node_id, seed_id, distance, sign)`` within ``depth`` steps over current
+        ``relation`` edges, breadth first; ``sign`` +1 along edges, -1 against them;
+        ``direction`` is ``forward``, ``backward`` or ``both``; seeds not returned."""
+        ...
+
+    def entities_in_text(
+        self, namespaces: Sequence[str], text: str, *, max_words: int = 4
+    ) -> list[tuple[str, Entity]]:
+        """Entities whose name or alias occurs in ``text`` as whole words (any case):
+        ``(matched name, entity)``, longest names first."""
+        ...
+
+    def entity_fulltext(
+        self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
+    ) -> list[tuple[str, float]]:
+        """Nodes linked to any of ``entity_ids``, ranked by the FTS5 ``match``
+        (empty: newest first, score 0)."""
+        ...
+
+    def entity_neighbours(
+        self, flt: NodeFilter, node_ids: Sequence[str], *, max_links: int, limit: int = 200
+    ) -> list[tuple[str, str, str]]:
+        """``(node_id, via node_id, entity_id)``: other nodes sharing an entity linked to
+        at most ``max_links`` nodes with ``node_ids``."""
+        ...
+
+    def episode_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
+        """``(id, namespace, speaker, content)`` of the current episodes among ``ids``."""
+        ...
 
     # housekeeping
     def stats(self, namespaces: Sequence[str]) -> StoreStats: ...

@@ -32,8 +32,11 @@ from memloci.storage.rows import (
 )
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite_base import IntegrityError, chunks, qs
+from memloci.storage.sqlite_consolidation import SQLiteConsolidation
+from memloci.storage.sqlite_knowledge import SQLiteKnowledge
 from memloci.storage.sqlite_records import SQLiteRecords
 from memloci.storage.sqlite_search import SQLiteSearch
+from memloci.storage.sqlite_walks import SQLiteWalks
 
 _SELECT_NODE = f"SELECT {', '.join('n.' + c for c in NODE_COLUMNS)} FROM nodes n"
 _ORDERS = {
@@ -47,7 +50,7 @@ _ORDERS = {
 }
 
 
-class SQLiteStore(SQLiteRecords, SQLiteSearch):
+class SQLiteStore(SQLiteRecords, SQLiteSearch, SQLiteConsolidation, SQLiteKnowledge, SQLiteWalks):
     """The default store: everything in one SQLite file."""
 
     supports_vectors = True
@@ -551,6 +554,7 @@ class SQLiteStore(SQLiteRecords, SQLiteSearch):
             namespaces=[ns for ns in self.namespaces() if ns in nss],
             orphans=int(orphans),
             last_maintenance=last_maintenance,
+            pending_sessions=self.count_pending_sessions(nss),
         )
 
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import StreamingResponse
 
+from memloci.consolidation.maintenance import MaintenanceReport
 from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.rest import schemas as s
 from memloci.interfaces.rest.deps import CallerDep, ReadNS, Service, WriteNS
@@ -233,8 +234,9 @@ async def namespaces(service: Service, caller: CallerDep) -> list[str]:
 
 
 @router.post("/maintain", tags=["server"])
-async def maintain(service: Service, caller: CallerDep) -> dict[str, Any]:
-    """Run maintenance now (admin): the same job the nightly schedule runs."""
+async def maintain(service: Service, caller: CallerDep) -> MaintenanceReport:
+    """Run maintenance now (admin): the same job the nightly schedule runs. ``ran`` is
+    false when another process is already running it."""
     caller.require_admin()
     return await service.maintain()
 

@@ -129,7 +129,10 @@ class SearchRequest(Body):
     min_confidence: float | None = None
     as_of: datetime | None = None
     k: int = Field(10, description="results, 1–200")
-    recipe: str = Field("hybrid", description="hybrid, fulltext or vector")
+    recipe: str = Field(
+        "hybrid",
+        description="hybrid (with graph strategies), core (hybrid without them), fulltext or vector",
+    )
 
 
 class SearchResponse(BaseModel):

@@ -1,0 +1,355 @@
+"""Consolidation (layer: consolidation): a session's episodes → durable memories.
+
+For each pending session, oldest first, in batches of episodes:
+
+1. read the unconsolidated episodes and ask the extractor for facts, opinions,
+   procedures and entities (no transaction is open while it thinks);
+2. embed the new facts and entity names (when there is an embedder);
+3. in **one** store transaction: claim the episodes (if another process claimed one
+   meanwhile, roll back and skip), store each fact — a duplicate confirms the existing
+   one (the rule of :func:`~memloci.consolidation.dedupe.match_fact`, shared with
+   ``remember``), a fact holding a known key with other content, or a ``correction``
+   of a same-subject fact, *supersedes* it (new → old edge, the old one's validity
+   ends, both histories stay) — link it ``derived_from`` its source episodes, resolve
+   its entities and link them to the fact and its episodes, and mark the session.
+
+An extractor or provider error, or a malformed reply, leaves the store unchanged and the
+session pending. Consolidating again finds nothing pending, so it creates nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from memloci import validate as v
+from memloci.config import Settings
+from memloci.consolidation.base import ExtractedFact, Extraction, Extractor
+from memloci.consolidation.dedupe import MatchKind, fact_owner, match_fact
+from memloci.consolidation.entities import EntityResolver
+from memloci.errors import MemlociError, ValidationError
+from memloci.models import (
+    Edge,
+    EdgeType,
+    Entity,
+    FactType,
+    MemoryNode,
+    NodeType,
+    ProcedureDetails,
+    Scope,
+    SourceType,
+    short_id,
+    utcnow,
+)
+from memloci.providers.base import Embedder, Vector
+from memloci.retrieval.query import document_text
+from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
+from memloci.storage.rows import content_hash
+
+log = logging.getLogger("memloci.consolidation")
+
+EPISODE_BATCH = 200  # episodes per extraction call and transaction
+MAX_BATCHES = 50  # per session and run: a session that keeps growing waits for the next run
+KNOWN_FACTS = 50  # stored memories shown to the extractor (newest first)
+FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
+
+
+class ConsolidationReport(BaseModel):
+    """What a consolidation run did. ``failed`` maps a session to the error that left it
+    pending; ``skipped`` sessions had nothing pending (or another run took them)."""
+
+    namespace: str
+    extractor: str = ""
+    sessions: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    failed: dict[str, str] = Field(default_factory=dict)
+    episodes: int = 0
+    created: list[str] = Field(default_factory=list)
+    confirmed: int = 0
+    superseded: list[str] = Field(default_factory=list)
+    entities_created: int = 0
+    entities_linked: int = 0
+    rejected: int = 0  # proposed facts that failed validation
+
+    def merge(self, other: ConsolidationReport) -> None:
+        """Add another namespace's or run's counts to this one."""
+        self.sessions += other.sessions
+        self.skipped += other.skipped
+        self.failed.update(other.failed)
+        self.created += other.created
+        self.superseded += other.superseded
+        self.episodes += other.episodes
+        self.confirmed += other.confirmed
+        self.entities_created += other.entities_created
+        self.entities_linked += other.entities_linked
+        self.rejected += other.rejected
+
+
+class SessionTaken(Exception):
+    """Another run claimed some of the episodes first; this run stored nothing."""
+
+
+@dataclass
+class _Run:
+    """In-transaction bookkeeping: reads do not see this transaction's own writes."""
+
+    namespace: str
+    now: datetime
+    report: ConsolidationReport
+    resolver: EntityResolver
+    made: dict[tuple[object, ...], MemoryNode] = field(default_factory=dict)
+    ended: set[str] = field(default_factory=set)
+    edges: list[Edge] = field(default_factory=list)
+
+
+class Consolidator:
+    """Turns pending sessions into memories with one extractor."""
+
+    def __init__(
+        self, store: Store, settings: Settings, extractor: Extractor, *,
+        embedder: Embedder | None = None,
+    ) -> None:  # fmt: skip
+        self.store, self.settings, self.extractor = store, settings, extractor
+        self.embedder = embedder
+        self._known_cache: dict[tuple[str, str | None, str | None], list[MemoryNode]] = {}
+
+    def run(
+        self, namespace: str, sessions: Sequence[str], *,
+        keep_going: Callable[[], bool] | None = None,
+    ) -> ConsolidationReport:  # fmt: skip
+        """Consolidate these sessions; errors are reported per session, never raised.
+        ``keep_going()`` is asked before each session (maintenance renews its lock)."""
+        report = ConsolidationReport(
+            namespace=namespace, extractor=getattr(self.extractor, "name", "")
+        )
+        for session in sessions:
+            if keep_going is not None and not keep_going():
+                break
+            try:
+                done = self.session(namespace, session, report)
+            except SessionTaken:
+                report.skipped.append(session)
+            except Exception as exc:  # the extractor is third-party code: contain it
+                if not isinstance(exc, MemlociError):
+                    log.warning("consolidating %s/%s failed", namespace, session, exc_info=True)
+                report.failed[session] = str(exc) or type(exc).__name__
+            else:
+                (report.sessions if done else report.skipped).append(session)
+        return report
+
+    def session(self, namespace: str, session: str, report: ConsolidationReport) -> bool:
+        """Consolidate one session's pending episodes; False when none were pending."""
+        batches = 0
+        while batches < MAX_BATCHES:
+            episodes = self.store.session_episodes(namespace, session, limit=EPISODE_BATCH)
+            if not episodes:
+                if batches:  # the last batch was full: record the session on its own
+                    now = utcnow()
+                    self.store.finish_session(namespace, session, user=None, agent=None, now=now)
+                break
+            full = len(episodes) == EPISODE_BATCH
+            self._batch(namespace, session, episodes, report, last=not full)
+            batches += 1
+            if not full:
+                break
+        return batches > 0
+
+    # ------------------------------------------------------------------ one batch
+    def _batch(
+        self, ns: str, session: str, episodes: list[MemoryNode], report: ConsolidationReport,
+        *, last: bool,
+    ) -> None:  # fmt: skip
+        current = [e for e in episodes if e.valid_until is None]
+        extraction = Extraction()
+        if current:
+            extraction = self.extractor.extract(current, known=self._known(ns, current[0]))
+            if not isinstance(extraction, Extraction):
+                raise ValidationError("the extractor returned no Extraction")
+        facts: list[tuple[ExtractedFact, str]] = []
+        for fact in extraction.facts:
+            try:
+                facts.append((fact, v.fact(fact.content)))
+            except ValidationError:
+                report.rejected += 1
+        now = utcnow()
+        resolver = EntityResolver(self.store, ns, now=now, embedder=self.embedder)
+        resolver.prepare(e.name for e in extraction.entities)
+        vectors = self._embed(facts)
+        run = _Run(ns, now, report, resolver)
+        owner, before = episodes[0], len(report.created)
+        with self.store.batch():
+            claimed = self.store.claim_episodes(ns, [e.id for e in episodes], now=now)
+            if claimed != len(episodes):
+                raise SessionTaken(session)
+            entities = self._entities(run, extraction)
+            for (fact, text), vector in zip(facts, vectors, strict=True):
+                self._fact(run, fact, text, vector, current or episodes, session, entities)
+            if run.edges:
+                self.store.insert_edges(run.edges)
+            if last:
+                self.store.finish_session(ns, session, user=owner.user, agent=owner.agent, now=now)
+        report.episodes += len(episodes)
+        report.entities_created += len(resolver.created)
+        known = self._known_cache.get((ns, owner.user, owner.agent))
+        if known is not None:  # keep the extractor's view current for the next batch
+            new = set(report.created[before:])
+            fresh = list({n.id: n for n in run.made.values() if n.id in new}.values())
+            known[:] = [n for n in [*fresh, *known] if n.id not in run.ended][:KNOWN_FACTS]
+
+    def _known(self, ns: str, episode: MemoryNode) -> list[MemoryNode]:
+        """What the extractor is told is already known: read once per owner and run,
+        then kept up to date with what this run stores."""
+        owner = (ns, episode.user, episode.agent)
+        if owner not in self._known_cache:
+            flt = NodeFilter(
+                namespaces=(ns,), types=(*FACT_TYPES, NodeType.PROCEDURAL), user=episode.user,
+                agent=episode.agent,
+            )  # fmt: skip
+            self._known_cache[owner] = self.store.list_nodes(
+                flt, limit=KNOWN_FACTS, order="-created"
+            )
+        return self._known_cache[owner]
+
+    def _embed(self, facts: list[tuple[ExtractedFact, str]]) -> list[Vector | None]:
+        if self.embedder is None or not facts:
+            return [None] * len(facts)
+        docs = [document_text(text, None, _key(f), f.subject) for f, text in facts]
+        return [np.asarray(row, dtype=np.float32) for row in self.embedder.embed(docs)]
+
+    def _entities(self, run: _Run, extraction: Extraction) -> dict[str, Entity]:
+        """Resolve every extracted entity once; casefolded name or alias → entity."""
+        counts: dict[str, int] = {}
+        for fact in extraction.facts:
+            for name in fact.entities:
+                counts[name.casefold()] = counts.get(name.casefold(), 0) + 1
+        out: dict[str, Entity] = {}
+        for item in extraction.entities:
+            if not any(n.casefold() in counts for n in (item.name, *item.aliases)):
+                continue  # no fact mentions it
+            try:
+                entity = run.resolver.resolve(
+                    item.name, item.type, item.aliases, mentions=counts.get(item.name.casefold(), 1)
+                )
+            except ValidationError:
+                continue
+            for name in (item.name, *item.aliases):
+                out.setdefault(name.casefold(), entity)
+        return out
+
+    # ------------------------------------------------------------------ one fact
+    def _fact(
+        self, run: _Run, fact: ExtractedFact, text: str, vector: Vector | None,
+        episodes: list[MemoryNode], session: str, entities: dict[str, Entity],
+    ) -> None:  # fmt: skip
+        by_id = {e.id: e for e in episodes}
+        sources = [by_id[i] for i in fact.source_ids if i in by_id] or episodes
+        first = sources[0]
+        ntype = fact.node_type
+        types = FACT_TYPES if ntype in FACT_TYPES else (NodeType.PROCEDURAL,)
+        user, agent = first.user, first.agent
+        scope = Scope.USER if user else Scope.AGENT if agent else Scope.GLOBAL
+        key = _key(fact)
+        mine = (types, scope, user, agent)
+        made_key = (*mine, "key", key.casefold()) if key else None
+        made_text = (*mine, "text", content_hash(text))
+        node = self._store_fact(
+            run, fact, text, vector, key, made_key, made_text, types, scope, sources, session
+        )
+        run.edges += [
+            Edge(
+                id=short_id() + short_id(), namespace=run.namespace, source_id=node.id,
+                target_id=src.id, relation=EdgeType.DERIVED_FROM, confidence=fact.confidence,
+                valid_from=run.now, created_at=run.now,
+            )
+            for src in sources
+        ]  # fmt: skip
+        names = [n.casefold() for n in fact.entities]
+        linked = list(dict.fromkeys(entities[n].id for n in names if n in entities))
+        if linked:
+            for target in (node.id, *(s.id for s in sources)):
+                self.store.link_entities(run.namespace, target, linked)
+            run.report.entities_linked += len(linked)
+
+    def _store_fact(
+        self, run: _Run, fact: ExtractedFact, text: str, vector: Vector | None, key: str | None,
+        made_key: tuple[object, ...] | None, made_text: tuple[object, ...],
+        types: tuple[NodeType, ...], scope: Scope, sources: list[MemoryNode], session: str,
+    ) -> MemoryNode:  # fmt: skip
+        ns, first = run.namespace, sources[0]
+        if made_text in run.made:  # said twice in this batch
+            return run.made[made_text]
+        new = self._node(run, fact, text, key, scope, sources, session)
+        old: MemoryNode | None = run.made.get(made_key) if made_key else None
+        if old is None:
+            owner = fact_owner(ns, types, scope, user=first.user, agent=first.agent, session=None)
+            found = match_fact(
+                self.store, owner, text, key=key,
+                embed=(lambda: vector) if vector is not None else None,
+                threshold=self.settings.duplicate_threshold,
+            )  # fmt: skip
+            hit = found.node if found.node is not None and found.node.id not in run.ended else None
+            same = hit is not None and content_hash(hit.content) == content_hash(text)
+            replaces = found.kind is MatchKind.KEY or (
+                found.kind is MatchKind.NEAR and fact.fact_type is FactType.CORRECTION
+            )  # a correction close to a known fact replaces it rather than confirming it
+            if hit is not None and (same or not replaces):
+                self.store.update_node(ns, hit.id, NodePatch(times_confirmed_delta=1))
+                run.report.confirmed += 1
+                run.made[made_text] = hit
+                return hit
+            old = hit if replaces else self._corrected(run, fact, owner)
+        if old is not None:
+            self.store.supersede(ns, old.id, new, now=run.now)
+            run.ended.add(old.id)
+            run.report.superseded.append(old.id)
+        else:
+            new = self.store.insert_node(new)
+        if vector is not None:
+            item = PendingEmbedding(new.id, content_hash(text), text, None, key, new.subject)
+            self.store.save_embeddings([item], vector[None, :])
+        run.report.created.append(new.id)
+        run.made[made_text] = new
+        if made_key:
+            run.made[made_key] = new
+        return new
+
+    def _corrected(self, run: _Run, fact: ExtractedFact, owner: NodeFilter) -> MemoryNode | None:
+        """The fact a ``correction`` replaces: the newest current one about the same
+        subject, in the same category if there is one."""
+        if fact.fact_type is not FactType.CORRECTION or not fact.subject:
+            return None
+        subject = fact.subject.casefold()
+        same = [
+            n for n in self.store.list_nodes(owner, limit=200, order="-created")
+            if n.id not in run.ended and (n.subject or "").casefold() == subject
+        ]  # fmt: skip
+        return next((n for n in same if n.category == fact.category), same[0] if same else None)
+
+    def _node(
+        self, run: _Run, fact: ExtractedFact, text: str, key: str | None, scope: Scope,
+        sources: list[MemoryNode], session: str,
+    ) -> MemoryNode:  # fmt: skip
+        ntype, first = fact.node_type, sources[0]
+        when = max(s.event_time for s in sources)
+        procedural = ntype is NodeType.PROCEDURAL
+        return MemoryNode(
+            id=short_id(), namespace=run.namespace, type=ntype, content=text, key=key,
+            category=fact.category, subject=fact.subject,
+            fact_type=None if procedural else fact.fact_type, scope=scope, user=first.user,
+            agent=first.agent, session=session, event_time=when, created_at=run.now,
+            updated_at=run.now, valid_from=when, confidence=fact.confidence,
+            decay_rate=self.settings.decay_rate_default, source_type=SourceType.CONSOLIDATION,
+            procedure=ProcedureDetails() if procedural else None,
+        )  # fmt: skip
+
+
+def _key(fact: ExtractedFact) -> str | None:
+    try:
+        return v.key(fact.key)
+    except ValidationError:
+        return None

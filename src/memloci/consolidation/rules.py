@@ -1,0 +1,473 @@
+"""The rule-based extractor (layer: consolidation): explicit statements only.
+
+The default when no LLM is configured; offline and deterministic, precision over
+recall. It reads user turns only, a sentence at a time, and recognises explicit asks
+("remember that…", "don't forget…"), standing instructions ("from now on…", "always…",
+"never…"), preferences ("I prefer/like/hate…", "I'd rather…"), relations ("Alec is my
+boss", "my sister Anna"), work ("I work at…", "I'm a nurse at…"), names ("my name is…",
+"call me…") and places ("I live in…", "I moved to…"). Questions, hypotheticals, hedges,
+negations and transient remarks are skipped, and a candidate the user declines in the
+next turn ("no, don't remember that") is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError as PydanticValidationError
+
+from memloci.consolidation.base import ExtractedEntity, ExtractedFact, Extraction, finalize
+from memloci.models import EntityType, FactType, MemoryNode, NodeType, SourceType
+
+_I = re.IGNORECASE
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def _rx(*parts: str) -> re.Pattern[str]:
+    return re.compile("".join(parts), re.IGNORECASE)
+
+
+_MONTHS = "january february march april may june july august september october november december"
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday today tomorrow tonight"
+_NOT_NAMES = _words(
+    f"{_MONTHS} {_DAYS} i i'm i'd i've i'll he she it they we you this that these those there "
+    "here who what which when where why how the a an my your his her our their its mine me "
+    "him them us everyone someone somebody anyone anybody nobody nothing something ok okay "
+    "yes no hi hello hey thanks please sorry also but and or so if user always never remember"
+)
+_ASSISTANT_ROLES = _words("assistant ai bot agent model system tool function developer")
+
+# relation word -> (entity type, category, single-valued?)
+_PERSON_ONE = "boss manager supervisor wife husband spouse partner girlfriend "
+_PERSON_ONE += "boyfriend fiancé fiancée fiance fiancee mom mum mother dad father landlord "
+_PERSON_ONE += "landlady doctor dentist therapist"
+_PERSON_MANY = "friend colleague coworker co-worker teammate sister brother son "
+_PERSON_MANY += "daughter cousin aunt uncle grandmother grandfather grandma grandpa niece nephew "
+_PERSON_MANY += "neighbor neighbour roommate flatmate mentor teacher coach client assistant "
+_PERSON_MANY += "lawyer accountant kid child stepmother stepfather stepson stepdaughter"
+_RELATIONS: dict[str, tuple[EntityType, str, bool]] = {
+    **{r: (EntityType.PERSON, "person", True) for r in _words(_PERSON_ONE)},
+    **{r: (EntityType.PERSON, "person", False) for r in _words(_PERSON_MANY)},
+    **{r: (EntityType.CONCEPT, "general", False) for r in _words("dog cat puppy kitten pet horse")},
+    **{r: (EntityType.ORGANIZATION, "context", True) for r in ("company", "employer", "startup")},
+    "project": (EntityType.PROJECT, "project", False),
+    "line manager": (EntityType.PERSON, "person", True),
+    "best friend": (EntityType.PERSON, "person", False),
+}
+_REL = "|".join(sorted((re.escape(r) for r in _RELATIONS), key=len, reverse=True))
+_REL_MOD = r"(?:(?:new|current|best|old|older|younger|little|big|direct|lovely)\s+)*"
+
+_ABBREV = _rx(r"\b(?:dr|mr|mrs|ms|prof|st|jr|sr|vs|etc|e\.g|i\.e|a\.m|p\.m)\.$")
+_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+|;\s+")
+_LEAD_FILLER = _rx(
+    r"^(?:(?:oh|ok|okay|so|well|also|and|but|btw|by the way|fyi|just so you know|for the "
+    r"record|hey|actually|anyway|plus)\b[\s,:;-]*)+",
+)
+_TAIL_FILLER = _rx(
+    r"(?:[\s,]+(?:by the way|btw|fyi|actually|though|too|as well|lol|haha))+[\s.!]*$|[\s.!?]+$",
+)
+_QUESTION = _rx(
+    r"^(?:what|who|whom|whose|where|when|why|how|which|do|does|did|can|could|would|will|"
+    r"should|shall|is|are|am|was|were|have|has|may)\b",
+)
+_OPENER = _rx(
+    r"^(?:if|suppose|supposing|imagine|assuming|let'?s say|in case|unless|what if|when|"
+    r"whenever|once)\b",
+)
+_HEDGE = _rx(
+    r"\b(?:maybe|perhaps|might|probably|possibly|hypothetically|not sure|i guess|i wonder|"
+    r"what if|i think|i thought|would be nice|kind of|sort of)\b",
+)
+_TRANSIENT = _rx(
+    r"\b(?:today|tonight|right now|at the moment|for now|this (?:morning|afternoon|evening|"
+    r"time|task|project|meeting|session|conversation|chat))\b|\bjust for\b",
+)
+_NEGATION = _rx(r"\b(?:not|no longer|never|used to|anymore|any more|former|ex)\b|n't\b")
+_EXPLICIT = _rx(
+    r"^(?:(?:can|could|would|will) you (?:please )?|please |(?:i want|i'd like|i need) you to )?"
+    r"(?:(?:remember|don'?t forget|do not forget|keep in mind|bear in mind|memori[sz]e)"
+    r"(?:\s+that\b|\s*:)?|(?:make a |take )?note(?:\s+that\b|\s*:))[\s,]+(?P<rest>.+)$",
+)
+_NOT_A_FACT = _rx(r"^(?:to|when|what|who|where|why|how|me|us|it|this|that)\b")
+_DECLINE = _rx(
+    r"(?<!\bi )(?:don'?t|do not|no need to|not worth|please don'?t)\s+(?:remember|store|save|"
+    r"record|memori[sz]e|note|keep)(?:ing)?\s+(?:that|this|it)\b|(?<!n't )(?<!not )\bforget "
+    r"(?:about )?(?:that|this|it)\b|\bnever ?mind\b|\bscratch that\b",
+)
+_NO = _rx(r"^(?:no|nope|nah|not really|no thanks|no thank you|please don'?t)\b")
+_TEMPORARY = _rx(r"\bjust (?:for|this)\b|\bonly for\b|\bfor now\b|\btemporar|\bone[- ]off")
+_YES = _rx(r"^(?:yes|yeah|yep|yup|sure|please do|ok|okay|go ahead|definitely|absolutely)\b")
+_ASKS = _rx(r"\b(?:remember|save|store|note|memori[sz]e|keep .{0,12} in mind)\b")
+
+_PROCEDURE = [
+    _rx(
+        r"^(?:from now on|going forward|moving forward|in (?:the )?future|henceforth|from here "
+        r"on(?: out)?)\s*[,:]?\s+(?:please\s+)?(?P<rest>.+)$",
+    ),
+    _rx(r"^(?:please\s+)?(?P<rest>(?:always|never)\s+(?P<verb>[a-z']+).*)$"),
+]
+_NOT_IMPERATIVE = _words(
+    "the a an this that it so too my your be been was is are were had has have happened "
+    "mind again ever once seen heard thought did do does"
+)
+_CALL_ME = r"^(?:please |you can |everyone |people )?(?:call me|i go by)\s+(?P<rest>.+)$"
+_NAME_CUES = [
+    (_rx(r"^my name(?:'s|\s+is)\s+(?P<rest>.+)$"), "User's name is {}", "name"),
+    (_rx(r"^i(?:'m| am) called\s+(?P<rest>.+)$"), "User's name is {}", "name"),
+    (_rx(_CALL_ME), "User wants to be called {}", "preferred_name"),
+]
+_REL_IS_MY = _rx(rf"^(?P<name>.+?)\s+is\s+my\s+{_REL_MOD}(?P<rel>{_REL})\b(?P<tail>.*)$")
+_MY_REL_IS = _rx(
+    rf"^my\s+{_REL_MOD}(?P<rel>{_REL})(?:'s name)?\s+is\s+(?:called\s+|named\s+)?(?P<rest>.+)$"
+)
+_MY_REL_NAME = _rx(rf"\bmy\s+{_REL_MOD}(?P<rel>{_REL}),?\s+(?P<rest>[^\W\d_].*)$")
+_NOW = r"(?:\s+(?:currently|now|still|just|recently))?"
+_ROLE = r"(?P<role>(?:a|an|the)\s+[a-z][a-z -]{1,40}?)"
+_ORG, _PLACE = EntityType.ORGANIZATION, EntityType.PLACE
+# facts about the user: (pattern, head, key, type of the name "rest" must start with)
+_ANCHORED = [
+    (_rx(p), head, key, kind)
+    for p, head, key, kind in (
+        (rf"^i{_NOW}\s+(?:work|am working|'m working)\s+(?P<prep>at|for)\s+", "User works {prep}", "employer", _ORG),  # noqa: E501
+        (rf"^i(?:'m| am)\s+{_ROLE}\s+(?P<prep>at|for)\s+", "User is {role} {prep}", "employer", _ORG),  # noqa: E501
+        (r"^i\s+work\s+as\s+(?=an?\s)", "User works as", "job_title", None),
+        (r"^i\s+work\s+on\s+(?=.*\b(?-i:[A-Z]))", "User works on", None, None),
+        (rf"^i{_NOW}\s+(?:live|reside|am living|'m living)\s+in\s+", "User lives in", "home_location", _PLACE),  # noqa: E501
+        (rf"^i(?:'ve| have)?{_NOW}\s+moved\s+to\s+", "User moved to", "home_location", _PLACE),
+        (r"^i(?:'m| am)\s+(?:based|located)\s+in\s+", "User is based in", "home_location", _PLACE),
+        (r"^i(?:'m| am)\s+(?:originally\s+)?from\s+", "User is from", "hometown", _PLACE),
+    )
+]  # fmt: skip
+_PREFERENCE = _rx(
+    r"^i\s+(?:(?:really|much|generally|usually|definitely|strongly|absolutely|also)\s+)*"
+    r"(?P<verb>prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|can't stand|cannot stand|"
+    r"don't like|do not like|don't enjoy|would rather|would prefer)\s+(?P<obj>.+)$",
+)
+_VERB3 = {"can't stand": "can't stand", "cannot stand": "can't stand", "don't like": "dislikes",
+          "do not like": "dislikes", "don't enjoy": "doesn't enjoy", "would rather": "would rather",
+          "would prefer": "would prefer"}  # fmt: skip
+_DEICTIC = _rx(r"^(?:it|this|that|these|those|them|you|your|him|her|the idea|what|how)\b")
+_FAVOURITE = _rx(
+    r"^my\s+(?:all-time\s+)?favou?rite\s+(?P<what>[a-z][a-z -]{1,30}?)\s+is\s+(?P<obj>.+)$"
+)
+_PERSON_CUES = _words("with tell ask email call text meet met remind invite")
+_PRONOUNS = [
+    (r"\bi'm\b", "they're"), (r"\bi am\b", "they are"), (r"\bi've\b", "they've"),
+    (r"\bi'll\b", "they'll"), (r"\bi'd\b", "they'd"), (r"\bi was\b", "they were"),
+    (r"\bi\b", "they"), (r"\bmyself\b", "themselves"), (r"\bmine\b", "theirs"),
+    (r"\bmy\b", "their"), (r"\bme\b", "the user"),
+]  # fmt: skip
+_LEAD_I = [
+    (r"^i(?:'m| am)\b", "User is"), (r"^i(?:'ve| have)\b", "User has"),
+    (r"^i'll\b", "User will"), (r"^i'd\b", "User would"), (r"^i was\b", "User was"),
+    (r"^i (?:don't|do not)\b", "User doesn't"), (r"^i do\b", "User does"), (r"^my\b", "User's"),
+]  # fmt: skip
+_KEEP_VERB = _words(
+    "can could will would shall should may might must can't cannot won't wouldn't shouldn't "
+    "couldn't didn't haven't hadn't wasn't used was were had did went got made took left saw "
+    "came said met grew began became bought brought built caught felt found gave heard kept "
+    "knew lost paid ran sent sold spent stood told thought understood won wrote"
+)
+_ADVERB = _words("always never often usually also just still only sometimes rarely")
+_TAIL_OK = _rx(r"^(?:at|from|in|on|since|for|of)\s")
+
+
+@dataclass
+class _Found:
+    fact: ExtractedFact
+    entities: list[ExtractedEntity] = field(default_factory=list)
+    dropped: bool = False
+
+
+class RuleExtractor:
+    """Extracts explicit statements from user turns with patterns (see the module doc)."""
+
+    name = "rules"
+
+    def extract(
+        self, episodes: Sequence[MemoryNode], *, known: Sequence[MemoryNode] = ()
+    ) -> Extraction:
+        """Facts and entities stated explicitly in ``episodes``; nothing in ``known``."""
+        known_texts = {_norm(n.content) for n in known}
+        found: list[_Found] = []
+        previous: list[_Found] = []  # candidates of the previous user turn
+        asked = False  # the assistant asked about remembering since that turn
+        for node in sorted(episodes, key=lambda n: n.event_time):
+            if node.type is not NodeType.EPISODIC:
+                continue
+            if not _is_user(node):
+                asked = asked or ("?" in node.content and bool(_ASKS.search(node.content)))
+                continue
+            current: list[_Found] = []
+            for i, sentence in enumerate(_sentences(node.content)):
+                if _DECLINE.search(sentence) or (
+                    i == 0 and _NO.match(sentence) and (asked or _TEMPORARY.search(sentence))
+                ):
+                    for item in current or previous:
+                        item.dropped = True
+                    continue
+                if i == 0 and asked and _YES.match(sentence):
+                    for item in previous:
+                        item.fact.confidence = max(item.fact.confidence, 0.95)
+                current.extend(_analyse(sentence, node.id))
+            found.extend(current)
+            previous, asked = current, False
+        kept = [f for f in found if not f.dropped and _norm(f.fact.content) not in known_texts]
+        return finalize([f.fact for f in kept], [e for f in kept for e in f.entities])
+
+
+def _is_user(node: MemoryNode) -> bool:
+    if node.source_type is SourceType.TOOL_RESULT:
+        return False
+    if node.source_role:
+        return node.source_role.lower() in ("user", "human")
+    speaker = (node.speaker or "").lower()  # no role: a named speaker, or nobody
+    return speaker not in _ASSISTANT_ROLES and not (node.agent and speaker == node.agent.lower())
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".")
+
+
+def _sentences(text: str) -> list[str]:
+    out: list[str] = []
+    for piece in _SPLIT.split(text):
+        piece = piece.strip()
+        if out and _ABBREV.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        elif piece:
+            out.append(piece)
+    return out
+
+
+def _analyse(sentence: str, source: str) -> list[_Found]:
+    """Candidates in one sentence of a user turn."""
+    question = sentence.rstrip().endswith("?")
+    text = _TAIL_FILLER.sub("", _LEAD_FILLER.sub("", sentence.strip(" \"'“”"))).strip()
+    if len(text) < 5:
+        return []
+    explicit = _EXPLICIT.match(text)
+    if explicit:  # an explicit ask: questions ("can you remember…?") and dates are fine
+        rest = explicit["rest"].strip()
+        if _NOT_A_FACT.match(rest) or _HEDGE.search(rest) or len(rest) < 5:
+            return []
+        found = _statement(rest, source) or _generic(rest, source)
+        for item in found:
+            item.fact.confidence = 0.95
+        return found
+    if question or _QUESTION.match(text) or _OPENER.match(text) or _HEDGE.search(text):
+        return []
+    return [] if _TRANSIENT.search(text) else _statement(text, source)
+
+
+def _statement(text: str, source: str) -> list[_Found]:
+    """The first cue that matches ``text``, plus any "my <relation> <Name>" in it."""
+    cues = (_procedure, _person_name, _relation, _anchored, _preference)
+    found = next(([f] for f in (cue(text, source) for cue in cues) if f), [])
+    for match in _MY_REL_NAME.finditer(text):
+        name = _leading_name(match["rest"])
+        if name and not _NEGATION.search(text[: match.start()]):
+            item = _relation_fact(name, match["rel"], "", source, 0.75)
+            if item and all(_norm(f.fact.content) != _norm(item.fact.content) for f in found):
+                found.append(item)
+    return found
+
+
+def _found(
+    content: str, source: str, confidence: float, entities: list[ExtractedEntity], **fields: object
+) -> _Found | None:
+    data = {"content": content, "confidence": confidence, "source_ids": [source], **fields}
+    try:
+        fact = ExtractedFact.model_validate({**data, "entities": [e.name for e in entities]})
+    except PydanticValidationError:  # e.g. longer than 500 characters
+        return None
+    return _Found(fact, entities)
+
+
+def _procedure(text: str, source: str) -> _Found | None:
+    for pattern in _PROCEDURE:
+        match = pattern.match(text)
+        if match and (match.groupdict().get("verb") or "").lower() not in _NOT_IMPERATIVE:
+            rest = _third_person(match["rest"])
+            return _found(
+                f"User instruction: {rest[:1].lower()}{rest[1:]}", source, 0.9,
+                _mentions(match["rest"]), type="procedural", category="preference",
+                fact_type=FactType.USER_PREFERENCE,
+            )  # fmt: skip
+    return None
+
+
+def _person_name(text: str, source: str) -> _Found | None:
+    for pattern, template, key in _NAME_CUES:
+        match = pattern.match(text)
+        name = _leading_name(match["rest"]) if match else None
+        if name:
+            entity = ExtractedEntity(name=name, type=EntityType.PERSON)
+            return _found(
+                template.format(name), source, 0.9, [entity], category="context", key=key,
+                subject="user", fact_type=FactType.SELF_KNOWLEDGE,
+            )  # fmt: skip
+    return None
+
+
+def _relation(text: str, source: str) -> _Found | None:
+    match = _REL_IS_MY.match(text)
+    if match and _leading_name(match["name"]) == match["name"]:
+        return _relation_fact(match["name"], match["rel"], match["tail"], source, 0.85)
+    match = _MY_REL_IS.match(text)
+    name = _leading_name(match["rest"]) if match else None
+    if match and name and match["rest"].startswith(name):
+        return _relation_fact(name, match["rel"], match["rest"][len(name) :], source, 0.85)
+    return None
+
+
+def _relation_fact(name: str, rel: str, tail: str, source: str, conf: float) -> _Found | None:
+    rel = rel.lower()
+    kind, category, single = _RELATIONS[rel]
+    tail = tail.split(",")[0].strip()
+    tail = _third_person(tail) if _TAIL_OK.match(tail) else ""  # "… at TechCorp", not chatter
+    entities = [ExtractedEntity(name=name, type=kind), *_mentions(tail)]
+    return _found(
+        f"{name} is the user's {rel}{' ' + tail if tail else ''}", source, conf, entities,
+        category=category, subject=name, key=rel.replace(" ", "_") if single else None,
+        fact_type=FactType.RELATIONSHIP,
+    )  # fmt: skip
+
+
+def _anchored(text: str, source: str) -> _Found | None:
+    """Work and home: "I work at Acme", "I'm a nurse at …", "I live in Berlin", …"""
+    for pattern, head, key, kind in _ANCHORED:
+        match = pattern.match(text)
+        rest = text[match.end() :] if match else ""
+        name = _leading_name(rest) if kind else None
+        if not match or (kind and not name) or _NEGATION.search(text):
+            continue
+        groups = {k: v.lower() for k, v in match.groupdict().items() if v}
+        entities = [ExtractedEntity(name=name, type=kind)] if name and kind else []
+        return _found(
+            f"{head.format(**groups)} {_third_person(rest)}", source, 0.85 if kind else 0.8,
+            [*entities, *_mentions(rest)], category="context", key=key, subject="user",
+            fact_type=FactType.SELF_KNOWLEDGE,
+        )  # fmt: skip
+    return None
+
+
+def _preference(text: str, source: str) -> _Found | None:
+    text = re.sub(r"^i'd (rather|prefer)\b", r"i would \1", text, flags=_I)
+    match = _PREFERENCE.match(text)
+    if match and not _DEICTIC.match(match["obj"]) and len(match["obj"]) >= 2:
+        verb = match["verb"].lower()
+        verb = _VERB3.get(verb, verb + "s")
+        return _found(
+            f"User {verb} {_third_person(match['obj'])}", source, 0.8, _mentions(match["obj"]),
+            type="opinion", category="preference", fact_type=FactType.USER_PREFERENCE,
+        )  # fmt: skip
+    match = _FAVOURITE.match(text)
+    if match and not _NEGATION.search(text):
+        what = match["what"].lower()
+        return _found(
+            f"User's favourite {what} is {_third_person(match['obj'])}", source, 0.8,
+            _mentions(match["obj"]), type="opinion", category="preference",
+            key=f"favourite_{re.sub(r'[^a-z0-9]+', '_', what)}", fact_type=FactType.USER_PREFERENCE,
+        )  # fmt: skip
+    return None
+
+
+def _generic(rest: str, source: str) -> list[_Found]:
+    """An explicitly requested memory no specific cue covers, as the user put it."""
+    text = _third_person(rest, subject=True)
+    procedural = bool(_OPENER.match(rest))  # "remember that if I ask …, do …"
+    text = f"User instruction: {text}" if procedural else text[:1].upper() + text[1:]
+    found = _found(
+        text, source, 0.95, _mentions(rest),
+        type="procedural" if procedural else "semantic",
+        category="preference" if procedural else "general",
+        fact_type=FactType.USER_PREFERENCE if procedural else None,
+    )  # fmt: skip
+    return [found] if found else []
+
+
+def _leading_name(text: str) -> str | None:
+    """The capitalised name ``text`` starts with (up to four words), if any."""
+    words: list[str] = []
+    for raw in text.split()[:6]:
+        token = raw.rstrip(",;:!?)\"'")
+        bare = re.sub(r"(?:'s|’s)$", "", token)
+        is_name = bare[:1].isupper() and bare.casefold() not in _NOT_NAMES and len(bare) > 1
+        joins = bool(words) and token.lower() in ("of", "de", "van", "von", "&") and len(words) < 3
+        if not (is_name or joins):
+            break
+        words.append(token)
+        if token != raw or len(words) >= 4:
+            break
+    while words and not words[-1][:1].isupper():
+        words.pop()
+    if words:
+        words[-1] = re.sub(r"(?:'s|’s)$", "", words[-1])
+    return " ".join(words) or None
+
+
+def _mentions(text: str) -> list[ExtractedEntity]:
+    """Capitalised names in ``text``, typed by the word before them."""
+    out: list[ExtractedEntity] = []
+    words = text.split()
+    i = 0
+    while i < len(words):
+        name = _leading_name(" ".join(words[i : i + 6])) if words[i][:1].isupper() else None
+        if not name:
+            i += 1
+            continue
+        cue = words[i - 1].lower().strip(",") if i else ""
+        kind = EntityType.PERSON if cue in _PERSON_CUES else EntityType.CONCEPT
+        kind = EntityType.ORGANIZATION if cue == "at" else kind
+        out.append(ExtractedEntity(name=name, type=kind))
+        i += len(name.split())
+    return out
+
+
+def _third_person(clause: str, *, subject: bool = False) -> str:
+    """``clause`` in the third person: my → their, me → the user; with ``subject`` a
+    leading "I …"/"My …" becomes "User …"/"User's …" ("I prefer" → "User prefers")."""
+    clause = clause.strip().rstrip(".!")
+    lead = ""
+    if subject:
+        for pattern, replacement in _LEAD_I:
+            match = re.match(pattern, clause, _I)
+            if match:
+                lead, clause = replacement, clause[match.end() :]
+                break
+        else:
+            words = clause.split(" ")
+            if len(words) > 1 and words[0].lower() == "i":
+                j = 1
+                while j < len(words) - 1 and (
+                    words[j].lower() in _ADVERB or words[j].endswith("ly")
+                ):
+                    j += 1
+                verb = words[j]
+                if verb.lower() not in _KEEP_VERB and not verb.lower().endswith("ed"):
+                    verb = _s(verb)
+                lead = " ".join(["User", *words[1:j], verb])
+                clause = "".join(f" {w}" for w in words[j + 1 :])
+    for pattern, replacement in _PRONOUNS:
+        clause = re.sub(pattern, replacement, clause, flags=_I)
+    return f"{lead}{clause}"
+
+
+def _s(verb: str) -> str:
+    """Third-person singular of a present-tense verb."""
+    if verb.lower() == "have":
+        return "has"
+    if verb.lower().endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(verb) > 1 and verb[-1] == "y" and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+__all__ = ["RuleExtractor"]

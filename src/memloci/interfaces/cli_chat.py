@@ -1,0 +1,223 @@
+"""``memloci chat`` (layer: interfaces): talk to an agent with memory, from a role file.
+
+An interactive REPL, or one autonomous run with ``-p PROMPT``. The loop itself is
+:class:`memloci.runtime.agent.Agent`; this module reads the role, picks the chat model,
+opens the store through the SDK and handles the terminal. Answers go to stdout; the
+banner, tool activity and notices go to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+from pathlib import Path
+from typing import Annotated, Any
+
+import pydantic
+import typer
+from rich.text import Text
+
+from memloci.config import Settings
+from memloci.consolidation.consolidator import ConsolidationReport
+from memloci.errors import MemlociError, ValidationError
+from memloci.interfaces.chat_commands import answer_memory_command
+from memloci.interfaces.cli_common import err, examples, interactive, note, out, report_error
+from memloci.providers.chat import load_chat_model
+from memloci.runtime.agent import Agent, ModelSpec, Reply, ToolRun, memory_command_handler
+from memloci.runtime.agent import model_spec as resolve_model
+from memloci.runtime.role import Role, load_role
+from memloci.sdk import AsyncMemory
+
+CHAT_EXAMPLES = examples(
+    "memloci chat role.yaml",
+    "memloci chat role.yaml --resume --user sam",
+    "memloci chat role.yaml -p 'Summarise what you know about me'",
+    "memloci chat agents.yaml --agent support --db team.db",
+)
+EXIT_WORDS = frozenset({"exit", "quit", "/exit", "/quit", "/bye"})
+HELP = """\
+Type a message and press Enter. Commands, answered without the model:
+  /memory                   what I remember about you (/memory help for more)
+  /memory delete <id>       forget one memory
+  /help                     this message
+  exit, quit or Ctrl-D      end the session (consolidation runs when the role says so)"""
+
+
+def _default_user() -> str:
+    try:
+        return getpass.getuser() or "user"
+    except Exception:  # no login name (some containers)
+        return "user"
+
+
+def chat(
+    role_file: Annotated[
+        Path, typer.Argument(metavar="ROLE", help="The role file (role.yaml).", show_default=False)
+    ],
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt",
+            "-p",
+            help="Run once with this message (an autonomous run), print the answer, exit.",
+            show_default=False,
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the latest session of this user and agent.")
+    ] = False,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user", "-u", help="Who is talking (default: your login name).", show_default=False
+        ),
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            metavar="PATH",
+            help="Store file (default: the role's memory.store_path, else $MEMLOCI_PATH, "
+            "else ./memloci.db).",
+            show_default=False,
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="The agent to run, when the role file lists several.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Talk to an agent with memory (a REPL, or one run with -p)."""
+    role = load_role(role_file, agent=agent)
+    settings = _settings(role, db)
+    spec = resolve_model(role, settings, source=role_file.name)
+    model = load_chat_model(spec.provider, **spec.options)
+    with asyncio.Runner() as runner:
+        memory = runner.run(_open(settings))
+        try:
+            bot = Agent(
+                memory.service, role, model, user=user or _default_user(),
+                commands=memory_command_handler(answer_memory_command), on_tool=_show_tool,
+                warn=lambda line: err.print(Text(line, style="yellow"), soft_wrap=True),
+            )  # fmt: skip
+            session = runner.run(bot.start(resume=resume))
+            if prompt is not None:
+                _one_shot(runner, bot, prompt)
+            else:
+                _repl(runner, bot, spec, session)
+        finally:
+            runner.run(memory.aclose())
+            model.close()
+
+
+def _settings(role: Role, db: str | None) -> Settings:
+    overrides: dict[str, Any] = role.to_settings()
+    if db is not None:
+        overrides["path"] = db
+    try:
+        return Settings(**overrides)
+    except pydantic.ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"]) or "settings"
+        raise ValidationError(
+            f"invalid setting {where}: {problem['msg']}",
+            hint="check the role file, --db and MEMLOCI_* environment variables",
+        ) from None
+
+
+async def _open(settings: Settings) -> AsyncMemory:
+    return AsyncMemory(settings=settings, embedder=settings.embedder)
+
+
+# ---------------------------------------------------------------------- one run
+def _one_shot(runner: asyncio.Runner, bot: Agent, prompt: str) -> None:
+    """Answer ``prompt`` on stdout, then record the run's episode and consolidate."""
+    try:
+        reply = runner.run(bot.ask(prompt))
+    except (MemlociError, KeyboardInterrupt):
+        runner.run(bot.finish(autonomous=True, consolidate=False))
+        raise
+    typer.echo(reply.text)
+    _show_consolidation(runner.run(bot.finish(autonomous=True)))
+
+
+# ---------------------------------------------------------------------- the REPL
+def _repl(runner: asyncio.Runner, bot: Agent, spec: ModelSpec, session: str) -> None:
+    """Read, answer, repeat; ``exit`` / ``quit`` / Ctrl-D / Ctrl-C end the session."""
+    kept = len(bot.conversation.window().messages) if bot.conversation else 0
+    how = f"resumed session {session} ({kept} messages)" if kept else f"session {session}"
+    note(
+        f"memloci chat: agent {bot.role.name!r} ({spec.label}), user {bot.user!r}, {how}.\n"
+        "Type /help for commands; exit or Ctrl-D ends the session."
+    )
+    tty = interactive()
+    if tty:
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401  (line editing and history for input())
+    while True:
+        try:
+            line = out.input("[bold cyan]you>[/] ") if tty else input()
+        except (EOFError, KeyboardInterrupt):
+            if tty:
+                out.print()  # end the prompt's line
+            break
+        text = line.strip()
+        if not text:
+            continue
+        if text.lower() in EXIT_WORDS:
+            break
+        if text.lower() in ("/help", "/?"):
+            out.print(Text(HELP), soft_wrap=True)
+            continue
+        try:
+            reply = runner.run(bot.ask(text))
+        except KeyboardInterrupt:
+            note("(interrupted; nothing of this turn was recorded)")
+            continue
+        except MemlociError as exc:
+            report_error(exc.message, exc.hint)
+            continue
+        _show_reply(reply)
+    note("Ending the session…")
+    _show_consolidation(runner.run(bot.finish()))
+
+
+def _show_reply(reply: Reply) -> None:
+    if interactive() and not reply.local:
+        out.print(Text.assemble(("assistant> ", "bold green"), reply.text), soft_wrap=True)
+    else:
+        out.print(Text(reply.text), soft_wrap=True)
+
+
+def _show_tool(run: ToolRun) -> None:
+    """One dim line on stderr per tool call."""
+    first = (run.result.splitlines() or [""])[0]
+    first = first if len(first) <= 160 else first[:159] + "…"
+    style = "dim" if run.ok else "yellow"
+    err.print(Text(f"  [{run.name}] {first}", style=style), soft_wrap=True)
+
+
+def _show_consolidation(report: ConsolidationReport | None) -> None:
+    if report is None:
+        return
+    if report.sessions:
+        made = len(report.created)
+        note(
+            f"Consolidated {len(report.sessions)} session(s): {made} new "
+            f"{'memory' if made == 1 else 'memories'}."
+        )
+    if report.failed:
+        first = next(iter(report.failed.values()))
+        err.print(
+            Text(f"memloci: consolidation left {len(report.failed)} session(s) pending ({first}); "
+                 "`memloci memory consolidate` retries", style="yellow"),
+            soft_wrap=True,
+        )  # fmt: skip
+
+
+__all__ = ["CHAT_EXAMPLES", "chat"]

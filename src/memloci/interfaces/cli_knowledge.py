@@ -1,0 +1,267 @@
+"""``memloci knowledge …`` commands (layer: interfaces): the read-only RAG tier.
+
+``add`` chunks and embeds text / markdown / reST files (a progress bar on stderr),
+``search`` shows the best chunks above a similarity threshold, ``list`` and ``remove``
+manage the sources. Everything goes through the SDK and its service.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from memloci.interfaces.cli_common import (
+    DbOpt,
+    EmbOpt,
+    JsonOpt,
+    NsOpt,
+    emit_json,
+    err,
+    examples,
+    note,
+    open_memory,
+    out,
+    progress_bar,
+    say,
+    snippet,
+)
+from memloci.knowledge import DEFAULT_GLOBS, KnowledgeReport
+from memloci.models import KnowledgeHit, KnowledgeSource
+
+knowledge_app = typer.Typer(
+    name="knowledge",
+    help="The knowledge tier: read-only documents (text, markdown, reST) searched by meaning.",
+    no_args_is_help=True,
+    epilog=examples(
+        "memloci knowledge add docs/",
+        "memloci knowledge search 'how do I install it on linux'",
+        "memloci knowledge list",
+    ),
+)
+
+CollectionOpt = Annotated[
+    str,
+    typer.Option(
+        "--collection", "-c", help="Knowledge base to add to (a role's knowledge sources)."
+    ),
+]
+
+
+def shown(path: str) -> str:
+    """A path relative to the working folder when it lies inside it."""
+    try:
+        return os.path.relpath(path) if Path(path).is_relative_to(Path.cwd()) else path
+    except ValueError:  # another drive (Windows)
+        return path
+
+
+# ---------------------------------------------------------------------- add
+@knowledge_app.command(
+    "add",
+    epilog=examples(
+        "memloci knowledge add docs/",
+        "memloci knowledge add README.md notes.txt --collection faq",
+        "memloci knowledge add wiki/ --glob '*.md' --glob '*.markdown' --json",
+    ),
+)
+def add(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH", help="Files, or folders to walk.", show_default=False),
+    ],
+    glob: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--glob",
+            "-g",
+            help=f"File pattern for folders, repeatable (default: {', '.join(DEFAULT_GLOBS)}).",
+            show_default=False,
+        ),
+    ] = None,
+    collection: CollectionOpt = "default",
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Chunk, embed and store documents; unchanged files are skipped, changed ones replaced."""
+    bar = progress_bar(quiet=as_json)
+    task = bar.add_task("Embedding chunks", total=None)
+
+    def tick(done: int, total: int) -> None:
+        if total and not bar.live.is_started:  # shown once there is something to embed
+            bar.start()
+        bar.update(task, completed=done, total=total)
+
+    try:
+        with open_memory(db, namespace, embedder) as m:
+            report = m.add_knowledge(
+                [str(p) for p in paths], collection=collection, glob=glob or None, progress=tick
+            )
+    finally:
+        if bar.live.is_started:
+            bar.stop()
+    if as_json:
+        emit_json(report.model_dump(mode="json"))
+        return
+    if report.added or report.updated:
+        out.print(_files_table(report))
+    for f in report.files:
+        if f.action == "skipped":
+            note(f"skipped {shown(f.path)}: {f.reason}")
+    if not report.files:
+        note(f"No files matched {', '.join(glob or DEFAULT_GLOBS)}; nothing was added.")
+    say(
+        f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+        f"{report.skipped} skipped; {report.chunks} chunks written to collection "
+        f"{report.collection!r} ({report.embedding_model or 'no embedder: full text only'})."
+    )
+
+
+def _files_table(report: KnowledgeReport) -> Table:
+    table = Table(title=f"memloci knowledge add ({report.namespace})", title_justify="left")
+    table.add_column("file", overflow="fold")
+    table.add_column("action", no_wrap=True)
+    table.add_column("chunks", justify="right", no_wrap=True)
+    table.add_column("id", style="cyan", no_wrap=True)
+    for f in report.files:
+        if f.action in ("added", "updated"):
+            table.add_row(shown(f.path), f.action, str(f.chunks), f.source_id or "")
+    return table
+
+
+# ---------------------------------------------------------------------- search
+@knowledge_app.command(
+    "search",
+    epilog=examples(
+        "memloci knowledge search 'how do I install it on linux'",
+        "memloci knowledge search 'refund policy' -k 3 --threshold 0.5",
+        "memloci knowledge search 'api keys' --collection docs --json",
+    ),
+)
+def search(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="What to look for.")],
+    k: Annotated[int, typer.Option("-k", "--top-k", help="How many chunks at most.")] = 5,
+    threshold: Annotated[
+        float,
+        typer.Option(
+            "--threshold", "-t", help="Minimum score 0–1 (cosine similarity with an embedder)."
+        ),
+    ] = 0.3,
+    collection: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--collection",
+            "-c",
+            help="Only these knowledge bases (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The knowledge chunks closest to a query, best first (those above the threshold)."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        hits = m.search_knowledge(query, collections=collection, limit=k, threshold=threshold)
+    if as_json:
+        emit_json([h.model_dump(mode="json") for h in hits])
+    elif not hits:
+        note(f"No knowledge chunk scored {threshold} or more; try a lower --threshold.")
+    else:
+        out.print(hits_table(hits, title=f"memloci knowledge search {query!r}"))
+
+
+def hits_table(hits: list[KnowledgeHit], title: str | None = None) -> Table:
+    """Knowledge hits: score, where they come from, and the text."""
+    table = Table(title=title, title_justify="left", expand=False)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("source / heading", overflow="fold", ratio=1)
+    table.add_column("text", min_width=20, ratio=3)
+    for h in hits:
+        where = Text(f"{shown(h.path)}") + Text(f"\n{h.heading}" if h.heading else "", "dim")
+        table.add_row(f"{h.score:.3f}", where, snippet(h.text, 240))
+    return table
+
+
+# ---------------------------------------------------------------------- list / remove
+@knowledge_app.command(
+    "list",
+    epilog=examples("memloci knowledge list", "memloci knowledge list --collection faq --json"),
+)
+def list_(
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", "-c", help="Only this knowledge base.", show_default=False),
+    ] = None,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The documents in the knowledge tier, with their ids and chunk counts."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        ns = m.settings.namespace
+        sources = m._call(m.service.list_knowledge_sources(namespace=ns, collection=collection))
+    if as_json:
+        emit_json([s.model_dump(mode="json") for s in sources])
+    elif not sources:
+        note("No knowledge yet: add some with `memloci knowledge add PATH`.")
+    else:
+        out.print(sources_table(sources))
+
+
+def sources_table(sources: list[KnowledgeSource]) -> Table:
+    wide = out.width >= 120
+    table = Table(expand=False)
+    table.add_column("id", style="cyan", no_wrap=True)
+    table.add_column("collection", no_wrap=True)
+    table.add_column("chunks", justify="right", no_wrap=True)
+    table.add_column("model", no_wrap=True)
+    table.add_column("updated", no_wrap=True)
+    table.add_column("path", overflow="fold", min_width=20)
+    if wide:
+        table.add_column("title", overflow="fold")
+    for s in sources:
+        cells = [
+            s.id, s.collection, str(s.chunk_count), s.embedding_model or "-",
+            f"{s.updated_at:%Y-%m-%d}", shown(s.path),
+        ]  # fmt: skip
+        table.add_row(*cells, *([s.title] if wide else []))
+    return table
+
+
+@knowledge_app.command(
+    "remove",
+    epilog=examples(
+        "memloci knowledge remove a1B2c3D4",
+        "memloci knowledge remove docs/old-guide.md",
+        "memloci knowledge remove docs/ --json",
+    ),
+)
+def remove(
+    source: Annotated[
+        str, typer.Argument(metavar="SOURCE", help="Source id, file path, or folder path.")
+    ],
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove documents (and their chunks) from the knowledge tier."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        ns = m.settings.namespace
+        gone = m._call(m.service.remove_knowledge(source, namespace=ns))
+    if as_json:
+        emit_json({"action": "removed", "sources": [s.model_dump(mode="json") for s in gone]})
+        return
+    for s in gone:
+        err.print(Text(f"removed [{s.id}] {shown(s.path)}", style="dim"))
+    chunks = sum(s.chunk_count for s in gone)
+    say(f"removed: {len(gone)} source(s) and their {chunks} chunks.")

@@ -1,0 +1,143 @@
+"""``memloci memory consolidate`` and ``memloci maintain`` (layer: interfaces).
+
+Both go through the service (``Memory.service``): consolidation turns pending sessions
+into facts, maintenance runs the nightly job now. Registered by :mod:`memloci.interfaces.cli`.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memloci.consolidation.consolidator import ConsolidationReport
+from memloci.consolidation.maintenance import MaintenanceReport
+from memloci.interfaces.cli_common import (
+    DbOpt,
+    EmbOpt,
+    JsonOpt,
+    NsOpt,
+    UserOpt,
+    emit_json,
+    err,
+    examples,
+    note,
+    open_memory,
+    out,
+    progress_bar,
+    say,
+)
+
+CONSOLIDATE_EXAMPLES = examples(
+    "memloci memory consolidate",
+    "memloci memory consolidate --session s1",
+    "memloci memory consolidate --user sam --json",
+)
+MAINTAIN_EXAMPLES = examples("memloci maintain", "memloci maintain --db team.db --json")
+
+
+def consolidate(
+    session: Annotated[
+        str | None, typer.Option("--session", "-s", help="Only this session.")
+    ] = None,
+    user: UserOpt = None,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Turn pending conversation sessions into facts, opinions and procedures."""
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        service, ns = m.service, m.settings.namespace
+        if session is not None:
+            sessions = [session]
+        else:
+            pending = m._call(service.pending_sessions(namespace=ns, user=user))
+            sessions = [p.session for p in pending]
+        total = ConsolidationReport(namespace=ns)
+        rows: list[tuple[str, ConsolidationReport]] = []
+        with progress_bar(quiet=as_json or len(sessions) < 2) as bar:
+            task = bar.add_task("Consolidating", total=len(sessions))
+            for sid in sessions:
+                report = m._call(service.consolidate(sid, namespace=ns))
+                total.extractor = report.extractor
+                total.merge(report)
+                rows.append((sid, report))
+                bar.advance(task)
+    if as_json:
+        emit_json(total.model_dump(mode="json"))
+    elif not sessions:
+        note("Nothing to consolidate: no session has pending conversation turns.")
+    else:
+        out.print(_sessions_table(rows, total.extractor))
+        say(
+            f"Consolidated {len(total.sessions)} of {len(sessions)} sessions: "
+            f"{len(total.created)} new memories, {total.confirmed} confirmed, "
+            f"{len(total.superseded)} replaced, {total.entities_created} new entities."
+        )
+    for sid, problem in total.failed.items():
+        err.print(f"error: session {sid!r} stays pending: {problem}", style="red")
+    if total.failed:
+        raise typer.Exit(1)
+
+
+def _sessions_table(rows: list[tuple[str, ConsolidationReport]], extractor: str) -> Table:
+    table = Table(title=f"consolidation ({extractor or 'rules'} extractor)", title_justify="left")
+    for column in ("session", "episodes", "new", "confirmed", "replaced", "entities", "status"):
+        table.add_column(column, no_wrap=column != "session", overflow="fold")
+    for sid, r in rows:
+        status = "failed" if r.failed else "done" if r.sessions else "nothing pending"
+        table.add_row(
+            sid, str(r.episodes), str(len(r.created)), str(r.confirmed),
+            str(len(r.superseded)), str(r.entities_linked), status,
+        )  # fmt: skip
+    return table
+
+
+def maintain(
+    db: DbOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the nightly maintenance now: consolidate, decay, enrich, infer causes, embed."""
+    memory = open_memory(db, None, embedder, must_exist=True)
+    with memory as m, nullcontext() if as_json else err.status("Running maintenance…"):
+        report = m._call(m.service.maintain())
+    if as_json:
+        emit_json(report.model_dump(mode="json"))
+    elif not report.ran:
+        say(f"Skipped: {report.message}; nothing was done.")
+    else:
+        out.print(maintenance_table(report))
+    for problem in report.errors:
+        err.print(f"error: {problem}", style="red")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+def maintenance_table(report: MaintenanceReport) -> Table:
+    """A maintenance report as a two-column table."""
+    seconds = (report.finished - report.started).total_seconds() if report.finished else 0.0
+    table = Table(show_header=False, title="memloci maintain", title_justify="left")
+    table.add_column("step", style="bold", no_wrap=True)
+    table.add_column("result")
+    no_llm = "skipped (no LLM configured)"
+    rows = [
+        ("namespaces", ", ".join(report.namespaces) or "-"),
+        (
+            "consolidation",
+            f"{report.sessions_consolidated} sessions ({report.sessions_failed} failed): "
+            f"{report.facts_created} new, {report.facts_confirmed} confirmed, "
+            f"{report.facts_superseded} replaced",
+        ),
+        ("decay", f"{report.decayed} weakened, {report.forgotten} forgotten"),
+        ("entity summaries", str(report.entities_enriched) if report.llm else no_llm),
+        ("causal links", str(report.causal_edges) if report.llm else no_llm),
+        ("embedded", str(report.embedded)),
+        ("took", f"{seconds:.1f} s"),
+    ]
+    for step, result in rows:
+        table.add_row(step, result)
+    return table

@@ -1,0 +1,206 @@
+"""Graph strategies (layer: retrieval): ranked lists that join the weighted RRF.
+
+Each strategy returns ``[(node_id, score)]`` best first, plus a reason per node for
+the search explanation (``SearchHit.why``). Every store call is bounded by the
+caller's :class:`~memloci.storage.base.NodeFilter`. Two stages:
+
+1. :func:`anchored` — what the query itself *states*, for any intent:
+   ``entity``  memories linked to the entities the query names (name or alias),
+               ranked by the *rest* of the query (the name is now a constraint);
+   ``time``    memories inside the time window the query names ("in May 2023"),
+               ranked by the rest of the query.
+2. :func:`walks` — from the *seeds*, the top hits after fusing stage 1 with full
+   text, vector and key; routed by intent (:data:`ROUTES`):
+   ``when`` → ``temporal``  turns before / after the seeds along ``temporal`` edges
+               (a conversation's order); "after the trip" walks forward only;
+   ``why``  → ``causal``    causes and effects of the seeds along ``causal`` edges;
+   ``who`` / ``what`` → ``entity`` (when the query names none) memories sharing a
+               specific entity with the seeds;
+   ``general`` → none.
+
+Chains start from the first ``plan.seeds`` hits (1 for a simple query: it is about
+one event; 5 for a complex one), walk ``plan.depth`` steps and keep at most
+``plan.limit`` nodes. The seed ranked ``r`` heads its chain with score ``1/r``; a
+node ``d`` steps away scores ``1/r · 2^-d`` — after the hit it hangs off, near before
+far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from memloci.models import Entity
+from memloci.retrieval.intent import Intent, QueryPlan
+from memloci.retrieval.query import fts_match, terms
+from memloci.retrieval.timephrases import TimeWindow, chain_direction, time_window
+from memloci.storage.base import NodeFilter, Store
+
+ROUTES: dict[Intent, tuple[str, ...]] = {
+    Intent.WHY: ("causal",),
+    Intent.WHEN: ("temporal",),
+    Intent.WHO: ("entity",),
+    Intent.WHAT: ("entity",),
+    Intent.GENERAL: (),
+}
+SHARED_ENTITY_MAX_LINKS = 50  # an entity linked to more memories than this links too much
+
+
+@dataclass
+class GraphLists:
+    """The graph strategies' ranked lists and, per list, why each node is on it."""
+
+    lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    reasons: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def add(self, name: str, ranked: list[tuple[str, float]], reasons: dict[str, str]) -> None:
+        if ranked:
+            self.lists[name] = ranked
+            self.reasons[name] = reasons
+
+
+def anchored(store: Store, flt: NodeFilter, query: str, *, limit: int) -> GraphLists:
+    """Stage 1, before any seed is known: what the query itself names — its entities
+    (any intent) and its time window."""
+    out = GraphLists()
+    named = store.entities_in_text(flt.namespaces, query)
+    if named:
+        named_entities(store, flt, query, named, out, limit=limit)
+    window = time_window(query)
+    if window is not None:
+        time_strategy(store, flt, query, window, out, limit=limit)
+    return out
+
+
+def walks(
+    store: Store,
+    flt: NodeFilter,
+    query: str,
+    plan: QueryPlan,
+    seeds: Sequence[str],
+    out: GraphLists,
+) -> None:
+    """Stage 2, from the seeds (the top hits after stage 1): the walks the intent routes
+    to; chains from the first ``plan.seeds`` hits, at most ``plan.limit`` nodes each."""
+    routed = ROUTES[plan.intent]
+    start = list(seeds[: plan.seeds])
+    if "temporal" in routed:
+        direction = chain_direction(query)
+        chain(store, flt, start, "temporal", plan.depth, direction, out, limit=plan.limit)
+    if "causal" in routed:
+        chain(store, flt, start, "causal", plan.depth, "both", out, limit=plan.limit)
+    if "entity" in routed and "entity" not in out.lists:
+        shared_entities(store, flt, seeds[: plan.limit], out, limit=plan.limit)
+
+
+def chain(
+    store: Store,
+    flt: NodeFilter,
+    seeds: Sequence[str],
+    relation: str,
+    depth: int,
+    direction: str,
+    out: GraphLists,
+    *,
+    limit: int,
+) -> None:
+    """Temporal or causal chain from the seeds (see the module docstring)."""
+    rank = {s: i for i, s in enumerate(seeds, start=1)}
+    # the seeds head their own chains (distance 0), so a neighbour is ranked after the
+    # hit it hangs off and never overtakes it on the chain's evidence alone
+    scored: list[tuple[str, float]] = [(s, 1.0 / r) for s, r in rank.items()]
+    reasons: dict[str, str] = dict.fromkeys(rank, f"{relation} chain seed")
+    walked = store.walk(flt, seeds, relation, depth=depth, direction=direction, limit=limit * 4)
+    if not walked:
+        return
+    for node_id, seed, distance, sign in walked:
+        scored.append((node_id, 1.0 / rank[seed] / 2**distance))
+        reasons[node_id] = _chain_reason(relation, seed, distance, sign)
+    scored.sort(key=lambda r: -r[1])
+    out.add(relation, scored[:limit], reasons)
+
+
+def _chain_reason(relation: str, seed: str, distance: int, sign: int) -> str:
+    """ "temporal chain from [seed] (+1)": one step after it; "cause of [seed]"."""
+    if relation == "causal":
+        what = "cause" if sign < 0 else "effect"
+        return f"{what} of [{seed}]" + (f" ({distance} steps)" if distance > 1 else "")
+    return f"temporal chain from [{seed}] ({'+' if sign > 0 else '-'}{distance})"
+
+
+def named_entities(
+    store: Store,
+    flt: NodeFilter,
+    query: str,
+    named: list[tuple[str, Entity]],
+    out: GraphLists,
+    *,
+    limit: int,
+) -> None:
+    """Memories linked to the entities the query names, ranked by the rest of the query
+    (the name is now a constraint, so it no longer counts as a matching word)."""
+    names = {w for name, _ in named for w in terms(name)}
+    rest = [t for t in terms(query) if t not in names]
+    ids = [e.id for _, e in named]
+    ranked = store.entity_fulltext(flt, ids, fts_match(" ".join(rest)), limit)
+    label = "entity " + ", ".join(dict.fromkeys(e.canonical_name for _, e in named))
+    out.add("entity", ranked, dict.fromkeys((i for i, _ in ranked), label))
+
+
+def shared_entities(
+    store: Store, flt: NodeFilter, seeds: Sequence[str], out: GraphLists, *, limit: int
+) -> None:
+    """Memories sharing a specific entity (see :data:`SHARED_ENTITY_MAX_LINKS`) with the
+    seeds, by the seeds' ranks (``Σ 1/rank``)."""
+    if not seeds:
+        return
+    rank = {s: i for i, s in enumerate(seeds, start=1)}
+    scores: dict[str, float] = {}
+    via: dict[str, tuple[int, str, str]] = {}
+    for node_id, seed, entity_id in store.entity_neighbours(
+        flt, seeds, max_links=SHARED_ENTITY_MAX_LINKS, limit=limit * 4
+    ):
+        scores[node_id] = scores.get(node_id, 0.0) + 1.0 / rank[seed]
+        if node_id not in via or rank[seed] < via[node_id][0]:
+            via[node_id] = (rank[seed], entity_id, seed)
+    ranked = sorted(scores.items(), key=lambda r: (-r[1], r[0]))[:limit]
+    if not ranked:
+        return
+    labels = _entity_names(store, flt, {via[i][1] for i, _ in ranked})
+    reasons = {
+        i: f"shares {labels.get(via[i][1], 'an entity')} with [{via[i][2]}]" for i, _ in ranked
+    }
+    out.add("entity", ranked, reasons)
+
+
+def _entity_names(store: Store, flt: NodeFilter, ids: set[str]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for ns in flt.namespaces:
+        for entity_id in ids - set(names):
+            entity = store.get_entity(ns, entity_id)
+            if entity is not None:
+                names[entity_id] = entity.canonical_name
+    return names
+
+
+def time_strategy(
+    store: Store,
+    flt: NodeFilter,
+    query: str,
+    window: TimeWindow,
+    out: GraphLists,
+    *,
+    limit: int,
+) -> None:
+    """Memories inside the query's time window, ranked by the rest of the query."""
+    after = max((t for t in (flt.after, window.start) if t is not None), default=None)
+    before = min((t for t in (flt.before, window.end) if t is not None), default=None)
+    if after is not None and before is not None and after >= before:
+        return
+    phrase = set(terms(window.phrase))
+    rest = [t for t in terms(query) if t not in phrase]
+    match = fts_match(" ".join(rest))
+    if not match:
+        return
+    ranked = store.fulltext(replace(flt, after=after, before=before), match, limit)
+    out.add("time", ranked, dict.fromkeys((i for i, _ in ranked), window.label()))

@@ -1,0 +1,128 @@
+"""Proper-name mentions (layer: retrieval): conservative, rule-based, English.
+
+The background worker links each new conversation turn to the entities it is about
+(the entity neighbourhood strategy in :mod:`memloci.retrieval.graph` walks those links):
+
+* its **speaker**, when the label is a proper name ("Caroline", not "user") — a turn
+  is about the person saying it ("I started pottery last week");
+* **capitalised names inside a sentence** ("a trip to Rome", "Whispering Falls",
+  "Lord of the Rings", "LGBTQ"), never a sentence's first word (any word is capitalised
+  there), never a word that is also a common word (stopwords, months, weekdays,
+  interjections), and never a name used to **address** someone ("Thanks, Melanie!",
+  "Hey Jon,"): a greeting says nothing about what the turn is about.
+
+No model, no network; precision over recall, since a wrong entity only adds noise.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memloci.retrieval.query import STOPWORDS
+
+_MONTHS = (
+    "january february march april may june july august september october november december"
+    " jan feb mar apr jun jul aug sep sept oct nov dec"
+)
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday"
+_COMMON = frozenset(
+    (
+        f"{_MONTHS} {_DAYS} hey hi hello hiya bye goodbye thanks thank thx wow yeah yes yep"
+        " yup nope no ok okay oh ooh ah aw aww haha hah lol omg congrats congratulations"
+        " sorry please sure cool great awesome nice dear hmm um uh well gosh god mom dad"
+        " mum mommy daddy sir madam mr mrs ms dr st mt mon tue tues wed thu thur thurs fri sat"
+        " sun btw lol omg tbh imo fyi asap diy"
+    ).split()
+)
+_CONNECTORS = frozenset({"of", "the", "de", "du", "la", "le", "von", "van", "da", "del"})
+_ROLES = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot", "agent"})
+_TITLES = frozenset({"dr", "mr", "mrs", "ms", "st", "mt", "prof"})
+_GREETING = re.compile(
+    r"(?:^|[,.!?;:]\s*|\b(?:hey|hi|hello|hiya|thanks|thank you|wow|yeah|yes|yep|oh|congrats"
+    r"|bye|sorry|sure|dear|ok|okay|no|haha|aw|aww|great|awesome|cool|nice|good(?: job)?"
+    r"|go|love you|miss you|see you|night|morning)\s+)$",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-–—]\s+")
+_POSSESSIVE = re.compile(r"['’]s$")
+_TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|St|Mt|Prof)\.(?=\s+[A-Z])")
+_TOKEN = re.compile(r"[A-Za-z][\w'’&.-]*[\w]|[A-Za-z]")
+MAX_WORDS = 4
+
+
+def speaker_name(speaker: str | None) -> str | None:
+    """The speaker label as a person's name, or None for roles and non-names."""
+    if not speaker:
+        return None
+    name = " ".join(speaker.split())
+    words = name.split()
+    if not 1 <= len(words) <= MAX_WORDS or name.casefold() in _ROLES:
+        return None
+    if not all(w[:1].isupper() and w.replace("-", "").replace("'", "").isalpha() for w in words):
+        return None
+    return name
+
+
+def mentions(text: str) -> list[str]:
+    """Proper names mentioned (not addressed) in ``text``, first occurrence order."""
+    out: list[str] = []
+    text = _TITLE_DOT.sub(r"\1 ", text)  # "Dr. Seuss" is one name, not two sentences
+    for sentence in _SENTENCE.split(text):
+        tokens = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(sentence)]
+        i = 1  # never the sentence's first word
+        while i < len(tokens):
+            if not _is_name_word(tokens[i][0]):
+                i += 1
+                continue
+            j = _run_end(sentence, tokens, i)
+            start, end = tokens[i][1], tokens[j - 1][2]
+            name = _POSSESSIVE.sub("", " ".join(t[0] for t in tokens[i:j]).rstrip("."))
+            if not _addressed(sentence, start, end) and name not in out:
+                out.append(name)
+            i = j
+    return out
+
+
+def _run_end(sentence: str, tokens: list[tuple[str, int, int]], i: int) -> int:
+    """End (exclusive) of the name starting at token ``i``: name words separated by
+    spaces only, with up to two connectors between them ("Lord of the Rings")."""
+    j = i + 1
+    while j < len(tokens):
+        k = j
+        while k < len(tokens) and k - j < 2 and tokens[k][0].lower() in _CONNECTORS:
+            k += 1
+        if k >= len(tokens) or k + 1 - i > MAX_WORDS or not _is_name_word(tokens[k][0]):
+            break
+        if not all(_adjacent(sentence, tokens[m], tokens[m + 1]) for m in range(j - 1, k)):
+            break
+        j = k + 1
+    return j
+
+
+def _is_name_word(word: str) -> bool:
+    bare = _POSSESSIVE.sub("", word.rstrip("."))
+    if "'" in bare or "’" in bare:
+        return False  # contractions: I've, I'll, Don't
+    if len(bare) < 2 or not bare[0].isupper() or bare.lower() in STOPWORDS:
+        return False
+    if bare.lower() in _COMMON and bare.lower() not in _TITLES:
+        return False
+    if bare.isupper():
+        return 2 <= len(bare) <= 6 and bare.isalpha()  # acronyms: UK, LGBTQ, NASA
+    return bare[1:].islower() or bare[1:].replace("-", "").isalpha()
+
+
+def _adjacent(sentence: str, left: tuple[str, int, int], right: tuple[str, int, int]) -> bool:
+    """Two tokens separated by spaces only (not a comma or other punctuation)."""
+    return sentence[left[2] : right[1]].strip() == "" or (
+        left[0].lower().rstrip(".") in _TITLES and sentence[left[2] : right[1]].strip() == "."
+    )
+
+
+def _addressed(sentence: str, start: int, end: int) -> bool:
+    """A name in direct address: after a greeting or punctuation, before ``, ! ? .`` or
+    the end ("Thanks, Mel!", "Hey Jon, how are you?", "…, Caroline.")."""
+    after = sentence[end:].lstrip()
+    if after[:1] not in ("", ",", "!", "?", ".", ";", ":", ")"):
+        return False
+    return _GREETING.search(sentence[:start]) is not None

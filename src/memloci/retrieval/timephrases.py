@@ -1,0 +1,185 @@
+"""Time phrases in queries (layer: retrieval): "in May 2023", "on 1 May, 2022",
+"between 11 and 15 August 2023", "before June 2023", "last week" → a time window.
+
+A window is a soft constraint: the ``time`` strategy ranks the memories inside it
+(:mod:`memloci.retrieval.graph`); nothing outside is filtered away. Conversations
+report events *after* they happen ("yesterday", "last Friday"), so a window whose end
+comes from a phrase is kept open :data:`REPORT_LAG` longer. A month without a year
+("in May") is ambiguous and gives no window.
+
+Also here: "after the trip" / "before the move" (no date) give the direction the
+temporal chain walks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+REPORT_LAG = timedelta(days=7)  # one week: how long after an event it is still "recent news"
+SHORTLY = timedelta(days=31)  # "the week / the Sunday / two weeks before X": within a month
+
+_MONTH_NAMES = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_M = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_D = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_Y = r"(?:19|20)\d{2}"
+# one date: "1 May, 2022" / "May 1, 2022" / "2022-05-01" / "May 2022" / "2022"
+_DATE = (
+    rf"(?P<d1>{_D})\s+(?:of\s+)?(?P<m1>{_M})\.?,?\s*(?P<y1>{_Y})"
+    rf"|(?P<m2>{_M})\.?\s+(?P<d2>{_D}),?\s*(?P<y2>{_Y})"
+    rf"|(?P<y3>{_Y})-(?P<m3>\d{{2}})-(?P<d3>\d{{2}})"
+    rf"|(?P<m4>{_M})\.?,?\s+(?P<y4>{_Y})"
+    rf"|(?P<y5>{_Y})"
+)
+_DATE_RE = re.compile(rf"\b(?:{_DATE})\b", re.IGNORECASE)
+_RANGE = re.compile(
+    rf"\bbetween\s+(?:(?P<da>{_D})\s+and\s+(?P<db>{_D})\s+(?P<ma>{_M})|(?P<mb>{_M})\s+(?P<dc>{_D})"
+    rf"\s+and\s+(?:(?P<mc>{_M})\s+)?(?P<dd>{_D})),?\s*(?P<y>{_Y})\b",
+    re.IGNORECASE,
+)
+_BOUND = re.compile(r"\b(?P<rel>before|after|since|until|by|prior to)\s+(?:the\s+)?$", re.I)
+_RELATIVE = re.compile(
+    r"\b(?P<rel>yesterday|today|last\s+(?:week|month|year)|this\s+(?:week|month|year)"
+    r"|(?P<n>\d+|a|one|two|three)\s+(?P<unit>days?|weeks?|months?|years?)\s+ago)\b",
+    re.IGNORECASE,
+)
+_SHORTLY = re.compile(
+    r"\b(?:days?|nights?|weeks?|weekend|month|monday|tuesday|wednesday|thursday|friday"
+    r"|saturday|sunday)\s*$",
+    re.IGNORECASE,
+)
+_COUNT = {"a": 1, "one": 1, "two": 2, "three": 3}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_ORDER = re.compile(r"\b(?P<rel>after|before|prior to|following|since)\s+(?P<what>\w+)", re.I)
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """``start <= event_time < end`` (either may be None: open); ``phrase`` as written."""
+
+    start: datetime | None
+    end: datetime | None
+    phrase: str
+
+    def label(self) -> str:
+        return self.phrase
+
+
+def _month(text: str) -> int:
+    return [m[:3] for m in _MONTH_NAMES].index(text.lower()[:3]) + 1
+
+
+def _day(text: str) -> int:
+    return int(re.sub(r"\D", "", text))
+
+
+def _span(match: re.Match[str]) -> tuple[datetime, datetime] | None:
+    """The days a date phrase covers: ``(first instant, first instant after)``."""
+    g = match.groupdict()
+    try:
+        if g["y1"] or g["y2"] or g["y3"]:
+            if g["y1"]:
+                y, m, d = int(g["y1"]), _month(g["m1"]), _day(g["d1"])
+            elif g["y2"]:
+                y, m, d = int(g["y2"]), _month(g["m2"]), _day(g["d2"])
+            else:
+                y, m, d = int(g["y3"]), int(g["m3"]), int(g["d3"])
+            start = datetime(y, m, d, tzinfo=UTC)
+            return start, start + timedelta(days=1)
+        if g["y4"]:
+            y, m = int(g["y4"]), _month(g["m4"])
+            return datetime(y, m, 1, tzinfo=UTC), datetime(y + m // 12, m % 12 + 1, 1, tzinfo=UTC)
+        y = int(g["y5"])
+        return datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
+    except ValueError:  # 31 February and the like
+        return None
+
+
+def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
+    """The time window a query names, or None. ``now`` anchors "last week" etc."""
+    found = _RANGE.search(text)
+    if found:
+        g = found.groupdict()
+        try:
+            y = int(g["y"])
+            if g["da"]:
+                m = _month(g["ma"])
+                a, b = datetime(y, m, _day(g["da"]), tzinfo=UTC), (m, _day(g["db"]))
+            else:
+                m = _month(g["mb"])
+                a = datetime(y, m, _day(g["dc"]), tzinfo=UTC)
+                b = (_month(g["mc"]) if g["mc"] else m, _day(g["dd"]))
+            end = datetime(y, b[0], b[1], tzinfo=UTC) + timedelta(days=1)
+        except ValueError:
+            return None
+        return TimeWindow(a, end + REPORT_LAG, found.group(0))
+    for found in _DATE_RE.finditer(text):
+        span = _span(found)
+        if span is None:
+            continue
+        start, end = span
+        bound = _BOUND.search(text[: found.start()])
+        phrase = text[bound.start() if bound else found.start() : found.end()].strip()
+        rel = bound.group("rel").lower() if bound else ""
+        if rel in ("before", "prior to") and bound and _SHORTLY.search(text[: bound.start()]):
+            # "the week before 16 November", "the Sunday before": shortly before, not ever
+            return TimeWindow(start - SHORTLY, start + REPORT_LAG, phrase)
+        if rel in ("before", "until", "by", "prior to"):
+            return TimeWindow(None, start + REPORT_LAG, phrase)
+        if rel in ("after", "since"):
+            return TimeWindow(end if rel == "after" else start, None, phrase)
+        return TimeWindow(start, end + REPORT_LAG, phrase)
+    rel_found = _RELATIVE.search(text)
+    if rel_found:
+        now = now or datetime.now(UTC)
+        today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        word = " ".join(rel_found.group("rel").lower().split())
+        starts = {
+            "today": today,
+            "yesterday": today - timedelta(days=1),
+            "last week": today - timedelta(days=7),
+            "last month": today - timedelta(days=30),
+            "last year": today - timedelta(days=365),
+            "this week": today - timedelta(days=today.weekday()),
+            "this month": today.replace(day=1),
+            "this year": today.replace(month=1, day=1),
+        }
+        if word in starts:
+            until = today if word == "yesterday" else None
+            return TimeWindow(starts[word], until, rel_found.group(0))
+        n = int(_COUNT.get(rel_found.group("n").lower(), 0) or rel_found.group("n"))
+        days = n * _UNIT_DAYS[rel_found.group("unit").lower().rstrip("s")]
+        at = today - timedelta(days=days)
+        half = timedelta(days=max(1, days // 4))  # "3 weeks ago" is roughly, not exactly
+        return TimeWindow(at - half, at + half + timedelta(days=1), rel_found.group(0))
+    return None
+
+
+def chain_direction(text: str) -> str:
+    """Which way a temporal chain walks: ``forward`` for "after the trip", ``backward``
+    for "before the move", ``both`` otherwise (or when a date follows: that is a window)."""
+    ways = set()
+    for found in _ORDER.finditer(text):
+        rest = text[found.start("what") :]
+        if _DATE_RE.match(rest) or found.group("what").lower() in ("last", "this"):
+            continue
+        rel = found.group("rel").lower()
+        ways.add("forward" if rel in ("after", "following", "since") else "backward")
+    return ways.pop() if len(ways) == 1 else "both"

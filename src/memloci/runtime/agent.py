@@ -1,0 +1,539 @@
+"""The agent loop (layer: runtime): a role, a user and a chat model with memory tools.
+
+What ``memloci chat role.yaml`` runs, usable by any front end::
+
+    agent = Agent(service, role, load_chat_model(spec.provider, **spec.options), user="sam")
+    await agent.start(resume=False)
+    reply = await agent.ask("Remember that Alec is my boss")
+    await agent.finish()              # end of the session: prune, maybe consolidate
+
+Each turn: identify the user (``identify_user``), build the system prompt — the role's
+prompt, how to use memory, who the user is, then ``service.context(...)`` (procedures
+as standing instructions, "Your Memory" with ``[id:…]`` handles, entity profiles,
+timeline) and the knowledge block (chunks above ``similarityThreshold``) — add the
+conversation window, and call the model with the memory tools. Tool calls run through
+:class:`~memloci.tools.Tools`, bound to the role's namespace, the agent and the user,
+until the model answers in text (at most ``max_tool_rounds`` rounds). The user's
+message and the answer are checkpointed at once (``--resume`` restores them).
+
+Memory never breaks the conversation: a failing context, identification, checkpoint,
+episode or consolidation is reported on stderr and the turn goes on. Model failures
+raise :class:`~memloci.errors.ProviderError` (nothing of the turn is recorded).
+
+When the session ends (:meth:`Agent.finish`): an autonomous run (``memloci chat -p``)
+records an episode of what it did (``episodic.auto_capture``; interactive sessions do
+not), and consolidation runs when ``consolidation.interval`` says so —
+``after_session`` at the end of any session, ``after_autonomous`` after autonomous
+runs only, ``manual`` never.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memloci import validate as v
+from memloci.config import Settings
+from memloci.errors import MemlociError, ValidationError
+from memloci.knowledge import knowledge_block
+from memloci.models import TURN_MAX, EpisodeDetails, ThreadMessage, utcnow
+from memloci.providers.chat import CHAT_PROVIDERS, ChatModel, ToolCall
+from memloci.providers.llm import LLM
+from memloci.runtime.conversation import (
+    ConversationMemory,
+    ConversationWindow,
+    llm_summarizer,
+    new_session_id,
+)
+from memloci.runtime.identify import UserContext, identify_user
+from memloci.runtime.role import MemoryConfig, Role
+from memloci.tools import TOOLS, Tools
+
+if TYPE_CHECKING:
+    from memloci.consolidation.consolidator import ConsolidationReport
+    from memloci.service import MemoryService
+
+logger = logging.getLogger("memloci.runtime")
+
+MAX_TOOL_ROUNDS = 8
+#: The tools the agent is offered (aliases such as ``search_memory`` are accepted too).
+AGENT_TOOLS = (
+    "recall", "remember", "add_to_memory", "update_memory", "correct_fact", "confirm_fact",
+    "forget", "list_memories", "learn_procedure", "record_episode", "get_entity_info",
+    "explain_fact", "memory_stats", "weak_facts",
+)  # fmt: skip
+FACT_TOOLS = frozenset(
+    {"remember", "remember_fact", "add_to_memory", "update_memory", "correct_fact",
+     "confirm_fact", "weak_facts"}
+)  # fmt: skip
+KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+MODEL_OPTIONS = ("model", "base_url", "api_key_env", "timeout", "max_retries")
+STOPPED = "(Stopped: {n} rounds of memory tool calls without an answer. Please ask again.)"
+MEMORY_GUIDANCE = """\
+## Using your memory
+
+You have long-term memory tools; "Your Memory" below lists what you know, each with an \
+[id:…] handle.
+- New information worth keeping (people, preferences, recurring context): briefly ask \
+whether to remember it, and store it (add_to_memory) only once the user agrees. An \
+explicit request ("remember that…", "from now on…") needs no question.
+- If the user declines, store nothing.
+- Information that changed: update the existing memory (update_memory with its id) \
+without asking, rather than adding a conflicting one.
+- Do not store transient or task-specific details.
+- Search your memory (recall) before answering questions about the user or past work."""
+
+
+# ---------------------------------------------------------------------- configuration
+def agent_tools(memory: MemoryConfig | None) -> list[str]:
+    """The tools offered to an agent with this ``memory`` section: none without memory;
+    no fact-writing tools when facts are off, no ``record_episode`` when episodes are
+    off, no ``learn_procedure`` when procedures are off."""
+    if memory is None:
+        return []
+    off: set[str] = set()
+    if not memory.semantic_enabled:
+        off |= FACT_TOOLS
+    if not memory.episodic.enabled:
+        off.add("record_episode")
+    if not memory.procedural.enabled:
+        off.add("learn_procedure")
+    return [name for name in AGENT_TOOLS if name not in off]
+
+
+def tool_specs(names: list[str]) -> list[dict[str, Any]]:
+    """``{"name", "description", "parameters"}`` for the chat clients (the schemas of
+    :func:`memloci.tools.openai_tools` / :func:`~memloci.tools.anthropic_tools`)."""
+    return [
+        {"name": n, "description": TOOLS[n].description, "parameters": TOOLS[n].parameters()}
+        for n in names
+    ]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which chat model to use: ``provider`` and client ``options`` (``model``,
+    ``base_url``, ``api_key_env`` …), with the role's sampling settings."""
+
+    provider: str
+    options: dict[str, Any]
+    temperature: float = 0.7
+    max_tokens: int = 1024
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.options.get('model', 'default')}"
+
+
+def no_model_error(source: str = "role.yaml") -> ValidationError:
+    return ValidationError(
+        f"{source} names no chat model, and MEMLOCI_LLM does not name one either",
+        hint=f"add to {source}:  model: {{provider: openai, name: gpt-4o-mini}}  "
+        "(or provider: anthropic, name: claude-haiku-4-5; add base_url: for a local "
+        "OpenAI-compatible server such as Ollama) and set the API key in OPENAI_API_KEY "
+        "(ANTHROPIC_API_KEY for anthropic; model.api_key_env names another variable). "
+        'Or set MEMLOCI_LLM=openai and MEMLOCI_LLM_OPTIONS=\'{"model": "gpt-4o-mini"}\'',
+    )
+
+
+def model_spec(
+    role: Role, settings: Settings | None = None, *, source: str = "role.yaml"
+) -> ModelSpec:
+    """The chat model of ``role`` (its ``model:`` block), else the one ``settings``
+    names (``MEMLOCI_LLM`` + ``MEMLOCI_LLM_OPTIONS``). Raises ValidationError saying
+    what to set when there is none, or when the provider's own endpoint is used and its
+    API key variable is empty (a ``base_url`` server may need no key)."""
+    if role.model is not None:
+        m = role.model
+        options: dict[str, Any] = {"model": m.name}
+        options.update({k: getattr(m, k) for k in ("base_url", "api_key_env") if getattr(m, k)})
+        spec = ModelSpec(m.provider, options, m.temperature, m.max_tokens)
+        where = f"model.api_key_env in {source}"
+    else:
+        env = settings if settings is not None else Settings()
+        if env.llm not in CHAT_PROVIDERS:
+            raise no_model_error(source)
+        options = {k: val for k, val in env.llm_options.items() if k in MODEL_OPTIONS}
+        spec, where = ModelSpec(env.llm, options), '"api_key_env" in MEMLOCI_LLM_OPTIONS'
+    key_env = str(spec.options.get("api_key_env") or KEY_ENVS[spec.provider])
+    if not spec.options.get("base_url") and not os.environ.get(key_env):
+        raise ValidationError(
+            f"the chat model {spec.label} needs an API key: set {key_env}",
+            hint=f"export {key_env}=…  (or name another variable with {where}; a local "
+            "server given as model.base_url needs no key)",
+        )
+    return spec
+
+
+# ---------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class ToolRun:
+    """One tool call the model made and the text it got back."""
+
+    name: str
+    arguments: dict[str, Any]
+    result: str
+
+    @property
+    def ok(self) -> bool:
+        return not self.result.startswith("Error:")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The answer to one message; ``local`` when it was a command answered without
+    the model (``/memory``)."""
+
+    text: str
+    tools: tuple[ToolRun, ...] = ()
+    local: bool = False
+
+
+@dataclass
+class _Turn:
+    prompt: str
+    answer: str
+    tools: tuple[ToolRun, ...]
+
+
+#: ``commands(text, agent)`` answers a command without the model, or returns None.
+CommandHandler = Callable[[str, "Agent"], Awaitable[str | None]]
+
+
+class _Conversation(Protocol):
+    session: str | None
+    resumed: bool
+
+    async def start(self, *, resume: bool = False) -> str: ...
+    async def record(self, role: str, content: str) -> bool: ...
+    async def end(self) -> None: ...
+    def window(self) -> ConversationWindow: ...
+
+
+class _Scratch:
+    """The window of a role whose conversation tier is off: this process only."""
+
+    def __init__(self, system_prompt: str, window: int) -> None:
+        self.system_prompt, self.size = system_prompt, window
+        self.session: str | None = None
+        self.resumed = False
+        self._messages: list[ThreadMessage] = []
+
+    async def start(self, *, resume: bool = False) -> str:
+        self.session = new_session_id()
+        return self.session
+
+    async def record(self, role: str, content: str) -> bool:
+        self._messages.append(ThreadMessage(role=role, content=content, created_at=utcnow()))
+        return False
+
+    async def end(self) -> None:
+        return None
+
+    def window(self) -> ConversationWindow:
+        return ConversationWindow(tuple(self._messages[-self.size :]), None, self.system_prompt)
+
+
+# ---------------------------------------------------------------------- the agent
+class Agent:
+    """One role talking with one user through ``model``; see the module docstring.
+
+    ``user`` is the user's id on ``channel`` (the memory user of that id is created
+    when new, so ``--user sam`` is memory user ``sam``). ``commands`` answers messages
+    such as ``/memory`` without the model; ``on_tool`` sees every tool call;
+    ``warn`` receives the one-line reports of memory failures (default: stderr)."""
+
+    def __init__(
+        self,
+        service: MemoryService,
+        role: Role,
+        model: ChatModel,
+        *,
+        user: str,
+        channel: str = "cli",
+        chat: str | None = None,
+        commands: CommandHandler | None = None,
+        on_tool: Callable[[ToolRun], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+        max_tool_rounds: int = MAX_TOOL_ROUNDS,
+    ) -> None:
+        self.service, self.role, self.model = service, role, model
+        self.login = v.required(user, "user")
+        self.user = self.login
+        self.channel, self.chat = v.name(channel, "channel", 50), v.ident(chat, "chat")
+        self.namespace = v.namespace(role.namespace)
+        self.commands, self.on_tool = commands, on_tool
+        self.warn = warn or (lambda line: print(line, file=sys.stderr))
+        self.max_tool_rounds = v.limit(max_tool_rounds, "max_tool_rounds", 100)
+        self.tool_names = agent_tools(role.memory)
+        self._specs = tool_specs(self.tool_names)
+        self._allowed = {n for n, t in TOOLS.items() if (t.alias_of or n) in self.tool_names}
+        self._allowed |= set(self.tool_names)
+        self.conversation: _Conversation | None = None
+        self.tools: Tools | None = None
+        self.user_context: UserContext | None = None
+        self.failures = 0
+        self._registered = False
+        self._turns: list[_Turn] = []
+        self._started = utcnow()
+        self._clock = time.monotonic()
+
+    @property
+    def session(self) -> str | None:
+        return self.conversation.session if self.conversation is not None else None
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, *, resume: bool = False) -> str:
+        """Identify the user and begin a session (``resume``: the latest one, with its
+        last messages); returns the session id."""
+        self.user = await self._identify(new_conversation=True)
+        mem = self.role.memory or MemoryConfig()
+        if mem.conversation.enabled:
+            summarize = None
+            if mem.conversation.summarize and isinstance(self.model, LLM):
+                summarize = llm_summarizer(self.model)
+            self.conversation = ConversationMemory(
+                self.service, user=self.user, chat=self.chat, agent=self.role.name,
+                namespace=self.namespace, summarize=summarize,
+                system_prompt=self.role.system_prompt, **self.role.conversation_options(),
+            )  # fmt: skip
+        else:
+            self.conversation = _Scratch(self.role.system_prompt, mem.window_size)
+        session = await self.conversation.start(resume=resume)
+        self._bind(session)
+        self._started, self._clock, self._turns = utcnow(), time.monotonic(), []
+        return session
+
+    def _bind(self, session: str) -> None:
+        self.tools = Tools(
+            self.service, namespace=self.namespace, user=self.user, agent=self.role.name,
+            session=session,
+        )  # fmt: skip
+
+    async def finish(
+        self, *, autonomous: bool = False, consolidate: bool = True
+    ) -> ConsolidationReport | None:
+        """End the session: an autonomous run records its episode, the conversation
+        thread is pruned, and consolidation runs when the role's interval says so
+        (``consolidate=False`` skips it, e.g. after a failed run). Never raises."""
+        if self.conversation is None:
+            return None
+        if autonomous and self._turns:
+            await self._capture_episode()
+        await self.conversation.end()
+        if not (consolidate and self._consolidates(autonomous)):
+            return None
+        try:
+            return await self.service.consolidate(namespace=self.namespace, user=self.user)
+        except Exception as exc:
+            self._report("consolidate this session's episodes", exc)
+            return None
+
+    def _consolidates(self, autonomous: bool) -> bool:
+        mem = self.role.memory
+        if mem is None or not mem.consolidation.enabled:
+            return False
+        interval = mem.consolidation.interval
+        return interval == "after_session" or (interval == "after_autonomous" and autonomous)
+
+    # ------------------------------------------------------------------ a turn
+    async def ask(self, text: str) -> Reply:
+        """Answer one user message (commands locally, the rest through the model).
+        Raises ProviderError when the model fails; then nothing is recorded."""
+        if self.conversation is None:
+            await self.start()
+        assert self.conversation is not None
+        text = v.turn(text)
+        if self.commands is not None:
+            local = await self.commands(text, self)
+            if local is not None:
+                return Reply(local, local=True)
+        if self._turns:
+            user = await self._identify(new_conversation=False)
+            if user != self.user and self.session is not None:  # merged meanwhile
+                self.user = user
+                self._bind(self.session)
+        window = self.conversation.window()
+        system = window.system(await self._context(text))
+        history = [{"role": m.role, "content": m.content} for m in window.messages
+                   if m.role in ("user", "assistant")]  # fmt: skip
+        answer, runs = await self._loop(system, [*history, {"role": "user", "content": text}])
+        await self.conversation.record("user", text)
+        await self.conversation.record("assistant", answer or "(no answer)")
+        self._turns.append(_Turn(text, answer, runs))
+        return Reply(answer, runs)
+
+    async def _loop(
+        self, system: str, messages: list[dict[str, Any]]
+    ) -> tuple[str, tuple[ToolRun, ...]]:
+        runs: list[ToolRun] = []
+        cfg = self.role.model
+        chat = functools.partial(
+            self.model.chat, system=system or None, tools=self._specs,
+            max_tokens=cfg.max_tokens if cfg else 1024, temperature=cfg.temperature if cfg else 0.7,
+        )  # fmt: skip
+        for _ in range(self.max_tool_rounds):
+            turn = await asyncio.to_thread(chat, messages)
+            if not turn.tool_calls:
+                return turn.text.strip(), tuple(runs)
+            messages.append(
+                {"role": "assistant", "content": turn.text, "tool_calls": list(turn.tool_calls)}
+            )
+            for call in turn.tool_calls:
+                run = await self._run_tool(call)
+                runs.append(run)
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "name": call.name,
+                     "content": run.result, "is_error": not run.ok}
+                )  # fmt: skip
+        logger.warning("agent %s: no answer after %d tool rounds", self.role.name, len(runs))
+        return STOPPED.format(n=self.max_tool_rounds), tuple(runs)
+
+    async def _run_tool(self, call: ToolCall) -> ToolRun:
+        if call.name not in self._allowed or self.tools is None:
+            offered = ", ".join(self.tool_names) or "none"
+            result = f"Error: tool {call.name!r} is not available to this agent. Tools: {offered}."
+        else:
+            result = await self.tools.call(call.name, call.arguments)
+        run = ToolRun(call.name, call.input(), result)
+        if self.on_tool is not None:
+            self.on_tool(run)
+        return run
+
+    # ------------------------------------------------------------------ the prompt
+    async def _context(self, text: str) -> str:
+        """Guidance, the user, the memory block and knowledge (stable parts first)."""
+        parts = [MEMORY_GUIDANCE if self.tool_names else ""]
+        if self.user_context is not None:
+            who = self.user_context.model_copy(update={"facts": [], "episodes": []})
+            parts.append(who.as_prompt())
+        mem = self.role.memory
+        if mem is not None:
+            try:
+                flt = self.service.filter(
+                    namespace=self.namespace, user=self.user, agent=self.role.name,
+                    session=self.session,
+                )  # fmt: skip
+                parts.append(await self.service.context(text, flt))
+            except Exception as exc:
+                self._report("load the memory context", exc)
+            kn = mem.knowledge
+            if kn.active:
+                try:
+                    hits = await self.service.search_knowledge(
+                        text[-v.QUERY_MAX :], namespace=self.namespace, collections=kn.sources,
+                        limit=kn.retrieval_limit, threshold=kn.similarity_threshold,
+                    )  # fmt: skip
+                    parts.append(knowledge_block(hits))
+                except Exception as exc:
+                    self._report("search the knowledge sources", exc)
+        return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+    async def _identify(self, *, new_conversation: bool) -> str:
+        """The memory user of ``login`` on ``channel`` (created as ``login`` when new)."""
+        payload = {"channel": self.channel, "user_id": self.login}
+        try:
+            if not self._registered:
+                known = await self.service.find_user(
+                    self.channel, self.login, namespace=self.namespace
+                )
+                if known is None:
+                    await self.service.save_user(
+                        self.login, namespace=self.namespace,
+                        identifiers={self.channel: self.login},
+                    )  # fmt: skip
+                self._registered = True
+            ctx = await identify_user(
+                self.service, payload, namespace=self.namespace,
+                new_conversation=new_conversation, facts_limit=1, episodes_limit=1,
+            )  # fmt: skip
+        except Exception as exc:
+            self._report("identify the user", exc)
+            return self.user
+        self.user_context = ctx
+        return ctx.user.id
+
+    # ------------------------------------------------------------------ episodes
+    async def _capture_episode(self) -> None:
+        """What this autonomous run did, as one episode (never raises)."""
+        mem = self.role.memory
+        if mem is None or not (mem.episodic.enabled and mem.episodic.auto_capture):
+            return
+        turns = self._turns
+        content = "\n".join(f"Task: {t.prompt}\nOutcome: {t.answer}" for t in turns)
+        if len(content) > TURN_MAX:
+            content = content[: TURN_MAX - 1] + "…"
+        ended = utcnow()
+        details = EpisodeDetails(
+            trigger={"channel": self.channel, "mode": "autonomous", "agent": self.role.name},
+            conversation=[
+                m for t in turns for m in (
+                    {"role": "user", "content": t.prompt},
+                    {"role": "assistant", "content": t.answer},
+                )
+            ],
+            actions=[
+                {"tool": r.name, "arguments": r.arguments, "result": r.result[:1000], "ok": r.ok}
+                for t in turns for r in t.tools
+            ],
+            outcome={"success": True, "final_output": turns[-1].answer[:2000]},
+            started_at=self._started, ended_at=ended,
+            duration_ms=round((time.monotonic() - self._clock) * 1000, 1),
+        )  # fmt: skip
+        try:
+            await self.service.record_episode(
+                content, namespace=self.namespace, user=self.user, agent=self.role.name,
+                session=self.session, details=details,
+                metadata={"category": "autonomous_run"},
+            )  # fmt: skip
+        except Exception as exc:
+            self._report("record the run's episode", exc)
+
+    def _report(self, doing: str, exc: Exception) -> None:
+        """Log and tell the user in one line; never raise."""
+        self.failures += 1
+        text = exc.message if isinstance(exc, MemlociError) else f"{type(exc).__name__}: {exc}"
+        logger.warning(
+            "agent %s: could not %s: %s", self.role.name, doing, text,
+            exc_info=None if isinstance(exc, MemlociError) else exc,
+        )  # fmt: skip
+        self.warn(f"memloci: could not {doing} ({text}); continuing")
+
+
+def memory_command_handler(
+    answer: Callable[..., Awaitable[str | None]],
+) -> CommandHandler:
+    """A :data:`CommandHandler` from ``answer_memory_command``-like functions
+    ``answer(text, service, namespace=, user=, agent=)``."""
+
+    async def handle(text: str, agent: Agent) -> str | None:
+        return await answer(
+            text, agent.service, namespace=agent.namespace, user=agent.user,
+            agent=agent.role.name,
+        )  # fmt: skip
+
+    return handle
+
+
+__all__ = [
+    "AGENT_TOOLS",
+    "MAX_TOOL_ROUNDS",
+    "MEMORY_GUIDANCE",
+    "Agent",
+    "CommandHandler",
+    "ModelSpec",
+    "Reply",
+    "ToolRun",
+    "agent_tools",
+    "memory_command_handler",
+    "model_spec",
+    "no_model_error",
+    "tool_specs",
+]

@@ -1,0 +1,102 @@
+"""The prompt context of MemoryService (layer: service): gather, then render.
+
+A mixin; it relies on what MemoryService sets up (``store``, ``settings``,
+``search_now``, ``_run``). Rendering and the budget shares live in
+:mod:`memloci.context`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+from memloci import validate as v
+from memloci.config import Settings
+from memloci.context import EntityProfile, build_context
+from memloci.models import EdgeType, MemoryNode, NodeType, SearchHit
+from memloci.storage.base import NodeFilter, Store
+
+P = ParamSpec("P")
+T = TypeVar("T")
+FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
+EVIDENCE = 3  # top episodes quoted as evidence; the rest (and their neighbours) form the timeline
+ENTITIES = 6  # entity profiles at most
+
+
+class ContextMixin:
+    """``context`` / ``context_now``: procedures, facts, entity profiles, timeline, evidence."""
+
+    store: Store
+    settings: Settings
+    if TYPE_CHECKING:  # provided by MemoryService
+
+        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+        def search_now(
+            self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid"
+        ) -> list[SearchHit]: ...
+
+    async def context(
+        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
+    ) -> str:
+        """The prompt block: procedures and "Your Memory" (cacheable), then what the prompt
+        brings up: entity profiles, a timeline and the most relevant past turns."""
+        return await self._run(self.context_now, prompt, flt, budget=budget)
+
+    def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
+        """:meth:`context` in the caller's thread."""
+        budget = v.limit(
+            self.settings.context_budget if budget is None else budget, "budget", 100_000
+        )
+        facts = self.store.list_nodes(replace(flt, types=FACT_TYPES), limit=2000, order="category")
+        procs = self.store.list_nodes(replace(flt, types=(NodeType.PROCEDURAL,)), limit=20)
+        if not (prompt and prompt.strip()):
+            return build_context(facts=facts, procedures=procs, budget=budget)
+        # a long prompt is searched by its most recent part
+        hits = self.search_now(prompt.strip()[-v.QUERY_MAX :], replace(flt, types=None), k=12)
+        episodes = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
+        evidence = episodes[:EVIDENCE]
+        return build_context(
+            facts=facts,
+            procedures=procs,
+            entities=self._profiles(hits, flt),
+            timeline=self._timeline(episodes, flt, exclude={n.id for n in evidence}),
+            evidence=evidence,
+            budget=budget,
+            relevance={h.memory.id: i for i, h in enumerate(hits)},
+        )
+
+    def _profiles(self, hits: Sequence[SearchHit], flt: NodeFilter) -> list[EntityProfile]:
+        """Entities linked to the hits, in hit order, each with its current facts."""
+        profiles: list[EntityProfile] = []
+        seen: set[str] = set()
+        for ns in flt.namespaces:
+            ids = [h.memory.id for h in hits if h.memory.namespace == ns]
+            linked = self.store.node_entities(ns, ids) if ids else {}
+            for node_id in ids:
+                for entity in linked.get(node_id, []):
+                    if entity.id in seen or len(profiles) >= ENTITIES:
+                        continue
+                    seen.add(entity.id)
+                    own = replace(flt, namespaces=(ns,), types=FACT_TYPES)
+                    facts = self.store.entity_nodes(own, entity.id, limit=2)
+                    profiles.append(EntityProfile(entity, tuple(facts)))
+        return profiles
+
+    def _timeline(
+        self, episodes: Sequence[MemoryNode], flt: NodeFilter, *, exclude: set[str]
+    ) -> list[MemoryNode]:
+        """The relevant turns beyond the evidence plus the turns just before and after
+        each relevant turn (temporal edges), that the caller may see."""
+        wanted: list[str] = []
+        for ns in flt.namespaces:
+            ids = [n.id for n in episodes if n.namespace == ns]
+            around = self.store.neighbours(ns, ids, EdgeType.TEMPORAL.value) if ids else {}
+            for node_id in ids:
+                wanted.append(node_id)
+                wanted.extend(around.get(node_id, []))
+        keep = tuple(dict.fromkeys(i for i in wanted if i not in exclude))
+        if not keep:
+            return []
+        visible = replace(flt, types=(NodeType.EPISODIC,), ids=keep)
+        return self.store.list_nodes(visible, limit=len(keep))

@@ -1,0 +1,274 @@
+"""The knowledge tier of MemoryService (layer: service): read-only RAG documents.
+
+Files are chunked by :mod:`memloci.knowledge`, embedded with the service's embedder and
+stored beside the memories, in the same namespaces. Re-adding an unchanged file (same
+content hash, same embedding model) does nothing; a changed one has its chunks replaced
+in one transaction (each file is its own transaction). A mixin, like
+:mod:`memloci.service_admin`: it relies on ``store``, ``embedder``, ``settings``, ``_run``
+and ``_ns`` from MemoryService.
+
+Scores are higher-is-better. With an embedder, a hit's score is the cosine similarity of
+query and chunk (only chunks embedded by that same model are searched; re-add the files
+after switching models). Without one, full text ranks chunks and the score is
+``b / (1 + b)`` with ``b = -bm25`` (0–1, not comparable with cosine). Hits below
+``threshold`` are dropped either way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from memloci import knowledge as kb
+from memloci import validate as v
+from memloci.config import Settings
+from memloci.errors import NotFoundError, ValidationError
+from memloci.knowledge import KnowledgeFile, KnowledgeReport, PathLike
+from memloci.models import ID_RE, KnowledgeChunk, KnowledgeHit, KnowledgeSource, utcnow
+from memloci.providers.base import Embedder
+from memloci.retrieval.query import fts_match
+from memloci.storage.base import Store
+
+P = ParamSpec("P")
+T = TypeVar("T")
+KnowledgeProgress = Callable[[int, int], None]  # (chunks done, chunks in total)
+SEARCH_MAX = 100
+
+
+class KnowledgeMixin:
+    """add_knowledge, search_knowledge, list_knowledge_sources, remove_knowledge."""
+
+    store: Store
+    embedder: Embedder | None
+    settings: Settings
+    if TYPE_CHECKING:  # provided by MemoryService
+
+        def _ns(self, namespace: str | None) -> str: ...
+        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+
+    # ------------------------------------------------------------------ add
+    async def add_knowledge(
+        self,
+        paths: PathLike | Sequence[PathLike],
+        *,
+        namespace: str | None = None,
+        collection: str = "default",
+        glob: str | Sequence[str] | None = None,
+        progress: KnowledgeProgress | None = None,
+    ) -> KnowledgeReport:
+        """Add files and folders (walked for ``glob``, default ``*.md``, ``*.txt``,
+        ``*.rst``) to the knowledge tier, chunked and embedded.
+
+        A missing path raises :class:`NotFoundError` before anything is written; binary,
+        PDF and non-UTF-8 files are skipped with a reason in the report. ``progress`` is
+        called as ``progress(chunks_done, chunks_total)``.
+        """
+        ns = self._ns(namespace)
+        coll, globs = kb.check_collection(collection), kb.check_globs(glob)
+        return await self._run(self.add_knowledge_now, paths, ns, coll, globs, progress)
+
+    def add_knowledge_now(
+        self,
+        paths: PathLike | Sequence[PathLike],
+        namespace: str,
+        collection: str,
+        globs: Sequence[str],
+        progress: KnowledgeProgress | None = None,
+    ) -> KnowledgeReport:
+        """:meth:`add_knowledge` in the caller's thread, with validated arguments."""
+        model = self.embedder.model_id if self.embedder is not None else None
+        files: list[KnowledgeFile] = []
+        todo: list[tuple[int, kb.Document, KnowledgeSource | None]] = []
+        for path in kb.collect_files(paths, globs):
+            doc = kb.read_document(path)
+            if isinstance(doc, str):
+                files.append(KnowledgeFile(path=str(path), action="skipped", reason=doc))
+                continue
+            sid = kb.source_id(str(path))
+            old = self.store.knowledge_source(namespace, sid)
+            if old is not None and _unchanged(old, doc, collection, model):
+                files.append(
+                    KnowledgeFile(path=str(path), action="unchanged", source_id=sid,
+                                  chunks=old.chunk_count)
+                )  # fmt: skip
+                continue
+            files.append(KnowledgeFile(path=str(path), action="added", source_id=sid))
+            todo.append((len(files) - 1, doc, old))
+        chunked = [(at, doc, old, *kb.chunk_document(doc)) for at, doc, old in todo]
+        total, done = sum(len(pieces) for *_, pieces in chunked), 0
+        if progress is not None:
+            progress(0, total)
+        for at, doc, old, title, pieces in chunked:
+            if not pieces and old is None:
+                files[at] = files[at].model_copy(
+                    update={"action": "skipped", "source_id": None, "reason": "no text in it"}
+                )
+                continue
+            vectors = self._embed_pieces(title, pieces, done, total, progress)
+            done += len(pieces)
+            if vectors is None and progress is not None:
+                progress(done, total)
+            self._store_source(namespace, collection, doc, old, title, pieces, vectors)
+            files[at] = files[at].model_copy(
+                update={"action": "updated" if old else "added", "chunks": len(pieces)}
+            )
+        return KnowledgeReport.of(namespace, collection, model, files)
+
+    def _embed_pieces(
+        self,
+        title: str,
+        pieces: Sequence[kb.Piece],
+        done: int,
+        total: int,
+        progress: KnowledgeProgress | None,
+    ) -> npt.NDArray[np.float32] | None:
+        if self.embedder is None or not pieces:
+            return None
+        texts = [kb.embedding_text(title, p) for p in pieces]
+        size = max(1, self.settings.embed_batch_size)
+        parts = []
+        for i in range(0, len(texts), size):
+            parts.append(np.asarray(self.embedder.embed(texts[i : i + size]), dtype=np.float32))
+            if progress is not None:
+                progress(done + min(i + size, len(texts)), total)
+        return np.concatenate(parts)
+
+    def _store_source(
+        self,
+        namespace: str,
+        collection: str,
+        doc: kb.Document,
+        old: KnowledgeSource | None,
+        title: str,
+        pieces: Sequence[kb.Piece],
+        vectors: npt.NDArray[np.float32] | None,
+    ) -> None:
+        now, sid = utcnow(), kb.source_id(str(doc.path))
+        model = self.embedder.model_id if vectors is not None and self.embedder else None
+        source = KnowledgeSource(
+            id=sid, namespace=namespace, collection=collection, path=str(doc.path), title=title,
+            content_hash=doc.content_hash, mtime=doc.mtime, size_bytes=doc.size,
+            chunk_count=len(pieces), embedding_model=model,
+            added_at=old.added_at if old else now, updated_at=now,
+        )  # fmt: skip
+        chunks = [
+            KnowledgeChunk(
+                id=f"{sid}-{i}", namespace=namespace, source_id=sid, collection=collection,
+                ordinal=i, text=p.text, heading=p.heading, start_char=p.start, end_char=p.end,
+                embedding_model=source.embedding_model,
+            )
+            for i, p in enumerate(pieces)
+        ]  # fmt: skip
+        self.store.replace_knowledge(source, chunks, vectors)
+
+    # ------------------------------------------------------------------ search
+    async def search_knowledge(
+        self,
+        query: str,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        limit: int = 5,
+        threshold: float = 0.3,
+    ) -> list[KnowledgeHit]:
+        """The ``limit`` best chunks for ``query`` scoring at least ``threshold`` (0–1),
+        best first; ``collections`` restricts to named knowledge bases. See the module
+        docstring for what the score means."""
+        return await self._run(
+            self.search_knowledge_now, query, namespace=namespace, collections=collections,
+            limit=limit, threshold=threshold,
+        )  # fmt: skip
+
+    def search_knowledge_now(
+        self,
+        query: str,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        limit: int = 5,
+        threshold: float = 0.3,
+    ) -> list[KnowledgeHit]:
+        """:meth:`search_knowledge` in the caller's thread (the sync SDK and chat use it)."""
+        text = v.query(query)
+        lim = v.limit(limit, "limit", SEARCH_MAX)
+        floor = v.unit(threshold, "threshold")
+        nss = self._namespaces(namespace)
+        colls = None
+        if collections is not None:
+            if isinstance(collections, str):
+                collections = [collections]
+            colls = [kb.check_collection(c) for c in collections]
+        if self.embedder is not None:
+            query_vec = self.embedder.embed_query(text)
+            hits = self.store.knowledge_vector_search(
+                nss, query_vec, model=self.embedder.model_id, limit=lim, collections=colls
+            )
+        else:
+            raw = self.store.knowledge_fulltext(nss, fts_match(text), limit=lim, collections=colls)
+            hits = [h.model_copy(update={"score": _squash(h.score)}) for h in raw]
+        return [h for h in hits if h.score >= floor]
+
+    def _namespaces(self, namespace: str | Sequence[str] | None) -> list[str]:
+        if namespace is None or isinstance(namespace, str):
+            return [self._ns(namespace)]
+        nss = list(dict.fromkeys(v.namespace(n) for n in namespace))
+        if not nss:
+            raise ValidationError("namespace list is empty", hint="name at least one namespace")
+        return nss
+
+    # ------------------------------------------------------------------ sources
+    async def list_knowledge_sources(
+        self, *, namespace: str | None = None, collection: str | None = None
+    ) -> list[KnowledgeSource]:
+        """The files in the knowledge tier, by collection and path."""
+        ns = self._ns(namespace)
+        coll = kb.check_collection(collection) if collection is not None else None
+        return await self._run(self.store.knowledge_sources, ns, collection=coll)
+
+    async def remove_knowledge(
+        self, source: str, *, namespace: str | None = None
+    ) -> list[KnowledgeSource]:
+        """Remove a source by id or path (a folder path removes every source under it);
+        returns what was removed. Raises :class:`NotFoundError` when nothing matches."""
+        ns = self._ns(namespace)
+        if not isinstance(source, str) or not source.strip():
+            raise ValidationError("give a knowledge source id or path")
+        ref = source.strip()
+
+        def run() -> list[KnowledgeSource]:
+            found = self.store.knowledge_source(ns, ref) if ID_RE.match(ref) else None
+            if found is not None:
+                gone = [found]
+            else:
+                full = str(Path(ref).expanduser().resolve())
+                folder = os.path.join(full, "")
+                gone = [
+                    s
+                    for s in self.store.knowledge_sources(ns)
+                    if s.path in (ref, full) or s.path.startswith(folder)
+                ]
+            if not gone:
+                raise NotFoundError(
+                    f"no knowledge source {ref!r} in namespace {ns!r}",
+                    hint="`memloci knowledge list` shows the sources, their ids and paths",
+                )
+            self.store.delete_knowledge(ns, [s.id for s in gone])
+            return gone
+
+        return await self._run(run)
+
+
+def _unchanged(old: KnowledgeSource, doc: kb.Document, collection: str, model: str | None) -> bool:
+    """Same bytes, same collection, and vectors from the current embedder (when any)."""
+    same = old.content_hash == doc.content_hash and old.collection == collection
+    return same and (model is None or old.embedding_model == model or old.chunk_count == 0)
+
+
+def _squash(bm25: float) -> float:
+    b = max(bm25, 0.0)
+    return b / (1.0 + b)

@@ -1,0 +1,330 @@
+"""Consolidation and maintenance of MemoryService (layer: service).
+
+A mixin so service.py stays readable; it relies on what MemoryService sets up
+(``store``, ``embedder``, ``settings``, ``worker``, ``_run``, ``_ns``, ``_prune``,
+``embed_pending``). The work itself lives in :mod:`memloci.consolidation`.
+
+Triggers: ``consolidate`` (on demand), ``end_session``, a session switch seen by the hot
+path (a user/agent's previous sessions are consolidated in a background thread) and
+``maintain`` (the nightly job).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+from memloci import validate as v
+from memloci.config import Settings
+from memloci.consolidation.base import Extractor
+from memloci.consolidation.consolidator import ConsolidationReport, Consolidator
+from memloci.consolidation.maintenance import Maintenance, MaintenanceReport
+from memloci.errors import MemlociError, ValidationError
+from memloci.models import MemoryNode, NodeType, utcnow
+from memloci.providers.base import Embedder
+from memloci.storage.base import PendingSession, Store
+from memloci.worker import EmbeddingWorker
+
+P = ParamSpec("P")
+T = TypeVar("T")
+if TYPE_CHECKING:
+    from memloci.providers.llm import LLM
+
+log = logging.getLogger("memloci.consolidation")
+FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
+_Owner = tuple[str, str | None, str | None]  # namespace, user, agent
+
+
+class _Background:
+    """One daemon thread consolidating the sessions a user/agent left, in order.
+
+    A job waits until no turn has been added for ``IDLE`` seconds (at most ``MAX_DEFER``),
+    so bulk loading and busy conversations are not slowed by it."""
+
+    IDLE, MAX_DEFER = 0.2, 10.0
+
+    def __init__(self, run: Callable[[str, str | None, str | None], object]) -> None:
+        self._run = run
+        self._jobs: queue.Queue[_Owner | None] = queue.Queue()
+        self._queued: set[_Owner] = set()
+        self._pending = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.last_turn = 0.0  # time.monotonic() of the latest turn (set by the hot path)
+
+    def submit(self, owner: _Owner) -> None:
+        with self._cond:
+            if self._closed or owner in self._queued:  # queued, not started: it will do
+                return
+            self._queued.add(owner)
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="memloci-consolidation", daemon=True
+                )
+                self._thread.start()
+        self._jobs.put(owner)
+
+    def _loop(self) -> None:
+        # yield to the hot path and to queries, like the embedding worker (Linux only)
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        while (owner := self._jobs.get()) is not None:
+            self._wait_for_quiet()
+            with self._cond:
+                self._queued.discard(owner)
+            try:
+                self._run(*owner)
+            except Exception:  # keep the thread alive; the nightly run retries
+                log.warning("background consolidation failed", exc_info=True)
+            finally:
+                with self._cond:
+                    self._pending -= 1
+                    self._cond.notify_all()
+
+    def _wait_for_quiet(self) -> None:
+        deadline = time.monotonic() + self.MAX_DEFER
+        while not self._closed and (now := time.monotonic()) < deadline:
+            quiet = now - self.last_turn
+            if quiet >= self.IDLE:
+                return
+            time.sleep(min(self.IDLE - quiet, deadline - now))
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until every job submitted so far is done; False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending == 0, timeout)
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        with self._cond:
+            self._closed, thread = True, self._thread
+        if thread is not None:
+            self._jobs.put(None)
+            thread.join(timeout)
+
+
+class ConsolidationMixin:
+    """``consolidate``, ``end_session``, ``maintain`` and the session-switch trigger."""
+
+    store: Store
+    embedder: Embedder | None
+    settings: Settings
+    worker: EmbeddingWorker | None
+    extractor: Extractor | None = None  # set to use another extractor everywhere
+    if TYPE_CHECKING:  # provided by MemoryService
+
+        def _ns(self, namespace: str | None) -> str: ...
+        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+        def _prune(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None: ...
+
+    # ------------------------------------------------------------------ providers
+    @property
+    def llm(self) -> LLM | None:
+        """The LLM for extraction and enrichment (``settings.llm``; None = rules only).
+        Built on first use; assign to inject one."""
+        if "_llm" not in self.__dict__:
+            from memloci.providers.llm import load_llm
+
+            self.__dict__["_llm"] = load_llm(
+                self.settings.llm or "none", **self.settings.llm_options
+            )
+        llm: LLM | None = self.__dict__["_llm"]
+        return llm
+
+    @llm.setter
+    def llm(self, value: LLM | None) -> None:
+        self.__dict__["_llm"] = value
+
+    def default_extractor(self) -> Extractor:
+        """``extractor`` if set, else the LLM extractor with an LLM, else the rules."""
+        if self.extractor is not None:
+            return self.extractor
+        llm = self.llm
+        if llm is not None:
+            from memloci.consolidation.llm_extractor import LLMExtractor
+
+            return LLMExtractor(llm)
+        from memloci.consolidation.rules import RuleExtractor
+
+        return RuleExtractor()
+
+    def _consolidator(self, extractor: Extractor | None = None) -> Consolidator:
+        return Consolidator(
+            self.store, self.settings, extractor or self.default_extractor(),
+            embedder=self.embedder,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ consolidation
+    async def consolidate(
+        self, session: str | None = None, *, namespace: str | None = None,
+        user: str | None = None, extractor: Extractor | None = None,
+    ) -> ConsolidationReport:  # fmt: skip
+        """Turn unconsolidated episodes into facts, opinions and procedures.
+
+        One session, or every pending session (of ``user``, if given), oldest first.
+        Each batch of episodes is stored in one transaction with its ``derived_from``
+        edges, entities and supersessions; a consolidated session is skipped, so running
+        it twice creates nothing new. A session whose extraction fails stays pending and
+        is listed in ``failed``."""
+        ns, sid, uid = self._ns(namespace), v.ident(session), v.ident(user, "user")
+        if extractor is not None and not isinstance(extractor, Extractor):
+            raise ValidationError(
+                "extractor must have a name and an extract(episodes, *, known) method"
+            )
+        return await self._run(
+            self.consolidate_now, sid, namespace=ns, user=uid, extractor=extractor
+        )
+
+    def consolidate_now(
+        self, session: str | None = None, *, namespace: str, user: str | None = None,
+        extractor: Extractor | None = None,
+    ) -> ConsolidationReport:  # fmt: skip
+        """:meth:`consolidate` in the caller's thread (arguments already validated)."""
+        if session is not None:
+            sessions = [session]
+        else:
+            sessions = [p.session for p in self.store.pending_sessions(namespace, user=user)]
+        return self._consolidate_sessions(namespace, sessions, extractor)
+
+    def _consolidate_sessions(
+        self, ns: str, sessions: list[str], extractor: Extractor | None = None
+    ) -> ConsolidationReport:
+        report = self._consolidator(extractor).run(ns, sessions)
+        if report.created:
+            self._prune(ns, FACT_TYPES, self.settings.max_memories)
+            self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
+            if self.worker:
+                self.worker.wake()
+        return report
+
+    async def pending_sessions(
+        self, *, namespace: str | None = None, user: str | None = None, limit: int = 1000
+    ) -> list[PendingSession]:
+        """Sessions with conversation turns not consolidated yet, oldest first."""
+        ns, uid, lim = self._ns(namespace), v.ident(user, "user"), v.limit(limit, "limit", 100_000)
+        return await self._run(self.store.pending_sessions, ns, user=uid, limit=lim)
+
+    async def end_session(
+        self, session: str, *, namespace: str | None = None
+    ) -> ConsolidationReport:
+        """The session is over: consolidate it now."""
+        ns, sid = self._ns(namespace), v.ident(session)
+        if sid is None:
+            raise ValidationError("end_session needs a session id")
+        return await self._run(self.consolidate_now, sid, namespace=ns)
+
+    # ------------------------------------------------------------------ session switch
+    def _sessions(self) -> dict[_Owner, str]:
+        found: dict[_Owner, str] | None = self.__dict__.get("_seen_sessions")
+        if found is None:
+            found = self.__dict__.setdefault("_seen_sessions", {})
+        return found
+
+    def _switch_lock(self) -> threading.Lock:
+        lock: threading.Lock | None = self.__dict__.get("_seen_lock")
+        if lock is None:
+            lock = self.__dict__.setdefault("_seen_lock", threading.Lock())
+        return lock
+
+    def _session_seen(self, node: MemoryNode) -> None:
+        """Hot-path hook, before a turn is stored: a dict lookup unless the session is
+        new to this process for its user/agent; then the session is recorded and the
+        owner's other pending sessions go to the background thread."""
+        bg: _Background | None = self.__dict__.get("_bg")
+        if bg is not None:
+            bg.last_turn = time.monotonic()
+        if node.session is None:
+            return
+        owner = (node.namespace, node.user, node.agent)
+        seen = self._sessions()
+        if seen.get(owner) == node.session:
+            return
+        with self._switch_lock():
+            if seen.get(owner) == node.session:
+                return
+            seen[owner] = node.session
+        self.store.register_session(
+            node.namespace, node.session, user=node.user, agent=node.agent, now=utcnow()
+        )
+        if self.settings.consolidate_on_session_switch:
+            self._background().submit(owner)
+
+    def _background(self) -> _Background:
+        bg: _Background | None = self.__dict__.get("_bg")
+        if bg is None:
+            with self._switch_lock():
+                bg = self.__dict__.setdefault("_bg", _Background(self._consolidate_left))
+        assert bg is not None
+        return bg
+
+    def _consolidate_left(self, ns: str, user: str | None, agent: str | None) -> None:
+        """Consolidate the pending sessions of this user and agent but their current one.
+        The current one is read *after* the pending list: the hot path names a session
+        before storing its first turn, so a turn listed here has its session named."""
+        pending = self.store.pending_sessions(ns, user=user)
+        with self._switch_lock():
+            current = self._sessions().get((ns, user, agent))
+        sessions = [
+            p.session for p in pending
+            if p.session != current and p.user == user and p.agent == agent
+        ]  # fmt: skip
+        if sessions:
+            report = self._consolidate_sessions(ns, sessions)
+            if report.failed:
+                log.warning("background consolidation left sessions pending: %s", report.failed)
+
+    def wait_for_consolidation(self, timeout: float | None = None) -> bool:
+        """Wait until background consolidation (after session switches) is done; False
+        on timeout."""
+        bg: _Background | None = self.__dict__.get("_bg")
+        return bg.join(timeout) if bg is not None else True
+
+    def _close_consolidation(self, timeout: float = 30.0) -> None:
+        bg: _Background | None = self.__dict__.get("_bg")
+        if bg is not None:
+            bg.close(timeout)
+
+    # ------------------------------------------------------------------ maintenance
+    async def maintain(self, *, now: datetime | None = None) -> MaintenanceReport:
+        """The nightly job: consolidate pending sessions, decay (and prune) facts, enrich
+        entities and infer causal links (with an LLM), embed what is pending and record
+        ``last_maintenance``. When another process or thread is already running it, this
+        one does nothing and says so (``ran`` False)."""
+        when = v.when(now)
+        return await self._run(self.maintain_now, now=when)
+
+    def maintain_now(self, *, now: datetime | None = None) -> MaintenanceReport:
+        """:meth:`maintain` in the caller's thread. When the configured LLM cannot be
+        built, the LLM steps and consolidation wait for the next run (sessions stay
+        pending rather than being consolidated by the rules instead)."""
+        try:
+            llm, consolidator, problem = self.llm, self._consolidator(), None
+        except MemlociError as exc:
+            llm, consolidator, problem = None, None, f"llm {self.settings.llm!r}: {exc}"
+        job = Maintenance(
+            self.store, self.settings, consolidator=consolidator, llm=llm,
+            embed=self._embed_all if self.worker is not None else None,
+        )  # fmt: skip
+        report = job.run(now=now)
+        if problem is not None and report.ran:
+            report.errors.insert(0, problem)
+        if report.ran:
+            for ns in report.namespaces:
+                self._prune(ns, FACT_TYPES, self.settings.max_memories)
+                self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
+        return report
+
+    def _embed_all(self) -> int:
+        done = 0
+        if self.worker is not None:
+            while n := self.worker.run_once():
+                done += n
+        return done

@@ -1,0 +1,54 @@
+"""Agent-runtime helpers of MemoryService (layer: service): what ``memloci.runtime`` needs
+beyond the record methods. A mixin, like :mod:`memloci.service_records`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+from memloci import validate as v
+from memloci.errors import NotFoundError
+from memloci.models import MemoryUser, utcnow
+from memloci.storage.base import Store
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class RuntimeMixin:
+    """Contact statistics of memory users (``last_seen``, ``conversation_count``)."""
+
+    store: Store
+    if TYPE_CHECKING:  # provided by MemoryService
+
+        def _ns(self, namespace: str | None) -> str: ...
+        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+
+    async def touch_user(
+        self,
+        user_id: str,
+        *,
+        namespace: str | None = None,
+        new_conversation: bool = False,
+        when: datetime | None = None,
+    ) -> MemoryUser:
+        """Record contact with a user: ``last_seen`` becomes ``when`` (default now; it
+        never moves backwards) and ``new_conversation`` adds one to
+        ``conversation_count``. One transaction; an unknown user is a NotFoundError."""
+        ns, uid = self._ns(namespace), v.required(user_id, "user")
+        new = v.flag(new_conversation, "new_conversation")
+        at = v.when(when) or utcnow()
+
+        def run() -> MemoryUser:
+            with self.store.batch():
+                user = self.store.get_user(ns, uid)
+                if user is None:
+                    raise NotFoundError(f"no memory user {uid!r} in namespace {ns!r}")
+                seen = at if user.last_seen is None else max(user.last_seen, at)
+                count = user.conversation_count + (1 if new else 0)
+                return self.store.upsert_user(
+                    user.model_copy(update={"last_seen": seen, "conversation_count": count})
+                )
+
+        return await self._run(run)

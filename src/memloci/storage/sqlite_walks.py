@@ -1,0 +1,242 @@
+"""SQLite graph walks (layer: storage): edges by relation, entity neighbourhoods.
+
+Every walk is bounded by a :class:`~memloci.storage.base.NodeFilter`: a node the
+filter hides is neither returned nor walked through, so a walk can never reveal
+(or route through) another user's, agent's or session's memories. Each step is one
+indexed query (``edges_source`` / ``edges_target``, ``node_entities`` primary key,
+``entity_names`` primary key).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from memloci.models import Entity
+from memloci.storage.base import NodeFilter
+from memloci.storage.rows import owner_match
+from memloci.storage.sqlfilter import filter_sql
+from memloci.storage.sqlite_base import OperationalError, SQLiteBase, chunks, qs
+from memloci.storage.sqlite_records import _ENTITY_COLS, _entity_from_row, name_norm
+from memloci.storage.sqlite_search import FTS_WEIGHTS
+
+_STEP = {
+    # direction -> (column we come from, column we go to)
+    "forward": ("source_id", "target_id"),
+    "backward": ("target_id", "source_id"),
+}
+
+
+class SQLiteWalks(SQLiteBase):
+    """Graph walk queries for the retrieval pipeline's graph strategies."""
+
+    def walk(
+        self,
+        flt: NodeFilter,
+        seeds: Sequence[str],
+        relation: str,
+        *,
+        depth: int = 1,
+        direction: str = "both",
+        limit: int = 200,
+    ) -> list[tuple[str, str, int, int]]:
+        """Nodes reachable from ``seeds`` over current ``relation`` edges within ``depth``
+        steps: ``(node_id, seed_id, distance, sign)`` with ``sign`` +1 when reached along
+        edges (source → target), -1 against them. Breadth first: each node once, at its
+        shortest distance (ties: the earlier seed, forward first); seeds are not returned.
+        ``direction`` is ``forward``, ``backward`` or ``both``."""
+        if not seeds or depth < 1 or not flt.namespaces:
+            return []
+        ways = ("forward", "backward") if direction == "both" else (direction,)
+        where, params = filter_sql(flt)
+        ns = list(flt.namespaces)
+        seen: set[str] = set(seeds)
+        # frontier: node id -> (seed, sign) it was reached from
+        frontier: dict[str, tuple[str, int]] = {s: (s, 0) for s in dict.fromkeys(seeds)}
+        out: list[tuple[str, str, int, int]] = []
+        with self._reading() as c:
+            for distance in range(1, depth + 1):
+                found: dict[str, tuple[str, int]] = {}
+                for way in ways:
+                    here, there = _STEP[way]
+                    sign = 1 if way == "forward" else -1
+                    for chunk in chunks(list(frontier), 400):
+                        rows = c.execute(
+                            f"SELECT e.{here}, e.{there} FROM edges e"
+                            f" CROSS JOIN nodes n ON n.id = e.{there}"
+                            f" WHERE e.namespace IN ({qs(ns)}) AND e.{here} IN ({qs(chunk)})"
+                            f" AND e.relation = ? AND e.valid_until IS NULL AND {where}",
+                            [*ns, *chunk, relation, *params],
+                        ).fetchall()
+                        for src, dst in rows:
+                            if dst in seen or dst in found:
+                                continue
+                            seed, prev = frontier[src]
+                            if prev and prev != sign:
+                                continue  # a chain keeps one direction
+                            found[dst] = (seed, sign)
+                # deterministic order: by seed order, then id
+                order = {s: i for i, s in enumerate(seeds)}
+                for node_id, (seed, sign) in sorted(
+                    found.items(), key=lambda kv: (order.get(kv[1][0], 0), kv[1][1] < 0, kv[0])
+                ):
+                    out.append((node_id, seed, distance, sign))
+                    if len(out) >= limit:
+                        return out
+                seen.update(found)
+                frontier = found
+                if not frontier:
+                    break
+        return out
+
+    def entities_in_text(
+        self, namespaces: Sequence[str], text: str, *, max_words: int = 4
+    ) -> list[tuple[str, Entity]]:
+        """Entities whose canonical name or alias occurs in ``text`` as whole words
+        (case-insensitive, outer punctuation and a possessive ``'s`` ignored):
+        ``(matched name, entity)``, longest names first; words already inside a longer
+        match are not matched again (another entity of exactly that name still is)."""
+        grams = _grams(text, max_words)
+        if not grams or not namespaces:
+            return []
+        ns = list(namespaces)
+        rows: list[Any] = []
+        with self._reading() as c:
+            for chunk in chunks(list(grams), 400):
+                rows += c.execute(
+                    f"SELECT x.name_norm, {_ENTITY_COLS} FROM entity_names x"
+                    " CROSS JOIN entities e ON e.id = x.entity_id"
+                    f" WHERE x.namespace IN ({qs(ns)}) AND x.name_norm IN ({qs(chunk)})"
+                    " ORDER BY e.mention_count DESC, e.id",
+                    [*ns, *chunk],
+                ).fetchall()
+        rows.sort(key=lambda r: (grams[r[0]][0] - grams[r[0]][1], grams[r[0]][0]))
+        taken: set[int] = set()
+        spans: set[tuple[int, int]] = set()
+        seen: set[str] = set()
+        out: list[tuple[str, Entity]] = []
+        for row in rows:
+            span = grams[row[0]]
+            entity = _entity_from_row(row[1:])
+            words = set(range(*span))
+            if entity.id in seen or (span not in spans and words & taken):
+                continue
+            taken |= words
+            spans.add(span)
+            seen.add(entity.id)
+            out.append((row[0], entity))
+        return out
+
+    def entity_fulltext(
+        self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
+    ) -> list[tuple[str, float]]:
+        """Nodes visible through ``flt`` linked to any of ``entity_ids``, ranked by the FTS5
+        ``match`` (``-bm25``, higher is better); an empty ``match`` ranks newest first
+        (score 0)."""
+        if not entity_ids or not flt.namespaces:
+            return []
+        where, params = filter_sql(flt)
+        ids = list(dict.fromkeys(entity_ids))
+        linked = (
+            "EXISTS (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
+            f" AND ne.entity_id IN ({qs(ids)}))"
+        )
+        if not match.strip():
+            with self._reading() as c:
+                rows = c.execute(
+                    f"SELECT n.id FROM node_entities ne CROSS JOIN nodes n ON n.id = ne.node_id"
+                    f" WHERE ne.entity_id IN ({qs(ids)}) AND {where}"
+                    " GROUP BY n.id ORDER BY max(n.event_time) DESC, n.id LIMIT ?",
+                    [*ids, *params, limit],
+                ).fetchall()
+            return [(r[0], 0.0) for r in rows]
+        weights = ", ".join(str(w) for w in FTS_WEIGHTS)
+        match = f"({match}) AND {owner_match(flt.namespaces, flt.user)}"
+        sql = (
+            f"SELECT n.id, bm25(nodes_fts, {weights}) AS r FROM nodes_fts"
+            " CROSS JOIN nodes n ON n.rowid = nodes_fts.rowid"
+            f" WHERE nodes_fts MATCH ? AND {where} AND {linked} ORDER BY r LIMIT ?"
+        )
+        try:
+            with self._reading() as c:
+                rows = c.execute(sql, [match, *params, *ids, limit]).fetchall()
+        except OperationalError:
+            return []
+        return [(r[0], -float(r[1])) for r in rows]
+
+    def entity_neighbours(
+        self, flt: NodeFilter, node_ids: Sequence[str], *, max_links: int, limit: int = 200
+    ) -> list[tuple[str, str, str]]:
+        """Other nodes (visible through ``flt``) sharing an entity with ``node_ids``:
+        ``(node_id, via node_id, entity_id)``. Entities linked to more than ``max_links``
+        nodes are skipped: they connect too much to say anything."""
+        if not node_ids or not flt.namespaces:
+            return []
+        where, params = filter_sql(flt)
+        ids = list(dict.fromkeys(node_ids))
+        with self._reading() as c:
+            linked = [
+                r[0]
+                for r in c.execute(
+                    "SELECT DISTINCT entity_id FROM node_entities"
+                    f" WHERE node_id IN ({qs(ids)}) ORDER BY entity_id",
+                    ids,
+                )
+            ]
+            # bounded counts: an entity stops being counted at max_links + 1 links
+            specific = [
+                e
+                for e in linked
+                if c.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM node_entities WHERE entity_id = ?"
+                    " LIMIT ?)",
+                    (e, max_links + 1),
+                ).fetchone()[0]
+                <= max_links
+            ]
+            if not specific:
+                return []
+            rows = c.execute(
+                "SELECT other.node_id, mine.node_id, mine.entity_id FROM node_entities mine"
+                " CROSS JOIN node_entities other ON other.entity_id = mine.entity_id"
+                " CROSS JOIN nodes n ON n.id = other.node_id"
+                f" WHERE mine.node_id IN ({qs(ids)}) AND mine.entity_id IN ({qs(specific)})"
+                f" AND other.node_id NOT IN ({qs(ids)}) AND {where}"
+                " ORDER BY mine.node_id, other.node_id LIMIT ?",
+                [*ids, *specific, *ids, *params, limit],
+            ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def episode_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
+        """``(id, namespace, speaker, content)`` of the current episodes among ``ids``
+        (for linking the entities they mention)."""
+        out: list[tuple[str, str, str | None, str]] = []
+        with self._reading() as c:
+            for chunk in chunks(list(ids), 400):
+                out += c.execute(
+                    f"SELECT id, namespace, speaker, content FROM nodes WHERE id IN ({qs(chunk)})"
+                    " AND type = 'episodic' AND valid_until IS NULL ORDER BY rowid",
+                    chunk,
+                ).fetchall()
+        return out
+
+
+_OUTER = ".,;:!?\"'()[]{}<>*"
+
+
+def _grams(text: str, max_words: int) -> dict[str, tuple[int, int]]:
+    """Lookup forms of every run of up to ``max_words`` words → its word span: as typed
+    (outer punctuation stripped) and with all punctuation dropped ("Dr. Seuss", "dr seuss")."""
+    words = re.sub(r"['’]s\b", "", text).split()
+    grams: dict[str, tuple[int, int]] = {}
+    for size in range(min(max_words, len(words)), 0, -1):
+        for i in range(len(words) - size + 1):
+            raw = " ".join(words[i : i + size]).strip(_OUTER)
+            for form in (raw, " ".join(_ALNUM.findall(raw))):
+                if form:
+                    grams.setdefault(name_norm(form), (i, i + size))
+    return grams
+
+
+_ALNUM = re.compile(r"[^\W_]+")

@@ -1,0 +1,233 @@
+"""The Store contract for graph walks: chains over edges by relation, entity lookup in
+text, entity neighbourhoods — every walk bounded by the NodeFilter (namespace, user,
+session visibility), through the protocol only (any backend)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memloci.models import (
+    Edge,
+    EdgeType,
+    Entity,
+    EntityType,
+    MemoryNode,
+    NodeType,
+    Scope,
+    short_id,
+)
+from memloci.storage.base import NodeFilter, Store
+
+T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def episode(content: str, ns: str = "default", **fields: Any) -> MemoryNode:
+    when = fields.pop("when", T0)
+    data: dict[str, Any] = {
+        "id": short_id(), "namespace": ns, "type": NodeType.EPISODIC, "content": content,
+        "scope": Scope.GLOBAL, "event_time": when, "created_at": when, "updated_at": when,
+        "valid_from": when,
+    }  # fmt: skip
+    data.update(fields)
+    return MemoryNode(**data)
+
+
+def edge(a: MemoryNode, b: MemoryNode, relation: EdgeType, **fields: Any) -> Edge:
+    return Edge(
+        id=short_id() + short_id(), namespace=a.namespace, source_id=a.id, target_id=b.id,
+        relation=relation, valid_from=T0, created_at=T0, **fields,
+    )  # fmt: skip
+
+
+def entity(name: str, ns: str = "default", **fields: Any) -> Entity:
+    return Entity(
+        id=short_id(), namespace=ns, canonical_name=name, first_seen=T0, last_seen=T0, **fields
+    )
+
+
+def chain_of(store: Store, n: int, ns: str = "default", **fields: Any) -> list[MemoryNode]:
+    """``n`` episodes of one session linked by temporal edges (t0 → t1 → …)."""
+    nodes = [
+        episode(f"turn {i}", ns, session="s1", when=T0 + timedelta(minutes=i), **fields)
+        for i in range(n)
+    ]
+    store.insert_nodes(nodes, link_previous=True)
+    return nodes
+
+
+ALL = NodeFilter(namespaces=("default",))
+
+
+# ---------------------------------------------------------------------- walk
+def test_walk_follows_temporal_edges_both_ways_by_distance(store: Store) -> None:
+    t = chain_of(store, 7)
+    found = store.walk(ALL, [t[3].id], "temporal", depth=2)
+    assert found == [
+        (t[4].id, t[3].id, 1, 1),
+        (t[2].id, t[3].id, 1, -1),
+        (t[5].id, t[3].id, 2, 1),
+        (t[1].id, t[3].id, 2, -1),
+    ]
+    assert store.walk(ALL, [t[3].id], "temporal", depth=2, direction="forward") == [
+        (t[4].id, t[3].id, 1, 1),
+        (t[5].id, t[3].id, 2, 1),
+    ]
+    assert [r[0] for r in store.walk(ALL, [t[3].id], "temporal", direction="backward")] == [t[2].id]
+
+
+def test_walk_keeps_one_direction_never_returns_seeds_and_stops_at_the_limit(
+    store: Store,
+) -> None:
+    t = chain_of(store, 6)
+    # a chain never turns back: from t2 forward to t3, it does not come back to t1
+    found = store.walk(ALL, [t[2].id, t[3].id], "temporal", depth=3)
+    ids = [r[0] for r in found]
+    assert t[2].id not in ids and t[3].id not in ids
+    assert sorted(ids) == sorted([t[4].id, t[1].id, t[5].id, t[0].id])
+    # each node once, at its shortest distance, from the first seed that reaches it
+    assert (t[4].id, t[3].id, 1, 1) in found and (t[1].id, t[2].id, 1, -1) in found
+    assert len(store.walk(ALL, [t[0].id], "temporal", depth=5, limit=2)) == 2
+    assert store.walk(ALL, [], "temporal", depth=2) == []
+    assert store.walk(ALL, [t[0].id], "temporal", depth=0) == []
+
+
+def test_walk_is_by_relation_and_ignores_ended_edges(store: Store) -> None:
+    a, b, c, d = (episode(x) for x in "abcd")
+    store.insert_nodes([a, b, c, d])
+    store.insert_edges(
+        [
+            edge(a, b, EdgeType.CAUSAL),
+            edge(b, c, EdgeType.CAUSAL),
+            edge(a, d, EdgeType.CAUSAL, valid_until=T0),  # no longer holds
+        ]
+    )
+    assert store.walk(ALL, [a.id], "causal", depth=3) == [(b.id, a.id, 1, 1), (c.id, a.id, 2, 1)]
+    assert store.walk(ALL, [c.id], "causal", depth=1) == [(b.id, c.id, 1, -1)]
+    assert store.walk(ALL, [a.id], "temporal", depth=3) == []
+
+
+def test_walk_never_returns_or_crosses_hidden_nodes(store: Store) -> None:
+    """alice's turn → bob's turn → alice's turn: alice cannot see bob's, nor walk past it."""
+    a1 = episode("a1", scope=Scope.USER, user="alice")
+    b1 = episode("b1", scope=Scope.USER, user="bob")
+    a2 = episode("a2", scope=Scope.USER, user="alice")
+    s1 = episode("s1", scope=Scope.SESSION, user="alice", session="x")
+    store.insert_nodes([a1, b1, a2, s1])
+    store.insert_edges([edge(x, y, EdgeType.TEMPORAL) for x, y in ((a1, b1), (b1, a2), (a2, s1))])
+    alice = NodeFilter(namespaces=("default",), user="alice")
+    assert store.walk(alice, [a1.id], "temporal", depth=4) == []
+    # the session-scoped turn is hidden from alice outside that session
+    assert store.walk(alice, [a2.id], "temporal", depth=1, direction="forward") == []
+    inside = replace(alice, session="x")
+    assert store.walk(inside, [a2.id], "temporal", depth=1, direction="forward") == [
+        (s1.id, a2.id, 1, 1)
+    ]
+    bob = NodeFilter(namespaces=("default",), user="bob")
+    assert store.walk(bob, [a1.id], "temporal", depth=4) == [(b1.id, a1.id, 1, 1)]
+    # the rest of the filter applies too
+    facts_only = replace(ALL, types=(NodeType.SEMANTIC,))
+    assert store.walk(facts_only, [a1.id], "temporal", depth=4) == []
+
+
+def test_walk_stays_in_the_filters_namespaces(store: Store) -> None:
+    a = chain_of(store, 2, ns="a")
+    b = chain_of(store, 2, ns="b")
+    assert store.walk(NodeFilter(namespaces=("b",)), [a[0].id], "temporal", depth=2) == []
+    assert store.walk(NodeFilter(namespaces=("b",)), [b[0].id], "temporal") == [
+        (b[1].id, b[0].id, 1, 1)
+    ]
+    assert store.walk(NodeFilter(namespaces=()), [b[0].id], "temporal") == []
+
+
+# ---------------------------------------------------------------------- entities in text
+def test_entities_in_text_by_name_or_alias_longest_first(store: Store) -> None:
+    caro = store.insert_entity(entity("Caroline", aliases=["Caro"], type=EntityType.PERSON))
+    seuss = store.insert_entity(entity("Dr. Seuss"))
+    lgbtq = store.insert_entity(entity("LGBTQ"))
+    york = store.insert_entity(entity("New York"))
+    store.insert_entity(entity("York"))
+    store.insert_entity(entity("Caroline", ns="other"))
+    found = store.entities_in_text(
+        ["default"], "Did caro's friends in NEW YORK read Dr. Seuss at the LGBTQ+ center?"
+    )
+    assert [(name, e.id) for name, e in found] == [
+        ("new york", york.id),
+        ("dr. seuss", seuss.id),
+        ("caro", caro.id),
+        ("lgbtq", lgbtq.id),
+    ]
+    assert [e.id for _, e in store.entities_in_text(["default"], "Dr. Seuss books")] == [seuss.id]
+    assert store.entities_in_text(["default"], "nothing known here") == []
+    assert store.entities_in_text([], "Caroline") == []
+    other = store.entities_in_text(["other"], "Caroline")
+    assert [e.namespace for _, e in other] == ["other"]
+
+
+def test_entities_in_text_keeps_every_entity_of_a_shared_name(store: Store) -> None:
+    one = store.insert_entity(entity("John", mention_count=5))
+    two = store.insert_entity(entity("John", mention_count=1))
+    found = store.entities_in_text(["default"], "What did John say?")
+    assert [e.id for _, e in found] == [one.id, two.id]
+
+
+# ---------------------------------------------------------------------- entity nodes
+def test_entity_fulltext_ranks_linked_nodes_by_the_match(store: Store) -> None:
+    mel = store.insert_entity(entity("Melanie"))
+    pottery = episode("I signed up for a pottery class", when=T0)
+    paint = episode("I painted a sunrise", when=T0 + timedelta(days=1))
+    unlinked = episode("Pottery is fun, Melanie!", when=T0)
+    store.insert_nodes([pottery, paint, unlinked])
+    for n in (pottery, paint):
+        store.link_entities("default", n.id, [mel.id])
+    found = store.entity_fulltext(ALL, [mel.id], '"pottery"', 10)
+    assert [i for i, _ in found] == [pottery.id]
+    assert found[0][1] > 0  # -bm25: higher is better
+    newest = store.entity_fulltext(ALL, [mel.id], "", 10)
+    assert newest == [(paint.id, 0.0), (pottery.id, 0.0)]
+    assert store.entity_fulltext(ALL, [], '"pottery"', 10) == []
+
+
+def test_entity_fulltext_is_bounded_by_the_filter(store: Store) -> None:
+    mel = store.insert_entity(entity("Melanie"))
+    mine = episode("pottery with alice", scope=Scope.USER, user="alice")
+    theirs = episode("pottery with bob", scope=Scope.USER, user="bob")
+    elsewhere = episode("pottery in tenant b", ns="b")
+    store.insert_nodes([mine, theirs, elsewhere])
+    for n in (mine, theirs):
+        store.link_entities("default", n.id, [mel.id])
+    alice = NodeFilter(namespaces=("default",), user="alice")
+    assert [i for i, _ in store.entity_fulltext(alice, [mel.id], '"pottery"', 10)] == [mine.id]
+    assert [i for i, _ in store.entity_fulltext(alice, [mel.id], "", 10)] == [mine.id]
+    assert store.entity_fulltext(NodeFilter(namespaces=("b",)), [mel.id], '"pottery"', 10) == []
+
+
+def test_entity_neighbours_share_specific_entities_only(store: Store) -> None:
+    oscar = store.insert_entity(entity("Oscar"))
+    busy = store.insert_entity(entity("Melanie"))
+    seed = episode("my guinea pig Oscar")
+    near = episode("Oscar loves carrots")
+    far = [episode(f"Melanie says {i}") for i in range(4)]
+    hidden = episode("Oscar, bob's note", scope=Scope.USER, user="bob")
+    store.insert_nodes([seed, near, hidden, *far])
+    store.link_entities("default", seed.id, [oscar.id, busy.id])
+    store.link_entities("default", near.id, [oscar.id])
+    store.link_entities("default", hidden.id, [oscar.id])
+    for n in far:
+        store.link_entities("default", n.id, [busy.id])
+    alice = NodeFilter(namespaces=("default",), user="alice")
+    assert store.entity_neighbours(alice, [seed.id], max_links=3) == [(near.id, seed.id, oscar.id)]
+    wide = store.entity_neighbours(alice, [seed.id], max_links=10)
+    assert {r[0] for r in wide} == {near.id, *(n.id for n in far)}
+    assert store.entity_neighbours(alice, [], max_links=3) == []
+
+
+def test_episode_texts_lists_current_episodes_only(store: Store) -> None:
+    turn = episode("Hi, I'm Caroline", speaker="Caroline")
+    fact = episode("Caroline likes tea", type=NodeType.SEMANTIC)
+    gone = episode("old turn", valid_until=T0)
+    store.insert_nodes([turn, fact, gone])
+    assert store.episode_texts([turn.id, fact.id, gone.id, "missing0"]) == [
+        (turn.id, "default", "Caroline", "Hi, I'm Caroline")
+    ]

@@ -1,0 +1,389 @@
+"""``memloci chat`` end to end, against scripted models behind real HTTP servers that speak
+the OpenAI chat-completions and the Anthropic Messages protocols (``fake_models.py``).
+
+Most runs go through typer's CliRunner with stdin; the recall-across-sessions scenario
+runs two real processes. Every scenario runs on both protocols.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fake_models import FakeModelServer, closed_port, serving
+from typer.testing import CliRunner, Result
+
+from memloci import Memory
+from memloci.interfaces.cli import app
+from memloci.providers.chat import ChatTurn, ToolCall
+from memloci.runtime import load_role, thread_id
+from memloci.runtime.agent import AGENT_TOOLS, MEMORY_GUIDANCE, STOPPED, Agent
+from memloci.tools import anthropic_tools, openai_tools
+
+NS = "helper"  # the role's name, so its namespace
+PROMPT = "You are Helper, a friendly assistant."
+runner = CliRunner()
+PROTOCOLS = ["openai", "anthropic"]
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(params=PROTOCOLS)
+def model(request: pytest.FixtureRequest) -> Iterator[FakeModelServer]:
+    with serving(request.param) as server:
+        yield server
+
+
+def write_role(
+    tmp_path: Path, server: FakeModelServer | None, *, memory: dict[str, Any] | None = None,
+    base_url: str | None = None, provider: str | None = None, name: str = "role.yaml",
+) -> Path:  # fmt: skip
+    doc: dict[str, Any] = {"name": NS, "system_prompt": PROMPT}
+    if server is not None or base_url is not None:
+        doc["model"] = {
+            "provider": provider or (server.protocol if server else "openai"),
+            "name": "scripted-1",
+            "base_url": base_url or (server.base_url if server else None),
+        }
+    doc["memory"] = {
+        "store_path": "memory.db",
+        "embeddings": {"provider": "fake"},
+        **(memory or {}),
+    }
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return path
+
+
+def chat(role: Path, *args: str, input: str | None = None) -> Result:
+    return runner.invoke(app, ["chat", str(role), "--user", "sam", *args], input=input)
+
+
+def ok(role: Path, *args: str, input: str | None = None) -> Result:
+    result = chat(role, *args, input=input)
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def store(tmp_path: Path) -> Memory:
+    return Memory(str(tmp_path / "memory.db"), namespace=NS, embedder="fake")
+
+
+def facts(tmp_path: Path) -> list[Any]:
+    with store(tmp_path) as m:
+        return m.list(type=["semantic", "opinion"], include_forgotten=True)
+
+
+def all_nodes(tmp_path: Path) -> list[Any]:
+    with store(tmp_path) as m:
+        return m.list(include_forgotten=True, limit=1000)
+
+
+# ---------------------------------------------------------------------- recall
+def test_a_fact_told_in_session_1_is_recalled_in_session_2(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    role = write_role(tmp_path, model)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMLOCI_", "OPENAI_", "ANTH"))}
+
+    def session(text: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "memloci.interfaces.cli", "chat", str(role), "--user", "sam"],
+            input=f"{text}\nexit\n", cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        return proc
+
+    first = session("Remember that Alec is my boss")
+    tool = "add_to_memory" if model.protocol == "openai" else "remember"
+    assert model.tool_calls() == [tool]
+    assert "Done. (Remembered [" in first.stdout
+    assert f"[{tool}] Remembered" in first.stderr  # tool activity goes to stderr
+    ask, follow_up = model.chats()
+    # the tools sent are exactly the published schemas, for this protocol
+    expected = (
+        openai_tools(AGENT_TOOLS) if model.protocol == "openai" else anthropic_tools(AGENT_TOOLS)
+    )
+    assert ask.body["tools"] == expected
+    assert follow_up.messages[-1]["role"] == "tool"  # the result went back to the model
+    [fact] = facts(tmp_path)
+    assert fact.content == "Alec is my boss" and fact.user == "sam"
+
+    model.requests.clear()
+    second = session("What do you know about Alec?")  # a new process
+    [turn] = model.chats()
+    assert turn.system.startswith(PROMPT)
+    assert "## Using your memory" in turn.system and "## Your Memory" in turn.system
+    assert f"- [id:{fact.id}] Alec is my boss" in turn.system
+    assert turn.texts("user") == ["What do you know about Alec?"]  # a new session: no history
+    assert "I know: Alec is my boss" in second.stdout
+
+
+# ---------------------------------------------------------------------- resume
+def test_resume_restores_the_window(model: FakeModelServer, tmp_path: Path) -> None:
+    role = write_role(tmp_path, model)
+    ok(role, input="My favourite colour is green\nexit\n")
+    model.requests.clear()
+    resumed = ok(role, "--resume", input="What did I say before?\n")
+    [turn] = model.chats()
+    assert [m["role"] for m in turn.messages] == ["user", "assistant", "user"]
+    assert turn.messages[1]["content"] == "OK: My favourite colour is green"
+    assert "Earlier you said: My favourite colour is green" in resumed.stdout
+    assert "resumed session" in resumed.stderr
+    assert PROMPT in turn.system  # the system prompt is the role's, never a stored copy
+
+    model.requests.clear()
+    fresh = ok(role, input="What did I say before?\n")
+    assert "Earlier you said: nothing yet" in fresh.stdout
+
+
+def test_with_the_conversation_tier_off_nothing_is_resumed(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    role = write_role(tmp_path, model, memory={"conversation": {"enabled": False}})
+    first = ok(role, input="My favourite colour is green\nWhat did I say before?\n")
+    assert "Earlier you said: My favourite colour is green" in first.stdout  # this process
+    resumed = ok(role, "--resume", input="What did I say before?\n")
+    assert "Earlier you said: nothing yet" in resumed.stdout
+    with store(tmp_path) as m:
+        assert m.service.store.get_thread(NS, thread_id("sam", agent=NS)) is None
+
+
+# ---------------------------------------------------------------------- ask before storing
+def test_a_declined_memory_is_not_stored(model: FakeModelServer, tmp_path: Path) -> None:
+    role = write_role(tmp_path, model)
+    result = ok(role, input="I'm working with James on this project\nNo, it's just for this task\n")
+    assert "Would you like me to remember that James is a project collaborator?" in result.stdout
+    assert "No problem, I won't store that." in result.stdout
+    assert model.tool_calls() == []
+    assert all_nodes(tmp_path) == []
+    assert not any(s.structured for s in model.requests)  # nothing to consolidate either
+
+    agreed = ok(role, input="I'm working with Priya on this project\nYes please\n")
+    assert model.tool_calls() == ["add_to_memory"]
+    assert "Done. (Remembered [" in agreed.stdout
+    [fact] = facts(tmp_path)
+    assert fact.content == "Priya is a project collaborator" and fact.subject == "Priya"
+
+
+def test_an_update_keeps_the_id_and_bumps_the_version(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    role = write_role(tmp_path, model)
+    with store(tmp_path) as m:
+        old = m.remember(
+            "Sarah works on the Platform team", user="sam", subject="Sarah", category="person"
+        ).memory
+    result = ok(role, input="Sarah moved to the Design team last week\n")
+    assert model.tool_calls() == ["update_memory"]
+    assert f"- [id:{old.id}] [Sarah] Sarah works on the Platform team" in model.chats()[0].system
+    assert f"Done. (Updated [id:{old.id}] to version 2" in result.stdout
+    [fact] = facts(tmp_path)
+    assert (fact.id, fact.version) == (old.id, 2)
+    assert fact.content == "Sarah works on the Design team"
+
+
+# ---------------------------------------------------------------------- one-shot runs
+def test_one_shot_records_an_episode_and_consolidates(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    role = write_role(tmp_path, model)
+    result = ok(role, "-p", "I moved to Porto last month")
+    assert result.stdout == "OK: I moved to Porto last month\n"  # only the answer on stdout
+    with store(tmp_path) as m:
+        [episode] = m.list(type="episodic", include_forgotten=True)
+        assert (
+            episode.content
+            == "Task: I moved to Porto last month\nOutcome: OK: I moved to Porto last month"
+        )
+        assert episode.user == "sam" and episode.session
+        assert episode.episode is not None and episode.episode.outcome == {
+            "success": True, "final_output": "OK: I moved to Porto last month",
+        }  # fmt: skip
+        assert episode.episode.trigger == {"channel": "cli", "mode": "autonomous", "agent": NS}
+        assert episode.metadata == {"category": "autonomous_run"}
+        assert m.service.store.pending_sessions(NS) == []  # consolidated (after_session)
+        [fact] = m.list(type="semantic")
+        assert fact.content == "The user lives in Porto"
+    assert [s.structured for s in model.requests] == [False, True]
+    assert "Consolidated 1 session(s): 1 new memory." in result.stderr
+
+
+def test_manual_consolidation_leaves_the_episode_pending(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    role = write_role(tmp_path, model, memory={"consolidation": {"interval": "manual"}})
+    ok(role, "-p", "I moved to Porto last month")
+    assert not any(s.structured for s in model.requests)
+    with store(tmp_path) as m:
+        assert len(m.service.store.pending_sessions(NS)) == 1
+        assert m.list(type="semantic") == []
+
+
+@pytest.mark.parametrize(
+    ("interval", "runs"), [("after_session", True), ("after_autonomous", False)]
+)
+def test_leaving_the_repl_consolidates_after_session_only(
+    model: FakeModelServer, tmp_path: Path, interval: str, runs: bool
+) -> None:
+    role = write_role(tmp_path, model, memory={"consolidation": {"interval": interval}})
+    ok(role, input="record episode: deployed v2 to staging, tests passed\nquit\n")
+    assert model.tool_calls() == ["record_episode"]
+    assert any(s.structured for s in model.requests) is runs
+    with store(tmp_path) as m:
+        assert len(m.service.store.pending_sessions(NS)) == (0 if runs else 1)
+
+
+# ---------------------------------------------------------------------- the prompt and tools
+def test_the_role_decides_tools_procedures_and_knowledge(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    memory = {
+        "episodic": {"enabled": False},
+        "procedural": {"enabled": False},
+        "knowledge": {"sources": ["faq"], "similarityThreshold": 0.0},
+    }
+    role = write_role(tmp_path, model, memory=memory)
+    doc = tmp_path / "faq.md"
+    doc.write_text("# Refunds\n\nRefunds take five working days.\n", encoding="utf-8")
+    with store(tmp_path) as m:
+        m.learn_procedure("Always answer in French", user="sam")
+        m.add_knowledge([doc], collection="faq")
+    ok(role, input="How long do refunds take?\n")
+    [turn] = model.chats()
+    assert "learn_procedure" not in turn.tools and "record_episode" not in turn.tools
+    assert {"recall", "add_to_memory", "update_memory", "list_memories"} <= set(turn.tools)
+    assert "## Learned Procedures and Policies" in turn.system
+    assert "Always answer in French" in turn.system
+    assert (
+        "## Relevant Knowledge" in turn.system and "Refunds take five working days" in turn.system
+    )
+    assert turn.system.index(PROMPT) < turn.system.index(MEMORY_GUIDANCE[:20])
+    assert turn.system.index("## Learned Procedures") < turn.system.index("## Relevant Knowledge")
+
+
+def test_memory_commands_are_answered_without_the_model(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    role = write_role(tmp_path, model)
+    with store(tmp_path) as m:
+        mid = m.remember("Alec is my boss", user="sam", category="person").memory.id
+    result = ok(role, input=f"/memory\n/memory delete {mid}\n/memory\n/help\n")
+    assert model.requests == []
+    assert f"[{mid}] Alec is my boss" in result.stdout
+    assert "Deleted: 'Alec is my boss'" in result.stdout
+    assert "/memory delete <id>" in result.stdout  # /help
+    assert facts(tmp_path)[0].valid_until is not None
+
+
+# ---------------------------------------------------------------------- failures
+def test_no_model_configured_says_what_to_set(tmp_path: Path) -> None:
+    role = write_role(tmp_path, None)
+    result = chat(role, "-p", "hello")
+    assert result.exit_code == 2
+    assert "role.yaml names no chat model" in result.stderr
+    assert "model: {provider: openai, name: gpt-4o-mini}" in result.stderr
+    assert "OPENAI_API_KEY" in result.stderr and "MEMLOCI_LLM" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert not (tmp_path / "memory.db").exists()  # nothing opened
+
+
+KEYS = [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")]
+
+
+@pytest.mark.parametrize(("provider", "variable"), KEYS)
+def test_a_cloud_model_without_its_key_names_the_variable(
+    tmp_path: Path, provider: str, variable: str
+) -> None:
+    path = tmp_path / "role.yaml"
+    path.write_text(yaml.safe_dump({"model": {"provider": provider, "name": "m"}}), "utf-8")
+    result = chat(path, "-p", "hello")
+    assert result.exit_code == 2
+    assert f"needs an API key: set {variable}" in result.stderr and "api_key_env" in result.stderr
+
+
+def test_a_model_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with serving("openai") as server:
+        role = write_role(tmp_path, None)
+        monkeypatch.setenv("MEMLOCI_LLM", "openai")
+        monkeypatch.setenv(
+            "MEMLOCI_LLM_OPTIONS", f'{{"model": "env-model", "base_url": "{server.base_url}"}}'
+        )
+        result = ok(role, "-p", "hello")
+        assert result.stdout == "OK: hello\n"
+        assert server.chats()[0].body["model"] == "env-model"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_unreachable_model_is_a_clear_error(tmp_path: Path, protocol: str) -> None:
+    base = f"http://127.0.0.1:{closed_port()}" + ("/v1" if protocol == "openai" else "")
+    role = write_role(tmp_path, None, base_url=base, provider=protocol)
+    result = chat(role, "-p", "hello")
+    assert result.exit_code == 7
+    assert "cannot reach the LLM at http://127.0.0.1:" in result.stderr
+    assert "connection refused" in result.stderr and "hint:" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert all_nodes(tmp_path) == []  # no episode of a failed run
+
+    repl = chat(role, input="hello\n/memory\n")  # the REPL reports and goes on
+    assert repl.exit_code == 0
+    assert "cannot reach the LLM" in repl.stderr
+    assert "No memories yet" in repl.stdout
+
+
+# ---------------------------------------------------------------------- the loop, in process
+class _LoopingModel:
+    """A model that calls recall forever."""
+
+    model_id = "loop"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def chat(self, messages: Any, **_: Any) -> ChatTurn:
+        self.calls += 1
+        return ChatTurn("", (ToolCall(f"c{self.calls}", "recall", '{"query": "x"}'),))
+
+
+class _ForbiddenToolModel:
+    model_id = "forbidden"
+
+    def chat(self, messages: Any, **_: Any) -> ChatTurn:
+        if messages[-1]["role"] == "tool":
+            return ChatTurn(f"got: {messages[-1]['content']}")
+        return ChatTurn("", (ToolCall("c1", "learn_procedure", '{"content": "Always be late"}'),))
+
+
+def test_tool_rounds_are_capped_and_disabled_tools_refused(tmp_path: Path) -> None:
+    role_path = write_role(tmp_path, None, memory={"procedural": {"enabled": False}})
+    role = load_role(role_path)
+    with store(tmp_path) as m:
+        looping = _LoopingModel()
+        agent = Agent(m.service, role, looping, user="sam", max_tool_rounds=3)
+
+        async def run(a: Agent) -> str:
+            await a.start()
+            reply = await a.ask("Always call recall")
+            await a.finish()
+            return reply.text
+
+        assert asyncio.run(run(agent)) == STOPPED.format(n=3)
+        assert looping.calls == 3
+        refused = Agent(m.service, role, _ForbiddenToolModel(), user="sam")
+        text = asyncio.run(run(refused))
+        assert "Error: tool 'learn_procedure' is not available to this agent" in text
+        assert m.list(type="procedural") == []

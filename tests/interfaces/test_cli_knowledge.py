@@ -1,0 +1,119 @@
+"""``memloci knowledge …`` through typer's CliRunner with the fake embedder."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from memloci.interfaces.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("MEMLOCI_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "kb.db"
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "guide.md").write_text(
+        "# Guide\n\n## Install\n\nRun apt install kettle on Debian.\n\n"
+        "## Care\n\nDescale the kettle every month.\n",
+        encoding="utf-8",
+    )
+    (folder / "sub" / "faq.txt").write_text("Refunds take five working days.\n", "utf-8")
+    (folder / "photo.txt").write_bytes(b"\x89PNG\x00\x00")
+    (folder / "script.py").write_text("print('not included')\n", "utf-8")
+    return folder
+
+
+def run(db: Path, *args: str) -> Result:
+    return runner.invoke(app, ["knowledge", *args, "--db", str(db), "--embedder", "fake"])
+
+
+def ok(db: Path, *args: str) -> Result:
+    result = run(db, *args)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def as_json(db: Path, *args: str) -> Any:
+    return json.loads(ok(db, *args, "--json").stdout)
+
+
+def test_add_search_list_remove(db: Path, docs: Path) -> None:
+    report = as_json(db, "add", str(docs))
+    assert (report["added"], report["skipped"], report["chunks"]) == (2, 1, 3)
+    skipped = [f for f in report["files"] if f["action"] == "skipped"]
+    assert skipped[0]["path"].endswith("photo.txt") and "binary" in skipped[0]["reason"]
+    assert all(not f["path"].endswith("script.py") for f in report["files"])
+
+    again = ok(db, "add", str(docs))
+    assert "0 added, 0 updated, 2 unchanged, 1 skipped" in again.stdout
+    assert "skipped" in again.stderr and "photo.txt" in again.stderr
+
+    hits = as_json(db, "search", "descale the kettle", "-k", "2", "--threshold", "0.1")
+    assert hits[0]["heading"] == "Guide > Care" and hits[0]["text"].startswith("Descale")
+    assert len(hits) <= 2 and hits[0]["score"] >= 0.1
+    table = ok(db, "search", "descale the kettle").stdout
+    assert "Guide > Care" in table and "Descale" in table
+
+    sources = as_json(db, "list")
+    assert sorted(Path(s["path"]).name for s in sources) == ["faq.txt", "guide.md"]
+    assert "guide.md" in ok(db, "list").stdout
+
+    faq = next(s for s in sources if s["path"].endswith("faq.txt"))
+    removed = as_json(db, "remove", faq["id"])
+    assert removed["action"] == "removed" and removed["sources"][0]["id"] == faq["id"]
+    gone = ok(db, "remove", str(docs))
+    assert "removed: 1 source(s) and their 2 chunks." in gone.stdout
+    assert as_json(db, "list") == []
+    assert "No knowledge yet" in ok(db, "list").stderr
+
+
+def test_changed_file_is_updated_and_collections_filter(db: Path, docs: Path) -> None:
+    ok(db, "add", str(docs / "guide.md"), "--collection", "manual")
+    ok(db, "add", str(docs / "sub"), "-c", "faq")
+    faq_only = as_json(db, "search", "kettle refunds", "--collection", "faq", "-t", "0")
+    assert {h["collection"] for h in faq_only} == {"faq"}
+    (docs / "guide.md").write_text("# Guide\n\nBoil water only.\n", encoding="utf-8")
+    report = as_json(db, "add", str(docs / "guide.md"), "--collection", "manual")
+    assert report["updated"] == 1 and report["chunks"] == 1
+    assert [s["chunk_count"] for s in as_json(db, "list", "--collection", "manual")] == [1]
+
+
+def test_glob_option(db: Path, docs: Path) -> None:
+    report = as_json(db, "add", str(docs), "--glob", "*.py", "-g", "*.txt")
+    names = sorted(Path(f["path"]).name for f in report["files"] if f["action"] == "added")
+    assert names == ["faq.txt", "script.py"]
+
+
+def test_errors_are_clear_and_write_nothing(db: Path, docs: Path) -> None:
+    missing = run(db, "add", str(docs), str(docs / "nope.md"))
+    assert missing.exit_code == 3
+    assert "error: no such file or folder:" in missing.stderr and "nope.md" in missing.stderr
+    assert "hint:" in missing.stderr and "Traceback" not in missing.output
+    assert as_json(db, "list") == []
+    unknown = run(db, "remove", "zzzzzzzz")
+    assert unknown.exit_code == 3 and "knowledge list" in unknown.stderr
+    bad = run(db, "search", "kettle", "--threshold", "2")
+    assert bad.exit_code == 2 and "threshold" in bad.stderr
+    nothing = ok(db, "search", "unrelated words entirely", "--threshold", "0.99")
+    assert nothing.stdout == "" and "No knowledge chunk scored 0.99" in nothing.stderr
+    no_store = runner.invoke(app, ["knowledge", "list", "--db", str(db.parent / "new.db")])
+    assert no_store.exit_code == 3

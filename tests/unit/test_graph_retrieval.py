@@ -1,0 +1,323 @@
+"""Graph retrieval: intent and complexity, time phrases, proper-name mentions, the
+slow-path entity linking, and the graph strategies inside the search pipeline
+(explanations, recipes, isolation) — through the SDK with fake embedders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memloci import Memory
+from memloci.models import Edge, EdgeType, EntityType, short_id
+from memloci.providers.fake import FakeEmbedder
+from memloci.retrieval.intent import (
+    COMPLEX,
+    SIMPLE,
+    EmbeddingIntentClassifier,
+    Intent,
+    KeywordIntentClassifier,
+    is_complex,
+    plan_query,
+)
+from memloci.retrieval.mentions import mentions, speaker_name
+from memloci.retrieval.timephrases import REPORT_LAG, chain_direction, time_window
+from memloci.worker import link_mentions
+
+NOW = datetime(2024, 5, 10, 15, 30, tzinfo=UTC)
+MAY_2023 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+MakeMemory = Callable[..., Memory]
+
+
+# ---------------------------------------------------------------------- intent
+@pytest.mark.parametrize(
+    ("query", "intent"),
+    [
+        ("Why did Caroline move?", Intent.WHY),
+        ("How come the build broke?", Intent.WHY),
+        ("What made him quit his job?", Intent.WHY),
+        ("I wonder about the reason for the outage", Intent.WHY),
+        ("When did Melanie paint a sunrise?", Intent.WHEN),
+        ("what time is the dentist", Intent.WHEN),
+        ("How long has Nate had his turtles?", Intent.WHEN),
+        ("Which year did they move?", Intent.WHEN),
+        ("Who did Maria have dinner with?", Intent.WHO),
+        ("whose car is it", Intent.WHO),
+        ("What books has Melanie read?", Intent.WHAT),
+        ("Where did Joanna travel to?", Intent.WHAT),
+        ("How many children does Melanie have?", Intent.WHAT),
+        ("tell me about Rust", Intent.WHAT),
+        # the first question word decides, not a later "when" or "because"
+        ("What does Nate feel when out in cool places?", Intent.WHAT),
+        ("Who said it was because of the rain?", Intent.WHO),
+        ("I moved to Berlin", Intent.GENERAL),
+        ("thanks!", Intent.GENERAL),
+    ],
+)
+def test_keyword_intent(query: str, intent: Intent) -> None:
+    assert KeywordIntentClassifier().classify(query) is intent
+
+
+def test_exemplar_intent_decides_when_confident_and_falls_back_to_rules() -> None:
+    classifier = EmbeddingIntentClassifier(FakeEmbedder(dimension=256))
+    assert classifier.ready(wait=True)
+    assert classifier.classify("When did Bob visit Rome?") == (Intent.WHEN, "exemplars")
+    assert classifier.classify("Why did Bob visit Rome?") == (Intent.WHY, "exemplars")
+    assert classifier.classify("Who visited Rome with Bob?") == (Intent.WHO, "exemplars")
+    strict = EmbeddingIntentClassifier(FakeEmbedder(dimension=256), threshold=2.0)
+    assert strict.classify("When did Bob visit Rome?") == (Intent.WHEN, "rules")
+    # a query vector of another size (another model) never breaks classification
+    odd = FakeEmbedder(dimension=8).embed_query("when")
+    assert classifier.classify("When did Bob visit Rome?", odd) == (Intent.WHEN, "rules")
+
+
+def test_exemplars_that_cannot_be_embedded_leave_the_rules_in_charge() -> None:
+    class Broken(FakeEmbedder):
+        @property
+        def model_id(self) -> str:
+            return "broken:16"
+
+        def embed(self, texts: object) -> object:  # type: ignore[override]
+            raise RuntimeError("down")
+
+    classifier = EmbeddingIntentClassifier(Broken(dimension=16))
+    assert not classifier.ready(wait=True)
+    assert classifier.classify("When did Bob visit Rome?") == (Intent.WHEN, "rules")
+
+
+def test_complexity_sets_depth_limit_budget_and_seeds() -> None:
+    simple = plan_query("When did Melanie paint a sunrise?")
+    assert (simple.intent, simple.complexity, simple.source) == (Intent.WHEN, "simple", "rules")
+    assert (simple.depth, simple.limit, simple.budget, simple.seeds) == (2, 5, 1000, 1)
+    hard = plan_query("What do Jon and Gina both have in common?")
+    assert hard.complexity == "complex"
+    assert {k: getattr(hard, k) for k in COMPLEX} == COMPLEX
+    assert {k: getattr(simple, k) for k in SIMPLE} == SIMPLE
+    assert is_complex("How many times has Melanie gone to the beach?")
+    assert is_complex("Compare the trip to Rome with the one to Paris")
+    assert is_complex("alpha beta gamma delta epsilon zeta eta theta iota kappa")
+    assert not is_complex("Where does Bob work?")
+
+
+# ---------------------------------------------------------------------- time phrases
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("What movie did Joanna watch on 1 May, 2022?", day(2022, 5, 1), day(2022, 5, 2)),
+        ("What did Nate do on October 6, 2022?", day(2022, 10, 6), day(2022, 10, 7)),
+        ("Which book on 8th December, 2023?", day(2023, 12, 8), day(2023, 12, 9)),
+        ("notes from 2024-02-29", day(2024, 2, 29), day(2024, 3, 1)),
+        ("Where did Joanna travel to in July 2022?", day(2022, 7, 1), day(2022, 8, 1)),
+        ("What happened in December 2023?", day(2023, 12, 1), day(2024, 1, 1)),
+        ("Which performances did John achieve in 2023?", day(2023, 1, 1), day(2024, 1, 1)),
+        ("Where was John between August 11 and 15 2023?", day(2023, 8, 11), day(2023, 8, 16)),
+        ("between 3 and 5 June 2023", day(2023, 6, 3), day(2023, 6, 6)),
+    ],
+)
+def test_time_window_dates_with_the_report_lag(query: str, start: datetime, end: datetime) -> None:
+    window = time_window(query, now=NOW)
+    assert window is not None
+    assert (window.start, window.end) == (start, end + REPORT_LAG)
+
+
+def test_time_window_bounds_relative_phrases_and_ambiguity() -> None:
+    before = time_window("What did I buy before June 2023?", now=NOW)
+    assert before is not None and (before.start, before.end) == (None, day(2023, 6, 1) + REPORT_LAG)
+    after = time_window("anything after 1 May 2023", now=NOW)
+    assert after is not None and (after.start, after.end) == (day(2023, 5, 2), None)
+    since = time_window("since 2021", now=NOW)
+    assert since is not None and (since.start, since.end) == (day(2021, 1, 1), None)
+    shortly = time_window("Where was Tim in the week before 16 November 2023?", now=NOW)
+    assert shortly is not None and shortly.start == day(2023, 11, 16) - timedelta(days=31)
+    last_week = time_window("what did I do last week", now=NOW)
+    assert last_week is not None and (last_week.start, last_week.end) == (day(2024, 5, 3), None)
+    yesterday = time_window("what did we say yesterday?", now=NOW)
+    assert yesterday is not None
+    assert (yesterday.start, yesterday.end) == (day(2024, 5, 9), day(2024, 5, 10))
+    ago = time_window("the party 3 weeks ago", now=NOW)
+    assert ago is not None and ago.start is not None and ago.end is not None
+    assert ago.start < day(2024, 4, 19) < ago.end
+    assert time_window("Which outdoor spot did Joanna visit in May?", now=NOW) is None
+    assert time_window("on 31 February, 2023", now=NOW) is None
+    assert time_window("no time here", now=NOW) is None
+
+
+def test_chain_direction() -> None:
+    assert chain_direction("When did Melanie go on a hike after the roadtrip?") == "forward"
+    assert chain_direction("Which city was John in before traveling to Chicago?") == "backward"
+    assert chain_direction("What did I buy before June 2023?") == "both"  # a window, not a chain
+    assert chain_direction("When did Caroline move?") == "both"
+
+
+# ---------------------------------------------------------------------- mentions
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("Thanks, Melanie! I went to Rome with Jon last week.", ["Rome", "Jon"]),
+        ("Hey Mel! Good to see you!", []),
+        ("Wow Nate, that is so cool! Did you play Valorant?", ["Valorant"]),
+        ('I watched "The Lord of the Rings" last night!', ["Lord of the Rings"]),
+        ("I love Dr. Seuss books, Caroline.", ["Dr Seuss"]),
+        ("We went to the LGBTQ+ center. I met Sarah and Tom there.", ["LGBTQ", "Sarah", "Tom"]),
+        ("I read Charlotte's Web in May. I've loved it since Monday.", ["Charlotte's Web"]),
+        ("Paris was lovely.", []),  # a sentence's first word is never taken
+        ("I told Caroline about it.", ["Caroline"]),
+        ("Did Oliver's vet call? I think Oliver is fine.", ["Oliver"]),
+    ],
+)
+def test_mentions(text: str, names: list[str]) -> None:
+    assert mentions(text) == names
+
+
+def test_speaker_name() -> None:
+    assert speaker_name("Caroline") == "Caroline"
+    assert speaker_name("Mary  Ann") == "Mary Ann"
+    not_names = ("user", "assistant", "bot-1", "alice", None, "")
+    assert [speaker_name(s) for s in not_names] == [None] * len(not_names)
+
+
+# ---------------------------------------------------------------------- slow-path linking
+def test_the_worker_links_speakers_and_known_names(mem: Memory) -> None:
+    store = mem.service.store
+    mem.add("I signed up for a pottery class", speaker="Melanie", user="u", session="s")
+    mem.add("Thanks, Melanie! Did Melanie's kids join?", speaker="Caroline", user="u", session="s")
+    mem.add("Rome was great, I went with Oscar", speaker="Melanie", user="u", session="s")
+    assert mem.flush(20)
+    people = {e.canonical_name: e for e in store.list_entities("default")}
+    assert set(people) == {"Melanie", "Caroline"}  # Rome / Oscar are not registered
+    assert people["Melanie"].type is EntityType.PERSON
+    # two turns said, one mention ("Thanks, Melanie!" addresses her: not a mention)
+    assert people["Melanie"].mention_count == 3
+    turns = {n.content: n.id for n in mem.list(type="episodic")}
+    linked = store.node_entities("default", list(turns.values()))
+    names = {c: sorted(e.canonical_name for e in linked[i]) for c, i in turns.items()}
+    assert names["Thanks, Melanie! Did Melanie's kids join?"] == ["Caroline", "Melanie"]
+    # linking again adds nothing and counts nothing twice
+    assert link_mentions(store, list(turns.values()), now=datetime.now(UTC)) == 0
+    assert store.find_entity("default", "Melanie").mention_count == 3  # type: ignore[union-attr]
+
+
+def test_registering_mentions_is_opt_in(mem: Memory) -> None:
+    store = mem.service.store
+    node = mem.add("We flew to Rome with Oscar", speaker="user", user="u", session="s")
+    assert mem.flush(20)
+    assert store.list_entities("default") == []  # a role is not a person; names not registered
+    assert link_mentions(store, [node.id], now=datetime.now(UTC), register=True) == 2
+    assert sorted(e.canonical_name for e in store.list_entities("default")) == ["Oscar", "Rome"]
+    assert all(e.type is EntityType.CONCEPT for e in store.list_entities("default"))
+
+
+def test_link_mentions_can_be_switched_off(make_memory: MakeMemory) -> None:
+    mem = make_memory()
+    assert mem.service.worker is not None
+    mem.service.worker.link_mentions = False
+    mem.add("hello there", speaker="Caroline", user="u", session="s")
+    assert mem.flush(20)
+    assert mem.service.store.list_entities("default") == []
+
+
+# ---------------------------------------------------------------------- the pipeline
+def conversation(mem: Memory, user: str, turns: list[tuple[str, str]], **kw: object) -> list[str]:
+    nodes = mem.add(
+        [{"role": "user", "content": text, "name": who} for who, text in turns],
+        user=user, session=f"{user}-s", **kw,  # type: ignore[arg-type]
+    )  # fmt: skip
+    return [n.id for n in nodes]
+
+
+def test_a_named_entity_is_a_constraint_and_the_hit_says_so(mem: Memory) -> None:
+    ids = conversation(
+        mem, "u",
+        [
+            ("Caroline", "Hey Melanie, how was the weekend?"),
+            ("Melanie", "Great! I went running to de-stress, then pottery."),
+            ("Caroline", "Pottery sounds fun, Melanie! I prefer painting."),
+        ],
+    )  # fmt: skip
+    assert mem.flush(20)
+    hits = mem.search("What does Melanie do at pottery?", user="u", k=3)
+    assert hits[0].memory.id == ids[1]
+    assert "entity" in hits[0].strategies and "entity Melanie" in hits[0].why
+    # the core recipe (no graph) has no graph strategies
+    core = mem.search("What does Melanie do at pottery?", user="u", k=3, recipe="core")
+    assert all("entity" not in h.strategies for h in core)
+
+
+def test_when_queries_walk_the_temporal_chain(make_memory: MakeMemory) -> None:
+    mem = make_memory(embedder=None)  # keyword intents, full text + graph
+    ids = conversation(
+        mem, "u",
+        [
+            ("user", "guess what happened at the marathon"),
+            ("assistant", "Tell me!"),
+            ("user", "I finished in under four hours"),
+        ],
+        event_time=MAY_2023,
+    )  # fmt: skip
+    hits = mem.search("When was the marathon?", user="u", k=5)
+    assert hits[0].memory.id == ids[0]
+    chained = {h.memory.id: h for h in hits}
+    assert ids[1] in chained and "temporal" in chained[ids[1]].strategies
+    assert f"temporal chain from [{ids[0]}] (+1)" in chained[ids[1]].why
+    # "after the marathon" walks forward only
+    after = mem.search("What happened after the marathon?", user="u", k=5)
+    assert all("(-" not in h.why for h in after)
+
+
+def test_why_queries_walk_causal_edges(make_memory: MakeMemory) -> None:
+    mem = make_memory(embedder=None)
+    cause = mem.add("the server ran out of disk space", user="u", session="a")
+    effect = mem.add("the nightly backup failed", user="u", session="b")
+    now = datetime.now(UTC)
+    mem.service.store.insert_edge(
+        Edge(
+            id=short_id() + short_id(), source_id=cause.id, target_id=effect.id,
+            relation=EdgeType.CAUSAL, valid_from=now, created_at=now,
+        )
+    )  # fmt: skip
+    hits = mem.search("Why did the backup fail?", user="u", k=5)
+    assert [h.memory.id for h in hits][:2] == [effect.id, cause.id]
+    assert hits[1].strategies.get("causal") and f"cause of [{effect.id}]" in hits[1].why
+
+
+def test_a_date_in_the_query_ranks_memories_inside_its_window(make_memory: MakeMemory) -> None:
+    mem = make_memory(embedder=None)
+    may = mem.add("we adopted a puppy called Coco", user="u", session="a", event_time=MAY_2023)
+    later = mem.add(
+        "the puppy learned to sit", user="u", session="b", event_time=MAY_2023 + timedelta(days=90)
+    )
+    hits = mem.search("What puppy did we get in May 2023?", user="u", k=5)
+    assert hits[0].memory.id == may.id
+    assert hits[0].strategies.get("time") == 1 and "time: May 2023" in hits[0].why
+    assert "time" not in {s for h in hits if h.memory.id == later.id for s in h.strategies}
+
+
+def test_graph_strategies_never_leak_other_users_memories(mem: Memory) -> None:
+    alice = conversation(mem, "alice", [("Caroline", "my vault code is 1111"), ("Melanie", "ok")])
+    bob = conversation(mem, "bob", [("Caroline", "my vault code is 2222"), ("Melanie", "ok")])
+    assert mem.flush(20)
+    seen: set[str] = set()
+    for query in (
+        "What is Caroline's vault code?",
+        "When did Caroline mention the vault code?",
+        "Why is the vault code 1111?",
+        "Who has a vault code?",
+        "vault code in May 2023",
+    ):
+        seen |= {h.memory.id for h in mem.search(query, user="alice", k=20)}
+    assert seen & set(alice) and not seen & set(bob)
+    other_ns = {h.memory.id for h in mem.search("Caroline vault", namespace="other", k=20)}
+    assert other_ns == set()
+
+
+def test_graph_weight_zero_is_the_core_engine(make_memory: MakeMemory) -> None:
+    mem = make_memory(embedder=None, weight_graph=0)
+    conversation(mem, "u", [("user", "the marathon was hard"), ("assistant", "well done")])
+    for hit in mem.search("When was the marathon?", user="u"):
+        assert set(hit.strategies) <= {"fulltext", "key"}
