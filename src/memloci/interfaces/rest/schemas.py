@@ -131,7 +131,7 @@ class SearchRequest(Body):
     k: int = Field(10, description="results, 1–200")
     recipe: str = Field(
         "hybrid",
-        description="hybrid (with graph strategies), core (hybrid without them), fulltext or vector",
+        description="hybrid (with the graph), core (hybrid without it), fulltext or vector",
     )
 
 
