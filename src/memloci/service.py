@@ -7,8 +7,7 @@ is validated here before anything is written, so a bad call writes nothing.
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
@@ -82,12 +81,6 @@ class MemoryService(
             store.bind_embedder(embedder.model_id, embedder.dimension)
             self.worker = EmbeddingWorker(store, embedder, batch_size=settings.embed_batch_size)
         self.retriever = Retriever(store, embedder, settings)
-
-    async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
-
-    def _ns(self, namespace: str | None) -> str:
-        return v.namespace(namespace or self.settings.namespace)
 
     # ------------------------------------------------------------------ hot path
     async def add(

@@ -6,14 +6,15 @@ sets up (``store``, ``settings``, ``worker``, ``_run``, ``_ns``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import ParamSpec, TypeVar
 
 from memloci import transfer
 from memloci import validate as v
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
+from memloci.service_core import ServiceCore
 from memloci.storage.base import NodePatch, Store
 from memloci.worker import EmbeddingWorker
 
@@ -22,16 +23,12 @@ T = TypeVar("T")
 BATCH_MAX = 1000
 
 
-class AdminMixin:
+class AdminMixin(ServiceCore):
     """forget_many (atomic batch delete), export / import, embedding catch-up."""
 
     store: Store
     embedder: Embedder | None
     worker: EmbeddingWorker | None
-    if TYPE_CHECKING:  # provided by MemoryService
-
-        def _ns(self, namespace: str | None) -> str: ...
-        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
 
     async def forget_many(
         self,

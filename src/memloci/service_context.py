@@ -7,7 +7,7 @@ A mixin; it relies on what MemoryService sets up (``store``, ``settings``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -15,6 +15,7 @@ from memloci import validate as v
 from memloci.config import Settings
 from memloci.context import EntityProfile, build_context
 from memloci.models import EdgeType, MemoryNode, NodeType, SearchHit
+from memloci.service_core import ServiceCore
 from memloci.storage.base import NodeFilter, Store
 
 P = ParamSpec("P")
@@ -24,14 +25,13 @@ EVIDENCE = 3  # top episodes quoted as evidence; the rest (and their neighbours)
 ENTITIES = 6  # entity profiles at most
 
 
-class ContextMixin:
+class ContextMixin(ServiceCore):
     """``context`` / ``context_now``: procedures, facts, entity profiles, timeline, evidence."""
 
     store: Store
     settings: Settings
     if TYPE_CHECKING:  # provided by MemoryService
 
-        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
         def search_now(
             self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid"
         ) -> list[SearchHit]: ...

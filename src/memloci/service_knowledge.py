@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,7 @@ from memloci.knowledge import KnowledgeFile, KnowledgeReport, PathLike
 from memloci.models import ID_RE, KnowledgeChunk, KnowledgeHit, KnowledgeSource, utcnow
 from memloci.providers.base import Embedder
 from memloci.retrieval.query import fts_match
+from memloci.service_core import ServiceCore
 from memloci.storage.base import Store
 
 P = ParamSpec("P")
@@ -40,16 +41,12 @@ KnowledgeProgress = Callable[[int, int], None]  # (chunks done, chunks in total)
 SEARCH_MAX = 100
 
 
-class KnowledgeMixin:
+class KnowledgeMixin(ServiceCore):
     """add_knowledge, search_knowledge, list_knowledge_sources, remove_knowledge."""
 
     store: Store
     embedder: Embedder | None
     settings: Settings
-    if TYPE_CHECKING:  # provided by MemoryService
-
-        def _ns(self, namespace: str | None) -> str: ...
-        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
 
     # ------------------------------------------------------------------ add
     async def add_knowledge(

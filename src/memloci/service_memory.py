@@ -29,6 +29,7 @@ from memloci.consolidation.maintenance import Maintenance, MaintenanceReport
 from memloci.errors import MemlociError, ValidationError
 from memloci.models import MemoryNode, NodeType, utcnow
 from memloci.providers.base import Embedder
+from memloci.service_core import ServiceCore
 from memloci.storage.base import PendingSession, Store
 from memloci.worker import EmbeddingWorker
 
@@ -111,7 +112,7 @@ class _Background:
             thread.join(timeout)
 
 
-class ConsolidationMixin:
+class ConsolidationMixin(ServiceCore):
     """``consolidate``, ``end_session``, ``maintain`` and the session-switch trigger."""
 
     store: Store
@@ -121,8 +122,6 @@ class ConsolidationMixin:
     extractor: Extractor | None = None  # set to use another extractor everywhere
     if TYPE_CHECKING:  # provided by MemoryService
 
-        def _ns(self, namespace: str | None) -> str: ...
-        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
         def _prune(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None: ...
 
     # ------------------------------------------------------------------ providers

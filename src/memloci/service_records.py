@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -40,6 +40,7 @@ from memloci.models import (
     short_id,
     utcnow,
 )
+from memloci.service_core import ServiceCore
 from memloci.storage.base import NodeFilter, Store
 
 P = ParamSpec("P")
@@ -55,14 +56,12 @@ def key_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-class RecordsMixin:
+class RecordsMixin(ServiceCore):
     """Users, threads ("checkpoints"), entities, ``explain`` / ``weak_facts`` and API keys."""
 
     store: Store
     if TYPE_CHECKING:  # provided by MemoryService
 
-        def _ns(self, namespace: str | None) -> str: ...
-        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
         async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode: ...
 
     # ------------------------------------------------------------------ memory users

@@ -3,27 +3,23 @@ beyond the record methods. A mixin, like :mod:`memloci.service_records`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.errors import NotFoundError
 from memloci.models import MemoryUser, utcnow
+from memloci.service_core import ServiceCore
 from memloci.storage.base import Store
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
-class RuntimeMixin:
+class RuntimeMixin(ServiceCore):
     """Contact statistics of memory users (``last_seen``, ``conversation_count``)."""
 
     store: Store
-    if TYPE_CHECKING:  # provided by MemoryService
-
-        def _ns(self, namespace: str | None) -> str: ...
-        async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
 
     async def touch_user(
         self,
