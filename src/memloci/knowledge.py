@@ -6,7 +6,7 @@ reStructuredText files are split into chunks of about :data:`TARGET_CHARS` chara
 ("Guide > Install > Linux"). Markdown and reST are split on headings first, then on
 paragraphs (a fenced code block stays whole); other text on paragraphs. Offsets point
 into the decoded text with line endings normalised to ``\\n``. Nothing here touches the
-store; :mod:`memloci.service_knowledge` does.
+store; :mod:`memloci.service.knowledge` does.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from memloci.runtime.conversation import (
 from memloci.runtime.identify import UserContext, identify_user
 from memloci.sdk_tools import MemoryTools, SyncTools
 from memloci.service import MemoryService
-from memloci.service_knowledge import KnowledgeProgress
+from memloci.service.knowledge import KnowledgeProgress
 from memloci.storage.base import NodeFilter, Store
 from memloci.transfer import ImportReport
 

@@ -518,9 +518,9 @@ def test_admin_keys_and_allows(service: MemoryService) -> None:
 
 def test_a_version_1_store_gains_the_lookup_tables(tmp_path: Path) -> None:
     """Users and entities written before migration 2 are found by channel id and alias."""
-    from memloci.storage import sqlite_base
     from memloci.storage.base import migration_scripts
     from memloci.storage.sqlite import SQLiteStore
+    from memloci.storage.sqlite import base as sqlite_base
 
     path = str(tmp_path / "v1.db")
     conn = sqlite_base.sqlite3.connect(path, isolation_level=None)

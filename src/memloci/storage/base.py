@@ -416,7 +416,7 @@ class Store(Protocol):
 
 def migration_scripts(backend: str) -> list[tuple[int, str]]:
     """Numbered migrations for a backend: ``[(number, sql), …]`` in order."""
-    folder = resources.files("memloci.storage").joinpath("sql", backend)
+    folder = resources.files(f"memloci.storage.{backend}").joinpath("sql")
     out: list[tuple[int, str]] = []
     for entry in folder.iterdir():
         name = entry.name

@@ -17,8 +17,8 @@ from memloci.errors import EmbeddingModelError, ValidationError
 from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.rows import owner_match
 from memloci.storage.sqlfilter import filter_sql
-from memloci.storage.sqlite_base import OperationalError, SQLiteBase, chunks, qs
-from memloci.storage.vecindex import VectorIndex
+from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
+from memloci.storage.sqlite.vecindex import VectorIndex
 
 # FTS5 column weights: content, speaker, previous turn, next turn, date words, key + subject.
 # Neighbouring turns matter because a question often matches one turn while the answer is

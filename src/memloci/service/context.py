@@ -15,7 +15,7 @@ from memloci import validate as v
 from memloci.config import Settings
 from memloci.context import EntityProfile, build_context
 from memloci.models import EdgeType, MemoryNode, NodeType, SearchHit
-from memloci.service_core import ServiceCore
+from memloci.service.core import ServiceCore
 from memloci.storage.base import NodeFilter, Store
 
 P = ParamSpec("P")

@@ -4,7 +4,7 @@ Files are chunked by :mod:`memloci.knowledge`, embedded with the service's embed
 stored beside the memories, in the same namespaces. Re-adding an unchanged file (same
 content hash, same embedding model) does nothing; a changed one has its chunks replaced
 in one transaction (each file is its own transaction). A mixin, like
-:mod:`memloci.service_admin`: it relies on ``store``, ``embedder``, ``settings``, ``_run``
+:mod:`memloci.service.admin`: it relies on ``store``, ``embedder``, ``settings``, ``_run``
 and ``_ns`` from MemoryService.
 
 Scores are higher-is-better. With an embedder, a hit's score is the cosine similarity of
@@ -32,7 +32,7 @@ from memloci.knowledge import KnowledgeFile, KnowledgeReport, PathLike
 from memloci.models import ID_RE, KnowledgeChunk, KnowledgeHit, KnowledgeSource, utcnow
 from memloci.providers.base import Embedder
 from memloci.retrieval.query import fts_match
-from memloci.service_core import ServiceCore
+from memloci.service.core import ServiceCore
 from memloci.storage.base import Store
 
 P = ParamSpec("P")

@@ -17,9 +17,9 @@ from memloci.models import Entity
 from memloci.storage.base import NodeFilter
 from memloci.storage.rows import owner_match
 from memloci.storage.sqlfilter import filter_sql
-from memloci.storage.sqlite_base import OperationalError, SQLiteBase, chunks, qs
-from memloci.storage.sqlite_records import _ENTITY_COLS, _entity_from_row, name_norm
-from memloci.storage.sqlite_search import FTS_WEIGHTS
+from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
+from memloci.storage.sqlite.records import _ENTITY_COLS, _entity_from_row, name_norm
+from memloci.storage.sqlite.search import FTS_WEIGHTS
 
 _STEP = {
     # direction -> (column we come from, column we go to)

@@ -1,8 +1,8 @@
 """SQLite backend (layer: storage): the default store, everything in one file.
 
-Nodes, versions and edges; search primitives come from :mod:`memloci.storage.sqlite_search`,
-users, threads, entities and API keys from :mod:`memloci.storage.sqlite_records`, plumbing
-from :mod:`memloci.storage.sqlite_base`.
+Nodes, versions and edges; search primitives come from :mod:`memloci.storage.sqlite.search`,
+users, threads, entities and API keys from :mod:`memloci.storage.sqlite.records`, plumbing
+from :mod:`memloci.storage.sqlite.base`.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from memloci.storage.rows import (
     version_from_row,
 )
 from memloci.storage.sqlfilter import filter_sql, ts
-from memloci.storage.sqlite_base import IntegrityError, chunks, qs
-from memloci.storage.sqlite_consolidation import SQLiteConsolidation
-from memloci.storage.sqlite_knowledge import SQLiteKnowledge
-from memloci.storage.sqlite_records import SQLiteRecords
-from memloci.storage.sqlite_search import SQLiteSearch
-from memloci.storage.sqlite_walks import SQLiteWalks
+from memloci.storage.sqlite.base import IntegrityError, chunks, qs
+from memloci.storage.sqlite.consolidation import SQLiteConsolidation
+from memloci.storage.sqlite.knowledge import SQLiteKnowledge
+from memloci.storage.sqlite.records import SQLiteRecords
+from memloci.storage.sqlite.search import SQLiteSearch
+from memloci.storage.sqlite.walks import SQLiteWalks
 
 _SELECT_NODE = f"SELECT {', '.join('n.' + c for c in NODE_COLUMNS)} FROM nodes n"
 _ORDERS = {

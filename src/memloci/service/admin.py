@@ -1,6 +1,6 @@
 """Bulk and housekeeping operations of MemoryService (layer: service).
 
-A mixin so service.py stays readable; it relies on the attributes MemoryService
+A mixin so memory_service.py stays readable; it relies on the attributes MemoryService
 sets up (``store``, ``settings``, ``worker``, ``_run``, ``_ns``).
 """
 
@@ -14,7 +14,7 @@ from memloci import validate as v
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
-from memloci.service_core import ServiceCore
+from memloci.service.core import ServiceCore
 from memloci.storage.base import NodePatch, Store
 from memloci.worker import EmbeddingWorker
 

@@ -1,5 +1,5 @@
 """Agent-runtime helpers of MemoryService (layer: service): what ``memloci.runtime`` needs
-beyond the record methods. A mixin, like :mod:`memloci.service_records`."""
+beyond the record methods. A mixin, like :mod:`memloci.service.records`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import ParamSpec, TypeVar
 from memloci import validate as v
 from memloci.errors import NotFoundError
 from memloci.models import MemoryUser, utcnow
-from memloci.service_core import ServiceCore
+from memloci.service.core import ServiceCore
 from memloci.storage.base import Store
 
 P = ParamSpec("P")

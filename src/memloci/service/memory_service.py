@@ -12,7 +12,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
-from memloci import service_records, service_runtime
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.consolidation.dedupe import MatchKind, fact_owner, match_fact
@@ -38,10 +37,12 @@ from memloci.models import (
 from memloci.providers.base import Embedder
 from memloci.retrieval.pipeline import Retriever
 from memloci.retrieval.query import document_text
-from memloci.service_admin import AdminMixin
-from memloci.service_context import ContextMixin
-from memloci.service_knowledge import KnowledgeMixin
-from memloci.service_memory import ConsolidationMixin
+from memloci.service import records as service_records
+from memloci.service import runtime as service_runtime
+from memloci.service.admin import AdminMixin
+from memloci.service.consolidation import ConsolidationMixin
+from memloci.service.context import ContextMixin
+from memloci.service.knowledge import KnowledgeMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker

@@ -1,6 +1,6 @@
 """Memory users, threads, entities, provenance and API keys of MemoryService (layer: service).
 
-A mixin so service.py stays readable; it relies on what MemoryService sets up (``store``,
+A mixin so memory_service.py stays readable; it relies on what MemoryService sets up (``store``,
 ``settings``, ``_run``, ``_ns``). Every argument is validated before anything is written,
 and a change that touches several rows runs in one store transaction (``store.batch()``).
 """
@@ -40,7 +40,7 @@ from memloci.models import (
     short_id,
     utcnow,
 )
-from memloci.service_core import ServiceCore
+from memloci.service.core import ServiceCore
 from memloci.storage.base import NodeFilter, Store
 
 P = ParamSpec("P")

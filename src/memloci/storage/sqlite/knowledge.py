@@ -21,7 +21,7 @@ from memloci.errors import EmbeddingModelError, StorageError, ValidationError
 from memloci.models import KnowledgeChunk, KnowledgeHit, KnowledgeSource
 from memloci.storage.rows import dt
 from memloci.storage.sqlfilter import ts
-from memloci.storage.sqlite_base import IntegrityError, OperationalError, SQLiteBase, chunks, qs
+from memloci.storage.sqlite.base import IntegrityError, OperationalError, SQLiteBase, chunks, qs
 
 _SOURCE_COLS = (
     "id, namespace, collection, path, title, content_hash, mtime, size_bytes, chunk_count,"

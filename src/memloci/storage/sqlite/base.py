@@ -16,7 +16,7 @@ from typing import Any
 
 from memloci.errors import EmbeddingModelError, StorageError
 from memloci.storage.base import migration_scripts
-from memloci.storage.vecindex import VectorIndex
+from memloci.storage.sqlite.vecindex import VectorIndex
 
 try:  # pragma: no cover - depends on the platform
     import pysqlite3.dbapi2 as sqlite3

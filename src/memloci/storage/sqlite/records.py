@@ -16,7 +16,7 @@ from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short
 from memloci.storage.base import NodeFilter
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row, owner_tokens, user_from_row
 from memloci.storage.sqlfilter import filter_sql, ts
-from memloci.storage.sqlite_base import IntegrityError, SQLiteBase, chunks, qs
+from memloci.storage.sqlite.base import IntegrityError, SQLiteBase, chunks, qs
 
 _USER_COLS = (
     "u.namespace, u.id, u.display_name, u.identifiers, u.preferences, u.conversation_count,"

@@ -1,6 +1,6 @@
 """Consolidation and maintenance of MemoryService (layer: service).
 
-A mixin so service.py stays readable; it relies on what MemoryService sets up
+A mixin so memory_service.py stays readable; it relies on what MemoryService sets up
 (``store``, ``embedder``, ``settings``, ``worker``, ``_run``, ``_ns``, ``_prune``,
 ``embed_pending``). The work itself lives in :mod:`memloci.consolidation`.
 
@@ -29,7 +29,7 @@ from memloci.consolidation.maintenance import Maintenance, MaintenanceReport
 from memloci.errors import MemlociError, ValidationError
 from memloci.models import MemoryNode, NodeType, utcnow
 from memloci.providers.base import Embedder
-from memloci.service_core import ServiceCore
+from memloci.service.core import ServiceCore
 from memloci.storage.base import PendingSession, Store
 from memloci.worker import EmbeddingWorker
 

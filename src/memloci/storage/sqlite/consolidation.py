@@ -17,8 +17,8 @@ from memloci.models import Entity, MemoryNode, NodeType
 from memloci.storage.base import DecayCandidate, DecayUpdate, PendingSession
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row
 from memloci.storage.sqlfilter import ts
-from memloci.storage.sqlite_base import SQLiteBase, chunks, qs
-from memloci.storage.sqlite_records import _ENTITY_COLS, _entity_from_row
+from memloci.storage.sqlite.base import SQLiteBase, chunks, qs
+from memloci.storage.sqlite.records import _ENTITY_COLS, _entity_from_row
 
 _NODE_COLS = ", ".join("n." + c for c in NODE_COLUMNS)
 # matches the partial index nodes_unconsolidated
