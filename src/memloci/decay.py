@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from memloci.models import MemoryNode, NodeType
@@ -34,17 +34,37 @@ def decayed(confidence: float, rate: float, since: datetime, now: datetime) -> f
     return confidence * math.exp(-rate * days**0.8)
 
 
-def retention(node: MemoryNode, now: datetime) -> float:
-    """The memory's confidence after decay at ``now`` (0–1, higher is stronger)."""
+def curve(node: MemoryNode, base: float | None, anchor: datetime | None) -> tuple[float, datetime]:
+    """The ``(base, anchor)`` a memory decays from. Maintenance records them (its
+    ``decay_state``) and lowers ``confidence`` as it goes; while the memory has been
+    neither accessed nor updated since, the recorded curve holds — otherwise the curve
+    restarts at the current confidence and the last activity."""
+    activity = last_activity(node)
+    if base is not None and anchor is not None and abs((anchor - activity).total_seconds()) < 1e-3:
+        return base, anchor
+    return node.confidence, activity
+
+
+def retention(
+    node: MemoryNode, now: datetime, base: float | None = None, anchor: datetime | None = None
+) -> float:
+    """The memory's confidence after decay at ``now`` (0–1, higher is stronger), on the
+    curve maintenance recorded (``base`` / ``anchor``), so decay is never applied twice."""
     if is_protected(node):
         return node.confidence
-    return decayed(node.confidence, node.decay_rate, last_activity(node), now)
+    start, since = curve(node, base, anchor)
+    return decayed(start, node.decay_rate, since, now)
 
 
 def weakest(
-    nodes: Iterable[MemoryNode], now: datetime, *, limit: int, threshold: float
-) -> list[tuple[MemoryNode, float]]:
+    nodes: Iterable[MemoryNode], now: datetime, *, limit: int, threshold: float,
+    curves: Mapping[str, tuple[float | None, datetime | None]] | None = None,
+) -> list[tuple[MemoryNode, float]]:  # fmt: skip
     """The ``limit`` unprotected memories with the lowest retention below ``threshold``,
-    weakest first, with their retention (streams: memory stays O(limit))."""
-    scored = ((n, retention(n, now)) for n in nodes if not is_protected(n))
+    weakest first, with their retention (streams: memory stays O(limit)). ``curves``:
+    the recorded ``(base, anchor)`` per memory id (see :func:`curve`)."""
+    known = curves or {}
+    scored = (
+        (n, retention(n, now, *known.get(n.id, (None, None)))) for n in nodes if not is_protected(n)
+    )
     return heapq.nsmallest(limit, (p for p in scored if p[1] < threshold), key=lambda p: p[1])

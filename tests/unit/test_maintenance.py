@@ -70,6 +70,18 @@ def test_decay_follows_one_curve_and_does_not_compound(mem: Memory) -> None:
     assert mem.get(fact.id).updated_at == start  # decay is not an edit
 
 
+def test_weak_facts_after_maintenance_does_not_decay_twice(mem: Memory) -> None:
+    fact = mem.remember("Sam collects vinyl records", user="sam").memory
+    night = fact.updated_at + timedelta(days=10)
+    maintain(mem, now=night)
+    maintained = mem.get(fact.id).confidence
+    assert maintained == pytest.approx(math.exp(-0.1 * 10**0.8), rel=1e-6)  # ≈ 0.53
+    weak = mem._call(mem.service.weak_facts(threshold=0.9, now=night))
+    assert [(n.id, round(c, 6)) for n, c in weak] == [(fact.id, round(maintained, 6))]
+    later = mem._call(mem.service.weak_facts(threshold=0.9, now=night + timedelta(days=10)))
+    assert later[0][1] == pytest.approx(math.exp(-0.1 * 20**0.8), rel=1e-6)  # one curve
+
+
 def test_an_access_moves_the_decay_anchor(mem: Memory) -> None:
     fact = mem.remember("Sam owns a greyhound called Pixel", user="sam").memory
     maintain(mem, now=fact.updated_at + timedelta(days=10))

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from memloci.config import Settings
 from memloci.consolidation.consolidator import ConsolidationReport, Consolidator
-from memloci.decay import decayed, last_activity
+from memloci.decay import curve, decayed
 from memloci.models import Edge, EdgeType, MemoryNode, NodeType, short_id, utcnow
 from memloci.storage.base import DecayUpdate, NodeFilter, Store
 
@@ -175,15 +175,8 @@ class Maintenance:
                 updates: list[DecayUpdate] = []
                 forget: list[str] = []
                 for cand in page:
-                    node, activity = cand.node, last_activity(cand.node)
-                    base, anchor = node.confidence, activity
-                    untouched = (
-                        cand.anchor is not None
-                        and cand.base is not None
-                        and (abs((cand.anchor - activity).total_seconds()) < 0.001)
-                    )  # neither accessed nor updated since the last run: same curve
-                    if untouched and cand.base is not None and cand.anchor is not None:
-                        base, anchor = cand.base, cand.anchor
+                    node = cand.node
+                    base, anchor = curve(node, cand.base, cand.anchor)
                     conf = decayed(base, node.decay_rate, anchor, now)
                     if conf < threshold:
                         forget.append(node.id)

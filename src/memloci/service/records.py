@@ -12,7 +12,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memloci import validate as v
@@ -489,11 +489,12 @@ class RecordsMixin(ServiceCore):
 
     async def weak_facts(
         self, *, namespace: str | None = None, user: str | None = None, limit: int = 20,
-        threshold: float = 0.3,
+        threshold: float = 0.3, now: datetime | None = None,
     ) -> list[tuple[MemoryNode, float]]:  # fmt: skip
         """Current facts and opinions (visible to ``user``, if given) whose retention
         (see :func:`memloci.decay.retention`) is below ``threshold``, weakest first.
-        Protected facts (decay rate 0) are never weak."""
+        Protected facts (decay rate 0) are never weak. ``now``: when to judge (default
+        now)."""
         ns, lim = self._ns(namespace), v.limit(limit, "limit", 1000)
         thr = v.unit(threshold, "threshold")
         flt = NodeFilter(namespaces=(ns,), types=FACT_TYPES, user=v.ident(user, "user"))
@@ -504,7 +505,19 @@ class RecordsMixin(ServiceCore):
                 offset += len(page)
                 yield from page
 
-        return await self._run(lambda: weakest(facts(), utcnow(), limit=lim, threshold=thr))
+        def curves() -> dict[str, tuple[float | None, datetime | None]]:
+            out: dict[str, tuple[float | None, datetime | None]] = {}
+            for kind in FACT_TYPES:  # maintenance's recorded decay curves (none: not run yet)
+                after = 0
+                while page := self.store.decay_candidates(ns, kind, after=after, limit=1000):
+                    after = page[-1].cursor
+                    out.update((c.node.id, (c.base, c.anchor)) for c in page if c.base is not None)
+            return out
+
+        def run() -> list[tuple[MemoryNode, float]]:
+            return weakest(facts(), now or utcnow(), limit=lim, threshold=thr, curves=curves())
+
+        return await self._run(run)
 
     # ------------------------------------------------------------------ API keys
     async def create_key(
