@@ -33,6 +33,12 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+NODE_ORDERS = (
+    "created", "-created", "event", "-event", "category", "confidence", "-confidence", "rowid",
+)  # fmt: skip
+"""The orders ``Store.list_nodes`` knows (``-``: descending; ties by creation)."""
+
+
 class NodeType(StrEnum):
     EPISODIC = "episodic"
     SEMANTIC = "semantic"

@@ -12,6 +12,7 @@ import pytest
 
 from memloci.errors import EmbeddingModelError, NotFoundError, ValidationError
 from memloci.models import (
+    NODE_ORDERS,
     Edge,
     EdgeType,
     EpisodeDetails,
@@ -312,6 +313,11 @@ def test_list_orders_and_paging(store: Store, world) -> None:
     assert [n.id for n in store.list_nodes(f, limit=100, order="event")] == created
     confs = [n.confidence for n in store.list_nodes(f, limit=100, order="confidence")]
     assert confs == sorted(confs) and confs[0] == 0.4
+    desc = store.list_nodes(f, limit=100, order="-confidence")
+    assert [n.confidence for n in desc] == sorted(confs, reverse=True)
+    assert {order for order in NODE_ORDERS if store.list_nodes(f, limit=1, order=order)} == set(
+        NODE_ORDERS
+    )
     cats = [n.category for n in store.list_nodes(f, limit=100, order="category")]
     assert cats == sorted(cats)
     pages = [n.id for off in range(0, 12, 5) for n in store.list_nodes(f, limit=5, offset=off)]

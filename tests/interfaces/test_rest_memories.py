@@ -232,3 +232,13 @@ def test_every_kind_has_full_crud(http: httpx.Client, kind: str) -> None:
     assert done["deleted"] == 2
     assert http.get(f"/api/v1/{kind}/").json()["total"] == 0
     assert http.patch(f"/api/v1/{kind}/{ids[0]}", json={}).status_code in (400, 404)
+
+
+def test_facts_list_by_confidence_descending(http: httpx.Client) -> None:
+    for text, conf in (("Sam owns a red kayak", 0.6), ("Sam has two cats", 0.9)):
+        _fact(http, text, confidence=conf)
+    _fact(http, "Sam dislikes onions", confidence=0.3)
+    items = http.get("/api/v1/facts/", params={"order": "-confidence"}).json()["items"]
+    assert [m["confidence"] for m in items] == [0.9, 0.6, 0.3]
+    bad = http.get("/api/v1/facts/", params={"order": "sideways"})
+    assert bad.status_code == 400 and "-confidence" in bad.json()["error"]["hint"]

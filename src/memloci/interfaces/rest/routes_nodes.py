@@ -20,7 +20,7 @@ from memloci.consolidation.maintenance import MaintenanceReport
 from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.rest import schemas as s
 from memloci.interfaces.rest.deps import CallerDep, ReadNS, Service, WriteNS
-from memloci.models import MemoryNode, NodeType, SearchHit, StoreStats, WriteResult
+from memloci.models import NODE_ORDERS, MemoryNode, NodeType, SearchHit, StoreStats, WriteResult
 from memloci.service import MemoryService
 
 router = APIRouter(prefix="/api/v1")
@@ -65,7 +65,7 @@ def _register(kind: str) -> None:
         before: str | None = None,
         min_confidence: float | None = None,
         include_forgotten: bool = Query(False, description="also list soft-deleted ones"),
-        order: str = Query("-created", description="created, -created, category, …"),
+        order: str = Query("-created", description="one of " + ", ".join(NODE_ORDERS)),
         limit: int = Query(50, description="1–500"),
         offset: int = 0,
     ) -> s.Page[MemoryNode]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from memloci.errors import NotFoundError, StorageError, ValidationError
 from memloci.models import (
+    NODE_ORDERS,
     Edge,
     MemoryNode,
     MemoryVersion,
@@ -46,8 +47,10 @@ _ORDERS = {
     "-event": "n.event_time DESC, n.rowid DESC",
     "category": "n.category, n.created_at, n.rowid",
     "confidence": "n.confidence, n.rowid",
+    "-confidence": "n.confidence DESC, n.created_at DESC, n.rowid DESC",
     "rowid": "n.rowid",
 }
+assert set(_ORDERS) == set(NODE_ORDERS)
 
 
 class SQLiteStore(SQLiteRecords, SQLiteSearch, SQLiteConsolidation, SQLiteKnowledge, SQLiteWalks):
@@ -150,7 +153,9 @@ class SQLiteStore(SQLiteRecords, SQLiteSearch, SQLiteConsolidation, SQLiteKnowle
         where, params = filter_sql(flt)
         order_sql = _ORDERS.get(order)
         if order_sql is None:
-            raise ValidationError(f"unknown order {order!r}", hint=f"use one of {sorted(_ORDERS)}")
+            raise ValidationError(
+                f"unknown order {order!r}", hint=f"use one of {', '.join(NODE_ORDERS)}"
+            )
         with self._reading() as c:
             rows = c.execute(
                 f"{_SELECT_NODE} WHERE {where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
