@@ -33,6 +33,7 @@ from memloci.runtime.identify import UserContext, identify_user
 from memloci.sdk_tools import MemoryTools, SyncTools
 from memloci.service import MemoryService
 from memloci.service.knowledge import KnowledgeProgress
+from memloci.service.privacy import ForgetReport
 from memloci.storage.base import NodeFilter, Store
 from memloci.transfer import ImportReport
 
@@ -199,6 +200,13 @@ class AsyncMemory:
 
     async def purge(self, memory_id: str, *, namespace: str | None = None) -> None:
         await self.service.purge(memory_id, namespace=namespace)
+
+    async def forget_user(self, user: str, *, namespace: str | None = None) -> ForgetReport:
+        """Forget a person: every memory, version, vector, edge, entity only they mention,
+        thread, identifier and consolidation state of ``user`` (and of users merged into
+        them) in one transaction, then the files are scrubbed of their text. Returns
+        counts per kind; see :meth:`MemoryService.forget_user`."""
+        return await self.service.forget_user(user, namespace=namespace)
 
     async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode:
         return await self.service.get(memory_id, namespace=namespace)
@@ -446,6 +454,7 @@ class Memory:
     confirm = _sync(AsyncMemory.confirm)
     forget = _sync(AsyncMemory.forget)
     purge = _sync(AsyncMemory.purge)
+    forget_user = _sync(AsyncMemory.forget_user)
     get = _sync(AsyncMemory.get)
     history = _sync(AsyncMemory.history)
     lookup = _sync(AsyncMemory.lookup)

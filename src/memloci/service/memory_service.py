@@ -43,6 +43,7 @@ from memloci.service.admin import AdminMixin
 from memloci.service.consolidation import ConsolidationMixin
 from memloci.service.context import ContextMixin
 from memloci.service.knowledge import KnowledgeMixin
+from memloci.service.privacy import PrivacyMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker
@@ -59,6 +60,7 @@ class MemoryService(
     ConsolidationMixin,
     KnowledgeMixin,
     service_runtime.RuntimeMixin,
+    PrivacyMixin,
 ):
     """Write paths, search and context over one store and one embedder."""
 

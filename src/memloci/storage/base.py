@@ -409,6 +409,39 @@ class Store(Protocol):
         """``(id, namespace, speaker, content)`` of the current episodes among ``ids``."""
         ...
 
+    # privacy: forget a person, leave no deleted text behind
+    def delete_user_data(self, namespace: str, user_id: str) -> dict[str, int]:
+        """Remove everything stored for one person in one namespace, in ONE transaction
+        (all of it or nothing), and return counts per kind.
+
+        The person is ``user_id`` plus every memory user merged into it (transitively).
+        Removed: their memories (``nodes.user_id`` is one of them; every type and scope,
+        current, forgotten or superseded) with their versions, vectors, full-text rows,
+        decay anchors, edges touching them and entity links; entities their memories
+        linked that no remaining memory links; their threads; their user records and
+        channel identifiers; consolidation state of their sessions (a session also
+        holding another user's memories keeps it). Kept turns next to a removed one lose
+        their copy of its text (``context`` / ``next_context``). Other namespaces and
+        other users are never touched; in-process vector caches drop the removed
+        vectors. Keys of the report: ``users, identifiers, memories, versions, vectors,
+        edges, entity_links, entities, threads, sessions, decay_states,
+        neighbours_blanked``. Deleted text may stay in free space until :meth:`scrub`.
+        """
+        ...
+
+    def scrub(self) -> bool:
+        """Make deleted text unrecoverable from the backing files (slow: run it after a
+        deletion that must not leave traces). SQLite: secure delete is on for every
+        connection; this merges the full-text indexes (deleted terms leave them),
+        vacuums once per file (slack written before secure delete was on) and
+        checkpoints + truncates the WAL. PostgreSQL: ``VACUUM`` of the tables holding
+        memories, versions, vectors, edges, entities, users and threads (dead tuples
+        become free space; WAL segments are recycled by the server, outside the
+        store's control). Returns False when the cleanup could not finish because
+        another connection held an old snapshot (call again later); must not run
+        inside ``batch()``."""
+        ...
+
     # housekeeping
     def stats(self, namespaces: Sequence[str]) -> StoreStats: ...
     def namespaces(self) -> list[str]: ...

@@ -35,6 +35,8 @@ def _connect(path: str) -> Any:
         raise StorageError(f"cannot open database {path!r}: {exc}") from exc
     conn.execute("PRAGMA busy_timeout = 30000")
     conn.execute("PRAGMA foreign_keys = ON")
+    # deleted rows and freed pages are overwritten with zeros (forgotten text leaves the file)
+    conn.execute("PRAGMA secure_delete = ON")
     if not hasattr(conn, "enable_load_extension"):
         raise StorageError(
             "this Python's sqlite3 module cannot load extensions (sqlite-vec)",

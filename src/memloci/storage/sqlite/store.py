@@ -35,6 +35,7 @@ from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite.base import IntegrityError, chunks, qs
 from memloci.storage.sqlite.consolidation import SQLiteConsolidation
 from memloci.storage.sqlite.knowledge import SQLiteKnowledge
+from memloci.storage.sqlite.privacy import SQLitePrivacy
 from memloci.storage.sqlite.records import SQLiteRecords
 from memloci.storage.sqlite.search import SQLiteSearch
 from memloci.storage.sqlite.walks import SQLiteWalks
@@ -53,7 +54,9 @@ _ORDERS = {
 assert set(_ORDERS) == set(NODE_ORDERS)
 
 
-class SQLiteStore(SQLiteRecords, SQLiteSearch, SQLiteConsolidation, SQLiteKnowledge, SQLiteWalks):
+class SQLiteStore(
+    SQLiteRecords, SQLiteSearch, SQLiteConsolidation, SQLiteKnowledge, SQLiteWalks, SQLitePrivacy
+):
     """The default store: everything in one SQLite file."""
 
     supports_vectors = True
@@ -268,6 +271,7 @@ class SQLiteStore(SQLiteRecords, SQLiteSearch, SQLiteConsolidation, SQLiteKnowle
             )
 
     def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
+        self._scrub_pending = True  # close() merges the full-text index and the WAL away
         total = 0
         for chunk in chunks(list(ids), 400):
             rowids = [

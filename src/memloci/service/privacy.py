@@ -1,0 +1,75 @@
+"""Forgetting a person (layer: service): one call that removes everything memloci holds
+about a user in a namespace, then scrubs the store so none of it stays on disk.
+
+A mixin of MemoryService; the storage work is two store primitives,
+:meth:`~memloci.storage.base.Store.delete_user_data` (one transaction) and
+:meth:`~memloci.storage.base.Store.scrub`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from memloci import validate as v
+from memloci.errors import ConflictError
+from memloci.service.core import ServiceCore
+
+
+class ForgetReport(BaseModel):
+    """What ``forget_user`` removed (counts per kind) and whether the files were scrubbed."""
+
+    namespace: str
+    user: str
+    users: int = Field(0, description="user records (the user and users merged into it)")
+    identifiers: int = Field(0, description="channel identifiers")
+    memories: int = Field(0, description="memories of every type, current or not")
+    versions: int = 0
+    vectors: int = 0
+    edges: int = 0
+    entity_links: int = 0
+    entities: int = Field(0, description="entities only their memories mentioned")
+    threads: int = Field(0, description="conversation threads (checkpoints)")
+    sessions: int = Field(0, description="consolidation state of their sessions")
+    decay_states: int = 0
+    neighbours_blanked: int = Field(
+        0, description="kept turns whose copy of a removed neighbouring turn was blanked"
+    )
+    scrubbed: bool = Field(
+        description="the database files hold none of the removed text (False: another "
+        "connection held an old snapshot; forgetting the user again finishes the scrub)"
+    )
+
+
+class PrivacyMixin(ServiceCore):
+    """``forget_user``: the "forget a person" operation."""
+
+    async def forget_user(self, user_id: str, *, namespace: str | None = None) -> ForgetReport:
+        """Forget a person in one namespace: their memories (every type and scope, with
+        versions, vectors, full-text rows, edges and entity links), entities only they
+        mention, threads, user record and identifiers (and users merged into them), and
+        the consolidation state of their sessions go in ONE transaction; then the store
+        is scrubbed so the database files hold none of their text. Other namespaces and
+        users are untouched. Forgetting an unknown (or already forgotten) user removes
+        nothing and still scrubs, so a call interrupted before its scrub can be repeated.
+
+        A user merged into another is refused (:class:`ConflictError`): their memories
+        now belong to the user they were merged into; forget that one.
+        """
+        ns, uid = self._ns(namespace), v.required(user_id, "user")
+
+        def run() -> ForgetReport:
+            with self.store.batch():  # the check and the delete: one transaction
+                known = self.store.get_user(ns, uid)
+                if known is not None and known.merged_into is not None:
+                    raise ConflictError(
+                        f"memory user {uid!r} was merged into {known.merged_into!r}; "
+                        "their memories belong to that user now; nothing was deleted",
+                        hint=f"forget {known.merged_into!r} to forget the person",
+                    )
+                counts = self.store.delete_user_data(ns, uid)
+            scrubbed = self.store.scrub()  # outside the transaction (it vacuums)
+            return ForgetReport.model_validate(
+                {**counts, "namespace": ns, "user": uid, "scrubbed": scrubbed}
+            )
+
+        return await self._run(run)
