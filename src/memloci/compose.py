@@ -2,17 +2,45 @@
 
 from __future__ import annotations
 
+import importlib
+from importlib.util import find_spec
+
 from memloci.config import Settings
+from memloci.errors import StorageError, ValidationError
 from memloci.providers.base import Embedder, load_embedder
 from memloci.service import MemoryService
 from memloci.storage.base import Store
+from memloci.storage.location import describe, is_database_url, is_postgres_url
+
+
+def open_store(location: str, *, schema: str | None = None) -> Store:
+    """The store at ``location``: a ``postgresql://`` / ``postgres://`` URL opens a
+    :class:`~memloci.storage.postgres.PostgresStore` (``schema`` picks its schema), any
+    other string a SQLite file (``:memory:`` for a throwaway one). Errors never repeat
+    the URL's password."""
+    if is_postgres_url(location):
+        if find_spec("psycopg") is None or find_spec("pgvector") is None:
+            raise StorageError(
+                f"{describe(location)} needs the postgres extra: pip install 'memloci[postgres]'",
+                hint="install the extra, or point --db / MEMLOCI_PATH at a SQLite file",
+            )
+        backend = importlib.import_module("memloci.storage.postgres")
+        options = {"schema": schema} if schema else {}
+        store: Store = backend.PostgresStore(location, **options)
+        return store
+    if is_database_url(location):
+        raise ValidationError(
+            f"unsupported store URL {describe(location)!r}",
+            hint="use postgresql://user:password@host:5432/dbname, or a SQLite file path",
+        )
+    from memloci.storage.sqlite import SQLiteStore
+
+    return SQLiteStore(location)
 
 
 def build_store(settings: Settings) -> Store:
-    """The store named by ``settings.path`` (SQLite file; PostgreSQL URLs later)."""
-    from memloci.storage.sqlite import SQLiteStore
-
-    return SQLiteStore(settings.path)
+    """The store named by ``settings.path`` (see :func:`open_store`)."""
+    return open_store(settings.path)
 
 
 def build_embedder(settings: Settings) -> Embedder | None:

@@ -36,7 +36,9 @@ class Settings(BaseSettings):
     weight_fulltext: float = Field(
         0.9, ge=0, le=1, description="fusion weight of full-text search (0-1)"
     )
-    weight_vector: float = Field(0.9, ge=0, le=1, description="fusion weight of vector search (0-1)")
+    weight_vector: float = Field(
+        0.9, ge=0, le=1, description="fusion weight of vector search (0-1)"
+    )
     weight_key: float = Field(0.9, ge=0, le=1, description="fusion weight of fuzzy key match (0-1)")
     candidates: int = Field(60, ge=5, le=1000, description="results each strategy contributes")
     max_memories: int | None = Field(None, ge=1, description="semantic+opinion cap per namespace")

@@ -291,7 +291,7 @@ def test_facts_and_semantic_keys_are_one_setting() -> None:
          "memory.consolidation.max_episodes_per_run: must be ≥ 1"),
         ("memory: {max_sessions: 0}", "memory.max_sessions: must be ≥ 1"),
         ("memory: {max_resume_messages: 0}", "memory.max_resume_messages: must be ≥ 1"),
-        ("memory: {store_backend: postgres}", "memory.store_backend: must be one of"),
+        ("memory: {store_backend: mysql}", "memory.store_backend: must be one of"),
         ("memory: {embeddings: {provider: anthropic}}",
          "memory.embeddings.provider: must be one of"),
         ("memory: {embeddings: {provider: local, model: x}}", "provider 'local' takes no model"),

@@ -77,8 +77,9 @@ def chat(
         str | None,
         typer.Option(
             "--db",
-            metavar="PATH",
-            help="Store file (default: the role's memory.store_path, else $MEMLOCI_PATH, "
+            metavar="PATH|URL",
+            help="Store file or postgresql:// URL (default: the role's memory.store_path, "
+            "else $MEMLOCI_PATH, "
             "else ./memloci.db).",
             show_default=False,
         ),

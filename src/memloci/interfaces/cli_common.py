@@ -36,6 +36,7 @@ from memloci.config import Settings
 from memloci.errors import MemlociError, NotFoundError, ValidationError
 from memloci.models import MemoryNode, NodeType, SearchHit, StoreStats
 from memloci.sdk import Memory
+from memloci.storage.location import is_database_url
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
@@ -54,8 +55,9 @@ DbOpt = Annotated[
     str | None,
     typer.Option(
         "--db",
-        metavar="PATH",
-        help="SQLite file (default: $MEMLOCI_PATH, else ./memloci.db).",
+        metavar="PATH|URL",
+        help="SQLite file or postgresql://user:password@host/db URL "
+        "(default: $MEMLOCI_PATH, else ./memloci.db).",
         show_default=False,
     ),
 ]
@@ -184,7 +186,8 @@ def open_memory(
 ) -> Memory:
     """Open the store through the SDK; ``must_exist`` refuses to create a new file."""
     settings = settings_for(db, namespace, embedder)
-    if must_exist and settings.path != ":memory:" and not Path(settings.path).exists():
+    local = not is_database_url(settings.path) and settings.path != ":memory:"
+    if must_exist and local and not Path(settings.path).exists():
         raise NotFoundError(
             f"no memory store at {settings.path}",
             hint="check --db / MEMLOCI_PATH, or create one with `memloci memory add` "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -27,6 +26,8 @@ from memloci.interfaces.cli_common import (
     say,
     settings_for,
 )
+from memloci.interfaces.hosts import is_loopback
+from memloci.storage.location import describe
 
 keys_app = typer.Typer(
     help="API keys for the server: each maps to the namespaces it may read or write.",
@@ -39,15 +40,6 @@ keys_app = typer.Typer(
         "memloci keys revoke Ab3dE6gH",
     ),
 )
-
-
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(
@@ -70,6 +62,14 @@ def serve(
         bool, typer.Option(help="Run the daily maintenance job inside the server.")
     ] = True,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="Also answer requests for this Host name (repeat; e.g. behind a proxy). "
+            "Others get 421 (DNS-rebinding protection); '*' turns the check off.",
+        ),
+    ] = None,
 ) -> None:
     """Run the server: REST API (/api, docs at /docs), web UI (/memories) and MCP (/mcp)."""
     import uvicorn
@@ -80,7 +80,11 @@ def serve(
     if demo and db is None:
         db = str(Path(tempfile.mkdtemp(prefix="memloci-serve-")) / "demo.db")
     settings = settings_for(db, namespace, embedder)
-    overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    overrides: dict[str, object] = {
+        k: v for k, v in (("host", host), ("port", port)) if v is not None
+    }
+    if allowed_host:
+        overrides["allowed_hosts"] = [*settings.allowed_hosts, *allowed_host]
     settings = settings.model_copy(update=overrides)
     if demo:
         _load_demo(settings.path, namespace, embedder)
@@ -93,7 +97,7 @@ def serve(
         raise
     app = create_app(service, close_service=True, maintenance=maintenance)
     url = f"http://{_url_host(settings.host)}:{settings.port}"
-    say(f"memloci serving {settings.path} (namespace {settings.namespace!r})", "bold")
+    say(f"memloci serving {describe(settings.path)} (namespace {settings.namespace!r})", "bold")
     say(f"  web UI   {url}/memories")
     say(f"  REST     {url}/api/v1  (OpenAPI docs: {url}/docs)")
     say(f"  MCP      {url}/mcp/  (streamable HTTP)")

@@ -36,6 +36,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from memloci.errors import NotFoundError, ValidationError
+from memloci.storage.location import is_database_url
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
 ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -182,7 +183,7 @@ class MemoryConfig(_Block):
     max_sessions: int = Field(10, ge=1, le=100_000)
     max_resume_messages: int = Field(20, ge=1, le=10_000)
     max_memories: int | None = Field(None, ge=1)  # deprecated: semantic.max_memories
-    store_backend: Literal["sqlite", "sqlite-vec"] = "sqlite"
+    store_backend: Literal["sqlite", "sqlite-vec", "postgres"] = "sqlite"
     store_path: str | None = Field(None, min_length=1)
     embeddings: EmbeddingsConfig = EmbeddingsConfig()
     conversation: ConversationTier = ConversationTier()
@@ -205,6 +206,11 @@ class MemoryConfig(_Block):
         given = [(k, v) for k, v in caps if v is not None]
         for key, value in given[1:]:
             _agree(given[0][0], given[0][1], key, value)
+        paths = [p for p in (self.store_path, self.shared_memory.store_path) if p]
+        if self.store_backend == "postgres" and not any(is_database_url(p) for p in paths):
+            raise ValueError("store_backend postgres needs store_path: postgresql://…")
+        if self.store_backend != "postgres" and any(is_database_url(p) for p in paths):
+            raise ValueError("a postgresql:// store_path needs store_backend: postgres")
         return self
 
     @property
@@ -260,15 +266,16 @@ class Role(_Block):
 
     @property
     def store_path(self) -> str | None:
-        """The store file (``~`` expanded, relative paths from the role file's folder);
+        """The store file (``~`` expanded, relative paths from the role file's folder) or
+        database URL (``postgresql://…``, unchanged);
         None = memloci's default (``$MEMLOCI_PATH``, else ``./memloci.db``)."""
         mem = self.memory
         if mem is None:
             return None
         shared = mem.shared_memory
         raw = shared.store_path if shared.enabled and shared.store_path else mem.store_path
-        if raw is None or raw == ":memory:":
-            return raw
+        if raw is None or raw == ":memory:" or is_database_url(raw):
+            return raw  # URLs (postgresql://…) are taken as they are
         path = Path(os.path.expanduser(raw))
         if not path.is_absolute() and self._base_dir is not None:
             path = self._base_dir / path
