@@ -19,10 +19,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MEMLOCI_", extra="forbid")
 
-    path: str = Field(
-        "memloci.db",
-        description="SQLite file (':memory:' for a throwaway store) or postgresql:// URL",
-    )
+    path: str = Field("memloci.db", description="SQLite file (':memory:' for a throwaway store)")
     namespace: str = Field("default", description="namespace used when a call names none")
     embedder: str = Field(
         "local",
@@ -33,13 +30,9 @@ class Settings(BaseSettings):
     )
     embed_batch_size: int = Field(256, ge=1, le=4096, description="vectors per background batch")
     rrf_k: float = Field(60.0, gt=0, description="Reciprocal Rank Fusion constant")
-    weight_fulltext: float = Field(
-        0.9, ge=0, le=1, description="fusion weight of full-text search (0-1)"
-    )
-    weight_vector: float = Field(
-        0.9, ge=0, le=1, description="fusion weight of vector search (0-1)"
-    )
-    weight_key: float = Field(0.9, ge=0, le=1, description="fusion weight of fuzzy key match (0-1)")
+    weight_fulltext: float = Field(1.0, ge=0, description="RRF weight of full-text search")
+    weight_vector: float = Field(0.3, ge=0, description="RRF weight of vector search")
+    weight_key: float = Field(1.5, ge=0, description="RRF weight of fuzzy key match")
     candidates: int = Field(60, ge=5, le=1000, description="results each strategy contributes")
     max_memories: int | None = Field(None, ge=1, description="semantic+opinion cap per namespace")
     max_episodes: int | None = Field(None, ge=1, description="episode cap per namespace")
@@ -50,9 +43,7 @@ class Settings(BaseSettings):
     decay_rate_default: float = Field(0.1, ge=0, description="default decay rate of new facts")
     context_budget: int = Field(1000, ge=50, description="default context token budget")
     reinforce_on_search: bool = Field(True, description="count search hits as accesses")
-    weight_graph: float = Field(
-        0.5, ge=0, le=1, description="fusion weight of graph strategies (0-1)"
-    )
+    weight_graph: float = Field(0.5, ge=0, description="RRF weight of graph strategies")
     llm: str = Field(
         "none", description="LLM for consolidation/enrichment: none | openai | anthropic"
     )
@@ -74,10 +65,6 @@ class Settings(BaseSettings):
     )
     host: str = Field("127.0.0.1", description="address `memloci serve` listens on")
     port: int = Field(8765, ge=1, le=65535, description="port `memloci serve` listens on")
-    allowed_hosts: list[str] = Field(
-        default_factory=list,
-        description="extra Host names the server answers (behind a proxy); '*' = any",
-    )
     max_request_bytes: int = Field(
         10_000_000, ge=1024, description="largest request body the server accepts"
     )
