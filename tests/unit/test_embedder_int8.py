@@ -143,7 +143,7 @@ def test_registry_and_model_paths(tmp_path: Path, int8: OnnxMiniLMEmbedder) -> N
 
 
 def test_bad_model_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ProviderError, match="no model.onnx"):
+    with pytest.raises(ProviderError, match=r"no model\.onnx"):
         OnnxMiniLMEmbedder(model_path=str(tmp_path))
     with pytest.raises(ProviderError, match="no ONNX model"):
         OnnxMiniLMEmbedder(model_path=str(tmp_path / "missing.onnx"))
