@@ -1,13 +1,13 @@
 """The storage contract suite: one ``store`` fixture, parametrised over backends.
 
-Today only ``sqlite`` runs. A ``postgres`` backend is added by appending it to
-``BACKENDS``: it is skipped unless ``MEMLOCI_TEST_DATABASE_URL`` points at a database.
-Tests talk to the store through the :class:`~memloci.storage.base.Store` protocol only.
+``sqlite`` (a file per test) and ``postgres`` (a fresh schema per test on the server of
+``MEMLOCI_TEST_DATABASE_URL``; skipped without it locally, a failure under CI, see
+``tests/pgtest.py``). Tests talk to the store through the
+:class:`~memloci.storage.base.Store` protocol only.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from memloci.storage.base import Store
+from pgtest import BACKENDS, database_url, fresh_schema
 
-BACKENDS = ["sqlite"]
 EMBED_MODEL, EMBED_DIM = "fake:16", 16
 
 
@@ -26,6 +26,7 @@ class StoreFactory:
 
     backend: str
     location: str
+    schema: str | None = None
     opened: list[Store] = field(default_factory=list)
 
     def open(self, *, bind: bool = True) -> Store:
@@ -33,11 +34,10 @@ class StoreFactory:
             from memloci.storage.sqlite import SQLiteStore
 
             store: Store = SQLiteStore(self.location)
-        elif self.backend == "postgres":  # pragma: no cover - needs a server
-            # the tests expect an empty store: give each test its own schema/database
+        elif self.backend == "postgres":
             from memloci.storage.postgres import PostgresStore
 
-            store = PostgresStore(self.location)
+            store = PostgresStore(self.location, schema=self.schema, pool_size=4)
         else:  # pragma: no cover
             raise AssertionError(f"unknown backend {self.backend}")
         self.opened.append(store)
@@ -55,14 +55,17 @@ class StoreFactory:
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     backend = request.param
     if backend == "sqlite":
-        location = str(tmp_path / "c.db")
-    else:  # pragma: no cover - needs a server
-        location = os.environ.get("MEMLOCI_TEST_DATABASE_URL", "")
-        if not location:
-            pytest.skip(f"{backend}: set MEMLOCI_TEST_DATABASE_URL to run the contract suite")
-    factory = StoreFactory(backend, location)
-    yield factory
-    factory.close_all()
+        factory = StoreFactory(backend, str(tmp_path / "c.db"))
+        yield factory
+        factory.close_all()
+        return
+    url = database_url()
+    with fresh_schema(url) as schema:  # the tests expect an empty store
+        factory = StoreFactory(backend, url, schema)
+        try:
+            yield factory
+        finally:
+            factory.close_all()
 
 
 @pytest.fixture

@@ -123,6 +123,19 @@ class DecayUpdate:
     anchor: datetime
 
 
+@dataclass(frozen=True)
+class SessionState:
+    """A session as consolidation records it: when it was first seen and, once its
+    episodes were consolidated, when (None while pending)."""
+
+    namespace: str
+    session: str
+    user: str | None
+    agent: str | None
+    first_seen_at: datetime
+    consolidated_at: datetime | None
+
+
 class Store(Protocol):
     """What every storage backend provides. Capability flags, never ``None`` returns."""
 
@@ -445,6 +458,24 @@ class Store(Protocol):
     # housekeeping
     def stats(self, namespaces: Sequence[str]) -> StoreStats: ...
     def namespaces(self) -> list[str]: ...
+
+    # inventory: what a whole-store copy (``memloci migrate``) needs to read
+    def record_namespaces(self) -> list[str]:
+        """Every namespace holding any record (memories, edges, users, threads,
+        entities, consolidation sessions, knowledge sources), sorted; a superset of
+        :meth:`namespaces`."""
+        ...
+
+    def sessions(self, namespace: str) -> list[SessionState]:
+        """Every session recorded for consolidation in ``namespace`` (pending and
+        consolidated), ordered by ``first_seen_at`` then session id."""
+        ...
+
+    def knowledge_vectors(self, namespace: str, source_id: str) -> dict[str, bytes]:
+        """Chunk id → float32 little-endian vector bytes for the chunks of a source
+        that have a vector (from ``source.embedding_model``); chunks without one are
+        left out."""
+        ...
 
 
 def migration_scripts(backend: str) -> list[tuple[int, str]]:

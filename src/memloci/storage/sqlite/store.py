@@ -34,6 +34,7 @@ from memloci.storage.rows import (
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite.base import IntegrityError, chunks, qs
 from memloci.storage.sqlite.consolidation import SQLiteConsolidation
+from memloci.storage.sqlite.inventory import SQLiteInventory
 from memloci.storage.sqlite.knowledge import SQLiteKnowledge
 from memloci.storage.sqlite.privacy import SQLitePrivacy
 from memloci.storage.sqlite.records import SQLiteRecords
@@ -55,7 +56,13 @@ assert set(_ORDERS) == set(NODE_ORDERS)
 
 
 class SQLiteStore(
-    SQLiteRecords, SQLiteSearch, SQLiteConsolidation, SQLiteKnowledge, SQLiteWalks, SQLitePrivacy
+    SQLiteRecords,
+    SQLiteSearch,
+    SQLiteConsolidation,
+    SQLiteKnowledge,
+    SQLiteWalks,
+    SQLitePrivacy,
+    SQLiteInventory,
 ):
     """The default store: everything in one SQLite file."""
 

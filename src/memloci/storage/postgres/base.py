@@ -1,0 +1,268 @@
+"""PostgreSQL plumbing (layer: storage): connection pool, transactions, migrations,
+metadata and embedder binding.
+
+A ``psycopg_pool`` pool of autocommit connections. A write transaction
+(:meth:`PostgresBase._tx`) takes one connection for its whole length and pins it to the
+calling thread, so nested writes and reads made inside it join it and see its own writes.
+Check-then-write units take a PostgreSQL advisory transaction lock
+(:meth:`PostgresBase.exclusive`), where SQLite relies on its single writer. Every
+psycopg error leaves as a :class:`~memloci.errors.StorageError` whose text never holds
+the password of the URL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from memloci.errors import EmbeddingModelError, MemlociError, StorageError
+from memloci.storage.base import migration_scripts
+from memloci.storage.location import redact_url
+
+try:
+    import psycopg
+    import psycopg_pool
+    from pgvector.psycopg import register_vector
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise StorageError(
+        "the PostgreSQL backend needs psycopg 3, psycopg-pool and pgvector",
+        hint="pip install 'memloci[postgres]'",
+    ) from exc
+
+_LOCK_CLASS = 0x6D6C  # first key of memloci's two-key advisory locks ("ml")
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def _split_url(url: str, schema: str | None) -> tuple[str, str | None]:
+    """Take a ``schema=`` query parameter out of the URL (libpq does not know it)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    rest = [(k, v) for k, v in query if k != "schema"]
+    found = [v for k, v in query if k == "schema"]
+    if found and schema is None:
+        schema = found[-1]
+    return urlunsplit(parts._replace(query=urlencode(rest))), schema
+
+
+class PostgresBase:
+    """Connections, transactions, migrations and store metadata on PostgreSQL."""
+
+    def __init__(self, url: str, *, schema: str | None = None, pool_size: int = 8) -> None:
+        self.url = redact_url(url)  # the only form ever shown
+        self._secret_url, self.schema = _split_url(url, schema)
+        if self.schema is not None and not _SCHEMA_NAME.match(self.schema):
+            raise StorageError(
+                f"bad schema name {self.schema!r}", hint="letters, digits and _ (max 63)"
+            )
+        self._local = threading.local()
+        self._closed = False
+        self._dim: int | None = None
+        options = "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100"
+        if self.schema is not None:
+            options += f" -c search_path={self.schema},public"
+        self._kwargs: dict[str, Any] = {"options": options, "connect_timeout": 15}
+        with self._errors("cannot open"):
+            self._bootstrap()
+            self._pool = psycopg_pool.ConnectionPool(
+                self._secret_url,
+                min_size=1,
+                max_size=max(1, pool_size),
+                kwargs={"autocommit": True, **self._kwargs},
+                configure=self._configure,
+                open=True,
+                name="memloci",
+                timeout=30,
+            )
+        try:
+            self._migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+        dim = self.get_meta("dimension")
+        if dim:
+            self._dim = int(dim)
+
+    # ------------------------------------------------------------------ plumbing
+    @contextlib.contextmanager
+    def _errors(self, doing: str = "database error") -> Iterator[None]:
+        try:
+            yield
+        except MemlociError:
+            raise
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            text = redact_url(str(exc).strip()).replace(self._secret_url, self.url)
+            raise StorageError(
+                f"{doing} ({self.url}): {text}",
+                hint="check that the PostgreSQL server is up and the URL is right",
+            ) from None
+
+    def _bootstrap(self) -> None:
+        """Create the schema and the pgvector extension when missing (under a lock)."""
+        conn = psycopg.connect(self._secret_url, autocommit=True, **self._kwargs)
+        with conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
+            if self.schema is not None:
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            has = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+            if has.fetchone() is None:
+                try:
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+                except psycopg.Error as exc:
+                    raise StorageError(
+                        f"the pgvector extension is missing in {self.url}: {exc}",
+                        hint="run `CREATE EXTENSION vector` as a superuser first",
+                    ) from None
+
+    def _configure(self, conn: Any) -> None:
+        register_vector(conn)
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Any]:
+        """A write transaction on one connection (nested calls join the open one)."""
+        if self._closed:
+            raise StorageError("the store is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        with self._errors(), self._pool.connection() as conn, conn.transaction():
+            self._local.conn = conn
+            try:
+                yield conn
+            finally:
+                self._local.conn = None
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Any]:
+        """A connection for reads: the thread's open transaction, or a pooled one."""
+        if self._closed:
+            raise StorageError("the store is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        with self._errors(), self._pool.connection() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Run several writes as one transaction: all of them land, or none. Reads made
+        inside by the same thread see its own writes."""
+        with self._tx():
+            yield
+
+    @contextlib.contextmanager
+    def exclusive(self, key: str) -> Iterator[None]:
+        """A check-then-write unit (see :meth:`Store.exclusive`): a transaction holding
+        an advisory lock on ``key`` (per schema) until it commits or rolls back."""
+        with self._tx() as c:
+            c.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                (_LOCK_CLASS, f"{self.schema or ''}:{key}"),
+            )
+            yield
+
+    def _xlock(self, c: Any, key: str) -> None:
+        """Take an advisory lock on ``key`` in the open transaction ``c``."""
+        c.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+            (_LOCK_CLASS, f"{self.schema or ''}:{key}"),
+        )
+
+    def _migrate(self) -> None:
+        with self._tx() as c:
+            # one migrator per schema at a time, across processes
+            self._xlock(c, "migrate")
+            c.execute("CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)")
+            row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            current = int(row[0]) if row else 0
+            for number, script in migration_scripts("postgres"):
+                if number <= current:
+                    continue
+                c.execute(script)
+                self._put_meta(c, "schema_version", str(number))
+
+    def schema_version(self) -> int:
+        return int(self.get_meta("schema_version") or 0)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self._pool.close()
+
+    # ------------------------------------------------------------------ meta
+    @staticmethod
+    def _put_meta(c: Any, key: str, value: str) -> None:
+        c.execute(
+            "INSERT INTO meta (key, value) VALUES (%s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def get_meta(self, key: str) -> str | None:
+        with self._reading() as c:
+            row = c.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._tx() as c:
+            self._put_meta(c, key, value)
+
+    def bind_embedder(self, model_id: str, dimension: int) -> None:
+        """Record the embedding model; refuse a different one (re-embed to switch). The
+        first binding types the vector column ``vector(dimension)`` and builds its HNSW
+        cosine index."""
+        with self._tx() as c:
+            self._xlock(c, "embedder")
+            rows = dict(
+                c.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"
+                ).fetchall()
+            )
+            known = rows.get("embedding_model")
+            if known is not None and (known != model_id or rows.get("dimension") != str(dimension)):
+                raise EmbeddingModelError(
+                    f"this store holds vectors from {known!r} ({rows.get('dimension')}-d), "
+                    f"not {model_id!r} ({dimension}-d)",
+                    hint="use the same embedder, or run `memloci reembed` to switch models",
+                )
+            if known is None:
+                dim = int(dimension)
+                c.execute(f"ALTER TABLE nodes ALTER COLUMN embedding TYPE vector({dim})")
+                c.execute(
+                    "CREATE INDEX IF NOT EXISTS nodes_embedding ON nodes"
+                    " USING hnsw (embedding vector_cosine_ops)"
+                )
+            self._put_meta(c, "embedding_model", model_id)
+            self._put_meta(c, "dimension", str(dimension))
+        self._dim = dimension
+
+    def _unbind_vectors(self, c: Any) -> None:
+        c.execute("DROP INDEX IF EXISTS nodes_embedding")
+        c.execute("UPDATE nodes SET embedding = NULL WHERE embedding IS NOT NULL")
+        c.execute("ALTER TABLE nodes ALTER COLUMN embedding TYPE vector")
+        c.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'dimension')")
+
+    def _bump(self, c: Any, key: str) -> int:
+        row = c.execute(
+            "INSERT INTO meta (key, value) VALUES (%s, '1') ON CONFLICT (key)"
+            " DO UPDATE SET value = (meta.value::bigint + 1)::text RETURNING value",
+            (key,),
+        ).fetchone()
+        return int(row[0])
+
+
+def chunks(values: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(values), size):
+        yield values[i : i + size]
+
+
+def listed(values: Sequence[Any]) -> list[Any]:
+    """A Python list for an ``= ANY(%s)`` parameter."""
+    return list(values)

@@ -1,0 +1,148 @@
+"""PostgreSQL search primitives and the embedding slow path (layer: storage).
+
+Scores are higher-is-better: full text returns ``ts_rank_cd`` over the weighted
+``nodes.fts`` vector (content and key + subject A, previous turn and date words B,
+speaker C, next turn D; length-normalised), vectors return cosine similarity from the
+pgvector HNSW index (iterative scans on, so a filtered search still fills its limit),
+key search returns 1.0 / 0.8 / 0.6 for exact / prefix / contained. Nothing is cached
+in the process: a write by any server is seen by the next search of every other one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from memloci.errors import EmbeddingModelError
+from memloci.storage.base import NodeFilter, PendingEmbedding
+from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.tsquery import to_tsquery_sql
+from memloci.storage.sqlfilter import filter_sql
+
+# ts_rank_cd weights {D, C, B, A}: next turn, speaker, previous turn + dates, content + keys
+# (the FTS5 column weights 0.25, 0.4, 0.5, 1.0 of the SQLite store); 1 = divide the rank
+# by 1 + log(document length), as bm25 favours the shorter of two equal matches
+RANK = "ts_rank_cd('{0.25, 0.4, 0.5, 1.0}', n.fts, x.q, 1)"
+
+
+class PostgresSearch(PostgresBase):
+    """Full text, vectors, fuzzy keys and the embedding queue on PostgreSQL."""
+
+    def _dimension(self) -> int | None:
+        """The bound vector dimension (re-read while unknown: another server may bind)."""
+        if self._dim is None:
+            dim = self.get_meta("dimension")
+            self._dim = int(dim) if dim else None
+        return self._dim
+
+    # ------------------------------------------------------------------ embeddings
+    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT id, content_hash, content, speaker, key, subject FROM nodes"
+                " WHERE embedded = 0 ORDER BY seq LIMIT %s",
+                (limit,),
+            ).fetchall()
+        return [PendingEmbedding(*r) for r in rows]
+
+    def save_embeddings(
+        self, items: Sequence[PendingEmbedding], vectors: npt.NDArray[np.float32]
+    ) -> int:
+        """Store vectors for nodes whose content is unchanged; returns how many were saved."""
+        dim = self._dimension()
+        if dim is None:
+            raise EmbeddingModelError("no embedder is bound to this store")
+        if len(items) != len(vectors) or (len(items) and vectors.shape[1] != dim):
+            raise EmbeddingModelError(
+                f"expected {len(items)} vectors of dimension {dim}, got {vectors.shape}"
+            )
+        saved = 0
+        with self._tx() as c:
+            for item, vec in zip(items, vectors, strict=True):
+                saved += c.execute(
+                    "UPDATE nodes SET embedding = %s, embedded = 1"
+                    " WHERE id = %s AND content_hash = %s AND embedded = 0",
+                    (np.ascontiguousarray(vec, dtype=np.float32), item.id, item.content_hash),
+                ).rowcount
+        return saved
+
+    def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, bytes]:
+        """Stored float32 vectors (raw bytes) of the given nodes that have one."""
+        if not ids:
+            return {}
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT id, embedding FROM nodes WHERE namespace = %s AND id = ANY(%s)"
+                " AND embedding IS NOT NULL AND embedded > 0",
+                (namespace, list(ids)),
+            ).fetchall()
+        return {r[0]: np.asarray(r[1], dtype=np.float32).tobytes() for r in rows}
+
+    def reset_embeddings(self) -> int:
+        """Forget every vector and the bound model (for re-embedding with another one)."""
+        with self._tx() as c:
+            self._xlock(c, "embedder")
+            self._unbind_vectors(c)
+            count = c.execute("UPDATE nodes SET embedded = 0 WHERE embedded <> 0").rowcount
+        self._dim = None
+        return int(count)
+
+    # ------------------------------------------------------------------ full text
+    def fulltext(self, flt: NodeFilter, match: str, limit: int) -> list[tuple[str, float]]:
+        if not match.strip() or not flt.namespaces:
+            return []
+        tsq, tparams = to_tsquery_sql(match)
+        where, params = filter_sql(flt, ph="%s")
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT n.id, {RANK} AS r FROM nodes n CROSS JOIN (SELECT {tsq} AS q) x"
+                f" WHERE n.fts @@ x.q AND {where} ORDER BY r DESC, n.seq LIMIT %s",
+                [*tparams, *params, limit],
+            ).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+    # ------------------------------------------------------------------ keys
+    def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:
+        if not key_norm:
+            return []
+        where, params = filter_sql(flt, ph="%s")
+        pattern = "%" + key_norm.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT n.id, n.key_norm FROM nodes n WHERE {where} AND n.key_norm IS NOT NULL"
+                " AND n.key_norm LIKE %s ORDER BY length(n.key_norm), n.seq LIMIT %s",
+                [*params, pattern, limit],
+            ).fetchall()
+        out = []
+        for node_id, key in rows:
+            score = 1.0 if key == key_norm else 0.8 if key.startswith(key_norm) else 0.6
+            out.append((node_id, score))
+        out.sort(key=lambda r: -r[1])
+        return out
+
+    # ------------------------------------------------------------------ vectors
+    def vector_search(
+        self, flt: NodeFilter, query: npt.NDArray[np.float32], limit: int
+    ) -> list[tuple[str, float]]:
+        dim = self._dimension()
+        if dim is None or not flt.namespaces or limit < 1:
+            return []
+        if query.shape != (dim,):
+            raise EmbeddingModelError(
+                f"query vector has shape {query.shape}, the store holds {dim}-d vectors"
+            )
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        where, params = filter_sql(flt, ph="%s")
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT n.id, n.embedding <=> %s AS d FROM nodes n"
+                f" WHERE n.embedding IS NOT NULL AND n.embedded > 0 AND {where}"
+                " ORDER BY n.embedding <=> %s LIMIT %s",
+                [q, *params, q, limit],
+            ).fetchall()
+        # relaxed_order iterative scans may return neighbours slightly out of order
+        out = [(r[0], 1.0 - float(r[1])) for r in rows]
+        out.sort(key=lambda r: -r[1])
+        return out

@@ -1,0 +1,193 @@
+"""PostgreSQL graph walks (layer: storage): edges by relation, entity neighbourhoods.
+
+Every walk is bounded by a :class:`~memloci.storage.base.NodeFilter`: a node the filter
+hides is neither returned nor walked through. Same semantics and ordering as the SQLite
+walks; each step is one indexed query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memloci.errors import ValidationError
+from memloci.models import Entity
+from memloci.storage.base import NodeFilter
+from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.records import ENTITY_COLS, entity_from_row
+from memloci.storage.postgres.search import RANK
+from memloci.storage.postgres.tsquery import to_tsquery_sql
+from memloci.storage.sqlfilter import filter_sql
+from memloci.storage.sqlite.walks import _grams
+
+_STEP = {
+    # direction -> (column we come from, column we go to)
+    "forward": ("source_id", "target_id"),
+    "backward": ("target_id", "source_id"),
+}
+
+
+class PostgresWalks(PostgresBase):
+    """Graph walk queries for the retrieval pipeline's graph strategies."""
+
+    def walk(
+        self,
+        flt: NodeFilter,
+        seeds: Sequence[str],
+        relation: str,
+        *,
+        depth: int = 1,
+        direction: str = "both",
+        limit: int = 200,
+    ) -> list[tuple[str, str, int, int]]:
+        """See :meth:`memloci.storage.base.Store.walk`."""
+        if not seeds or depth < 1 or not flt.namespaces:
+            return []
+        ways = ("forward", "backward") if direction == "both" else (direction,)
+        where, params = filter_sql(flt, ph="%s")
+        ns = list(flt.namespaces)
+        seen: set[str] = set(seeds)
+        frontier: dict[str, tuple[str, int]] = {s: (s, 0) for s in dict.fromkeys(seeds)}
+        order = {s: i for i, s in enumerate(seeds)}
+        out: list[tuple[str, str, int, int]] = []
+        with self._reading() as c:
+            for distance in range(1, depth + 1):
+                found: dict[str, tuple[str, int]] = {}
+                for way in ways:
+                    here, there = _STEP[way]
+                    sign = 1 if way == "forward" else -1
+                    rows = c.execute(
+                        f"SELECT e.{here}, e.{there} FROM edges e JOIN nodes n ON n.id = e.{there}"
+                        f" WHERE e.namespace = ANY(%s) AND e.{here} = ANY(%s)"
+                        f" AND e.relation = %s AND e.valid_until IS NULL AND {where}"
+                        " ORDER BY e.seq",
+                        [ns, list(frontier), relation, *params],
+                    ).fetchall()
+                    for src, dst in rows:
+                        if dst in seen or dst in found:
+                            continue
+                        seed, prev = frontier[src]
+                        if prev and prev != sign:
+                            continue  # a chain keeps one direction
+                        found[dst] = (seed, sign)
+                for node_id, (seed, sign) in sorted(
+                    found.items(), key=lambda kv: (order.get(kv[1][0], 0), kv[1][1] < 0, kv[0])
+                ):
+                    out.append((node_id, seed, distance, sign))
+                    if len(out) >= limit:
+                        return out
+                seen.update(found)
+                frontier = found
+                if not frontier:
+                    break
+        return out
+
+    def entities_in_text(
+        self, namespaces: Sequence[str], text: str, *, max_words: int = 4
+    ) -> list[tuple[str, Entity]]:
+        """See :meth:`memloci.storage.base.Store.entities_in_text`."""
+        grams = _grams(text, max_words)
+        if not grams or not namespaces:
+            return []
+        with self._reading() as c:
+            rows: list[Any] = c.execute(
+                f"SELECT x.name_norm, {ENTITY_COLS} FROM entity_names x"
+                " JOIN entities e ON e.id = x.entity_id"
+                " WHERE x.namespace = ANY(%s) AND x.name_norm = ANY(%s)"
+                " ORDER BY e.mention_count DESC, e.id",
+                (list(namespaces), list(grams)),
+            ).fetchall()
+        rows.sort(key=lambda r: (grams[r[0]][0] - grams[r[0]][1], grams[r[0]][0]))
+        taken: set[int] = set()
+        spans: set[tuple[int, int]] = set()
+        seen: set[str] = set()
+        out: list[tuple[str, Entity]] = []
+        for row in rows:
+            span = grams[row[0]]
+            entity = entity_from_row(row[1:])
+            words = set(range(*span))
+            if entity.id in seen or (span not in spans and words & taken):
+                continue
+            taken |= words
+            spans.add(span)
+            seen.add(entity.id)
+            out.append((row[0], entity))
+        return out
+
+    def entity_fulltext(
+        self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
+    ) -> list[tuple[str, float]]:
+        """Nodes visible through ``flt`` linked to any of ``entity_ids``, ranked by the
+        match (``ts_rank_cd``, higher is better); an empty match ranks newest first
+        (score 0); a match that does not parse finds nothing."""
+        if not entity_ids or not flt.namespaces:
+            return []
+        where, params = filter_sql(flt, ph="%s")
+        ids = list(dict.fromkeys(entity_ids))
+        if not match.strip():
+            with self._reading() as c:
+                rows = c.execute(
+                    "SELECT n.id FROM node_entities ne JOIN nodes n ON n.id = ne.node_id"
+                    f" WHERE ne.entity_id = ANY(%s) AND {where}"
+                    " GROUP BY n.id ORDER BY max(n.event_time) DESC, n.id LIMIT %s",
+                    [ids, *params, limit],
+                ).fetchall()
+            return [(r[0], 0.0) for r in rows]
+        try:
+            tsq, tparams = to_tsquery_sql(match)
+        except ValidationError:
+            return []
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT n.id, {RANK} AS r FROM nodes n CROSS JOIN (SELECT {tsq} AS q) x"
+                f" WHERE n.fts @@ x.q AND {where} AND EXISTS (SELECT 1 FROM node_entities ne"
+                " WHERE ne.node_id = n.id AND ne.entity_id = ANY(%s))"
+                " ORDER BY r DESC, n.seq LIMIT %s",
+                [*tparams, *params, ids, limit],
+            ).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+    def entity_neighbours(
+        self, flt: NodeFilter, node_ids: Sequence[str], *, max_links: int, limit: int = 200
+    ) -> list[tuple[str, str, str]]:
+        """See :meth:`memloci.storage.base.Store.entity_neighbours`."""
+        if not node_ids or not flt.namespaces:
+            return []
+        where, params = filter_sql(flt, ph="%s")
+        ids = list(dict.fromkeys(node_ids))
+        with self._reading() as c:
+            # bounded counts: an entity stops being counted at max_links + 1 links
+            specific = [
+                r[0]
+                for r in c.execute(
+                    "SELECT l.entity_id FROM (SELECT DISTINCT entity_id FROM node_entities"
+                    " WHERE node_id = ANY(%s)) l CROSS JOIN LATERAL (SELECT count(*) AS k FROM"
+                    " (SELECT 1 FROM node_entities o WHERE o.entity_id = l.entity_id LIMIT %s) b)"
+                    " cnt WHERE cnt.k <= %s ORDER BY l.entity_id",
+                    (ids, max_links + 1, max_links),
+                ).fetchall()
+            ]
+            if not specific:
+                return []
+            rows = c.execute(
+                "SELECT other.node_id, mine.node_id, mine.entity_id FROM node_entities mine"
+                " JOIN node_entities other ON other.entity_id = mine.entity_id"
+                " JOIN nodes n ON n.id = other.node_id"
+                " WHERE mine.node_id = ANY(%s) AND mine.entity_id = ANY(%s)"
+                f" AND NOT (other.node_id = ANY(%s)) AND {where}"
+                " ORDER BY mine.node_id, other.node_id LIMIT %s",
+                [ids, specific, ids, *params, limit],
+            ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def episode_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
+        """See :meth:`memloci.storage.base.Store.episode_texts`."""
+        if not ids:
+            return []
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT id, namespace, speaker, content FROM nodes WHERE id = ANY(%s)"
+                " AND type = 'episodic' AND valid_until IS NULL ORDER BY seq",
+                (list(ids),),
+            ).fetchall()
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
