@@ -65,6 +65,10 @@ class Settings(BaseSettings):
     )
     host: str = Field("127.0.0.1", description="address `memloci serve` listens on")
     port: int = Field(8765, ge=1, le=65535, description="port `memloci serve` listens on")
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="extra Host names the server answers (behind a proxy); '*' = any",
+    )
     max_request_bytes: int = Field(
         10_000_000, ge=1024, description="largest request body the server accepts"
     )

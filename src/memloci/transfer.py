@@ -149,6 +149,7 @@ def import_lines(
         fresh = [(n, vec) for n, vec in nodes if not store.id_exists(n.id)]
         report.skipped = len(nodes) - len(fresh)
         keep = {n.id for n, _ in fresh}
+        _check_edge_ends(store, namespace, records, keep)
         store.insert_nodes([n.model_copy(update={"embedded": False}) for n, _ in fresh])
         report.nodes = len(fresh)
         if progress:
@@ -185,6 +186,21 @@ def import_lines(
                 report.vectors_reused = store.save_embeddings(items, mat)
         report.needs_embedding = report.nodes - report.vectors_reused
     return report
+
+
+def _check_edge_ends(store: Store, namespace: str, records: list[Any], fresh: set[str]) -> None:
+    """Refuse an import with an edge whose end is neither a node the import adds nor a
+    node already in the target namespace (an edge only joins memories of one namespace)."""
+    ends = {i for r in records if isinstance(r, Edge) for i in (r.source_id, r.target_id)}
+    outside = sorted(ends - fresh)
+    known = {n.id for n in store.get_nodes(namespace, outside)} if outside else set()
+    missing = [i for i in outside if i not in known]
+    if missing:
+        raise ValidationError(
+            f"the import has edges to memories that are neither in it nor in namespace "
+            f"{namespace!r}: {', '.join(missing[:5])}",
+            hint="nothing was imported; export and import whole namespaces",
+        )
 
 
 def _same_size(rows: list[tuple[MemoryNode, Any]]) -> bool:

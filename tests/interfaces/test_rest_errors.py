@@ -129,7 +129,8 @@ def test_oversized_body_is_refused(mem: Memory) -> None:
             for _ in range(10):
                 yield b"z" * 1000
 
-        r = http.post("/api/v1/import", content=chunks())
+        ndjson = {"content-type": "application/x-ndjson"}
+        r = http.post("/api/v1/import", content=chunks(), headers=ndjson)
         assert_error_shape(r, 413, "request_too_large")
     assert mem.count(include_forgotten=True) == 0
 

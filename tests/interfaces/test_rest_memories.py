@@ -144,12 +144,15 @@ def test_export_import_round_trip(http: httpx.Client) -> None:
     assert len(r.text.splitlines()) >= 3
     http.post("/api/v1/facts/batch-delete/", json={"ids": ids, "hard": True})
     assert http.get("/api/v1/facts/").json()["total"] == 0
-    imp = http.post("/api/v1/import", content=r.content)
+    jsonl = {"content-type": "application/x-ndjson"}
+    imp = http.post("/api/v1/import", content=r.content, headers=jsonl)
     assert imp.status_code == 200 and imp.json()["nodes"] == 2
     assert http.get("/api/v1/facts/").json()["total"] == 2
-    again = http.post("/api/v1/import", content=r.content).json()
+    again = http.post("/api/v1/import", content=r.content, headers=jsonl).json()
     assert again["nodes"] == 0 and again["skipped"] == 2
-    bad = http.post("/api/v1/import", params={"namespace": "copy2"}, content=b'{"not": "jsonl')
+    bad = http.post(
+        "/api/v1/import", params={"namespace": "copy2"}, content=b'{"not": "jsonl', headers=jsonl
+    )
     assert bad.status_code == 400
     assert http.get("/api/v1/facts/", params={"namespace": "copy2"}).json()["total"] == 0
 

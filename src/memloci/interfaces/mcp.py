@@ -24,6 +24,7 @@ import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -154,10 +155,16 @@ def http_app(service: MemoryService) -> Starlette:
     manager), as the REST app does. Every request is checked against the API keys.
     """
     server = build_server(service)
+    # loopback: the SDK's own DNS-rebinding protection is on; with an operator's host
+    # allow-list the REST app's HttpGuard (in front of this mount) applies it instead
+    listed = service.settings.allowed_hosts
     app = server.streamable_http_app(
         streamable_http_path="/",
-        host=service.settings.host,  # loopback: DNS-rebinding protection on
+        host=service.settings.host,
         max_request_body_size=service.settings.max_request_bytes,
+        transport_security=(
+            TransportSecuritySettings(enable_dns_rebinding_protection=False) if listed else None
+        ),
     )
     app.add_middleware(_KeyAuth, service=service)
     return app

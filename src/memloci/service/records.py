@@ -1,4 +1,5 @@
-"""Memory users, threads, entities, provenance and API keys of MemoryService (layer: service).
+"""Memory users, threads, entities and provenance of MemoryService (layer: service); API
+keys come from :mod:`memloci.service.keys`.
 
 A mixin so memory_service.py stays readable; it relies on what MemoryService sets up (``store``,
 ``settings``, ``_run``, ``_ns``). Every argument is validated before anything is written,
@@ -7,12 +8,8 @@ and a change that touches several rows runs in one store transaction (``store.ba
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import re
-import secrets
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memloci import validate as v
@@ -21,7 +18,6 @@ from memloci.errors import ConflictError, NotFoundError, ValidationError
 from memloci.models import (
     ID_RE,
     TURN_MAX,
-    ApiKey,
     Edge,
     EdgeType,
     Entity,
@@ -41,22 +37,16 @@ from memloci.models import (
     utcnow,
 )
 from memloci.service.core import ServiceCore
+from memloci.service.keys import KeysMixin
 from memloci.storage.base import NodeFilter, Store
 
 P = ParamSpec("P")
 T = TypeVar("T")
-KEY_RE = re.compile(r"^mlk_([A-Za-z0-9]{8})_([A-Za-z0-9_-]{43})$")
-KEY_TOUCH_EVERY = timedelta(minutes=1)  # last_used_at is written at most this often
 CHAIN_MAX = 100  # supersedes / merged_into chains followed at most this far
 FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 
 
-def key_hash(secret: str) -> str:
-    """What the store keeps of an API key: the sha256 hex of the whole secret."""
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-class RecordsMixin(ServiceCore):
+class RecordsMixin(KeysMixin, ServiceCore):
     """Users, threads ("checkpoints"), entities, ``explain`` / ``weak_facts`` and API keys."""
 
     store: Store
@@ -406,10 +396,7 @@ class RecordsMixin(ServiceCore):
         entity = await self._run(self.store.get_entity, ns, ref) if ID_RE.match(ref) else None
         entity = entity or await self._run(self.store.find_entity, ns, ref)
         if entity is None:
-            raise NotFoundError(
-                f"no entity {ref!r} in namespace {ns!r}",
-                hint="check the spelling, or list entities to see the known names",
-            )
+            raise _no_entity(ns, ref)
         return entity
 
     async def entity_info(
@@ -418,12 +405,16 @@ class RecordsMixin(ServiceCore):
     ) -> EntityInfo:  # fmt: skip
         """An entity (by id, name or alias), the current memories that mention it (newest
         first) and the entities mentioned with it (most shared first). ``user`` hides
-        other users' memories."""
+        other users' memories, and an entity only they mention is not found."""
         ns, ref = self._ns(namespace), v.name(name_or_id, "entity")
         lim = v.limit(limit, "limit", 200)
         flt = NodeFilter(namespaces=(ns,), user=v.ident(user, "user"))
         entity = await self._resolve_entity(ns, ref)
         memories = await self._run(self.store.entity_nodes, flt, entity.id, limit=lim)
+        if flt.user is not None and not memories:
+            anyone = NodeFilter(namespaces=(ns,))
+            if await self._run(self.store.entity_nodes, anyone, entity.id, limit=1):
+                raise _no_entity(ns, ref)  # only other users' memories mention it
         related = await self._run(self.store.related_entities, flt, entity.id, limit=lim)
         return EntityInfo(
             entity=entity,
@@ -519,70 +510,6 @@ class RecordsMixin(ServiceCore):
 
         return await self._run(run)
 
-    # ------------------------------------------------------------------ API keys
-    async def create_key(
-        self, name: str, namespaces: Sequence[str], *, write: bool = True, admin: bool = False,
-    ) -> tuple[ApiKey, str]:  # fmt: skip
-        """A new API key and its secret ``mlk_<id>_<43 chars>``; the secret is shown only
-        now (the store keeps its sha256). ``["*"]`` (all namespaces) is for admin keys."""
-        label = v.name(name, "key name", 100)
-        write, admin = v.flag(write, "write"), v.flag(admin, "admin")
-        nss = v.key_namespaces(namespaces, admin=admin)
-
-        def run() -> tuple[ApiKey, str]:
-            for _ in range(5):
-                kid = short_id()
-                secret = f"mlk_{kid}_{secrets.token_urlsafe(32)}"
-                key = ApiKey(
-                    id=kid, name=label, namespaces=nss, can_write=write, admin=admin,
-                    created_at=utcnow(),
-                )  # fmt: skip
-                try:
-                    self.store.insert_key(key, key_hash(secret))
-                except ConflictError:
-                    continue
-                return key, secret
-            raise ConflictError("could not allocate a unique API key id")  # pragma: no cover
-
-        return await self._run(run)
-
-    async def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]:
-        """Keys without secrets or hashes, oldest first."""
-        return await self._run(
-            self.store.list_keys, include_revoked=v.flag(include_revoked, "include_revoked")
-        )
-
-    async def revoke_key(self, key_id: str) -> ApiKey:
-        kid = v.short_ref(key_id, "API key")
-        return await self._run(self.store.revoke_key, kid, now=utcnow())
-
-    async def has_keys(self) -> bool:
-        """Whether any API key is active."""
-        return await self._run(self.store.has_keys)
-
-    async def verify_key(self, secret: str) -> ApiKey | None:
-        """The active key a secret belongs to, or None (malformed, unknown, wrong or
-        revoked). Records ``last_used_at`` at most once a minute."""
-        match = KEY_RE.match(secret) if isinstance(secret, str) else None
-        if match is None:
-            return None
-        kid = match[1]
-
-        def run() -> ApiKey | None:
-            found = self.store.get_key(kid)
-            if found is None:
-                return None
-            key, digest = found
-            if not hmac.compare_digest(digest, key_hash(secret)) or key.revoked_at is not None:
-                return None
-            now = utcnow()
-            if key.last_used_at is None or now - key.last_used_at >= KEY_TOUCH_EVERY:
-                self.store.touch_key(key.id, now=now)
-                key = key.model_copy(update={"last_used_at": now})
-            return key
-
-        return await self._run(run)
-
 
 def _entity_type(value: EntityType | str | None) -> str | None:
     return None if value is None else v.enum(EntityType, value, "type").value
@@ -604,4 +531,11 @@ def _same(a: str, b: str) -> bool:
 def _entity_node(entity: Entity) -> GraphNode:
     return GraphNode(
         id=entity.id, label=entity.canonical_name, kind="entity", type=entity.type.value
+    )
+
+
+def _no_entity(ns: str, ref: str) -> NotFoundError:
+    return NotFoundError(
+        f"no entity {ref!r} in namespace {ns!r}",
+        hint="check the spelling, or list entities to see the known names",
     )

@@ -2,7 +2,8 @@
 
 Every error leaves as one JSON shape, ``{"error": {"code", "message", "hint"?,
 "details"?}}`` — domain errors, request validation, unknown routes, oversized
-bodies and unexpected failures alike (guarded by a test).
+bodies, refused hosts, origins and content types (``security``) and unexpected
+failures alike (guarded by a test).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from memloci import __version__
 from memloci.errors import MemlociError
+from memloci.interfaces.rest.security import CatchAll, HostPolicy, HttpGuard
 from memloci.service import MemoryService
 
 log = logging.getLogger("memloci.server")
@@ -37,6 +40,7 @@ _STATUS_CODES = {
     409: "conflict",
     413: "request_too_large",
     415: "unsupported_media_type",
+    421: "misdirected_request",
 }
 
 
@@ -119,15 +123,25 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+        headers = dict(exc.headers or {})
         if exc.status_code == 404 and message == "Not Found":
             message = f"no such endpoint: {request.method} {request.url.path}"
-        return JSONResponse(error_body(code, message), status_code=exc.status_code)
+        if exc.status_code == 405:
+            allow = _allowed_methods(request)
+            headers["Allow"] = ", ".join(allow)
+            message = f"{request.method} is not allowed here; use {' or '.join(allow)}"
+        body = error_body(code, message)
+        return JSONResponse(body, status_code=exc.status_code, headers=headers or None)
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error on %s %s", request.method, request.url.path)
-        body = error_body("internal_error", "the server failed; see its log", hint=repr(exc)[:200])
-        return JSONResponse(body, status_code=500)
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (FastAPI has a route per method)."""
+    found = []
+    for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
+        probe = {"type": "http", "path": request.url.path, "method": method, "root_path": ""}
+        if any(r.matches(probe)[0] is Match.FULL for r in request.app.router.routes):
+            found.append(method)
+    return found
 
 
 def create_app(
@@ -171,7 +185,10 @@ def create_app(
     )
     app.state.service = service
     install_error_handlers(app)
-    app.add_middleware(BodyLimit, limit=service.settings.max_request_bytes)
+    settings = service.settings
+    app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
+    app.add_middleware(HttpGuard, policy=HostPolicy(settings.host, settings.allowed_hosts))
+    app.add_middleware(CatchAll)  # outermost: no exception reaches the server
 
     @app.get("/healthz", tags=["server"])
     async def healthz() -> dict[str, str]:

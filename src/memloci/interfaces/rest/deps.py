@@ -1,9 +1,11 @@
 """Request dependencies (layer: interfaces): the service, the caller's API key, namespaces.
 
-Access rule: when the store holds no active API key, the server is open (it only
-listens on loopback then, see ``memloci serve``). Once a key exists, every API
-request must carry one (``Authorization: Bearer <key>`` or ``X-API-Key``) and may
-only read — or, for write keys, write — the namespaces the key lists.
+Access rule: a server that listens on loopback and whose store never had an API key
+is open. Once any key was ever created in the store (a persistent marker: revoking
+every key does not open the server again) and always on a non-loopback address, every
+API request must carry a valid key (``Authorization: Bearer <key>`` or ``X-API-Key``)
+and may only read — or, for write keys, write — the namespaces the key lists. Managing
+keys needs an admin key, also on an open server.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, Request
 
 from memloci.errors import PermissionDeniedError, UnauthorizedError
+from memloci.interfaces.rest.security import REQUIRE_KEY
 from memloci.models import check_namespace
 from memloci.service import MemoryService
 
@@ -28,7 +31,7 @@ Service = Annotated[MemoryService, Depends(get_service)]
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: ``key`` is None when the server runs open (no keys exist)."""
+    """Who is calling: ``key`` is None when the server runs open (no key ever existed)."""
 
     key: Any = None  # memloci.models.ApiKey
 
@@ -46,7 +49,14 @@ class Caller:
             )
         return ns
 
-    def require_admin(self) -> None:
+    def require_admin(self, *, key: bool = False) -> None:
+        """Refuse a caller without admin rights; ``key``: an open server's anonymous
+        caller is not enough either (API keys are minted only with an admin key)."""
+        if key and self.key is None:
+            raise UnauthorizedError(
+                "managing API keys needs an admin API key",
+                hint="create one on the server's machine: memloci keys create NAME --admin",
+            )
         if not self.admin:
             raise PermissionDeniedError(
                 "this endpoint needs an admin API key", hint="memloci keys create --admin"
@@ -63,7 +73,7 @@ def _secret(request: Request) -> str | None:
 async def get_caller(request: Request, service: Service) -> Caller:
     secret = _secret(request)
     if secret is None:
-        if await service.has_keys():
+        if request.scope.get(REQUIRE_KEY) or await service.auth_required():
             raise UnauthorizedError(
                 "this server requires an API key",
                 hint="send 'Authorization: Bearer <key>' (memloci keys create)",

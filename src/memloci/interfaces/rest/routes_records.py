@@ -280,13 +280,13 @@ def _key_out(key: Any) -> KeyOut:
 async def list_keys(
     service: Service, caller: CallerDep, include_revoked: bool = False
 ) -> list[KeyOut]:
-    caller.require_admin()
+    caller.require_admin(key=True)
     return [_key_out(k) for k in await service.list_keys(include_revoked=include_revoked)]
 
 
 @router.post("/keys/", tags=KEYS, status_code=status.HTTP_201_CREATED)
 async def create_key(body: KeyCreate, service: Service, caller: CallerDep) -> KeyCreated:
-    caller.require_admin()
+    caller.require_admin(key=True)
     key, secret = await service.create_key(
         body.name, body.namespaces, write=body.write, admin=body.admin
     )
@@ -295,5 +295,5 @@ async def create_key(body: KeyCreate, service: Service, caller: CallerDep) -> Ke
 
 @router.delete("/keys/{key_id}", tags=KEYS)
 async def revoke_key(key_id: str, service: Service, caller: CallerDep) -> KeyOut:
-    caller.require_admin()
+    caller.require_admin(key=True)
     return _key_out(await service.revoke_key(key_id))

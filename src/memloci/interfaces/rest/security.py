@@ -1,0 +1,210 @@
+"""HTTP guards of the app (layer: interfaces), as ASGI middleware around every route:
+
+- ``Host`` must name this server (DNS rebinding): loopback names, the bound address, any
+  IP address when bound to all interfaces, and the configured ``allowed_hosts`` (``*``
+  turns the check off, for a proxy that rewrites Host) — else 421.
+- a state-changing request (POST, PUT, PATCH, DELETE) that carries an ``Origin`` header
+  must come from this server's own origin — else 403 (another site's page in the user's
+  browser cannot write, even without a CORS preflight).
+- a request with a body must declare a JSON content type (``/api/v1/import`` also takes
+  JSON Lines) — else 415, so a ``text/plain`` form post is never read.
+- an unexpected failure becomes a 500 with a generic message and an error id (logged with
+  the traceback); the connection stays usable for the next request.
+
+Every refusal uses the one error shape and happens before any route runs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.responses import JSONResponse
+
+from memloci.interfaces.hosts import is_loopback
+
+log = logging.getLogger("memloci.server")
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "127.0.0.1", "::1"})
+WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]"})
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+JSON_TYPES = frozenset({"application/json"})
+IMPORT_PATH = "/api/v1/import"
+IMPORT_TYPES = frozenset({"application/json", "application/x-ndjson", "application/jsonl"})
+REQUIRE_KEY = "memloci.require_key"  # scope key: this server always demands an API key
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def host_name(value: str) -> str:
+    """The host part of a ``Host`` header or allow-list entry, lower case, without port or
+    brackets: ``Example.org:8080`` → ``example.org``, ``[::1]:8765`` → ``::1``."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value[1:]
+    if value.count(":") == 1:
+        return value.partition(":")[0]
+    return value  # a name, or a bare IPv6 address
+
+
+class HostPolicy:
+    """Which ``Host`` headers a server bound to ``bound`` answers, and whether it always
+    demands an API key (it does when bound to anything but loopback)."""
+
+    def __init__(self, bound: str, allowed: Iterable[str] = ()) -> None:
+        extra = [a.strip() for a in allowed if a.strip()]
+        self.any_host = "*" in extra
+        self.wildcard = bound.strip() in WILDCARD_BINDS
+        self.listed = {host_name(a) for a in extra if a != "*"}
+        self.names = set(LOOPBACK_NAMES) | self.listed
+        if not self.wildcard:
+            self.names.add(host_name(bound))
+        self.require_key = not is_loopback(host_name(bound)) if bound.strip() else True
+
+    def allows(self, host: str | None) -> bool:
+        if self.any_host:
+            return True
+        if not host:
+            return False
+        name = host_name(host)
+        return name in self.names or (self.wildcard and _is_ip(name))
+
+    def same_site(self, origin: str, host: str) -> bool:
+        """Whether a browser ``Origin`` is this server: the origin of the ``Host`` it was
+        sent to, or a name the operator listed (a proxy in front may rewrite Host)."""
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https"):
+            return False
+        return parts.netloc.lower() == host.strip().lower() or (
+            host_name(parts.netloc) in self.listed
+        )
+
+
+def _media_type(value: str | None) -> str:
+    return (value or "").partition(";")[0].strip().lower()
+
+
+def _json_like(media: str, path: str) -> bool:
+    allowed = IMPORT_TYPES if path.rstrip("/") == IMPORT_PATH else JSON_TYPES
+    return media in allowed or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _has_body(headers: dict[bytes, bytes]) -> bool:
+    length = headers.get(b"content-length", b"").strip()
+    if length:
+        return length != b"0"
+    return b"transfer-encoding" in headers
+
+
+async def _refuse(
+    scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str, hint: str
+) -> None:
+    body = {"error": {"code": code, "message": message, "hint": hint}}
+    await JSONResponse(body, status_code=status)(scope, receive, send)
+
+
+class HttpGuard:
+    """Host, Origin and Content-Type checks (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, policy: HostPolicy) -> None:
+        self.app, self.policy = app, policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self.policy.allows(host):
+            await _refuse(
+                scope, receive, send, 421, "misdirected_request",
+                f"this server does not answer to host {host[:100]!r}",
+                "use its address (e.g. 127.0.0.1), or allow the name: memloci serve "
+                "--allowed-host NAME (setting allowed_hosts)",
+            )  # fmt: skip
+            return
+        method = scope.get("method", "GET")
+        origin = headers.get(b"origin")
+        if (
+            method in UNSAFE_METHODS
+            and origin is not None
+            and not self.policy.same_site(origin.decode("latin-1"), host)
+        ):
+            await _refuse(
+                scope, receive, send, 403, "forbidden",
+                "cross-site request refused: its Origin is not this server",
+                "call the API from a server-side client, or from this server's own pages",
+            )  # fmt: skip
+            return
+        if method in BODY_METHODS and _has_body(headers):
+            media = _media_type(headers.get(b"content-type", b"").decode("latin-1"))
+            if not _json_like(media, scope.get("path", "")):
+                path = scope.get("path", "")
+                wanted = IMPORT_TYPES if path.rstrip("/") == IMPORT_PATH else JSON_TYPES
+                await _refuse(
+                    scope, receive, send, 415, "unsupported_media_type",
+                    f"the request body must be {' or '.join(sorted(wanted))}, "
+                    f"not {media or 'undeclared'}",
+                    "send the header 'Content-Type: "
+                    + ("application/x-ndjson' (JSON Lines)" if wanted is IMPORT_TYPES
+                       else "application/json'"),
+                )  # fmt: skip
+                return
+        scope[REQUIRE_KEY] = self.policy.require_key
+        await self.app(scope, receive, send)
+
+
+class CatchAll:
+    """Turn an exception no handler took into a 500 with an error id — sent as a normal
+    response, so the keep-alive connection stays open. The traceback goes to the log
+    with the id; the body carries no exception text. A failure after the response began
+    (a broken stream) cannot be answered: the connection is closed, as it must be."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception:
+            error_id = secrets.token_hex(6)
+            log.exception(
+                "internal error %s on %s %s", error_id, scope.get("method"), scope.get("path")
+            )
+            if started:
+                raise
+            body = {
+                "error": {
+                    "code": "internal_error",
+                    "message": f"the server failed (error id {error_id}); see its log",
+                    "details": {"error_id": error_id},
+                }
+            }
+            await JSONResponse(body, status_code=500)(scope, receive, send)

@@ -1,0 +1,248 @@
+"""HTTP security over a real server: the auth mode survives revoking every key, keys are
+minted only with an admin key, cross-site writes and foreign Host headers are refused,
+a 500 leaks nothing and leaves the keep-alive connection usable, 405 names what is
+allowed, an agent tool does not confirm another user's entity, and an import cannot
+plant edges into another namespace."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from rest_server import client, running
+from test_rest_errors import assert_error_shape
+
+from memloci import Memory
+from memloci.interfaces.rest.security import HostPolicy, host_name
+from memloci.tools import Tools
+
+
+def _everything(mem: Memory) -> int:
+    return mem.count(include_forgotten=True) + mem.count(namespace="copy", include_forgotten=True)
+
+
+# ---------------------------------------------------------------- item 1: auth mode
+def test_revoking_the_last_key_does_not_open_the_server(mem: Memory) -> None:
+    mem.remember("The launch code is in the blue binder")
+    _, admin = mem._call(mem.service.create_key("ops", ["*"], admin=True))
+    with running(mem.service) as base:
+        with client(base, admin) as c:
+            (key,) = c.get("/api/v1/keys/").json()
+            assert c.delete(f"/api/v1/keys/{key['id']}").json()["revoked_at"]
+        with client(base) as anon:
+            assert_error_shape(anon.get("/api/v1/export"), 401, "unauthorized")
+            assert_error_shape(anon.get("/api/v1/facts/"), 401, "unauthorized")
+            made = anon.post(
+                "/api/v1/keys/", json={"name": "me", "namespaces": ["*"], "admin": True}
+            )
+            assert_error_shape(made, 401, "unauthorized")
+        with client(base, admin) as revoked:
+            assert_error_shape(revoked.get("/api/v1/export"), 401, "unauthorized")
+    assert len(mem._call(mem.service.list_keys(include_revoked=True))) == 1
+    # the store remembers: a new server on it is closed too
+    with running(mem.service) as base, client(base) as anon:
+        assert_error_shape(anon.get("/api/v1/export"), 401, "unauthorized")
+    assert mem._call(mem.service.auth_required()) is True
+
+
+def test_an_open_server_does_not_mint_keys(http: httpx.Client, mem: Memory) -> None:
+    assert http.get("/api/v1/facts/").status_code == 200  # open: loopback, never had a key
+    r = http.post("/api/v1/keys/", json={"name": "me", "namespaces": ["*"], "admin": True})
+    assert "memloci keys create" in assert_error_shape(r, 401, "unauthorized")["hint"]
+    assert_error_shape(http.get("/api/v1/keys/"), 401)
+    assert mem._call(mem.service.list_keys(include_revoked=True)) == []
+    assert mem._call(mem.service.auth_required()) is False
+
+
+def test_a_server_bound_beyond_loopback_always_needs_a_key(mem: Memory) -> None:
+    assert HostPolicy("0.0.0.0").require_key and HostPolicy("192.168.1.4").require_key
+    assert not HostPolicy("127.0.0.1").require_key and not HostPolicy("localhost").require_key
+    mem.service.settings = mem.service.settings.model_copy(update={"host": "0.0.0.0"})
+    with running(mem.service) as base, client(base) as anon:
+        assert_error_shape(anon.get("/api/v1/facts/"), 401, "unauthorized")
+        assert anon.get("/healthz").status_code == 200
+
+
+# ---------------------------------------------------------------- item 5: cross-site writes
+def _export(mem: Memory) -> bytes:
+    return "".join(line + "\n" for line in mem.service.export_lines("default")).encode()
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+def test_a_body_must_declare_json(mem: Memory, content_type: str | None) -> None:
+    mem.remember("Exported fact about the garden")
+    lines = _export(mem)
+    headers = {"content-type": content_type} if content_type else {}
+    fact = json.dumps({"content": "Planted by another site"}).encode()
+    with running(mem.service) as base, client(base) as http:
+        for path, body in (("/api/v1/import?namespace=copy", lines), ("/api/v1/facts/", fact)):
+            r = httpx.post(base + path, content=body, headers=headers)
+            assert_error_shape(r, 415, "unsupported_media_type")
+        assert _everything(mem) == 1
+        for kind in ("application/x-ndjson", "application/jsonl", "application/json"):
+            r = http.post(
+                "/api/v1/import?namespace=copy", content=lines, headers={"content-type": kind}
+            )
+            assert r.status_code == 200, r.text
+        r = http.post("/api/v1/facts/", content=fact, headers={"content-type": "text/json"})
+        assert_error_shape(r, 415)
+        r = http.post(
+            "/api/v1/facts/",
+            content=fact,
+            headers={"content-type": "application/json; charset=utf-8"},
+        )
+        assert r.status_code == 201
+
+
+def test_cross_site_writes_are_refused(http: httpx.Client, mem: Memory, server: str) -> None:
+    for origin in ("https://evil.example", "null", "http://127.0.0.1:1"):
+        headers = {"Origin": origin}
+        r = http.post("/api/v1/facts/", json={"content": "Cross-site fact"}, headers=headers)
+        assert_error_shape(r, 403, "forbidden")
+        assert_error_shape(http.delete("/api/v1/facts/abcd1234", headers=headers), 403)
+    assert mem.count(include_forgotten=True) == 0
+    own = http.post(
+        "/api/v1/facts/", json={"content": "Same-site fact"}, headers={"Origin": server}
+    )
+    assert own.status_code == 201  # the web UI's own pages
+    assert http.get("/api/v1/facts/", headers={"Origin": "https://evil.example"}).status_code == 200
+
+
+# ---------------------------------------------------------------- item 6: DNS rebinding
+def test_foreign_host_headers_get_421(http: httpx.Client, server: str) -> None:
+    port = urlsplit(server).port
+    for path in ("/api/v1/export", "/api/v1/facts/", "/memories", "/mcp/", "/openapi.json"):
+        r = http.get(path, headers={"Host": f"rebind.evil.example:{port}"})
+        assert_error_shape(r, 421, "misdirected_request")
+    r = http.post("/api/v1/facts/", json={"content": "Rebound write"}, headers={"Host": "evil"})
+    assert_error_shape(r, 421)
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "localhost"):
+        assert http.get("/api/v1/facts/", headers={"Host": host}).status_code == 200, host
+
+
+def test_allowed_hosts_for_a_proxy(mem: Memory) -> None:
+    settings = mem.service.settings.model_copy(update={"allowed_hosts": ["mem.example.org"]})
+    mem.service.settings = settings
+    with running(mem.service) as base, client(base) as http:
+        host = {"Host": "MEM.example.org"}
+        assert http.get("/api/v1/facts/", headers=host).status_code == 200
+        origin = {**host, "Origin": "https://mem.example.org"}
+        assert http.post("/api/v1/facts/", json={"content": "Via proxy"}, headers=origin).is_success
+        assert_error_shape(http.get("/api/v1/facts/", headers={"Host": "other.org"}), 421)
+        assert http.post("/mcp/", json={}, headers=host).status_code != 421
+
+
+def test_host_policy() -> None:
+    assert host_name("[::1]:8765") == "::1" and host_name("Example.org:80") == "example.org"
+    wildcard = HostPolicy("0.0.0.0")
+    assert wildcard.allows("192.168.1.4:8765") and wildcard.allows("[fe80::1]:80")
+    assert not wildcard.allows("evil.example") and not wildcard.allows(None)
+    bound = HostPolicy("10.0.0.2", ["memory.lan"])
+    assert bound.allows("10.0.0.2:8765") and bound.allows("memory.lan")
+    assert not bound.allows("10.0.0.3") and HostPolicy("127.0.0.1", ["*"]).allows("any.where")
+
+
+# ---------------------------------------------------------------- items 9 and 10: 500s
+def _exchange(sock: socket.socket, host: str, path: str) -> tuple[int, bytes]:
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        body += chunk
+    return int(head.split(b" ")[1]), body
+
+
+def test_a_500_leaks_nothing_and_keeps_the_connection(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("internal detail: /secret/path and the user's query")
+
+    monkeypatch.setattr(mem.service, "stats", broken)
+    with running(mem.service) as base:
+        host = urlsplit(base).netloc
+        with (
+            caplog.at_level(logging.ERROR, logger="memloci.server"),
+            socket.create_connection(
+                (urlsplit(base).hostname, urlsplit(base).port), timeout=20
+            ) as sock,
+        ):
+            for _ in range(3):  # the same connection, every time
+                status, body = _exchange(sock, host, "/api/v1/stats")
+                assert status == 500
+                err = json.loads(body)["error"]
+                assert err["code"] == "internal_error" and "secret" not in body.decode()
+                assert "RuntimeError" not in body.decode()
+                status, body = _exchange(sock, host, "/healthz")
+                assert status == 200 and json.loads(body)["status"] == "ok"
+    error_id = err["details"]["error_id"]
+    assert error_id in err["message"]
+    logged = [r for r in caplog.records if error_id in r.getMessage()]
+    assert logged and logged[0].exc_info and "secret/path" in str(logged[0].exc_info[1])
+
+
+# ---------------------------------------------------------------- item 11: 405 with Allow
+def test_405_names_the_allowed_methods(http: httpx.Client) -> None:
+    r = http.put("/api/v1/stats")
+    assert_error_shape(r, 405, "method_not_allowed")
+    assert r.headers["allow"] == "GET"
+    r = http.post("/api/v1/facts/abcd1234", json={})
+    assert_error_shape(r, 405)
+    assert set(r.headers["allow"].split(", ")) == {"DELETE", "GET", "PATCH"}
+
+
+# ---------------------------------------------------------------- item 10: small leaks
+def test_entity_info_does_not_confirm_another_users_entity(mem: Memory) -> None:
+    svc = mem.service
+    entity = mem._call(svc.save_entity("Zorblax Project", type="project"))
+    secret = mem.remember("Bo works on the Zorblax project", user="bo")
+    mem._call(svc.link_entities(secret.memory.id, [entity.id]))
+    mem._call(svc.save_entity("Shared Garden", type="place"))
+
+    def info(user: str, name: str) -> str:
+        return mem._call(Tools(svc, user=user).call("get_entity_info", {"name": name}))
+
+    assert "Zorblax" in info("bo", "Zorblax Project") and "Bo works" in info(
+        "bo", "Zorblax Project"
+    )
+    seen_by_al = info("al", "Zorblax Project")
+    assert seen_by_al.startswith("Error:") and "Zorblax Project" in seen_by_al  # the asked name
+    assert seen_by_al == info("al", "Zorblax Projekt").replace("Projekt", "Project")
+    assert "Shared Garden" in info("al", "Shared Garden")  # mentioned by nobody: namespace-wide
+
+
+def test_import_refuses_edges_that_leave_the_import(http: httpx.Client, mem: Memory) -> None:
+    mine = mem.remember("A fact the import brings along")
+    also = mem.remember("A second fact in the same file")
+    theirs = mem.remember("Another namespace's fact", namespace="other")
+    lines = _export(mem).decode().splitlines()
+    mem.purge(mine.memory.id)
+    mem.purge(also.memory.id)
+    edge = {
+        "kind": "edge", "id": "edge0001", "source_id": mine.memory.id,
+        "target_id": theirs.memory.id, "relation": "causal",
+        "valid_from": "2024-01-01T00:00:00Z", "created_at": "2024-01-01T00:00:00Z",
+    }  # fmt: skip
+    body = "\n".join([*lines, json.dumps(edge)]).encode()
+    jsonl = {"content-type": "application/x-ndjson"}
+    r = http.post("/api/v1/import", content=body, headers=jsonl)
+    assert theirs.memory.id in assert_error_shape(r, 400, "invalid_input")["message"]
+    assert mem.count(include_forgotten=True) == 0 and mem.count(namespace="other") == 1
+    inside = {**edge, "target_id": also.memory.id}
+    r = http.post("/api/v1/import", content="\n".join([*lines, json.dumps(inside)]), headers=jsonl)
+    assert r.status_code == 200 and r.json()["edges"] == 1
