@@ -1,0 +1,181 @@
+"""``memloci migrate``: a whole store copied through the Store protocol, verified by
+counts, refusing a non-empty target. SQLite → SQLite always runs; the round trip
+SQLite → PostgreSQL → SQLite needs ``MEMLOCI_TEST_DATABASE_URL`` (never skipped in CI)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from memloci import Memory
+from memloci.errors import ConflictError, NotFoundError
+from memloci.interfaces.cli import app
+from memloci.migrate import KINDS, inventory, migrate
+from memloci.models import ApiKey, Entity, MemoryUser, Thread, ThreadMessage, short_id, utcnow
+from memloci.providers.fake import FakeEmbedder
+from memloci.storage.base import Store
+from memloci.transfer import export_lines
+
+
+def pg_url(schema: str) -> str:
+    """A PostgreSQL URL with its own schema, or skip (fail under CI) without a server."""
+    url = os.environ.get("MEMLOCI_TEST_DATABASE_URL", "")
+    if not url:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs MEMLOCI_TEST_DATABASE_URL (scripts/pg-test-env.sh sets it)")
+        pytest.skip("postgres: set MEMLOCI_TEST_DATABASE_URL to run the round trip")
+    return f"{url}{'&' if '?' in url else '?'}schema={schema}_{short_id().lower()}"
+
+
+def populate(path: str, docs: Path) -> None:
+    """A store holding every kind of record, written the way memloci writes them."""
+    with Memory(path, embedder=FakeEmbedder()) as m:
+        for i, text in enumerate(["I moved to Lisbon in May", "My sister Ana is a pilot",
+                                  "I prefer green tea over coffee"]):  # fmt: skip
+            m.add(text, user="sam", session="s1" if i < 2 else "s2", speaker="sam")
+        m.add("Team standup is at nine", namespace="team", session="t1", user="lee")
+        fact = m.remember("Sam's favourite city is Lisbon", user="sam")
+        m.update(fact.memory.id, "Sam's favourite city is Porto")
+        wrong = m.remember("Sam drives a red car", user="sam")
+        m.correct(wrong.memory.id, "Sam drives a blue car")
+        m.service.consolidate_now("s1", namespace="default", user="sam")
+        (docs / "guide.md").write_text("# Guide\n\nInstall with pip.\n\n## Use\n\nRun it.\n")
+        m.add_knowledge(docs, collection="manual")
+        m.flush(30)
+        store = m.service.store
+        now = utcnow()
+        ada = store.insert_entity(
+            Entity(
+                id=short_id(),
+                namespace="graph",
+                canonical_name="Ada",
+                first_seen=now,
+                last_seen=now,
+            )
+        )
+        store.upsert_user(
+            MemoryUser(
+                id="telegram:1",
+                namespace="default",
+                display_name="Sam",
+                identifiers={"telegram": "1"},
+                created_at=now,
+            )
+        )
+        store.upsert_user(MemoryUser(id="only-user", namespace="people", created_at=now))
+        store.upsert_thread(Thread(id="th1", namespace="default", user="sam", created_at=now,
+                                   updated_at=now, messages=[
+                                       ThreadMessage(role="user", content="hi", created_at=now)
+                                   ]))  # fmt: skip
+        store.insert_key(ApiKey(id="Key12345", name="ops", namespaces=["default"],
+                                created_at=now), "ab" * 32)  # fmt: skip
+        node = m.add("Ada wrote the first program", namespace="graph", user="sam")
+        assert not isinstance(node, list)
+        store.link_entities("graph", node.id, [ada.id])
+        store.save_entity_vector("graph", ada.id, store.get_meta("embedding_model") or "",
+                                 b"\x00" * 64)  # fmt: skip
+        m.flush(30)
+
+
+def snapshot(store: Store) -> dict[str, Any]:
+    """Everything a store holds, in a backend-neutral form."""
+    out: dict[str, Any] = {"counts": inventory(store), "namespaces": store.record_namespaces()}
+    model = store.get_meta("embedding_model")
+    for ns in store.record_namespaces():
+        lines = [json.loads(line) for line in export_lines(store, ns)]
+        lines[0].pop("exported_at")
+        ids = [n.id for n in store.iter_nodes(ns)]
+        out[ns] = {
+            "export": lines,
+            "links": {k: [e.id for e in v] for k, v in store.node_entities(ns, ids).items()},
+            "entities": [e.model_dump() for e in store.list_entities(ns, limit=1000)],
+            "entity_vectors": store.entity_vectors(ns, model) if model else {},
+            "threads": [store.get_thread(ns, t.id) for t in store.list_threads(ns)],
+            "sessions": store.sessions(ns),
+            "knowledge": [
+                (s, store.knowledge_chunks(ns, s.id), store.knowledge_vectors(ns, s.id))
+                for s in store.knowledge_sources(ns)
+            ],
+        }
+    out["keys"] = [store.get_key(k.id) for k in store.list_keys(include_revoked=True)]
+    out["meta"] = {k: store.get_meta(k) for k in ("embedding_model", "dimension")}
+    return out
+
+
+def _snapshot_of(location: str) -> dict[str, Any]:
+    from memloci.compose import open_store
+
+    store = open_store(location)
+    try:
+        return snapshot(store)
+    finally:
+        store.close()
+
+
+def test_sqlite_to_sqlite_copies_every_record(tmp_path: Path) -> None:
+    src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    populate(src, tmp_path)
+    seen: dict[str, int] = {}
+    report = migrate(src, dst, progress=lambda k, n: seen.__setitem__(k, seen.get(k, 0) + n))
+    before, after = _snapshot_of(src), _snapshot_of(dst)
+    assert before == after
+    counts = before["counts"]
+    assert all(counts[k] > 0 for k in KINDS), counts  # the fixture covers every kind
+    assert report.source_counts == report.target_counts == counts
+    assert {k: seen.get(k, 0) for k in KINDS} == counts
+    assert report.namespaces == ["default", "graph", "people", "team"]
+    with Memory(dst, embedder=FakeEmbedder()) as m:  # the copy works as a store
+        assert m.search("green tea", user="sam")[0].memory.content.startswith("I prefer")
+        assert m.stats().pending_embeddings == 0
+
+
+def test_refuses_a_non_empty_target_unless_forced(tmp_path: Path) -> None:
+    src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    populate(src, tmp_path)
+    with Memory(dst, embedder=FakeEmbedder()) as m:
+        m.add("already here", user="sam")
+    before = _snapshot_of(dst)
+    with pytest.raises(ConflictError):
+        migrate(src, dst)
+    assert _snapshot_of(dst) == before  # nothing written
+    migrate(src, dst, force=True)
+    again = migrate(src, dst, force=True)  # idempotent: everything is skipped
+    assert again.copied.get("nodes", 0) == 0 and again.skipped["nodes"] > 0
+    assert again.target_counts["nodes"] == again.source_counts["nodes"] + 1
+
+
+def test_missing_source_and_same_store_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError):
+        migrate(str(tmp_path / "nope.db"), str(tmp_path / "b.db"))
+    assert not (tmp_path / "nope.db").exists() and not (tmp_path / "b.db").exists()
+    with pytest.raises(ConflictError):
+        migrate(str(tmp_path / "a.db"), str(tmp_path / "a.db"))
+
+
+def test_cli_migrate_reports_counts(tmp_path: Path) -> None:
+    src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    populate(src, tmp_path)
+    result = CliRunner().invoke(app, ["migrate", "--from", src, "--to", dst, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["target_counts"] == data["source_counts"] and data["source_counts"]["nodes"] > 0
+    result = CliRunner().invoke(app, ["migrate", "--from", src, "--to", dst])
+    assert result.exit_code == ConflictError.exit_code
+    assert "not empty" in result.output and "--force" in result.output
+
+
+def test_round_trip_through_postgres_gives_an_identical_store(tmp_path: Path) -> None:
+    url = pg_url("migrate")
+    src, back = str(tmp_path / "a.db"), str(tmp_path / "back.db")
+    populate(src, tmp_path)
+    there = migrate(src, url)
+    assert there.target_counts == there.source_counts
+    home = migrate(url, back)
+    assert home.target_counts == home.source_counts
+    assert _snapshot_of(src) == _snapshot_of(back)
+    assert _snapshot_of(url)["counts"] == _snapshot_of(src)["counts"]
