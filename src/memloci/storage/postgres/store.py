@@ -19,6 +19,7 @@ from memloci.models import Edge, MemoryNode, MemoryVersion, StoreStats, short_id
 from memloci.storage.base import NodeFilter, NodePatch
 from memloci.storage.postgres.base import chunks
 from memloci.storage.postgres.consolidation import PostgresConsolidation
+from memloci.storage.postgres.inventory import PostgresInventory
 from memloci.storage.postgres.knowledge import PostgresKnowledge
 from memloci.storage.postgres.records import NODE_COLS, PostgresRecords
 from memloci.storage.postgres.search import PostgresSearch
@@ -52,7 +53,12 @@ def _placeholders(row: dict[str, Any]) -> str:
 
 
 class PostgresStore(
-    PostgresRecords, PostgresSearch, PostgresConsolidation, PostgresKnowledge, PostgresWalks
+    PostgresRecords,
+    PostgresSearch,
+    PostgresConsolidation,
+    PostgresKnowledge,
+    PostgresWalks,
+    PostgresInventory,
 ):
     """memloci on PostgreSQL + pgvector: ``PostgresStore("postgresql://user:pw@host/db")``.
 
