@@ -8,7 +8,6 @@ import contextlib
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
@@ -20,6 +19,27 @@ from memloci.retrieval.query import document_text
 from memloci.storage.base import Store
 
 log = logging.getLogger("memloci.worker")
+MAX_BACKOFF = 30.0  # seconds between attempts while the embedder keeps failing
+
+
+def bind_embedder(store: Store, embedder: Embedder) -> bool:
+    """Record the embedder's model in the store (a different model is refused, see
+    :meth:`Store.bind_embedder`); returns whether the store is bound now.
+
+    An embedder that cannot tell its dimension yet (an OpenAI-compatible endpoint that is
+    down at open) never blocks opening: a store that already holds this model keeps its
+    recorded dimension; a new store is bound by the worker's first successful batch."""
+    try:
+        dimension = embedder.dimension
+    except MemlociError as exc:
+        known, stored = store.get_meta("embedding_model"), store.get_meta("dimension")
+        if known is None or not stored:
+            log.warning("embedder unavailable at open (%s); full-text search until it answers", exc)
+            return False
+        dimension = int(stored)  # a different model is still refused just below
+        log.warning("embedder unavailable at open (%s); vectors follow when it answers", exc)
+    store.bind_embedder(embedder.model_id, dimension)
+    return True
 
 
 class EmbeddingWorker:
@@ -33,8 +53,12 @@ class EmbeddingWorker:
         batch_size: int = 64,
         link_mentions: bool = True,
         register_mentions: bool = False,
+        bound: bool = True,
     ) -> None:
+        """``bound=False``: the store has no embedding model recorded yet (the embedder was
+        unreachable at open); the first batch embedded records it."""
         self.store = store
+        self.bound = bound
         self.embedder = embedder
         self.batch_size = batch_size
         self.link_mentions = link_mentions
@@ -46,6 +70,7 @@ class EmbeddingWorker:
         self._embedding = threading.Lock()  # one batch at a time, whoever asks
         self._touches: dict[str, set[str]] = {}
         self.last_error: str | None = None
+        self._failures = 0  # consecutive failed attempts (backoff, one warning per outage)
         self._thread = threading.Thread(target=self._run, name="memloci-embedder", daemon=True)
         self._thread.start()
         self.wake()
@@ -65,7 +90,9 @@ class EmbeddingWorker:
         return self._idle.wait(timeout)
 
     def close(self, timeout: float = 30.0) -> None:
-        self.flush(timeout)
+        # while the embedder is down, do not hold the caller for long: the pending
+        # memories stay pending in the store and are embedded on the next open
+        self.flush(timeout if self.last_error is None else min(timeout, 2.0))
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout)
@@ -78,6 +105,9 @@ class EmbeddingWorker:
                 return 0
             texts = [document_text(p.content, p.speaker, p.key, p.subject) for p in batch]
             vectors = self.embedder.embed(texts)
+            if not self.bound:
+                self.store.bind_embedder(self.embedder.model_id, int(vectors.shape[1]))
+                self.bound = True
             self.store.save_embeddings(batch, vectors)
             if self.link_mentions:
                 try:
@@ -112,19 +142,33 @@ class EmbeddingWorker:
                 self._apply_touches()
                 while not self._stop.is_set() and self.run_once():
                     self._apply_touches()
-                self.last_error = None
+                    self._recovered()
+                self._recovered()
             except MemlociError as exc:
-                self.last_error = str(exc)
-                log.warning("embedding failed, will retry: %s", exc)
-                time.sleep(1.0)
+                self._failed(str(exc))
                 continue
             except Exception as exc:  # keep the worker alive; report
-                self.last_error = repr(exc)
-                log.exception("embedding worker error")
-                time.sleep(1.0)
+                self._failed(repr(exc), unexpected=True)
                 continue
             if not self._wake.is_set():
                 self._idle.set()
+
+    def _failed(self, error: str, *, unexpected: bool = False) -> None:
+        """Record a failed attempt; retry after a growing pause (1 s doubling up to
+        :data:`MAX_BACKOFF`) that :meth:`wake` (a new memory, ``flush``) cuts short."""
+        self.last_error = error
+        self._failures += 1
+        if unexpected:
+            log.exception("embedding worker error")
+        elif self._failures == 1:  # one line per outage, not one per attempt
+            log.warning("embedding failed, will retry in the background: %s", error)
+        self._wake.wait(min(MAX_BACKOFF, 2.0 ** (self._failures - 1)))
+
+    def _recovered(self) -> None:
+        if self._failures:
+            log.warning("embedding works again after %d failed attempts", self._failures)
+        self._failures = 0
+        self.last_error = None
 
 
 def link_mentions(

@@ -46,7 +46,7 @@ from memloci.service.knowledge import KnowledgeMixin
 from memloci.service.privacy import PrivacyMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
-from memloci.worker import EmbeddingWorker
+from memloci.worker import EmbeddingWorker, bind_embedder
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -81,8 +81,10 @@ class MemoryService(
             known = store.get_meta("embedding_model")
             if reembed and known is not None and known != embedder.model_id:
                 store.reset_embeddings()
-            store.bind_embedder(embedder.model_id, embedder.dimension)
-            self.worker = EmbeddingWorker(store, embedder, batch_size=settings.embed_batch_size)
+            bound = bind_embedder(store, embedder)  # an unreachable embedder never blocks
+            self.worker = EmbeddingWorker(
+                store, embedder, batch_size=settings.embed_batch_size, bound=bound
+            )
         self.retriever = Retriever(store, embedder, settings)
 
     # ------------------------------------------------------------------ hot path

@@ -78,7 +78,8 @@ class PostgresSearch(PostgresBase):
                 " AND embedding IS NOT NULL AND embedded > 0",
                 (namespace, list(ids)),
             ).fetchall()
-        return {r[0]: np.asarray(r[1], dtype=np.float32).tobytes() for r in rows}
+        # pgvector >= 0.5 loads a Vector object, older versions a numpy array
+        return {r[0]: np.asarray(getattr(r[1], "to_numpy", lambda: r[1])(), dtype=np.float32).tobytes() for r in rows}
 
     def reset_embeddings(self) -> int:
         """Forget every vector and the bound model (for re-embedding with another one)."""
