@@ -5,13 +5,15 @@ For each pending session, oldest first, in batches of episodes:
 1. read the unconsolidated episodes and ask the extractor for facts, opinions,
    procedures and entities (no transaction is open while it thinks);
 2. embed the new facts and entity names (when there is an embedder);
-3. in **one** store transaction: claim the episodes (if another process claimed one
-   meanwhile, roll back and skip), store each fact — a duplicate confirms the existing
-   one (the rule of :func:`~memloci.consolidation.dedupe.match_fact`, shared with
-   ``remember``), a fact holding a known key with other content, or a ``correction``
-   of a same-subject fact, *supersedes* it (new → old edge, the old one's validity
-   ends, both histories stay) — link it ``derived_from`` its source episodes, resolve
-   its entities and link them to the fact and its episodes, and mark the session.
+3. in **one** store transaction holding the namespace's dedupe lock
+   (``store.exclusive``, shared with ``remember``): claim the episodes (if another
+   process claimed one meanwhile, roll back and skip), store each fact — a duplicate
+   confirms the existing one (the rule of
+   :func:`~memloci.consolidation.dedupe.match_fact`, shared with ``remember``), a fact
+   holding a known key with other content, or a ``correction`` of a same-subject fact,
+   *supersedes* it (new → old edge, the old one's validity ends, both histories stay)
+   — link it ``derived_from`` its source episodes, resolve its entities and link them
+   to the fact and its episodes, and mark the session.
 
 An extractor or provider error, or a malformed reply, leaves the store unchanged and the
 session pending. Consolidating again finds nothing pending, so it creates nothing.
@@ -30,7 +32,7 @@ from pydantic import BaseModel, Field
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.consolidation.base import ExtractedFact, Extraction, Extractor
-from memloci.consolidation.dedupe import MatchKind, fact_owner, match_fact
+from memloci.consolidation.dedupe import MatchKind, fact_lock, fact_owner, match_fact
 from memloci.consolidation.entities import EntityResolver
 from memloci.errors import MemlociError, ValidationError
 from memloci.models import (
@@ -96,7 +98,8 @@ class SessionTaken(Exception):
 
 @dataclass
 class _Run:
-    """In-transaction bookkeeping: reads do not see this transaction's own writes."""
+    """In-transaction bookkeeping: what this batch made and ended, so a fact said twice
+    in one batch is stored once."""
 
     namespace: str
     now: datetime
@@ -182,7 +185,7 @@ class Consolidator:
         vectors = self._embed(facts)
         run = _Run(ns, now, report, resolver)
         owner, before = episodes[0], len(report.created)
-        with self.store.batch():
+        with self.store.batch(), self.store.exclusive(fact_lock(ns)):
             claimed = self.store.claim_episodes(ns, [e.id for e in episodes], now=now)
             if claimed != len(episodes):
                 raise SessionTaken(session)

@@ -7,6 +7,7 @@ is validated here before anything is written, so a bad call writes nothing.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -14,8 +15,8 @@ from typing import Any, ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
-from memloci.consolidation.dedupe import MatchKind, fact_owner, match_fact
-from memloci.errors import NotFoundError, ValidationError
+from memloci.consolidation.dedupe import FactMatch, MatchKind, fact_lock, fact_owner, match_fact
+from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import (
     SCOPE_ORDER,
     EpisodeDetails,
@@ -48,6 +49,7 @@ from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker, bind_embedder
 
+log = logging.getLogger("memloci.service")
 P = ParamSpec("P")
 T = TypeVar("T")
 FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
@@ -214,13 +216,24 @@ class MemoryService(
         v.json_value(value)
         when, now = v.when(event_time), utcnow()
         owner = fact_owner(ns, FACT_TYPES, sc, user=user, agent=agent, session=session)
-        embedder, doc = self.embedder, document_text(text, None, key, subj)
-        found = await self._run(
-            match_fact, self.store, owner, text, key=key, value=value,
-            embed=(lambda: embedder.embed([doc])[0]) if embedder is not None else None,
-            threshold=self.settings.duplicate_threshold,
+        vector = None
+        if self.embedder is not None:  # embed first: no lock is held while the model runs
+            doc = document_text(text, None, key, subj)
+            try:
+                vector = (await self._run(self.embedder.embed, [doc]))[0]
+            except ProviderError as exc:  # embedder down: store it now, embed it later
+                log.warning("remember: not embedded now (%s); the worker embeds it later", exc)
+        node = MemoryNode(
+            id=short_id(), namespace=ns, type=ntype, content=text, key=key, value=value,
+            category=cat, subject=subj, fact_type=ft, scope=sc, user=user, agent=agent,
+            session=session, event_time=when or now, created_at=now, updated_at=now,
+            valid_from=when or now, confidence=conf, decay_rate=self.settings.decay_rate_default,
+            source_type=src, metadata=meta,
         )  # fmt: skip
-        old, vector = found.node, found.vector
+        found, similar, stored = await self._run(
+            self._remember_atomic, owner, node, vector, suggest_on_subject
+        )
+        old = found.node
         if old is not None and found.kind is MatchKind.KEY:
             if not overwrite:
                 return WriteResult(
@@ -232,41 +245,62 @@ class MemoryService(
                 old.id, text, namespace=ns, value=value, set_value=True, session=session
             )
         if old is not None:
-            return await self._confirmed(old, found.why)
-        similar: list[MemoryNode] = []
-        if subj:
-            same_subject = await self._run(self.store.list_nodes, owner, limit=200)
-            similar = [n for n in same_subject if (n.subject or "").lower() == subj.lower()]
-            if similar and suggest_on_subject:
-                ids = ", ".join(n.id for n in similar[:3])
-                return WriteResult(
-                    action="suggest_update", memory=similar[0], similar=similar,
-                    message=f"memories about {subj!r} exist ({ids}); update one instead?",
-                )  # fmt: skip
-        node = MemoryNode(
-            id=short_id(), namespace=ns, type=ntype, content=text, key=key, value=value,
-            category=cat, subject=subj, fact_type=ft, scope=sc, user=user, agent=agent,
-            session=session, event_time=when or now, created_at=now, updated_at=now,
-            valid_from=when or now, confidence=conf, decay_rate=self.settings.decay_rate_default,
-            source_type=src, metadata=meta,
-        )  # fmt: skip
-        node = await self._run(self.store.insert_node, node)
-        await self._store_vector(node, vector)
+            return WriteResult(
+                action="confirmed", memory=old,
+                message=f"Already remembered as [{old.id}] ({found.why}); confirmed it "
+                f"({old.times_confirmed}x).",
+            )  # fmt: skip
+        if similar and suggest_on_subject:
+            ids = ", ".join(n.id for n in similar[:3])
+            return WriteResult(
+                action="suggest_update", memory=similar[0], similar=similar,
+                message=f"memories about {subj!r} exist ({ids}); update one instead?",
+            )  # fmt: skip
+        if vector is None and self.worker:
+            self.worker.wake()
         await self._enforce_limit(ns, FACT_TYPES, self.settings.max_memories)
         message = f"Remembered [{node.id}]."
         if similar:
             message += f" Related memories about {subj}: " + ", ".join(n.id for n in similar[:3])
-        return WriteResult(action="created", memory=node, message=message, similar=similar)
+        memory = stored or node
+        return WriteResult(action="created", memory=memory, message=message, similar=similar)
 
-    async def _store_vector(self, node: MemoryNode, vector: Any) -> None:
-        if vector is None:
-            if self.worker:
-                self.worker.wake()
-            return
-        item = PendingEmbedding(
-            node.id, content_hash(node.content), node.content, node.speaker, node.key, node.subject
-        )
-        await self._run(self.store.save_embeddings, [item], vector[None, :])
+    def _remember_atomic(
+        self, owner: NodeFilter, node: MemoryNode, vector: Any, suggest: bool
+    ) -> tuple[FactMatch, list[MemoryNode], MemoryNode | None]:
+        """Check and write as one unit (``store.exclusive``): a concurrent ``remember`` of
+        the same fact — another thread, process or server — waits, then sees this one's
+        row and vector. Returns the match (a confirmed duplicate comes back updated) and
+        the same-subject memories; with no match and no suggestion, ``node`` is stored
+        together with its vector."""
+        store = self.store
+        with store.exclusive(fact_lock(node.namespace)):
+            found = match_fact(
+                store, owner, node.content, key=node.key, value=node.value,
+                embed=(lambda: vector) if vector is not None else None,
+                threshold=self.settings.duplicate_threshold,
+            )  # fmt: skip
+            if found.node is not None and found.kind is not MatchKind.KEY:
+                patch = NodePatch(times_confirmed_delta=1)
+                updated = store.update_node(found.node.namespace, found.node.id, patch)
+                return replace(found, node=updated), [], None
+            if found.node is not None:
+                return found, [], None
+            similar: list[MemoryNode] = []
+            if node.subject:
+                subj = node.subject.lower()
+                same = store.list_nodes(owner, limit=200)
+                similar = [n for n in same if (n.subject or "").lower() == subj]
+                if similar and suggest:
+                    return found, similar, None
+            stored = store.insert_node(node)
+            if vector is not None:
+                item = PendingEmbedding(
+                    node.id, content_hash(node.content), node.content, node.speaker, node.key,
+                    node.subject,
+                )  # fmt: skip
+                store.save_embeddings([item], vector[None, :])
+            return found, similar, stored
 
     async def _confirmed(self, node: MemoryNode, why: str) -> WriteResult:
         updated = await self._run(

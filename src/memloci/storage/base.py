@@ -148,7 +148,19 @@ class Store(Protocol):
     def bind_embedder(self, model_id: str, dimension: int) -> None: ...
     def schema_version(self) -> int: ...
     def batch(self) -> AbstractContextManager[None]:
-        """Several writes as one transaction: all land or none (nested writes join it)."""
+        """Several writes as one transaction: all land or none (nested writes join it).
+        Reads made inside it by the same thread see the transaction's own writes."""
+        ...
+
+    def exclusive(self, key: str) -> AbstractContextManager[None]:
+        """One write transaction for a check-then-write (dedupe): it holds a lock on
+        ``key`` from its start to its commit, serialised with every other
+        ``exclusive(key)`` on the same key across threads, processes and servers;
+        reads made inside it by the same thread see every write committed before the
+        lock was taken plus the transaction's own writes (vectors included). Inside
+        ``batch()`` it joins the open transaction and takes the lock there. SQLite:
+        the file's one writer lock (``BEGIN IMMEDIATE``); PostgreSQL: an advisory
+        transaction lock on ``key``."""
         ...
 
     # nodes

@@ -27,6 +27,12 @@ from memloci.storage.sqlfilter import filter_sql
 RANK = "ts_rank_cd('{0.25, 0.4, 0.5, 1.0}', n.fts, x.q, 1)"
 
 
+def _f32(value: object) -> bytes:
+    """A loaded pgvector value as float32 bytes."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32).tobytes()
+
+
 class PostgresSearch(PostgresBase):
     """Full text, vectors, fuzzy keys and the embedding queue on PostgreSQL."""
 
@@ -79,7 +85,7 @@ class PostgresSearch(PostgresBase):
                 (namespace, list(ids)),
             ).fetchall()
         # pgvector >= 0.5 loads a Vector object, older versions a numpy array
-        return {r[0]: np.asarray(getattr(r[1], "to_numpy", lambda: r[1])(), dtype=np.float32).tobytes() for r in rows}
+        return {r[0]: _f32(r[1]) for r in rows}
 
     def reset_embeddings(self) -> int:
         """Forget every vector and the bound model (for re-embedding with another one)."""

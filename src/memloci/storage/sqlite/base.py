@@ -76,6 +76,8 @@ class SQLiteBase:
                 raise StorageError(f"folder {parent!r} does not exist", hint="create it first")
         self._wlock = threading.RLock()
         self._depth = 0  # open write transactions of the thread holding _wlock
+        self._tx_thread: int | None = None  # the thread inside the open write transaction
+        self._index_in_tx = False  # the vector cache read this transaction's own rows
         self._index_lock = threading.Lock()
         self._writer = _connect(self.path)
         self._writer.execute("PRAGMA journal_mode = WAL")
@@ -104,19 +106,39 @@ class SQLiteBase:
                 return
             conn.execute("BEGIN IMMEDIATE")
             self._depth += 1
+            self._tx_thread = threading.get_ident()
             try:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
+                if self._index_in_tx:  # the cache may hold rolled-back vectors: rebuild
+                    self._index = None
                 raise
             else:
                 conn.execute("COMMIT")
             finally:
                 self._depth -= 1
+                self._tx_thread = None
+                self._index_in_tx = False
+
+    def _in_tx(self) -> bool:
+        """Whether the calling thread is inside this store's open write transaction."""
+        return self._tx_thread == threading.get_ident()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """Run several writes as one transaction: all of them land, or none."""
+        """Run several writes as one transaction: all of them land, or none.
+
+        The write lock is taken at the start (``BEGIN IMMEDIATE``: serialised across
+        threads and processes), and reads made inside by the same thread go through the
+        writer, so a check-then-write inside one batch is atomic."""
+        with self._tx():
+            yield
+
+    @contextlib.contextmanager
+    def exclusive(self, key: str) -> Iterator[None]:
+        """A check-then-write unit (see :meth:`Store.exclusive`). SQLite has one writer
+        for the whole file, so every key shares that one lock."""
         with self._tx():
             yield
 
@@ -136,7 +158,9 @@ class SQLiteBase:
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Any]:
-        if self._memory:
+        if self._in_tx():  # inside a write transaction: see it, and its own writes
+            yield self._writer
+        elif self._memory:
             with self._wlock:
                 yield self._writer
         else:

@@ -6,6 +6,7 @@ similarity, key search returns 1.0 / 0.8 / 0.6 for exact / prefix / contained.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -138,6 +139,8 @@ class SQLiteSearch(SQLiteBase):
     def _sync_index(self, namespaces: Sequence[str]) -> VectorIndex | None:
         if self._dim is None:
             return None
+        if self._in_tx():  # may read this transaction's own vectors: drop them on rollback
+            self._index_in_tx = True
         with self._reading() as c:
             meta = dict(
                 c.execute(
@@ -183,7 +186,9 @@ class SQLiteSearch(SQLiteBase):
             raise EmbeddingModelError(
                 f"query vector has shape {query.shape}, the store holds {self._dim}-d vectors"
             )
-        with self._index_lock:  # readers sync the cache one at a time; writers never wait
+        # readers sync the cache one at a time; writers never wait. In memory the one
+        # connection's lock is taken first, so a transaction searching cannot deadlock.
+        with self._wlock if self._memory else contextlib.nullcontext(), self._index_lock:
             index = self._sync_index(flt.namespaces)
         if index is None:
             return []
