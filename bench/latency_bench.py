@@ -52,8 +52,8 @@ import pysqlite3.dbapi2 as sqlite3
 
 from common import ROOT, table
 from memloci import Memory
-from memloci.providers.local import LocalMiniLMEmbedder
-from memloci.retrieval.fusion import rrf
+from memloci.providers.base import Embedder, load_embedder
+from memloci.retrieval.fusion import fuse_lists
 from memloci.retrieval.graph import anchored, walks
 from memloci.retrieval.query import fts_match, key_form, terms
 
@@ -62,7 +62,6 @@ TURNS_PER_SESSION = 20
 USERS = 50
 HOT_ADDS = 500
 INGEST_TURNS = 1000
-GRAPH_LISTS = ("entity", "time", "temporal", "causal")
 SPLIT_QUERIES = 100  # the stage-by-stage split runs each query three times
 
 
@@ -296,7 +295,7 @@ def sessions(n: int, pool: list[str], seed: int) -> list[dict[str, Any]]:
 class PoolEmbedder:
     """The local model with precomputed vectors for the build pool (see the docstring)."""
 
-    def __init__(self, real: LocalMiniLMEmbedder, pool: dict[str, F32]) -> None:
+    def __init__(self, real: Embedder, pool: dict[str, F32]) -> None:
         self.real = real
         self.pool = pool
         self.pool_hits = 0
@@ -580,12 +579,13 @@ def search_split(
         t.append(time.perf_counter())
         graph = anchored(store, flt, q, limit=n)
         t.append(time.perf_counter())
-        gweights = {**weights, **dict.fromkeys(GRAPH_LISTS, settings.weight_graph)}
         plan = svc.retriever.plan(q)
-        seeds = rrf({**ranked, **graph.lists}, gweights, k=settings.rrf_k)
-        walks(store, flt, q, plan, [f.id for f in seeds[: max(plan.seeds, plan.limit)]], graph)
+        seeds = fuse_lists(ranked, graph, weights, settings.weight_graph)
+        seeds = seeds[: max(plan.seeds, plan.limit)]
+        walks(store, flt, q, plan, [f.id for f in seeds], graph)
         t.append(time.perf_counter())
-        top = rrf({**ranked, **graph.lists}, gweights, k=settings.rrf_k)[:k]
+        relevance = {f.id: f.score for f in seeds}
+        top = fuse_lists(ranked, graph, weights, settings.weight_graph, relevance)[:k]
         t.append(time.perf_counter())
         store.get_nodes(flt.namespaces, [f.id for f in top])
         t.append(time.perf_counter())
@@ -666,6 +666,11 @@ def main() -> int:
         action="store_true",
         help="run SQLite ANALYZE after the build (what-if: planner statistics)",
     )
+    ap.add_argument(
+        "--embedder",
+        default="local",
+        help="local (int8 ONNX MiniLM, the default) or minilm-fp32 (numpy float32)",
+    )
     ap.add_argument("--dir", help="make the temporary databases here (default: system temp)")
     ap.add_argument("--keep", help="build the databases in this new folder and keep them")
     args = ap.parse_args()
@@ -683,8 +688,9 @@ def main() -> int:
         flush=True,
     )
 
-    real = LocalMiniLMEmbedder()
-    real.load()
+    real = load_embedder(args.embedder)
+    getattr(real, "load", lambda: None)()
+    print(f"embedder: {args.embedder} = {real!r} ({real.model_id})", flush=True)
     pool = sentence_pool(args.seed, args.pool)
     t = time.perf_counter()
     vectors = real.embed(pool)

@@ -29,10 +29,13 @@ class Settings(BaseSettings):
         default_factory=dict, description="keyword options for the embedder"
     )
     embed_batch_size: int = Field(256, ge=1, le=4096, description="vectors per background batch")
-    rrf_k: float = Field(60.0, gt=0, description="Reciprocal Rank Fusion constant")
-    weight_fulltext: float = Field(1.0, ge=0, description="RRF weight of full-text search")
-    weight_vector: float = Field(0.3, ge=0, description="RRF weight of vector search")
-    weight_key: float = Field(1.5, ge=0, description="RRF weight of fuzzy key match")
+    weight_fulltext: float = Field(
+        0.9, ge=0, le=1, description="fusion weight of full-text search (0-1)"
+    )
+    weight_vector: float = Field(
+        0.9, ge=0, le=1, description="fusion weight of vector search (0-1)"
+    )
+    weight_key: float = Field(0.9, ge=0, le=1, description="fusion weight of fuzzy key match (0-1)")
     candidates: int = Field(60, ge=5, le=1000, description="results each strategy contributes")
     max_memories: int | None = Field(None, ge=1, description="semantic+opinion cap per namespace")
     max_episodes: int | None = Field(None, ge=1, description="episode cap per namespace")
@@ -43,7 +46,9 @@ class Settings(BaseSettings):
     decay_rate_default: float = Field(0.1, ge=0, description="default decay rate of new facts")
     context_budget: int = Field(1000, ge=50, description="default context token budget")
     reinforce_on_search: bool = Field(True, description="count search hits as accesses")
-    weight_graph: float = Field(0.5, ge=0, description="RRF weight of graph strategies")
+    weight_graph: float = Field(
+        0.8, ge=0, le=1, description="fusion weight of graph strategies (0-1)"
+    )
     llm: str = Field(
         "none", description="LLM for consolidation/enrichment: none | openai | anthropic"
     )

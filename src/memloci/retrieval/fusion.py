@@ -1,39 +1,155 @@
-"""Rank fusion (layer: retrieval): weighted Reciprocal Rank Fusion; higher is better."""
+"""Score-aware fusion (layer: retrieval): each strategy's raw scores become evidence
+in ``[0, 1]``, and the evidence of all strategies combines into one relevance score
+in ``[0, 1]`` — higher is better, comparable across queries and stores.
+
+Evidence per strategy (how strongly *this* list says a memory is relevant):
+
+* **lexical** (full text, the entity and time lists): FTS5 ``-bm25`` scores ``r``
+  become ``r / (r_top + h)``. The ratio to the query's best match keeps the order;
+  ``h`` (:data:`LEXICAL_HALF`, the score of one word found in about a quarter of the
+  memories) discounts a list whose best match is weak. bm25's IDF already gives a
+  word found in most memories (a speaker label, "user") a near-zero score, so such a
+  list ends up near zero instead of counting like a decisive match — and that holds
+  for a three-memory store as for a million-memory one, with no store statistics.
+* **semantic** (vector): cosine ``c`` counts by how far it stands above the
+  *background* — the median cosine of the candidate list —, relative to the headroom:
+  ``(c − bg) / (1 − bg)``. In a large store the candidates are all on topic, so only a
+  clearly closer memory gets much evidence and the words decide; in a small store the
+  background is low and a decisive semantic match wins. With fewer than
+  :data:`MIN_BACKGROUND` candidates the background is at most :data:`PRIOR_BACKGROUND`
+  (what unrelated sentences score), since a median of two or three says little.
+* **key** scores (1 / 0.8 / 0.6 for exact / prefix / contained) are evidence as is.
+* **walks** (temporal, causal, shared-entity chains) carry their seed's relevance,
+  halved per step (see :mod:`memloci.retrieval.graph`).
+
+Combination: a noisy-OR, ``score = 1 − Π_s (1 − w_s · e_s)`` over the strategies
+``s`` that found the memory, with weights ``w_s ∈ [0, 1]`` — how much one decisive
+result of that strategy is worth. One strong strategy is enough for a high score,
+agreeing strategies add up, and weak evidence stays weak however many lists carry
+it. Ties break by best single rank, then id, so the order is deterministic.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from memloci.retrieval.graph import GraphLists
+
+LEXICAL_HALF = 1.0  # bm25 of one content word found in ~27% of the memories (idf = 1)
+PRIOR_BACKGROUND = 0.2  # MiniLM-class cosine of unrelated sentences (0.0-0.2)
+MIN_BACKGROUND = 10  # candidates needed before the list's own median is the background
+NAME_ONLY = 0.5  # evidence of the newest memory of an entity the query only names
+
 
 @dataclass
 class Fused:
+    """One memory's fused result: ``score`` in [0, 1]; per strategy its 1-based rank,
+    raw score and evidence."""
+
     id: str
     score: float = 0.0
     ranks: dict[str, int] = field(default_factory=dict)
     raw: dict[str, float] = field(default_factory=dict)
+    evidence: dict[str, float] = field(default_factory=dict)
 
 
-def rrf(
-    ranked: Mapping[str, Sequence[tuple[str, float]]],
-    weights: Mapping[str, float],
-    *,
-    k: float = 60.0,
-) -> list[Fused]:
-    """``score(d) = Σ_s w_s / (k + rank_s(d))`` over strategies ``s`` (ranks from 1).
+@dataclass(frozen=True)
+class Scored:
+    """A strategy's ranked list with evidence already attached: ``(id, raw, evidence)``."""
 
-    Ties break by best single rank, then id, so the order is deterministic.
-    """
+    items: Sequence[tuple[str, float, float]]
+
+
+def lexical(results: Sequence[tuple[str, float]], *, top: float | None = None) -> Scored:
+    """bm25 scores (higher is better) → evidence ``r / (top + h)``; ``top`` defaults to
+    the list's best score (pass the main full-text top to put a sub-list on its scale)."""
+    best = max((r for _, r in results), default=0.0) if top is None else top
+    scale = max(best, 0.0) + LEXICAL_HALF
+    return Scored([(i, r, _clip(r / scale)) for i, r in results])
+
+
+def semantic(results: Sequence[tuple[str, float]]) -> Scored:
+    """Cosines → evidence above the candidates' background (module docstring)."""
+    if not results:
+        return Scored([])
+    sims = sorted(r for _, r in results)
+    median = (
+        sims[len(sims) // 2]
+        if len(sims) % 2
+        else (sims[len(sims) // 2 - 1] + sims[len(sims) // 2]) / 2
+    )
+    background = median if len(sims) >= MIN_BACKGROUND else min(median, PRIOR_BACKGROUND)
+    room = max(1.0 - background, 1e-6)
+    return Scored([(i, c, _clip((c - background) / room)) for i, c in results])
+
+
+def direct(results: Sequence[tuple[str, float]]) -> Scored:
+    """Scores that already are evidence in [0, 1] (key matches, walk shares)."""
+    return Scored([(i, r, _clip(r)) for i, r in results])
+
+
+def fuse(lists: Mapping[str, Scored], weights: Mapping[str, float]) -> list[Fused]:
+    """Noisy-OR of weighted evidence (module docstring); best first."""
     table: dict[str, Fused] = {}
-    for name, results in ranked.items():
-        weight = weights.get(name, 1.0)
+    miss: dict[str, float] = {}
+    for name, scored in lists.items():
+        weight = min(max(weights.get(name, 1.0), 0.0), 1.0)
         if weight <= 0:
             continue
-        for rank, (node_id, raw) in enumerate(results, start=1):
+        for rank, (node_id, raw, evidence) in enumerate(scored.items, start=1):
             entry = table.setdefault(node_id, Fused(node_id))
             if name in entry.ranks:
                 continue
             entry.ranks[name] = rank
             entry.raw[name] = raw
-            entry.score += weight / (k + rank)
+            entry.evidence[name] = evidence
+            miss[node_id] = miss.get(node_id, 1.0) * (1.0 - weight * evidence)
+    for node_id, entry in table.items():
+        entry.score = 1.0 - miss[node_id]
     return sorted(table.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.id))
+
+
+def _clip(value: float) -> float:
+    return 0.0 if value <= 0 else 1.0 if value >= 1 else value
+
+
+def fuse_lists(
+    ranked: Mapping[str, Sequence[tuple[str, float]]],
+    graph: GraphLists,
+    weights: Mapping[str, float],
+    weight_graph: float,
+    seeds: Mapping[str, float] | None = None,
+) -> list[Fused]:
+    """Every strategy's ranked ``(id, raw score)`` list → evidence → one order.
+
+    ``ranked`` holds ``fulltext`` (bm25), ``vector`` (cosine) and ``key``; ``graph``
+    the graph strategies. The entity and time lists are full text inside a constraint
+    (the entity named, the time window), so their evidence is lexical on their own
+    scale; when the query is nothing but the entity's name, its memories get a mild
+    boost, newest first. A walk's node carries the relevance of the best seed
+    (``seeds``: the stage-1 score of each seed) times its share on the walk
+    (``1/rank · 2^-steps``); the seeds themselves gain nothing from their own walk."""
+    lists: dict[str, Scored] = {}
+    for name, results in ranked.items():
+        if name == "vector":
+            lists[name] = semantic(results)
+        elif name == "fulltext":
+            lists[name] = lexical(results)
+        else:
+            lists[name] = direct(results)
+    best = max(seeds.values(), default=0.0) if seeds else 0.0
+    for name, results in graph.lists.items():
+        reasons = graph.reasons.get(name, {})
+        walked = any(r.startswith("shares ") for r in reasons.values())
+        if name in ("entity", "time") and not walked and any(r for _, r in results):
+            lists[name] = lexical(results)
+        elif name == "entity" and not walked:
+            lists[name] = Scored(
+                [(i, r, NAME_ONLY / (1 + n / 10)) for n, (i, r) in enumerate(results)]
+            )
+        else:
+            share = [(i, r) for i, r in results if not reasons.get(i, "").endswith("seed")]
+            lists[name] = Scored([(i, r, _clip(r) * best) for i, r in share])
+    both = {**weights, **dict.fromkeys(graph.lists, weight_graph)}
+    return fuse(lists, both)

@@ -1,4 +1,4 @@
-"""The search pipeline (layer: retrieval): strategies → weighted RRF → hits.
+"""The search pipeline (layer: retrieval): strategies → score-aware fusion → hits.
 
 Named recipes pick the strategies: ``hybrid`` (default: full text + vector +
 fuzzy key, then the graph strategies the query's intent routes to), ``core`` (the
@@ -9,14 +9,15 @@ Graph in two stages (:mod:`memloci.retrieval.graph`): what the query names (its
 entities, a time window) is searched while the query is being embedded and fused
 with full text, vector and key; the top hits of that fusion are the *seeds* of the
 walks the query's intent routes to (temporal / causal chains, shared entities),
-which join the same weighted RRF (weight ``weight_graph``) for the final order.
+which join the same fusion (weight ``weight_graph``) for the final order; see
+:mod:`memloci.retrieval.fusion` for how scores become evidence and one 0–1 score.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -25,8 +26,7 @@ from memloci.config import Settings
 from memloci.errors import ValidationError
 from memloci.models import MemoryNode, SearchHit
 from memloci.providers.base import Embedder
-from memloci.retrieval.embedding import QueryEmbedding, degraded_note
-from memloci.retrieval.fusion import Fused, rrf
+from memloci.retrieval.fusion import Fused, fuse_lists
 from memloci.retrieval.graph import GraphLists, anchored, walks
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
 from memloci.retrieval.query import fts_match, key_form, terms
@@ -38,6 +38,8 @@ RECIPES: dict[str, tuple[str, ...]] = {
     "fulltext": ("fulltext",),
     "vector": ("vector",),
 }
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memloci-query")
+_RAW = {"fulltext": "bm25", "vector": "cosine"}
 _LABELS = {
     "fulltext": "full text",
     "vector": "meaning",
@@ -57,12 +59,9 @@ class Retriever:
     embedder: Embedder | None
     settings: Settings
     embed_query: Callable[[str], npt.NDArray[np.float32]] | None = None
-    query_vectors: QueryEmbedding | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.embedder is not None:
-            # a failing embedder degrades search to full text + key + graph
-            self.query_vectors = QueryEmbedding(self.embed_query or self.embedder.embed_query)
             EmbeddingIntentClassifier(self.embedder).ready()  # embeds exemplars, background
 
     def search(
@@ -76,11 +75,9 @@ class Retriever:
         n = max(self.settings.candidates, k * 3)
         ranked: dict[str, list[tuple[str, float]]] = {}
         vector: Future[npt.NDArray[np.float32]] | None = None
-        qv = self.query_vectors if "vector" in strategies else None
-        if qv is not None:
-            # embed the query on another core (onnxruntime releases the GIL) while SQLite
-            # runs the full-text search; None while the embedder is known to be down
-            vector = qv.start(query)
+        if "vector" in strategies and self.embedder is not None:
+            # embed the query on another core while SQLite runs the full-text search
+            vector = _POOL.submit(self.embed_query or self.embedder.embed_query, query)
         graphs = "graph" in strategies and self.settings.weight_graph > 0
         graph = GraphLists()
         if "fulltext" in strategies:
@@ -88,10 +85,8 @@ class Retriever:
         if graphs:
             # stage 1, still while the query is being embedded: what the query names
             graph = anchored(self.store, flt, query, limit=n)
-        query_vector = qv.result(vector) if qv is not None else None
-        if query_vector is not None:
-            ranked["vector"] = self.store.vector_search(flt, query_vector, n)
-        down = qv.down if qv is not None else None
+        if vector is not None:
+            ranked["vector"] = self.store.vector_search(flt, vector.result(), n)
         if "key" in strategies and 0 < len(terms(query)) <= 6:
             ranked["key"] = self.store.key_search(flt, key_form(query), n)
         weights = {
@@ -103,55 +98,48 @@ class Retriever:
         if graphs:
             # stage 2: walks from the seeds, the top hits so far
             plan = self.plan(query, vector)
-            seeds = [f.id for f in fused[: max(plan.seeds, plan.limit)]]
+            top_seeds = fused[: max(plan.seeds, plan.limit)]
             walked = len(graph.lists)
-            walks(self.store, flt, query, plan, seeds, graph)
+            walks(self.store, flt, query, plan, [f.id for f in top_seeds], graph)
             if len(graph.lists) > walked:
-                fused = self._fuse(ranked, weights, graph)
+                relevance = {f.id: f.score for f in top_seeds}
+                fused = self._fuse(ranked, weights, graph, relevance)
         top = fused[:k]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in top])}
-        hits = [_hit(nodes[f.id], f, graph) for f in top if f.id in nodes]
-        if down is not None:  # say so in every hit: meaning was not searched
-            note = degraded_note(down)
-            hits = [
-                h.model_copy(update={"why": f"{h.why}; {note}" if h.why else note}) for h in hits
-            ]
-        return hits
+        return [_hit(nodes[f.id], f, graph) for f in top if f.id in nodes]
 
     def _fuse(
         self,
         ranked: dict[str, list[tuple[str, float]]],
         weights: dict[str, float],
         graph: GraphLists,
+        seeds: dict[str, float] | None = None,
     ) -> list[Fused]:
-        lists = {**ranked, **graph.lists}
-        both = {**weights, **dict.fromkeys(graph.lists, self.settings.weight_graph)}
-        return rrf(lists, both, k=self.settings.rrf_k)
+        return fuse_lists(ranked, graph, weights, self.settings.weight_graph, seeds)
 
     def plan(self, query: str, vector: Future[npt.NDArray[np.float32]] | None = None) -> QueryPlan:
         """The query's intent and complexity (exemplars with an embedder, rules without);
         ``vector`` is the query embedding already under way, if any."""
-        qv = self.query_vectors
-        if qv is None or qv.down is not None:  # no embedder, or it is down: keyword rules
-            return plan_query(query)
         return plan_query(
             query,
             embedder=self.embedder,
-            vector=(lambda: qv.result(vector)) if vector is not None else None,
+            vector=(lambda: vector.result()) if vector is not None else None,
         )
 
 
 def _hit(node: MemoryNode, fused: Fused, graph: GraphLists) -> SearchHit:
     parts = []
     for name, rank in sorted(fused.ranks.items(), key=lambda r: r[1]):
-        raw = fused.raw.get(name)
+        weight = fused.evidence.get(name, 0.0)
         if name in graph.reasons:
             label = _LABELS.get(name) or ""
             reason = graph.reasons[name].get(node.id, name)
-            parts.append(f"{label + ': ' if label else ''}{reason}")
+            parts.append(f"{label + ': ' if label else ''}{reason} ({weight:.2f})")
             continue
-        detail = f" ({raw:.3g})" if raw is not None and name in ("vector", "fulltext") else ""
-        parts.append(f"{_LABELS.get(name, name)} #{rank}{detail}")
+        raw = fused.raw.get(name)
+        kind = _RAW.get(name)
+        detail = f"{kind} {raw:.2f}, " if kind and raw is not None else ""
+        parts.append(f"{_LABELS.get(name, name)} #{rank} ({detail}evidence {weight:.2f})")
     return SearchHit(
-        memory=node, score=round(fused.score, 6), strategies=fused.ranks, why="; ".join(parts)
+        memory=node, score=round(fused.score, 4), strategies=fused.ranks, why="; ".join(parts)
     )

@@ -182,9 +182,15 @@ def terms(text: str) -> list[str]:
     return out
 
 
+ROLE_WORDS = frozenset({"user", "assistant"})
+
+
 def fts_match(text: str, *, max_terms: int = 24) -> str:
-    """An FTS5 MATCH expression: any of the content words (quoted, so always valid)."""
-    words = terms(text)[:max_terms]
+    """An FTS5 MATCH expression: any of the content words (quoted, so always valid).
+
+    Role words ("the user", "the assistant") name the memory's owner or a speaker
+    label, not what a memory is about, so they are not searched for."""
+    words = [w for w in terms(text) if w not in ROLE_WORDS][:max_terms]
     return " OR ".join(f'"{w}"' for w in words)
 
 

@@ -1,0 +1,94 @@
+"""Quick dev-loop evaluation of hybrid search on the turn and fact splits (not a benchmark).
+
+    python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10]
+
+Ingests each split once into ``DIR`` (kept between runs when given, so changing
+the ranking code and re-running costs only the questions), then asks every scored
+question and prints recall_any@1/5/k per recipe. ``retrieval_bench.py`` is the
+reference run; this is for iterating on ranking without re-embedding every time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from common import DEFAULT_DATA, load_conversations, parse_locomo_time, turn_text
+from memloci import Memory
+
+FACTS = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl")
+
+
+def open_split(path: Path, data: Path, facts: bool) -> tuple[Memory, list[dict]]:
+    convs = load_conversations(data)
+    fresh = not path.exists()
+    mem = Memory(str(path), reinforce_on_search=False)
+    if fresh:
+        for conv in convs:
+            user = conv["conv_id"]
+            for t in conv["turns"]:
+                when = parse_locomo_time(t["date_time"])
+                if facts:
+                    mem.remember(
+                        t["text"],
+                        subject=t["speaker"],
+                        event_time=when,
+                        user=user,
+                        metadata={"turn": t["id"]},
+                    )
+                else:
+                    mem.add(
+                        turn_text(t),
+                        user=user,
+                        session=f"{user}/{t['session_id']}",
+                        speaker=t["speaker"],
+                        event_time=when,
+                        metadata={"turn": t["id"]},
+                    )
+        mem.flush()
+    return mem, convs
+
+
+def evaluate(mem: Memory, convs: list[dict], recipe: str, k: int) -> dict[str, float]:
+    sums = {"any@1": 0.0, "any@5": 0.0, f"any@{k}": 0.0}
+    n = 0
+    for conv in convs:
+        for q in conv["questions"]:
+            if q.get("adversarial") or not q.get("evidence"):
+                continue
+            ev = set(q["evidence"])
+            hits = mem.search(q["question"], user=conv["conv_id"], k=k, recipe=recipe)
+            ranked = [h.memory.metadata.get("turn", "") for h in hits]
+            n += 1
+            for cut in (1, 5, k):
+                sums[f"any@{cut}"] += bool(set(ranked[:cut]) & ev)
+    return {name: v / n for name, v in sums.items()} | {"n": n}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--store-dir", default=None)
+    ap.add_argument("--recipes", default="hybrid")
+    ap.add_argument("--splits", default="turns,facts")
+    ap.add_argument("--k", type=int, default=10)
+    args = ap.parse_args()
+    import tempfile
+
+    base = Path(args.store_dir or tempfile.mkdtemp())
+    base.mkdir(parents=True, exist_ok=True)
+    for split in args.splits.split(","):
+        data = DEFAULT_DATA if split == "turns" else FACTS
+        mem, convs = open_split(base / f"{split}.db", data, split == "facts")
+        for recipe in args.recipes.split(","):
+            t = time.perf_counter()
+            r = evaluate(mem, convs, recipe, args.k)
+            figures = " ".join(f"{n} {v:.3f}" for n, v in r.items() if n != "n")
+            print(f"{split:5} {recipe:8} {figures}  ({r['n']} q, {time.perf_counter() - t:.0f}s)")
+        mem.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
