@@ -1,12 +1,15 @@
 """Prompt context (layer: context): a deterministic, token-budgeted markdown block.
 
-The cacheable part (learned procedures, then "Your Memory" grouped by
-category) comes first and depends only on the memory set, ordered by category
-then creation time, so the same memories give byte-identical text. The parts
-that depend on the prompt come last, each within its share of the budget:
-entity profiles ("People and Things", 25 %), temporal context ("Timeline",
-25 %) and evidence ("Relevant Past Conversations", 10 %); facts keep the rest
-(at least 40 %).
+The cacheable part (learned procedures, then "Your Memory" grouped by category)
+comes first. It gets a fixed 40 % of the budget and depends only on the memory set:
+when not every fact fits, the ones kept are chosen by a rule that ignores the prompt
+and anything a read changes (protected facts first, then the most recently written),
+then shown by category and creation time — so the same memories give byte-identical
+text whatever the prompt, however often they are searched or decayed. The parts that
+depend on the prompt come last, each within its share of the budget: entity profiles
+("People and Things", 25 %), temporal context ("Timeline", 25 %) and evidence
+("Relevant Past Conversations", 10 %); relevant facts that did not fit in the cacheable
+part ("Relevant Facts") take what those sections leave.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from memloci.models import Entity, MemoryNode
 
 MAX_PROCEDURES = 20
 SHARES = {"facts": 0.40, "entities": 0.25, "timeline": 0.25, "evidence": 0.10}
+STABLE_SHARE = SHARES["facts"]
 MEMORY_INTRO = (
     "The following is information you've learned about the user from previous conversations.\n"
     "Use this context naturally. To update a memory, use the update_memory tool with the "
@@ -49,11 +53,11 @@ def _memory_block(facts: Sequence[MemoryNode]) -> str:
     return "\n".join(block) + "\n"
 
 
-def _fit(facts: Sequence[MemoryNode], chars: int, relevance: dict[str, int]) -> list[MemoryNode]:
-    """The most relevant (then most trusted) facts whose rendered block fits in ``chars``."""
-    ranked = sorted(
-        facts, key=lambda n: (relevance.get(n.id, 10**6), -n.confidence, n.created_at, n.id)
-    )
+def _fit(facts: Sequence[MemoryNode], chars: int) -> list[MemoryNode]:
+    """The facts kept when not all fit in ``chars``: protected ones (confirmed, decay rate
+    0) first, then the most recently written. Nothing a read changes (confidence,
+    access counts) and nothing the prompt says takes part, so the choice is stable."""
+    ranked = sorted(facts, key=lambda n: (n.decay_rate > 0, -n.updated_at.timestamp(), n.id))
     spent = len(_memory_block([]))
     seen: set[str] = set()
     chosen: list[MemoryNode] = []
@@ -123,19 +127,23 @@ def build_context(
     entities: Sequence[EntityProfile] = (),
     timeline: Sequence[MemoryNode] = (),
     evidence: Sequence[MemoryNode] = (),
+    relevant: Sequence[MemoryNode] = (),
     budget: int = 1000,
-    relevance: dict[str, int] | None = None,
+    dynamic_budget: int | None = None,
 ) -> str:
-    """Render the block within ``budget`` tokens.
-
-    The prompt-dependent sections get at most their share of the budget — entity
-    profiles 25 %, temporal context 25 %, evidence 10 %; the cacheable part
-    (procedures, then facts) gets the rest — at least 40 %, plus whatever those
-    sections leave unused. ``relevance`` (id → rank) decides which facts stay
-    when not all fit. Same inputs, same bytes.
+    """Render the block: the cacheable part within ``STABLE_SHARE`` of ``budget``, the
+    prompt-dependent sections within ``dynamic_budget`` (default: the rest of ``budget``)
+    — entity profiles 25 %, temporal context 25 %, evidence 10 % of ``budget`` scaled
+    to it, then ``relevant`` facts not shown above in what is left. Same inputs, same
+    bytes; the cacheable part depends on ``facts``, ``procedures`` and ``budget`` only.
     """
-    relevance = relevance or {}
-    dynamic: list[str] = []
+    stable_room = int(budget * STABLE_SHARE)
+    stable, shown = _stable_part(facts, procedures, stable_room)
+    room = budget - sum(estimate_tokens(t) + 1 for t in stable)
+    if dynamic_budget is not None:
+        room = dynamic_budget
+    scale = room / (1 - STABLE_SHARE) if room > 0 else 0
+    parts: dict[str, str] = {}
     sections = (
         (
             "## People and Things",
@@ -150,20 +158,23 @@ def build_context(
         ),
     )
     for title, lines, share in sections:
-        text = _section(title, lines, int(budget * share)) if lines else ""
+        text = _section(title, lines, int(scale * share)) if lines and scale else ""
         if text:
-            dynamic.append(text)
-    stable_budget = budget - sum(estimate_tokens(t) + 1 for t in dynamic)
-    return "\n".join([*_stable_part(facts, procedures, stable_budget, relevance), *dynamic])
+            parts[title] = text
+            room -= estimate_tokens(text) + 1
+    extra = [_fact_line(n) for n in relevant if n.id not in shown]
+    if extra and room > 0:
+        text = _section("## Relevant Facts", extra, room)
+        if text:
+            parts = {"## Relevant Facts": text, **parts}
+    return "\n".join([*stable, *parts.values()])
 
 
 def _stable_part(
-    facts: Sequence[MemoryNode],
-    procedures: Sequence[MemoryNode],
-    budget: int,
-    relevance: dict[str, int],
-) -> list[str]:
-    """Procedures (at most half the room), then "Your Memory" in the rest."""
+    facts: Sequence[MemoryNode], procedures: Sequence[MemoryNode], budget: int
+) -> tuple[list[str], set[str]]:
+    """Procedures (at most half the room), then "Your Memory" in the rest; and the ids
+    of the facts shown."""
     out: list[str] = []
     used = 0
     procs = _stable_order(procedures)[:MAX_PROCEDURES]
@@ -181,11 +192,13 @@ def _stable_part(
         room = budget - used
         text = _memory_block(chosen)
         if estimate_tokens(text) > room:
-            chosen = _fit(chosen, room * 4 - 4, relevance)
+            chosen = _fit(chosen, room * 4 - 4)
             text = _memory_block(chosen) if chosen else ""
             while chosen and estimate_tokens(text) > room:  # rounding slack, rarely used
                 chosen = chosen[:-1]
                 text = _memory_block(chosen) if chosen else ""
         if text:
             out.append(text)
-    return out
+        else:
+            chosen = []
+    return out, {n.id for n in chosen}

@@ -169,7 +169,9 @@ def test_reference_shapes_of_add_and_update_memory() -> None:
     assert upd["required"] == ["memory_id", "content"]
     assert upd["properties"]["memory_id"]["pattern"] == "^[A-Za-z0-9]{8}$"
     recall = get_tool("recall").parameters()
-    assert set(recall["properties"]) == {"query", "key", "memory_type", "limit", "min_confidence"}
+    assert set(recall["properties"]) == {
+        "query", "key", "memory_type", "memory_types", "limit", "top_k", "min_confidence",
+    }  # fmt: skip
     assert "required" not in recall
     remember = get_tool("remember").parameters()
     assert {"content", "key", "category", "fact_type", "overwrite"} <= set(remember["properties"])
@@ -286,7 +288,8 @@ def test_recall_filters_by_type_and_confidence(service: MemoryService) -> None:
     weak = stored(service, type="semantic")[0]
     service.store.update_node("default", weak.id, _patch(confidence=0.2))
     assert "Fridays" not in call(tools, "recall", {"min_confidence": 0.5})
-    listed = call(tools, "recall", {})
+    assert "1 memory below it" in call(tools, "recall", {})  # reference 000: default 0.5
+    listed = call(tools, "recall", {"min_confidence": 0})
     assert "Fridays" in listed and "(confidence 0.20)" in listed
 
 
@@ -387,7 +390,11 @@ def test_get_entity_info_and_explain_fact(service: MemoryService) -> None:
         ("nope", {}, "Error: unknown tool 'nope'. Available tools: recall, search_memory"),
         ("remember", "{not json", "Error: remember: arguments are not valid JSON"),
         ("remember", "[1, 2]", "Error: remember: arguments must be a JSON object"),
-        ("remember", {}, "Error: invalid arguments for remember: content is required."),
+        (
+            "remember",
+            {},
+            "Error: invalid arguments for remember: content is required (or key and value).",
+        ),
         ("remember", {"content": "hey"}, "content must have at least 5 characters"),
         ("add_to_memory", {"content": "x" * 501, "category": "person"}, "at most 500"),
         ("add_to_memory", {"content": "Alec is my boss", "category": "boss"}, "category: input"),
@@ -468,7 +475,7 @@ def test_nulls_and_blanks_mean_not_given(service: MemoryService) -> None:
     out = call(tools, "recall", {"query": "  ", "key": "", "memory_type": None})
     assert "Portuguese" in out  # lists facts
     out = call(tools, "remember", {"content": None})
-    assert out == "Error: invalid arguments for remember: content is required."
+    assert out == "Error: invalid arguments for remember: content is required (or key and value)."
 
 
 # ---------------------------------------------------------------------------- binding

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
-from memloci.context import EntityProfile, build_context
+from memloci.context import MAX_PROCEDURES, STABLE_SHARE, EntityProfile, build_context
 from memloci.models import EdgeType, MemoryNode, NodeType, SearchHit
+from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
 from memloci.service.core import ServiceCore
 from memloci.storage.base import NodeFilter, Store
 
@@ -44,26 +45,40 @@ class ContextMixin(ServiceCore):
         return await self._run(self.context_now, prompt, flt, budget=budget)
 
     def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
-        """:meth:`context` in the caller's thread."""
+        """:meth:`context` in the caller's thread.
+
+        The cacheable part gets 40 % of ``budget`` (default ``context_budget``) and does
+        not depend on the prompt. Without an explicit budget, the prompt-dependent part is
+        sized by the query's complexity: a simple prompt's total is ``context_budget`` or
+        1000 tokens, a complex one's 3000 (whichever is larger)."""
+        fixed = budget is not None
         budget = v.limit(
             self.settings.context_budget if budget is None else budget, "budget", 100_000
         )
         facts = self.store.list_nodes(replace(flt, types=FACT_TYPES), limit=2000, order="category")
-        procs = self.store.list_nodes(replace(flt, types=(NodeType.PROCEDURAL,)), limit=20)
+        procs = self.store.list_nodes(  # the 20 most recent (reference 004)
+            replace(flt, types=(NodeType.PROCEDURAL,)), limit=MAX_PROCEDURES, order="-created"
+        )
         if not (prompt and prompt.strip()):
             return build_context(facts=facts, procedures=procs, budget=budget)
         # a long prompt is searched by its most recent part
-        hits = self.search_now(prompt.strip()[-v.QUERY_MAX :], replace(flt, types=None), k=12)
+        query = prompt.strip()[-v.QUERY_MAX :]
+        hits = self.search_now(query, replace(flt, types=None), k=12)
         episodes = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
         evidence = episodes[:EVIDENCE]
+        dynamic = None
+        if not fixed:
+            adaptive = (COMPLEX if is_complex(query) else SIMPLE)["budget"]
+            dynamic = max(budget, int(adaptive)) - int(budget * STABLE_SHARE)
         return build_context(
             facts=facts,
             procedures=procs,
             entities=self._profiles(hits, flt),
             timeline=self._timeline(episodes, flt, exclude={n.id for n in evidence}),
             evidence=evidence,
+            relevant=[h.memory for h in hits if h.memory.type in FACT_TYPES],
             budget=budget,
-            relevance={h.memory.id: i for i, h in enumerate(hits)},
+            dynamic_budget=dynamic,
         )
 
     def _profiles(self, hits: Sequence[SearchHit], flt: NodeFilter) -> list[EntityProfile]:

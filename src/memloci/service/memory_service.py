@@ -453,14 +453,17 @@ class MemoryService(
         details: EpisodeDetails | Mapping[str, Any] | None = None,
         event_time: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
+        category: str | None = None,
     ) -> WriteResult:
-        """Store a structured episode (trigger, actions, outcome, timing, feedback)."""
+        """Store a structured episode (trigger, actions, outcome, timing, feedback);
+        ``category`` defaults to ``episode`` (e.g. ``autonomous_run`` for agent runs)."""
         ns, text = self._ns(namespace), v.turn(content)
         user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
         episode = v.episode(details)
         now, when = utcnow(), v.when(event_time)
         node = MemoryNode(
-            id=short_id(), namespace=ns, type=NodeType.EPISODIC, content=text, category="episode",
+            id=short_id(), namespace=ns, type=NodeType.EPISODIC, content=text,
+            category=v.category(category) if category else "episode",
             scope=v.scope(None, user=user, agent=agent, session=session), user=user, agent=agent,
             session=session, event_time=when or now, created_at=now, updated_at=now,
             valid_from=when or now, decay_rate=0.0, source_type=SourceType.TOOL_RESULT,

@@ -29,13 +29,30 @@ from memloci.models import (
     ProcedureType,
 )
 
-MemoryKind = Literal["facts", "procedures", "episodes", "all"]
+MemoryKind = Literal[
+    "facts", "procedures", "episodes", "all", "semantic", "opinion", "procedural", "episodic",
+]  # fmt: skip
 KIND_TYPES: dict[str, tuple[NodeType, ...] | None] = {
     "facts": (NodeType.SEMANTIC, NodeType.OPINION),
     "procedures": (NodeType.PROCEDURAL,),
     "episodes": (NodeType.EPISODIC,),
     "all": None,
+    **{t.value: (t,) for t in NodeType},  # reference 004 names the node types themselves
 }
+
+
+def kind_types(*kinds: str | None, default: str) -> tuple[NodeType, ...] | None:
+    """The node types named by ``kinds`` (``facts``, ``semantic``, …; ``all``: None)."""
+    picked = [k for k in kinds if k] or [default]
+    out: list[NodeType] = []
+    for k in picked:
+        types = KIND_TYPES[k]
+        if types is None:
+            return None
+        out += [t for t in types if t not in out]
+    return tuple(out)
+
+
 _ID_IN_TEXT = re.compile(r"^\s*\[?\s*(?:id\s*[:=]\s*)?([A-Za-z0-9]{8})\s*\]?\s*$", re.IGNORECASE)
 
 
@@ -46,6 +63,13 @@ def _plain_id(value: Any) -> Any:
     return value
 
 
+def _scalar_text(value: Any) -> Any:
+    """Numbers and booleans a model sends as a fact's value are kept as text."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, int | float) else value
+
+
 MemoryId = Annotated[
     str,
     StringConstraints(pattern=ID_RE.pattern),
@@ -53,7 +77,10 @@ MemoryId = Annotated[
     Field(description="8-character id of the memory, as in [id:a1B2c3D4]"),
 ]
 FactText = Annotated[str, Field(min_length=CONTENT_MIN, max_length=CONTENT_MAX)]
-KIND_HELP = "facts (semantic and opinions), procedures, episodes, or all"
+KIND_HELP = (
+    "facts (semantic and opinions), procedures, episodes, or all; "
+    "or one node type: semantic, opinion, procedural, episodic"
+)
 
 
 class ToolArgs(BaseModel):
@@ -93,25 +120,69 @@ class RecallArgs(ToolArgs):
         description="Key of a fact, e.g. user_timezone: exact match first, then the closest keys",
     )
     memory_type: MemoryKind | None = Field(
-        None,
-        description=f"Which memories: {KIND_HELP}. Default: all when searching, facts when listing",
+        None, description=f"Which memories: {KIND_HELP}. Default: facts"
+    )
+    memory_types: list[MemoryKind] | None = Field(
+        None, max_length=8, description="Several kinds at once, e.g. ['semantic', 'procedural']"
     )
     limit: int = Field(10, ge=1, le=50, description="Maximum number of memories to return (1-50)")
-    min_confidence: float | None = Field(
-        None, ge=0, le=1, description="Only memories at least this certain (0-1); default: any"
+    top_k: int | None = Field(None, ge=1, le=50, description="Same as limit")
+    min_confidence: float = Field(
+        0.5, ge=0, le=1, description="Only facts at least this certain (0-1, default 0.5)"
     )
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> RecallArgs:
+        both = "limit" in self.model_fields_set and self.top_k is not None
+        if both and self.limit != self.top_k:
+            raise ValueError("give limit or top_k, not both")
+        return self
+
+    @property
+    def count(self) -> int:
+        return self.top_k or self.limit
+
+    def types(self, default: str = "facts") -> tuple[NodeType, ...] | None:
+        return kind_types(self.memory_type, *(self.memory_types or ()), default=default)
+
+
+class SearchMemoryArgs(RecallArgs):
+    type: MemoryKind | None = Field(None, description=f"Same as memory_type: {KIND_HELP}")
+    entity_name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Only memories that mention this person, project, place or thing",
+    )
+    after: str | None = Field(
+        None, max_length=40, description="Only memories from after: last_week, last_month, "
+        "7d or a date (YYYY-MM-DD)"
+    )  # fmt: skip
+    before: str | None = Field(
+        None, max_length=40, description="Only memories from before: a date (YYYY-MM-DD), …"
+    )
+
+    def types(self, default: str = "facts") -> tuple[NodeType, ...] | None:
+        kinds = (self.memory_type, self.type, *(self.memory_types or ()))
+        return kind_types(*kinds, default=default)
 
 
 class RememberArgs(ToolArgs):
-    content: FactText = Field(
+    content: FactText | None = Field(
+        None,
         description="The fact as one self-contained sentence, e.g. 'The user prefers dark mode' "
-        f"({CONTENT_MIN}-{CONTENT_MAX} characters)"
+        f"({CONTENT_MIN}-{CONTENT_MAX} characters). May be left out when key and value are given",
     )
     key: str | None = Field(
         None,
         min_length=1,
         max_length=200,
         description="Optional handle to look the fact up by later, e.g. user_timezone",
+    )
+    value: Annotated[str, BeforeValidator(_scalar_text)] | None = Field(
+        None,
+        max_length=CONTENT_MAX,
+        description="The fact's value under key, e.g. key='color', value='blue'",
     )
     category: str | None = Field(
         None,
@@ -121,10 +192,28 @@ class RememberArgs(ToolArgs):
     subject: str | None = Field(
         None, max_length=200, description="Person, project or thing the fact is about"
     )
-    fact_type: FactType | None = Field(None, description="Kind of fact")
+    fact_type: FactType = Field(FactType.WORLD_KNOWLEDGE, description="Kind of fact")
     overwrite: bool = Field(
-        True, description="If a fact with this key exists: true replaces it, false keeps it"
+        True,
+        description="If a fact with this key exists: true replaces it (and counts a "
+        "confirmation), false keeps it",
     )
+
+    @model_validator(mode="after")
+    def _content_or_key_value(self) -> RememberArgs:
+        if self.content is None:
+            if self.key is None or self.value is None:
+                raise ValueError("content is required (or key and value)")
+            if not CONTENT_MIN <= len(self.text) <= CONTENT_MAX:
+                raise ValueError(f"'{self.text}' must be {CONTENT_MIN}-{CONTENT_MAX} characters")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The fact's sentence: ``content``, or ``key = value``."""
+        if self.content is not None:
+            return self.content
+        return f"{self.key} = {self.value}"
 
 
 class AddToMemoryArgs(ToolArgs):
@@ -180,6 +269,9 @@ class RecordEpisodeArgs(ToolArgs):
         min_length=1,
         max_length=TURN_MAX,
         description="What happened: the task, decisions made, the outcome",
+    )
+    category: str | None = Field(
+        None, max_length=50, description="Category, e.g. deployment (default episode)"
     )
     outcome: Literal["success", "failure"] | None = Field(
         None, description="Whether the task succeeded"

@@ -27,6 +27,7 @@ from memloci.tools.args import (
     RecallArgs,
     RecordEpisodeArgs,
     RememberArgs,
+    SearchMemoryArgs,
     ToolArgs,
     UpdateMemoryArgs,
     WeakFactsArgs,
@@ -113,8 +114,9 @@ _DEFS: list[ToolDef[Any]] = [
     ToolDef(
         "search_memory",
         "Search long-term memory for facts, procedures and past episodes relevant to a "
-        "question, or look a fact up by key. Same as recall.",
-        RecallArgs,
+        "question, or look a fact up by key. Same as recall, plus filters by type, entity "
+        "and time (after / before).",
+        SearchMemoryArgs,
         h.recall,
         alias_of="recall",
         read_only=True,

@@ -146,5 +146,7 @@ def _problem(e: ErrorDetails) -> str:
         return f"{field} must have at most {ctx.get('max_length')} characters, not {len(got)}"
     if kind == "string_pattern_mismatch" and field == "memory_id":
         return f"memory_id must be an 8-character id like a1B2c3D4, not {got!r}"
+    if kind == "value_error" and field == "arguments":  # a rule across arguments
+        return str(ctx.get("error") or e["msg"])
     msg = e["msg"]
     return f"{field}: {msg[0].lower()}{msg[1:]}" if msg else field

@@ -13,12 +13,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memloci.errors import NotFoundError
-from memloci.models import EpisodeDetails, MemoryNode, NodeType, ProcedureType, SearchHit
+from memloci.models import EpisodeDetails, MemoryNode, ProcedureType, SearchHit
 from memloci.service import MemoryService
 from memloci.storage.base import NodeFilter
 from memloci.tools import render as r
 from memloci.tools.args import (
-    KIND_TYPES,
     AddToMemoryArgs,
     CorrectFactArgs,
     EntityInfoArgs,
@@ -29,8 +28,10 @@ from memloci.tools.args import (
     RecallArgs,
     RecordEpisodeArgs,
     RememberArgs,
+    SearchMemoryArgs,
     UpdateMemoryArgs,
     WeakFactsArgs,
+    kind_types,
 )
 
 FIND_IDS = "use recall or list_memories to find memory ids"
@@ -70,10 +71,6 @@ class Bound:
         return {n.id for n in await self.service.list_nodes(flt, limit=len(ids))}
 
 
-def _types(kind: str | None, default: str) -> tuple[NodeType, ...] | None:
-    return KIND_TYPES[kind or default]
-
-
 async def _shown(b: Bound, flt: NodeFilter, nodes: list[MemoryNode], limit: int) -> str:
     """``3 memories`` or, when the list was cut, ``20 of 57 memories``."""
     total = await b.service.count(flt) if len(nodes) >= limit else len(nodes)
@@ -90,15 +87,19 @@ def _hits(hits: list[SearchHit]) -> str:
 
 
 async def recall(b: Bound, a: RecallArgs) -> str:
-    """No query or key → list facts; ``key`` → exact, then fuzzy; ``query`` → search."""
+    """No query or key → list facts; ``key`` → exact, then fuzzy; ``query`` → search.
+
+    Defaults follow reference 000 (facts, ``min_confidence`` 0.5, 10 results);
+    ``top_k`` / ``memory_types`` are reference 004's spellings of the same options."""
+    limit, conf = a.count, a.min_confidence
     if a.key is not None:
         node = await b.service.lookup(
             a.key, namespace=b.namespace, user=b.user, agent=b.agent, session=b.session
         )
-        if node is not None and (a.min_confidence is None or node.confidence >= a.min_confidence):
+        if node is not None and node.confidence >= conf:
             return f"{a.key} → {r.line(node)}"
-        flt = b.filter(type=_types(a.memory_type, "facts"), min_confidence=a.min_confidence)
-        hits = await b.service.search(a.key, flt, k=a.limit)
+        flt = b.filter(type=a.types(), min_confidence=conf)
+        hits = await b.service.search(a.key, flt, k=limit)
         by_key = [h for h in hits if "key" in h.strategies]
         if by_key:
             return f"No fact has exactly the key {a.key!r}. Closest keys:\n{_hits(by_key)}"
@@ -108,21 +109,46 @@ async def recall(b: Bound, a: RecallArgs) -> str:
                 return f"No fact has the key {a.key!r}. Related memories:\n{_hits(hits)}"
             return f"Nothing is stored under the key {a.key!r}."
     if a.query is not None:
-        flt = b.filter(type=_types(a.memory_type, "all"), min_confidence=a.min_confidence)
-        hits = await b.service.search(a.query, flt, k=a.limit)
+        flt = b.filter(type=a.types(), min_confidence=conf, **_when(a))
+        if isinstance(a, SearchMemoryArgs) and a.entity_name is not None:
+            ids = await _entity_ids(b, a.entity_name)
+            if not ids:
+                return f"Nothing is known about {a.entity_name!r}."
+            flt = replace(flt, ids=ids)
+        hits = await b.service.search(a.query, flt, k=limit)
         if not hits:
             return f"No memories match {a.query!r}."
-        return f"{r.count(len(hits))} for {a.query!r} (best first):\n{_hits(hits)}"
-    flt = b.filter(type=_types(a.memory_type, "facts"), min_confidence=a.min_confidence)
-    nodes = await b.service.list_nodes(flt, limit=a.limit, order="category")
+        return f"{r.count(len(hits))} for {a.query!r} (best first):\n\n{r.scored(hits)}"
+    flt = b.filter(type=a.types(), min_confidence=conf, **_when(a))
+    nodes = await b.service.list_nodes(flt, limit=limit, order="category")
     if not nodes:
-        filtered = a.memory_type is not None or a.min_confidence is not None
-        return "No memories match those filters." if filtered else "No memories stored yet."
-    return f"{await _shown(b, flt, nodes, a.limit)}:\n{r.lines(nodes)}"
+        weaker = await b.service.count(replace(flt, min_confidence=None))
+        if weaker:
+            return (
+                f"No memories at confidence {conf:.2f} or more; {r.count(weaker)} below it "
+                "(pass min_confidence=0 to see them)."
+            )
+        return "No memories match those filters." if a.memory_type else "No memories stored yet."
+    return f"{await _shown(b, flt, nodes, limit)}:\n{r.lines(nodes)}"
+
+
+def _when(a: RecallArgs) -> dict[str, Any]:
+    if not isinstance(a, SearchMemoryArgs):
+        return {}
+    return {k: getattr(a, k) for k in ("after", "before") if getattr(a, k) is not None}
+
+
+async def _entity_ids(b: Bound, name: str) -> tuple[str, ...]:
+    """The ids of the memories this caller may see that mention the entity ``name``."""
+    try:
+        info = await b.service.entity_info(name, namespace=b.namespace, limit=200, user=b.user)
+    except NotFoundError:
+        return ()
+    return tuple(sorted(await b.visible(info.memories)))
 
 
 async def list_memories(b: Bound, a: ListMemoriesArgs) -> str:
-    flt = b.filter(type=_types(a.memory_type, "facts"), category=a.category)
+    flt = b.filter(type=kind_types(a.memory_type, default="facts"), category=a.category)
     nodes = await b.service.list_nodes(flt, limit=a.limit, order="-created")
     what = a.memory_type if a.category is None else f"{a.memory_type} in category {a.category!r}"
     if not nodes:
@@ -189,6 +215,13 @@ async def memory_stats(b: Bound, a: NoArgs) -> str:
         f"{s.entities} entities, {sum(s.edges_by_type.values())} links, {s.users} users; "
         f"{s.pending_embeddings} waiting to be embedded.",
     ]
+    if s.edges_by_type:
+        out.append(
+            "Links by type: "
+            + ", ".join(f"{n} {t}" for t, n in sorted(s.edges_by_type.items()))
+            + "."
+        )
+    out.append(f"Storage size: {_size(s.size_bytes)}.")
     if s.orphans:
         out.append(f"{r.count(s.orphans, 'fact is', 'facts are')} not linked to anything yet.")
     out.append(
@@ -197,6 +230,16 @@ async def memory_stats(b: Bound, a: NoArgs) -> str:
         else "Maintenance has not run yet."
     )
     return "\n".join(out)
+
+
+def _size(n: int) -> str:
+    """``812 bytes``, ``3.4 MB``."""
+    size, unit = float(n), "bytes"
+    for bigger in ("KB", "MB", "GB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
 
 
 async def weak_facts(b: Bound, a: WeakFactsArgs) -> str:
@@ -219,10 +262,12 @@ async def weak_facts(b: Bound, a: WeakFactsArgs) -> str:
 
 async def remember(b: Bound, a: RememberArgs) -> str:
     result = await b.service.remember(
-        a.content, namespace=b.namespace, key=a.key, category=a.category, subject=a.subject,
-        fact_type=a.fact_type, overwrite=a.overwrite, user=b.user, agent=b.agent,
-        session=b.session,
+        a.text, namespace=b.namespace, key=a.key, value=a.value, category=a.category,
+        subject=a.subject, fact_type=a.fact_type, overwrite=a.overwrite, user=b.user,
+        agent=b.agent, session=b.session,
     )  # fmt: skip
+    if a.content is None:  # reference 000: "Remembered: color = blue (created)"
+        return f"Remembered: {a.text} ({result.action}) {r.ref(result.memory)}"
     previous = None
     if result.action == "updated":
         versions = await b.service.history(result.memory.id, namespace=b.namespace)
@@ -292,6 +337,6 @@ async def record_episode(b: Bound, a: RecordEpisodeArgs) -> str:
         details = EpisodeDetails(outcome=outcome or None, duration_ms=a.duration_ms)
     result = await b.service.record_episode(
         a.content, namespace=b.namespace, user=b.user, agent=b.agent, session=b.session,
-        details=details,
+        details=details, category=a.category,
     )  # fmt: skip
     return r.write(result)

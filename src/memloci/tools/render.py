@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memloci.models import MemoryNode, NodeType, WriteResult
+from memloci.models import MemoryNode, NodeType, SearchHit, WriteResult
 
 SNIPPET = 300
 
@@ -49,6 +49,24 @@ def count(n: int, noun: str = "memory", plural: str = "memories") -> str:
 
 def lines(nodes: Iterable[MemoryNode]) -> str:
     return "\n".join(f"- {line(n)}" for n in nodes)
+
+
+def scored(hits: Iterable[SearchHit]) -> str:
+    """Search results as reference 004 shows them, each with its id handle::
+
+    [Type: semantic | Category: preferences | Score: 0.912 | 2025-06-01T10:30:00+00:00]
+    [id:a1B2c3D4] The user prefers dark mode.
+    """
+    blocks = []
+    for hit in hits:
+        m = hit.memory
+        when = m.event_time.isoformat(timespec="seconds")
+        head = f"[Type: {m.type.value} | Category: {m.category} | Score: {hit.score:.3f} | {when}]"
+        about = "".join(
+            f" {x}" for x in (m.subject and f"[{m.subject}]", m.key and f"key={m.key}") if x
+        )
+        blocks.append(f"{head}\n{ref(m)}{about}{':' if about else ''} {m.content}")
+    return "\n\n---\n\n".join(blocks)
 
 
 def write(result: WriteResult, *, previous: str | None = None) -> str:
