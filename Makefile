@@ -50,6 +50,17 @@ browser-deps:
 
 test: lint typecheck unit  ## everything CI runs
 
+# The long form of the reliability suite (tests/reliability; CI runs its short form with
+# `make test`). Scale with MEMLOCI_RELIABILITY_TRIALS / _WRITERS / _SECONDS / _SEED.
+MEMLOCI_RELIABILITY_TRIALS ?= 300
+MEMLOCI_RELIABILITY_WRITERS ?= 6
+MEMLOCI_RELIABILITY_SECONDS ?= 60
+reliability: install  ## the long reliability run: crash trials, writers, isolation matrix
+	MEMLOCI_RELIABILITY_TRIALS=$(MEMLOCI_RELIABILITY_TRIALS) \
+	MEMLOCI_RELIABILITY_WRITERS=$(MEMLOCI_RELIABILITY_WRITERS) \
+	MEMLOCI_RELIABILITY_SECONDS=$(MEMLOCI_RELIABILITY_SECONDS) \
+	$(BIN)/python -m pytest -q -s -m reliability tests/reliability
+
 bench-retrieval: install
 	cd bench && ../$(BIN)/python retrieval_bench.py
 
