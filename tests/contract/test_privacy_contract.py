@@ -1,0 +1,175 @@
+"""The Store contract for forgetting a person: ``delete_user_data`` removes one user's
+data (and that of users merged into them) in one namespace and nothing else; ``scrub``
+runs after it. Through the protocol only (any backend)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from memloci.errors import StorageError
+from memloci.models import Edge, EdgeType, NodeType, Scope, short_id
+from memloci.storage.base import NodeFilter, NodePatch, Store
+
+from .conftest import EMBED_DIM, StoreFactory
+from .test_records_contract import at, entity, node, thread, user
+
+KINDS = {
+    "users", "identifiers", "memories", "versions", "vectors", "edges", "entity_links",
+    "entities", "threads", "sessions", "decay_states", "neighbours_blanked",
+}  # fmt: skip
+
+
+def everything(store: Store, ns: str) -> list[str]:
+    flt = NodeFilter(namespaces=(ns,), include_invalid=True)
+    return sorted(n.id for n in store.list_nodes(flt, limit=10_000))
+
+
+def embed_all(store: Store) -> None:
+    pending = store.pending_embeddings(10_000)
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(len(pending), EMBED_DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store.save_embeddings(pending, vecs)
+
+
+def seed_person(store: Store, ns: str, uid: str, tag: str) -> dict[str, list[str]]:
+    """One person's data in ``ns``: turns in a session, facts of every scope, an opinion,
+    a forgotten fact, an edited fact, entities, a thread, identifiers, a session."""
+    turns = [
+        node(f"{tag} turn {i}", ns, type=NodeType.EPISODIC, scope=Scope.USER, user=uid,
+             session=f"{tag}-s", when=at(i))
+        for i in range(3)
+    ]  # fmt: skip
+    for t in turns:
+        store.insert_node(t, link_previous=True)
+    facts = [
+        node(f"{tag} fact user", ns, scope=Scope.USER, user=uid, key=f"{tag}_key", value="v1"),
+        node(f"{tag} fact global", ns, scope=Scope.GLOBAL, user=uid),
+        node(f"{tag} opinion", ns, type=NodeType.OPINION, scope=Scope.USER, user=uid),
+        node(f"{tag} forgotten", ns, scope=Scope.USER, user=uid, valid_until=at(1)),
+    ]
+    store.insert_nodes(facts)
+    store.update_node(ns, facts[0].id, NodePatch(content=f"{tag} fact user v2"))
+    store.insert_edge(
+        Edge(id=short_id() + short_id(), namespace=ns, source_id=facts[1].id,
+             target_id=turns[0].id, relation=EdgeType.DERIVED_FROM, valid_from=at(0),
+             created_at=at(0))
+    )  # fmt: skip
+    own = store.insert_entity(entity(f"{tag}-only place", ns))
+    store.link_entities(ns, facts[1].id, [own.id])
+    store.upsert_user(user(uid, ns, identifiers={"telegram": f"{tag}-tg"}))
+    store.upsert_thread(thread(f"{tag}-thread", ns, user=uid))
+    store.register_session(ns, f"{tag}-s", user=uid, agent=None, now=at(0))
+    return {"nodes": [n.id for n in turns + facts], "entities": [own.id]}
+
+
+def test_delete_user_data_removes_one_person_and_only_them(store: Store) -> None:
+    a = seed_person(store, "default", "alice", "aa")
+    b = seed_person(store, "default", "bob", "bb")
+    other_ns = seed_person(store, "other", "alice", "oo")  # same user id, other namespace
+    shared = store.insert_entity(entity("Shared Co"))
+    store.link_entities("default", a["nodes"][3], [shared.id])
+    store.link_entities("default", b["nodes"][3], [shared.id])
+    store.upsert_user(user("alice-old", identifiers={"email": "a@x.io"}, merged_into="alice"))
+    store.insert_node(node("merged user's fact", scope=Scope.USER, user="alice-old"))
+    embed_all(store)
+
+    report = store.delete_user_data("default", "alice")
+
+    assert set(report) == KINDS
+    assert report["memories"] == len(a["nodes"]) + 1
+    assert report["users"] == 2 and report["identifiers"] == 2 and report["threads"] == 1
+    assert report["vectors"] == len(a["nodes"]) + 1 and report["versions"] >= report["memories"]
+    assert report["entities"] == 1 and report["entity_links"] == 2
+    assert report["edges"] >= 3 and report["sessions"] == 1
+    assert everything(store, "default") == sorted(b["nodes"])
+    assert store.get_user("default", "alice") is None
+    assert store.get_user("default", "alice-old") is None
+    assert store.find_user("default", "telegram", "aa-tg") is None
+    assert store.find_user("default", "email", "a@x.io") is None
+    assert store.get_thread("default", "aa-thread") is None
+    assert store.get_entity("default", a["entities"][0]) is None
+    assert store.find_entity("default", "aa-only place") is None
+    assert store.get_entity("default", shared.id) is not None  # bob still mentions it
+    assert store.vectors("default", a["nodes"]) == {}
+    assert [p.session for p in store.pending_sessions("default")] == ["bb-s"]
+    # bob and the other namespace are whole
+    assert len(store.vectors("default", b["nodes"])) == len(b["nodes"])
+    assert store.get_thread("default", "bb-thread") is not None
+    assert store.find_user("default", "telegram", "bb-tg") is not None
+    assert everything(store, "other") == sorted(other_ns["nodes"])
+    assert store.get_user("other", "alice") is not None
+    assert store.get_thread("other", "oo-thread") is not None
+    assert store.get_entity("other", other_ns["entities"][0]) is not None
+    assert [p.session for p in store.pending_sessions("other")] == ["oo-s"]
+    flt = NodeFilter(namespaces=("default",), user="bob")
+    assert {i for i, _ in store.fulltext(flt, "bb", 50)} >= set(b["nodes"][:3])
+    assert store.fulltext(NodeFilter(namespaces=("default",), user="alice"), "aa", 50) == []
+    assert store.scrub() is True
+
+
+def test_delete_user_data_blanks_kept_neighbours_context(store: Store) -> None:
+    # one session: alice's turn between two turns recorded without a user
+    turns = [
+        node("before turn", type=NodeType.EPISODIC, scope=Scope.SESSION, session="s"),
+        node("alice secret quokkaline", type=NodeType.EPISODIC, scope=Scope.USER,
+             user="alice", session="s"),
+        node("after turn", type=NodeType.EPISODIC, scope=Scope.SESSION, session="s"),
+    ]  # fmt: skip
+    for t in turns:
+        store.insert_node(t, link_previous=True)
+    report = store.delete_user_data("default", "alice")
+    assert report["memories"] == 1 and report["neighbours_blanked"] == 2
+    assert store.fulltext(NodeFilter(namespaces=("default",)), "quokkaline", 10) == []
+    assert {n for n, _ in store.fulltext(NodeFilter(namespaces=("default",)), "turn", 10)} == {
+        turns[0].id,
+        turns[2].id,
+    }
+
+
+def test_delete_user_data_of_unknown_user_is_empty(store: Store) -> None:
+    store.insert_node(node("bob's", scope=Scope.USER, user="bob"))
+    report = store.delete_user_data("default", "nobody")
+    assert set(report) == KINDS and not any(report.values())
+    assert len(everything(store, "default")) == 1
+    assert store.scrub() is True
+
+
+def test_delete_user_data_is_one_transaction(store: Store) -> None:
+    seed_person(store, "default", "alice", "aa")
+    with pytest.raises(RuntimeError), store.batch():
+        store.delete_user_data("default", "alice")
+        raise RuntimeError("abort")
+    assert len(everything(store, "default")) == 7
+    assert store.get_user("default", "alice") is not None
+    assert store.get_thread("default", "aa-thread") is not None
+
+
+def test_scrub_refuses_to_run_inside_a_batch(store: Store) -> None:
+    with pytest.raises(StorageError), store.batch():
+        store.scrub()
+
+
+def test_concurrent_forgets_remove_each_memory_once(store_factory: StoreFactory) -> None:
+    first = store_factory.open()
+    for i in range(200):
+        first.insert_node(node(f"alice {i}", scope=Scope.USER, user="alice"))
+        first.insert_node(node(f"bob {i}", scope=Scope.USER, user="bob"))
+    stores = [first, store_factory.open(), store_factory.open()]
+    reports: list[dict[str, int]] = []
+    barrier = threading.Barrier(len(stores))
+
+    def forget(s: Store) -> None:
+        barrier.wait()
+        reports.append(s.delete_user_data("default", "alice"))
+
+    threads = [threading.Thread(target=forget, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r["memories"] for r in reports) == [0, 0, 200]
+    assert len(everything(first, "default")) == 200
