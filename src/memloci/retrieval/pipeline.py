@@ -16,8 +16,8 @@ which join the same fusion (weight ``weight_graph``) for the final order; see
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,7 @@ from memloci.config import Settings
 from memloci.errors import ValidationError
 from memloci.models import MemoryNode, SearchHit
 from memloci.providers.base import Embedder
+from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import Fused, fuse_lists
 from memloci.retrieval.graph import GraphLists, anchored, walks
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
@@ -38,7 +39,6 @@ RECIPES: dict[str, tuple[str, ...]] = {
     "fulltext": ("fulltext",),
     "vector": ("vector",),
 }
-_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memloci-query")
 _RAW = {"fulltext": "bm25", "vector": "cosine"}
 _LABELS = {
     "fulltext": "full text",
@@ -59,9 +59,12 @@ class Retriever:
     embedder: Embedder | None
     settings: Settings
     embed_query: Callable[[str], npt.NDArray[np.float32]] | None = None
+    query_vectors: QueryEmbedding | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.embedder is not None:
+            # a failing embedder degrades search to full text + key + graph
+            self.query_vectors = QueryEmbedding(self.embed_query or self.embedder.embed_query)
             EmbeddingIntentClassifier(self.embedder).ready()  # embeds exemplars, background
 
     def search(
@@ -75,9 +78,11 @@ class Retriever:
         n = max(self.settings.candidates, k * 3)
         ranked: dict[str, list[tuple[str, float]]] = {}
         vector: Future[npt.NDArray[np.float32]] | None = None
-        if "vector" in strategies and self.embedder is not None:
-            # embed the query on another core while SQLite runs the full-text search
-            vector = _POOL.submit(self.embed_query or self.embedder.embed_query, query)
+        qv = self.query_vectors if "vector" in strategies else None
+        if qv is not None:
+            # embed the query on another core (onnxruntime releases the GIL) while SQLite
+            # runs the full-text search; None while the embedder is known to be down
+            vector = qv.start(query)
         graphs = "graph" in strategies and self.settings.weight_graph > 0
         graph = GraphLists()
         if "fulltext" in strategies:
@@ -85,8 +90,10 @@ class Retriever:
         if graphs:
             # stage 1, still while the query is being embedded: what the query names
             graph = anchored(self.store, flt, query, limit=n)
-        if vector is not None:
-            ranked["vector"] = self.store.vector_search(flt, vector.result(), n)
+        query_vector = qv.result(vector) if qv is not None else None
+        if query_vector is not None:
+            ranked["vector"] = self.store.vector_search(flt, query_vector, n)
+        down = qv.down if qv is not None else None
         if "key" in strategies and 0 < len(terms(query)) <= 6:
             ranked["key"] = self.store.key_search(flt, key_form(query), n)
         weights = {
@@ -106,7 +113,13 @@ class Retriever:
                 fused = self._fuse(ranked, weights, graph, relevance)
         top = fused[:k]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in top])}
-        return [_hit(nodes[f.id], f, graph) for f in top if f.id in nodes]
+        hits = [_hit(nodes[f.id], f, graph) for f in top if f.id in nodes]
+        if down is not None:  # say so in every hit: meaning was not searched
+            note = degraded_note(down)
+            hits = [
+                h.model_copy(update={"why": f"{h.why}; {note}" if h.why else note}) for h in hits
+            ]
+        return hits
 
     def _fuse(
         self,
@@ -120,10 +133,13 @@ class Retriever:
     def plan(self, query: str, vector: Future[npt.NDArray[np.float32]] | None = None) -> QueryPlan:
         """The query's intent and complexity (exemplars with an embedder, rules without);
         ``vector`` is the query embedding already under way, if any."""
+        qv = self.query_vectors
+        if qv is None or qv.down is not None:  # no embedder, or it is down: keyword rules
+            return plan_query(query)
         return plan_query(
             query,
             embedder=self.embedder,
-            vector=(lambda: vector.result()) if vector is not None else None,
+            vector=(lambda: qv.result(vector)) if vector is not None else None,
         )
 
 
