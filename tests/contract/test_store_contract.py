@@ -305,6 +305,15 @@ def test_filter_key_norm_and_ids(store: Store, world) -> None:
     assert listed(store, world, ids=()) == set()
 
 
+def test_filter_by_subject_ignores_case(store: Store) -> None:
+    a = store.insert_node(make_node("Sarah works at Globex", subject="Sarah"))
+    store.insert_node(make_node("Sam works at Initech", subject="Sam"))
+    store.insert_node(make_node("No subject here at all"))
+    got = store.list_nodes(flt(subject="sarah"), limit=10)
+    assert [n.id for n in got] == [a.id]
+    assert store.count_nodes(flt(subject="SARAH")) == 1
+
+
 def test_list_orders_and_paging(store: Store, world) -> None:
     f = flt()
     created = [n.id for n in store.list_nodes(f, limit=100)]

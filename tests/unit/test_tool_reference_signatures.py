@@ -135,3 +135,27 @@ def test_memory_stats_shows_links_by_type_and_storage_size(service: MemoryServic
     out = call(tools, "memory_stats")
     assert re.search(r"Links by type: \d+ temporal\.", out), out
     assert re.search(r"Storage size: \d+(\.\d)? (bytes|KB|MB)\.", out), out
+
+
+def test_overwriting_a_key_counts_a_confirmation(service: MemoryService) -> None:
+    tools = Tools(service)
+    call(tools, "remember", {"key": "timezone", "value": "Europe/Lisbon"})
+    call(tools, "remember", {"key": "timezone", "value": "Australia/Adelaide"})
+    (fact,) = stored(service, type="semantic")
+    assert (fact.value, fact.version, fact.times_confirmed) == ("Australia/Adelaide", 2, 1)
+
+
+def test_same_subject_is_found_however_many_facts_came_before(service: MemoryService) -> None:
+    for i in range(210):
+        asyncio.run(service.remember(f"Unrelated note number {i} about topic {i * 7919 % 1000}"))
+    tools = Tools(service)
+    first = call(
+        tools, "add_to_memory", {"content": "Sarah works at Globex", "category": "person",
+                                 "subject": "Sarah"},
+    )  # fmt: skip
+    assert first.startswith("Remembered")
+    again = call(
+        tools, "add_to_memory", {"content": "Sarah moved to the Lisbon office",
+                                 "category": "person", "subject": "sarah"},
+    )  # fmt: skip
+    assert again.startswith("Not stored: memories about Sarah already exist")

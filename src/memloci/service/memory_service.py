@@ -242,8 +242,9 @@ class MemoryService(
                     "or update it",
                 )  # fmt: skip
             return await self.update(
-                old.id, text, namespace=ns, value=value, set_value=True, session=session
-            )
+                old.id, text, namespace=ns, value=value, set_value=True, session=session,
+                confirmed=True,
+            )  # fmt: skip
         if old is not None:
             return WriteResult(
                 action="confirmed", memory=old,
@@ -287,10 +288,9 @@ class MemoryService(
             if found.node is not None:
                 return found, [], None
             similar: list[MemoryNode] = []
-            if node.subject:
-                subj = node.subject.lower()
-                same = store.list_nodes(owner, limit=200)
-                similar = [n for n in same if (n.subject or "").lower() == subj]
+            if node.subject:  # the newest memories about the same subject, however many
+                about = replace(owner, subject=node.subject)
+                similar = store.list_nodes(about, limit=20, order="-created")
                 if similar and suggest:
                     return found, similar, None
             stored = store.insert_node(node)
@@ -324,8 +324,11 @@ class MemoryService(
         subject: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         session: str | None = None,
+        confirmed: bool = False,
     ) -> WriteResult:
-        """Change a memory in place: same id, a new version in its history."""
+        """Change a memory in place: same id, a new version in its history. ``confirmed``:
+        the change also counts as a confirmation (``times_confirmed`` + 1), as when
+        ``remember`` overwrites a key."""
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
         old = await self.get(mid, namespace=ns)
         if old.valid_until is not None:
@@ -340,6 +343,7 @@ class MemoryService(
             category=v.category(category) if category is not None else None,
             subject=v.label(subject, "subject", 200),
             metadata=v.metadata(metadata) if metadata is not None else None,
+            times_confirmed_delta=1 if confirmed else 0,
         )  # fmt: skip
         new = await self._run(self.store.update_node, ns, mid, patch, session=v.ident(session))
         if self.worker:

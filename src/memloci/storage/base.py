@@ -60,6 +60,7 @@ class NodeFilter:
     include_invalid: bool = False  # True = ignore validity entirely (history views)
     key_norm: str | None = None
     ids: tuple[str, ...] | None = None
+    subject: str | None = None  # exactly this subject, case-insensitive
 
 
 @dataclass

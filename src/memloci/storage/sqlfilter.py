@@ -64,6 +64,9 @@ def filter_sql(flt: NodeFilter, *, alias: str = "n", ph: str = "?") -> tuple[str
     if flt.min_confidence is not None:
         clauses.append(f"{a}.confidence >= {ph}")
         params.append(flt.min_confidence)
+    if flt.subject is not None:
+        clauses.append(f"lower({a}.subject) = lower({ph})")
+        params.append(flt.subject)
     if flt.key_norm is not None:
         clauses.append(f"{a}.key_norm = {ph}")
         params.append(flt.key_norm)
