@@ -138,11 +138,17 @@ def named_entities(
     limit: int,
 ) -> None:
     """Memories linked to the entities the query names, ranked by the rest of the query
-    (the name is now a constraint, so it no longer counts as a matching word)."""
+    (the name is now a constraint, so it no longer counts as a matching word); when the
+    rest matches none of them, all of them, newest first."""
     names = {w for name, _ in named for w in terms(name)}
     rest = [t for t in terms(query) if t not in names]
     ids = [e.id for _, e in named]
-    ranked = store.entity_fulltext(flt, ids, fts_match(" ".join(rest)), limit)
+    match = fts_match(" ".join(rest))
+    ranked = store.entity_fulltext(flt, ids, match, limit) if match else []
+    if not ranked:
+        # nothing else in the query matches ("Describe Sarah", "Who exactly is Sarah
+        # King?"): the entity's memories, newest first (score 0, a mild boost)
+        ranked = store.entity_fulltext(flt, ids, "", limit)
     label = "entity " + ", ".join(dict.fromkeys(e.canonical_name for _, e in named))
     out.add("entity", ranked, dict.fromkeys((i for i, _ in ranked), label))
 

@@ -227,13 +227,17 @@ _OUTER = ".,;:!?\"'()[]{}<>*"
 
 def _grams(text: str, max_words: int) -> dict[str, tuple[int, int]]:
     """Lookup forms of every run of up to ``max_words`` words → its word span: as typed
-    (outer punctuation stripped) and with all punctuation dropped ("Dr. Seuss", "dr seuss")."""
+    (outer punctuation stripped), with all punctuation dropped ("Dr. Seuss", "dr seuss")
+    and, for two words or more, run together ("Tech Corp" finds "TechCorp")."""
     words = re.sub(r"['’]s\b", "", text).split()
     grams: dict[str, tuple[int, int]] = {}
     for size in range(min(max_words, len(words)), 0, -1):
         for i in range(len(words) - size + 1):
             raw = " ".join(words[i : i + size]).strip(_OUTER)
-            for form in (raw, " ".join(_ALNUM.findall(raw))):
+            words_only = _ALNUM.findall(raw)
+            # as typed, without punctuation, and run together ("Tech Corp" → TechCorp)
+            joined = "".join(words_only) if size > 1 else ""
+            for form in (raw, " ".join(words_only), joined):
                 if form:
                     grams.setdefault(name_norm(form), (i, i + size))
     return grams
