@@ -1,0 +1,238 @@
+"""Scale benchmark: N memories in each backend (SQLite, PostgreSQL + pgvector).
+
+    python bench/scale_bench.py [--n 100000] [--backends sqlite,postgres] [--pg-url URL]
+                                [--pool 2000] [--queries 100] [--json OUT]
+
+Not a test. Per backend, in a fresh store (a temp SQLite file; a fresh schema in the
+PostgreSQL database of --pg-url, default ``$MEMLOCI_TEST_DATABASE_URL``):
+
+* load: N conversation turns (latency_bench's generator: realistic turn lengths, N/20
+  sessions of 20 turns over 50 users) written through the Store protocol in batches of
+  1,000 (``insert_nodes`` + ``save_embeddings``, one transaction each). Vectors are real:
+  a pool of --pool distinct sentences embedded once with the bundled MiniLM model, each
+  use perturbed slightly (gaussian noise σ=0.01, renormalised) — never random vectors, on
+  which HNSW recall is meaningless.
+* index: PostgreSQL: ``REINDEX`` time and size of the HNSW index (it is also maintained
+  during the load); SQLite: the first vector search after reopening (the vector cache
+  load), and the file size.
+* hot-path add: ``Memory.add(turn, user, session)`` on the loaded store (real model).
+* hybrid search: ``Memory.search(question, user=…, k=10)``, query embedding included.
+* context: ``Memory.context(prompt, user=…)``.
+* recall@10: ``Store.vector_search`` for one user's memories against an exact numpy scan
+  over that user's vectors.
+* peak RSS of this (the memloci) process; PostgreSQL's own memory is not included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import table
+from latency_bench import (
+    CONTEXT_PROMPTS,
+    QUESTIONS,
+    _fill,
+    sentence_pool,
+    sessions,
+    summary,
+    timed,
+)
+from memloci import Memory
+from memloci.compose import open_store
+from memloci.models import MemoryNode, NodeType, Scope, short_id
+from memloci.providers.base import load_embedder
+from memloci.storage.base import NodeFilter, PendingEmbedding, Store
+from memloci.storage.location import describe
+from memloci.storage.rows import content_hash
+
+BATCH = 1000
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def load(store: Store, n: int, pool: list[str], vecs: dict[str, np.ndarray], seed: int
+         ) -> tuple[float, np.ndarray, list[str], list[str]]:  # fmt: skip
+    """Write N turns; returns (seconds, vectors, ids, users) in load order."""
+    rng = np.random.default_rng(seed)
+    all_vecs: list[np.ndarray] = []
+    ids: list[str] = []
+    users: list[str] = []
+    nodes: list[MemoryNode] = []
+    started = time.perf_counter()
+
+    def flush() -> None:
+        if not nodes:
+            return
+        mat = np.stack([vecs[n.content] for n in nodes])
+        mat = mat + rng.normal(0, 0.01, mat.shape).astype(np.float32)
+        mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+        items = [PendingEmbedding(n.id, content_hash(n.content), n.content, n.speaker, None, None)
+                 for n in nodes]  # fmt: skip
+        with store.batch():
+            store.insert_nodes(nodes)
+            store.save_embeddings(items, mat.astype(np.float32))
+        all_vecs.append(mat.astype(np.float32))
+        nodes.clear()
+
+    for sess in sessions(n, pool, seed):
+        for i, turn in enumerate(sess["turns"]):
+            when = sess["when"] + timedelta(minutes=i)
+            node = MemoryNode(
+                id=short_id(), type=NodeType.EPISODIC, content=turn["content"],
+                scope=Scope.USER, user=sess["user"], session=sess["session"],
+                speaker=turn["name"], event_time=when, created_at=when, updated_at=when,
+                valid_from=when, category="conversation",
+            )  # fmt: skip
+            nodes.append(node)
+            ids.append(node.id)
+            users.append(sess["user"])
+            if len(nodes) >= BATCH:
+                flush()
+    flush()
+    return time.perf_counter() - started, np.concatenate(all_vecs), ids, users
+
+
+def pg_index(url: str, schema: str) -> dict[str, Any]:
+    import psycopg
+
+    with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexdef ILIKE %s",
+            (schema, "%hnsw%"),
+        ).fetchone()
+        if row is None:
+            return {}
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        t = time.perf_counter()
+        conn.execute(f'REINDEX INDEX "{schema}"."{row[0]}"')
+        build = time.perf_counter() - t
+        size = conn.execute(
+            "SELECT pg_relation_size(%s::regclass)", (f'"{schema}"."{row[0]}"',)
+        ).fetchone()
+        assert size is not None
+        return {"index_build_s": build, "index_mb": size[0] / 2**20}
+
+
+def recall(store: Store, vecs: np.ndarray, ids: list[str], users: list[str], emb: Any,
+           rng: random.Random, queries: int) -> float:  # fmt: skip
+    owner = np.array(users)
+    hits = 0
+    for q in range(queries):
+        user = f"user-{q % 50:02d}"
+        question = _fill(rng, rng.choice(QUESTIONS))
+        qv = emb.embed_query(question)
+        mask = np.flatnonzero(owner == user)
+        scores = vecs[mask] @ qv
+        exact = {ids[mask[i]] for i in np.argsort(-scores)[:10]}
+        got = store.vector_search(NodeFilter(user=user), qv, 10)
+        hits += len(exact & {i for i, _ in got})
+    return hits / (10 * queries)
+
+
+def run_backend(backend: str, args: argparse.Namespace, pool: list[str],
+                vecs: dict[str, np.ndarray], emb: Any) -> dict[str, Any]:  # fmt: skip
+    res: dict[str, Any] = {"backend": backend, "n": args.n}
+    schema = f"scale_{short_id().lower()}"
+    if backend == "sqlite":
+        location = str(Path(tempfile.mkdtemp(prefix="memloci-scale-")) / "scale.db")
+    else:
+        location = f"{args.pg_url}{'&' if '?' in args.pg_url else '?'}schema={schema}"
+    res["location"] = describe(location)
+    store = open_store(location)
+    store.bind_embedder(emb.model_id, emb.dimension)
+    res["load_s"], all_vecs, ids, users = load(store, args.n, pool, vecs, args.seed)
+    print(f"[{backend}] loaded {args.n} in {res['load_s']:.1f} s", file=sys.stderr, flush=True)
+    store.close()
+    if backend == "postgres":
+        res.update(pg_index(args.pg_url, schema))
+    else:
+        res["file_mb"] = os.path.getsize(location) / 2**20
+    store = open_store(location)
+    rng = random.Random(args.seed)
+    with Memory(store=store, embedder=emb, consolidate_on_session_switch=False) as m:
+        res["first_search_ms"] = timed(lambda: m.search("hello there", user="user-00", k=10))
+        search, context, adds = [], [], []
+        for i in range(args.queries):
+            user, question = f"user-{i % 50:02d}", _fill(rng, rng.choice(QUESTIONS))
+            search.append(timed(partial(m.search, question, user=user, k=10)))
+        res["search"] = summary(search)
+        for i in range(max(20, args.queries // 2)):
+            user, prompt = f"user-{i % 50:02d}", _fill(rng, rng.choice(CONTEXT_PROMPTS))
+            context.append(timed(partial(m.context, prompt, user=user)))
+        res["context"] = summary(context)
+        res["recall_at_10"] = recall(store, all_vecs, ids, users, emb, rng, args.recall_queries)
+        for i in range(args.adds):
+            text, user = f"A new note number {i} about the weekend plans", f"user-{i % 50:02d}"
+            adds.append(timed(partial(m.add, text, user=user, session="hot-session")))
+        res["add"] = summary(adds)
+        m.flush(120)
+    res["peak_rss_mb"] = peak_rss_mb()
+    print(f"[{backend}] {json.dumps(res)}", file=sys.stderr, flush=True)
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--backends", default="sqlite,postgres")
+    ap.add_argument("--pg-url", default=os.environ.get("MEMLOCI_TEST_DATABASE_URL", ""))
+    ap.add_argument("--pool", type=int, default=2000)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--adds", type=int, default=200)
+    ap.add_argument("--recall-queries", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    emb = load_embedder("local")
+    pool = sentence_pool(args.seed, args.pool)
+    t = time.perf_counter()
+    matrix = emb.embed(pool)
+    print(f"embedded a pool of {len(pool)} sentences in {time.perf_counter() - t:.1f} s",
+          file=sys.stderr)  # fmt: skip
+    vecs = {text: matrix[i] for i, text in enumerate(pool)}
+    results = []
+    for backend in args.backends.split(","):
+        if backend == "postgres" and not args.pg_url:
+            print("postgres: no --pg-url / MEMLOCI_TEST_DATABASE_URL, skipped", file=sys.stderr)
+            continue
+        results.append(run_backend(backend, args, pool, vecs, emb))
+    rows = []
+    for r in results:
+        index = (
+            f"{r['index_build_s']:.1f} s, {r['index_mb']:.0f} MB"
+            if "index_mb" in r
+            else f"cache load {r['first_search_ms']:.0f} ms, file {r['file_mb']:.0f} MB"
+        )
+        rows.append([
+            r["backend"], f"{r['n']:,}", f"{r['load_s']:.0f} s", index,
+            f"{r['add']['p50']:.1f} / {r['add']['p95']:.1f}",
+            f"{r['search']['p50']:.1f} / {r['search']['p95']:.1f}",
+            f"{r['context']['p95']:.1f}", f"{r['peak_rss_mb']:.0f} MB",
+            f"{r['recall_at_10']:.3f}",
+        ])  # fmt: skip
+    print(table(rows, ["backend", "N", "load", "index build / size", "add p50/p95 ms",
+                       "hybrid search p50/p95 ms", "context p95 ms", "peak RSS",
+                       "recall@10"]))  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
