@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -261,8 +261,3 @@ class PostgresBase:
 def chunks(values: list[Any], size: int) -> Iterator[list[Any]]:
     for i in range(0, len(values), size):
         yield values[i : i + size]
-
-
-def listed(values: Sequence[Any]) -> list[Any]:
-    """A Python list for an ``= ANY(%s)`` parameter."""
-    return list(values)

@@ -96,7 +96,7 @@ class PostgresRecords(PostgresBase):
             return "u.namespace = %s", [namespace]
         pattern = _like(query)
         return (
-            "u.namespace = %s AND (u.id LIKE %s OR u.display_name LIKE %s)",
+            "u.namespace = %s AND (u.id ILIKE %s OR u.display_name ILIKE %s)",
             [namespace, pattern, pattern],
         )
 

@@ -15,12 +15,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memloci.errors import NotFoundError, StorageError, ValidationError
-from memloci.models import Edge, MemoryNode, MemoryVersion, StoreStats, short_id, utcnow
+from memloci.models import (
+    NODE_ORDERS,
+    Edge,
+    MemoryNode,
+    MemoryVersion,
+    StoreStats,
+    short_id,
+    utcnow,
+)
 from memloci.storage.base import NodeFilter, NodePatch
 from memloci.storage.postgres.base import chunks
 from memloci.storage.postgres.consolidation import PostgresConsolidation
 from memloci.storage.postgres.inventory import PostgresInventory
 from memloci.storage.postgres.knowledge import PostgresKnowledge
+from memloci.storage.postgres.privacy import PostgresPrivacy
 from memloci.storage.postgres.records import NODE_COLS, PostgresRecords
 from memloci.storage.postgres.search import PostgresSearch
 from memloci.storage.postgres.walks import PostgresWalks
@@ -35,8 +44,10 @@ _ORDERS = {
     "-event": "n.event_time DESC, n.seq DESC",
     "category": "n.category, n.created_at, n.seq",
     "confidence": "n.confidence, n.seq",
+    "-confidence": "n.confidence DESC, n.created_at DESC, n.seq DESC",
     "rowid": "n.seq",
 }
+assert set(_ORDERS) == set(NODE_ORDERS)
 _JSON_COLS = {"value", "metadata", "details"}
 _EDGE_COLS = (
     "id, namespace, source_id, target_id, relation, predicate, weight, confidence,"
@@ -59,6 +70,7 @@ class PostgresStore(
     PostgresKnowledge,
     PostgresWalks,
     PostgresInventory,
+    PostgresPrivacy,
 ):
     """memloci on PostgreSQL + pgvector: ``PostgresStore("postgresql://user:pw@host/db")``.
 

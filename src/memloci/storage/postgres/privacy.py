@@ -1,0 +1,137 @@
+"""PostgreSQL privacy (layer: storage): forget a person, and vacuum deleted text.
+
+A forget runs in one transaction under an advisory lock on the namespace, so two
+servers forgetting the same person remove each memory once. Vectors and full-text
+entries live in the node rows and go with them. ``scrub`` vacuums the tables that held
+the text: dead tuples become free space the server reuses; WAL segments are recycled by
+the server on its own schedule, outside the store's control.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memloci.errors import StorageError
+from memloci.storage.postgres.base import PostgresBase
+
+FORGET_KINDS = (
+    "users", "identifiers", "memories", "versions", "vectors", "edges", "entity_links",
+    "entities", "threads", "sessions", "decay_states", "neighbours_blanked",
+)  # fmt: skip
+_SCRUB_TABLES = (
+    "nodes", "versions", "edges", "entities", "entity_names", "entity_vectors",
+    "node_entities", "memory_users", "user_identifiers", "threads", "decay_state",
+    "consolidation_state", "knowledge_chunks", "knowledge_sources",
+)  # fmt: skip
+
+
+class PostgresPrivacy(PostgresBase):
+    """Forget a person (``delete_user_data``) and vacuum deleted text (``scrub``)."""
+
+    def delete_user_data(self, namespace: str, user_id: str) -> dict[str, int]:
+        """See :meth:`memloci.storage.base.Store.delete_user_data`."""
+        with self._tx() as c:
+            self._xlock(c, f"forget:{namespace}")
+            return self._forget(c, namespace, user_id)
+
+    def _forget(self, c: Any, ns: str, user_id: str) -> dict[str, int]:
+        out = dict.fromkeys(FORGET_KINDS, 0)
+        users = [
+            r[0]
+            for r in c.execute(
+                "WITH RECURSIVE m(id) AS (SELECT %s::text UNION SELECT u.id FROM memory_users u"
+                " JOIN m ON u.merged_into = m.id WHERE u.namespace = %s) SELECT id FROM m",
+                (user_id, ns),
+            )
+        ]
+        rows = c.execute(
+            "SELECT id, embedding IS NOT NULL FROM nodes WHERE namespace = %s"
+            " AND user_id = ANY(%s)",
+            (ns, users),
+        ).fetchall()
+        ids = [r[0] for r in rows]
+        out["vectors"] = sum(1 for r in rows if r[1])
+        # sessions: the user's own, and those of their memories unless another user's
+        # memory stays in them
+        out["sessions"] = c.execute(
+            "DELETE FROM consolidation_state s WHERE s.namespace = %s AND (s.user_id = ANY(%s)"
+            " OR s.session_id IN (SELECT f.session_id FROM nodes f WHERE f.namespace = %s"
+            " AND f.id = ANY(%s) AND f.session_id IS NOT NULL AND NOT EXISTS (SELECT 1"
+            " FROM nodes n WHERE n.namespace = %s AND n.session_id = f.session_id"
+            " AND NOT (n.id = ANY(%s)))))",
+            (ns, users, ns, ids, ns, ids),
+        ).rowcount
+        # temporal neighbours that stay hold a copy of the removed turn: blank it
+        for column, near, far in (
+            ("context", "target_id", "source_id"),
+            ("next_context", "source_id", "target_id"),
+        ):
+            out["neighbours_blanked"] += c.execute(
+                f"UPDATE nodes SET {column} = '' WHERE namespace = %s AND {column} <> ''"
+                f" AND id IN (SELECT e.{near} FROM edges e WHERE e.namespace = %s"
+                f" AND e.relation = 'temporal' AND e.{far} = ANY(%s))"
+                " AND NOT (id = ANY(%s))",
+                (ns, ns, ids, ids),
+            ).rowcount
+        out["versions"] = c.execute("DELETE FROM versions WHERE node_id = ANY(%s)", (ids,)).rowcount
+        out["decay_states"] = c.execute(
+            "DELETE FROM decay_state WHERE node_id = ANY(%s)", (ids,)
+        ).rowcount
+        out["edges"] = c.execute(
+            "DELETE FROM edges WHERE namespace = %s AND (source_id = ANY(%s)"
+            " OR target_id = ANY(%s))",
+            (ns, ids, ids),
+        ).rowcount
+        # entities their memories link to, dropped when no other memory links them
+        linked = [
+            r[0]
+            for r in c.execute(
+                "SELECT DISTINCT entity_id FROM node_entities WHERE node_id = ANY(%s)", (ids,)
+            )
+        ]
+        out["entity_links"] = c.execute(
+            "DELETE FROM node_entities WHERE node_id = ANY(%s)", (ids,)
+        ).rowcount
+        gone = [
+            r[0]
+            for r in c.execute(
+                "SELECT e.id FROM entities e WHERE e.namespace = %s AND e.id = ANY(%s)"
+                " AND NOT EXISTS (SELECT 1 FROM node_entities ne WHERE ne.entity_id = e.id)",
+                (ns, linked),
+            )
+        ]
+        c.execute("DELETE FROM entity_names WHERE entity_id = ANY(%s)", (gone,))
+        c.execute("DELETE FROM entity_vectors WHERE entity_id = ANY(%s)", (gone,))
+        out["entities"] = c.execute(
+            "DELETE FROM entities WHERE namespace = %s AND id = ANY(%s)", (ns, gone)
+        ).rowcount
+        out["memories"] = c.execute(
+            "DELETE FROM nodes WHERE namespace = %s AND id = ANY(%s)", (ns, ids)
+        ).rowcount
+        for key, table, column in (
+            ("threads", "threads", "user_id"),
+            ("identifiers", "user_identifiers", "user_id"),
+            ("users", "memory_users", "id"),
+        ):
+            out[key] = c.execute(
+                f"DELETE FROM {table} WHERE namespace = %s AND {column} = ANY(%s)", (ns, users)
+            ).rowcount
+        return {k: int(v) for k, v in out.items()}
+
+    def scrub(self) -> bool:
+        """``VACUUM`` the tables that held memories and records. False when another
+        connection holds a snapshot older than the vacuum (its dead rows stay: call
+        again later)."""
+        if self._closed:
+            raise StorageError("the store is closed")
+        if getattr(self._local, "conn", None) is not None:
+            raise StorageError("scrub cannot run inside batch()")
+        with self._errors(), self._pool.connection() as conn:
+            busy = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                " AND backend_xmin IS NOT NULL"
+            ).fetchone()[0]
+            for table in _SCRUB_TABLES:
+                conn.execute(f"VACUUM {table}")
+        return int(busy) == 0
