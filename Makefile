@@ -12,7 +12,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,server]"
+	$(BIN)/python -m pip install -q -e ".[dev,server,postgres]"
 	touch $(STAMP)
 
 # Optional: the float32 weights of the same model (`--embedder minilm-fp32`; the tests
@@ -37,8 +37,12 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# The contract suite and the service tests run on SQLite and on a real PostgreSQL +
+# pgvector: scripts/pg-test-env.sh installs what is missing (as root, saying what),
+# starts a throwaway cluster, sets MEMLOCI_TEST_DATABASE_URL, runs pytest and stops it.
+# A given MEMLOCI_TEST_DATABASE_URL is used as it is.
 unit: install fp32-weights browser-deps
-	$(BIN)/python -m pytest -q
+	scripts/pg-test-env.sh run -- $(BIN)/python -m pytest -q
 
 # The browser tests (tests/browser) drive Debian's chromium; playwright's own browser
 # download is not used. Install it when missing and we can: root with apt-get (as on CI).

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL 15 + pgvector cluster on 127.0.0.1 for the test suite.
 #
-#   scripts/pg-test-env.sh run -- CMD...   install what is missing, start a cluster, run CMD
-#                                          with MEMLOCI_TEST_DATABASE_URL set, stop, clean up
-#   scripts/pg-test-env.sh start           start a cluster and leave it running (prints the URL)
+#   scripts/pg-test-env.sh run -- CMD...   install what is missing, start a private cluster (free
+#                                          port from 55433), run CMD with
+#                                          MEMLOCI_TEST_DATABASE_URL set, stop it, clean up
+#   scripts/pg-test-env.sh start           start a cluster on $PGPORT (55432) and leave it
+#                                          running (prints the export line for the URL)
 #   scripts/pg-test-env.sh stop            stop the cluster `start` left running
 #
 # Installs system-wide only what is missing, and says what first: Debian's postgresql-15 and
@@ -15,6 +17,7 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 PGMAJOR="${PGMAJOR:-15}"
+PGPORT_FIXED="${PGPORT:-}"
 PGPORT="${PGPORT:-55432}"
 PGDB="${PGDB:-memtest}"
 STATE="${MEMLOCI_PG_STATE:-/tmp/memloci-pg-$PGPORT}"
@@ -93,6 +96,14 @@ case "${1:-}" in
       if [ -n "${CI:-}" ]; then say "CI is set: the PostgreSQL tests must run"; exit 1; fi
       say "running without PostgreSQL: its tests will skip"; exec "$@"
     fi
+    # a private cluster: its own folder and a free port, so parallel runs never collide
+    STATE="$(mktemp -d /tmp/memloci-pg-run.XXXXXX)"
+    if [ -z "${PGPORT_FIXED:-}" ]; then
+      for PGPORT in $(seq 55433 55533); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$PGPORT") 2>/dev/null || break
+      done
+    fi
+    URL="postgresql://postgres@127.0.0.1:$PGPORT/$PGDB"
     trap cleanup EXIT
     start
     say "PostgreSQL $PGMAJOR + pgvector on $URL"
