@@ -128,13 +128,16 @@ def build_context(
     timeline: Sequence[MemoryNode] = (),
     evidence: Sequence[MemoryNode] = (),
     relevant: Sequence[MemoryNode] = (),
+    task_procedures: Sequence[MemoryNode] = (),
     budget: int = 1000,
     dynamic_budget: int | None = None,
 ) -> str:
     """Render the block: the cacheable part within ``STABLE_SHARE`` of ``budget``, the
     prompt-dependent sections within ``dynamic_budget`` (default: the rest of ``budget``)
     — entity profiles 25 %, temporal context 25 %, evidence 10 % of ``budget`` scaled
-    to it, then ``relevant`` facts not shown above in what is left. Same inputs, same
+    to it, then ``relevant`` facts not shown above in what is left. ``task_procedures``
+    (triggered procedures that apply to the prompt) come first, within the evidence
+    share. Same inputs, same
     bytes; the cacheable part depends on ``facts``, ``procedures`` and ``budget`` only.
     """
     stable_room = int(budget * STABLE_SHARE)
@@ -145,6 +148,11 @@ def build_context(
     scale = room / (1 - STABLE_SHARE) if room > 0 else 0
     parts: dict[str, str] = {}
     sections = (
+        (
+            "## Procedures for This Task",
+            [_fact_line(p) for p in task_procedures],
+            SHARES["evidence"],
+        ),
         (
             "## People and Things",
             [_entity_line(p) for p in entities if p.entity.summary or p.facts],
@@ -166,8 +174,11 @@ def build_context(
     if extra and room > 0:
         text = _section("## Relevant Facts", extra, room)
         if text:
-            parts = {"## Relevant Facts": text, **parts}
-    return "\n".join([*stable, *parts.values()])
+            parts["## Relevant Facts"] = text
+    order = ("## Procedures for This Task", "## Relevant Facts")  # then the sections' order
+    shown_parts = [parts[t] for t in order if t in parts]
+    shown_parts += [text for title, text in parts.items() if title not in order]
+    return "\n".join([*stable, *shown_parts])
 
 
 def _stable_part(

@@ -224,6 +224,10 @@ class AsyncMemory:
     async def record_episode(self, /, content: str, **kwargs: Any) -> WriteResult:
         return await self.service.record_episode(content, **kwargs)
 
+    async def record_procedure_use(self, /, memory_id: str, **kwargs: Any) -> MemoryNode:
+        """Count one use of a procedure (``success=``, ``duration_ms=`` when known)."""
+        return await self.service.record_procedure_use(memory_id, **kwargs)
+
     async def stats(self, namespace: str | Sequence[str] | None = None) -> StoreStats:
         nss = [namespace] if isinstance(namespace, str) else namespace
         return await self.service.stats(nss)
@@ -460,6 +464,7 @@ class Memory:
     lookup = _sync(AsyncMemory.lookup)
     learn_procedure = _sync(AsyncMemory.learn_procedure)
     record_episode = _sync(AsyncMemory.record_episode)
+    record_procedure_use = _sync(AsyncMemory.record_procedure_use)
     stats = _sync(AsyncMemory.stats)
     flush = _sync(AsyncMemory.flush)
     export = _sync(AsyncMemory.export)

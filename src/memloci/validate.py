@@ -140,6 +140,14 @@ def unit(value: Any, field: str) -> float:
     return float(value)
 
 
+def non_negative(value: Any, field: str) -> float:
+    """A finite number ≥ 0 (a duration, a count of milliseconds)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0:
+        raise ValidationError(f"{field} must be a number ≥ 0, not {value!r}")
+    return float(value)
+
+
 def limit(value: Any, field: str, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
         raise ValidationError(f"{field} must be a whole number from 1 to {hi}, not {value!r}")

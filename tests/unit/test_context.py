@@ -182,7 +182,13 @@ def test_estimate_tokens_is_deterministic() -> None:
     assert estimate_tokens("x" * 400) == 100
 
 
-DYNAMIC = ("## Relevant Facts", "## People and Things", "## Timeline", "## Relevant Past")
+DYNAMIC = (
+    "## Procedures for This Task",
+    "## Relevant Facts",
+    "## People and Things",
+    "## Timeline",
+    "## Relevant Past",
+)
 
 
 def cacheable(text: str) -> str:
@@ -216,3 +222,51 @@ def test_cacheable_part_is_stable_far_over_the_budget(make_memory, db_path: str)
     assert cacheable(mem.context("Python details")) == base
     mem.close()
     assert cacheable(make_memory(db_path).context("tell me about Alec")) == base
+
+
+def test_triggered_procedures_appear_only_for_matching_goals(mem: Memory) -> None:
+    always = mem.learn_procedure("Always answer in British English").memory
+    weather = mem.learn_procedure(
+        "Check two forecast sources before answering", triggers={"goal_contains": ["weather"]}
+    ).memory
+    base = mem.context()
+    assert always.id in base and weather.id not in base
+    asked = mem.context("What will the weather be like in Lisbon?")
+    head, _, task = asked.partition("## Procedures for This Task")
+    assert cacheable(asked) == cacheable(base) and weather.id in task and weather.id not in head
+    assert weather.id not in mem.context("Book me a table for two")
+
+
+def test_procedure_track_record(mem: Memory, make_memory) -> None:
+    proc = mem.learn_procedure(
+        "Run the tests before deploying", triggers={"goal_contains": ["deploy"]}
+    )
+    pid = proc.memory.id
+    mem.record_procedure_use(pid, success=True, duration_ms=1000)
+    mem.record_procedure_use(pid, success=False, duration_ms=3000)
+    node = mem.record_procedure_use(pid)
+    assert node.procedure is not None
+    assert (node.procedure.times_used, node.procedure.success_rate) == (3, 0.5)
+    assert node.procedure.avg_duration_ms == 2000
+    from memloci.errors import NotFoundError, ValidationError
+
+    with pytest.raises(NotFoundError):
+        mem.record_procedure_use(mem.remember("The user likes tea a lot").memory.id)
+    with pytest.raises(ValidationError):
+        mem.record_procedure_use(pid, duration_ms=-5)
+
+
+def test_procedure_uses_are_counted_atomically(mem: Memory) -> None:
+    import threading
+
+    pid = mem.learn_procedure("Summarise the meeting notes after each call").memory.id
+    threads = [
+        threading.Thread(target=lambda: [mem.record_procedure_use(pid) for _ in range(10)])
+        for _ in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    node = mem.get(pid)
+    assert node.procedure is not None and node.procedure.times_used == 80

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.context import MAX_PROCEDURES, STABLE_SHARE, EntityProfile, build_context
-from memloci.models import EdgeType, MemoryNode, NodeType, SearchHit
+from memloci.errors import NotFoundError
+from memloci.models import EdgeType, MemoryNode, NodeType, ProcedureDetails, SearchHit
+from memloci.procedures import has_triggers, matching, record_use
 from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
 from memloci.service.core import ServiceCore
-from memloci.storage.base import NodeFilter, Store
+from memloci.storage.base import NodeFilter, NodePatch, Store
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -47,6 +49,10 @@ class ContextMixin(ServiceCore):
     def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
         """:meth:`context` in the caller's thread.
 
+        Procedures without trigger conditions are standing instructions (the 20 most
+        recent, in the cacheable part); triggered ones appear, after it, only when the
+        prompt matches their triggers (see :mod:`memloci.procedures`).
+
         The cacheable part gets 40 % of ``budget`` (default ``context_budget``) and does
         not depend on the prompt. Without an explicit budget, the prompt-dependent part is
         sized by the query's complexity: a simple prompt's total is ``context_budget`` or
@@ -56,9 +62,9 @@ class ContextMixin(ServiceCore):
             self.settings.context_budget if budget is None else budget, "budget", 100_000
         )
         facts = self.store.list_nodes(replace(flt, types=FACT_TYPES), limit=2000, order="category")
-        procs = self.store.list_nodes(  # the 20 most recent (reference 004)
-            replace(flt, types=(NodeType.PROCEDURAL,)), limit=MAX_PROCEDURES, order="-created"
-        )
+        procedural = replace(flt, types=(NodeType.PROCEDURAL,))
+        known = self.store.list_nodes(procedural, limit=10_000, order="-created")
+        procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]  # 20 most recent
         if not (prompt and prompt.strip()):
             return build_context(facts=facts, procedures=procs, budget=budget)
         # a long prompt is searched by its most recent part
@@ -77,9 +83,34 @@ class ContextMixin(ServiceCore):
             timeline=self._timeline(episodes, flt, exclude={n.id for n in evidence}),
             evidence=evidence,
             relevant=[h.memory for h in hits if h.memory.type in FACT_TYPES],
+            task_procedures=matching(known, prompt)[:MAX_PROCEDURES],
             budget=budget,
             dynamic_budget=dynamic,
         )
+
+    async def record_procedure_use(
+        self, memory_id: str, *, namespace: str | None = None, success: bool | None = None,
+        duration_ms: float | None = None,
+    ) -> MemoryNode:  # fmt: skip
+        """Count one use of a learned procedure, with its outcome and duration when known
+        (``times_used``, ``success_rate``, ``avg_duration_ms``; atomic across writers)."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        if success is not None:
+            success = v.flag(success, "success")
+        ms = v.non_negative(duration_ms, "duration_ms") if duration_ms is not None else None
+
+        def run() -> MemoryNode:
+            with self.store.exclusive(f"procedure:{ns}:{mid}"):
+                node = self.store.get_node(ns, mid)
+                if node is None or node.type is not NodeType.PROCEDURAL:
+                    raise NotFoundError(f"no procedure with id {mid!r}")
+                details = record_use(
+                    node.procedure or ProcedureDetails(), success=success, duration_ms=ms
+                )
+                patch = NodePatch(extra={"procedure": details, "updated_at": node.updated_at})
+                return self.store.update_node(ns, mid, patch)
+
+        return await self._run(run)
 
     def _profiles(self, hits: Sequence[SearchHit], flt: NodeFilter) -> list[EntityProfile]:
         """Entities linked to the hits, in hit order, each with its current facts."""
