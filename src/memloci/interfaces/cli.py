@@ -52,6 +52,7 @@ from memloci.interfaces.cli_migrate import MIGRATE_EXAMPLES, migrate
 from memloci.interfaces.cli_memory import memory_app
 from memloci.interfaces.cli_runtime import INIT_EXAMPLES, init
 from memloci.interfaces.cli_server import keys_app, mcp, serve
+from memloci.interfaces.cli_users import users_app
 from memloci.sdk import Memory
 
 app = typer.Typer(
@@ -72,6 +73,7 @@ app = typer.Typer(
 app.add_typer(memory_app, name="memory")
 app.add_typer(keys_app, name="keys")
 app.add_typer(knowledge_app, name="knowledge")
+app.add_typer(users_app, name="users")
 app.command(
     "serve",
     epilog=examples(

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from memloci.interfaces.rest.deps import CallerDep, ReadNS, Service, WriteNS
 from memloci.interfaces.rest.schemas import BatchDeleted, Body, Page
 from memloci.models import Entity, MemoryUser, Thread
+from memloci.service.privacy import ForgetReport
 
 router = APIRouter(prefix="/api/v1")
 
@@ -146,6 +147,16 @@ async def batch_delete_users(body: IdsBody, service: Service, ns: WriteNS) -> Ba
 async def merge_user(user_id: str, body: MergeBody, service: Service, ns: WriteNS) -> MemoryUser:
     """Merge ``user_id`` into ``into``: identifiers, preferences and memories move over."""
     return await service.merge_users(user_id, body.into, namespace=ns)
+
+
+@router.post("/memory-users/{user_id}/forget", tags=USERS)
+async def forget_user(user_id: str, service: Service, ns: WriteNS) -> ForgetReport:
+    """Forget a person: their memories (every type, with versions, vectors, edges and
+    entity links), entities only they mention, threads, user record and identifiers (and
+    users merged into them) and session state, in one transaction; then the store is
+    scrubbed so none of their text stays on disk. Needs a write key for the namespace.
+    An unknown user removes nothing (all counts 0); a merged-away user answers 409."""
+    return await service.forget_user(user_id, namespace=ns)
 
 
 # ---------------------------------------------------------------- checkpoints / threads

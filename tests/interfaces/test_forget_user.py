@@ -1,0 +1,104 @@
+"""Forget a person through the interfaces: REST ``POST /api/v1/memory-users/{id}/forget``
+over a real server (with API keys) and ``memloci users forget`` as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+from rest_server import client, running
+from test_rest_errors import assert_error_shape
+
+from memloci import Memory
+from memloci.providers.fake import FakeEmbedder
+
+
+def seed(mem: Memory) -> None:
+    for ns in ("team-x", "team-y"):
+        mem.add("u1 says the locker code is quarkbell", user="u1", session="s1", namespace=ns)
+        mem.remember("u1 likes quarkbell tea", user="u1", namespace=ns)
+        mem.remember("u2 likes green tea", user="u2", namespace=ns)
+        mem._call(mem.service.save_user("u1", namespace=ns, identifiers={"telegram": "77"}))
+        mem._call(
+            mem.service.append_messages(
+                "u1-chat", [{"role": "user", "content": "quarkbell"}], namespace=ns, user="u1"
+            )
+        )
+
+
+def test_rest_forget_user_needs_a_write_key_and_stays_in_its_namespace(mem: Memory) -> None:
+    seed(mem)
+    _, writer = mem._call(mem.service.create_key("writer", ["team-x"]))
+    _, reader = mem._call(mem.service.create_key("reader", ["team-x"], write=False))
+    _, other = mem._call(mem.service.create_key("other", ["team-y"]))
+    url = "/api/v1/memory-users/u1/forget"
+    with running(mem.service) as base:
+        with client(base) as anon:
+            assert_error_shape(anon.post(url, params={"namespace": "team-x"}), 401)
+        for secret in (reader, other):
+            with client(base, secret) as c:
+                assert_error_shape(c.post(url, params={"namespace": "team-x"}), 403)
+        assert mem.count(owner="u1", namespace="team-x") == 2  # refused: nothing removed
+        with client(base, writer) as c:
+            r = c.post(url, params={"namespace": "team-x"})
+            assert r.status_code == 200, r.text
+            report = r.json()
+            assert report["namespace"] == "team-x" and report["user"] == "u1"
+            assert (report["memories"], report["users"], report["threads"]) == (2, 1, 1)
+            assert report["identifiers"] == 1 and report["scrubbed"] is True
+            assert c.get("/api/v1/memory-users/u1", params={"namespace": "team-x"}).status_code == (
+                404
+            )
+            again = c.post(url, params={"namespace": "team-x"}).json()
+            assert again["memories"] == 0 and again["scrubbed"] is True
+            bad = c.post("/api/v1/memory-users/%20/forget", params={"namespace": "team-x"})
+            assert_error_shape(bad, 400)
+    assert mem.count(owner="u1", namespace="team-x", include_forgotten=True) == 0
+    assert mem.count(owner="u2", namespace="team-x") == 1
+    assert mem.count(owner="u1", namespace="team-y") == 2  # the same user id elsewhere stays
+    assert mem.search("quarkbell", user="u1", namespace="team-y")
+
+
+def test_rest_forget_a_merged_user_is_a_conflict(mem: Memory, http: httpx.Client) -> None:
+    mem.remember("old account fact", user="old")
+    mem._call(mem.service.save_user("old"))
+    mem._call(mem.service.save_user("new"))
+    mem._call(mem.service.merge_users("old", "new"))
+    body = assert_error_shape(http.post("/api/v1/memory-users/old/forget"), 409, "conflict")
+    assert "new" in body["hint"]
+    assert mem.count(owner="new") == 1
+    report = http.post("/api/v1/memory-users/new/forget").json()
+    assert (report["memories"], report["users"]) == (1, 2)  # merged-in user goes too
+
+
+def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+    return subprocess.run(
+        [sys.executable, "-m", "memloci.interfaces.cli", *args, "--db", str(db)],
+        capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_cli_users_forget(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(str(db), embedder=FakeEmbedder()) as mem:
+        seed(mem)
+    refused = cli(db, "users", "forget", "u1", "-n", "team-x")
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    done = cli(db, "users", "forget", "u1", "-n", "team-x", "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["memories"], report["threads"], report["scrubbed"]) == (2, 1, True)
+    table = cli(db, "users", "forget", "u1", "-n", "team-x", "--yes")
+    assert table.returncode == 0 and "Nothing stored" in table.stderr
+    bad = cli(db, "users", "forget", "x" * 201, "--yes")
+    assert bad.returncode != 0 and bad.stderr.startswith("error:")
+    with Memory(str(db), embedder=FakeEmbedder()) as mem:
+        assert mem.count(owner="u1", namespace="team-x", include_forgotten=True) == 0
+        assert mem.count(owner="u2", namespace="team-x") == 1
+        assert mem.count(owner="u1", namespace="team-y") == 2
+    assert b"quarkbell" in db.read_bytes()  # team-y keeps u1's text; team-x lost it
