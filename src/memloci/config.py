@@ -19,7 +19,10 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MEMLOCI_", extra="forbid")
 
-    path: str = Field("memloci.db", description="SQLite file (':memory:' for a throwaway store)")
+    path: str = Field(
+        "memloci.db",
+        description="SQLite file (':memory:' for a throwaway store) or postgresql:// URL",
+    )
     namespace: str = Field("default", description="namespace used when a call names none")
     embedder: str = Field(
         "local",
