@@ -11,6 +11,8 @@ Evidence per strategy (how strongly *this* list says a memory is relevant):
   word found in most memories (a speaker label, "user") a near-zero score, so such a
   list ends up near zero instead of counting like a decisive match — and that holds
   for a three-memory store as for a million-memory one, with no store statistics.
+  Any match keeps at least :data:`LEXICAL_FLOOR`: with one or two memories bm25's
+  IDF is zero for every word, yet a matching word still says something.
 * **semantic** (vector): cosine ``c`` counts by how far it stands above the
   *background* — the median cosine of the candidate list —, relative to the headroom:
   ``(c − bg) / (1 − bg)``. In a large store the candidates are all on topic, so only a
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from memloci.retrieval.graph import GraphLists
 
 LEXICAL_HALF = 1.0  # bm25 of one content word found in ~27% of the memories (idf = 1)
+LEXICAL_FLOOR = 0.1  # any match counts a little: in a store of 1-2 memories idf is ~0
 PRIOR_BACKGROUND = 0.2  # MiniLM-class cosine of unrelated sentences (0.0-0.2)
 MIN_BACKGROUND = 10  # candidates needed before the list's own median is the background
 NAME_ONLY = 0.5  # evidence of the newest memory of an entity the query only names
@@ -66,7 +69,7 @@ def lexical(results: Sequence[tuple[str, float]], *, top: float | None = None) -
     the list's best score (pass the main full-text top to put a sub-list on its scale)."""
     best = max((r for _, r in results), default=0.0) if top is None else top
     scale = max(best, 0.0) + LEXICAL_HALF
-    return Scored([(i, r, _clip(r / scale)) for i, r in results])
+    return Scored([(i, r, max(_clip(r / scale), LEXICAL_FLOOR)) for i, r in results])
 
 
 def semantic(results: Sequence[tuple[str, float]]) -> Scored:

@@ -1,0 +1,167 @@
+"""Ranking: score-aware fusion (evidence per strategy, one 0-1 score), the first
+queries a new user tries (real bundled embedder), and entity lists that survive extra
+words in the query."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from memloci import Memory
+from memloci.retrieval.fusion import LEXICAL_FLOOR, fuse, lexical, semantic
+from memloci.retrieval.query import fts_match
+from memloci.worker import link_mentions
+
+MakeMemory = Callable[..., Memory]
+
+
+# ---------------------------------------------------------------------- evidence
+def test_lexical_evidence_keeps_the_order_and_discounts_a_weak_list() -> None:
+    strong = lexical([("a", 12.0), ("b", 6.0), ("c", 1.0)]).items
+    assert [e for _, _, e in strong] == sorted((e for _, _, e in strong), reverse=True)
+    assert strong[0][2] > 0.9 and 0.4 < strong[1][2] < 0.5
+    # a word found in nearly every memory: bm25 ~1e-6, so only the floor a match keeps
+    noise = lexical([("a", 1e-6), ("b", 9e-7)]).items
+    assert all(e == LEXICAL_FLOOR for _, _, e in noise)
+
+
+def test_semantic_evidence_stands_above_the_background() -> None:
+    few = semantic([("lisbon", 0.55), ("dog", 0.07), ("friday", 0.05)]).items
+    assert few[0][2] > 0.5 and few[1][2] == 0.0 and few[2][2] == 0.0
+    # many candidates on topic: only what stands above their median counts
+    many = semantic([(str(i), 0.40 + i / 1000) for i in range(40)] + [("x", 0.7)]).items
+    assert dict((i, e) for i, _, e in many)["x"] > 0.4
+    assert all(e < 0.05 for i, _, e in many if i != "x")
+
+
+def test_a_decisive_semantic_match_beats_weak_lexical_noise() -> None:
+    fused = fuse(
+        {
+            "fulltext": lexical([("friday", 1e-6), ("dog", 9e-7), ("lisbon", 8e-7)]),
+            "vector": semantic([("lisbon", 0.55), ("friday", 0.07), ("dog", 0.05)]),
+        },
+        {"fulltext": 0.9, "vector": 0.9},
+    )
+    assert fused[0].id == "lisbon"
+    assert fused[0].ranks == {"fulltext": 3, "vector": 1}
+
+
+def test_scores_are_0_to_1_and_monotone_in_every_strategys_evidence() -> None:
+    weights = {"fulltext": 0.9, "vector": 0.9}
+    base = {"fulltext": lexical([("a", 5.0), ("b", 2.0)]), "vector": semantic([("b", 0.4)])}
+    scores = {f.id: f.score for f in fuse(base, weights)}
+    assert all(0.0 <= s <= 1.0 for s in scores.values())
+    assert scores["a"] > scores["b"] > 0
+    # more evidence from one strategy never lowers a score; agreeing strategies add up
+    more = {**base, "vector": semantic([("b", 0.9)])}
+    assert {f.id: f.score for f in fuse(more, weights)}["b"] > scores["b"]
+    both = {**base, "vector": semantic([("a", 0.9), ("b", 0.4)])}
+    assert {f.id: f.score for f in fuse(both, weights)}["a"] > scores["a"]
+    # a zero weight switches a strategy off
+    assert {f.id for f in fuse(base, {"fulltext": 0.0, "vector": 0.9})} == {"b"}
+
+
+def test_role_words_are_not_searched_as_content() -> None:
+    assert fts_match("where does the user live?") == '"live"'
+    assert fts_match("what did the assistant suggest") == '"suggest"'
+
+
+def test_hits_carry_a_readable_score_and_why(make_memory: MakeMemory) -> None:
+    mem = make_memory(embedder=None)
+    mem.add("The deploy failed because the staging database was full", user="u")
+    mem.add("We fixed the staging database yesterday", user="u")
+    hits = mem.search("why did the deploy fail", user="u")
+    assert hits and 0.0 < hits[0].score <= 1.0
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert "full text #1 (bm25 " in hits[0].why and "evidence " in hits[0].why
+    for hit in hits:  # two decimals, never 5.5e-07
+        assert not re.search(r"\de-\d", hit.why)
+
+
+# ---------------------------------------------------------------------- entity lists
+@pytest.mark.parametrize(
+    ("query", "entity", "expected"),
+    [
+        ("Tell me about Tech Corp", "TechCorp", "I started a new job at TechCorp last week"),
+        ("Who exactly is Sarah King?", "Sarah", "Had lunch with Sarah today, she is great"),
+        ("Describe Sarah", "Sarah", "Had lunch with Sarah today, she is great"),
+    ],
+)
+def test_entity_list_survives_extra_words(
+    make_memory: MakeMemory, query: str, entity: str, expected: str
+) -> None:
+    mem = make_memory(embedder=None)  # full text only: the entity list must carry it
+    turns = [
+        "I started a new job at TechCorp last week",
+        "My dog Rex loves the beach",
+        "Had lunch with Sarah today, she is great",
+    ]
+    nodes = mem.add(
+        [{"role": "user", "content": t, "name": "Sam"} for t in turns], user="u1", session="s"
+    )
+    store = mem.service.store
+    link_mentions(store, [n.id for n in nodes], now=datetime.now(UTC), register=True)
+    named = [e.canonical_name for _, e in store.entities_in_text(["default"], query)]
+    assert entity in named
+    hits = mem.search(query, user="u1")
+    assert hits[0].memory.content == expected
+    assert "entity" in hits[0].strategies and f"entity {entity}" in hits[0].why
+
+
+# ---------------------------------------------------------------------- first queries
+@pytest.fixture(scope="module")
+def real() -> Memory:
+    """One real-embedder ``Memory`` for the first-query tests (namespaces keep apart)."""
+    memory = Memory(":memory:", embedder="local")
+    yield memory  # type: ignore[misc]
+    memory.close()
+
+
+@pytest.mark.slow
+def test_readme_sdk_example_returns_lisbon_first(real: Memory) -> None:
+    real.add(
+        "I moved to Lisbon", user="u1", session="s1", speaker="user", namespace="readme",
+        event_time=datetime(2024, 5, 8, tzinfo=UTC), metadata={"turn": "D1:3"},
+    )  # fmt: skip
+    real.add(
+        [
+            {"role": "user", "content": "My dog Biscuit hates rain"},
+            {"role": "assistant", "content": "Poor Biscuit!"},
+        ],
+        user="u1", session="s1", namespace="readme",
+    )  # fmt: skip
+    assert real.flush(60)
+    hits = real.search("where does the user live?", user="u1", namespace="readme")
+    assert hits[0].memory.content == "I moved to Lisbon"
+    assert hits[0].score > 2 * max((h.score for h in hits[1:]), default=0.0)
+
+
+@pytest.mark.slow
+def test_three_memories_city_question_returns_lisbon_first(real: Memory) -> None:
+    real.add("I moved to Lisbon last spring", user="u1", namespace="three")
+    real.add("My sister Ana works as a nurse", user="u1", namespace="three")
+    real.remember("User prefers Friday due dates", user="u1", namespace="three")
+    assert real.flush(60)
+    hits = real.search("which city does the user live in now?", user="u1", namespace="three")
+    assert hits[0].memory.content == "I moved to Lisbon last spring"
+    assert "meaning #1" in hits[0].why
+
+
+@pytest.mark.slow
+def test_a_fact_named_by_its_subject_and_topic_comes_first(real: Memory) -> None:
+    real.add(
+        [
+            {"role": "user", "content": "Sam went hiking with friends on Saturday", "name": "Sam"},
+            {"role": "user", "content": "Sam is learning to cook Thai food", "name": "Sam"},
+            {"role": "user", "content": "Sam thinks the new office is too loud", "name": "Sam"},
+            {"role": "user", "content": "Sam visited his parents last month", "name": "Sam"},
+        ],
+        user="u1", session="s", namespace="dog",
+    )  # fmt: skip
+    real.remember("Sam's dog is a beagle called Max", subject="Sam", user="u1", namespace="dog")
+    assert real.flush(60)
+    hits = real.search("What is the name of Sam's dog?", user="u1", namespace="dog", k=3)
+    assert hits[0].memory.content == "Sam's dog is a beagle called Max"
