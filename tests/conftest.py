@@ -12,6 +12,7 @@ import pytest
 
 from memloci import Memory
 from memloci.providers.fake import FakeEmbedder
+from pgtest import store_location
 
 MakeMemory = Callable[..., Memory]
 
@@ -25,9 +26,11 @@ def _clean_memloci_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> str:
-    """A fresh SQLite file path (not created yet)."""
-    return str(tmp_path / "m.db")
+def db_path(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh SQLite file path (not created yet). Tests marked ``@both_backends``
+    (``tests/pgtest.py``) also get a fresh PostgreSQL schema URL here."""
+    with store_location(getattr(request, "param", "sqlite"), tmp_path) as location:
+        yield location
 
 
 @pytest.fixture

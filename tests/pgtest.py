@@ -12,6 +12,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,20 @@ def fresh_schema(url: str) -> Iterator[str]:
 def schema_url(url: str, schema: str) -> str:
     """``url`` with a ``schema=`` parameter (read by the PostgreSQL store)."""
     return f"{url}{'&' if '?' in url else '?'}schema={schema}"
+
+
+@contextmanager
+def store_location(backend: str, tmp_path: Path) -> Iterator[str]:
+    """Where a test's store lives: a SQLite file path (not created yet), or a PostgreSQL
+    URL naming a fresh schema (dropped afterwards)."""
+    if backend == "sqlite":
+        yield str(tmp_path / "m.db")
+        return
+    url = database_url()
+    with fresh_schema(url) as schema:
+        yield schema_url(url, schema)
+
+
+# Run a test that builds its ``Memory`` from ``db_path`` (``mem``, ``make_memory``) on
+# both backends: ``@both_backends`` on a test, or ``pytestmark = both_backends``.
+both_backends = pytest.mark.parametrize("db_path", BACKENDS, indirect=True)

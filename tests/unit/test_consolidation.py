@@ -19,6 +19,7 @@ from memloci.consolidation.entities import EntityResolver, compatible, name_word
 from memloci.consolidation.llm_extractor import LLMExtractor
 from memloci.interfaces.cli import app
 from memloci.models import EdgeType, EntityType, FactType, MemoryNode, NodeType, utcnow
+from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
 
@@ -36,6 +37,7 @@ def live(make_memory: MakeMemory) -> Memory:
 
 
 # ---------------------------------------------------------------------- rule-based path
+@both_backends
 def test_rules_turn_a_session_into_facts_with_provenance(mem: Memory) -> None:
     eps = turns(mem, "s1", "Alec is my boss by the way", "I prefer tea over coffee")
     report = mem._call(mem.service.consolidate("s1"))
@@ -55,6 +57,7 @@ def test_rules_turn_a_session_into_facts_with_provenance(mem: Memory) -> None:
     assert mem.get(eps[0].id).consolidated_at is not None
 
 
+@both_backends
 def test_consolidating_twice_creates_nothing_new(mem: Memory) -> None:
     turns(mem, "s1", "Alec is my boss by the way", "I work at Solara")
     first = mem._call(mem.service.consolidate())
@@ -67,6 +70,7 @@ def test_consolidating_twice_creates_nothing_new(mem: Memory) -> None:
     assert counts(mem) == before
 
 
+@both_backends
 def test_new_turns_in_a_consolidated_session_are_consolidated_alone(mem: Memory) -> None:
     turns(mem, "s1", "Alec is my boss by the way")
     mem._call(mem.service.consolidate("s1"))
@@ -86,6 +90,7 @@ def test_duplicate_fact_confirms_the_known_one(mem: Memory) -> None:
 
 
 # ---------------------------------------------------------------------- conflicts
+@both_backends
 def test_a_changed_key_supersedes_the_old_fact_and_keeps_both(mem: Memory) -> None:
     old_text, new_text = "Sarah works on the Platform team", "Sarah works on the Design team"
     turns(mem, "s1", "Sarah is on Platform")
@@ -174,6 +179,7 @@ def test_a_malformed_llm_reply_changes_nothing(mem: Memory, reply: str) -> None:
     assert mem._call(mem.service.consolidate("s1")).sessions == ["s1"]
 
 
+@both_backends
 def test_a_store_error_mid_transaction_rolls_everything_back(
     mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

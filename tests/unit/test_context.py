@@ -8,6 +8,7 @@ import pytest
 
 from memloci import Memory
 from memloci.context import MEMORY_INTRO, estimate_tokens
+from pgtest import both_backends
 
 WORDS = [
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
@@ -93,6 +94,7 @@ def test_empty_memory_gives_empty_context(mem: Memory) -> None:
     assert mem.context("anything at all?") == ""
 
 
+@both_backends
 def test_forgotten_and_superseded_facts_are_left_out(mem: Memory) -> None:
     gone = mem.remember("The user's old phone number is 123")
     old = mem.remember("The user lives in Paris")
@@ -102,6 +104,7 @@ def test_forgotten_and_superseded_facts_are_left_out(mem: Memory) -> None:
     assert handles == [new.memory.id]
 
 
+@both_backends
 def test_byte_identical_for_the_same_memory_set(make_memory, db_path: str) -> None:
     mem = make_memory()
     seed(mem)
@@ -166,6 +169,7 @@ def test_stays_within_budget_with_many_categories(
         assert len(HANDLE.findall(text.partition("## Your Memory")[2])) >= 5
 
 
+@both_backends
 def test_context_respects_user_visibility(mem: Memory) -> None:
     alice = mem.remember("Alice is allergic to shellfish", user="alice")
     bob = mem.remember("Bob is allergic to pollen", user="bob")
@@ -196,6 +200,7 @@ def cacheable(text: str) -> str:
     return text[:cut].rstrip("\n")
 
 
+@both_backends
 def test_cacheable_part_is_stable_far_over_the_budget(make_memory, db_path: str) -> None:
     from datetime import timedelta
 

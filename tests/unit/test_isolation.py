@@ -9,6 +9,9 @@ import pytest
 
 from memloci import Memory
 from memloci.errors import NotFoundError
+from pgtest import both_backends
+
+pytestmark = both_backends  # isolation is enforced in storage: prove it on both backends
 
 RECIPES = ["hybrid", "fulltext", "vector"]
 

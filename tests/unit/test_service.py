@@ -15,6 +15,7 @@ from memloci import Memory, MemoryNode, NodeType, Scope, ValidationError
 from memloci.errors import ConflictError, NotFoundError
 from memloci.models import EpisodeDetails, ProcedureType, SourceType
 from memloci.providers.fake import FakeEmbedder
+from pgtest import both_backends
 
 STRATEGIES = {"fulltext", "vector", "key"}
 
@@ -284,6 +285,7 @@ def test_filter_min_confidence(mem: Memory) -> None:
     assert len(mem.search("user likes jazz blues", min_confidence=0.2)) == 2
 
 
+@both_backends
 def test_filter_as_of_sees_the_past(mem: Memory) -> None:
     old = mem.remember("The user works at Acme Corp", key="employer")
     time.sleep(0.01)
@@ -315,6 +317,7 @@ def test_remember_creates_a_fact(mem: Memory) -> None:
     assert got.metadata == {"source": "onboarding"} and got.version == 1
 
 
+@both_backends
 def test_remember_exact_duplicate_confirms(mem: Memory) -> None:
     first = mem.remember("The user likes green tea")
     again = mem.remember("  the user   likes GREEN tea ")
@@ -354,6 +357,7 @@ def test_session_scoped_duplicates_are_per_session(mem: Memory) -> None:
     assert other.action == "created" and other.memory.id != first.memory.id
 
 
+@both_backends
 def test_remember_same_key_updates_in_place(mem: Memory) -> None:
     first = mem.remember("Timezone is Europe/Berlin", key="user_timezone", value="Europe/Berlin")
     second = mem.remember("Timezone is Europe/Paris", key="User Timezone", value="Europe/Paris")
@@ -398,6 +402,7 @@ def test_remember_opinion_and_agent_scope(mem: Memory) -> None:
 # ------------------------------------------------------------- update / correct / confirm
 
 
+@both_backends
 def test_update_keeps_id_and_adds_a_version(mem: Memory) -> None:
     fact = mem.remember("The user lives in Paris", session="s1")
     res = mem.update(fact.memory.id, "The user lives in Lyon", session="s2")
@@ -413,6 +418,7 @@ def test_update_keeps_id_and_adds_a_version(mem: Memory) -> None:
     assert hit_contents(mem, "Paris", recipe="fulltext") == []
 
 
+@both_backends
 def test_update_metadata_only_keeps_the_version(mem: Memory) -> None:
     fact = mem.remember("The user lives in Paris")
     res = mem.update(fact.memory.id, metadata={"checked": True}, category="Places")
@@ -429,6 +435,7 @@ def test_update_forgotten_memory_is_refused(mem: Memory) -> None:
     assert mem.get(fact.memory.id).content == "The user lives in Paris"
 
 
+@both_backends
 def test_correct_supersedes(mem: Memory) -> None:
     old = mem.remember("The user works at Acme Corp", key="employer", category="work")
     res = mem.correct(old.memory.id, "The user works at Globex Inc")
@@ -469,6 +476,7 @@ def test_confirm_protects_a_fact(mem: Memory) -> None:
 # ---------------------------------------------------------------------------- forget / purge
 
 
+@both_backends
 def test_forget_is_a_soft_delete(mem: Memory) -> None:
     fact = mem.remember("The user's locker code is 4711", key="locker")
     mem.flush()
@@ -483,6 +491,7 @@ def test_forget_is_a_soft_delete(mem: Memory) -> None:
     assert mem.forget(fact.memory.id).action == "unchanged"
 
 
+@both_backends
 def test_purge_is_a_hard_delete(mem: Memory) -> None:
     fact = mem.remember("The user's passport number is X1234567")
     keep = mem.remember("The user likes sunny weather")
