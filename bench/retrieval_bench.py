@@ -1,11 +1,13 @@
 """Retrieval quality on LoCoMo-style data: memloci (with and without its graph
-strategies) vs BM25-only vs dense-only, same run.
+strategies) vs BM25-only vs dense-only, same run, on two DEV splits — conversation
+turns and fact memory — plus a "first query" table of small-store probes.
 
-    python bench/retrieval_bench.py [--data FILE] [--k 10] [--json OUT]
+    python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
 
-Each conversation's turns are added with their session date as ``event_time``
-(user = conversation id, session = session id); every scored question is asked
-with each recipe and scored by evidence turn ids. The query embedding is timed on
+Turns: each conversation's turns are added with their session date as ``event_time``
+(user = conversation id, session = session id). Facts: each fact is stored the way an
+agent stores one, ``remember(text, subject=speaker, event_time=date)``. Every scored
+question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
 what the graph strategies cost.
 """
@@ -22,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from common import data_path, load_conversations, parse_locomo_time, table, turn_text
+from common import DEFAULT_DATA, data_path, load_conversations, parse_locomo_time, table, turn_text
 from memloci import Memory
 
 RECIPES = ("hybrid", "core", "fulltext", "vector", "bm25")
@@ -73,9 +75,15 @@ def scored(question: dict[str, Any]) -> bool:
     return not question.get("adversarial") and bool(question.get("evidence"))
 
 
-def ingest(mem: Memory, conv: dict[str, Any]) -> None:
+def ingest(mem: Memory, conv: dict[str, Any], facts: bool = False) -> None:
     user = conv["conv_id"]
     for turn in conv["turns"]:
+        if facts:
+            mem.remember(
+                turn["text"], user=user, subject=turn["speaker"], metadata={"turn": turn["id"]},
+                event_time=parse_locomo_time(turn["date_time"]),
+            )  # fmt: skip
+            continue
         mem.add(
             turn_text(turn),
             user=user,
@@ -105,15 +113,36 @@ def main() -> int:
     ap.add_argument("--embedder", default="local")
     ap.add_argument("--json", help="write per-recipe figures here")
     ap.add_argument("--limit-convs", type=int, default=0)
+    ap.add_argument(
+        "--facts", help="fact-memory JSONL (default: ../shared/data/locomo_facts_dev.jsonl)"
+    )
+    ap.add_argument("--splits", default="turns,facts,first", help="which tables to run")
     args = ap.parse_args()
-    convs = load_conversations(data_path(args.data))
-    if args.limit_convs:
-        convs = convs[: args.limit_convs]
+    out: dict[str, Any] = {}
+    for split in args.splits.split(","):
+        if split == "first":
+            first_queries(args.embedder)
+            continue
+        facts = split == "facts"
+        default = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl") if facts else None
+        path = data_path((args.facts or str(default)) if facts else args.data)
+        convs = load_conversations(path)
+        if args.limit_convs:
+            convs = convs[: args.limit_convs]
+        out[split] = run_split(split, convs, args, facts)
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+def run_split(
+    split: str, convs: list[dict[str, Any]], args: argparse.Namespace, facts: bool
+) -> dict[str, dict[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         mem = Memory(str(Path(tmp) / "bench.db"), embedder=args.embedder, reinforce_on_search=False)
         t0 = time.perf_counter()
         for conv in convs:
-            ingest(mem, conv)
+            ingest(mem, conv, facts)
         mem.flush()
         ingest_s = time.perf_counter() - t0
         turns = sum(len(c["turns"]) for c in convs)
@@ -166,8 +195,10 @@ def main() -> int:
         p50 = lat[len(lat) // 2] * 1000 if lat else 0.0
         figures = [sums[recipe]["overall"][c] / counts["overall"] for c in cols]
         rows.append([LABELS[recipe], *(f"{x:.3f}" for x in figures), f"{p50:.1f}"])
+    kind = "facts (remember)" if facts else "turns (add)"
     print(
-        f"\nLoCoMo evidence retrieval — {len(convs)} conversations, {turns} turns, "
+        f"\n[{split}] LoCoMo evidence retrieval, {kind} — {len(convs)} conversations, "
+        f"{turns} memories, "
         f"{counts['overall']} scored questions; ingest+embed {ingest_s:.1f}s "
         f"({turns / ingest_s:.0f} turns/s); {entities} entities linked by the worker\n"
     )
@@ -204,14 +235,84 @@ def main() -> int:
         f"\nmemloci / best baseline recall@{k}: {ours / base:.3f}x;"
         f" hybrid / core (graph on / off): {ours / core:.3f}x"
     )
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                {r: {c: sums[r]["overall"][c] / counts["overall"] for c in cols} for r in RECIPES},
-                indent=2,
-            )
-        )
-    return 0
+    return {r: {c: sums[r]["overall"][c] / counts["overall"] for c in cols} for r in RECIPES}
+
+
+FirstProbe = tuple[str, list[tuple[str, str, str | None]], str, str]
+# (name, memories as (kind, text, speaker or subject), query, the memory that answers)
+FIRST: list[FirstProbe] = [
+    (
+        "README SDK example",
+        [("add", "I moved to Lisbon", "user"), ("add", "My dog Biscuit hates rain", "user"),
+         ("add", "Poor Biscuit!", "assistant")],
+        "where does the user live?", "I moved to Lisbon",
+    ),
+    (
+        "three memories of u1",
+        [("add", "I moved to Lisbon last spring", None),
+         ("add", "My sister Ana works as a nurse", None),
+         ("remember", "User prefers Friday due dates", None)],
+        "which city does the user live in now?", "I moved to Lisbon last spring",
+    ),
+    (
+        "Sam's dog (fact among Sam's turns)",
+        [("add", "Sam went hiking with friends on Saturday", "Sam"),
+         ("add", "Sam is learning to cook Thai food", "Sam"),
+         ("add", "Sam thinks the new office is too loud", "Sam"),
+         ("add", "Sam visited his parents last month", "Sam"),
+         ("remember", "Sam's dog is a beagle called Max", "Sam")],
+        "What is the name of Sam's dog?", "Sam's dog is a beagle called Max",
+    ),
+    (
+        "paraphrase: job",
+        [("add", "I just started working as a nurse at the city hospital", "user"),
+         ("add", "I love hiking in the mountains on weekends", "user"),
+         ("add", "My favourite food is spicy ramen", "user")],
+        "what does the user do for a living?",
+        "I just started working as a nurse at the city hospital",
+    ),
+    (
+        "paraphrase: allergy",
+        [("remember", "User is allergic to peanuts", None),
+         ("remember", "User drives a blue Honda Civic", None),
+         ("remember", "User's daughter is called Mia", None)],
+        "can I bring a snack with nuts for the user?", "User is allergic to peanuts",
+    ),
+    (
+        "paraphrase: pet",
+        [("add", "We adopted a kitten named Luna yesterday", "user"),
+         ("add", "The meeting moved to Thursday afternoon", "user"),
+         ("add", "I finished reading Dune last night", "user")],
+        "does the user have any animals?", "We adopted a kitten named Luna yesterday",
+    ),
+]  # fmt: skip
+
+
+def first_queries(embedder: str) -> None:
+    """Small stores, first queries: the rank of the answering memory per recipe."""
+    recipes = ("hybrid", "fulltext", "vector")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = Memory(str(Path(tmp) / "first.db"), embedder=embedder, reinforce_on_search=False)
+        for n, (name, memories, query, answer) in enumerate(FIRST):
+            ns = f"probe{n}"
+            for kind, text, who in memories:
+                if kind == "remember":
+                    mem.remember(text, user="u1", subject=who, namespace=ns)
+                else:
+                    mem.add(text, user="u1", session="s1", speaker=who, namespace=ns)
+            mem.flush()
+            cells = [name, query]
+            for recipe in recipes:
+                hits = mem.search(query, user="u1", namespace=ns, k=10, recipe=recipe)
+                found = [h.memory.content for h in hits]
+                rank = found.index(answer) + 1 if answer in found else None
+                score = f" ({hits[rank - 1].score:.2f})" if rank and recipe == "hybrid" else ""
+                cells.append(f"#{rank}{score}" if rank else "-")
+            rows.append(cells)
+        mem.close()
+    print("\n[first] first query on a small store: rank of the answering memory (hybrid score)\n")
+    print(table(rows, ["probe", "query", *(LABELS[r] for r in recipes)]))
 
 
 if __name__ == "__main__":
