@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from memloci.models import Entity, MemoryNode
 
@@ -120,7 +121,7 @@ def _by_time(nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
     return sorted(nodes, key=lambda n: (n.event_time, n.id))
 
 
-def build_context(
+def build_context_parts(
     *,
     facts: Sequence[MemoryNode],
     procedures: Sequence[MemoryNode] = (),
@@ -131,9 +132,10 @@ def build_context(
     task_procedures: Sequence[MemoryNode] = (),
     budget: int = 1000,
     dynamic_budget: int | None = None,
-) -> str:
-    """Render the block: the cacheable part within ``STABLE_SHARE`` of ``budget``, the
-    prompt-dependent sections within ``dynamic_budget`` (default: the rest of ``budget``)
+) -> tuple[str, str]:
+    """Render the block as ``(cacheable, dynamic)``: the cacheable part within
+    ``STABLE_SHARE`` of ``budget``, the prompt-dependent sections within
+    ``dynamic_budget`` (default: the rest of ``budget``)
     — entity profiles 25 %, temporal context 25 %, evidence 10 % of ``budget`` scaled
     to it, then ``relevant`` facts not shown above in what is left. ``task_procedures``
     (triggered procedures that apply to the prompt) come first, within the evidence
@@ -143,9 +145,9 @@ def build_context(
     stable_room = int(budget * STABLE_SHARE)
     stable, shown = _stable_part(facts, procedures, stable_room)
     room = budget - sum(estimate_tokens(t) + 1 for t in stable)
+    scale: float = budget  # each section's share is of this
     if dynamic_budget is not None:
-        room = dynamic_budget
-    scale = room / (1 - STABLE_SHARE) if room > 0 else 0
+        room, scale = dynamic_budget, max(0, dynamic_budget) / (1 - STABLE_SHARE)
     parts: dict[str, str] = {}
     sections = (
         (
@@ -178,7 +180,17 @@ def build_context(
     order = ("## Procedures for This Task", "## Relevant Facts")  # then the sections' order
     shown_parts = [parts[t] for t in order if t in parts]
     shown_parts += [text for title, text in parts.items() if title not in order]
-    return "\n".join([*stable, *shown_parts])
+    return "\n".join(stable), "\n".join(shown_parts)
+
+
+def join_parts(cacheable: str, dynamic: str) -> str:
+    """The whole block from :func:`build_context_parts`' two parts."""
+    return "\n".join(p for p in (cacheable, dynamic) if p)
+
+
+def build_context(**kwargs: Any) -> str:
+    """:func:`build_context_parts`, joined: the cacheable part, then the dynamic one."""
+    return join_parts(*build_context_parts(**kwargs))
 
 
 def _stable_part(

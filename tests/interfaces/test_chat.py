@@ -387,3 +387,42 @@ def test_tool_rounds_are_capped_and_disabled_tools_refused(tmp_path: Path) -> No
         text = asyncio.run(run(refused))
         assert "Error: tool 'learn_procedure' is not available to this agent" in text
         assert m.list(type="procedural") == []
+
+
+class _RecordingModel:
+    """Answers every message and keeps the system prompt it was shown."""
+
+    model_id = "recording"
+
+    def __init__(self) -> None:
+        self.systems: list[str] = []
+
+    def chat(self, messages: Any, *, system: str | None = None, **_: Any) -> ChatTurn:
+        self.systems.append(system or "")
+        return ChatTurn("noted")
+
+
+def test_the_memory_block_is_loaded_once_per_conversation(tmp_path: Path) -> None:
+    role = load_role(write_role(tmp_path, None))
+    with store(tmp_path) as m:
+        m.remember("Sam prefers green tea", user="sam")
+        model = _RecordingModel()
+        agent = Agent(m.service, role, model, user="sam")
+
+        async def talk(*texts: str) -> None:
+            await agent.start()
+            for text in texts:
+                if text == "ADD":
+                    await agent.service.remember("Sam moved to Lisbon in May", user="sam")
+                else:
+                    await agent.ask(text)
+            await agent.finish(consolidate=False)
+
+        asyncio.run(talk("hello", "ADD", "what do I drink?"))
+        first, second = model.systems
+        block = first[first.index("## Your Memory") :].split("\n\n## ")[0]
+        prefix = first[: first.index(block) + len(block)]
+        assert "green tea" in block and "Lisbon" not in block
+        assert second.startswith(prefix)  # the same bytes: the provider's cache stays warm
+        asyncio.run(talk("hello again"))  # a new conversation loads the memory anew
+        assert "Lisbon" in model.systems[-1]

@@ -284,6 +284,7 @@ class Agent:
         self._turns: list[_Turn] = []
         self._started = utcnow()
         self._clock = time.monotonic()
+        self._loaded: tuple[str, str] | None = None  # (who, memory): fixed for a conversation
 
     @property
     def session(self) -> str | None:
@@ -309,6 +310,7 @@ class Agent:
         session = await self.conversation.start(resume=resume)
         self._bind(session)
         self._started, self._clock, self._turns = utcnow(), time.monotonic(), []
+        self._loaded = None  # the memory block is loaded once per conversation
         return session
 
     def _bind(self, session: str) -> None:
@@ -409,32 +411,42 @@ class Agent:
 
     # ------------------------------------------------------------------ the prompt
     async def _context(self, text: str) -> str:
-        """Guidance, the user, the memory block and knowledge (stable parts first)."""
+        """Guidance, the user and the memory block — loaded once per conversation, so the
+        prompt's prefix stays byte-identical for the provider's cache (reference 001) —
+        then what this message brings up: relevant memories and knowledge."""
         parts = [MEMORY_GUIDANCE if self.tool_names else ""]
-        if self.user_context is not None:
-            who = self.user_context.model_copy(update={"facts": [], "episodes": []})
-            parts.append(who.as_prompt())
+        dynamic = ""
         mem = self.role.memory
+        loaded = self._loaded
         if mem is not None:
             try:
                 flt = self.service.filter(
                     namespace=self.namespace, user=self.user, agent=self.role.name,
                     session=self.session,
                 )  # fmt: skip
-                parts.append(await self.service.context(text, flt))
+                cacheable, dynamic = await self.service.context_parts(text, flt)
+                if loaded is None:
+                    loaded = self._loaded = (self._who(), cacheable)
             except Exception as exc:
                 self._report("load the memory context", exc)
+        parts += list(loaded) if loaded is not None else [self._who()]
+        parts.append(dynamic)
+        if mem is not None and mem.knowledge.active:
             kn = mem.knowledge
-            if kn.active:
-                try:
-                    hits = await self.service.search_knowledge(
-                        text[-v.QUERY_MAX :], namespace=self.namespace, collections=kn.sources,
-                        limit=kn.retrieval_limit, threshold=kn.similarity_threshold,
-                    )  # fmt: skip
-                    parts.append(knowledge_block(hits))
-                except Exception as exc:
-                    self._report("search the knowledge sources", exc)
+            try:
+                hits = await self.service.search_knowledge(
+                    text[-v.QUERY_MAX :], namespace=self.namespace, collections=kn.sources,
+                    limit=kn.retrieval_limit, threshold=kn.similarity_threshold,
+                )  # fmt: skip
+                parts.append(knowledge_block(hits))
+            except Exception as exc:
+                self._report("search the knowledge sources", exc)
         return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+    def _who(self) -> str:
+        if self.user_context is None:
+            return ""
+        return self.user_context.model_copy(update={"facts": [], "episodes": []}).as_prompt()
 
     async def _identify(self, *, new_conversation: bool) -> str:
         """The memory user of ``login`` on ``channel`` (created as ``login`` when new)."""

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
-from memloci.context import MAX_PROCEDURES, STABLE_SHARE, EntityProfile, build_context
+from memloci.context import (
+    MAX_PROCEDURES,
+    STABLE_SHARE,
+    EntityProfile,
+    build_context_parts,
+    join_parts,
+)
 from memloci.errors import NotFoundError
 from memloci.models import EdgeType, MemoryNode, NodeType, ProcedureDetails, SearchHit
 from memloci.procedures import has_triggers, matching, record_use
@@ -46,8 +52,21 @@ class ContextMixin(ServiceCore):
         brings up: entity profiles, a timeline and the most relevant past turns."""
         return await self._run(self.context_now, prompt, flt, budget=budget)
 
+    async def context_parts(
+        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
+    ) -> tuple[str, str]:
+        """:meth:`context` in two parts: ``(cacheable, dynamic)``. The cacheable part is
+        what a conversation loads once (it changes only when the memory set does)."""
+        return await self._run(self.context_parts_now, prompt, flt, budget=budget)
+
     def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
-        """:meth:`context` in the caller's thread.
+        """:meth:`context` in the caller's thread."""
+        return join_parts(*self.context_parts_now(prompt, flt, budget=budget))
+
+    def context_parts_now(
+        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
+    ) -> tuple[str, str]:
+        """:meth:`context_parts` in the caller's thread.
 
         Procedures without trigger conditions are standing instructions (the 20 most
         recent, in the cacheable part); triggered ones appear, after it, only when the
@@ -66,7 +85,7 @@ class ContextMixin(ServiceCore):
         known = self.store.list_nodes(procedural, limit=10_000, order="-created")
         procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]  # 20 most recent
         if not (prompt and prompt.strip()):
-            return build_context(facts=facts, procedures=procs, budget=budget)
+            return build_context_parts(facts=facts, procedures=procs, budget=budget)
         # a long prompt is searched by its most recent part
         query = prompt.strip()[-v.QUERY_MAX :]
         hits = self.search_now(query, replace(flt, types=None), k=12)
@@ -76,7 +95,7 @@ class ContextMixin(ServiceCore):
         if not fixed:
             adaptive = (COMPLEX if is_complex(query) else SIMPLE)["budget"]
             dynamic = max(budget, int(adaptive)) - int(budget * STABLE_SHARE)
-        return build_context(
+        return build_context_parts(
             facts=facts,
             procedures=procs,
             entities=self._profiles(hits, flt),
