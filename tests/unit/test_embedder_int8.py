@@ -203,3 +203,40 @@ def test_store_embedded_by_fp32_is_searched_by_int8_without_reembed(db_path: str
         assert hits[0].memory.content == texts[2]
     finally:
         with_int8.close()
+
+
+def test_process_exit_while_a_daemon_thread_embeds_does_not_abort() -> None:
+    """A daemon thread inside onnxruntime at interpreter shutdown used to abort the
+    process ("terminate called without an active exception", exit -6): a one-shot CLI
+    command whose background worker was embedding died that way."""
+    code = (
+        "import threading, time\n"
+        "from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder\n"
+        "e = OnnxMiniLMEmbedder()\n"
+        "e.load()\n"
+        "def bg():\n"
+        "    while True:\n"
+        "        try:\n"
+        "            e.embed(['some text to embed in the background ' * 10] * 64)\n"
+        "        except Exception:\n"
+        "            return\n"
+        "threading.Thread(target=bg, daemon=True).start()\n"
+        "time.sleep(0.5)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for _ in range(3):
+        proc = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_native_calls_refused_after_close() -> None:
+    from memloci.providers.minilm_int8 import _NativeCalls
+
+    calls = _NativeCalls()
+    with calls.call():
+        pass
+    calls.close(timeout=1.0)
+    with pytest.raises(ProviderError, match="shutting down"), calls.call():
+        pass

