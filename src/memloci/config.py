@@ -40,7 +40,9 @@ class Settings(BaseSettings):
     )
     weight_key: float = Field(0.9, ge=0, le=1, description="fusion weight of fuzzy key match (0-1)")
     candidates: int = Field(60, ge=5, le=1000, description="results each strategy contributes")
-    max_memories: int | None = Field(None, ge=1, description="semantic+opinion cap per namespace")
+    max_memories: int | None = Field(
+        None, ge=1, description="semantic+opinion cap per namespace (per user for a user's facts)"
+    )
     max_episodes: int | None = Field(None, ge=1, description="episode cap per namespace")
     max_procedures: int | None = Field(None, ge=1, description="procedure cap per namespace")
     duplicate_threshold: float = Field(

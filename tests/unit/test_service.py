@@ -637,3 +637,16 @@ def test_stats(mem: Memory) -> None:
     assert s.current_by_type == {"episodic": 2, "procedural": 1}
     assert s.edges_by_type == {"temporal": 1}
     assert s.pending_embeddings == 0 and s.dimension == 64
+
+
+def test_fact_cap_counts_each_users_facts_apart(make_memory) -> None:
+    mem = make_memory(max_memories=2)
+    mem.remember("Ana likes the window seat", user="ana")
+    mem.remember("Ana flies with a bike box", user="ana")
+    for i, text in enumerate(["Ben drinks oat milk", "Ben runs at dawn", "Ben owns a kayak"]):
+        mem.remember(text, user="ben")
+        assert len(mem.list(user="ben", type="semantic")) == min(i + 1, 2)
+    assert contents(mem.list(user="ana", type="semantic")) == [
+        "Ana likes the window seat",
+        "Ana flies with a bike box",
+    ]  # fmt: skip  (another user's new facts never evict Ana's)

@@ -168,14 +168,22 @@ class MemoryService(
         self._prune(nodes[0].namespace, (NodeType.EPISODIC,), self.settings.max_episodes)
         return nodes
 
-    def _prune(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None:
-        """Keep at most ``cap`` memories of these types in the namespace (oldest go first)."""
+    def _prune(
+        self, ns: str, types: tuple[NodeType, ...], cap: int | None, user: str | None = None
+    ) -> None:
+        """Keep at most ``cap`` memories of these types in the namespace (oldest go first);
+        with ``user``, count that user's own memories only, so one customer's new facts
+        never evict another's."""
         if cap is not None:
             flt = NodeFilter(namespaces=(ns,), types=types, include_invalid=True)
+            if user is not None:
+                flt = replace(flt, owner_user=user, scopes=(Scope.USER,))
             self.store.prune_oldest(flt, cap, now=utcnow())
 
-    async def _enforce_limit(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None:
-        await self._run(self._prune, ns, types, cap)
+    async def _enforce_limit(
+        self, ns: str, types: tuple[NodeType, ...], cap: int | None, user: str | None = None
+    ) -> None:
+        await self._run(self._prune, ns, types, cap, user)
 
     # ------------------------------------------------------------------ explicit writes
     async def remember(
@@ -259,7 +267,8 @@ class MemoryService(
             )  # fmt: skip
         if vector is None and self.worker:
             self.worker.wake()
-        await self._enforce_limit(ns, FACT_TYPES, self.settings.max_memories)
+        owner_user = user if sc is Scope.USER else None  # caps count per user
+        await self._enforce_limit(ns, FACT_TYPES, self.settings.max_memories, owner_user)
         message = f"Remembered [{node.id}]."
         if similar:
             message += f" Related memories about {subj}: " + ", ".join(n.id for n in similar[:3])
