@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from typer.testing import CliRunner
@@ -100,3 +102,25 @@ def test_role_store_path_keeps_urls_and_resolves_files(tmp_path: Path) -> None:
         with pytest.raises(ValidationError) as caught:
             Role.from_yaml(f"name: helper\nmemory:\n  {bad}\n", base_dir=tmp_path)
         assert SECRET not in str(caught.value) and "store_backend" in str(caught.value)
+
+
+def test_unreachable_server_error_hides_the_password() -> None:
+    pytest.importorskip("psycopg", reason="needs the postgres extra")
+    url = f"postgresql://alice:{SECRET}@127.0.0.1:1/memories?connect_timeout=5"
+    with pytest.raises(StorageError) as caught:
+        open_store(url)
+    shown = f"{caught.value} {caught.value.to_dict()} {caught.value.__cause__!r}"
+    assert SECRET not in shown
+    assert "postgresql://alice:***@127.0.0.1:1/memories" in caught.value.message
+
+
+def test_wrong_password_error_hides_it() -> None:
+    url = os.environ.get("MEMLOCI_TEST_DATABASE_URL", "")
+    parts = urlsplit(url)
+    if not parts.password:
+        pytest.skip("needs MEMLOCI_TEST_DATABASE_URL with a password (password auth)")
+    wrong = url.replace(f":{parts.password}@", f":{SECRET}@", 1)
+    with pytest.raises(StorageError) as caught:
+        open_store(wrong)
+    assert SECRET not in f"{caught.value} {caught.value.__cause__!r}"
+    assert f"{parts.username}:***@" in caught.value.message
