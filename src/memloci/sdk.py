@@ -79,7 +79,8 @@ class AsyncMemory:
     """Long-term memory for an agent (async).
 
     ``AsyncMemory("memories.db")`` opens (or creates) an embedded SQLite store
-    with the bundled local embedding model. Pass ``embedder=None`` for full-text
+    with the bundled local embedding model; ``AsyncMemory("postgresql://…")`` uses
+    PostgreSQL (``pip install 'memloci[postgres]'``). Pass ``embedder=None`` for full-text
     only, or any :class:`~memloci.providers.base.Embedder`. ``memory.tools`` runs the
     agent tools, unbound or bound: ``memory.tools(user="u1").call(name, arguments)``.
     """
