@@ -16,7 +16,16 @@ Every error carries a stable ``code``, a user-safe ``message`` and an optional
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with lone surrogates written as ``\\udXXX`` (they cannot be encoded,
+    so an error message echoing bad input could not be printed or sent)."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class MemlociError(Exception):
@@ -27,9 +36,10 @@ class MemlociError(Exception):
     exit_code: ClassVar[int] = 1
 
     def __init__(self, message: str, *, hint: str | None = None, **details: Any) -> None:
+        message = printable(message)
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = printable(hint) if hint else hint
         self.details = details
 
     def to_dict(self) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from memloci.models import (
 )
 from memloci.storage.base import PendingEmbedding, Store
 from memloci.storage.rows import content_hash
+from memloci.validate import JSON_DEPTH_MAX, json_data
 
 FORMAT, VERSION = "memloci", 1
 Progress = Callable[[int], None]
@@ -101,6 +102,8 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[A
             continue
         try:
             data = json.loads(line)
+            # the line's own 2 levels (record, node) + what metadata / values may hold
+            json_data(data, "the record", depth=JSON_DEPTH_MAX + 2)
             kind = data.pop("kind")
             if kind == "header":
                 if data.get("format") != FORMAT:
@@ -122,6 +125,7 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[A
                 raise ValueError(f"unknown record kind {kind!r}")
         except (
             ValueError, KeyError, TypeError, AttributeError, binascii.Error, MemlociError,
+            RecursionError,
         ) as exc:  # fmt: skip
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ValidationError(

@@ -33,9 +33,61 @@ from memloci.retrieval.query import as_utc, parse_time
 from memloci.storage.base import NodeFilter
 
 E = TypeVar("E", bound=Enum)
-_IDENT = re.compile(r"^[^\x00-\x1f]{1,200}$")
+_IDENT = re.compile(r"^[^\x00-\x1f\ud800-\udfff]{1,200}$")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SYSTEM_ROLES = {"system", "developer"}
 QUERY_MAX = 2_000
+JSON_DEPTH_MAX = 32  # nesting of metadata / values / preferences (a dict in a list = 2)
+JSON_BYTES_MAX = 64_000  # encoded size of one metadata / value / preferences object
+INT_MAX = 2**63 - 1  # what every backend stores (SQLite INTEGER, PostgreSQL BIGINT)
+OFFSET_MAX = 10**9
+
+
+def unicode_text(value: str, field: str) -> str:
+    """Refuse lone UTF-16 surrogates (``"\\ud800"``): they cannot be stored or sent."""
+    if _SURROGATE.search(value):
+        raise ValidationError(
+            f"{field} contains an unpaired surrogate character (invalid Unicode)",
+            hint="send valid UTF-8 text",
+        )
+    return value
+
+
+def json_data(value: Any, field: str, *, depth: int = JSON_DEPTH_MAX) -> None:
+    """Walk a JSON value without recursion: at most ``depth`` levels of nesting, object
+    keys are text, numbers are finite and fit 64 bits, no text holds a lone surrogate.
+    Checked before anything is encoded, so a 1,000-deep value never reaches ``json``."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if level > depth:
+                raise ValidationError(
+                    f"{field} is nested more than {depth} levels deep",
+                    hint="flatten it; store deep documents as text",
+                )
+            if isinstance(item, Mapping):
+                for k, sub in item.items():
+                    if not isinstance(k, str):
+                        raise ValidationError(f"{field} keys must be text, not {k!r}")
+                    unicode_text(k, field)
+                    stack.append((sub, level + 1))
+            else:
+                stack.extend((sub, level + 1) for sub in item)
+        elif isinstance(item, str):
+            unicode_text(item, field)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not -INT_MAX - 1 <= item <= INT_MAX:
+                raise ValidationError(f"{field} holds an integer beyond 64 bits")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValidationError(f"{field} holds a non-finite number ({item})")
+        else:
+            raise ValidationError(
+                f"{field} is not JSON-serialisable: {type(item).__name__} is not JSON"
+            )
 
 
 def namespace(value: Any) -> str:
@@ -62,7 +114,7 @@ def _text(value: Any, field: str, lo: int, hi: int) -> str:
         )
     if "\x00" in text:
         raise ValidationError(f"{field} contains a NUL character")
-    return text
+    return unicode_text(text, field)
 
 
 def turn(value: Any) -> str:
@@ -156,41 +208,57 @@ def limit(value: Any, field: str, hi: int) -> int:
 
 def page(lim: Any, offset: Any) -> None:
     limit(lim, "limit", 10_000)
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValidationError(f"offset must be a whole number ≥ 0, not {offset!r}")
+    whole(offset, "offset", 0, OFFSET_MAX)
 
 
-def json_value(value: Any) -> None:
+def whole(value: Any, field: str, lo: int = 0, hi: int = INT_MAX) -> int:
+    """A whole number in ``lo..hi`` (never past 64 bits: no OverflowError downstream)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValidationError(f"{field} must be a whole number from {lo} to {hi}, not {value!r}")
+    return value
+
+
+def _encoded(value: Any, field: str) -> str:
+    json_data(value, field)
     try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"value is not JSON-serialisable: {exc}") from None
+        encoded = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValidationError(f"{field} is not JSON-serialisable: {exc}") from None
+    if len(encoded) > JSON_BYTES_MAX:
+        raise ValidationError(
+            f"{field} is larger than {JSON_BYTES_MAX // 1000} kB", hint="store less"
+        )
+    return encoded
+
+
+def json_value(value: Any, field: str = "value") -> None:
+    """A fact's structured value: JSON, at most 32 levels deep and 64 kB."""
+    _encoded(value, field)
 
 
 def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
+    """A JSON object (metadata, triggers, preferences): 32 levels, 64 kB at most."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise ValidationError(f"{field} must be a JSON object (a dict)")
-    data = dict(value)
-    try:
-        encoded = json.dumps(data, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"{field} is not JSON-serialisable: {exc}") from None
-    if len(encoded) > 64_000:
-        raise ValidationError(f"{field} is larger than 64 kB")
-    result: dict[str, Any] = json.loads(encoded)
+    result: dict[str, Any] = json.loads(_encoded(dict(value), field))
     return result
 
 
-def when(value: Any) -> datetime | None:
+def when(value: Any, field: str = "event_time") -> datetime | None:
     if value is None:
         return None
-    if isinstance(value, str):
-        return parse_time(value)
-    if not isinstance(value, datetime):
-        raise ValidationError("event_time must be a datetime or an ISO date string")
-    return as_utc(value)
+    try:
+        if isinstance(value, str):
+            return parse_time(unicode_text(value, field))
+        if not isinstance(value, datetime):
+            raise ValidationError(f"{field} must be a datetime or an ISO date string")
+        return as_utc(value)
+    except (OverflowError, ValueError):  # "99999999999d", year 9999 in UTC-5
+        raise ValidationError(
+            f"{field} {value!r} is out of range", hint="use a date between years 1 and 9999"
+        ) from None
 
 
 def scope(value: Any, *, user: str | None, agent: str | None, session: str | None) -> Scope:
@@ -229,6 +297,7 @@ def messages(value: Any) -> list[tuple[str, str | None, str | None]]:
 def episode(value: Any) -> EpisodeDetails | None:
     if value is None or isinstance(value, EpisodeDetails):
         return value
+    json_data(value, "details")
     try:
         return EpisodeDetails.model_validate(value)
     except Exception as exc:
@@ -275,12 +344,12 @@ def node_filter(
         types=tuple(enum(NodeType, t, "type") for t in types) if types else None,
         scopes=tuple(enum(Scope, s, "scope") for s in scopes) if scopes else None,
         categories=tuple(sanitize_category(c) for c in cats) if cats else None,
-        after=when(after),
-        before=when(before),
+        after=when(after, "after"),
+        before=when(before, "before"),
         min_confidence=unit(min_confidence, "min_confidence")
         if min_confidence is not None
         else None,
-        as_of=when(as_of),
+        as_of=when(as_of, "as_of"),
         include_invalid=bool(include_forgotten),
     )
 
@@ -391,6 +460,7 @@ def thread_messages(values: Any) -> list[ThreadMessage]:
             raise ValidationError(
                 f"message {i} content must be text of at most {TURN_MAX} characters"
             )
+        unicode_text(content, f"message {i} content")
         out.append(
             ThreadMessage(
                 role=role,
