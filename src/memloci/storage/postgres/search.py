@@ -64,14 +64,19 @@ class PostgresSearch(PostgresBase):
             raise EmbeddingModelError(
                 f"expected {len(items)} vectors of dimension {dim}, got {vectors.shape}"
             )
-        saved = 0
         with self._tx() as c:
-            for item, vec in zip(items, vectors, strict=True):
-                saved += c.execute(
-                    "UPDATE nodes SET embedding = %s, embedded = 1"
-                    " WHERE id = %s AND content_hash = %s AND embedded = 0",
-                    (np.ascontiguousarray(vec, dtype=np.float32), item.id, item.content_hash),
-                ).rowcount
+            cur = c.cursor()
+            # one pipelined round of updates; rowcount sums them (rows edited meanwhile
+            # changed their content hash or were re-queued, and are skipped)
+            cur.executemany(
+                "UPDATE nodes SET embedding = %b, embedded = 1"
+                " WHERE id = %s AND content_hash = %s AND embedded = 0",
+                [
+                    (np.ascontiguousarray(vec, dtype=np.float32), item.id, item.content_hash)
+                    for item, vec in zip(items, vectors, strict=True)
+                ],
+            )
+            saved = max(0, int(cur.rowcount))
         return saved
 
     def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, bytes]:

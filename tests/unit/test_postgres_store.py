@@ -1,0 +1,181 @@
+"""PostgreSQL-only behaviour of :class:`PostgresStore` (the shared behaviour is in
+``tests/contract``): FTS5 → tsquery translation, passwords kept out of errors, migrations
+racing on open, session chains under concurrent writers, and filtered HNSW searches that
+still fill their limit (pgvector iterative index scans)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memloci.errors import StorageError, ValidationError
+from memloci.models import MemoryNode, NodeType, Scope, short_id, utcnow
+from memloci.storage.base import NodeFilter
+from pgtest import database_url, fresh_schema
+
+psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+
+from memloci.storage.postgres import PostgresStore  # noqa: E402
+from memloci.storage.postgres.tsquery import to_tsquery_sql  # noqa: E402
+
+
+@pytest.fixture
+def schema() -> Iterator[tuple[str, str]]:
+    url = database_url()
+    with fresh_schema(url) as name:
+        yield url, name
+
+
+def node(content: str, **fields: Any) -> MemoryNode:
+    now = utcnow()
+    data: dict[str, Any] = {
+        "id": short_id(), "namespace": "default", "type": NodeType.SEMANTIC,
+        "content": content, "scope": Scope.GLOBAL, "event_time": now, "created_at": now,
+        "updated_at": now, "valid_from": now,
+    }  # fmt: skip
+    data.update(fields)
+    return MemoryNode(**data)
+
+
+def turn(text: str, session: str = "s") -> MemoryNode:
+    return node(text, type=NodeType.EPISODIC, scope=Scope.SESSION, session=session)
+
+
+# ---------------------------------------------------------------------------- tsquery
+
+
+def test_fts5_expressions_translate_to_tsquery_sql() -> None:
+    sql, params = to_tsquery_sql('"coffee" OR "tea"')
+    assert sql == "(phraseto_tsquery('memloci', %s) || phraseto_tsquery('memloci', %s))"
+    assert params == ["coffee", "tea"]
+    sql, params = to_tsquery_sql('"run" "dog" NOT "cat"')  # implicit AND, NOT binds tighter
+    assert sql == (
+        "(phraseto_tsquery('memloci', %s) && (phraseto_tsquery('memloci', %s)"
+        " && !!phraseto_tsquery('memloci', %s)))"
+    )
+    assert params == ["run", "dog", "cat"]
+    assert to_tsquery_sql('("a" OR b) AND "say ""hi"""')[1] == ["a", "b", 'say "hi"']
+    assert to_tsquery_sql("col*") == ("to_tsquery('simple', %s)", ["'col':*"])
+
+
+@pytest.mark.parametrize("bad", ['coffee"', "(", "AND", 'nodes_fts:"x"', '"a" OR', "a)"])
+def test_bad_fts5_syntax_is_a_validation_error(bad: str) -> None:
+    with pytest.raises(ValidationError):
+        to_tsquery_sql(bad)
+
+
+# ---------------------------------------------------------------------------- credentials
+
+
+def test_connection_errors_never_show_the_password() -> None:
+    secret = "s3cret-Pa55word"
+    with pytest.raises(StorageError) as err:
+        PostgresStore(f"postgresql://memloci:{secret}@127.0.0.1:1/memloci")
+    text = f"{err.value} {err.value.message} {err.value.hint} {err.value!r}"
+    assert secret not in text
+    assert "postgresql://memloci:***@127.0.0.1:1/memloci" in err.value.message
+    assert err.value.__cause__ is None and err.value.__context__ is not None  # chained quietly
+    assert secret not in str(err.value.__context__) or err.value.__suppress_context__
+
+
+def test_bad_schema_name_is_refused_before_connecting() -> None:
+    with pytest.raises(StorageError):
+        PostgresStore("postgresql://u:pw@127.0.0.1:1/db", schema="x; DROP TABLE nodes")
+
+
+# ---------------------------------------------------------------------------- server
+
+
+def test_concurrent_opens_migrate_once(schema: tuple[str, str]) -> None:
+    url, name = schema
+    stores: list[PostgresStore] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def open_one() -> None:
+        barrier.wait()
+        try:
+            stores.append(PostgresStore(url, schema=name, pool_size=2))
+        except BaseException as exc:  # pragma: no cover - the failure is reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == [] and len(stores) == 4
+        assert {s.schema_version() for s in stores} == {1}
+        with psycopg.connect(url) as conn:
+            tables = conn.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = %s AND tablename = 'nodes'",
+                (name,),
+            ).fetchone()
+        assert tables == (1,)
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_concurrent_turns_of_one_session_form_one_chain(schema: tuple[str, str]) -> None:
+    url, name = schema
+    stores = [PostgresStore(url, schema=name, pool_size=2) for _ in range(4)]
+    barrier = threading.Barrier(len(stores))
+
+    def write(store: PostgresStore, k: int) -> None:
+        barrier.wait()
+        for i in range(10):
+            store.insert_node(turn(f"writer {k} turn {i}"), link_previous=True)
+
+    threads = [threading.Thread(target=write, args=(s, k)) for k, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        store = stores[0]
+        nodes = store.list_nodes(NodeFilter(), limit=100, order="rowid")
+        assert len(nodes) == 40
+        links = [(e.source_id, e.target_id) for e in store.iter_edges("default")]
+        assert len(links) == 39
+        # one chain in insertion order: each turn follows the one stored just before it
+        assert dict(links) == {a.id: b.id for a, b in pairwise(nodes)}
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_filtered_vector_search_fills_its_limit_through_the_hnsw_index(
+    schema: tuple[str, str],
+) -> None:
+    url, name = schema
+    store = PostgresStore(url, schema=name)
+    try:
+        store.bind_embedder("clustered:16", 16)
+        rng = np.random.default_rng(7)
+        centres = rng.normal(size=(8, 16))
+        nodes = [node(f"fact {i}", scope=Scope.USER, user=f"u{i % 10}") for i in range(1000)]
+        store.insert_nodes(nodes)
+        vecs = centres[np.arange(1000) % 8] + 0.3 * rng.normal(size=(1000, 16))
+        vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+        pending = store.pending_embeddings(3000)
+        by_id = {n.id: i for i, n in enumerate(nodes)}
+        order = np.array([by_id[p.id] for p in pending])
+        assert store.save_embeddings(pending, vecs[order]) == 1000
+        query = vecs[3]
+        flt = NodeFilter(user="u3", scopes=(Scope.USER,))  # 100 of 1000 rows are visible
+        hits = store.vector_search(flt, query, 50)
+        assert len(hits) == 50  # iterative scans keep going past the filtered-out rows
+        visible = {n.id for n in nodes if n.user == "u3"}
+        assert {h[0] for h in hits} <= visible
+        exact = sorted(visible, key=lambda i: -float(vecs[by_id[i]] @ query))[:50]
+        assert len({h[0] for h in hits} & set(exact)) >= 45  # HNSW recall on clustered data
+        assert [h[1] for h in hits] == sorted((h[1] for h in hits), reverse=True)
+    finally:
+        store.close()
