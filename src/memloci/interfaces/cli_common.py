@@ -46,6 +46,7 @@ class EmbedderName(StrEnum):
     """Embedders the command line can pick."""
 
     LOCAL = "local"
+    MINILM_FP32 = "minilm-fp32"
     FAKE = "fake"
     NONE = "none"
     OPENAI = "openai"
