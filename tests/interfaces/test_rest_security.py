@@ -246,3 +246,42 @@ def test_import_refuses_edges_that_leave_the_import(http: httpx.Client, mem: Mem
     inside = {**edge, "target_id": also.memory.id}
     r = http.post("/api/v1/import", content="\n".join([*lines, json.dumps(inside)]), headers=jsonl)
     assert r.status_code == 200 and r.json()["edges"] == 1
+
+
+# ---------------------------------------------------------------- item 11: the document
+def test_openapi_documents_the_real_errors_and_limits(http: httpx.Client) -> None:
+    spec = http.get("/openapi.json").json()
+    ops = [(p, m, op) for p, item in spec["paths"].items() for m, op in item.items()]
+    assert len(ops) > 40
+    for path, method, op in ops:
+        codes = set(op["responses"])
+        assert "422" not in codes, (method, path)
+        if path.startswith("/api/"):
+            assert {"400", "401", "403", "421"} <= codes, (method, path)
+            err = op["responses"]["400"]["content"]["application/json"]["schema"]
+            assert err == {"$ref": "#/components/schemas/Error"}
+        if method in ("post", "put", "patch"):
+            assert {"413", "415"} <= codes, (method, path)
+    params = {
+        (p, prm["name"]): prm["schema"]
+        for p, item in spec["paths"].items()
+        for op in item.values()
+        for prm in op.get("parameters", [])
+    }
+    assert params[("/api/v1/facts/{memory_id}", "memory_id")]["pattern"] == "^[A-Za-z0-9]{8}$"
+    limit = params[("/api/v1/facts/", "limit")]
+    assert (limit["minimum"], limit["maximum"]) == (1, 10_000)
+    fact = spec["components"]["schemas"]["FactCreate"]["properties"]
+    assert fact["content"]["pattern"] and fact["confidence"]["maximum"] == 1
+    body = spec["paths"]["/api/v1/import"]["post"]["requestBody"]["content"]
+    assert set(body) == {"application/json", "application/x-ndjson", "application/jsonl"}
+
+
+def test_an_empty_namespace_is_invalid_not_the_default(http: httpx.Client) -> None:
+    assert_error_shape(http.get("/api/v1/facts/", params={"namespace": ""}), 400, "invalid_input")
+    r = http.post("/api/v1/facts/?namespace=", json={"content": "Where does it go"})
+    assert_error_shape(r, 400)
+    r = http.post("/api/v1/facts/", json={"content": "Not a boolean", "overwrite": 0})
+    assert_error_shape(r, 400)
+    r = http.post("/api/v1/episodes/", json={"content": "A number", "event_time": 0})
+    assert_error_shape(r, 400)

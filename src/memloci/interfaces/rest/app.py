@@ -152,7 +152,7 @@ def create_app(
     mcp: bool = True,
 ) -> FastAPI:
     """The app around one service. ``close_service`` closes it when the app stops."""
-    from memloci.interfaces.rest import routes_memory, routes_nodes
+    from memloci.interfaces.rest import openapi, routes_memory, routes_nodes
 
     mcp_app = None
     if mcp:
@@ -185,6 +185,7 @@ def create_app(
     )
     app.state.service = service
     install_error_handlers(app)
+    openapi.install(app)
     settings = service.settings
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
     app.add_middleware(HttpGuard, policy=HostPolicy(settings.host, settings.allowed_hosts))

@@ -91,16 +91,21 @@ NamespaceQuery = Annotated[
 ]
 
 
+def _or_default(namespace: str | None, service: MemoryService) -> str:
+    """The asked namespace (an empty one is invalid, not the default) or the server's."""
+    return service.settings.namespace if namespace is None else namespace
+
+
 async def read_namespace(
     caller: CallerDep, service: Service, namespace: NamespaceQuery = None
 ) -> str:
-    return caller.check(namespace or service.settings.namespace, write=False)
+    return caller.check(_or_default(namespace, service), write=False)
 
 
 async def write_namespace(
     caller: CallerDep, service: Service, namespace: NamespaceQuery = None
 ) -> str:
-    return caller.check(namespace or service.settings.namespace, write=True)
+    return caller.check(_or_default(namespace, service), write=True)
 
 
 ReadNS = Annotated[str, Depends(read_namespace)]

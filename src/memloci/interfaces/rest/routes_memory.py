@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from memloci.errors import ConflictError, NotFoundError
 from memloci.interfaces.rest.deps import ReadNS, Service, WriteNS
-from memloci.interfaces.rest.schemas import Body
+from memloci.interfaces.rest.schemas import Body, Flag
 from memloci.models import MemoryNode, NodeType
 
 router = APIRouter(prefix="/api/memory", tags=["memory (versioned)"])
@@ -26,7 +26,7 @@ class CreateMemoryRequest(Body):
     category: str = Field(description="person, preference, context, project (or your own)")
     subject: str | None = Field(None, max_length=200, description="who or what it is about")
     user: str | None = Field(None, description="owner (user-scoped memory)")
-    allow_similar: bool = Field(
+    allow_similar: Flag = Field(
         False, description="create even when a memory with the same subject exists"
     )
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import StreamingResponse
 
+from memloci import validate as v
 from memloci.consolidation.maintenance import MaintenanceReport
 from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.rest import schemas as s
@@ -246,6 +247,7 @@ async def chat_command(body: s.ChatCommand, service: Service, ns: WriteNS) -> s.
     """Answer `/memory`, `/memory list`, `/memory delete <id>` without an LLM."""
     from memloci.interfaces.chat_commands import answer_memory_command
 
+    v.ident(body.user, "user"), v.ident(body.agent, "agent")  # checked even for plain text
     answer = await answer_memory_command(
         body.text, service, namespace=ns, user=body.user, agent=body.agent
     )

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, Field
 
 from memloci.interfaces.rest.deps import CallerDep, ReadNS, Service, WriteNS
-from memloci.interfaces.rest.schemas import BatchDeleted, Body, Page
+from memloci.interfaces.rest.schemas import BatchDeleted, Body, Flag, Page
 from memloci.models import Entity, MemoryUser, Thread
 from memloci.service.privacy import ForgetReport
 
@@ -68,8 +68,8 @@ class EntityUpdate(Body):
 class KeyCreate(Body):
     name: str
     namespaces: list[str] = Field(description="namespaces it may use; ['*'] for admin keys")
-    write: bool = True
-    admin: bool = False
+    write: Flag = True
+    admin: Flag = False
 
 
 class KeyCreated(BaseModel):

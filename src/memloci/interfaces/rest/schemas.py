@@ -7,9 +7,9 @@ default. Deeper checks (lengths, enums, ids) happen once, in the service.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
 
@@ -17,7 +17,21 @@ T = TypeVar("T")
 
 
 class Body(BaseModel):
+    """A request body: unknown fields refused (``Flag`` and ``When`` refuse the lax
+    coercions — ``0`` is not ``false``, a number is not a time — so a body matches the
+    OpenAPI schema or is refused)."""
+
     model_config = ConfigDict(extra="forbid")
+
+
+def _iso_only(value: Any) -> Any:
+    if value is not None and not isinstance(value, str | datetime):
+        raise ValueError("give an ISO 8601 time, e.g. 2024-05-01T12:00:00Z")
+    return value
+
+
+Flag = StrictBool
+When = Annotated[datetime, BeforeValidator(_iso_only)]
 
 
 class Page(BaseModel, Generic[T]):
@@ -42,9 +56,9 @@ class FactCreate(Body):
     user: str | None = None
     agent: str | None = None
     session: str | None = None
-    event_time: datetime | None = None
+    event_time: When | None = None
     metadata: dict[str, Any] | None = None
-    overwrite: bool = Field(True, description="False: keep an existing value for the same key")
+    overwrite: Flag = Field(True, description="False: keep an existing value for the same key")
 
 
 class EpisodeCreate(Body):
@@ -55,7 +69,7 @@ class EpisodeCreate(Body):
     details: dict[str, Any] | None = Field(
         None, description="trigger, actions, outcome, duration_ms, feedback"
     )
-    event_time: datetime | None = None
+    event_time: When | None = None
     metadata: dict[str, Any] | None = None
 
 
@@ -77,7 +91,7 @@ class TurnsCreate(Body):
     user: str | None = None
     agent: str | None = None
     session: str | None = None
-    event_time: datetime | None = None
+    event_time: When | None = None
     metadata: dict[str, Any] | None = None
 
 
@@ -96,7 +110,7 @@ class Correction(Body):
 
 class BatchDelete(Body):
     ids: list[str] = Field(description="memory ids (all must exist, or nothing is deleted)")
-    hard: bool = Field(False, description="True: purge with history instead of soft delete")
+    hard: Flag = Field(False, description="True: purge with history instead of soft delete")
 
 
 class BatchDeleted(BaseModel):
@@ -106,8 +120,8 @@ class BatchDeleted(BaseModel):
 
 class Deleted(BaseModel):
     id: str
-    deleted: bool = True
-    hard: bool = False
+    deleted: Flag = True
+    hard: Flag = False
 
 
 class MemoryDetail(BaseModel):
@@ -127,7 +141,7 @@ class SearchRequest(Body):
     after: str | None = Field(None, description="ISO time or phrase: last_week, 7d, …")
     before: str | None = None
     min_confidence: float | None = None
-    as_of: datetime | None = None
+    as_of: When | None = None
     k: int = Field(10, description="results, 1–200")
     recipe: str = Field(
         "hybrid",

@@ -1,0 +1,63 @@
+"""Schemathesis over the OpenAPI document of a real server (uvicorn on loopback, SQLite
+store, admin key): every operation, every response check — no server error, every
+status code documented, content types, headers and bodies matching the schema, 405
+with ``Allow``, missing required headers, ignored auth, use after free, resource
+availability — in the examples, coverage and fuzzing phases.
+
+Not asserted: ``positive_data_acceptance`` / ``negative_data_rejection`` (whether the
+schema states every input rule the service checks). The document carries the id,
+namespace, user, length, range and enum rules; rules JSON Schema cannot state (JSON
+Lines, time phrases, cross-field scope rules) remain service-side checks answered 400.
+
+Bounded for CI: ``MEMLOCI_FUZZ_CASES`` (default 3) is the number of fuzzed cases per
+operation — with the coverage phase a few hundred requests in all. The long form:
+``MEMLOCI_FUZZ_CASES=200`` (over 10,000 requests; see RELIABILITY.md).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interfaces"))
+from rest_server import running
+
+from memloci import Memory
+
+CASES = int(os.environ.get("MEMLOCI_FUZZ_CASES", "").strip() or 3)  # read before env is cleared
+SEED = os.environ.get("MEMLOCI_FUZZ_SEED", "").strip()
+
+pytestmark = pytest.mark.reliability
+
+
+def _schemathesis() -> str:
+    exe = Path(sys.executable).with_name("schemathesis")
+    if not exe.exists():
+        pytest.fail("schemathesis is not installed (pip install -e '.[dev]')")
+    return str(exe)
+
+
+def test_fuzz_every_operation_with_every_check(mem: Memory, tmp_path: Path) -> None:
+    mem.remember("Sam prefers green tea", user="sam", category="preference")
+    mem.record_episode("Sam asked about the garden", user="sam")
+    _, admin = mem._call(mem.service.create_key("fuzz", ["*"], admin=True))
+    with running(mem.service) as base:
+        args = [
+            _schemathesis(), "run", f"{base}/openapi.json", "--checks", "all",
+            "--exclude-checks", "positive_data_acceptance,negative_data_rejection",
+            "--phases", "examples,coverage,fuzzing", "--max-examples", str(CASES),
+            "--workers", "1", "--generation-database", "none", "--no-color",
+            "--header", f"Authorization: Bearer {admin}", "--request-timeout", "30",
+            "--max-failures", "50", "--report", "ndjson", "--report-dir", str(tmp_path),
+        ]  # fmt: skip
+        if SEED:
+            args += ["--seed", SEED]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+        done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
+    summary = done.stdout[-6000:]
+    assert done.returncode == 0, summary
+    assert "No issues found" in done.stdout or " passed" in done.stdout, summary
