@@ -10,7 +10,7 @@ come back as text starting with ``Error:``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memloci.runtime.conversation import Runner
@@ -27,12 +27,15 @@ class MemoryTools(Tools):
         agent: str | None = None,
         session: str | None = None,
         namespace: str | None = None,
+        types: Sequence[str] | None = None,
     ) -> MemoryTools:
         """A copy bound to ``user`` / ``agent`` / ``session`` (and ``namespace``, default
-        the memory's). Invalid ids raise ValidationError here, never in ``call``."""
+        the memory's; ``types``: the memory types it may use, default all). Invalid ids
+        raise ValidationError here, never in ``call``."""
         return MemoryTools(
-            self.service, namespace=namespace, user=user, agent=agent, session=session
-        )
+            self.service, namespace=namespace, user=user, agent=agent, session=session,
+            types=types,
+        )  # fmt: skip
 
 
 class SyncTools:
@@ -59,7 +62,10 @@ class SyncTools:
         agent: str | None = None,
         session: str | None = None,
         namespace: str | None = None,
+        types: Sequence[str] | None = None,
     ) -> SyncTools:
-        """A copy bound to ``user`` / ``agent`` / ``session`` (and ``namespace``)."""
-        bound = self.tools(user=user, agent=agent, session=session, namespace=namespace)
+        """A copy bound to ``user`` / ``agent`` / ``session`` (and ``namespace``, ``types``)."""
+        bound = self.tools(
+            user=user, agent=agent, session=session, namespace=namespace, types=types
+        )
         return SyncTools(bound, self._run)

@@ -267,13 +267,14 @@ def test_the_role_decides_tools_procedures_and_knowledge(
     [turn] = model.chats()
     assert "learn_procedure" not in turn.tools and "record_episode" not in turn.tools
     assert {"recall", "add_to_memory", "update_memory", "list_memories"} <= set(turn.tools)
-    assert "## Learned Procedures and Policies" in turn.system
-    assert "Always answer in French" in turn.system
+    # procedures are off for this agent: the stored one is not injected (reference 004)
+    assert "## Learned Procedures and Policies" not in turn.system
+    assert "Always answer in French" not in turn.system
     assert (
         "## Relevant Knowledge" in turn.system and "Refunds take five working days" in turn.system
     )
     assert turn.system.index(PROMPT) < turn.system.index(MEMORY_GUIDANCE[:20])
-    assert turn.system.index("## Learned Procedures") < turn.system.index("## Relevant Knowledge")
+    assert turn.system.index(MEMORY_GUIDANCE[:20]) < turn.system.index("## Relevant Knowledge")
 
 
 def test_memory_commands_are_answered_without_the_model(
@@ -426,3 +427,54 @@ def test_the_memory_block_is_loaded_once_per_conversation(tmp_path: Path) -> Non
         assert second.startswith(prefix)  # the same bytes: the provider's cache stays warm
         asyncio.run(talk("hello again"))  # a new conversation loads the memory anew
         assert "Lisbon" in model.systems[-1]
+
+
+def test_tiers_that_are_off_do_not_act(tmp_path: Path) -> None:
+    role = load_role(
+        write_role(tmp_path, None, memory={"facts": {"enabled": False},
+                                           "procedural": {"enabled": False}})
+    )  # fmt: skip
+    with store(tmp_path) as m:
+        theirs = m.remember("Sam prefers green tea", user="sam", agent="other-agent").memory
+        m.learn_procedure("Always answer in British English")
+        m.record_episode("Sam asked about the tea shop opening hours", user="sam")
+        model = _RecordingModel()
+        agent = Agent(m.service, role, model, user="sam")
+        assert "recall" in agent.tool_names and "forget" not in agent.tool_names
+        assert not {"remember", "add_to_memory", "learn_procedure"} & set(agent.tool_names)
+
+        async def talk() -> str:
+            await agent.start()
+            await agent.ask("what tea do I like?")
+            assert agent.tools is not None
+            recalled = await agent.tools.call("recall", {"query": "tea", "memory_type": "all"})
+            forgot = await agent.tools.call("forget", {"memory_id": theirs.id})
+            await agent.finish(consolidate=False)
+            return recalled + "\n" + forgot
+
+        out = asyncio.run(talk())
+        (system,) = model.systems
+        assert "## Your Memory" not in system and "Learned Procedures" not in system
+        assert "green tea" not in system and "British English" not in system
+        assert "add_to_memory" not in system and "update_memory" not in system  # guidance
+        assert "tea shop" in out and "green tea" not in out  # episodes only
+        assert "Error: no memory with id" in out  # facts are not this agent's to forget
+        assert m.get(theirs.id).is_current
+
+
+def test_another_agents_memory_can_be_read_not_changed(tmp_path: Path) -> None:
+    with store(tmp_path) as m:
+        theirs = m.remember("The deploy window is Friday", agent="ops-agent", scope="global")
+        theirs = theirs.memory
+        tools = m.tools(agent="support-agent")
+        assert theirs.id in tools.call("recall", {"query": "deploy window"})
+        for name, extra in (
+            ("forget", {}), ("update_memory", {"content": "The deploy window is Monday"}),
+            ("correct_fact", {"content": "The deploy window is Sunday"}), ("confirm_fact", {}),
+        ):  # fmt: skip
+            out = tools.call(name, {"memory_id": theirs.id, **extra})
+            assert out.startswith("Error: memory") and "belongs to agent 'ops-agent'" in out
+        assert m.get(theirs.id).content == "The deploy window is Friday"
+        assert (
+            m.tools(agent="ops-agent").call("forget", {"memory_id": theirs.id}).startswith("Forgot")
+        )

@@ -223,12 +223,15 @@ def test_agent_tools_follow_the_tier_flags() -> None:
     assert agent_tools(None) == []
     assert agent_tools(MemoryConfig()) == list(AGENT_TOOLS)
     no_facts = agent_tools(MemoryConfig.model_validate({"facts": {"enabled": False}}))
-    assert "recall" in no_facts and "forget" in no_facts
+    assert "recall" in no_facts and "forget" not in no_facts
     assert not {"remember", "add_to_memory", "update_memory"} & set(no_facts)
     quiet = MemoryConfig.model_validate(
         {"episodic": {"enabled": False}, "procedural": {"enabled": False}}
     )
     assert not {"record_episode", "learn_procedure"} & set(agent_tools(quiet))
+    off = {"facts": {"enabled": False}, "episodic": {"enabled": False},
+           "procedural": {"enabled": False}}  # fmt: skip
+    assert agent_tools(MemoryConfig.model_validate(off)) == []  # no long-term tier at all
 
 
 def test_model_spec(monkeypatch: pytest.MonkeyPatch) -> None:

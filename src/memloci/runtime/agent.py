@@ -43,7 +43,7 @@ from memloci import validate as v
 from memloci.config import Settings
 from memloci.errors import MemlociError, ValidationError
 from memloci.knowledge import knowledge_block
-from memloci.models import TURN_MAX, EpisodeDetails, ThreadMessage, utcnow
+from memloci.models import TURN_MAX, EpisodeDetails, NodeType, ThreadMessage, utcnow
 from memloci.providers.chat import CHAT_PROVIDERS, ChatModel, ToolCall
 from memloci.providers.llm import LLM
 from memloci.runtime.conversation import (
@@ -76,36 +76,75 @@ FACT_TOOLS = frozenset(
 KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 MODEL_OPTIONS = ("model", "base_url", "api_key_env", "timeout", "max_retries")
 STOPPED = "(Stopped: {n} rounds of memory tool calls without an answer. Please ask again.)"
-MEMORY_GUIDANCE = """\
-## Using your memory
 
-You have long-term memory tools; "Your Memory" below lists what you know, each with an \
-[id:…] handle.
-- New information worth keeping (people, preferences, recurring context): briefly ask \
-whether to remember it, and store it (add_to_memory) only once the user agrees. An \
-explicit request ("remember that…", "from now on…") needs no question.
-- If the user declines, store nothing.
-- Information that changed: update the existing memory (update_memory with its id) \
-without asking, rather than adding a conflicting one.
-- Do not store transient or task-specific details.
-- Search your memory (recall) before answering questions about the user or past work."""
+
+def memory_guidance(tools: list[str]) -> str:
+    """How to use memory, naming only the tools the agent was given ("" without any)."""
+    if not tools:
+        return ""
+    have = set(tools)
+    lines = ["## Using your memory", ""]
+    if have & {"remember", "add_to_memory"}:
+        lines.append(
+            'You have long-term memory tools; "Your Memory" below lists what you know, each '
+            "with an [id:…] handle."
+        )
+        lines.append(
+            "- New information worth keeping (people, preferences, recurring context): "
+            "briefly ask whether to remember it, and store it (add_to_memory) only once the "
+            'user agrees. An explicit request ("remember that…", "from now on…") needs no '
+            "question."
+        )
+        lines.append("- If the user declines, store nothing.")
+    else:
+        lines.append("You have long-term memory tools to look up what you learned before.")
+    if "update_memory" in have:
+        lines.append(
+            "- Information that changed: update the existing memory (update_memory with its "
+            "id) without asking, rather than adding a conflicting one."
+        )
+    if have & {"remember", "add_to_memory", "record_episode", "learn_procedure"}:
+        lines.append("- Do not store transient or task-specific details.")
+    if "recall" in have:
+        lines.append(
+            "- Search your memory (recall) before answering questions about the user or past work."
+        )
+    return "\n".join(lines)
+
+
+MEMORY_GUIDANCE = memory_guidance(list(AGENT_TOOLS))  # every tool given (the default)
 
 
 # ---------------------------------------------------------------------- configuration
 def agent_tools(memory: MemoryConfig | None) -> list[str]:
-    """The tools offered to an agent with this ``memory`` section: none without memory;
-    no fact-writing tools when facts are off, no ``record_episode`` when episodes are
-    off, no ``learn_procedure`` when procedures are off."""
-    if memory is None:
+    """The tools offered to an agent with this ``memory`` section: none without memory
+    or with every long-term tier off; no fact tools (writing, ``forget``) when facts are
+    off, no ``record_episode`` when episodes are off, no ``learn_procedure`` when
+    procedures are off."""
+    if memory is None or not memory_types(memory):
         return []
     off: set[str] = set()
     if not memory.semantic_enabled:
-        off |= FACT_TOOLS
+        off |= FACT_TOOLS | {"forget"}
     if not memory.episodic.enabled:
         off.add("record_episode")
     if not memory.procedural.enabled:
         off.add("learn_procedure")
     return [name for name in AGENT_TOOLS if name not in off]
+
+
+def memory_types(memory: MemoryConfig | None) -> tuple[NodeType, ...]:
+    """The memory types an agent's tools and prompt may use: its enabled tiers."""
+    if memory is None:
+        return ()
+    out: list[NodeType] = []
+    if memory.semantic_enabled:
+        out += [NodeType.SEMANTIC, NodeType.OPINION]
+    if memory.episodic.enabled:
+        out.append(NodeType.EPISODIC)
+    if memory.procedural.enabled:
+        out.append(NodeType.PROCEDURAL)
+    return tuple(out)
 
 
 def tool_specs(names: list[str]) -> list[dict[str, Any]]:
@@ -316,7 +355,7 @@ class Agent:
     def _bind(self, session: str) -> None:
         self.tools = Tools(
             self.service, namespace=self.namespace, user=self.user, agent=self.role.name,
-            session=session,
+            session=session, types=memory_types(self.role.memory),
         )  # fmt: skip
 
     async def finish(
@@ -414,7 +453,7 @@ class Agent:
         """Guidance, the user and the memory block — loaded once per conversation, so the
         prompt's prefix stays byte-identical for the provider's cache (reference 001) —
         then what this message brings up: relevant memories and knowledge."""
-        parts = [MEMORY_GUIDANCE if self.tool_names else ""]
+        parts = [memory_guidance(self.tool_names)]
         dynamic = ""
         mem = self.role.memory
         loaded = self._loaded
@@ -424,7 +463,9 @@ class Agent:
                     namespace=self.namespace, user=self.user, agent=self.role.name,
                     session=self.session,
                 )  # fmt: skip
-                cacheable, dynamic = await self.service.context_parts(text, flt)
+                cacheable, dynamic = await self.service.context_parts(
+                    text, flt, facts=mem.semantic_enabled, procedures=mem.procedural.enabled
+                )
                 if loaded is None:
                     loaded = self._loaded = (self._who(), cacheable)
             except Exception as exc:

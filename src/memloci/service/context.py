@@ -53,19 +53,25 @@ class ContextMixin(ServiceCore):
         return await self._run(self.context_now, prompt, flt, budget=budget)
 
     async def context_parts(
-        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
-    ) -> tuple[str, str]:
+        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None,
+        facts: bool = True, procedures: bool = True,
+    ) -> tuple[str, str]:  # fmt: skip
         """:meth:`context` in two parts: ``(cacheable, dynamic)``. The cacheable part is
-        what a conversation loads once (it changes only when the memory set does)."""
-        return await self._run(self.context_parts_now, prompt, flt, budget=budget)
+        what a conversation loads once (it changes only when the memory set does).
+        ``facts`` / ``procedures`` False: leave that tier out (an agent that has it off)."""
+        return await self._run(
+            self.context_parts_now, prompt, flt, budget=budget, facts=facts,
+            procedures=procedures,
+        )  # fmt: skip
 
     def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
         """:meth:`context` in the caller's thread."""
         return join_parts(*self.context_parts_now(prompt, flt, budget=budget))
 
     def context_parts_now(
-        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
-    ) -> tuple[str, str]:
+        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None,
+        facts: bool = True, procedures: bool = True,
+    ) -> tuple[str, str]:  # fmt: skip
         """:meth:`context_parts` in the caller's thread.
 
         Procedures without trigger conditions are standing instructions (the 20 most
@@ -80,15 +86,24 @@ class ContextMixin(ServiceCore):
         budget = v.limit(
             self.settings.context_budget if budget is None else budget, "budget", 100_000
         )
-        facts = self.store.list_nodes(replace(flt, types=FACT_TYPES), limit=2000, order="category")
-        procedural = replace(flt, types=(NodeType.PROCEDURAL,))
-        known = self.store.list_nodes(procedural, limit=10_000, order="-created")
+        shown = {
+            t for t, on in ((NodeType.SEMANTIC, facts), (NodeType.OPINION, facts),
+                            (NodeType.PROCEDURAL, procedures), (NodeType.EPISODIC, True)) if on
+        }  # fmt: skip
+        known_facts: list[MemoryNode] = []
+        if facts:
+            fact_flt = replace(flt, types=FACT_TYPES)
+            known_facts = self.store.list_nodes(fact_flt, limit=2000, order="category")
+        known: list[MemoryNode] = []
+        if procedures:
+            procedural = replace(flt, types=(NodeType.PROCEDURAL,))
+            known = self.store.list_nodes(procedural, limit=10_000, order="-created")
         procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]  # 20 most recent
         if not (prompt and prompt.strip()):
-            return build_context_parts(facts=facts, procedures=procs, budget=budget)
+            return build_context_parts(facts=known_facts, procedures=procs, budget=budget)
         # a long prompt is searched by its most recent part
         query = prompt.strip()[-v.QUERY_MAX :]
-        hits = self.search_now(query, replace(flt, types=None), k=12)
+        hits = self.search_now(query, replace(flt, types=tuple(sorted(shown))), k=12)
         episodes = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
         evidence = episodes[:EVIDENCE]
         dynamic = None
@@ -96,9 +111,9 @@ class ContextMixin(ServiceCore):
             adaptive = (COMPLEX if is_complex(query) else SIMPLE)["budget"]
             dynamic = max(budget, int(adaptive)) - int(budget * STABLE_SHARE)
         return build_context_parts(
-            facts=facts,
+            facts=known_facts,
             procedures=procs,
-            entities=self._profiles(hits, flt),
+            entities=self._profiles(hits, flt) if facts else [],
             timeline=self._timeline(episodes, flt, exclude={n.id for n in evidence}),
             evidence=evidence,
             relevant=[h.memory for h in hits if h.memory.type in FACT_TYPES],

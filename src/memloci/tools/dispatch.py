@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
@@ -18,6 +18,7 @@ from pydantic_core import ErrorDetails
 
 from memloci import validate as v
 from memloci.errors import MemlociError
+from memloci.models import NodeType
 from memloci.service import MemoryService
 from memloci.tools.defs import TOOLS, ToolDef
 from memloci.tools.handlers import Bound
@@ -28,8 +29,9 @@ logger = logging.getLogger("memloci.tools")
 class Tools:
     """Run agent tools for one caller: ``await tools.call("recall", {"query": "boss"})``.
 
-    ``namespace``, ``user``, ``agent`` and ``session`` are fixed here by the host
-    application and applied to every call; the model cannot change them through
+    ``namespace``, ``user``, ``agent`` and ``session`` (and ``types``: the memory tiers
+    the caller may use, default all) are fixed here by the host application and applied
+    to every call; the model cannot change them through
     arguments (the tools have no such arguments). ``namespace`` defaults to the
     service's. Invalid identities raise :class:`~memloci.errors.ValidationError` here,
     at construction — :meth:`call` itself never raises.
@@ -43,6 +45,7 @@ class Tools:
         user: str | None = None,
         agent: str | None = None,
         session: str | None = None,
+        types: Sequence[NodeType | str] | None = None,
     ) -> None:
         self.service = service
         self.bound = Bound(
@@ -51,6 +54,7 @@ class Tools:
             user=v.ident(user, "user"),
             agent=v.ident(agent, "agent"),
             session=v.ident(session),
+            types=tuple(v.enum(NodeType, t, "type") for t in types) if types is not None else None,
         )
 
     @property

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memloci.errors import NotFoundError
-from memloci.models import EpisodeDetails, MemoryNode, ProcedureType, SearchHit
+from memloci.errors import NotFoundError, PermissionDeniedError
+from memloci.models import EpisodeDetails, MemoryNode, NodeType, ProcedureType, SearchHit
 from memloci.service import MemoryService
 from memloci.storage.base import NodeFilter
 from memloci.tools import render as r
@@ -47,12 +47,29 @@ class Bound:
     agent: str | None = None
     session: str | None = None
 
+    types: tuple[NodeType, ...] | None = None  # the memory tiers this caller may use
+
     def filter(self, **kwargs: Any) -> NodeFilter:
-        """What this caller may see (their memories and shared ones), narrowed by ``kwargs``."""
-        return self.service.filter(
+        """What this caller may see (their memories and shared ones, of its tiers),
+        narrowed by ``kwargs``."""
+        flt = self.service.filter(
             namespace=self.namespace, user=self.user, agent=self.agent, session=self.session,
             **kwargs,
         )  # fmt: skip
+        if self.types is None:
+            return flt
+        allowed = tuple(t for t in (flt.types or self.types) if t in self.types)
+        return replace(flt, types=allowed) if allowed else replace(flt, ids=())
+
+    async def writable(self, memory_id: str) -> MemoryNode:
+        """The memory, if this caller may change it: another agent's memories in a
+        shared namespace can be read, not changed."""
+        node = await self.node(memory_id)
+        if self.agent is not None and node.agent not in (None, self.agent):
+            raise PermissionDeniedError(
+                f"memory {node.id} belongs to agent {node.agent!r}: you can read it, not change it"
+            )
+        return node
 
     async def node(self, memory_id: str) -> MemoryNode:
         """The memory, if this caller may see it (forgotten ones included)."""
@@ -285,7 +302,7 @@ async def add_to_memory(b: Bound, a: AddToMemoryArgs) -> str:
 
 
 async def update_memory(b: Bound, a: UpdateMemoryArgs) -> str:
-    old = await b.node(a.memory_id)
+    old = await b.writable(a.memory_id)
     result = await b.service.update(old.id, a.content, namespace=b.namespace, session=b.session)
     if result.memory.version == old.version:
         return f"No change: {r.ref(old)} already says {r.quote(old.content)}."
@@ -293,7 +310,7 @@ async def update_memory(b: Bound, a: UpdateMemoryArgs) -> str:
 
 
 async def correct_fact(b: Bound, a: CorrectFactArgs) -> str:
-    old = await b.node(a.memory_id)
+    old = await b.writable(a.memory_id)
     new = (await b.service.correct(old.id, a.content, namespace=b.namespace)).memory
     return (
         f"Corrected: {r.ref(new)} replaces {r.ref(old)}: {r.quote(old.content)} → "
@@ -302,7 +319,9 @@ async def correct_fact(b: Bound, a: CorrectFactArgs) -> str:
 
 
 async def confirm_fact(b: Bound, a: MemoryIdArgs) -> str:
-    node = (await b.service.confirm((await b.node(a.memory_id)).id, namespace=b.namespace)).memory
+    node = (
+        await b.service.confirm((await b.writable(a.memory_id)).id, namespace=b.namespace)
+    ).memory
     return (
         f"Confirmed {r.ref(node)}: {r.quote(node.content)} (confidence {node.confidence:.2f}, "
         f"confirmed {node.times_confirmed}x; it no longer fades)."
@@ -310,7 +329,7 @@ async def confirm_fact(b: Bound, a: MemoryIdArgs) -> str:
 
 
 async def forget(b: Bound, a: MemoryIdArgs) -> str:
-    result = await b.service.forget((await b.node(a.memory_id)).id, namespace=b.namespace)
+    result = await b.service.forget((await b.writable(a.memory_id)).id, namespace=b.namespace)
     node = result.memory
     if result.action == "unchanged":
         return f"{r.ref(node)} was already forgotten: {r.quote(node.content)}."
