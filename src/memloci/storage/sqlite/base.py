@@ -28,12 +28,14 @@ IntegrityError = sqlite3.IntegrityError
 OperationalError = sqlite3.OperationalError
 
 
-def _connect(path: str) -> Any:
+def _connect(path: str, busy_timeout: float = 30.0) -> Any:
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+        conn = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
+        )
     except sqlite3.Error as exc:
         raise StorageError(f"cannot open database {path!r}: {exc}") from exc
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     # deleted rows and freed pages are overwritten with zeros (forgotten text leaves the file)
     conn.execute("PRAGMA secure_delete = ON")
@@ -67,8 +69,12 @@ def _split_sql(script: str) -> list[str]:
 class SQLiteBase:
     """Connections, transactions, migrations and store metadata."""
 
-    def __init__(self, path: str | os.PathLike[str] = "memloci.db") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] = "memloci.db", *, busy_timeout: float = 30.0
+    ) -> None:
+        """``busy_timeout``: seconds a write waits for another process's write lock."""
         self.path = str(path)
+        self._busy_timeout = float(busy_timeout)
         self._memory = self.path == ":memory:" or self.path.startswith("file::memory")
         if not self._memory:
             parent = os.path.dirname(os.path.abspath(self.path))
@@ -79,7 +85,7 @@ class SQLiteBase:
         self._tx_thread: int | None = None  # the thread inside the open write transaction
         self._index_in_tx = False  # the vector cache read this transaction's own rows
         self._index_lock = threading.Lock()
-        self._writer = _connect(self.path)
+        self._writer = _connect(self.path, self._busy_timeout)
         self._writer.execute("PRAGMA journal_mode = WAL")
         self._writer.execute("PRAGMA synchronous = NORMAL")
         self._local = threading.local()
@@ -104,7 +110,16 @@ class SQLiteBase:
             if self._depth:  # inside batch(): join the open transaction
                 yield conn
                 return
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                raise StorageError(
+                    f"the database is busy: another process held its write lock for "
+                    f"over {self._busy_timeout:g} s",
+                    hint="retry when the other writer (a long import or purge?) is done",
+                ) from None
             self._depth += 1
             self._tx_thread = threading.get_ident()
             try:
@@ -149,7 +164,7 @@ class SQLiteBase:
             return self._writer
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = _connect(self.path)
+            conn = _connect(self.path, self._busy_timeout)
             conn.execute("PRAGMA query_only = ON")
             self._local.conn = conn
             with self._wlock:
@@ -171,12 +186,27 @@ class SQLiteBase:
             row = c.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
         return row is not None
 
+    def _stored_schema(self) -> int:
+        """The schema version in the file, read without a write lock (0: none yet)."""
+        try:
+            with self._reading() as c:
+                row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except OperationalError:  # no meta table: a new file
+            return 0
+        return int(row[0]) if row else 0
+
     def _migrate(self) -> None:
+        """Bring the schema up to date. Opening an up-to-date file takes no write lock
+        (another process may hold it for long); a due migration takes it, then re-checks
+        the version inside, so concurrent openers migrate once."""
+        scripts = migration_scripts("sqlite")
+        if self._stored_schema() >= max((n for n, _ in scripts), default=0):
+            return
         with self._tx() as c:
             c.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row else 0
-            for number, script in migration_scripts("sqlite"):
+            for number, script in scripts:
                 if number <= current:
                     continue
                 for statement in _split_sql(script):
@@ -212,7 +242,17 @@ class SQLiteBase:
             c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     def bind_embedder(self, model_id: str, dimension: int) -> None:
-        """Record the embedding model; refuse a different one (re-embed to switch)."""
+        """Record the embedding model; refuse a different one (re-embed to switch).
+        A store already bound to this model is not written (no write lock on open)."""
+        with self._reading() as c:
+            known = dict(
+                c.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"
+                ).fetchall()
+            )
+        if known.get("embedding_model") == model_id and known.get("dimension") == str(dimension):
+            self._dim = dimension
+            return
         with self._tx() as c:
             rows = dict(
                 c.execute(
