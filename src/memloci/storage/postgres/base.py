@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from memloci.errors import EmbeddingModelError, MemlociError, StorageError
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import redact_url
+from memloci.storage.postgres.ranking import TermStats
 
 try:
     import psycopg
@@ -61,6 +62,7 @@ class PostgresBase:
         self._local = threading.local()
         self._closed = False
         self._dim: int | None = None
+        self._terms = TermStats()  # full-text N and document frequencies (BM25)
         options = "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100"
         if self.schema is not None:
             options += f" -c search_path={self.schema},public"

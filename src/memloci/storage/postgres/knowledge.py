@@ -4,7 +4,7 @@ Chunk vectors live in ``knowledge_chunks.embedding`` (pgvector, any dimension: r
 filtered by namespace and model before any distance is computed, then scanned exactly;
 knowledge bases are small next to the memories). Full text uses the generated ``fts``
 column (text A, heading B, source title C). Scores are higher-is-better: cosine
-similarity for vectors, ``ts_rank_cd`` for full text.
+similarity for vectors, BM25 on the FTS5 scale for full text.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy.typing as npt
 from memloci.errors import EmbeddingModelError, ValidationError
 from memloci.models import KnowledgeChunk, KnowledgeHit, KnowledgeSource
 from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.tsquery import to_tsquery_sql
 from memloci.storage.rows import dt
 from memloci.storage.sqlfilter import ts
@@ -34,6 +35,8 @@ _HIT_COLS = (
     "c.id, c.text, c.heading, c.source_id, s.path, s.title, c.collection, c.namespace, c.ordinal"
 )
 _HIT_JOIN = "JOIN knowledge_sources s ON s.namespace = c.namespace AND s.id = c.source_id"
+# FTS5 column weights of the SQLite knowledge index: text, heading path, source title
+CHUNK_WEIGHTS = {"A": 1.0, "B": 0.5, "C": 0.3}
 
 
 def _source(row: Any) -> KnowledgeSource:
@@ -179,19 +182,26 @@ class PostgresKnowledge(PostgresBase):
         limit: int,
         collections: Sequence[str] | None = None,
     ) -> list[KnowledgeHit]:
-        """Chunks matching an FTS5-syntax expression, best first (``ts_rank_cd``)."""
+        """Chunks matching an FTS5-syntax expression, best first (BM25, FTS5 scale)."""
         if not match.strip() or not namespaces or collections == []:
             return []
         tsq, tparams = to_tsquery_sql(match)
         where, params = self._scope(namespaces, collections)
         with self._reading() as c:
+            found = ranked(
+                c, self._terms, table="knowledge_chunks", key="seq", tsq=tsq,
+                tparams=tparams, texts=tparams, where=where.replace("c.", "n."),
+                params=params, limit=limit, weights=CHUNK_WEIGHTS,
+            )  # fmt: skip
+            if not found:
+                return []
             rows = c.execute(
-                f"SELECT {_HIT_COLS}, ts_rank_cd('{{0.1, 0.3, 0.5, 1.0}}', c.fts, x.q, 1) AS r"
-                f" FROM knowledge_chunks c CROSS JOIN (SELECT {tsq} AS q) x {_HIT_JOIN}"
-                f" WHERE c.fts @@ x.q AND {where} ORDER BY r DESC, c.seq LIMIT %s",
-                [*tparams, *params, limit],
+                f"SELECT c.seq, {_HIT_COLS} FROM knowledge_chunks c {_HIT_JOIN}"
+                " WHERE c.seq = ANY(%s)",
+                ([seq for seq, _ in found],),
             ).fetchall()
-        return [_hit(r, float(r[-1]), "fulltext") for r in rows]
+        by_seq = {r[0]: r[1:] for r in rows}
+        return [_hit(by_seq[seq], score, "fulltext") for seq, score in found if seq in by_seq]
 
     def knowledge_vector_search(
         self,

@@ -1,11 +1,12 @@
 """PostgreSQL search primitives and the embedding slow path (layer: storage).
 
-Scores are higher-is-better: full text returns ``ts_rank_cd`` over the weighted
+Scores are higher-is-better: full text returns BM25 on the FTS5 scale over the weighted
 ``nodes.fts`` vector (content and key + subject A, previous turn and date words B,
-speaker C, next turn D; length-normalised), vectors return cosine similarity from the
-pgvector HNSW index (iterative scans on, so a filtered search still fills its limit),
-key search returns 1.0 / 0.8 / 0.6 for exact / prefix / contained. Nothing is cached
-in the process: a write by any server is seen by the next search of every other one.
+speaker C, next turn D; see :mod:`memloci.storage.postgres.ranking`), vectors return
+cosine similarity from the pgvector HNSW index (iterative scans on, so a filtered search
+still fills its limit), key search returns 1.0 / 0.8 / 0.6 for exact / prefix /
+contained. No rows are cached in the process: a write by any server is seen by the next
+search of every other one.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import numpy.typing as npt
 from memloci.errors import EmbeddingModelError
 from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.tsquery import to_tsquery_sql
 from memloci.storage.sqlfilter import filter_sql
 
-# ts_rank_cd weights {D, C, B, A}: next turn, speaker, previous turn + dates, content + keys
-# (the FTS5 column weights 0.25, 0.4, 0.5, 1.0 of the SQLite store); 1 = divide the rank
-# by 1 + log(document length), as bm25 favours the shorter of two equal matches
-RANK = "ts_rank_cd('{0.25, 0.4, 0.5, 1.0}', n.fts, x.q, 1)"
+# column weights of the FTS5 index, by tsvector weight letter: A content + key/subject,
+# B previous turn + date words, C speaker, D next turn
+NODE_WEIGHTS = {"A": 1.0, "B": 0.5, "C": 0.4, "D": 0.25}
 
 
 def _f32(value: object) -> bytes:
@@ -103,17 +104,16 @@ class PostgresSearch(PostgresBase):
 
     # ------------------------------------------------------------------ full text
     def fulltext(self, flt: NodeFilter, match: str, limit: int) -> list[tuple[str, float]]:
-        if not match.strip() or not flt.namespaces:
+        if not match.strip() or not flt.namespaces or limit < 1:
             return []
         tsq, tparams = to_tsquery_sql(match)
         where, params = filter_sql(flt, ph="%s")
         with self._reading() as c:
-            rows = c.execute(
-                f"SELECT n.id, {RANK} AS r FROM nodes n CROSS JOIN (SELECT {tsq} AS q) x"
-                f" WHERE n.fts @@ x.q AND {where} ORDER BY r DESC, n.seq LIMIT %s",
-                [*tparams, *params, limit],
-            ).fetchall()
-        return [(r[0], float(r[1])) for r in rows]
+            found = ranked(
+                c, self._terms, table="nodes", key="id", tsq=tsq, tparams=tparams,
+                texts=tparams, where=where, params=params, limit=limit, weights=NODE_WEIGHTS,
+            )  # fmt: skip
+        return [(str(i), s) for i, s in found]
 
     # ------------------------------------------------------------------ keys
     def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:

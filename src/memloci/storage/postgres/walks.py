@@ -14,8 +14,9 @@ from memloci.errors import ValidationError
 from memloci.models import Entity
 from memloci.storage.base import NodeFilter
 from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.records import ENTITY_COLS, entity_from_row
-from memloci.storage.postgres.search import RANK
+from memloci.storage.postgres.search import NODE_WEIGHTS
 from memloci.storage.postgres.tsquery import to_tsquery_sql
 from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite.walks import _grams
@@ -118,7 +119,7 @@ class PostgresWalks(PostgresBase):
         self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
     ) -> list[tuple[str, float]]:
         """Nodes visible through ``flt`` linked to any of ``entity_ids``, ranked by the
-        match (``ts_rank_cd``, higher is better); an empty match ranks newest first
+        match (BM25 on the FTS5 scale, higher is better); an empty match ranks newest first
         (score 0); a match that does not parse finds nothing."""
         if not entity_ids or not flt.namespaces:
             return []
@@ -137,15 +138,15 @@ class PostgresWalks(PostgresBase):
             tsq, tparams = to_tsquery_sql(match)
         except ValidationError:
             return []
+        where += " AND EXISTS (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
+        where += " AND ne.entity_id = ANY(%s))"
         with self._reading() as c:
-            rows = c.execute(
-                f"SELECT n.id, {RANK} AS r FROM nodes n CROSS JOIN (SELECT {tsq} AS q) x"
-                f" WHERE n.fts @@ x.q AND {where} AND EXISTS (SELECT 1 FROM node_entities ne"
-                " WHERE ne.node_id = n.id AND ne.entity_id = ANY(%s))"
-                " ORDER BY r DESC, n.seq LIMIT %s",
-                [*tparams, *params, ids, limit],
-            ).fetchall()
-        return [(r[0], float(r[1])) for r in rows]
+            found = ranked(
+                c, self._terms, table="nodes", key="id", tsq=tsq, tparams=tparams,
+                texts=tparams, where=where, params=[*params, ids], limit=limit,
+                weights=NODE_WEIGHTS,
+            )  # fmt: skip
+        return [(str(i), s) for i, s in found]
 
     def entity_neighbours(
         self, flt: NodeFilter, node_ids: Sequence[str], *, max_links: int, limit: int = 200

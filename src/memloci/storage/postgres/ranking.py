@@ -1,0 +1,152 @@
+"""BM25 over PostgreSQL ``tsvector`` columns (layer: storage).
+
+The retrieval layer reads full-text scores on the FTS5 ``-bm25`` scale (its fusion divides
+by the best score plus one "idf unit", and counts on IDF to make a word found in most
+memories worth almost nothing). ``ts_rank_cd`` has no IDF and a different scale, so the
+PostgreSQL store ranks like FTS5 instead:
+
+1. candidates: for each query lexeme, the best rows holding it (``ts_rank_cd`` order),
+   plus the best rows for the whole query; rows must match the whole query (``@@``),
+   pass the caller's SQL filter, and are bounded in number;
+2. score: Okapi BM25 as FTS5 computes it — ``idf = ln((N − df + 0.5) / (df + 0.5))``
+   (at least 1e-6) over the whole table, term frequency weighted by the column weight
+   of each occurrence (the tsvector weight letters A–D), ``k1 = 1.2``, ``b = 0.75``,
+   document length = tokens in the row.
+
+``N`` and per-lexeme document frequencies are counted through the GIN index and cached
+per process for a minute (they drift slowly; a cached figure only nudges scores, never
+hides or shows a row).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+K1, B = 1.2, 0.75
+STATS_TTL = 60.0  # seconds a count of rows / of rows holding a lexeme is reused
+PER_LEXEME = 50  # candidates per query lexeme (and for the whole query), at least
+
+
+class TermStats:
+    """Cached ``N`` and document frequencies per (table, lexeme); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def get(self, c: Any, table: str, lexemes: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """``(rows in table, {lexeme: rows holding it})``, counted or cached."""
+        now = time.monotonic()
+        with self._lock:
+            known = {
+                key: value
+                for key in [(table, ""), *((table, lx) for lx in lexemes)]
+                if (value := self._values.get(key)) is not None and now - value[0] < STATS_TTL
+            }
+        missing = [lx for lx in lexemes if (table, lx) not in known]
+        fresh: dict[tuple[str, str], int] = {}
+        if (table, "") not in known:  # the planner's estimate on big tables, else a count
+            fresh[(table, "")] = int(
+                c.execute(
+                    f"SELECT CASE WHEN reltuples > 100000 THEN reltuples::bigint"
+                    f" ELSE (SELECT count(*) FROM {table}) END FROM pg_class"
+                    f" WHERE oid = '{table}'::regclass"
+                ).fetchone()[0]
+            )
+        if missing:
+            for lexeme, df in c.execute(
+                f"SELECT l, (SELECT count(*) FROM {table} WHERE fts @@ quote_literal(l)::tsquery)"
+                " FROM unnest(%s::text[]) l",
+                (missing,),
+            ).fetchall():
+                fresh[(table, lexeme)] = int(df)
+        with self._lock:
+            for fkey, count in fresh.items():
+                self._values[fkey] = (now, count)
+            if len(self._values) > 50_000:  # bounded: forget everything, recount lazily
+                self._values.clear()
+        counts = {k: v[1] for k, v in known.items()} | fresh
+        return counts[(table, "")], {lx: counts[(table, lx)] for lx in lexemes}
+
+
+def bm25(
+    *,
+    hits: Sequence[tuple[str, ...]],
+    length: int,
+    avg_length: float,
+    idf: Mapping[str, float],
+    weights: Mapping[str, float],
+) -> float:
+    """BM25 of one row: ``hits`` = (lexeme, weight letters of its occurrences)."""
+    norm = K1 * (1 - B + B * length / max(avg_length, 1e-9))
+    score = 0.0
+    for lexeme, letters in hits:  # letters: one weight letter per occurrence
+        tf = sum(weights.get(letter, 0.0) for letter in letters)
+        if tf > 0:
+            score += idf.get(lexeme, 0.0) * tf * (K1 + 1) / (tf + norm)
+    return score
+
+
+def idf_of(total: int, df: int) -> float:
+    """FTS5's IDF (never below 1e-6)."""
+    return max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
+
+
+def ranked(
+    c: Any,
+    stats: TermStats,
+    *,
+    table: str,
+    key: str,
+    tsq: str,
+    tparams: Sequence[Any],
+    texts: Sequence[str],
+    where: str,
+    params: Sequence[Any],
+    limit: int,
+    weights: Mapping[str, float],
+) -> list[tuple[Any, float]]:
+    """``(n.<key>, bm25)`` of the best ``limit`` rows of ``table`` (alias ``n``, with a
+    ``fts`` tsvector and a unique ``seq``) that match the tsquery ``tsq`` and pass
+    ``where``; best first (ties: older rows first). See the module docstring."""
+    lexemes = [
+        str(r[0])
+        for r in c.execute(
+            "SELECT DISTINCT lexeme FROM unnest(to_tsvector('memloci', %s)) ORDER BY 1",
+            (" ".join(texts),),
+        ).fetchall()
+    ]
+    per = max(PER_LEXEME, 2 * limit)
+    w = "'{" + ", ".join(str(weights.get(x, 0.0)) for x in "DCBA") + "}'"
+    one = "quote_literal(l)::tsquery"
+    rows = c.execute(
+        f"WITH q AS (SELECT {tsq} AS q),"
+        f" per AS (SELECT k.seq FROM unnest(%s::text[]) l CROSS JOIN LATERAL"
+        f"  (SELECT n.seq FROM {table} n WHERE n.fts @@ {one} AND {where}"
+        f"   ORDER BY ts_rank_cd({w}, n.fts, {one}, 1) DESC, n.seq LIMIT %s) k),"
+        f" whole AS (SELECT n.seq FROM {table} n, q WHERE n.fts @@ q.q AND {where}"
+        f"  ORDER BY ts_rank_cd({w}, n.fts, q.q, 1) DESC, n.seq LIMIT %s),"
+        " cand AS (SELECT seq FROM per UNION SELECT seq FROM whole)"
+        f" SELECT n.{key}, n.seq,"
+        " (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(n.fts) u),"
+        " (SELECT coalesce(array_agg(u.lexeme || ':' || array_to_string(u.weights, '')),"
+        "  '{}') FROM unnest(n.fts) u WHERE u.lexeme = ANY(%s))"
+        f" FROM {table} n JOIN cand ON cand.seq = n.seq, q WHERE n.fts @@ q.q",
+        [*tparams, lexemes, *params, per, *params, per, lexemes],
+    ).fetchall()
+    if not rows:
+        return []
+    total, dfs = stats.get(c, table, lexemes)
+    idf = {lx: idf_of(max(total, 1), df) for lx, df in dfs.items()}
+    avg = sum(int(r[2]) for r in rows) / len(rows)
+    scored: list[tuple[float, int, Any]] = []
+    for ident, seq, length, hits in rows:
+        parsed = [tuple(h.rsplit(":", 1)) for h in hits]
+        score = bm25(hits=parsed, length=int(length), avg_length=avg, idf=idf, weights=weights)
+        scored.append((-score, int(seq), ident))
+    scored.sort()
+    return [(ident, -neg) for neg, _seq, ident in scored[:limit]]
