@@ -172,7 +172,9 @@ class Route:
 
     @property
     def destructive(self) -> bool:
-        return self.method == "DELETE" or self.path.endswith(("batch-delete/", "/merge"))
+        """Removes records (run last, each on fresh records of its own)."""
+        ends = ("batch-delete", "/merge", "/forget", "/purge")
+        return self.method == "DELETE" or self.path.rstrip("/").endswith(ends)
 
     @property
     def takes_ids(self) -> bool:
