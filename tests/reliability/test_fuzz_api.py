@@ -41,10 +41,14 @@ def _schemathesis() -> str:
     return str(exe)
 
 
+REVOKE = "revoke_key_api_v1_keys__key_id__delete"  # operationId of DELETE /api/v1/keys/{key_id}
+
+
 def test_fuzz_every_operation_with_every_check(mem: Memory, tmp_path: Path) -> None:
     mem.remember("Sam prefers green tea", user="sam", category="preference")
     mem.record_episode("Sam asked about the garden", user="sam")
     _, admin = mem._call(mem.service.create_key("fuzz", ["*"], admin=True))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
     with running(mem.service) as base:
         args = [
             _schemathesis(), "run", f"{base}/openapi.json", "--checks", "all",
@@ -52,12 +56,15 @@ def test_fuzz_every_operation_with_every_check(mem: Memory, tmp_path: Path) -> N
             "--phases", "examples,coverage,fuzzing", "--max-examples", str(CASES),
             "--workers", "1", "--generation-database", "none", "--no-color",
             "--header", f"Authorization: Bearer {admin}", "--request-timeout", "30",
-            "--max-failures", "50", "--report", "ndjson", "--report-dir", str(tmp_path),
+            "--max-failures", "50",
         ]  # fmt: skip
         if SEED:
             args += ["--seed", SEED]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
-        done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
-    summary = done.stdout[-6000:]
-    assert done.returncode == 0, summary
-    assert "No issues found" in done.stdout or " passed" in done.stdout, summary
+        # revoking keys last: the fuzzer learns key ids from responses and would revoke
+        # its own key, leaving every later case a 401
+        for selection in (["--exclude-operation-id", REVOKE], ["--include-operation-id", REVOKE]):
+            done = subprocess.run(
+                [*args, *selection], capture_output=True, text=True, env=env, timeout=1800
+            )
+            assert done.returncode == 0, done.stdout[-6000:]
+            assert "Authentication failed" not in done.stdout, done.stdout[-3000:]
