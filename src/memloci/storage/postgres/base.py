@@ -97,9 +97,12 @@ class PostgresBase:
             raise
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             text = redact_url(str(exc).strip()).replace(self._secret_url, self.url)
+            down = isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout)
             raise StorageError(
                 f"{doing} ({self.url}): {text}",
-                hint="check that the PostgreSQL server is up and the URL is right",
+                hint="check that the PostgreSQL server is up and the URL is right"
+                if down
+                else None,
             ) from None
 
     def _bootstrap(self) -> None:

@@ -147,13 +147,20 @@ class PostgresSearch(PostgresBase):
             )
         q = np.ascontiguousarray(query, dtype=np.float32)
         where, params = filter_sql(flt, ph="%s")
+        sql = (
+            "SELECT n.id, n.embedding <=> %s AS d FROM nodes n"
+            f" WHERE n.embedding IS NOT NULL AND n.embedded > 0 AND {where}"
+            " ORDER BY {order} LIMIT %s"
+        )
         with self._reading() as c:
-            rows = c.execute(
-                "SELECT n.id, n.embedding <=> %s AS d FROM nodes n"
-                f" WHERE n.embedding IS NOT NULL AND n.embedded > 0 AND {where}"
-                " ORDER BY n.embedding <=> %s LIMIT %s",
-                [q, *params, q, limit],
-            ).fetchall()
+            rows = c.execute(sql.format(order="n.embedding <=> %s"), [q, *params, q, limit])
+            rows = rows.fetchall()
+            if len(rows) < limit:
+                # an index scan stops after hnsw.max_scan_tuples: when a selective filter
+                # (one user in a big namespace) left it short, rank the filtered rows
+                # exactly ("+ 0" keeps the planner off the HNSW index)
+                exact = sql.format(order="(n.embedding <=> %s) + 0")
+                rows = c.execute(exact, [q, *params, q, limit]).fetchall()
         # relaxed_order iterative scans may return neighbours slightly out of order
         out = [(r[0], 1.0 - float(r[1])) for r in rows]
         out.sort(key=lambda r: -r[1])
