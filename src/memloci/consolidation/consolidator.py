@@ -63,12 +63,15 @@ FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 
 class ConsolidationReport(BaseModel):
     """What a consolidation run did. ``failed`` maps a session to the error that left it
-    pending; ``skipped`` sessions had nothing pending (or another run took them)."""
+    pending; ``skipped`` sessions had nothing pending (or another run took them);
+    ``partial`` sessions (also in ``sessions``) still have episodes pending because the
+    run's ``max_episodes`` was reached."""
 
     namespace: str
     extractor: str = ""
     sessions: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    partial: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)
     episodes: int = 0
     created: list[str] = Field(default_factory=list)
@@ -82,6 +85,7 @@ class ConsolidationReport(BaseModel):
         """Add another namespace's or run's counts to this one."""
         self.sessions += other.sessions
         self.skipped += other.skipped
+        self.partial += other.partial
         self.failed.update(other.failed)
         self.created += other.created
         self.superseded += other.superseded
@@ -123,18 +127,23 @@ class Consolidator:
 
     def run(
         self, namespace: str, sessions: Sequence[str], *,
-        keep_going: Callable[[], bool] | None = None,
+        keep_going: Callable[[], bool] | None = None, max_episodes: int | None = None,
     ) -> ConsolidationReport:  # fmt: skip
         """Consolidate these sessions; errors are reported per session, never raised.
-        ``keep_going()`` is asked before each session (maintenance renews its lock)."""
+        ``keep_going()`` is asked before each session (maintenance renews its lock).
+        ``max_episodes`` caps the episodes read in this run (oldest first); what is left
+        stays pending for the next run."""
         report = ConsolidationReport(
             namespace=namespace, extractor=getattr(self.extractor, "name", "")
         )
         for session in sessions:
             if keep_going is not None and not keep_going():
                 break
+            if max_episodes is not None and report.episodes >= max_episodes:
+                break
+            left = None if max_episodes is None else max_episodes - report.episodes
             try:
-                done = self.session(namespace, session, report)
+                done = self.session(namespace, session, report, max_episodes=left)
             except SessionTaken:
                 report.skipped.append(session)
             except Exception as exc:  # the extractor is third-party code: contain it
@@ -145,20 +154,35 @@ class Consolidator:
                 (report.sessions if done else report.skipped).append(session)
         return report
 
-    def session(self, namespace: str, session: str, report: ConsolidationReport) -> bool:
-        """Consolidate one session's pending episodes; False when none were pending."""
-        batches = 0
+    def session(
+        self, namespace: str, session: str, report: ConsolidationReport, *,
+        max_episodes: int | None = None,
+    ) -> bool:  # fmt: skip
+        """Consolidate one session's pending episodes (at most ``max_episodes``); False
+        when none were pending. A session cut short by ``max_episodes`` is listed in
+        ``report.partial`` and stays pending."""
+        batches, left = 0, max_episodes
         while batches < MAX_BATCHES:
-            episodes = self.store.session_episodes(namespace, session, limit=EPISODE_BATCH)
+            room = EPISODE_BATCH if left is None else min(EPISODE_BATCH, left)
+            if room <= 0:
+                report.partial.append(session)
+                break
+            if left is None:
+                episodes = self.store.session_episodes(namespace, session, limit=room)
+                more = len(episodes) == room  # maybe: the next read tells
+            else:  # read one more to know whether the session ends within the budget
+                episodes = self.store.session_episodes(namespace, session, limit=room + 1)
+                more, episodes = len(episodes) > room, episodes[:room]
             if not episodes:
                 if batches:  # the last batch was full: record the session on its own
                     now = utcnow()
                     self.store.finish_session(namespace, session, user=None, agent=None, now=now)
                 break
-            full = len(episodes) == EPISODE_BATCH
-            self._batch(namespace, session, episodes, report, last=not full)
+            self._batch(namespace, session, episodes, report, last=not more)
             batches += 1
-            if not full:
+            if left is not None:
+                left -= len(episodes)
+            if not more:
                 break
         return batches > 0
 

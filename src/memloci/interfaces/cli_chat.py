@@ -11,18 +11,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
+import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-import pydantic
 import typer
 from rich.text import Text
 
 from memloci.config import Settings
 from memloci.consolidation.consolidator import ConsolidationReport
-from memloci.errors import MemlociError, ValidationError
+from memloci.errors import MemlociError
 from memloci.interfaces.chat_commands import answer_memory_command
-from memloci.interfaces.cli_common import err, examples, interactive, note, out, report_error
+from memloci.interfaces.cli_common import (
+    err,
+    examples,
+    interactive,
+    note,
+    out,
+    report_error,
+    role_settings,
+)
 from memloci.providers.chat import load_chat_model
 from memloci.runtime.agent import Agent, ModelSpec, Reply, ToolRun, memory_command_handler
 from memloci.runtime.agent import model_spec as resolve_model
@@ -107,28 +115,19 @@ def chat(
                 warn=lambda line: err.print(Text(line, style="yellow"), soft_wrap=True),
             )  # fmt: skip
             session = runner.run(bot.start(resume=resume))
+            retry = _retry_command(role_file, db, agent)
             if prompt is not None:
-                _one_shot(runner, bot, prompt)
+                _one_shot(runner, bot, prompt, retry)
             else:
-                _repl(runner, bot, spec, session)
+                _repl(runner, bot, spec, session, retry)
         finally:
             runner.run(memory.aclose())
             model.close()
 
 
 def _settings(role: Role, db: str | None) -> Settings:
-    overrides: dict[str, Any] = role.to_settings()
-    if db is not None:
-        overrides["path"] = db
-    try:
-        return Settings(**overrides)
-    except pydantic.ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(p) for p in problem["loc"]) or "settings"
-        raise ValidationError(
-            f"invalid setting {where}: {problem['msg']}",
-            hint="check the role file, --db and MEMLOCI_* environment variables",
-        ) from None
+    """The role's settings (its store folder is created when missing), ``--db`` on top."""
+    return role_settings(role, db)
 
 
 async def _open(settings: Settings) -> AsyncMemory:
@@ -136,7 +135,17 @@ async def _open(settings: Settings) -> AsyncMemory:
 
 
 # ---------------------------------------------------------------------- one run
-def _one_shot(runner: asyncio.Runner, bot: Agent, prompt: str) -> None:
+def _retry_command(role_file: Path, db: str | None, agent: str | None) -> str:
+    """The command that consolidates this role's pending sessions, as the user can type it."""
+    words = ["memloci", "memory", "consolidate", str(role_file)]
+    if db is not None:
+        words += ["--db", db]
+    if agent is not None:
+        words += ["--agent", agent]
+    return shlex.join(words)
+
+
+def _one_shot(runner: asyncio.Runner, bot: Agent, prompt: str, retry: str) -> None:
     """Answer ``prompt`` on stdout, then record the run's episode and consolidate."""
     try:
         reply = runner.run(bot.ask(prompt))
@@ -144,11 +153,11 @@ def _one_shot(runner: asyncio.Runner, bot: Agent, prompt: str) -> None:
         runner.run(bot.finish(autonomous=True, consolidate=False))
         raise
     typer.echo(reply.text)
-    _show_consolidation(runner.run(bot.finish(autonomous=True)))
+    _show_consolidation(runner.run(bot.finish(autonomous=True)), retry)
 
 
 # ---------------------------------------------------------------------- the REPL
-def _repl(runner: asyncio.Runner, bot: Agent, spec: ModelSpec, session: str) -> None:
+def _repl(runner: asyncio.Runner, bot: Agent, spec: ModelSpec, session: str, retry: str) -> None:
     """Read, answer, repeat; ``exit`` / ``quit`` / Ctrl-D / Ctrl-C end the session."""
     kept = len(bot.conversation.window().messages) if bot.conversation else 0
     how = f"resumed session {session} ({kept} messages)" if kept else f"session {session}"
@@ -185,7 +194,7 @@ def _repl(runner: asyncio.Runner, bot: Agent, spec: ModelSpec, session: str) -> 
             continue
         _show_reply(reply)
     note("Ending the session…")
-    _show_consolidation(runner.run(bot.finish()))
+    _show_consolidation(runner.run(bot.finish()), retry)
 
 
 def _show_reply(reply: Reply) -> None:
@@ -203,7 +212,7 @@ def _show_tool(run: ToolRun) -> None:
     err.print(Text(f"  [{run.name}] {first}", style=style), soft_wrap=True)
 
 
-def _show_consolidation(report: ConsolidationReport | None) -> None:
+def _show_consolidation(report: ConsolidationReport | None, retry: str) -> None:
     if report is None:
         return
     if report.sessions:
@@ -216,7 +225,7 @@ def _show_consolidation(report: ConsolidationReport | None) -> None:
         first = next(iter(report.failed.values()))
         err.print(
             Text(f"memloci: consolidation left {len(report.failed)} session(s) pending ({first}); "
-                 "`memloci memory consolidate` retries", style="yellow"),
+                 f"`{retry}` retries", style="yellow"),
             soft_wrap=True,
         )  # fmt: skip
 

@@ -35,6 +35,7 @@ from typer.exceptions import TyperException
 from memloci.config import Settings
 from memloci.errors import MemlociError, NotFoundError, ValidationError
 from memloci.models import MemoryNode, NodeType, SearchHit, StoreStats
+from memloci.runtime.role import Role, load_role
 from memloci.sdk import Memory
 from memloci.storage.location import is_database_url
 
@@ -85,8 +86,20 @@ JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON to stdout, nothing else.")
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", "-f", "--yes", "-y", help="Do not ask for confirmation.")
+]
 UserOpt = Annotated[str | None, typer.Option("--user", "-u", help="User id.")]
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Memory id (8 letters/digits).")]
+RoleArg = Annotated[
+    Path | None,
+    typer.Argument(
+        metavar="[ROLE]",
+        help="A role file (role.yaml): use its memory.store_path and namespace, as --db and "
+        "-n would (both still override it).",
+        show_default=False,
+    ),
+]
 
 
 def examples(*lines: str) -> str:
@@ -106,12 +119,16 @@ class GuardedGroup(TyperGroup):
 
     A :class:`MemlociError` exits with its ``exit_code`` and never shows a traceback;
     anything unexpected exits 1 with a short message (traceback when ``MEMLOCI_DEBUG=1``).
+    A closed stdout (EPIPE, e.g. ``memloci memory consolidate --help | head -1``) is left
+    to click's main, which exits 1 without a message.
     """
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, TyperException):
+            raise
+        except BrokenPipeError:  # `memloci … | head`: the reader left; click exits quietly
             raise
         except MemlociError as exc:
             report_error(exc.message, exc.hint)
@@ -150,7 +167,7 @@ def interactive() -> bool:
 def confirm_or_refuse(question: str, refusal: str) -> None:
     """Ask on a terminal; refuse (exit 2) when nobody can answer. Exits 1 on "no"."""
     if not interactive():
-        raise ValidationError(refusal, hint="pass --yes to confirm non-interactively")
+        raise ValidationError(refusal, hint="pass --yes (or --force) to confirm non-interactively")
     if not typer.confirm(question, default=False, err=True):
         err.print("Cancelled; nothing changed.")
         raise typer.Exit(1)
@@ -177,6 +194,52 @@ def settings_for(db: str | None, namespace: str | None, embedder: EmbedderName |
         ) from None
 
 
+def role_settings(
+    role: Role,
+    db: str | None = None,
+    namespace: str | None = None,
+    embedder: EmbedderName | None = None,
+    *,
+    with_model: bool = False,
+) -> Settings:
+    """Settings from a role file (store path, namespace, embedder, caps, model), with the
+    command line on top. ``with_model`` sets the role's model as the consolidation LLM
+    even when the role's automatic consolidation is off. A role ``store_path`` whose
+    folder does not exist gets it created (reference 004), so a new agent's first run
+    works."""
+    overrides: dict[str, Any] = role.to_settings()
+    if with_model and "llm" not in overrides and (llm := role.consolidation_llm()):
+        overrides["llm"], overrides["llm_options"] = llm
+    for key, value in (("path", db), ("namespace", namespace)):
+        if value is not None:
+            overrides[key] = value
+    if embedder is not None:
+        overrides["embedder"], overrides["embedder_options"] = embedder.value, {}
+    try:
+        settings = Settings(**overrides)
+    except pydantic.ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"]) or "settings"
+        raise ValidationError(
+            f"invalid setting {where}: {problem['msg']}",
+            hint="check the role file, the command-line options and MEMLOCI_* variables",
+        ) from None
+    if db is None and role.store_path is not None and _local(role.store_path):
+        folder = Path(role.store_path).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValidationError(
+                f"cannot create the folder {folder} of memory.store_path: {exc.strerror or exc}",
+                hint="check memory.store_path in the role file",
+            ) from None
+    return settings
+
+
+def _local(path: str) -> bool:
+    return not is_database_url(path) and path != ":memory:"
+
+
 def open_memory(
     db: str | None,
     namespace: str | None,
@@ -184,14 +247,26 @@ def open_memory(
     *,
     must_exist: bool = False,
     reembed: bool = False,
+    role: Role | Path | None = None,
+    settings: Settings | None = None,
 ) -> Memory:
-    """Open the store through the SDK; ``must_exist`` refuses to create a new file."""
-    settings = settings_for(db, namespace, embedder)
-    local = not is_database_url(settings.path) and settings.path != ":memory:"
+    """Open the store through the SDK; ``must_exist`` refuses to create a new file.
+    With ``role`` (a role file or a loaded role), its store and namespace are the
+    defaults that ``db`` and ``namespace`` override; ``settings`` are used as given."""
+    if isinstance(role, Path):
+        role = load_role(role)
+    if settings is None and role is not None:
+        settings = role_settings(role, db, namespace, embedder)
+    elif settings is None:
+        settings = settings_for(db, namespace, embedder)
+    local = _local(settings.path)
     if must_exist and local and not Path(settings.path).exists():
         raise NotFoundError(
             f"no memory store at {settings.path}",
-            hint="check --db / MEMLOCI_PATH, or create one with `memloci memory add` "
+            hint="check the role's memory.store_path, --db or MEMLOCI_PATH, or create one "
+            "with `memloci memory add`, `memloci chat ROLE` or `memloci demo --db PATH`"
+            if role is not None
+            else "check --db / MEMLOCI_PATH, or create one with `memloci memory add` "
             "or `memloci demo --db PATH`",
         )
     return Memory(settings=settings, embedder=settings.embedder, reembed=reembed)

@@ -7,18 +7,23 @@ into facts, maintenance runs the nightly job now. Registered by :mod:`memloci.in
 from __future__ import annotations
 
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from memloci.config import Settings
 from memloci.consolidation.consolidator import ConsolidationReport
 from memloci.consolidation.maintenance import MaintenanceReport
+from memloci.consolidation.rules import RuleExtractor
+from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
     DbOpt,
     EmbOpt,
     JsonOpt,
     NsOpt,
+    RoleArg,
     UserOpt,
     emit_json,
     err,
@@ -27,30 +32,64 @@ from memloci.interfaces.cli_common import (
     open_memory,
     out,
     progress_bar,
+    role_settings,
     say,
 )
+from memloci.runtime.agent import model_spec
+from memloci.runtime.role import Role, load_role
 
 CONSOLIDATE_EXAMPLES = examples(
+    "memloci memory consolidate role.yaml",
     "memloci memory consolidate",
     "memloci memory consolidate --session s1",
     "memloci memory consolidate --user sam --json",
+    "memloci memory consolidate role.yaml --rules",
 )
 MAINTAIN_EXAMPLES = examples("memloci maintain", "memloci maintain --db team.db --json")
 
 
 def consolidate(
+    role_file: RoleArg = None,
     session: Annotated[
         str | None, typer.Option("--session", "-s", help="Only this session.")
     ] = None,
     user: UserOpt = None,
+    rules: Annotated[
+        bool,
+        typer.Option(
+            "--rules",
+            help="Use the offline rule extractor even when a model is set (the default "
+            "without a role file and without MEMLOCI_LLM).",
+        ),
+    ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent", help="The agent, when the role file lists several.", show_default=False
+        ),
+    ] = None,
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Turn pending conversation sessions into facts, opinions and procedures."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    """Turn pending conversation sessions into facts, opinions and procedures.
+
+    With a role file: its store and namespace, its model as the extractor (the one
+    `memloci chat` uses, or consolidation.model_override) and at most
+    consolidation.max_episodes_per_run episodes, oldest first."""
+    if agent is not None and role_file is None:
+        raise ValidationError("--agent picks an agent of a role file; give the role file first")
+    role = load_role(role_file, agent=agent) if role_file is not None else None
+    cap: int | None = None
+    settings: Settings | None = None
+    if role is not None:
+        settings = role_settings(role, db, namespace, embedder, with_model=True)
+        _use_role_model(role, settings, role_file, rules)
+        cap = role.memory.consolidation.max_episodes_per_run if role.memory else None
+    with open_memory(db, namespace, embedder, must_exist=True, role=role, settings=settings) as m:
         service, ns = m.service, m.settings.namespace
+        extractor = RuleExtractor() if rules else None
         if session is not None:
             sessions = [session]
         else:
@@ -61,11 +100,17 @@ def consolidate(
         with progress_bar(quiet=as_json or len(sessions) < 2) as bar:
             task = bar.add_task("Consolidating", total=len(sessions))
             for sid in sessions:
-                report = m._call(service.consolidate(sid, namespace=ns))
+                left = None if cap is None else cap - total.episodes
+                if left is not None and left <= 0:
+                    break
+                report = m._call(
+                    service.consolidate(sid, namespace=ns, extractor=extractor, max_episodes=left)
+                )
                 total.extractor = report.extractor
                 total.merge(report)
                 rows.append((sid, report))
                 bar.advance(task)
+    waiting = len(sessions) - len(rows) + len(total.partial)
     if as_json:
         emit_json(total.model_dump(mode="json"))
     elif not sessions:
@@ -77,10 +122,32 @@ def consolidate(
             f"{len(total.created)} new memories, {total.confirmed} confirmed, "
             f"{len(total.superseded)} replaced, {total.entities_created} new entities."
         )
+    if waiting and not as_json:
+        note(
+            f"Reached max_episodes_per_run ({cap} episodes): {waiting} session(s) stay "
+            "pending; run it again for the next ones."
+        )
     for sid, problem in total.failed.items():
         err.print(f"error: session {sid!r} stays pending: {problem}", style="red")
     if total.failed:
         raise typer.Exit(1)
+
+
+def _use_role_model(role: Role, settings: Settings, role_file: Path | None, rules: bool) -> None:
+    """Refuse, leaving every episode pending, when the role names no model (and neither
+    does MEMLOCI_LLM) unless ``--rules`` asks for the offline extractor; check the
+    model's API key the way `memloci chat` does."""
+    if rules:
+        return
+    if settings.llm in ("", "none"):
+        raise ValidationError(
+            f"no model is set: {role_file} has no model: block and MEMLOCI_LLM is not set, "
+            "so nothing was extracted and every episode stays pending",
+            hint="add a model: block to the role file (as for `memloci chat`), or pass "
+            "--rules to extract with the offline rule extractor",
+        )
+    if role.model is not None:
+        model_spec(role, settings, source=role_file.name if role_file else "role.yaml")
 
 
 def _sessions_table(rows: list[tuple[str, ConsolidationReport]], extractor: str) -> Table:
@@ -88,7 +155,10 @@ def _sessions_table(rows: list[tuple[str, ConsolidationReport]], extractor: str)
     for column in ("session", "episodes", "new", "confirmed", "replaced", "entities", "status"):
         table.add_column(column, no_wrap=column != "session", overflow="fold")
     for sid, r in rows:
-        status = "failed" if r.failed else "done" if r.sessions else "nothing pending"
+        status = (
+            "failed" if r.failed else "partly done" if r.partial
+            else "done" if r.sessions else "nothing pending"
+        )  # fmt: skip
         table.add_row(
             sid, str(r.episodes), str(len(r.created)), str(r.confirmed),
             str(len(r.superseded)), str(r.entities_linked), status,

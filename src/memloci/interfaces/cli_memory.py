@@ -6,8 +6,11 @@ one-line result or (with ``--json``) JSON. Errors are translated by the root gro
 
 from __future__ import annotations
 
+import json
+import os
 from contextlib import nullcontext
 from dataclasses import asdict
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -18,9 +21,11 @@ from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
     DbOpt,
     EmbOpt,
+    ForceOpt,
     IdArg,
     JsonOpt,
     NsOpt,
+    RoleArg,
     UserOpt,
     YesOpt,
     confirm_or_refuse,
@@ -42,6 +47,8 @@ from memloci.interfaces.cli_common import (
     stats_table,
 )
 from memloci.models import FactType, MemoryNode, NodeType, Scope, WriteResult
+from memloci.runtime.role import load_role
+from memloci.sdk import Memory
 
 memory_app = typer.Typer(
     name="memory",
@@ -227,30 +234,88 @@ def delete(
 
 @memory_app.command(
     "clear",
-    epilog=examples("memloci memory clear --yes", "memloci memory clear --user sam --yes -n demo"),
+    epilog=examples(
+        "memloci memory clear role.yaml",
+        "memloci memory clear role.yaml --force",
+        "memloci memory clear role.yaml --sessions-only",
+        "memloci memory clear role.yaml --memories-only",
+        "memloci memory clear role.yaml --type semantic",
+        "memloci memory clear --user sam --yes -n demo",
+    ),
 )
 def clear(
+    role_file: RoleArg = None,
     user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's.")] = None,
-    yes: YesOpt = False,
+    type_: Annotated[
+        NodeType | None,
+        typer.Option("--type", "-t", help="Only memories of this type.", show_default=False),
+    ] = None,
+    sessions_only: Annotated[
+        bool, typer.Option("--sessions-only", help="Only the sessions (conversation threads).")
+    ] = False,
+    memories_only: Annotated[
+        bool, typer.Option("--memories-only", help="Only the long-term memories.")
+    ] = False,
+    yes: ForceOpt = False,
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Erase every memory of the namespace (or of one user); needs --yes."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
-        total = m.count(owner=user, include_forgotten=True)
+    """Erase the memories and sessions of the namespace (or of one user); asks first."""
+    if sessions_only and (memories_only or type_ is not None):
+        raise ValidationError(
+            "--sessions-only clears no memories; it goes with neither --memories-only nor --type",
+            hint="give one of --sessions-only, --memories-only or --type",
+        )
+    role = load_role(role_file) if role_file is not None else None
+    agent = role.name if role is not None else None  # a role clears its own agent's sessions
+    with open_memory(db, namespace, embedder, must_exist=True, role=role) as m:
         ns, whose = m.settings.namespace, f" of user {user!r}" if user else ""
-        if total and not yes:
+        do_memories, do_sessions = not sessions_only, not memories_only and type_ is None
+        total = m.count(owner=user, type=type_, include_forgotten=True) if do_memories else 0
+        threads = (
+            m._call(m.service.count_threads(namespace=ns, user=user, agent=agent))
+            if do_sessions
+            else 0
+        )
+        what = _what(total if do_memories else None, threads if do_sessions else None, type_)
+        if (total or threads) and not yes:
             confirm_or_refuse(
-                f"Erase {memories(total)}{whose} in namespace {ns!r}? This cannot be undone.",
-                f"refusing to erase {memories(total)}{whose} without --yes",
+                f"Erase {what}{whose} in namespace {ns!r}? This cannot be undone.",
+                f"refusing to erase {what}{whose} without --yes",
             )
-        deleted = m.clear(owner=user) if total else 0
+        deleted = m.clear(owner=user, type=type_) if total else 0
+        sessions = _clear_threads(m, ns, user, agent) if threads else 0
     if as_json:
-        emit_json({"action": "cleared", "namespace": ns, "user": user, "deleted": deleted})
+        emit_json(
+            {"action": "cleared", "namespace": ns, "user": user, "deleted": deleted,
+             "sessions_deleted": sessions}
+        )  # fmt: skip
     else:
-        say(f"Erased {memories(deleted)}{whose} from namespace {ns!r}.")
+        done = _what(deleted if do_memories else None, sessions if do_sessions else None, type_)
+        say(f"Erased {done}{whose} from namespace {ns!r}.")
+
+
+def _what(memory_count: int | None, session_count: int | None, type_: NodeType | None) -> str:
+    parts = []
+    if memory_count is not None:
+        kind = f"{type_.value} " if type_ is not None else ""
+        parts.append(memories(memory_count).replace(" memor", f" {kind}memor", 1))
+    if session_count is not None and (session_count or memory_count is None):
+        parts.append("1 session" if session_count == 1 else f"{session_count} sessions")
+    return " and ".join(parts)
+
+
+def _clear_threads(m: Memory, ns: str, user: str | None, agent: str | None) -> int:
+    """Delete the conversation threads (sessions) of the namespace, page by page."""
+    deleted = 0
+    while page := m._call(m.service.list_threads(namespace=ns, user=user, agent=agent, limit=1000)):
+        n = m._call(m.service.delete_threads([t.id for t in page], namespace=ns))
+        deleted += n
+        if n == 0:
+            break
+    return deleted
 
 
 # ---------------------------------------------------------------------- reads
@@ -301,11 +366,15 @@ def search(
 @memory_app.command(
     "list",
     epilog=examples(
+        "memloci memory list role.yaml",
+        "memloci memory list role.yaml --type episodic",
+        "memloci memory list role.yaml --category deployment --limit 50",
         "memloci memory list --user sam --type semantic",
         "memloci memory list --limit 50 --offset 50 --include-forgotten",
     ),
 )
 def list_(
+    role_file: RoleArg = None,
     user: UserOpt = None,
     type_: TypeOpt = None,
     category: CategoryOpt = None,
@@ -320,7 +389,7 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List memories, oldest first."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, role=role_file) as m:
         nodes = m.list(
             user=user, type=type_, category=category, limit=limit, offset=offset,
             include_forgotten=include_forgotten,
@@ -394,31 +463,122 @@ def stats(
 
 
 # ---------------------------------------------------------------------- transfer
+class ExportFormat(StrEnum):
+    """``json``: reference 004's array of memories; ``jsonl``: the full, importable backup."""
+
+    JSON = "json"
+    JSONL = "jsonl"
+
+
 @memory_app.command(
     "export",
-    epilog=examples("memloci memory export backup.jsonl", "memloci memory export x.jsonl -n demo"),
+    epilog=examples(
+        "memloci memory export role.yaml",
+        "memloci memory export role.yaml -o my-export.json",
+        "memloci memory export role.yaml -o backup.jsonl --format jsonl",
+        "memloci memory export backup.jsonl -n demo",
+    ),
 )
 def export(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="JSON Lines file to write.")],
+    target: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="[ROLE|FILE]",
+            help="A role file (role.yaml: its store and namespace); any other path is the "
+            "file to write (JSON Lines when it ends in .jsonl).",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="File to write (default: memories.json)."
+        ),
+    ] = None,
+    fmt: Annotated[
+        ExportFormat | None,
+        typer.Option(
+            "--format",
+            help="json: an array of the current memories (id, content, category, created_at, "
+            "memory_type, metadata, …); jsonl: every record with versions, edges and vectors, "
+            "for `memloci memory import` (default: jsonl for a .jsonl file, else json).",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Write the namespace (memories, versions, edges, vectors) to a JSON Lines file."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    """Write the namespace's memories to a JSON file (or a JSON Lines backup)."""
+    role_file: Path | None = None
+    if target is not None and target.suffix.lower() in (".yaml", ".yml"):
+        role_file = target
+    elif target is not None:
+        if output is not None:
+            raise ValidationError(
+                f"{target} is not a role file (.yaml), and -o names the file to write",
+                hint="give the role file first, e.g. memloci memory export role.yaml -o out.json",
+            )
+        output = target
+    file = output if output is not None else Path("memories.json")
+    kind = fmt or (ExportFormat.JSONL if file.suffix.lower() == ".jsonl" else ExportFormat.JSON)
+    with open_memory(db, namespace, embedder, must_exist=True, role=role_file) as m:
         ns = m.settings.namespace
         with nullcontext() if as_json else err.status(f"Exporting {ns}…"):
             try:
-                lines = m.export(file)
+                if kind is ExportFormat.JSONL:
+                    count = m.export(str(file))
+                else:
+                    count = _export_array(m, file)
             except OSError as exc:
                 raise ValidationError(
                     f"cannot write {file}: {exc.strerror or exc}", hint="check the path"
                 ) from None
+    unit = "lines" if kind is ExportFormat.JSONL else "memories"
     if as_json:
-        emit_json({"file": file, "namespace": ns, "lines": lines})
+        emit_json({"file": str(file), "namespace": ns, "format": kind.value, unit: count})
     else:
-        say(f"Exported namespace {ns!r} to {file} ({lines} lines).")
+        say(f"Exported namespace {ns!r} to {file} ({count} {unit}).")
+
+
+def _export_array(m: Memory, file: Path) -> int:
+    """Reference 004's export: a JSON array of the current memories, oldest first. Written
+    to a temporary file beside ``file`` and renamed, so a failure leaves no half file."""
+    records: list[dict[str, Any]] = []
+    while page := m.list(limit=10_000, offset=len(records)):
+        records += [_exported(n) for n in page]
+    tmp = file.with_name(f".{file.name}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(records, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+        os.replace(tmp, file)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return len(records)
+
+
+def _exported(node: MemoryNode) -> dict[str, Any]:
+    data = node.model_dump(mode="json")
+    return {
+        "id": node.id,
+        "content": node.content,
+        "category": node.category,
+        "created_at": data["created_at"],
+        "memory_type": node.type.value,
+        "metadata": node.metadata or None,
+        # memloci's own fields, after the reference's
+        "user": node.user,
+        "agent": node.agent,
+        "session": node.session,
+        "subject": node.subject,
+        "key": node.key,
+        "value": node.value,
+        "confidence": node.confidence,
+        "version": node.version,
+        "updated_at": data["updated_at"],
+    }
 
 
 @memory_app.command(

@@ -297,9 +297,17 @@ class Role(_Block):
         out["max_procedures"] = mem.procedural.max_procedures
         cons = mem.consolidation
         out["consolidate_on_session_switch"] = cons.enabled and cons.interval != "manual"
-        if cons.enabled and self.model is not None:
-            out["llm"], out["llm_options"] = self._consolidation_llm(cons.model_override)
+        if cons.enabled and (llm := self.consolidation_llm()) is not None:
+            out["llm"], out["llm_options"] = llm
         return out
+
+    def consolidation_llm(self) -> tuple[str, dict[str, Any]] | None:
+        """``(llm, llm_options)`` of the model that consolidates this agent's episodes:
+        ``consolidation.model_override`` if set, else ``model``; None without a model."""
+        if self.model is None:
+            return None
+        override = self.memory.consolidation.model_override if self.memory else None
+        return self._consolidation_llm(override)
 
     def _consolidation_llm(self, override: str | None) -> tuple[str, dict[str, Any]]:
         assert self.model is not None

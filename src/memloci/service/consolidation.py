@@ -165,6 +165,7 @@ class ConsolidationMixin(ServiceCore):
     async def consolidate(
         self, session: str | None = None, *, namespace: str | None = None,
         user: str | None = None, extractor: Extractor | None = None,
+        max_episodes: int | None = None,
     ) -> ConsolidationReport:  # fmt: skip
         """Turn unconsolidated episodes into facts, opinions and procedures.
 
@@ -172,31 +173,35 @@ class ConsolidationMixin(ServiceCore):
         Each batch of episodes is stored in one transaction with its ``derived_from``
         edges, entities and supersessions; a consolidated session is skipped, so running
         it twice creates nothing new. A session whose extraction fails stays pending and
-        is listed in ``failed``."""
+        is listed in ``failed``. ``max_episodes`` caps the episodes read by this call
+        (a role's ``consolidation.max_episodes_per_run``); the rest stay pending."""
         ns, sid, uid = self._ns(namespace), v.ident(session), v.ident(user, "user")
+        cap = None if max_episodes is None else v.limit(max_episodes, "max_episodes", 100_000)
         if extractor is not None and not isinstance(extractor, Extractor):
             raise ValidationError(
                 "extractor must have a name and an extract(episodes, *, known) method"
             )
         return await self._run(
-            self.consolidate_now, sid, namespace=ns, user=uid, extractor=extractor
-        )
+            self.consolidate_now, sid, namespace=ns, user=uid, extractor=extractor,
+            max_episodes=cap,
+        )  # fmt: skip
 
     def consolidate_now(
         self, session: str | None = None, *, namespace: str, user: str | None = None,
-        extractor: Extractor | None = None,
+        extractor: Extractor | None = None, max_episodes: int | None = None,
     ) -> ConsolidationReport:  # fmt: skip
         """:meth:`consolidate` in the caller's thread (arguments already validated)."""
         if session is not None:
             sessions = [session]
         else:
             sessions = [p.session for p in self.store.pending_sessions(namespace, user=user)]
-        return self._consolidate_sessions(namespace, sessions, extractor)
+        return self._consolidate_sessions(namespace, sessions, extractor, max_episodes)
 
     def _consolidate_sessions(
-        self, ns: str, sessions: list[str], extractor: Extractor | None = None
-    ) -> ConsolidationReport:
-        report = self._consolidator(extractor).run(ns, sessions)
+        self, ns: str, sessions: list[str], extractor: Extractor | None = None,
+        max_episodes: int | None = None,
+    ) -> ConsolidationReport:  # fmt: skip
+        report = self._consolidator(extractor).run(ns, sessions, max_episodes=max_episodes)
         if report.created:
             self._prune(ns, FACT_TYPES, self.settings.max_memories)
             self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)

@@ -1,15 +1,16 @@
 """The versioned-memory endpoints ``/api/memory/`` (layer: interfaces).
 
-The small API agent tools and chat front ends use: list the active memories,
-get one with its version history, create (5–500 characters, a category, an
-optional subject), update (same id, new version) and soft delete.
+The small API agent tools and chat front ends use (reference 001): list the active
+memories, get one with its version history, create (5–500 characters, one of the four
+categories, an optional subject), update (same id, new version) and soft delete.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
 from pydantic import BaseModel, Field
 
 from memloci.errors import ConflictError, NotFoundError
@@ -21,9 +22,13 @@ router = APIRouter(prefix="/api/memory", tags=["memory (versioned)"])
 _FACTS = (NodeType.SEMANTIC, NodeType.OPINION)
 
 
+MemoryCategory = Literal["person", "preference", "context", "project"]
+LIMIT_MAX = 10_000  # what the service accepts; the description below says the same
+
+
 class CreateMemoryRequest(Body):
     content: str = Field(description="5–500 characters")
-    category: str = Field(description="person, preference, context, project (or your own)")
+    category: MemoryCategory = Field(description="person, preference, context or project")
     subject: str | None = Field(None, max_length=200, description="who or what it is about")
     user: str | None = Field(None, description="owner (user-scoped memory)")
     allow_similar: Flag = Field(
@@ -42,7 +47,18 @@ class MemoryResponse(BaseModel):
     content: str
     version: int
     created_at: datetime
-    updated_at: datetime | None
+    updated_at: datetime = Field(
+        description="when the latest version was made (version 1: created_at)"
+    )
+
+
+class CreatedMemory(MemoryResponse):
+    """The memory a create call left: ``created`` (201), or ``confirmed`` (200) when the
+    same memory already existed — then it is returned unchanged and ``message`` says
+    which requested fields were not applied."""
+
+    action: Literal["created", "confirmed"]
+    message: str
 
 
 class VersionResponse(BaseModel):
@@ -74,7 +90,7 @@ def _out(node: MemoryNode) -> MemoryResponse:
     return MemoryResponse(
         id=node.id, category=node.category, subject=node.subject, content=node.content,
         version=node.version, created_at=node.created_at,
-        updated_at=node.updated_at if node.version > 1 else None,
+        updated_at=node.updated_at if node.version > 1 else node.created_at,
     )  # fmt: skip
 
 
@@ -91,7 +107,7 @@ async def list_memories(
     ns: ReadNS,
     user: str | None = None,
     category: str | None = None,
-    limit: int = Query(200, description="1–500"),
+    limit: int = Query(200, description=f"1–{LIMIT_MAX}"),
     offset: int = 0,
 ) -> MemoryListResponse:
     """Active memories, ordered by category then creation (stable for prompt caches)."""
@@ -111,9 +127,18 @@ async def get_memory(memory_id: str, service: Service, ns: ReadNS) -> MemoryWith
     )  # fmt: skip
 
 
-@router.post("/", status_code=status.HTTP_201_CREATED)
-async def create_memory(body: CreateMemoryRequest, service: Service, ns: WriteNS) -> MemoryResponse:
-    """Create a memory. A memory with the same subject → 409 with its id (update it instead)."""
+@router.post(
+    "/",
+    status_code=status.HTTP_201_CREATED,
+    responses={200: {"model": CreatedMemory, "description": "the same memory existed: confirmed"}},
+)
+async def create_memory(
+    body: CreateMemoryRequest, service: Service, ns: WriteNS, response: Response
+) -> CreatedMemory:
+    """Create a memory (201). The same memory again confirms the existing one (200, with
+    ``action: confirmed`` and a message naming any requested category or subject that
+    was not applied). A memory with the same subject → 409 with its id (update it
+    instead)."""
     result = await service.remember(
         body.content, namespace=ns, category=body.category, subject=body.subject,
         user=body.user, suggest_on_subject=not body.allow_similar,
@@ -125,7 +150,20 @@ async def create_memory(body: CreateMemoryRequest, service: Service, ns: WriteNS
             hint=f"update it with PUT /api/memory/{ids[0]} (or send allow_similar=true)",
             similar=ids,
         )
-    return _out(result.memory)
+    node = result.memory
+    if result.action == "created":
+        return CreatedMemory(**_out(node).model_dump(), action="created", message=result.message)
+    response.status_code = status.HTTP_200_OK
+    notes = [result.message.rstrip(".") + "; nothing new was created"]
+    for field, asked, kept in (
+        ("category", body.category, node.category), ("subject", body.subject, node.subject),
+    ):  # fmt: skip
+        if asked is not None and asked != kept:
+            notes.append(
+                f"the requested {field} {asked!r} was not applied (it stays {kept!r}; "
+                f"PUT /api/memory/{node.id} changes the content only)"
+            )
+    return CreatedMemory(**_out(node).model_dump(), action="confirmed", message="; ".join(notes))
 
 
 @router.put("/{memory_id}")
