@@ -5,17 +5,23 @@ prints nothing."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from memloci import Memory
+from memloci.consolidation.base import ExtractedFact, Extraction
 from memloci.errors import StorageError
+from memloci.models import MemoryNode
 from memloci.providers.fake import FakeEmbedder
+from memloci.service.consolidation import ConsolidationMixin
 from memloci.storage.sqlite import SQLiteStore
 
 HOLDER = Path(__file__).resolve().parent / "lock_holder.py"
@@ -64,3 +70,59 @@ def test_a_new_store_still_migrates_and_binds(tmp_path: Path) -> None:
         assert store.get_meta("embedding_model") == "fake:8"
     finally:
         store.close()
+
+
+class GatedExtractor:
+    """An extractor (a slow LLM in real life) that is still thinking when the store
+    closes: it returns only once the store is closed, so the consolidation's writes
+    meet a closed store."""
+
+    name = "gated"
+
+    def __init__(self, mem: Memory) -> None:
+        self.mem = mem
+        self.started = threading.Event()
+        self.users: list[str | None] = []
+
+    def _store_open(self) -> bool:
+        try:
+            self.mem.service.store.get_meta("schema_version")
+        except StorageError:
+            return False
+        return True
+
+    def extract(
+        self, episodes: Sequence[MemoryNode], *, known: Sequence[MemoryNode] = ()
+    ) -> Extraction:
+        self.users.append(episodes[0].user)
+        self.started.set()
+        while self._store_open():
+            time.sleep(0.01)  # polling for the close, not a timing assertion
+        return Extraction(facts=[ExtractedFact(content="The user likes quiet closes")])
+
+
+def test_closing_during_background_consolidation_is_quiet(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    # close waits this long for background consolidation (30 s by default), then goes on
+    original = ConsolidationMixin._close_consolidation
+    monkeypatch.setattr(
+        ConsolidationMixin, "_close_consolidation", lambda self: original(self, timeout=0.05)
+    )
+    mem = Memory(str(tmp_path / "bg.db"), embedder=FakeEmbedder())
+    gate = GatedExtractor(mem)
+    mem.service.extractor = gate
+    for user in ("u1", "u2"):  # a session switch queues a job per user
+        mem.add("We talked about the garden", user=user, session="s1")
+        mem.add("Now something else", user=user, session="s2")
+    assert gate.started.wait(60)
+    with caplog.at_level(logging.DEBUG, logger="memloci"):
+        mem.close()
+        assert mem.service.wait_for_consolidation(60)  # the background thread ends
+    assert gate.users == ["u1"]  # the queued job did not start after close
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert loud == []
+    assert any("stopped by close" in r.getMessage() for r in caplog.records)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "store is closed" not in err

@@ -83,9 +83,13 @@ class _Background:
             with self._cond:
                 self._queued.discard(owner)
             try:
-                self._run(*owner)
-            except Exception:  # keep the thread alive; the nightly run retries
-                log.warning("background consolidation failed", exc_info=True)
+                if not self._closed:  # closing: queued sessions stay pending for the next run
+                    self._run(*owner)
+            except Exception as exc:  # keep the thread alive; the nightly run retries
+                if self._closed and isinstance(exc, MemlociError):  # the store closed under it
+                    log.debug("background consolidation stopped by close: %s", exc)
+                else:
+                    log.warning("background consolidation failed", exc_info=True)
             finally:
                 with self._cond:
                     self._pending -= 1
@@ -104,7 +108,13 @@ class _Background:
         with self._cond:
             return self._cond.wait_for(lambda: self._pending == 0, timeout)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self, timeout: float | None = 30.0) -> None:
+        """Stop: the running job stops after its current session, queued jobs are
+        dropped (their sessions stay pending in the store); waits up to ``timeout``."""
         with self._cond:
             self._closed, thread = True, self._thread
         if thread is not None:
@@ -199,9 +209,11 @@ class ConsolidationMixin(ServiceCore):
 
     def _consolidate_sessions(
         self, ns: str, sessions: list[str], extractor: Extractor | None = None,
-        max_episodes: int | None = None,
+        max_episodes: int | None = None, keep_going: Callable[[], bool] | None = None,
     ) -> ConsolidationReport:  # fmt: skip
-        report = self._consolidator(extractor).run(ns, sessions, max_episodes=max_episodes)
+        report = self._consolidator(extractor).run(
+            ns, sessions, max_episodes=max_episodes, keep_going=keep_going
+        )
         if report.created:
             self._prune(ns, FACT_TYPES, self.settings.max_memories)
             self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
@@ -281,8 +293,15 @@ class ConsolidationMixin(ServiceCore):
             if p.session != current and p.user == user and p.agent == agent
         ]  # fmt: skip
         if sessions:
-            report = self._consolidate_sessions(ns, sessions)
-            if report.failed:
+            bg: _Background | None = self.__dict__.get("_bg")
+
+            def stopping() -> bool:
+                return bg is not None and bg.closed
+
+            report = self._consolidate_sessions(ns, sessions, keep_going=lambda: not stopping())
+            if report.failed and stopping():  # the store was closed under it: expected
+                log.debug("background consolidation stopped by close: %s", report.failed)
+            elif report.failed:
                 log.warning("background consolidation left sessions pending: %s", report.failed)
 
     def wait_for_consolidation(self, timeout: float | None = None) -> bool:

@@ -245,12 +245,12 @@ class SQLiteBase:
         """Record the embedding model; refuse a different one (re-embed to switch).
         A store already bound to this model is not written (no write lock on open)."""
         with self._reading() as c:
-            known = dict(
+            bound = dict(
                 c.execute(
                     "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"
                 ).fetchall()
             )
-        if known.get("embedding_model") == model_id and known.get("dimension") == str(dimension):
+        if bound.get("embedding_model") == model_id and bound.get("dimension") == str(dimension):
             self._dim = dimension
             return
         with self._tx() as c:
