@@ -166,9 +166,10 @@ def test_versioned_memory_api(http: httpx.Client) -> None:
     assert r.status_code == 201
     created = r.json()
     assert set(created) == {"id", "category", "subject", "content", "version", "created_at",
-                            "updated_at"}  # fmt: skip
+                            "updated_at", "action", "message"}  # fmt: skip
     mid = created["id"]
-    assert len(mid) == 8 and created["version"] == 1 and created["updated_at"] is None
+    assert len(mid) == 8 and created["version"] == 1 and created["action"] == "created"
+    assert created["updated_at"] == created["created_at"]  # version 1: set, not null
     dup = http.post(
         "/api/memory/",
         json={"content": "Sarah likes climbing", "category": "person", "subject": "Sarah"},
