@@ -1,6 +1,7 @@
 """Quick dev-loop evaluation of hybrid search on the turn and fact splits (not a benchmark).
 
-    python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10]
+    python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
+        [--reranker minilm-ce]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -21,10 +22,12 @@ from memloci import Memory
 FACTS = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl")
 
 
-def open_split(path: Path, data: Path, facts: bool) -> tuple[Memory, list[dict]]:
+def open_split(
+    path: Path, data: Path, facts: bool, reranker: str = "none"
+) -> tuple[Memory, list[dict]]:
     convs = load_conversations(data)
     fresh = not path.exists()
-    mem = Memory(str(path), reinforce_on_search=False)
+    mem = Memory(str(path), reinforce_on_search=False, reranker=reranker)
     if fresh:
         for conv in convs:
             user = conv["conv_id"]
@@ -51,7 +54,15 @@ def open_split(path: Path, data: Path, facts: bool) -> tuple[Memory, list[dict]]
     return mem, convs
 
 
-def evaluate(mem: Memory, convs: list[dict], recipe: str, k: int) -> dict[str, float]:
+def evaluate(
+    mem: Memory,
+    convs: list[dict],
+    recipe: str,
+    k: int,
+    by_category: dict[str, list[int]] | None = None,
+) -> dict[str, float]:
+    """recall_any@1/5/k over the scored questions; ``by_category`` (when given) collects
+    category -> [hits@k, questions]."""
     sums = {"any@1": 0.0, "any@5": 0.0, f"any@{k}": 0.0}
     n = 0
     for conv in convs:
@@ -64,6 +75,10 @@ def evaluate(mem: Memory, convs: list[dict], recipe: str, k: int) -> dict[str, f
             n += 1
             for cut in (1, 5, k):
                 sums[f"any@{cut}"] += bool(set(ranked[:cut]) & ev)
+            if by_category is not None:
+                cell = by_category.setdefault(str(q.get("category", "?")), [0, 0])
+                cell[0] += bool(set(ranked[:k]) & ev)
+                cell[1] += 1
     return {name: v / n for name, v in sums.items()} | {"n": n}
 
 
@@ -73,6 +88,8 @@ def main() -> int:
     ap.add_argument("--recipes", default="hybrid")
     ap.add_argument("--splits", default="turns,facts")
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--by-category", action="store_true", help="recall@k per question category")
+    ap.add_argument("--reranker", default="none", help="none | minilm-ce")
     args = ap.parse_args()
     import tempfile
 
@@ -80,12 +97,15 @@ def main() -> int:
     base.mkdir(parents=True, exist_ok=True)
     for split in args.splits.split(","):
         data = DEFAULT_DATA if split == "turns" else FACTS
-        mem, convs = open_split(base / f"{split}.db", data, split == "facts")
+        mem, convs = open_split(base / f"{split}.db", data, split == "facts", args.reranker)
         for recipe in args.recipes.split(","):
             t = time.perf_counter()
-            r = evaluate(mem, convs, recipe, args.k)
+            cats: dict[str, list[int]] = {}
+            r = evaluate(mem, convs, recipe, args.k, cats if args.by_category else None)
             figures = " ".join(f"{n} {v:.3f}" for n, v in r.items() if n != "n")
             print(f"{split:5} {recipe:8} {figures}  ({r['n']} q, {time.perf_counter() - t:.0f}s)")
+            for cat, (hit, total) in sorted(cats.items()):
+                print(f"      {cat:12} {hit / total:.3f} ({total} q)")
         mem.close()
     return 0
 

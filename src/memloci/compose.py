@@ -7,7 +7,7 @@ from importlib.util import find_spec
 
 from memloci.config import Settings
 from memloci.errors import StorageError, ValidationError
-from memloci.providers.base import Embedder, load_embedder
+from memloci.providers.base import Embedder, Reranker, load_embedder, load_reranker
 from memloci.service import MemoryService
 from memloci.storage.base import Store
 from memloci.storage.location import describe, is_database_url, is_postgres_url
@@ -49,6 +49,13 @@ def build_embedder(settings: Settings) -> Embedder | None:
     return load_embedder(settings.embedder, **settings.embedder_options)
 
 
+def build_reranker(settings: Settings) -> Reranker | None:
+    """The reranker ``settings.reranker`` names, or None (``none``, the default)."""
+    if settings.reranker in ("none", ""):
+        return None
+    return load_reranker(settings.reranker, **settings.reranker_options)
+
+
 def build_service(
     settings: Settings | None = None,
     *,
@@ -60,9 +67,10 @@ def build_service(
     settings = settings or Settings()
     emb = build_embedder(settings) if embedder == "settings" else embedder
     assert not isinstance(emb, str)
+    reranker = build_reranker(settings)  # before the store: a bad name or model opens nothing
     st = store or build_store(settings)
     try:
-        return MemoryService(st, emb, settings, reembed=reembed)
+        return MemoryService(st, emb, settings, reembed=reembed, reranker=reranker)
     except BaseException:
         if store is None:
             st.close()

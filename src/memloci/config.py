@@ -54,6 +54,20 @@ class Settings(BaseSettings):
     weight_graph: float = Field(
         0.8, ge=0, le=1, description="fusion weight of graph strategies (0-1)"
     )
+    reranker: str = Field(
+        "none",
+        description="reorder the best fused hits with a cross-encoder: none | minilm-ce "
+        "(local, needs the memloci[rerank] extra)",
+    )
+    reranker_options: dict[str, Any] = Field(
+        default_factory=dict, description="keyword options for the reranker (threads, model_path)"
+    )
+    rerank_candidates: int = Field(
+        20, ge=2, le=200, description="best fused hits the reranker reorders"
+    )
+    rerank_weight: float = Field(
+        0.5, ge=0, le=1, description="share of the reranker in a reranked hit's score (0-1)"
+    )
     llm: str = Field(
         "none", description="LLM for consolidation/enrichment: none | openai | anthropic"
     )

@@ -41,6 +41,23 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores how well each text answers a query, reading both together (a
+    cross-encoder); used to reorder the best fused search candidates.
+
+    ``score`` returns one relevance per text, a probability in ``[0, 1]`` (higher is
+    better, comparable across queries), in the order of ``texts``.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Relevance of each text to ``query``; shape (len(texts),), values in [0, 1]."""
+        ...
+
+
 # name -> "module:factory"; factories take keyword options and return an Embedder.
 _EMBEDDERS: dict[str, str] = {
     "local": "memloci.providers.minilm:local_embedder",
@@ -73,3 +90,31 @@ def load_embedder(name: str, **options: Any) -> Embedder:
     module_name, _, attr = target.partition(":")
     factory: Callable[..., Embedder] = getattr(import_module(module_name), attr)
     return factory(**options)
+
+
+# name -> "module:factory"; factories take keyword options and return a Reranker.
+_RERANKERS: dict[str, str] = {
+    "minilm-ce": "memloci.providers.crossencoder:MiniLMCrossEncoder",
+}
+
+
+def reranker_names() -> list[str]:
+    """Names of the known rerankers (``none`` turns reranking off)."""
+    return sorted(_RERANKERS)
+
+
+def load_reranker(name: str, **options: Any) -> Reranker:
+    """Build the reranker registered under ``name`` (imported lazily)."""
+    try:
+        target = _RERANKERS[name]
+    except KeyError:
+        raise ValidationError(
+            f"unknown reranker {name!r}",
+            hint=f"choose one of: none, {', '.join(reranker_names())}",
+        ) from None
+    module_name, _, attr = target.partition(":")
+    factory: Callable[..., Reranker] = getattr(import_module(module_name), attr)
+    try:
+        return factory(**options)
+    except TypeError as exc:  # an option the reranker does not take
+        raise ValidationError(f"bad reranker_options for {name!r}: {exc}") from None

@@ -156,3 +156,15 @@ def fuse_lists(
             lists[name] = Scored([(i, r, _clip(r) * best) for i, r in share])
     both = {**weights, **dict.fromkeys(graph.lists, weight_graph)}
     return fuse(lists, both)
+
+
+def rerank(head: list[Fused], relevance: Sequence[float], weight: float) -> list[Fused]:
+    """Blend a reranker's relevance ``p`` (0-1) into the fused scores of ``head`` and
+    reorder it: ``score = (1 − weight) · fused + weight · p``."""
+    for entry, p in zip(head, relevance, strict=True):
+        entry.raw["rerank"] = p
+        entry.evidence["rerank"] = p
+        entry.score = (1.0 - weight) * entry.score + weight * p
+    for rank, entry in enumerate(sorted(head, key=lambda f: -f.raw["rerank"]), start=1):
+        entry.ranks["rerank"] = rank
+    return sorted(head, key=lambda f: (-f.score, min(f.ranks.values()), f.id))

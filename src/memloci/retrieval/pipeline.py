@@ -11,10 +11,16 @@ with full text, vector and key; the top hits of that fusion are the *seeds* of t
 walks the query's intent routes to (temporal / causal chains, shared entities),
 which join the same fusion (weight ``weight_graph``) for the final order; see
 :mod:`memloci.retrieval.fusion` for how scores become evidence and one 0–1 score.
+
+Optional last stage (``hybrid`` and ``core`` only, off unless ``settings.reranker``
+names one): a :class:`~memloci.providers.base.Reranker` reads the query with each of
+the best ``rerank_candidates`` hits and its relevance is blended with their fused
+score (``rerank_weight``); a reranker that fails leaves the fused order and says so.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -23,14 +29,14 @@ import numpy as np
 import numpy.typing as npt
 
 from memloci.config import Settings
-from memloci.errors import ValidationError
+from memloci.errors import ProviderError, ValidationError
 from memloci.models import MemoryNode, SearchHit
-from memloci.providers.base import Embedder
+from memloci.providers.base import Embedder, Reranker, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
-from memloci.retrieval.fusion import Fused, fuse_lists
+from memloci.retrieval.fusion import Fused, fuse_lists, rerank
 from memloci.retrieval.graph import GraphLists, anchored, walks
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
-from memloci.retrieval.query import fts_match, key_form, terms
+from memloci.retrieval.query import document_text, fts_match, key_form, terms
 from memloci.storage.base import NodeFilter, Store
 
 RECIPES: dict[str, tuple[str, ...]] = {
@@ -39,7 +45,9 @@ RECIPES: dict[str, tuple[str, ...]] = {
     "fulltext": ("fulltext",),
     "vector": ("vector",),
 }
-_RAW = {"fulltext": "bm25", "vector": "cosine"}
+_RAW = {"fulltext": "bm25", "vector": "cosine", "rerank": "p"}
+RERANKED = ("hybrid", "core")  # the baselines stay what they are
+log = logging.getLogger(__name__)
 _LABELS = {
     "fulltext": "full text",
     "vector": "meaning",
@@ -48,6 +56,7 @@ _LABELS = {
     "causal": "",
     "entity": "",
     "time": "time",
+    "rerank": "reranker",
 }
 
 
@@ -59,9 +68,13 @@ class Retriever:
     embedder: Embedder | None
     settings: Settings
     embed_query: Callable[[str], npt.NDArray[np.float32]] | None = None
+    reranker: Reranker | None = None
     query_vectors: QueryEmbedding | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.reranker is None and self.settings.reranker not in ("none", ""):
+            # built now so a missing model fails at open, naming the extra
+            self.reranker = load_reranker(self.settings.reranker, **self.settings.reranker_options)
         if self.embedder is not None:
             # a failing embedder degrades search to full text + key + graph
             self.query_vectors = QueryEmbedding(self.embed_query or self.embedder.embed_query)
@@ -111,15 +124,41 @@ class Retriever:
             if len(graph.lists) > walked:
                 relevance = {f.id: f.score for f in top_seeds}
                 fused = self._fuse(ranked, weights, graph, relevance)
-        top = fused[:k]
+        reranking = self.reranker is not None and recipe in RERANKED
+        top = fused[: max(k, self.settings.rerank_candidates) if reranking else k]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in top])}
-        hits = [_hit(nodes[f.id], f, graph) for f in top if f.id in nodes]
+        top = [f for f in top if f.id in nodes]
+        failed = None
+        if reranking:
+            top, failed = self._rerank(query, top, nodes)
+        hits = [_hit(nodes[f.id], f, graph) for f in top[:k]]
+        if failed is not None:
+            hits = [h.model_copy(update={"why": f"{h.why}; {failed}"}) for h in hits]
         if down is not None:  # say so in every hit: meaning was not searched
             note = degraded_note(down)
             hits = [
                 h.model_copy(update={"why": f"{h.why}; {note}" if h.why else note}) for h in hits
             ]
         return hits
+
+    def _rerank(
+        self, query: str, top: list[Fused], nodes: dict[str, MemoryNode]
+    ) -> tuple[list[Fused], str | None]:
+        """The best ``rerank_candidates`` reordered by the reranker blended with their
+        fused score (:func:`memloci.retrieval.fusion.rerank`); a failing reranker leaves
+        the fused order and says so (second item)."""
+        assert self.reranker is not None
+        head = top[: self.settings.rerank_candidates]
+        texts = [
+            document_text(n.content, n.speaker, n.key, n.subject)
+            for n in (nodes[f.id] for f in head)
+        ]
+        try:
+            relevance = [float(p) for p in self.reranker.score(query, texts)]
+        except ProviderError as exc:
+            log.warning("reranker failed (%s); the fused order stands", exc)
+            return top, f"not reranked: {exc.message}"
+        return rerank(head, relevance, self.settings.rerank_weight) + top[len(head) :], None
 
     def _fuse(
         self,

