@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memloci import validate as v
 from memloci.errors import ValidationError
-from memloci.models import MemoryNode, MemoryUser, NodeType, Scope, utcnow
+from memloci.models import FactType, MemoryNode, MemoryUser, NodeType, Scope, utcnow
 
 if TYPE_CHECKING:
     from memloci.service import MemoryService
@@ -172,6 +172,7 @@ async def identify_user(
     now = utcnow()
     new = new_conversation if new_conversation is not None else _new_conversation(user, now)
     user = await service.touch_user(user.id, namespace=ns, new_conversation=new, when=now)
+    user = await _cached_preferences(service, ns, user)
     owned = {"namespace": ns, "user": user.id, "owner_user": user.id}
     facts_flt = service.filter(**owned, type=["semantic", "opinion"], scope=Scope.USER)
     episodes_flt = service.filter(**owned, type=NodeType.EPISODIC, category="episode")
@@ -182,7 +183,7 @@ async def identify_user(
     return UserContext(
         user=user, channel=who.channel, identifier=who.identifier, created=created,
         new_conversation=new, facts=facts, episodes=episodes,
-        preferences=dict(user.preferences),
+        preferences={k: val for k, val in user.preferences.items() if k != DERIVED_KEYS},
     )  # fmt: skip
 
 
@@ -211,14 +212,54 @@ def _email(value: str) -> str:
 
 
 def _name(data: Mapping[str, Any]) -> str | None:
-    for key in ("display_name", "name", "username"):
+    """``display_name``, else ``name``, else first + last name, else the ``username``
+    (a Telegram handle is the last resort, not the person's name)."""
+    for key in ("display_name", "name"):
         if isinstance(data.get(key), str) and data[key].strip():
             return v.label(data[key].strip(), key, 200)
     first, last = data.get("first_name"), data.get("last_name")
     if isinstance(first, str) and first.strip():
         full = f"{first.strip()} {last.strip()}" if isinstance(last, str) else first.strip()
         return v.label(full.strip(), "first_name", 200)
+    if isinstance(data.get("username"), str) and data["username"].strip():
+        return v.label(data["username"].strip(), "username", 200)
     return None
+
+
+PREFERENCE_SCAN = 1000  # newest current facts of the user read for their preferences
+DERIVED_KEYS = "_from_facts"  # the preference keys that came from facts (not shown)
+
+
+async def _cached_preferences(service: MemoryService, ns: str, user: MemoryUser) -> MemoryUser:
+    """Refresh the user's cached preferences from their current ``user_preference``
+    facts (reference 000: denormalised from facts): a keyed fact gives ``key: value``
+    (its content without a value), the others are listed under ``"noted"``, oldest
+    first. Preferences set by hand under other keys are kept; the record is written only
+    when something changed."""
+    flt = service.filter(
+        namespace=ns, user=user.id, owner_user=user.id, type=["semantic", "opinion"],
+        scope=Scope.USER,
+    )  # fmt: skip
+    facts = reversed(await service.list_nodes(flt, limit=PREFERENCE_SCAN, order="-created"))
+    derived: dict[str, Any] = {}
+    noted: list[str] = []
+    for fact in facts:
+        if fact.fact_type is not FactType.USER_PREFERENCE:
+            continue
+        if fact.key:
+            derived[fact.key] = fact.value if fact.value is not None else fact.content
+        else:
+            noted.append(fact.content)
+    if noted:
+        derived["noted"] = noted
+    previous = set(user.preferences.get(DERIVED_KEYS, []))
+    kept = {k: val for k, val in user.preferences.items() if k not in previous | {DERIVED_KEYS}}
+    fresh = {**kept, **derived}
+    if derived:
+        fresh[DERIVED_KEYS] = sorted(derived)
+    if fresh == user.preferences:
+        return user
+    return await service.save_user(user.id, namespace=ns, preferences=fresh)
 
 
 def _person(data: Mapping[str, Any], *, bare_id: bool = True) -> tuple[str, str | None] | None:
