@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover
 DRIVER = "pysqlite3" if sqlite3.__name__.startswith("pysqlite3") else "sqlite3"
 IntegrityError = sqlite3.IntegrityError
 OperationalError = sqlite3.OperationalError
+BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock (default)
 
 
 def _connect(path: str, busy_timeout: float = 30.0) -> Any:
@@ -70,11 +71,12 @@ class SQLiteBase:
     """Connections, transactions, migrations and store metadata."""
 
     def __init__(
-        self, path: str | os.PathLike[str] = "memloci.db", *, busy_timeout: float = 30.0
+        self, path: str | os.PathLike[str] = "memloci.db", *, busy_timeout: float | None = None
     ) -> None:
-        """``busy_timeout``: seconds a write waits for another process's write lock."""
+        """``busy_timeout``: seconds a write waits for another process's write lock
+        (default :data:`BUSY_TIMEOUT`)."""
         self.path = str(path)
-        self._busy_timeout = float(busy_timeout)
+        self._busy_timeout = float(BUSY_TIMEOUT if busy_timeout is None else busy_timeout)
         self._memory = self.path == ":memory:" or self.path.startswith("file::memory")
         if not self._memory:
             parent = os.path.dirname(os.path.abspath(self.path))
