@@ -57,6 +57,8 @@ def decide(seen: Seen) -> Answer:
     """What the scripted model says to ``seen``."""
     if seen.structured:
         return Answer(json.dumps(_extraction(seen)))
+    if "finish_task" in seen.tools:
+        return _autonomous(seen)
     last = seen.messages[-1]
     if last["role"] == "tool":
         first = (last["content"].splitlines() or [""])[0]
@@ -100,6 +102,18 @@ def decide(seen: Seen) -> Answer:
         said = " | ".join(earlier) if earlier else "nothing yet"
         return Answer(f"Earlier you said: {said}")
     return Answer(f"OK: {text}")
+
+
+def _autonomous(seen: Seen) -> Answer:
+    """An autonomous run (``finish_task`` offered): look in memory, then finish with a
+    summary; a task saying "never finish" only ever answers in text (the step limit)."""
+    task = seen.texts("user")[-1] if "Continue working" not in seen.texts("user")[-1] else ""
+    task = task or next(t for t in seen.texts("user") if "Continue working" not in t)
+    if "never finish" in task.lower():
+        return Answer("Still working on it.")
+    if seen.messages[-1]["role"] != "tool":
+        return Answer("Let me check my memory first.", [("recall", {"query": task})])
+    return Answer("", [("finish_task", {"summary": f"Finished: {task}"})])
 
 
 def _extraction(seen: Seen) -> dict[str, Any]:

@@ -215,7 +215,7 @@ def test_one_shot_records_an_episode_and_consolidates(
             "success": True, "final_output": "OK: I moved to Porto last month",
         }  # fmt: skip
         assert episode.episode.trigger == {"channel": "cli", "mode": "autonomous", "agent": NS}
-        assert episode.metadata == {"category": "autonomous_run"}
+        assert episode.category == "autonomous_run" and not episode.metadata  # reference 004
         assert m.service.store.pending_sessions(NS) == []  # consolidated (after_session)
         [fact] = m.list(type="semantic")
         assert fact.content == "The user lives in Porto"

@@ -48,8 +48,9 @@ from memloci.interfaces.cli_maintain import (
     consolidate,
     maintain,
 )
-from memloci.interfaces.cli_migrate import MIGRATE_EXAMPLES, migrate
 from memloci.interfaces.cli_memory import memory_app
+from memloci.interfaces.cli_migrate import MIGRATE_EXAMPLES, migrate
+from memloci.interfaces.cli_run import RUN_EXAMPLES, run
 from memloci.interfaces.cli_runtime import INIT_EXAMPLES, init
 from memloci.interfaces.cli_server import keys_app, mcp, serve
 from memloci.interfaces.cli_users import users_app
@@ -85,6 +86,7 @@ app.command("maintain", epilog=MAINTAIN_EXAMPLES)(maintain)
 memory_app.command("consolidate", epilog=CONSOLIDATE_EXAMPLES)(consolidate)
 app.command("init", epilog=INIT_EXAMPLES)(init)
 app.command("chat", epilog=CHAT_EXAMPLES)(chat)
+app.command("run", epilog=RUN_EXAMPLES)(run)
 app.command("migrate", epilog=MIGRATE_EXAMPLES)(migrate)
 
 DEMO_USER = "sam"

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from memloci.config import Settings
 from memloci.consolidation.consolidator import ConsolidationReport
-from memloci.errors import MemlociError
+from memloci.errors import MemlociError, ValidationError
 from memloci.interfaces.chat_commands import answer_memory_command
 from memloci.interfaces.cli_common import (
     err,
@@ -34,6 +34,7 @@ from memloci.interfaces.cli_common import (
 from memloci.providers.chat import load_chat_model
 from memloci.runtime.agent import Agent, ModelSpec, Reply, ToolRun, memory_command_handler
 from memloci.runtime.agent import model_spec as resolve_model
+from memloci.runtime.autonomous import run_autonomous
 from memloci.runtime.role import Role, load_role
 from memloci.sdk import AsyncMemory
 
@@ -41,6 +42,7 @@ CHAT_EXAMPLES = examples(
     "memloci chat role.yaml",
     "memloci chat role.yaml --resume --user sam",
     "memloci chat role.yaml -p 'Summarise what you know about me'",
+    "memloci chat role.yaml --autonomous -p 'Check the deploy queue'",
     "memloci chat agents.yaml --agent support --db team.db",
 )
 EXIT_WORDS = frozenset({"exit", "quit", "/exit", "/quit", "/bye"})
@@ -72,6 +74,15 @@ def chat(
             show_default=False,
         ),
     ] = None,
+    autonomous: Annotated[
+        bool,
+        typer.Option(
+            "--autonomous",
+            "-a",
+            help="With -p: work on the task until finish_task (at most autonomy.max_steps "
+            "model calls), as `memloci run role.yaml -p` does.",
+        ),
+    ] = False,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the latest session of this user and agent.")
     ] = False,
@@ -102,6 +113,10 @@ def chat(
     ] = None,
 ) -> None:
     """Talk to an agent with memory (a REPL, or one run with -p)."""
+    if autonomous and prompt is None:
+        raise ValidationError(
+            "--autonomous needs a task", hint="memloci chat role.yaml --autonomous -p 'the task'"
+        )
     role = load_role(role_file, agent=agent)
     settings = _settings(role, db)
     spec = resolve_model(role, settings, source=role_file.name)
@@ -116,7 +131,9 @@ def chat(
             )  # fmt: skip
             session = runner.run(bot.start(resume=resume))
             retry = _retry_command(role_file, db, agent)
-            if prompt is not None:
+            if prompt is not None and autonomous:
+                _autonomous(runner, bot, prompt, retry)
+            elif prompt is not None:
                 _one_shot(runner, bot, prompt, retry)
             else:
                 _repl(runner, bot, spec, session, retry)
@@ -154,6 +171,17 @@ def _one_shot(runner: asyncio.Runner, bot: Agent, prompt: str, retry: str) -> No
         raise
     typer.echo(reply.text)
     _show_consolidation(runner.run(bot.finish(autonomous=True)), retry)
+
+
+def _autonomous(runner: asyncio.Runner, bot: Agent, prompt: str, retry: str) -> None:
+    """Work on ``prompt`` until ``finish_task``; its summary on stdout (exit 4 when the
+    step limit stopped the run), then the episode, session pruning and consolidation."""
+    result = runner.run(run_autonomous(bot, prompt))
+    _show_consolidation(runner.run(bot.finish(autonomous=True)), retry)
+    if not result.finished:
+        err.print(Text(result.summary, style="yellow"), soft_wrap=True)
+        raise typer.Exit(4)
+    typer.echo(result.summary)
 
 
 # ---------------------------------------------------------------------- the REPL

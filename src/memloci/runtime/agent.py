@@ -20,9 +20,10 @@ Memory never breaks the conversation: a failing context, identification, checkpo
 episode or consolidation is reported on stderr and the turn goes on. Model failures
 raise :class:`~memloci.errors.ProviderError` (nothing of the turn is recorded).
 
-When the session ends (:meth:`Agent.finish`): an autonomous run (``memloci chat -p``)
-records an episode of what it did (``episodic.auto_capture``; interactive sessions do
-not), and consolidation runs when ``consolidation.interval`` says so —
+When the session ends (:meth:`Agent.finish`): an autonomous run (``memloci run``, see
+``autonomous.py``; ``memloci chat -p``) records an episode of category ``autonomous_run``
+(``episodic.auto_capture``; interactive sessions do not), and consolidation runs when
+``consolidation.interval`` says so —
 ``after_session`` at the end of any session, ``after_autonomous`` after autonomous
 runs only, ``manual`` never.
 """
@@ -43,7 +44,7 @@ from memloci import validate as v
 from memloci.config import Settings
 from memloci.errors import MemlociError, ValidationError
 from memloci.knowledge import knowledge_block
-from memloci.models import TURN_MAX, EpisodeDetails, NodeType, ThreadMessage, utcnow
+from memloci.models import NodeType, ThreadMessage, utcnow
 from memloci.providers.chat import CHAT_PROVIDERS, ChatModel, ToolCall
 from memloci.providers.llm import LLM
 from memloci.runtime.conversation import (
@@ -324,10 +325,27 @@ class Agent:
         self._started = utcnow()
         self._clock = time.monotonic()
         self._loaded: tuple[str, str] | None = None  # (who, memory): fixed for a conversation
+        self.trigger: dict[str, Any] | None = None  # what started an autonomous run
+        self.outcome: dict[str, Any] | None = None  # how it ended (autonomous.py)
 
     @property
     def session(self) -> str | None:
         return self.conversation.session if self.conversation is not None else None
+
+    @property
+    def turns(self) -> list[_Turn]:
+        return self._turns
+
+    @property
+    def started(self) -> Any:
+        return self._started
+
+    @property
+    def clock(self) -> float:
+        return self._clock
+
+    def record_turn(self, prompt: str, answer: str, runs: tuple[ToolRun, ...]) -> None:
+        self._turns.append(_Turn(prompt, answer, runs))
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, resume: bool = False) -> str:
@@ -349,6 +367,7 @@ class Agent:
         session = await self.conversation.start(resume=resume)
         self._bind(session)
         self._started, self._clock, self._turns = utcnow(), time.monotonic(), []
+        self.outcome = None
         self._loaded = None  # the memory block is loaded once per conversation
         return session
 
@@ -367,7 +386,9 @@ class Agent:
         if self.conversation is None:
             return None
         if autonomous and self._turns:
-            await self._capture_episode()
+            from memloci.runtime.autonomous import capture_episode  # imports this module
+
+            await capture_episode(self)
         await self.conversation.end()
         if not (consolidate and self._consolidates(autonomous)):
             return None
@@ -512,42 +533,6 @@ class Agent:
             return self.user
         self.user_context = ctx
         return ctx.user.id
-
-    # ------------------------------------------------------------------ episodes
-    async def _capture_episode(self) -> None:
-        """What this autonomous run did, as one episode (never raises)."""
-        mem = self.role.memory
-        if mem is None or not (mem.episodic.enabled and mem.episodic.auto_capture):
-            return
-        turns = self._turns
-        content = "\n".join(f"Task: {t.prompt}\nOutcome: {t.answer}" for t in turns)
-        if len(content) > TURN_MAX:
-            content = content[: TURN_MAX - 1] + "…"
-        ended = utcnow()
-        details = EpisodeDetails(
-            trigger={"channel": self.channel, "mode": "autonomous", "agent": self.role.name},
-            conversation=[
-                m for t in turns for m in (
-                    {"role": "user", "content": t.prompt},
-                    {"role": "assistant", "content": t.answer},
-                )
-            ],
-            actions=[
-                {"tool": r.name, "arguments": r.arguments, "result": r.result[:1000], "ok": r.ok}
-                for t in turns for r in t.tools
-            ],
-            outcome={"success": True, "final_output": turns[-1].answer[:2000]},
-            started_at=self._started, ended_at=ended,
-            duration_ms=round((time.monotonic() - self._clock) * 1000, 1),
-        )  # fmt: skip
-        try:
-            await self.service.record_episode(
-                content, namespace=self.namespace, user=self.user, agent=self.role.name,
-                session=self.session, details=details,
-                metadata={"category": "autonomous_run"},
-            )  # fmt: skip
-        except Exception as exc:
-            self._report("record the run's episode", exc)
 
     def _report(self, doing: str, exc: Exception) -> None:
         """Log and tell the user in one line; never raise."""

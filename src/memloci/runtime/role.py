@@ -36,6 +36,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from memloci.errors import NotFoundError, ValidationError
+from memloci.runtime.run_config import AutonomyConfig, TriggerConfig
 from memloci.storage.location import is_database_url
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
@@ -251,6 +252,8 @@ class Role(_Block):
     system_prompt: str = Field("", max_length=100_000)
     model: ModelConfig | None = None
     memory: MemoryConfig | None = None
+    autonomy: AutonomyConfig = AutonomyConfig()  # runs without a person: run_config.py
+    triggers: list[TriggerConfig] = Field(default_factory=list, max_length=20)
     _base_dir: Path | None = PrivateAttr(None)
 
     @property
@@ -418,6 +421,8 @@ class _Spec(_Block):
     role: str = Field("", max_length=100_000)  # the system prompt
     model: ModelConfig | None = None
     memory: MemoryConfig | None = None
+    autonomy: AutonomyConfig = AutonomyConfig()
+    triggers: list[TriggerConfig] = Field(default_factory=list, max_length=20)
 
 
 class _Manifest(_Block):
@@ -437,6 +442,7 @@ def _pick(doc: BaseModel, agent: str | None, source: str) -> Role:
             Role(
                 name=doc.metadata.name, description=doc.metadata.description,
                 system_prompt=doc.spec.role, model=doc.spec.model, memory=doc.spec.memory,
+                autonomy=doc.spec.autonomy, triggers=doc.spec.triggers,
             )
         ]  # fmt: skip
     elif isinstance(doc, _AgentsFile):
