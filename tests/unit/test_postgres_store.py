@@ -21,7 +21,7 @@ from pgtest import database_url, fresh_schema
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
 
 from memloci.storage.postgres import PostgresStore  # noqa: E402
-from memloci.storage.postgres.tsquery import to_tsquery_sql  # noqa: E402
+from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql  # noqa: E402
 
 
 @pytest.fixture
@@ -179,3 +179,34 @@ def test_filtered_vector_search_fills_its_limit_through_the_hnsw_index(
         assert [h[1] for h in hits] == sorted((h[1] for h in hits), reverse=True)
     finally:
         store.close()
+
+
+def test_disjunctions_of_single_words_are_recognised() -> None:
+    assert is_disjunction('"coffee" OR "tea" OR "café"')
+    assert is_disjunction('"coffee"')
+    for match in ('"a" AND "b"', '"a" "b"', '"green tea" OR "a"', '"a" NOT "b"', '("a")', "a*"):
+        assert not is_disjunction(match), match
+
+
+def test_fulltext_scores_are_on_the_fts5_bm25_scale(schema: tuple[str, str], tmp_path) -> None:
+    from memloci.storage.sqlite import SQLiteStore
+
+    url, name = schema
+    texts = [
+        "user: my dog is called Rex", "user: I went running with my dog",
+        "user: the weather is nice", "we talked about coffee and cake", "nothing relevant",
+    ]  # fmt: skip
+    pg, lite = PostgresStore(url, schema=name), SQLiteStore(str(tmp_path / "s.db"))
+    try:
+        for text in texts:
+            made = node(text)
+            pg.insert_node(made)
+            lite.insert_node(made)
+        for match in ('"running" OR "dog"', '"cake" OR "weather"', '"dog" OR "user"'):
+            want, got = lite.fulltext(NodeFilter(), match, 5), pg.fulltext(NodeFilter(), match, 5)
+            assert [i for i, _ in got] == [i for i, _ in want], match
+            for (_, a), (_, b) in zip(want, got, strict=True):
+                assert b == pytest.approx(a, rel=0.1, abs=0.05), match
+    finally:
+        pg.close()
+        lite.close()

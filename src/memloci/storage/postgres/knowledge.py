@@ -19,7 +19,7 @@ from memloci.errors import EmbeddingModelError, ValidationError
 from memloci.models import KnowledgeChunk, KnowledgeHit, KnowledgeSource
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.ranking import ranked
-from memloci.storage.postgres.tsquery import to_tsquery_sql
+from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.rows import dt
 from memloci.storage.sqlfilter import ts
 
@@ -189,10 +189,19 @@ class PostgresKnowledge(PostgresBase):
         where, params = self._scope(namespaces, collections)
         with self._reading() as c:
             found = ranked(
-                c, self._terms, table="knowledge_chunks", key="seq", tsq=tsq,
-                tparams=tparams, texts=tparams, where=where.replace("c.", "n."),
-                params=params, limit=limit, weights=CHUNK_WEIGHTS,
-            )  # fmt: skip
+                c,
+                self._terms,
+                table="knowledge_chunks",
+                key="seq",
+                tsq=tsq,
+                tparams=tparams,
+                texts=tparams,
+                whole_needed=not is_disjunction(match),
+                where=where.replace("c.", "n."),
+                params=params,
+                limit=limit,
+                weights=CHUNK_WEIGHTS,
+            )
             if not found:
                 return []
             rows = c.execute(

@@ -57,20 +57,27 @@ class TermStats:
                     f" WHERE oid = '{table}'::regclass"
                 ).fetchone()[0]
             )
-        if missing:
-            for lexeme, df in c.execute(
-                f"SELECT l, (SELECT count(*) FROM {table} WHERE fts @@ quote_literal(l)::tsquery)"
-                " FROM unnest(%s::text[]) l",
-                (missing,),
-            ).fetchall():
-                fresh[(table, lexeme)] = int(df)
+        if missing:  # one count per lexeme, each a constant tsquery (GIN index)
+            counts = c.execute(
+                " UNION ALL ".join(
+                    f"SELECT %s, count(*) FROM {table} WHERE fts @@ %s::tsquery" for _ in missing
+                ),
+                [x for lx in missing for x in (lx, tsquery_literal(lx))],
+            ).fetchall()
+            for lexeme, df in counts:
+                fresh[(table, str(lexeme))] = int(df)
         with self._lock:
             for fkey, count in fresh.items():
                 self._values[fkey] = (now, count)
             if len(self._values) > 50_000:  # bounded: forget everything, recount lazily
                 self._values.clear()
-        counts = {k: v[1] for k, v in known.items()} | fresh
-        return counts[(table, "")], {lx: counts[(table, lx)] for lx in lexemes}
+        found = {k: v[1] for k, v in known.items()} | fresh
+        return found[(table, "")], {lx: found[(table, lx)] for lx in lexemes}
+
+
+def tsquery_literal(lexeme: str) -> str:
+    """One lexeme as tsquery input (quoted: taken as is, never parsed or stemmed)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def bm25(
@@ -109,10 +116,13 @@ def ranked(
     params: Sequence[Any],
     limit: int,
     weights: Mapping[str, float],
+    whole_needed: bool = True,
 ) -> list[tuple[Any, float]]:
     """``(n.<key>, bm25)`` of the best ``limit`` rows of ``table`` (alias ``n``, with a
     ``fts`` tsvector and a unique ``seq``) that match the tsquery ``tsq`` and pass
-    ``where``; best first (ties: older rows first). See the module docstring."""
+    ``where``; best first (ties: older rows first). ``whole_needed=False`` when the
+    query is single words joined by OR (the per-word candidates cover it; ranking the
+    whole OR query by cover density is the slow part). See the module docstring."""
     lexemes = [
         str(r[0])
         for r in c.execute(
@@ -120,23 +130,32 @@ def ranked(
             (" ".join(texts),),
         ).fetchall()
     ]
+    if not lexemes:  # nothing but punctuation: no row can match
+        return []
     per = max(PER_LEXEME, 2 * limit)
     w = "'{" + ", ".join(str(weights.get(x, 0.0)) for x in "DCBA") + "}'"
-    one = "quote_literal(l)::tsquery"
+    # candidates: the best rows per lexeme and for the whole query; every branch names its
+    # tsquery as a constant, so the planner can use the GIN index and its statistics
+    best = (
+        f"(SELECT n.seq FROM {table} n WHERE n.fts @@ QUERY AND {where}"
+        f" ORDER BY ts_rank_cd({w}, n.fts, QUERY, 1) DESC, n.seq LIMIT %s)"
+    )
+    branches: list[str] = []
+    bparams: list[Any] = []
+    for lexeme in lexemes:
+        literal = tsquery_literal(lexeme)
+        branches.append(best.replace("QUERY", "%s::tsquery"))
+        bparams += [literal, *params, literal, per]
+    if whole_needed:  # AND / NOT / phrases: the best rows of the whole query too
+        branches.append(best.replace("QUERY", tsq))
+        bparams += [*tparams, *params, *tparams, per]
     rows = c.execute(
-        f"WITH q AS (SELECT {tsq} AS q),"
-        f" per AS (SELECT k.seq FROM unnest(%s::text[]) l CROSS JOIN LATERAL"
-        f"  (SELECT n.seq FROM {table} n WHERE n.fts @@ {one} AND {where}"
-        f"   ORDER BY ts_rank_cd({w}, n.fts, {one}, 1) DESC, n.seq LIMIT %s) k),"
-        f" whole AS (SELECT n.seq FROM {table} n, q WHERE n.fts @@ q.q AND {where}"
-        f"  ORDER BY ts_rank_cd({w}, n.fts, q.q, 1) DESC, n.seq LIMIT %s),"
-        " cand AS (SELECT seq FROM per UNION SELECT seq FROM whole)"
-        f" SELECT n.{key}, n.seq,"
+        f"SELECT n.{key}, n.seq,"
         " (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(n.fts) u),"
         " (SELECT coalesce(array_agg(u.lexeme || ':' || array_to_string(u.weights, '')),"
         "  '{}') FROM unnest(n.fts) u WHERE u.lexeme = ANY(%s))"
-        f" FROM {table} n JOIN cand ON cand.seq = n.seq, q WHERE n.fts @@ q.q",
-        [*tparams, lexemes, *params, per, *params, per, lexemes],
+        f" FROM {table} n WHERE n.seq IN ({' UNION '.join(branches)}) AND n.fts @@ {tsq}",
+        [lexemes, *bparams, *tparams],
     ).fetchall()
     if not rows:
         return []

@@ -20,7 +20,7 @@ from memloci.errors import EmbeddingModelError
 from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.ranking import ranked
-from memloci.storage.postgres.tsquery import to_tsquery_sql
+from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.sqlfilter import filter_sql
 
 # column weights of the FTS5 index, by tsvector weight letter: A content + key/subject,
@@ -110,9 +110,19 @@ class PostgresSearch(PostgresBase):
         where, params = filter_sql(flt, ph="%s")
         with self._reading() as c:
             found = ranked(
-                c, self._terms, table="nodes", key="id", tsq=tsq, tparams=tparams,
-                texts=tparams, where=where, params=params, limit=limit, weights=NODE_WEIGHTS,
-            )  # fmt: skip
+                c,
+                self._terms,
+                table="nodes",
+                key="id",
+                tsq=tsq,
+                tparams=tparams,
+                texts=tparams,
+                whole_needed=not is_disjunction(match),
+                where=where,
+                params=params,
+                limit=limit,
+                weights=NODE_WEIGHTS,
+            )
         return [(str(i), s) for i, s in found]
 
     # ------------------------------------------------------------------ keys

@@ -118,3 +118,18 @@ def to_tsquery_sql(match: str) -> tuple[str, list[str]]:
     """``(sql, params)``: a tsquery expression for an FTS5 match string (not blank)."""
     parser = _Parser(_tokens(match))
     return parser.parse(), parser.params
+
+
+def is_disjunction(match: str) -> bool:
+    """Whether ``match`` is single words joined by ``OR`` (what the retrieval layer
+    writes): then the best rows per word are the best candidates for the whole query."""
+    try:
+        tokens = _tokens(match)
+    except ValidationError:
+        return False
+    for i, (kind, text) in enumerate(tokens):
+        if i % 2 == 0 and (kind != "term" or len(re.findall(r"\w+", text)) != 1):
+            return False
+        if i % 2 == 1 and (kind, text) != ("kw", "OR"):
+            return False
+    return len(tokens) % 2 == 1

@@ -17,7 +17,7 @@ from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.records import ENTITY_COLS, entity_from_row
 from memloci.storage.postgres.search import NODE_WEIGHTS
-from memloci.storage.postgres.tsquery import to_tsquery_sql
+from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite.walks import _grams
 
@@ -142,10 +142,19 @@ class PostgresWalks(PostgresBase):
         where += " AND ne.entity_id = ANY(%s))"
         with self._reading() as c:
             found = ranked(
-                c, self._terms, table="nodes", key="id", tsq=tsq, tparams=tparams,
-                texts=tparams, where=where, params=[*params, ids], limit=limit,
+                c,
+                self._terms,
+                table="nodes",
+                key="id",
+                tsq=tsq,
+                tparams=tparams,
+                texts=tparams,
+                whole_needed=not is_disjunction(match),
+                where=where,
+                params=[*params, ids],
+                limit=limit,
                 weights=NODE_WEIGHTS,
-            )  # fmt: skip
+            )
         return [(str(i), s) for i, s in found]
 
     def entity_neighbours(
