@@ -6,12 +6,6 @@ one-line result or (with ``--json``) JSON. Errors are translated by the root gro
 
 from __future__ import annotations
 
-import json
-import os
-from contextlib import nullcontext
-from dataclasses import asdict
-from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
@@ -29,10 +23,7 @@ from memloci.interfaces.cli_common import (
     UserOpt,
     YesOpt,
     confirm_or_refuse,
-    counter,
-    embed_all,
     emit_json,
-    err,
     examples,
     fields_table,
     hits_table,
@@ -42,10 +33,10 @@ from memloci.interfaces.cli_common import (
     open_memory,
     out,
     parse_json,
-    progress_bar,
     say,
     stats_table,
 )
+from memloci.interfaces.cli_transfer import EXPORT_EXAMPLES, IMPORT_EXAMPLES, export, import_
 from memloci.models import FactType, MemoryNode, NodeType, Scope, WriteResult
 from memloci.runtime.role import load_role
 from memloci.sdk import Memory
@@ -463,158 +454,5 @@ def stats(
 
 
 # ---------------------------------------------------------------------- transfer
-class ExportFormat(StrEnum):
-    """``json``: reference 004's array of memories; ``jsonl``: the full, importable backup."""
-
-    JSON = "json"
-    JSONL = "jsonl"
-
-
-@memory_app.command(
-    "export",
-    epilog=examples(
-        "memloci memory export role.yaml",
-        "memloci memory export role.yaml -o my-export.json",
-        "memloci memory export role.yaml -o backup.jsonl --format jsonl",
-        "memloci memory export backup.jsonl -n demo",
-    ),
-)
-def export(
-    target: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="[ROLE|FILE]",
-            help="A role file (role.yaml: its store and namespace); any other path is the "
-            "file to write (JSON Lines when it ends in .jsonl).",
-            show_default=False,
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output", "-o", metavar="FILE", help="File to write (default: memories.json)."
-        ),
-    ] = None,
-    fmt: Annotated[
-        ExportFormat | None,
-        typer.Option(
-            "--format",
-            help="json: an array of the current memories (id, content, category, created_at, "
-            "memory_type, metadata, …); jsonl: every record with versions, edges and vectors, "
-            "for `memloci memory import` (default: jsonl for a .jsonl file, else json).",
-            show_default=False,
-        ),
-    ] = None,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Write the namespace's memories to a JSON file (or a JSON Lines backup)."""
-    role_file: Path | None = None
-    if target is not None and target.suffix.lower() in (".yaml", ".yml"):
-        role_file = target
-    elif target is not None:
-        if output is not None:
-            raise ValidationError(
-                f"{target} is not a role file (.yaml), and -o names the file to write",
-                hint="give the role file first, e.g. memloci memory export role.yaml -o out.json",
-            )
-        output = target
-    file = output if output is not None else Path("memories.json")
-    kind = fmt or (ExportFormat.JSONL if file.suffix.lower() == ".jsonl" else ExportFormat.JSON)
-    with open_memory(db, namespace, embedder, must_exist=True, role=role_file) as m:
-        ns = m.settings.namespace
-        with nullcontext() if as_json else err.status(f"Exporting {ns}…"):
-            try:
-                if kind is ExportFormat.JSONL:
-                    count = m.export(str(file))
-                else:
-                    count = _export_array(m, file)
-            except OSError as exc:
-                raise ValidationError(
-                    f"cannot write {file}: {exc.strerror or exc}", hint="check the path"
-                ) from None
-    unit = "lines" if kind is ExportFormat.JSONL else "memories"
-    if as_json:
-        emit_json({"file": str(file), "namespace": ns, "format": kind.value, unit: count})
-    else:
-        say(f"Exported namespace {ns!r} to {file} ({count} {unit}).")
-
-
-def _export_array(m: Memory, file: Path) -> int:
-    """Reference 004's export: a JSON array of the current memories, oldest first. Written
-    to a temporary file beside ``file`` and renamed, so a failure leaves no half file."""
-    records: list[dict[str, Any]] = []
-    while page := m.list(limit=10_000, offset=len(records)):
-        records += [_exported(n) for n in page]
-    tmp = file.with_name(f".{file.name}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(records, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-        os.replace(tmp, file)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return len(records)
-
-
-def _exported(node: MemoryNode) -> dict[str, Any]:
-    data = node.model_dump(mode="json")
-    return {
-        "id": node.id,
-        "content": node.content,
-        "category": node.category,
-        "created_at": data["created_at"],
-        "memory_type": node.type.value,
-        "metadata": node.metadata or None,
-        # memloci's own fields, after the reference's
-        "user": node.user,
-        "agent": node.agent,
-        "session": node.session,
-        "subject": node.subject,
-        "key": node.key,
-        "value": node.value,
-        "confidence": node.confidence,
-        "version": node.version,
-        "updated_at": data["updated_at"],
-    }
-
-
-@memory_app.command(
-    "import",
-    epilog=examples("memloci memory import backup.jsonl", "memloci memory import x.jsonl -n demo"),
-)
-def import_(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A `memloci memory export` file.")],
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Load an export into the namespace (all-or-nothing), then embed what needs it."""
-    if not Path(file).is_file():
-        raise ValidationError(
-            f"no such file: {file}", hint="give the path of a `memloci memory export` file"
-        )
-    with open_memory(db, namespace, embedder) as m:
-        with progress_bar(quiet=as_json) as bar:
-            task = bar.add_task("Importing", total=None)
-            try:
-                report = m.import_file(file, progress=counter(bar, task, None))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ValidationError(f"cannot read {file}: {exc}") from None
-            bar.update(task, total=report.nodes + report.skipped)
-        pending = embed_all(m, "Embedding", quiet=as_json)
-    embedded = max(0, report.needs_embedding - pending)
-    data = {**asdict(report), "embedded": embedded}
-    if as_json:
-        emit_json(data)
-        return
-    say(
-        f"Imported {report.nodes} memories ({report.skipped} already present), "
-        f"{report.versions} versions, {report.edges} edges, {report.users} users; "
-        f"reused {report.vectors_reused} vectors, embedded {embedded}."
-    )
-    for problem in report.errors:
-        note(f"warning: {problem}")
+memory_app.command("export", epilog=EXPORT_EXAMPLES)(export)
+memory_app.command("import", epilog=IMPORT_EXAMPLES)(import_)
