@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     ) from exc
 
 _LOCK_CLASS = 0x6D6C  # first key of memloci's two-key advisory locks ("ml")
-_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")  # unquoted-identifier form
 
 
 def _split_url(url: str, schema: str | None) -> tuple[str, str | None]:
@@ -57,7 +57,8 @@ class PostgresBase:
         self._secret_url, self.schema = _split_url(url, schema)
         if self.schema is not None and not _SCHEMA_NAME.match(self.schema):
             raise StorageError(
-                f"bad schema name {self.schema!r}", hint="letters, digits and _ (max 63)"
+                f"bad schema name {self.schema!r}",
+                hint="lower-case letters, digits and _ (at most 63)",
             )
         self._local = threading.local()
         self._closed = False
@@ -118,7 +119,7 @@ class PostgresBase:
                     conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
                 except psycopg.Error as exc:
                     raise StorageError(
-                        f"the pgvector extension is missing in {self.url}: {exc}",
+                        f"the pgvector extension is missing in {self.url}: {redact_url(str(exc))}",
                         hint="run `CREATE EXTENSION vector` as a superuser first",
                     ) from None
 
