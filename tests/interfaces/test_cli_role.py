@@ -321,3 +321,29 @@ def test_a_closed_stdout_ends_quietly(tmp_path: Path) -> None:
         os.close(write)
     assert proc.stderr == ""
     assert proc.returncode == 1
+
+
+# ---------------------------------------------------------------------- system role fallback
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_system_as_user_sends_the_system_prompt_as_the_first_user_message(
+    tmp_path: Path, protocol: str
+) -> None:
+    with serving(protocol) as model:
+        role = write_role(tmp_path, base_url=model.base_url)
+        doc = yaml.safe_load(role.read_text(encoding="utf-8"))
+        doc["model"].update(provider=protocol, system_as_user=True)
+        role.write_text(yaml.safe_dump(doc), encoding="utf-8")
+        result = runner.invoke(app, ["chat", "role.yaml", "--user", "sam", "-p", "hello"])
+        assert result.exit_code == 0, result.output
+        first = model.chats()[0]
+        assert first.system == "" and "system" not in first.body
+        assert first.messages[0]["role"] == "user"
+        assert first.messages[0]["content"].startswith("You help.")
+        assert first.messages[-1]["content"].endswith("hello")  # Anthropic joins user turns
+
+
+def test_without_system_as_user_the_system_role_is_used(tmp_path: Path) -> None:
+    with serving("openai") as model:
+        write_role(tmp_path, base_url=model.base_url)
+        assert runner.invoke(app, ["chat", "role.yaml", "--user", "sam", "-p", "hi"]).exit_code == 0
+        assert model.chats()[0].system.startswith("You help.")

@@ -87,11 +87,17 @@ class ChatModel(Protocol):
 def load_chat_model(provider: str, **options: Any) -> OpenAIChat | AnthropicChat:
     """:class:`OpenAIChat` (any OpenAI-compatible endpoint) or :class:`AnthropicChat`;
     ``options`` as for the plain clients (``model``, ``base_url``, ``api_key``,
-    ``api_key_env``, ``timeout``, ``max_retries``)."""
+    ``api_key_env``, ``timeout``, ``max_retries``), plus ``system_as_user``: send the
+    system prompt as the first user message, for servers that ignore the system role."""
+    as_user = options.pop("system_as_user", False)
+    model: OpenAIChat | AnthropicChat | None = None
     if provider == "openai":
-        return OpenAIChat(**options)
-    if provider == "anthropic":
-        return AnthropicChat(**options)
+        model = OpenAIChat(**options)
+    elif provider == "anthropic":
+        model = AnthropicChat(**options)
+    if model is not None:
+        model.system_as_user = as_user is True
+        return model
     raise ValidationError(
         f"unknown chat provider {provider!r}", hint=f"choose one of: {', '.join(CHAT_PROVIDERS)}"
     )
@@ -169,6 +175,7 @@ class _ToolChat:
     """:meth:`chat` for a client whose :meth:`_turn` sends one chat request."""
 
     model: str
+    system_as_user: bool = False  # the system prompt goes as the first user message
 
     def chat(
         self,
@@ -181,6 +188,8 @@ class _ToolChat:
     ) -> ChatTurn:
         """The model's next turn: text, or tool calls to run and send back."""
         payload: Json = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature}
+        if self.system_as_user and system:
+            messages, system = [{"role": "user", "content": system}, *messages], None
         try:
             return self._turn(payload, messages, system, tools)
         except ProviderError as exc:

@@ -193,7 +193,8 @@ def model_spec(
     if role.model is not None:
         m = role.model
         options: dict[str, Any] = {"model": m.name}
-        options.update({k: getattr(m, k) for k in ("base_url", "api_key_env") if getattr(m, k)})
+        keys = ("base_url", "api_key_env", "system_as_user")
+        options.update({k: getattr(m, k) for k in keys if getattr(m, k)})
         spec = ModelSpec(m.provider, options, m.temperature, m.max_tokens)
         where = f"model.api_key_env in {source}"
     else:

@@ -72,6 +72,8 @@ class ModelConfig(_Block):
     api_key_env: str | None = Field(None, pattern=ENV_PATTERN)
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(1024, ge=1, le=1_000_000)
+    #: Send the system prompt as the first user message (servers that ignore the system role).
+    system_as_user: bool = False
 
 
 class EmbeddingsConfig(_Block):
