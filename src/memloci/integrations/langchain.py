@@ -9,10 +9,8 @@ Needs ``pip install 'memloci[langchain]'``::
     store = MemlociStore(memory, user_label=1)  # graph.compile(store=store)
     store.put(("memories", "u1"), "food", {"content": "Likes ramen"})
 
-There is no LangGraph checkpointer here: a checkpoint is opaque, versioned graph state
-(serialised channel values, pending writes, parent links) while a memloci thread holds
-readable user / assistant / tool messages; keep checkpoints in one of LangGraph's own
-savers and long-term memory in memloci.
+The LangGraph checkpointer (conversation state of a graph in memloci threads) is
+:class:`memloci.integrations.langgraph_checkpoint.MemlociSaver`.
 """
 
 from __future__ import annotations
