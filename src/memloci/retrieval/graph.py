@@ -16,7 +16,11 @@ caller's :class:`~memloci.storage.base.NodeFilter`. Two stages:
    ``why``  → ``causal``    causes and effects of the seeds along ``causal`` edges;
    ``who`` / ``what`` → ``entity`` (when the query names none) memories sharing a
                specific entity with the seeds;
-   ``general`` → none.
+   ``general`` → none;
+   and for every intent but ``when`` (whose temporal walk covers it): ``reply``, the
+               two turns after each of the top :data:`REPLY_SEEDS` hits — in a
+               conversation what one turn raises is answered by the reply and the
+               follow-up, which often share few words with the question.
 
 Chains start from the first ``plan.seeds`` hits (1 for a simple query: it is about
 one event; 5 for a complex one), walk ``plan.depth`` steps and keep at most
@@ -43,6 +47,7 @@ ROUTES: dict[Intent, tuple[str, ...]] = {
     Intent.WHAT: ("entity",),
     Intent.GENERAL: (),
 }
+REPLY_SEEDS = 3  # top hits whose next two turns (the reply, the follow-up) join as "reply"
 SHARED_ENTITY_MAX_LINKS = 50  # an entity linked to more memories than this links too much
 
 
@@ -91,6 +96,10 @@ def walks(
         chain(store, flt, start, "causal", plan.depth, "both", out, limit=plan.limit)
     if "entity" in routed and "entity" not in out.lists:
         shared_entities(store, flt, seeds[: plan.limit], out, limit=plan.limit)
+    if "temporal" not in routed:
+        # what a turn raises is answered in the turns after it: the reply, the follow-up
+        replies = list(seeds[:REPLY_SEEDS])
+        chain(store, flt, replies, "temporal", 2, "forward", out, limit=plan.limit, name="reply")
 
 
 def chain(
@@ -103,8 +112,10 @@ def chain(
     out: GraphLists,
     *,
     limit: int,
+    name: str | None = None,
 ) -> None:
-    """Temporal or causal chain from the seeds (see the module docstring)."""
+    """Temporal or causal chain from the seeds (see the module docstring), added to
+    ``out`` as ``name`` (default: the relation)."""
     rank = {s: i for i, s in enumerate(seeds, start=1)}
     # the seeds head their own chains (distance 0), so a neighbour is ranked after the
     # hit it hangs off and never overtakes it on the chain's evidence alone
@@ -115,9 +126,13 @@ def chain(
         return
     for node_id, seed, distance, sign in walked:
         scored.append((node_id, 1.0 / rank[seed] / 2**distance))
-        reasons[node_id] = _chain_reason(relation, seed, distance, sign)
+        reasons[node_id] = (
+            f"reply to [{seed}] (+{distance})"
+            if name == "reply"
+            else _chain_reason(relation, seed, distance, sign)
+        )
     scored.sort(key=lambda r: -r[1])
-    out.add(relation, scored[:limit], reasons)
+    out.add(name or relation, scored[:limit], reasons)
 
 
 def _chain_reason(relation: str, seed: str, distance: int, sign: int) -> str:
