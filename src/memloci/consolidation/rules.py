@@ -8,6 +8,13 @@ boss", "my sister Anna"), work ("I work at…", "I'm a nurse at…"), names ("my
 "call me…") and places ("I live in…", "I moved to…"). Questions, hypotheticals, hedges,
 negations and transient remarks are skipped, and a candidate the user declines in the
 next turn ("no, don't remember that") is dropped.
+
+Every cue of a sentence counts: "I work at Globex and I live in Lisbon" gives both
+facts (clauses joined by "and" / "but" / "plus" before "I" or "my" are read apart).
+Contradictions do not stay side by side: a preference is keyed by its object
+(``opinion_python``), so "I hate Python" supersedes an earlier "I love Python"; a
+correction ("Actually I work at Globex now, not TechCorp") states the new fact and is
+tagged ``correction`` when it has no key, so it supersedes the fact it corrects.
 """
 
 from __future__ import annotations
@@ -175,6 +182,13 @@ _KEEP_VERB = _words(
 )
 _ADVERB = _words("always never often usually also just still only sometimes rarely")
 _TAIL_OK = _rx(r"^(?:at|from|in|on|since|for|of)\s")
+_CLAUSES = _rx(r"\s*,?\s+(?:and|but|plus|while)\s+(?=(?:i|i'm|i've|i'd|my)\s)")
+_NOT_TAIL = _rx(
+    r"\s*[,;]?\s+(?:and\s+)?(?:not|no longer|rather than|instead of)\s+"
+    r"(?:at\s+|in\s+|for\s+|with\s+)?(?P<old>[^,;]+?)(?:\s+any\s?more)?$"
+)
+_NOW_TAIL = _rx(r"\s+(?:now|these days|nowadays)$")
+_ARTICLE = _rx(r"^(?:the|a|an|some|all|any)\s+")
 
 
 @dataclass
@@ -266,9 +280,34 @@ def _analyse(sentence: str, source: str) -> list[_Found]:
 
 
 def _statement(text: str, source: str) -> list[_Found]:
-    """The first cue that matches ``text``, plus any "my <relation> <Name>" in it."""
+    """The first cue of each clause of ``text`` ("…, and I live in …" is a clause of its
+    own), plus any "my <relation> <Name>" in it."""
+    if _PROCEDURE[0].match(text) or _PROCEDURE[1].match(text):
+        clauses = [text]  # "from now on, … and …" is one instruction
+    else:
+        clauses = [c for c in _CLAUSES.split(text) if c]
+    found: list[_Found] = []
+    for clause in clauses:
+        found += _clause(clause, source)
+    return _with_relations(text, source, found)
+
+
+def _clause(text: str, source: str) -> list[_Found]:
+    """The first cue that matches one clause; "…, not X" marks a correction."""
+    correction = False
+    tail = _NOT_TAIL.search(text)
+    if tail and tail.start() > 0 and _leading_name(tail["old"]):
+        text, correction = text[: tail.start()], True
+    text = _NOW_TAIL.sub("", text)
     cues = (_procedure, _person_name, _relation, _anchored, _preference)
     found = next(([f] for f in (cue(text, source) for cue in cues) if f), [])
+    for item in found:
+        if correction and item.fact.key is None:
+            item.fact.fact_type = FactType.CORRECTION
+    return found
+
+
+def _with_relations(text: str, source: str, found: list[_Found]) -> list[_Found]:
     for match in _MY_REL_NAME.finditer(text):
         name = _leading_name(match["rest"])
         if name and not _NEGATION.search(text[: match.start()]):
@@ -366,6 +405,7 @@ def _preference(text: str, source: str) -> _Found | None:
         return _found(
             f"User {verb} {_third_person(match['obj'])}", source, 0.8, _mentions(match["obj"]),
             type="opinion", category="preference", fact_type=FactType.USER_PREFERENCE,
+            subject="user", key=_opinion_key(match["obj"]),
         )  # fmt: skip
     match = _FAVOURITE.match(text)
     if match and not _NEGATION.search(text):
@@ -376,6 +416,13 @@ def _preference(text: str, source: str) -> _Found | None:
             key=f"favourite_{re.sub(r'[^a-z0-9]+', '_', what)}", fact_type=FactType.USER_PREFERENCE,
         )  # fmt: skip
     return None
+
+
+def _opinion_key(obj: str) -> str | None:
+    """The slot of the user's opinion of ``obj``: "Python" → ``opinion_python``; one
+    opinion per object, so a later "I hate Python" supersedes "I love Python"."""
+    words = re.sub(r"[^a-z0-9]+", " ", _ARTICLE.sub("", obj.casefold())).split()[:6]
+    return "opinion_" + "_".join(words) if words else None
 
 
 def _generic(rest: str, source: str) -> list[_Found]:

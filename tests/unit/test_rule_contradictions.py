@@ -1,0 +1,74 @@
+"""The rules extractor (no LLM configured), driven as a user would: turns in a session,
+then ``end_session``. A later opposite opinion or a correction supersedes the earlier
+fact instead of standing beside it, and every cue of a sentence is taken."""
+
+from __future__ import annotations
+
+from consolidation_helpers import turns
+
+from memloci import Memory
+
+
+def _end(mem: Memory, session: str) -> None:
+    report = mem._call(mem.service.end_session(session))
+    assert report.extractor == "rules" and report.sessions == [session]
+
+
+def _current(mem: Memory) -> list[str]:
+    return sorted(n.content for n in mem.list(type=["semantic", "opinion"], user="sam"))
+
+
+def _all(mem: Memory) -> dict[str, bool]:
+    nodes = mem.list(type=["semantic", "opinion"], user="sam", include_forgotten=True)
+    return {n.content: n.is_current for n in nodes}
+
+
+def test_a_later_opposite_opinion_supersedes_the_earlier(mem: Memory) -> None:
+    turns(mem, "s1", "I love Python")
+    _end(mem, "s1")
+    assert _current(mem) == ["User loves Python"]
+    turns(mem, "s2", "I hate Python")
+    _end(mem, "s2")
+    assert _current(mem) == ["User hates Python"]
+    assert _all(mem) == {"User loves Python": False, "User hates Python": True}  # history kept
+    turns(mem, "s3", "I don't like Python")  # a negated opinion of the same object
+    _end(mem, "s3")
+    assert _current(mem) == ["User dislikes Python"]
+    turns(mem, "s4", "I love Rust")  # another object: both stand
+    _end(mem, "s4")
+    assert _current(mem) == ["User dislikes Python", "User loves Rust"]
+
+
+def test_in_one_session_the_last_word_stands(mem: Memory) -> None:
+    turns(mem, "s1", "I love Python", "Hmm, it's complicated.", "I hate Python")
+    _end(mem, "s1")
+    assert _current(mem) == ["User hates Python"]
+
+
+def test_every_cue_of_a_sentence_is_taken(mem: Memory) -> None:
+    turns(mem, "s1", "I work at Globex and I live in Lisbon")
+    _end(mem, "s1")
+    assert _current(mem) == ["User lives in Lisbon", "User works at Globex"]
+    turns(mem, "s2", "Alec is my boss, and I prefer tea over coffee")
+    _end(mem, "s2")
+    assert "Alec is the user's boss" in _current(mem)
+    assert "User prefers tea over coffee" in _current(mem)
+
+
+def test_a_correction_supersedes_the_fact_it_corrects(mem: Memory) -> None:
+    turns(mem, "s1", "I work at TechCorp.")
+    _end(mem, "s1")
+    assert _current(mem) == ["User works at TechCorp"]
+    turns(mem, "s2", "Actually I work at Globex now, not TechCorp")
+    _end(mem, "s2")
+    assert _current(mem) == ["User works at Globex"]
+    assert _all(mem) == {"User works at TechCorp": False, "User works at Globex": True}
+    turns(mem, "s3", "I live in Lisbon. Actually, I live in Porto now, not Lisbon anymore.")
+    _end(mem, "s3")
+    assert _current(mem) == ["User lives in Porto", "User works at Globex"]
+
+
+def test_negations_without_a_new_fact_still_store_nothing(mem: Memory) -> None:
+    turns(mem, "s1", "I don't work at TechCorp", "I no longer live in Lisbon")
+    mem._call(mem.service.end_session("s1"))
+    assert _current(mem) == []
