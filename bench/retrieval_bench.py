@@ -15,12 +15,15 @@ what the graph strategies cost.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import secrets
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +109,22 @@ def metrics(ranked: list[str], evidence: set[str], k: int) -> dict[str, float]:
     return out
 
 
+@contextlib.contextmanager
+def bench_store(url: str | None, tmp: str) -> Iterator[str]:
+    """A temporary SQLite file, or a fresh schema on the PostgreSQL server at ``url``."""
+    if not url:
+        yield str(Path(tmp) / "bench.db")
+        return
+    import psycopg
+
+    schema = f"memloci_bench_{secrets.token_hex(4)}"
+    try:
+        yield f"{url}{'&' if '?' in url else '?'}schema={schema}"
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", help="JSONL file (default: ../shared/data/locomo_dev.jsonl)")
@@ -117,6 +136,11 @@ def main() -> int:
         "--facts", help="fact-memory JSONL (default: ../shared/data/locomo_facts_dev.jsonl)"
     )
     ap.add_argument("--splits", default="turns,facts,first", help="which tables to run")
+    ap.add_argument(
+        "--store",
+        help="a postgresql:// URL: run the turn/fact splits on PostgreSQL (a fresh schema"
+        " per split, dropped afterwards) instead of a temporary SQLite file",
+    )
     args = ap.parse_args()
     out: dict[str, Any] = {}
     for split in args.splits.split(","):
@@ -138,8 +162,8 @@ def main() -> int:
 def run_split(
     split: str, convs: list[dict[str, Any]], args: argparse.Namespace, facts: bool
 ) -> dict[str, dict[str, float]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        mem = Memory(str(Path(tmp) / "bench.db"), embedder=args.embedder, reinforce_on_search=False)
+    with tempfile.TemporaryDirectory() as tmp, bench_store(args.store, tmp) as location:
+        mem = Memory(location, embedder=args.embedder, reinforce_on_search=False)
         t0 = time.perf_counter()
         for conv in convs:
             ingest(mem, conv, facts)

@@ -5,9 +5,10 @@ by the best score plus one "idf unit", and counts on IDF to make a word found in
 memories worth almost nothing). ``ts_rank_cd`` has no IDF and a different scale, so the
 PostgreSQL store ranks like FTS5 instead:
 
-1. candidates: for each query lexeme, the best rows holding it (``ts_rank_cd`` order),
-   plus the best rows for the whole query; rows must match the whole query (``@@``),
-   pass the caller's SQL filter, and are bounded in number;
+1. candidates: for each query lexeme, the best rows holding it (``ts_rank_cd`` order;
+   the newest for a lexeme in half the rows or more, which BM25 scores ~0), plus the best
+   rows for the whole query unless it is single words joined by OR; rows must match the
+   whole query (``@@``), pass the caller's SQL filter, and are bounded in number;
 2. score: Okapi BM25 as FTS5 computes it — ``idf = ln((N − df + 0.5) / (df + 0.5))``
    (at least 1e-6) over the whole table, term frequency weighted by the column weight
    of each occurrence (the tsvector weight letters A–D), ``k1 = 1.2``, ``b = 0.75``,
@@ -28,7 +29,8 @@ from typing import Any
 
 K1, B = 1.2, 0.75
 STATS_TTL = 60.0  # seconds a count of rows / of rows holding a lexeme is reused
-PER_LEXEME = 50  # candidates per query lexeme (and for the whole query), at least
+PER_LEXEME = 30  # candidates per query lexeme (and for the whole query), at least
+COMMON_IDF = 1e-3  # a lexeme at or below this IDF is in half the rows or more
 
 
 class TermStats:
@@ -132,35 +134,45 @@ def ranked(
     ]
     if not lexemes:  # nothing but punctuation: no row can match
         return []
-    per = max(PER_LEXEME, 2 * limit)
+    per = max(PER_LEXEME, limit)
+    total, dfs = stats.get(c, table, lexemes)
+    idf = {lx: idf_of(max(total, 1), df) for lx, df in dfs.items()}
     w = "'{" + ", ".join(str(weights.get(x, 0.0)) for x in "DCBA") + "}'"
     # candidates: the best rows per lexeme and for the whole query; every branch names its
-    # tsquery as a constant, so the planner can use the GIN index and its statistics
+    # tsquery as a constant, so the planner can use the GIN index and its statistics. A
+    # lexeme in more than half the rows has no IDF (BM25 gives it ~0): its branch takes
+    # the newest rows instead of ranking them all (only fills the list after the others)
     best = (
         f"(SELECT n.seq FROM {table} n WHERE n.fts @@ QUERY AND {where}"
         f" ORDER BY ts_rank_cd({w}, n.fts, QUERY, 1) DESC, n.seq LIMIT %s)"
+    )
+    newest = (
+        f"(SELECT n.seq FROM {table} n WHERE n.fts @@ QUERY AND {where}"
+        " ORDER BY n.seq DESC LIMIT %s)"
     )
     branches: list[str] = []
     bparams: list[Any] = []
     for lexeme in lexemes:
         literal = tsquery_literal(lexeme)
-        branches.append(best.replace("QUERY", "%s::tsquery"))
-        bparams += [literal, *params, literal, per]
+        if idf[lexeme] > COMMON_IDF:
+            branches.append(best.replace("QUERY", "%s::tsquery"))
+            bparams += [literal, *params, literal, per]
+        else:
+            branches.append(newest.replace("QUERY", "%s::tsquery"))
+            bparams += [literal, *params, per]
     if whole_needed:  # AND / NOT / phrases: the best rows of the whole query too
         branches.append(best.replace("QUERY", tsq))
         bparams += [*tparams, *params, *tparams, per]
     rows = c.execute(
-        f"SELECT n.{key}, n.seq,"
-        " (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(n.fts) u),"
-        " (SELECT coalesce(array_agg(u.lexeme || ':' || array_to_string(u.weights, '')),"
-        "  '{}') FROM unnest(n.fts) u WHERE u.lexeme = ANY(%s))"
-        f" FROM {table} n WHERE n.seq IN ({' UNION '.join(branches)}) AND n.fts @@ {tsq}",
+        f"SELECT n.{key}, n.seq, st.dl, st.hits FROM {table} n CROSS JOIN LATERAL"
+        " (SELECT coalesce(sum(cardinality(u.positions)), 0) AS dl,"
+        " coalesce(array_agg(u.lexeme || ':' || array_to_string(u.weights, ''))"
+        " FILTER (WHERE u.lexeme = ANY(%s)), '{}') AS hits FROM unnest(n.fts) u) st"
+        f" WHERE n.seq IN ({' UNION '.join(branches)}) AND n.fts @@ {tsq}",
         [lexemes, *bparams, *tparams],
     ).fetchall()
     if not rows:
         return []
-    total, dfs = stats.get(c, table, lexemes)
-    idf = {lx: idf_of(max(total, 1), df) for lx, df in dfs.items()}
     avg = sum(int(r[2]) for r in rows) / len(rows)
     scored: list[tuple[float, int, Any]] = []
     for ident, seq, length, hits in rows:
