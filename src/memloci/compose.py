@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import importlib
-from importlib.util import find_spec
 
+from memloci._extras import require
 from memloci.config import Settings
-from memloci.errors import StorageError, ValidationError
+from memloci.errors import ValidationError
 from memloci.providers.base import Embedder, Reranker, load_embedder, load_reranker
 from memloci.service import MemoryService
 from memloci.storage.base import Store
@@ -19,11 +19,11 @@ def open_store(location: str, *, schema: str | None = None) -> Store:
     other string a SQLite file (``:memory:`` for a throwaway one). Errors never repeat
     the URL's password."""
     if is_postgres_url(location):
-        if find_spec("psycopg") is None or find_spec("pgvector") is None:
-            raise StorageError(
-                f"{describe(location)} needs the postgres extra: pip install 'memloci[postgres]'",
-                hint="install the extra, or point --db / MEMLOCI_PATH at a SQLite file",
-            )
+        require(
+            "postgres",
+            what=describe(location),
+            hint="install the extra, or point --db / MEMLOCI_PATH at a SQLite file",
+        )
         backend = importlib.import_module("memloci.storage.postgres")
         options = {"schema": schema} if schema else {}
         store: Store = backend.PostgresStore(location, **options)

@@ -8,7 +8,8 @@
     │   └── UnauthorizedError  missing or invalid API key           (401, exit 5)
     ├── EmbeddingModelError    store built with another embedder    (409, exit 6)
     ├── ProviderError          embedder / LLM failed or unreachable (502, exit 7)
-    └── StorageError           database problem                     (500, exit 8)
+    ├── StorageError           database problem                     (500, exit 8)
+    └── MissingExtraError      an optional part is not installed    (501, exit 9)
 
 Every error carries a stable ``code``, a user-safe ``message`` and an optional
 ``hint`` telling the user what to do next.
@@ -118,10 +119,20 @@ class StorageError(MemlociError):
     exit_code = 8
 
 
+class MissingExtraError(MemlociError):
+    """An optional part (server, postgres, an integration) is used but its extra is not
+    installed; the message names the ``pip install 'memloci[EXTRA]'`` that adds it."""
+
+    code = "missing_extra"
+    http_status = 501
+    exit_code = 9
+
+
 __all__ = [
     "ConflictError",
     "EmbeddingModelError",
     "MemlociError",
+    "MissingExtraError",
     "NotFoundError",
     "PermissionDeniedError",
     "ProviderError",

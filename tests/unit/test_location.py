@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from memloci import Memory
 from memloci.compose import open_store
-from memloci.errors import StorageError, ValidationError
+from memloci.errors import MissingExtraError, StorageError, ValidationError
 from memloci.interfaces.cli import app
 from memloci.runtime import Role
 from memloci.storage.location import describe, is_database_url, is_postgres_url, redact_url
@@ -69,7 +69,7 @@ def test_unknown_url_scheme_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_missing_postgres_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra were not installed
-    with pytest.raises(StorageError) as caught:
+    with pytest.raises(MissingExtraError) as caught:
         Memory(URL, embedder=None)
     assert "pip install 'memloci[postgres]'" in caught.value.message
     assert SECRET not in str(caught.value) and "alice:***@" in caught.value.message
@@ -84,10 +84,10 @@ def test_cli_never_prints_the_password(monkeypatch: pytest.MonkeyPatch) -> None:
         assert result.exit_code == 0, result.output
         assert SECRET not in result.output
     result = runner.invoke(app, ["memory", "stats", "--embedder", "none"], env=env)
-    assert result.exit_code == StorageError.exit_code, result.output
+    assert result.exit_code == MissingExtraError.exit_code, result.output
     assert SECRET not in result.output and "alice:***@" in result.output
     result = runner.invoke(app, ["memory", "stats", "--db", URL, "--embedder", "none"])
-    assert result.exit_code == StorageError.exit_code, result.output
+    assert result.exit_code == MissingExtraError.exit_code, result.output
     assert SECRET not in result.output and "needs the postgres extra" in result.output
 
 

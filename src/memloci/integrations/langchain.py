@@ -20,20 +20,26 @@ import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.tools import StructuredTool
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    validate_op_namespace,
-)
+from memloci._extras import require
+
+try:
+    from langchain_core.tools import StructuredTool
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        validate_op_namespace,
+    )
+except ImportError:  # the extra is not installed: say which one
+    require("langchain", what="memloci.integrations.langchain")
+    raise
 from pydantic import ValidationError as PydanticValidationError
 
 from memloci import validate as v

@@ -17,8 +17,14 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agents import FunctionTool, SessionSettings, Tool, TResponseInputItem
-from agents.tool_context import ToolContext
+from memloci._extras import require
+
+try:
+    from agents import FunctionTool, SessionSettings, Tool, TResponseInputItem
+    from agents.tool_context import ToolContext
+except ImportError:  # the extra is not installed: say which one
+    require("openai-agents", what="memloci.integrations.openai_agents")
+    raise
 
 from memloci import validate as v
 from memloci.errors import NotFoundError

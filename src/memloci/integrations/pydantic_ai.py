@@ -17,7 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic_ai import FunctionToolset, Tool
+from memloci._extras import require
+
+try:
+    from pydantic_ai import FunctionToolset, Tool
+except ImportError:  # the extra is not installed: say which one
+    require("pydantic-ai", what="memloci.integrations.pydantic_ai")
+    raise
 
 from memloci.integrations._common import ToolSource, bound_tools, select
 from memloci.tools import ToolDef, Tools

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from memloci._extras import require
 from memloci.errors import PermissionDeniedError, ValidationError
 from memloci.interfaces.cli_common import (
     DbOpt,
@@ -72,6 +73,7 @@ def serve(
     ] = None,
 ) -> None:
     """Run the server: REST API (/api, docs at /docs), web UI (/memories) and MCP (/mcp)."""
+    require("server", what="`memloci serve`")
     import uvicorn
 
     from memloci.interfaces.rest import create_app
@@ -142,6 +144,7 @@ def mcp(
     agent: Annotated[str | None, typer.Option(help="Bind every tool call to this agent.")] = None,
 ) -> None:
     """Run the MCP server on stdio (for Claude Desktop, Cursor, … — see the README)."""
+    require("server", what="`memloci mcp`")
     from memloci.interfaces.mcp import run_stdio
 
     with open_memory(db, namespace, embedder) as m:
