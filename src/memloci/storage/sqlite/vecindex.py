@@ -11,6 +11,10 @@ Why not sqlite-vec's ``vec0`` KNN: on this project's 2-core machine it takes
 36–50 ms per query at 100k vectors (see STACK.md), most of the search budget;
 the cache answers in ~5 ms. sqlite-vec still computes exact distances in SQL
 (``vec_distance_cosine``) when a filter is too selective for the cache.
+
+Speed: the products run on one BLAS thread (:mod:`memloci.blas`: a 2-thread product
+collapses when another process holds a core), and Hamming distances are summed word
+column by word column (numpy reduces a short last axis slowly).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+
+from memloci.blas import BLAS
 
 EXACT_MAX = 40_000  # namespaces up to this size are scanned exactly
 PRESELECT_MIN = 2_000  # Hamming pre-selection keeps at least this many rows
@@ -136,34 +142,58 @@ class VectorIndex:
         truncated = False
         with self._lock:
             parts = [self._parts[ns] for ns in namespaces if ns in self._parts]
-        for part in parts:
-            n = len(part.rowids)
-            if n == 0:
-                continue
-            mask: npt.NDArray[np.bool_] | None = None
-            if user is not None:
-                ucode = self._users.get(user, -1)
-                mask = (part.owner == 0) | (part.owner == ucode)
-            if types:
-                tmask = np.isin(part.tcode, [_TYPE_CODES.get(t, -1) for t in types])
-                mask = tmask if mask is None else mask & tmask
-            rows = np.arange(n) if mask is None else np.flatnonzero(mask)
-            visible = len(rows)
-            if visible == 0:
-                continue
-            if visible <= EXACT_MAX:  # exact: one product over the visible rows
-                cand = rows
-                sims = part.mat @ q if mask is None else part.mat[rows] @ q
-            else:  # 1-bit Hamming pre-selection, then exact re-ranking
-                ham = np.bitwise_count(part.codes[rows] ^ qcode).sum(axis=1, dtype=np.int32)
-                keep = min(visible, max(PRESELECT_MIN, limit * 20))
-                cand = rows[np.argpartition(ham, keep - 1)[:keep]] if keep < visible else rows
-                sims = part.mat[cand] @ q
-            take = min(limit, len(sims))
-            top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else range(take)
-            truncated = truncated or visible > take
-            out.extend((int(part.rowids[cand[i]]), float(sims[i])) for i in top)
+        with BLAS.limit(1):
+            for part in parts:
+                truncated = self._search_part(part, q, qcode, limit, user, types, out) or truncated
         out.sort(key=lambda r: -r[1])
         if len(out) > limit:
             truncated = True
         return out[:limit], truncated
+
+    def _search_part(
+        self,
+        part: _Part,
+        q: npt.NDArray[np.float32],
+        qcode: npt.NDArray[np.uint64],
+        limit: int,
+        user: str | None,
+        types: Sequence[str] | None,
+        out: list[tuple[int, float]],
+    ) -> bool:
+        """One namespace's top ``limit`` appended to ``out``; whether rows were left out."""
+        n = len(part.rowids)
+        if n == 0:
+            return False
+        mask: npt.NDArray[np.bool_] | None = None
+        if user is not None:
+            ucode = self._users.get(user, -1)
+            mask = (part.owner == 0) | (part.owner == ucode)
+        if types:
+            tmask = np.isin(part.tcode, [_TYPE_CODES.get(t, -1) for t in types])
+            mask = tmask if mask is None else mask & tmask
+        rows = np.arange(n) if mask is None else np.flatnonzero(mask)
+        visible = len(rows)
+        if visible == 0:
+            return False
+        if visible <= EXACT_MAX:  # exact: one product over the visible rows
+            cand = rows
+            sims = part.mat @ q if mask is None else part.mat[rows] @ q
+        else:  # 1-bit Hamming pre-selection, then exact re-ranking
+            codes = part.codes if mask is None else part.codes[rows]
+            ham = _hamming(codes, qcode)
+            keep = min(visible, max(PRESELECT_MIN, limit * 20))
+            cand = rows[np.argpartition(ham, keep - 1)[:keep]] if keep < visible else rows
+            sims = part.mat[cand] @ q
+        take = min(limit, len(sims))
+        top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else range(take)
+        out.extend((int(part.rowids[cand[i]]), float(sims[i])) for i in top)
+        return visible > take
+
+
+def _hamming(codes: npt.NDArray[np.uint64], qcode: npt.NDArray[np.uint64]) -> npt.NDArray[np.int32]:
+    """Hamming distance of every row of ``codes`` to ``qcode``, one 64-bit word at a time
+    (about 6x faster than a ``sum(axis=1)`` over the short word axis)."""
+    ham: npt.NDArray[np.int32] = np.bitwise_count(codes[:, 0] ^ qcode[0]).astype(np.int32)
+    for j in range(1, codes.shape[1]):
+        ham += np.bitwise_count(codes[:, j] ^ qcode[j])
+    return ham
