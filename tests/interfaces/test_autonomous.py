@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -90,7 +91,7 @@ def test_the_step_limit_stops_the_run_with_a_clear_message(tmp_path: Path) -> No
         text = role.read_text() + "autonomy: {maxSteps: 3}\n"
         role.write_text(text)
         result = run(role, "-p", "Never finish this task")
-        assert result.exit_code == 4
+        assert result.exit_code == 10
         assert "step limit of 3 model calls was reached before finish_task" in result.stderr
         assert "Traceback" not in result.stderr
         chats = model.chats()
@@ -164,6 +165,7 @@ def test_a_webhook_post_starts_one_run(model: FakeModelServer, tmp_path: Path) -
         with httpx.Client(timeout=30) as http:
             assert http.get(url).status_code == 405
             assert http.post(url, content=b"").status_code == 400
+            assert http.post(url, content=b"x" * 20_001).status_code == 413  # over a turn
             posted = http.post(url, json={"task": "Deploy v2.1 to staging", "ref": "abc"})
         assert posted.status_code == 202 and posted.json()["queued"] is True
         stdout, stderr = proc.communicate(timeout=120)
@@ -219,3 +221,24 @@ def test_chat_autonomous_is_the_same_loop(tmp_path: Path) -> None:
         assert missing.exit_code != 0 and "--autonomous needs a task" in missing.stderr
     [episode] = episodes(tmp_path)
     assert episode.category == "autonomous_run" and episode.content == "Finished: Check the queue"
+
+
+def test_a_busy_port_and_an_unreachable_model_are_clear_errors(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with serving("openai") as model:
+            role = write_role(tmp_path, model)
+            result = run(role, "--webhook", str(port))
+        assert result.exit_code == 4  # ConflictError
+        assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert episodes(tmp_path) == []  # nothing ran, nothing written
+    role = write_role(tmp_path, None, base_url=f"http://127.0.0.1:{closed_port()}/v1")
+    one = run(role, "-p", "Check backups")
+    assert one.exit_code == 7 and "(The run failed: cannot reach" in one.stderr
+    [episode] = episodes(tmp_path)  # the failed run is still one episode
+    assert episode.category == "autonomous_run"
+    assert episode.episode is not None and episode.episode.outcome is not None
+    assert episode.episode.outcome["success"] is False

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from memloci.config import Settings
 from memloci.consolidation.consolidator import ConsolidationReport
-from memloci.errors import MemlociError, ValidationError
+from memloci.errors import MemlociError, ProviderError, ValidationError
 from memloci.interfaces.chat_commands import answer_memory_command
 from memloci.interfaces.cli_common import (
     err,
@@ -174,13 +174,14 @@ def _one_shot(runner: asyncio.Runner, bot: Agent, prompt: str, retry: str) -> No
 
 
 def _autonomous(runner: asyncio.Runner, bot: Agent, prompt: str, retry: str) -> None:
-    """Work on ``prompt`` until ``finish_task``; its summary on stdout (exit 4 when the
-    step limit stopped the run), then the episode, session pruning and consolidation."""
+    """Work on ``prompt`` until ``finish_task``; its summary on stdout (exit 10 when the
+    step limit stopped the run, 7 when the model failed), then the episode, session
+    pruning and consolidation."""
     result = runner.run(run_autonomous(bot, prompt))
     _show_consolidation(runner.run(bot.finish(autonomous=True)), retry)
     if not result.finished:
         err.print(Text(result.summary, style="yellow"), soft_wrap=True)
-        raise typer.Exit(4)
+        raise typer.Exit(ProviderError.exit_code if result.error else 10)
     typer.echo(result.summary)
 
 

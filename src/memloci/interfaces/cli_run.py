@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from memloci.errors import ValidationError
+from memloci.errors import ProviderError, ValidationError
 from memloci.interfaces.cli_common import err, examples, note, role_settings
 from memloci.providers.chat import ChatModel, load_chat_model
 from memloci.runtime.agent import Agent
@@ -37,7 +37,7 @@ RUN_EXAMPLES = examples(
     "memloci run role.yaml --webhook 8080",
     "memloci run role.yaml          # the triggers listed in the role file",
 )
-STOPPED_EXIT = 4  # one run ended without finish_task
+STOPPED_EXIT = 10  # one run reached its step limit without finish_task
 
 
 def run(
@@ -149,7 +149,9 @@ async def _main(
         if not triggers:
             assert prompt is not None
             result = await execute(prompt, None)
-            return 0 if result.finished else STOPPED_EXIT
+            if result.finished:
+                return 0
+            return ProviderError.exit_code if result.error else STOPPED_EXIT
         runner = TriggerRunner(execute, triggers, max_runs=max_runs, on_ready=note,
                                warn=lambda line: err.print(Text(line, style="yellow")))  # fmt: skip
         done = await runner.serve()

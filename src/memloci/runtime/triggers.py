@@ -18,7 +18,8 @@ happen one at a time, in the order they were triggered:
   body ``{"task": "…"}`` (``prompt`` is accepted too; any other JSON object is given
   to the agent as the task, as JSON text) or a plain-text body queues one run and
   answers ``202 {"queued": true}``; metadata ``{"trigger_type": "webhook", "path": …}``.
-  Other methods answer 405, an empty or oversized body 400 / 413.
+  Other methods answer 405, an empty body 400, a body over 64 kB or a task over
+  20,000 characters 413. A port already in use is a ConflictError at start.
 
 A failing run is reported and the runner goes on. SIGINT and SIGTERM stop it after the
 run in progress (queued runs are dropped).
@@ -35,6 +36,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memloci.errors import ConflictError
+from memloci.models import TURN_MAX
 from memloci.runtime.run_config import DEFAULT_TASK, TriggerConfig
 
 logger = logging.getLogger("memloci.runtime")
@@ -93,7 +96,13 @@ class TriggerRunner:
         try:
             for trig in self.triggers:
                 if trig.type == "webhook":
-                    server = await asyncio.start_server(self._http, "127.0.0.1", trig.port or 0)
+                    try:
+                        server = await asyncio.start_server(self._http, "127.0.0.1", trig.port or 0)
+                    except OSError as exc:
+                        raise ConflictError(
+                            f"cannot listen on 127.0.0.1:{trig.port}: {exc.strerror or exc}",
+                            hint="choose another port (0 picks a free one)",
+                        ) from None
                     port = int(server.sockets[0].getsockname()[1])
                     servers.append(server)
                     self.ports.append(port)
@@ -190,6 +199,8 @@ class TriggerRunner:
         task = _task(text, headers.get("content-type", ""))
         if not task:
             return 400, {"error": 'empty task: POST {"task": "…"} or plain text'}
+        if len(task) > TURN_MAX:
+            return 413, {"error": f"the task is over {TURN_MAX} characters"}
         assert self._queue is not None and self._stop is not None
         if self._stop.is_set():
             return 503, {"error": "the runner is stopping"}
