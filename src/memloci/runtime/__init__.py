@@ -6,7 +6,11 @@
   checkpointed, resumable conversation threads;
 * :mod:`~memloci.runtime.identify` — :func:`identify_user`: trigger payload → memory
   user + :class:`UserContext`;
-* :mod:`~memloci.runtime.templates` — :func:`memory_template` for ``memloci init``.
+* :mod:`~memloci.runtime.templates` — :func:`memory_template` for ``memloci init``;
+* :mod:`~memloci.runtime.agent` — the agent loop of ``memloci chat``;
+  :mod:`~memloci.runtime.autonomous` — autonomous runs ending with ``finish_task``;
+  :mod:`~memloci.runtime.triggers` — the schedule / webhook runner of ``memloci run``
+  (the role's ``autonomy:`` and ``triggers:`` are :mod:`~memloci.runtime.run_config`).
 """
 
 from memloci.runtime.conversation import (
