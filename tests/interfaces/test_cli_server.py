@@ -51,9 +51,9 @@ def test_keys_need_a_namespace_and_known_ids(tmp_path: Path) -> None:
 
 
 def test_serve_refuses_a_public_interface_without_keys(tmp_path: Path) -> None:
-    r = runner.invoke(
-        app, ["serve", "--host", "0.0.0.0", "--db", str(tmp_path / "s.db"), "--embedder", "fake"]
-    )
+    db, port = str(tmp_path / "s.db"), str(free_port())
+    args = ["serve", "--host", "0.0.0.0", "--port", port, "--db", db, "--embedder", "fake"]
+    r = runner.invoke(app, args)
     assert r.exit_code == 5
     assert "refusing to listen on 0.0.0.0 without API keys" in r.output
     assert "memloci keys create" in r.output

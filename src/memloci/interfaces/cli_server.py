@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import shutil
+import signal
+import socket
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +15,8 @@ import typer
 from rich.table import Table
 
 from memloci._extras import require
-from memloci.errors import PermissionDeniedError, ValidationError
+from memloci.config import Settings
+from memloci.errors import ConflictError, PermissionDeniedError, StorageError, ValidationError
 from memloci.interfaces.cli_common import (
     DbOpt,
     EmbOpt,
@@ -74,13 +79,6 @@ def serve(
 ) -> None:
     """Run the server: REST API (/api, docs at /docs), web UI (/memories) and MCP (/mcp)."""
     require("server", what="`memloci serve`")
-    import uvicorn
-
-    from memloci.interfaces.rest import create_app
-    from memloci.sdk import AsyncMemory
-
-    if demo and db is None:
-        db = str(Path(tempfile.mkdtemp(prefix="memloci-serve-")) / "demo.db")
     settings = settings_for(db, namespace, embedder)
     overrides: dict[str, object] = {
         k: v for k, v in (("host", host), ("port", port)) if v is not None
@@ -88,6 +86,39 @@ def serve(
     if allowed_host:
         overrides["allowed_hosts"] = [*settings.allowed_hosts, *allowed_host]
     settings = settings.model_copy(update=overrides)
+    sock = listen(settings.host, settings.port)  # a busy port fails before anything loads
+    previous = signal.signal(signal.SIGTERM, _stop)  # SIGTERM, like Ctrl-C, cleans up
+    scratch = Path(tempfile.mkdtemp(prefix="memloci-serve-")) if demo and db is None else None
+    try:
+        if scratch is not None:
+            settings = settings.model_copy(update={"path": str(scratch / "demo.db")})
+        _serve(settings, sock, demo=demo, namespace=namespace, embedder=embedder,
+               maintenance=maintenance, log_level=log_level)  # fmt: skip
+    except (KeyboardInterrupt, _Stopped):
+        note("Stopped.")  # Ctrl-C or SIGTERM (uvicorn re-raises the one it shut down on)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sock.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+            note(f"Removed the throw-away demo store {scratch}.")
+
+
+def _serve(
+    settings: Settings,
+    sock: socket.socket,
+    *,
+    demo: bool,
+    namespace: str | None,
+    embedder: EmbOpt,
+    maintenance: bool,
+    log_level: str,
+) -> None:
+    import uvicorn
+
+    from memloci.interfaces.rest import create_app
+    from memloci.sdk import AsyncMemory
+
     if demo:
         _load_demo(settings.path, namespace, embedder)
     memory = AsyncMemory(settings=settings, embedder=settings.embedder)
@@ -103,7 +134,69 @@ def serve(
     say(f"  web UI   {url}/memories")
     say(f"  REST     {url}/api/v1  (OpenAPI docs: {url}/docs)")
     say(f"  MCP      {url}/mcp/  (streamable HTTP)")
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level)
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_level=log_level, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if not server.started:
+            service.close()  # the app never started, so its lifespan never closes it
+    if not server.started:
+        raise StorageError(
+            "the server could not start (see the log above)",
+            hint="run with --log-level debug for details",
+        )
+
+
+class _Stopped(Exception):
+    """SIGTERM: stop like Ctrl-C (the server shuts down gracefully first)."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (listening), or one clear error: the port is
+    taken (:class:`ConflictError`, exit 4), not allowed (:class:`PermissionDeniedError`,
+    exit 5) or ``host`` is not an address of this machine (:class:`ValidationError`,
+    exit 2). The server then serves on this very socket, so nothing can take the port
+    in between."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ValidationError(
+            f"cannot listen on {host}: {exc.strerror}", hint="give an IP address or a local name"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        where = f"{_url_host(host)}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            raise ConflictError(
+                f"port {port} is already in use ({where})",
+                hint="stop the other server, or pick another port with --port",
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise PermissionDeniedError(
+                f"not allowed to listen on {where}",
+                hint="ports below 1024 need privileges; use --port 8765 or another high port",
+            ) from None
+        raise ValidationError(
+            f"cannot listen on {where}: {exc.strerror}",
+            hint="give an address of this machine with --host (127.0.0.1 for local use)",
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _url_host(host: str) -> str:
