@@ -39,6 +39,14 @@ def test_a_later_opposite_opinion_supersedes_the_earlier(mem: Memory) -> None:
     assert _current(mem) == ["User dislikes Python", "User loves Rust"]
 
 
+def test_a_reversed_choice_supersedes(mem: Memory) -> None:
+    turns(mem, "s1", "I prefer tea over coffee")
+    _end(mem, "s1")
+    turns(mem, "s2", "I prefer coffee over tea")
+    _end(mem, "s2")
+    assert _current(mem) == ["User prefers coffee over tea"]
+
+
 def test_in_one_session_the_last_word_stands(mem: Memory) -> None:
     turns(mem, "s1", "I love Python", "Hmm, it's complicated.", "I hate Python")
     _end(mem, "s1")

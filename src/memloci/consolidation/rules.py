@@ -188,6 +188,7 @@ _NOT_TAIL = _rx(
     r"(?:at\s+|in\s+|for\s+|with\s+)?(?P<old>[^,;]+?)(?:\s+any\s?more)?$"
 )
 _NOW_TAIL = _rx(r"\s+(?:now|these days|nowadays)$")
+_CHOICE = _rx(r"\s+(?:over|to|rather than|instead of|than)\s+")
 _ARTICLE = _rx(r"^(?:the|a|an|some|all|any)\s+")
 
 
@@ -402,10 +403,11 @@ def _preference(text: str, source: str) -> _Found | None:
     if match and not _DEICTIC.match(match["obj"]) and len(match["obj"]) >= 2:
         verb = match["verb"].lower()
         verb = _VERB3.get(verb, verb + "s")
+        key = _opinion_key(match["obj"], choice=verb.startswith(("pref", "would")))
         return _found(
             f"User {verb} {_third_person(match['obj'])}", source, 0.8, _mentions(match["obj"]),
             type="opinion", category="preference", fact_type=FactType.USER_PREFERENCE,
-            subject="user", key=_opinion_key(match["obj"]),
+            subject="user", key=key,
         )  # fmt: skip
     match = _FAVOURITE.match(text)
     if match and not _NEGATION.search(text):
@@ -418,11 +420,18 @@ def _preference(text: str, source: str) -> _Found | None:
     return None
 
 
-def _opinion_key(obj: str) -> str | None:
+def _opinion_key(obj: str, *, choice: bool = False) -> str | None:
     """The slot of the user's opinion of ``obj``: "Python" → ``opinion_python``; one
-    opinion per object, so a later "I hate Python" supersedes "I love Python"."""
-    words = re.sub(r"[^a-z0-9]+", " ", _ARTICLE.sub("", obj.casefold())).split()[:6]
-    return "opinion_" + "_".join(words) if words else None
+    opinion per object, so a later "I hate Python" supersedes "I love Python". A choice
+    ("I prefer tea over coffee") is keyed by both options in a fixed order, so "I prefer
+    coffee over tea" supersedes it."""
+    options = _CHOICE.split(obj, maxsplit=1) if choice else [obj]
+    slugs = []
+    for option in options:
+        words = re.sub(r"[^a-z0-9]+", " ", _ARTICLE.sub("", option.casefold())).split()[:6]
+        slugs.append("_".join(words))
+    slugs = sorted(s for s in slugs if s) if len(slugs) > 1 else slugs
+    return "opinion_" + "_vs_".join(slugs) if slugs and slugs[0] else None
 
 
 def _generic(rest: str, source: str) -> list[_Found]:
