@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.memloci-installed
 
-.PHONY: install fp32-weights serve demo test lint typecheck unit browser-deps bench-retrieval bench-latency clean
+.PHONY: install fp32-weights serve demo test lint typecheck unit browser-deps system-deps-notice bench-retrieval bench-latency clean
 
 install: $(STAMP)
 
@@ -41,15 +41,48 @@ typecheck: install
 # pgvector: scripts/pg-test-env.sh installs what is missing (as root, saying what),
 # starts a throwaway cluster, sets MEMLOCI_TEST_DATABASE_URL, runs pytest and stops it.
 # A given MEMLOCI_TEST_DATABASE_URL is used as it is.
+#
+# `make test SKIP_BROWSER=1` skips the browser tests (and the Chromium install) where
+# Chromium cannot be installed; CI (CI=true) runs them regardless.
+SKIP_BROWSER ?=
+ifneq ($(strip $(SKIP_BROWSER)),)
+ifeq ($(strip $(CI)),)
+BROWSER_SKIPPED := yes
+PYTEST_SELECT := -m "not browser"
+endif
+endif
 unit: install fp32-weights browser-deps
-	scripts/pg-test-env.sh run -- $(BIN)/python -m pytest -q
+	scripts/pg-test-env.sh run -- $(BIN)/python -m pytest -q $(PYTEST_SELECT)
 
 # The browser tests (tests/browser) drive Debian's chromium; playwright's own browser
 # download is not used. Install it when missing and we can: root with apt-get (as on CI).
-browser-deps:
-	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+browser-deps: system-deps-notice
+	@if [ -n "$(BROWSER_SKIPPED)" ]; then \
+		echo "SKIP_BROWSER set: not installing chromium, skipping tests/browser"; \
+	elif [ ! -x $(CHROMIUM_BIN) ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		echo "installing chromium for the browser tests (apt-get)"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	fi
+
+# Says, before anything is installed, what `make test` would add system-wide (as root with
+# apt-get): Debian's chromium (~480 MB with its libraries) and PostgreSQL 15 + pgvector.
+# On a terminal it waits 10 s, so Ctrl-C can stop it (then SKIP_BROWSER=1, or set
+# MEMLOCI_TEST_DATABASE_URL to use your own PostgreSQL).
+CHROMIUM_BIN ?= /usr/bin/chromium
+PG_SHARE ?= /usr/share/postgresql/15/extension/vector.control
+system-deps-notice:
+	@todo=""; \
+	if [ -z "$(BROWSER_SKIPPED)" ] && [ ! -x $(CHROMIUM_BIN) ]; then \
+		todo="$$todo\n  - chromium (Debian package, ~480 MB with its libraries) for tests/browser; skip with SKIP_BROWSER=1"; fi; \
+	if [ -z "$$MEMLOCI_TEST_DATABASE_URL" ] && [ ! -f $(PG_SHARE) ]; then \
+		todo="$$todo\n  - postgresql-15, postgresql-server-dev-15, make, gcc, and pgvector built from source, for the PostgreSQL tests; or set MEMLOCI_TEST_DATABASE_URL"; fi; \
+	if [ -n "$$todo" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			printf "make test will install system-wide (apt-get):$$todo\n"; \
+			if [ -t 0 ] && [ -z "$(CI)" ]; then echo "starting in 10 s (Ctrl-C to stop)"; sleep 10; fi; \
+		else \
+			printf "make test cannot install (needs root + apt-get), so these tests skip:$$todo\n"; \
+		fi; \
 	fi
 
 test: lint typecheck unit  ## everything CI runs
