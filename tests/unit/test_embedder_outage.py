@@ -88,11 +88,14 @@ def _warnings(caplog: pytest.LogCaptureFixture, logger: str) -> list[str]:
 
 
 def test_search_context_and_tools_survive_an_outage(
-    endpoint: Endpoint, db_path: str, caplog: pytest.LogCaptureFixture
+    endpoint: Endpoint, db_path: str, tmp_path: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
+    doc = tmp_path / "trams.md"
+    doc.write_text("# Trams\n\nLisbon's tram 28 climbs through Alfama every few minutes.\n")
     mem = Memory(db_path, embedder=_embedder(endpoint))
     try:
+        mem.add_knowledge(doc)
         mem.add("I moved to Lisbon last spring", user="u1")
         mem.add("My dog Biscuit hates rain", user="u1")
         mem.remember("User lives in Lisbon", user="u1", key="home_city")
@@ -113,6 +116,8 @@ def test_search_context_and_tools_survive_an_outage(
             assert "User lives in Lisbon" in answer and not answer.startswith("Error")
         episodes = tools.call("recall", {"query": "Biscuit", "memory_type": "episodes"})
         assert "Biscuit" in episodes
+        knowledge = mem.search_knowledge("tram 28 Alfama", threshold=0.0)
+        assert knowledge and "tram 28" in knowledge[0].text and knowledge[0].match == "fulltext"
         # one warning line for the outage, however many searches ran meanwhile
         assert len([w for w in _warnings(caplog, "memloci.search") if "failed" in w]) == 1
         # writes go on: the new turn and fact wait for their vectors

@@ -16,6 +16,7 @@ after switching models). Without one, full text ranks chunks and the score is
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +28,7 @@ import numpy.typing as npt
 from memloci import knowledge as kb
 from memloci import validate as v
 from memloci.config import Settings
-from memloci.errors import NotFoundError, ValidationError
+from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.knowledge import KnowledgeFile, KnowledgeReport, PathLike
 from memloci.models import ID_RE, KnowledgeChunk, KnowledgeHit, KnowledgeSource, utcnow
 from memloci.providers.base import Embedder
@@ -39,6 +40,8 @@ P = ParamSpec("P")
 T = TypeVar("T")
 KnowledgeProgress = Callable[[int, int], None]  # (chunks done, chunks in total)
 SEARCH_MAX = 100
+
+log = logging.getLogger("memloci.knowledge")
 
 
 class KnowledgeMixin(ServiceCore):
@@ -200,8 +203,13 @@ class KnowledgeMixin(ServiceCore):
             if isinstance(collections, str):
                 collections = [collections]
             colls = [kb.check_collection(c) for c in collections]
+        query_vec = None
         if self.embedder is not None:
-            query_vec = self.embedder.embed_query(text)
+            try:
+                query_vec = self.embedder.embed_query(text)
+            except ProviderError as exc:  # the embedder is down: search by full text
+                log.warning("knowledge search by full text: the embedder failed (%s)", exc)
+        if self.embedder is not None and query_vec is not None:
             hits = self.store.knowledge_vector_search(
                 nss, query_vec, model=self.embedder.model_id, limit=lim, collections=colls
             )
