@@ -12,6 +12,8 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+from pgtest import both_backends
+
 pytest.importorskip("langgraph")
 
 from langgraph.checkpoint.base import empty_checkpoint
@@ -50,6 +52,7 @@ def _graph(saver: MemlociSaver, *, ask: bool = False) -> Any:
     return builder.compile(checkpointer=saver)
 
 
+@both_backends
 def test_a_graph_resumes_by_thread_id_across_a_reopened_store(
     make_memory: Any, db_path: str
 ) -> None:
@@ -150,6 +153,7 @@ def test_delete_thread_and_bad_configs(mem: Any) -> None:
     assert saver.get_tuple(keep) is None  # nothing was written
 
 
+@both_backends
 def test_concurrent_writers_lose_nothing(mem: Any) -> None:
     saver = MemlociSaver(mem)
     config = thread_config("sam", agent="many")

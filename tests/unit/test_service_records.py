@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 from collections.abc import Coroutine, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -32,6 +33,7 @@ from memloci.models import (
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
 from memloci.storage.base import NodeFilter
+from pgtest import both_backends
 
 T = TypeVar("T")
 
@@ -217,6 +219,25 @@ def test_append_messages_creates_strips_system_and_appends(service: MemoryServic
     assert run(service.get_thread("tg:1:chat:bot")) == later
     with pytest.raises(ConflictError):
         run(service.append_messages("tg:1:chat:bot", [{"role": "user", "content": "x"}], user="u2"))
+
+
+@both_backends
+def test_concurrent_appends_to_one_thread_lose_nothing(service: MemoryService) -> None:
+    """Eight writers append to the same thread at once: every message is kept (the
+    read-modify-write holds the thread's lock on both backends)."""
+    barrier = threading.Barrier(8)
+
+    def append(n: int) -> None:
+        barrier.wait()
+        run(service.append_messages("t1", [{"role": "user", "content": f"m{n}"}], user="sam"))
+
+    writers = [threading.Thread(target=append, args=(n,)) for n in range(8)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+    kept = run(service.get_thread("t1")).messages
+    assert sorted(m.content for m in kept) == [f"m{n}" for n in range(8)]
 
 
 @pytest.mark.parametrize(

@@ -232,7 +232,7 @@ class RecordsMixin(KeysMixin, ServiceCore):
         summary = v.label(thread.summary, "summary", TURN_MAX)
 
         def run() -> Thread:
-            with self.store.batch():
+            with self.store.exclusive(f"thread:{ns}:{tid}"):  # one writer per thread
                 old = self.store.get_thread(ns, tid)
                 new = Thread(
                     id=tid, namespace=ns, user=user, agent=agent, messages=messages,
@@ -257,7 +257,7 @@ class RecordsMixin(KeysMixin, ServiceCore):
             raise ValidationError("no messages to append")
 
         def run() -> Thread:
-            with self.store.batch():
+            with self.store.exclusive(f"thread:{ns}:{tid}"):  # concurrent appends: none lost
                 now, old = utcnow(), self.store.get_thread(ns, tid)
                 if old is None:
                     thread = Thread(
