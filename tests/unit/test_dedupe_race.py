@@ -63,6 +63,14 @@ def test_sixteen_threads_store_twenty_facts_once(mem: Memory) -> None:
     assert confirmed == 16 * 20 - 20  # every confirmation counted on the one row
 
 
+def test_sixteen_threads_learn_a_procedure_once(mem: Memory) -> None:
+    text = "Always run the linter before pushing a branch"
+    actions = Counter(a for run in _together(16, lambda i: [mem.learn_procedure(text).action])
+                      for a in run)  # fmt: skip
+    assert actions == {"created": 1, "confirmed": 15}
+    assert mem.count(type=NodeType.PROCEDURAL) == 1
+
+
 def test_racing_near_duplicates_see_each_others_vectors(mem: Memory) -> None:
     """Different texts (so no hash match) with the same meaning: only a vector stored
     in the same transaction as its row lets the racing writers find each other."""

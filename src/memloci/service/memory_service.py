@@ -314,16 +314,6 @@ class MemoryService(
                 store.save_embeddings([item], vector[None, :])
             return found, similar, stored
 
-    async def _confirmed(self, node: MemoryNode, why: str) -> WriteResult:
-        updated = await self._run(
-            self.store.update_node, node.namespace, node.id, NodePatch(times_confirmed_delta=1)
-        )
-        return WriteResult(
-            action="confirmed", memory=updated,
-            message=f"Already remembered as [{node.id}] ({why}); confirmed it "
-            f"({updated.times_confirmed}x).",
-        )  # fmt: skip
-
     async def update(
         self,
         memory_id: str,
@@ -442,9 +432,6 @@ class MemoryService(
             triggers=v.metadata(triggers, "triggers"),
         )
         owner = NodeFilter(namespaces=(ns,), types=(NodeType.PROCEDURAL,), scopes=(sc,))
-        dupes = await self._run(self.store.find_by_hash, owner, content_hash(text))
-        if dupes:
-            return await self._confirmed(dupes[0], "already known")
         now = utcnow()
         node = MemoryNode(
             id=short_id(), namespace=ns, type=NodeType.PROCEDURAL, content=text,
@@ -452,7 +439,22 @@ class MemoryService(
             created_at=now, updated_at=now, valid_from=now, procedure=details,
             decay_rate=self.settings.decay_rate_default, metadata=v.metadata(metadata),
         )  # fmt: skip
-        node = await self._run(self.store.insert_node, node)
+
+        def check_and_insert() -> tuple[MemoryNode, bool]:  # one unit, like remember
+            with self.store.exclusive(fact_lock(ns)):
+                dupes = self.store.find_by_hash(owner, content_hash(text))
+                if dupes:
+                    patch = NodePatch(times_confirmed_delta=1)
+                    return self.store.update_node(ns, dupes[0].id, patch), False
+                return self.store.insert_node(node), True
+
+        node, created = await self._run(check_and_insert)
+        if not created:
+            return WriteResult(
+                action="confirmed", memory=node,
+                message=f"Already remembered as [{node.id}] (already known); confirmed it "
+                f"({node.times_confirmed}x).",
+            )  # fmt: skip
         if self.worker:
             self.worker.wake()
         await self._enforce_limit(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
