@@ -1,0 +1,96 @@
+"""Start-up time of memloci as whole processes, against ``python -c pass`` in the same run.
+
+Each round runs every command once, in turn (interleaved, so load from other jobs on a
+shared machine hits them alike); the table shows the median and the best wall time,
+and the median over the floor (``python -c pass``) beside the target from the issue
+"First run": ``import memloci`` ≤ 0.3 s, ``memloci --help`` ≤ 0.5 s and a one-shot
+``memloci memory search`` on a populated store ≤ 1.0 s over the floor. The store is the
+bundled demo (``memloci demo --db``) in a temp folder, searched with the default
+embedder (int8 ONNX MiniLM). ``--importtime`` prints the slowest imports of a command.
+
+    python bench/startup_bench.py [--rounds 9] [--importtime "import memloci"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PY = sys.executable
+CLI = [PY, "-m", "memloci.interfaces.cli"]
+
+
+def commands(db: str) -> list[tuple[str, list[str], float | None]]:
+    return [
+        ("python -c pass (floor)", [PY, "-c", "pass"], None),
+        ("import memloci", [PY, "-c", "import memloci"], 0.3),
+        ("from memloci import Memory", [PY, "-c", "from memloci import Memory"], None),
+        ("memloci --help", [*CLI, "--help"], 0.5),
+        ("memloci memory --help", [*CLI, "memory", "--help"], 0.5),
+        ("memloci memory search (one shot)",
+         [*CLI, "memory", "search", "where does Sam live", "--user", "sam", "--db", db], 1.0),
+    ]  # fmt: skip
+
+
+def run_once(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
+    return elapsed
+
+
+def importtime(code: str, top: int = 25) -> None:
+    out = subprocess.run([PY, "-X", "importtime", "-c", code], capture_output=True, text=True)
+    rows = []
+    for line in out.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]), parts[2].rstrip()))
+    print(f"slowest imports (cumulative µs) of: python -c {code!r}")
+    for micros, name in sorted(rows, reverse=True)[:top]:
+        print(f"{micros:>9} {name}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--importtime", metavar="CODE", help="show the slowest imports of CODE")
+    args = ap.parse_args()
+    if args.importtime:
+        importtime(args.importtime)
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+    with tempfile.TemporaryDirectory(prefix="memloci-startup-") as tmp:
+        db = str(Path(tmp) / "demo.db")
+        subprocess.run([*CLI, "demo", "--db", db], env=env, capture_output=True, check=True)
+        cmds = commands(db)
+        times: dict[str, list[float]] = {name: [] for name, _, _ in cmds}
+        for _name, argv, _ in cmds:  # warm the OS file cache once
+            run_once(argv, env)
+        for _ in range(args.rounds):
+            for name, argv, _ in cmds:
+                times[name].append(run_once(argv, env))
+    floor = statistics.median(times[cmds[0][0]])
+    print(f"start-up, {args.rounds} interleaved rounds, {os.cpu_count()} cores, "
+          f"Python {sys.version.split()[0]}")  # fmt: skip
+    print()
+    print("| command | median s | best s | median over floor s | target over floor | ok |")
+    print("|---|---|---|---|---|---|")
+    for name, _, target in cmds:
+        med, best = statistics.median(times[name]), min(times[name])
+        over = med - floor
+        ok = "" if target is None else ("yes" if over <= target else "NO")
+        tgt = "" if target is None else f"≤ {target:.1f}"
+        print(f"| {name} | {med:.3f} | {best:.3f} | {over:+.3f} | {tgt} | {ok} |")
+
+
+if __name__ == "__main__":
+    main()
