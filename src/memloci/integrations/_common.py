@@ -59,10 +59,21 @@ def select(names: Iterable[str] | str | None) -> list[ToolDef[Any]]:
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from sync code: in this thread when no event loop runs
     here, else in a short-lived worker thread (a sync call made inside async code). The
-    service's coroutines are not bound to a loop, so either way is safe."""
+    service's coroutines are not bound to a loop, so either way is safe.
+
+    The result is handed over outside the task: Python 3.11's ``asyncio.run`` formats
+    the main task's ``repr`` (result included) when it restores the SIGINT handler, which
+    costs milliseconds for a large result such as a long thread."""
+    box: list[T] = []
+
+    async def main() -> None:
+        box.append(await coro)
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(1, thread_name_prefix="memloci-sync") as pool:
-        return pool.submit(asyncio.run, coro).result()
+        asyncio.run(main())
+    else:
+        with ThreadPoolExecutor(1, thread_name_prefix="memloci-sync") as pool:
+            pool.submit(asyncio.run, main()).result()
+    return box[0]
