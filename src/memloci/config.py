@@ -63,7 +63,7 @@ class Settings(BaseSettings):
         default_factory=dict, description="keyword options for the reranker (threads, model_path)"
     )
     rerank_candidates: int = Field(
-        20, ge=2, le=200, description="best fused hits the reranker reorders"
+        20, ge=2, le=200, description="best fused hits the reranker reorders (at least k)"
     )
     rerank_weight: float = Field(
         0.5, ge=0, le=1, description="share of the reranker in a reranked hit's score (0-1)"

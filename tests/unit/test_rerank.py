@@ -137,6 +137,15 @@ def test_reranking_fixes_the_order_of_a_real_search(tmp_path: Path) -> None:
         assert after[0].strategies["rerank"] == 1
         assert "reranker #1 (p " in after[0].why
         assert all(0.0 <= h.score <= 1.0 for h in after)
+        assert [h.score for h in after] == sorted((h.score for h in after), reverse=True)
+        # fewer candidates than asked for: every returned hit is still reranked
+        few = Memory(str(tmp_path / "b.db"), reranker="minilm-ce", rerank_candidates=2)
+        try:
+            hits = few.search("where does the user work?", user="u1", k=3)
+        finally:
+            few.close()
+        assert [h.memory.content for h in hits] == [h.memory.content for h in after]
+        assert all("rerank" in h.strategies for h in hits)
         assert {h.memory.content for h in after} == {h.memory.content for h in before}
         # the baselines are never reranked
         base = ranked.search("where does the user work?", user="u1", k=3, recipe="fulltext")

@@ -144,11 +144,12 @@ class Retriever:
     def _rerank(
         self, query: str, top: list[Fused], nodes: dict[str, MemoryNode]
     ) -> tuple[list[Fused], str | None]:
-        """The best ``rerank_candidates`` reordered by the reranker blended with their
+        """The best ``rerank_candidates`` hits (all of ``top``: at least ``k``, so every
+        returned score is blended alike) reordered by the reranker blended with their
         fused score (:func:`memloci.retrieval.fusion.rerank`); a failing reranker leaves
         the fused order and says so (second item)."""
         assert self.reranker is not None
-        head = top[: self.settings.rerank_candidates]
+        head = top
         texts = [
             document_text(n.content, n.speaker, n.key, n.subject)
             for n in (nodes[f.id] for f in head)
@@ -158,7 +159,7 @@ class Retriever:
         except ProviderError as exc:
             log.warning("reranker failed (%s); the fused order stands", exc)
             return top, f"not reranked: {exc.message}"
-        return rerank(head, relevance, self.settings.rerank_weight) + top[len(head) :], None
+        return rerank(head, relevance, self.settings.rerank_weight), None
 
     def _fuse(
         self,
