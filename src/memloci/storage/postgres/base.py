@@ -34,6 +34,11 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         hint="pip install 'memloci[postgres]'",
     ) from exc
 
+# HNSW over cosine distance; m / ef_construction: see docs/backends.md ("Scale")
+VECTOR_INDEX = (
+    "CREATE INDEX IF NOT EXISTS nodes_embedding ON nodes"
+    " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+)
 _LOCK_CLASS = 0x6D6C  # first key of memloci's two-key advisory locks ("ml")
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")  # unquoted-identifier form
 
@@ -241,13 +246,40 @@ class PostgresBase:
             if known is None:
                 dim = int(dimension)
                 c.execute(f"ALTER TABLE nodes ALTER COLUMN embedding TYPE vector({dim})")
-                c.execute(
-                    "CREATE INDEX IF NOT EXISTS nodes_embedding ON nodes"
-                    " USING hnsw (embedding vector_cosine_ops)"
-                )
+                c.execute(VECTOR_INDEX)
             self._put_meta(c, "embedding_model", model_id)
             self._put_meta(c, "dimension", str(dimension))
         self._dim = dimension
+
+    @contextlib.contextmanager
+    def bulk_load(self, *, work_mem: str = "1GB") -> Iterator[None]:
+        """Load many vectors with the HNSW index set aside, then build it once.
+
+        Inserting into an HNSW graph row by row costs ~1000x a build over the finished
+        table, so a bulk copy (``memloci migrate``, the scale bench) drops the index
+        first and builds it on exit (``maintenance_work_mem`` = ``work_mem``, also on
+        error: the index always comes back). Meanwhile vector searches stay correct
+        (exact scans) but slow, and the build blocks writes of other processes to
+        ``nodes`` while it runs: for offline loads, not for a serving database.
+        """
+        with self._tx() as c:
+            self._xlock(c, "embedder")
+            c.execute("DROP INDEX IF EXISTS nodes_embedding")
+        try:
+            yield
+        finally:
+            self.build_vector_index(work_mem=work_mem)
+
+    def build_vector_index(self, *, work_mem: str = "1GB") -> None:
+        """(Re)build the HNSW index of a bound store when it is missing."""
+        if not re.fullmatch(r"[0-9]+ ?[kMG]B", work_mem):
+            raise StorageError(f"bad work_mem {work_mem!r}", hint="e.g. '512MB' or '2GB'")
+        with self._tx() as c:
+            self._xlock(c, "embedder")
+            if c.execute("SELECT 1 FROM meta WHERE key = 'dimension'").fetchone() is None:
+                return  # no embedder bound: the column is untyped, nothing to index
+            c.execute(f"SET LOCAL maintenance_work_mem = '{work_mem}'")
+            c.execute(VECTOR_INDEX)
 
     def _unbind_vectors(self, c: Any) -> None:
         c.execute("DROP INDEX IF EXISTS nodes_embedding")

@@ -37,6 +37,7 @@ from memloci.storage.rows import edge_from_row, node_from_row, node_to_row, vers
 from memloci.storage.sqlfilter import filter_sql, ts
 
 _SELECT_NODE = f"SELECT {NODE_COLS} FROM nodes n"
+BULK = 1000  # rows per pipelined batch of a bulk insert
 _ORDERS = {
     "created": "n.created_at, n.seq",
     "-created": "n.created_at DESC, n.seq DESC",
@@ -137,8 +138,46 @@ class PostgresStore(
 
     def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:
         with self._tx() as c:
-            for node in nodes:
-                self._insert_linked(c, node, link_previous)
+            if link_previous:  # each turn reads the one before it: row by row
+                for node in nodes:
+                    self._insert_linked(c, node, link_previous)
+            else:
+                self._insert_many(c, nodes)
+
+    def _insert_many(self, c: Any, nodes: Sequence[MemoryNode]) -> None:
+        """Unlinked nodes (bulk loads, migrate, import) in pipelined batches: one round
+        trip per ``BULK`` rows instead of two per row. A node whose id is taken gets a
+        fresh one through the row-by-row path, as :meth:`_insert` does."""
+        for part in chunks(list(nodes), BULK):
+            rows = [node_to_row(node) for node in part]
+            cur = c.cursor()
+            cur.executemany(
+                f"INSERT INTO nodes ({', '.join(rows[0])}) VALUES ({_placeholders(rows[0])})"
+                " ON CONFLICT (id) DO NOTHING RETURNING id",
+                [list(row.values()) for row in rows],
+                returning=True,
+            )
+            landed: set[str] = set()
+            while True:
+                landed.update(str(r[0]) for r in cur.fetchall())
+                if not cur.nextset():
+                    break
+            versions = []
+            for node, row in zip(part, rows, strict=True):
+                if node.id not in landed:
+                    self._insert(c, node)  # id taken (or twice in the batch): a fresh id
+                    continue
+                landed.discard(node.id)  # a second node with this id is a conflict
+                versions.append(
+                    (node.id, node.version, node.content, row["value"], node.session,
+                     ts(node.created_at))
+                )  # fmt: skip
+            cur.executemany(
+                _VERSION_INSERT + " ON CONFLICT (node_id, version) DO UPDATE SET"
+                " content = excluded.content, value = excluded.value,"
+                " source_session = excluded.source_session, created_at = excluded.created_at",
+                versions,
+            )
 
     def get_node(self, namespace: str, node_id: str) -> MemoryNode | None:
         found = self.get_nodes(namespace, [node_id])
