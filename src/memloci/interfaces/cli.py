@@ -14,20 +14,16 @@ import tempfile
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
-from rich.panel import Panel
-from rich.text import Text
 
 from memloci import __version__
 from memloci.errors import ConflictError, EmbeddingModelError, ValidationError
-from memloci.interfaces.cli_chat import CHAT_EXAMPLES, chat
 from memloci.interfaces.cli_common import (
     DbOpt,
     EmbedderName,
     EmbOpt,
-    GuardedGroup,
     NsOpt,
     YesOpt,
     confirm_or_refuse,
@@ -41,24 +37,14 @@ from memloci.interfaces.cli_common import (
     out,
     say,
 )
-from memloci.interfaces.cli_knowledge import knowledge_app
-from memloci.interfaces.cli_maintain import (
-    CONSOLIDATE_EXAMPLES,
-    MAINTAIN_EXAMPLES,
-    consolidate,
-    maintain,
-)
-from memloci.interfaces.cli_memory import memory_app
-from memloci.interfaces.cli_migrate import MIGRATE_EXAMPLES, migrate
-from memloci.interfaces.cli_run import RUN_EXAMPLES, run
-from memloci.interfaces.cli_runtime import INIT_EXAMPLES, init
-from memloci.interfaces.cli_server import keys_app, mcp, serve
-from memloci.interfaces.cli_users import users_app
-from memloci.sdk import Memory
+from memloci.interfaces.cli_lazy import LazyGroup
+
+if TYPE_CHECKING:
+    from memloci.sdk import Memory
 
 app = typer.Typer(
     name="memloci",
-    cls=GuardedGroup,
+    cls=LazyGroup,  # the other commands (memloci/interfaces/cli_lazy.py) load on use
     help="memloci: long-term memory for LLM agents (embedded SQLite, hybrid recall).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -71,24 +57,6 @@ app = typer.Typer(
         "memloci memory --help",
     ),
 )
-app.add_typer(memory_app, name="memory")
-app.add_typer(keys_app, name="keys")
-app.add_typer(knowledge_app, name="knowledge")
-app.add_typer(users_app, name="users")
-app.command(
-    "serve",
-    epilog=examples(
-        "memloci serve --demo", "memloci serve --db team.db --port 9000", "memloci serve --help"
-    ),
-)(serve)
-app.command("mcp", epilog=examples("memloci mcp --db memloci.db --user sam"))(mcp)
-app.command("maintain", epilog=MAINTAIN_EXAMPLES)(maintain)
-memory_app.command("consolidate", epilog=CONSOLIDATE_EXAMPLES)(consolidate)
-app.command("init", epilog=INIT_EXAMPLES)(init)
-app.command("chat", epilog=CHAT_EXAMPLES)(chat)
-app.command("run", epilog=RUN_EXAMPLES)(run)
-app.command("migrate", epilog=MIGRATE_EXAMPLES)(migrate)
-
 DEMO_USER = "sam"
 DEMO_SEARCHES = (
     "Where does Sam live?",
@@ -228,6 +196,9 @@ def demo(
             hits = m.search(query, user=DEMO_USER, k=3)
             out.print(hits_table(hits, title=f"memloci memory search {query!r} -k 3"))
         block = m.context(DEMO_PROMPT, user=DEMO_USER, budget=800)
+    from rich.panel import Panel
+    from rich.text import Text
+
     out.print(Panel(Text(block), title=f"context for the prompt {DEMO_PROMPT!r}", expand=False))
     flags = _flags(db, ns, m.settings.embedder)
     say("\nTry next:", "bold")

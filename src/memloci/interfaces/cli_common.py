@@ -14,9 +14,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pydantic
 import typer
 from rich.console import Console
 from rich.progress import (
@@ -32,12 +31,13 @@ from rich.text import Text
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
-from memloci.config import Settings
 from memloci.errors import MemlociError, NotFoundError, ValidationError
-from memloci.models import MemoryNode, NodeType, SearchHit, StoreStats
-from memloci.runtime.role import Role, load_role
-from memloci.sdk import Memory
-from memloci.storage.location import is_database_url
+
+if TYPE_CHECKING:  # loaded on use, so `memloci --help` starts fast
+    from memloci.config import Settings
+    from memloci.models import MemoryNode, SearchHit, StoreStats
+    from memloci.runtime.role import Role
+    from memloci.sdk import Memory
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
@@ -176,6 +176,10 @@ def confirm_or_refuse(question: str, refusal: str) -> None:
 # ---------------------------------------------------------------------- opening the store
 def settings_for(db: str | None, namespace: str | None, embedder: EmbedderName | None) -> Settings:
     """Settings from the command line, falling back to ``MEMLOCI_*`` variables."""
+    import pydantic
+
+    from memloci.config import Settings
+
     overrides: dict[str, Any] = {}
     if db is not None:
         overrides["path"] = db
@@ -207,6 +211,10 @@ def role_settings(
     even when the role's automatic consolidation is off. A role ``store_path`` whose
     folder does not exist gets it created (reference 004), so a new agent's first run
     works."""
+    import pydantic
+
+    from memloci.config import Settings
+
     overrides: dict[str, Any] = role.to_settings()
     if with_model and "llm" not in overrides and (llm := role.consolidation_llm()):
         overrides["llm"], overrides["llm_options"] = llm
@@ -237,6 +245,8 @@ def role_settings(
 
 
 def _local(path: str) -> bool:
+    from memloci.storage.location import is_database_url
+
     return not is_database_url(path) and path != ":memory:"
 
 
@@ -253,6 +263,9 @@ def open_memory(
     """Open the store through the SDK; ``must_exist`` refuses to create a new file.
     With ``role`` (a role file or a loaded role), its store and namespace are the
     defaults that ``db`` and ``namespace`` override; ``settings`` are used as given."""
+    from memloci.runtime.role import load_role
+    from memloci.sdk import Memory
+
     if isinstance(role, Path):
         role = load_role(role)
     if settings is None and role is not None:
@@ -294,6 +307,8 @@ def snippet(text: str, width: int = 90) -> str:
 
 def who(node: MemoryNode) -> str:
     """Speaker for conversation turns, category for facts and procedures."""
+    from memloci.models import NodeType
+
     if node.type is NodeType.EPISODIC:
         return node.speaker or node.category
     return node.category

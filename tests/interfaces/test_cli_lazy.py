@@ -1,0 +1,62 @@
+"""The root command loads subcommands on use: ``memloci --help`` imports none of them and
+reads the same as with every command loaded; a one-shot command loads only its own."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from memloci.interfaces.cli_lazy import LAZY, load
+
+
+def _help_line(name: str) -> str:
+    command = load(name)
+    text = command.help or ""
+    if not text and command.callback is not None:
+        text = inspect.getdoc(command.callback) or ""
+    return text.split("\n\n")[0].strip()
+
+
+@pytest.mark.parametrize("name", list(LAZY))
+def test_each_listed_help_line_is_the_commands_own(name: str) -> None:
+    assert LAZY[name].help == _help_line(name)
+
+
+def test_root_help_imports_no_command_module() -> None:
+    code = (
+        "import sys\n"
+        "from memloci.interfaces.cli import main\n"
+        "sys.argv = ['memloci', '--help']\n"
+        "try:\n    main()\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('memloci.sdk', "
+        "'memloci.service', 'memloci.storage', 'memloci.interfaces.cli_memory', 'numpy', "
+        "'httpx', 'fastapi', 'onnxruntime')))\n"
+        "print('LOADED', heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "LOADED []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    for name in LAZY:  # every command is listed
+        assert f" {name} " in done.stdout
+
+
+def test_root_help_is_the_same_with_every_command_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from memloci.interfaces.cli import app
+    from memloci.interfaces.cli_common import GuardedGroup
+    from memloci.interfaces.cli_lazy import LazyGroup
+
+    lazy = CliRunner().invoke(app, ["--help"], terminal_width=100)
+
+    def loaded_command(self: LazyGroup, ctx: Any, name: str) -> Any:
+        return load(name) if name in LAZY else GuardedGroup.get_command(self, ctx, name)
+
+    monkeypatch.setattr(LazyGroup, "get_command", loaded_command)
+    loaded = CliRunner().invoke(app, ["--help"], terminal_width=100)
+    assert lazy.exit_code == 0 and loaded.exit_code == 0
+    assert lazy.output == loaded.output
