@@ -15,7 +15,7 @@ import pytest
 
 from memloci.errors import StorageError, ValidationError
 from memloci.models import MemoryNode, NodeType, Scope, short_id, utcnow
-from memloci.storage.base import NodeFilter
+from memloci.storage.base import NodeFilter, migration_scripts
 from pgtest import database_url, fresh_schema
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
@@ -111,7 +111,8 @@ def test_concurrent_opens_migrate_once(schema: tuple[str, str]) -> None:
         t.join()
     try:
         assert errors == [] and len(stores) == 4
-        assert {s.schema_version() for s in stores} == {1}
+        latest = migration_scripts("postgres")[-1][0]
+        assert {s.schema_version() for s in stores} == {latest}
         with psycopg.connect(url) as conn:
             tables = conn.execute(
                 "SELECT count(*) FROM pg_tables WHERE schemaname = %s AND tablename = 'nodes'",

@@ -258,7 +258,7 @@ class PostgresBase:
         Inserting into an HNSW graph row by row costs ~1000x a build over the finished
         table, so a bulk copy (``memloci migrate``, the scale bench) drops the index
         first and builds it on exit (``maintenance_work_mem`` = ``work_mem``, also on
-        error: the index always comes back). Meanwhile vector searches stay correct
+        error: the index always comes back), then refreshes the planner statistics. Meanwhile vector searches stay correct
         (exact scans) but slow, and the build blocks writes of other processes to
         ``nodes`` while it runs: for offline loads, not for a serving database.
         """
@@ -280,6 +280,8 @@ class PostgresBase:
                 return  # no embedder bound: the column is untyped, nothing to index
             c.execute(f"SET LOCAL maintenance_work_mem = '{work_mem}'")
             c.execute(VECTOR_INDEX)
+        with self._reading() as c:  # fresh planner statistics for the loaded rows
+            c.execute("ANALYZE nodes")
 
     def _unbind_vectors(self, c: Any) -> None:
         c.execute("DROP INDEX IF EXISTS nodes_embedding")

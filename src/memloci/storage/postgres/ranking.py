@@ -6,7 +6,9 @@ memories worth almost nothing). ``ts_rank_cd`` has no IDF and a different scale,
 PostgreSQL store ranks like FTS5 instead:
 
 1. candidates: for each query lexeme, the best rows holding it (``ts_rank_cd`` order;
-   the newest for a lexeme in half the rows or more, which BM25 scores ~0), plus the best
+   the newest for a lexeme in half the rows or more, which BM25 scores ~0, or, in a table
+   of more than ``BIG_TABLE`` rows, in more than ``RANKED_SHARE`` of them: ranking them
+   all would cost more than its low IDF can add to the order), plus the best
    rows for the whole query unless it is single words joined by OR; rows must match the
    whole query (``@@``), pass the caller's SQL filter, and are bounded in number;
 2. score: Okapi BM25 as FTS5 computes it — ``idf = ln((N − df + 0.5) / (df + 0.5))``
@@ -16,7 +18,10 @@ PostgreSQL store ranks like FTS5 instead:
 
 ``N`` and per-lexeme document frequencies are counted through the GIN index and cached
 per process for a minute (they drift slowly; a cached figure only nudges scores, never
-hides or shows a row).
+hides or shows a row). Above ``BIG_TABLE`` rows, ``N`` is the planner's estimate, the
+frequency of a lexeme ANALYZE lists among the most common is taken from ``pg_stats``,
+and the count of any other stops at the rarest listed one's: no search reads every row
+holding a common word just to learn that it is common.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from typing import Any
 K1, B = 1.2, 0.75
 STATS_TTL = 60.0  # seconds a count of rows / of rows holding a lexeme is reused
 PER_LEXEME = 30  # candidates per query lexeme (and for the whole query), at least
+BIG_TABLE = 100_000  # above: row count from the planner, common lexemes from ANALYZE
+RANKED_SHARE = 0.02  # above BIG_TABLE, a lexeme in more rows than this share is not ranked
 COMMON_IDF = 1e-3  # a lexeme at or below this IDF is in half the rows or more
 
 
@@ -39,6 +46,7 @@ class TermStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: dict[tuple[str, str], tuple[float, int]] = {}
+        self._mce: dict[str, tuple[float, dict[str, float]]] = {}
 
     def get(self, c: Any, table: str, lexemes: Sequence[str]) -> tuple[int, dict[str, int]]:
         """``(rows in table, {lexeme: rows holding it})``, counted or cached."""
@@ -54,15 +62,28 @@ class TermStats:
         if (table, "") not in known:  # the planner's estimate on big tables, else a count
             fresh[(table, "")] = int(
                 c.execute(
-                    f"SELECT CASE WHEN reltuples > 100000 THEN reltuples::bigint"
+                    f"SELECT CASE WHEN reltuples > {BIG_TABLE} THEN reltuples::bigint"
                     f" ELSE (SELECT count(*) FROM {table}) END FROM pg_class"
                     f" WHERE oid = '{table}'::regclass"
                 ).fetchone()[0]
             )
+        total = fresh.get((table, ""), known.get((table, ""), (0.0, 0))[1])
+        common: dict[str, float] = {}
+        if missing and total > BIG_TABLE:  # ANALYZE's lexeme frequencies, when it has run
+            common = self._common(c, table, now)
+            for lexeme in [lx for lx in missing if lx in common]:
+                fresh[(table, lexeme)] = round(common[lexeme] * total)
+                missing.remove(lexeme)
         if missing:  # one count per lexeme, each a constant tsquery (GIN index)
+            # on a big table a lexeme ANALYZE did not list is rarer than the ones it did:
+            # the count stops there (at worst it reads that many rows, never all of them)
+            cap = round(min(common.values(), default=0.0) * total) if common else 0
+            bound = f" LIMIT {cap}" if cap > 0 else ""
             counts = c.execute(
                 " UNION ALL ".join(
-                    f"SELECT %s, count(*) FROM {table} WHERE fts @@ %s::tsquery" for _ in missing
+                    f"SELECT %s, (SELECT count(*) FROM (SELECT 1 FROM {table}"
+                    f" WHERE fts @@ %s::tsquery{bound}) hits)"
+                    for _ in missing
                 ),
                 [x for lx in missing for x in (lx, tsquery_literal(lx))],
             ).fetchall()
@@ -75,6 +96,24 @@ class TermStats:
                 self._values.clear()
         found = {k: v[1] for k, v in known.items()} | fresh
         return found[(table, "")], {lx: found[(table, lx)] for lx in lexemes}
+
+    def _common(self, c: Any, table: str, now: float) -> dict[str, float]:
+        """``{lexeme: fraction of rows holding it}`` for the lexemes ANALYZE found most
+        common in ``table.fts`` (``pg_stats.most_common_elems``; empty before the first
+        ANALYZE), cached like the counts."""
+        with self._lock:
+            cached = self._mce.get(table)
+        if cached is not None and now - cached[0] < STATS_TTL:
+            return cached[1]
+        row = c.execute(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+            " WHERE schemaname = current_schema() AND tablename = %s AND attname = 'fts'",
+            (table,),
+        ).fetchone()
+        found = {} if row is None or row[0] is None else dict(zip(row[0], row[1], strict=False))
+        with self._lock:
+            self._mce[table] = (now, found)
+        return found
 
 
 def tsquery_literal(lexeme: str) -> str:
@@ -154,7 +193,7 @@ def ranked(
     bparams: list[Any] = []
     for lexeme in lexemes:
         literal = tsquery_literal(lexeme)
-        if idf[lexeme] > COMMON_IDF:
+        if idf[lexeme] > COMMON_IDF and (total <= BIG_TABLE or dfs[lexeme] <= total * RANKED_SHARE):
             branches.append(best.replace("QUERY", "%s::tsquery"))
             bparams += [literal, *params, literal, per]
         else:
