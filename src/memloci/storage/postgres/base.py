@@ -255,12 +255,13 @@ class PostgresBase:
     def bulk_load(self, *, work_mem: str = "1GB") -> Iterator[None]:
         """Load many vectors with the HNSW index set aside, then build it once.
 
-        Inserting into an HNSW graph row by row costs ~1000x a build over the finished
+        Inserting into an HNSW graph row by row costs ~10x a build over the finished
         table, so a bulk copy (``memloci migrate``, the scale bench) drops the index
         first and builds it on exit (``maintenance_work_mem`` = ``work_mem``, also on
-        error: the index always comes back), then refreshes the planner statistics. Meanwhile vector searches stay correct
-        (exact scans) but slow, and the build blocks writes of other processes to
-        ``nodes`` while it runs: for offline loads, not for a serving database.
+        error: the index always comes back), then refreshes the planner statistics.
+        Meanwhile vector searches stay correct (exact scans) but slow, and the build
+        blocks writes of other processes to ``nodes`` while it runs: for offline loads,
+        not for a serving database.
         """
         with self._tx() as c:
             self._xlock(c, "embedder")
