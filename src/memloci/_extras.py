@@ -16,7 +16,7 @@ from memloci.errors import MissingExtraError
 
 #: The modules each extra brings (top-level import names).
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "server": ("fastapi", "uvicorn", "mcp"),
+    "server": ("fastapi", "uvicorn", "mcp", "swagger_ui"),
     "postgres": ("psycopg", "psycopg_pool", "pgvector"),
     "langchain": ("langchain_core", "langgraph"),
     "pydantic-ai": ("pydantic_ai",),

@@ -182,6 +182,8 @@ def create_app(
         description="Long-term memory for LLM agents: REST API. Errors share one JSON shape "
         '`{"error": {"code", "message", "hint"}}`.',
         lifespan=lifespan,
+        docs_url=None,  # served offline by rest/docs.py
+        redoc_url=None,
     )
     app.state.service = service
     install_error_handlers(app)
@@ -209,8 +211,9 @@ def create_app(
 
 def _include_optional(app: FastAPI) -> None:
     """Routers and pages that live in their own modules."""
-    from memloci.interfaces.rest import routes_records
+    from memloci.interfaces.rest import docs, routes_records
     from memloci.interfaces.web import pages
 
     app.include_router(routes_records.router)
     pages.install(app)
+    docs.install(app, title="memloci")
