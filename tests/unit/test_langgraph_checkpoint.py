@@ -178,3 +178,50 @@ def test_concurrent_writers_lose_nothing(mem: Any) -> None:
     again = saver.get_tuple(config)
     assert again is not None
     assert [w[2] for w in again.pending_writes or [] if w[0] == "task-0"] == [["w0"]]
+
+
+def test_long_histories_span_data_shards_and_delete_removes_them(mem: Any) -> None:
+    """Over 20 checkpoints the values and writes go to further data threads; reads
+    across them give exactly LangGraph's in-memory history, and delete drops them all."""
+    saver = MemlociSaver(mem)
+    long_user = "u" * 190  # a composed id at the 200-character limit
+    config = thread_config(long_user, chat="c", agent="a")
+
+    def history(cp: Any) -> list[tuple[Any, ...]]:
+        graph = _graph(cp)
+        for n in range(8):  # 4 checkpoints each: 32 in all
+            graph.invoke({"log": [f"t{n}"]}, config)
+        return [
+            (h.metadata["step"], h.metadata["source"], h.next, h.values)
+            for h in graph.get_state_history(config)
+        ]
+
+    ours = history(saver)
+    assert len(ours) == 32 and ours == history(InMemorySaver())
+    ids = [t.id for t in mem.service.store.list_threads("default", limit=100)]
+    assert len(ids) == 3 and all(len(i) <= 200 for i in ids)  # the index + 2 shards
+    saver.delete_thread(config["configurable"]["thread_id"])
+    assert mem.service.store.list_threads("default", limit=100) == []
+
+
+def test_another_saver_finds_the_checkpoints_shard(
+    mem: Any, make_memory: Any, db_path: str
+) -> None:
+    """Shard assignments cached by one saver are found from the index by another (as in
+    another process): writes to a checkpoint in the second shard land beside it."""
+    first = MemlociSaver(mem)
+    config = thread_config("sam", agent="two")
+    saved = config
+    for n in range(25):  # 25 checkpoints: the last ones in shard 1
+        ckpt = empty_checkpoint()
+        ckpt["id"] = f"1f000000-0000-6000-8000-{n:012d}"
+        saved = first.put(saved, ckpt, {"source": "loop", "step": n}, {})
+    other = MemlociSaver(make_memory(db_path))
+    other.put_writes(saved, [("log", ["late"])], "task-x")
+    tup = first.get_tuple(config)
+    assert tup is not None and tup.metadata["step"] == 24
+    assert tup.pending_writes == [("task-x", "log", ["late"])]
+    more = empty_checkpoint()
+    more["id"] = "1f000000-0000-6000-8000-000000000099"
+    other.put(saved, more, {"source": "loop", "step": 25}, {})  # counted from the index
+    assert [t.metadata["step"] for t in first.list(config, limit=2)] == [25, 24]

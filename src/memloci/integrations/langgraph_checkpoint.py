@@ -18,27 +18,34 @@ Mapping (stable; stored data relies on it):
 - Each LangGraph thread is one memloci thread, id ``"langgraph:" + thread id``, in the
   saver's namespace, apart from the readable conversation threads of
   :class:`~memloci.runtime.ConversationMemory`.
-- Its messages (role ``tool``) are records: ``checkpoint`` (the checkpoint without its
-  channel values, its metadata, the parent id), ``blob`` (one channel value at one
+- The index thread's messages (role ``tool``) are small ``checkpoint`` heads (id,
+  parent, data shard, the channel versions it wrote). The data lives in shard threads
+  ``langgraph-<n>:<thread id>``, one per 20 checkpoints: ``state`` (the checkpoint
+  without its channel values, and its metadata), ``blob`` (one channel value at one
   version) and ``write`` (a pending write of a task). Values are serialised with the
   saver's serde (LangGraph's ``JsonPlusSerializer`` by default) and stored as base64 in
   the message text; a record over 19,000 characters is split over several messages.
+  Ids over 200 characters keep 150 and a hash.
 - Every put appends in one store transaction (atomic across threads and processes);
   a repeated pending write keeps its first value, as LangGraph's own savers do (the
   special error / interrupt writes keep the last).
 
-Sync methods run the async ones (``get_tuple`` → ``aget_tuple`` …). Each put reads and
-rewrites the thread's record list, so very long histories are slower than with
-LangGraph's SQL savers; ``delete_thread`` or ``prune`` keep them short.
+Sync methods run the async ones (``get_tuple`` → ``aget_tuple`` …). A put rewrites the
+index (small heads) and one shard (at most 20 checkpoints' data); a read parses the
+index and the shards it needs. Very long histories are still slower than with
+LangGraph's SQL savers (the index grows with every checkpoint); ``delete_thread``
+drops a thread with all its shards.
 """
 
 from __future__ import annotations
 
 import base64
 import builtins
+import hashlib
 import json
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memloci._extras import require
@@ -69,9 +76,11 @@ from memloci.sdk import AsyncMemory, Memory
 
 __all__ = ["PREFIX", "MemlociSaver", "thread_config"]
 
-PREFIX = "langgraph:"
+PREFIX = "langgraph:"  # index threads: PREFIX + thread id
 KIND = "langgraph"  # message metadata key: the record kind
 PART = 19_000  # characters of one message
+SHARD_SIZE = 20  # checkpoints whose state, values and writes share one data thread
+ID_MAX, ID_KEEP = 200, 150
 
 
 def thread_config(
@@ -84,12 +93,28 @@ def thread_config(
 
 
 @dataclass
-class _Records:
-    """A thread's records, read back: checkpoints by (ns, id), blobs, writes."""
+class _Index:
+    """A LangGraph thread's index: checkpoint heads by (ns, id), and which data thread
+    (shard) holds each channel value (ns, channel, version)."""
 
-    checkpoints: dict[tuple[str, str], dict[str, Any]]
-    blobs: dict[tuple[str, str, str], list[Any]]
-    writes: dict[tuple[str, str], dict[tuple[str, int], dict[str, Any]]]
+    tid: str
+    heads: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    blob_shards: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    @property
+    def shards(self) -> int:
+        return 1 + max((int(h["shard"]) for h in self.heads.values()), default=0)
+
+
+@dataclass
+class _Shard:
+    """One data thread: checkpoint states, channel values and pending writes."""
+
+    states: dict[tuple[str, str], Any] = field(default_factory=dict)
+    blobs: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    writes: dict[tuple[str, str], dict[tuple[str, int], dict[str, Any]]] = field(
+        default_factory=dict
+    )
 
 
 class MemlociSaver(BaseCheckpointSaver[Any]):
@@ -103,6 +128,10 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
         super().__init__(serde=serde)
         self.service = memory.service
         self.namespace = v.namespace(namespace or self.service.settings.namespace)
+        # this process's knowledge (shard assignments never change once written):
+        self._counts: dict[str, int] = {}  # thread id -> checkpoints seen
+        self._shards: dict[tuple[str, str, str], int] = {}  # (thread, ns, id) -> shard
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ sync
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -132,18 +161,18 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
     # ------------------------------------------------------------------ async
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         tid, ns = _thread(config), _ns(config)
-        records = await self._read(tid)
-        if records is None:
+        index = await self._index(tid)
+        if index is None:
             return None
         wanted = get_checkpoint_id(config)
-        ids = [cid for (cns, cid) in records.checkpoints if cns == ns]
         if wanted is None:
+            ids = [cid for (cns, cid) in index.heads if cns == ns]
             if not ids:
                 return None
             wanted = max(ids)
-        if (ns, wanted) not in records.checkpoints:
+        if (ns, wanted) not in index.heads:
             return None
-        return self._tuple(tid, ns, wanted, records)
+        return await self._tuple(index, ns, wanted, {})
 
     async def alist(
         self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
@@ -156,23 +185,25 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:  # fmt: skip
-        tid, ns = _thread(config), str(config["configurable"].get("checkpoint_ns", ""))
-        saved: dict[str, Any] = dict(checkpoint)
-        values: dict[str, Any] = saved.pop("channel_values", {}) or {}
-        messages: builtins.list[dict[str, Any]] = []
+        tid, ns = _thread(config), _ns(config)
+        shard = await self._next_shard(tid)
+        state: dict[str, Any] = dict(checkpoint)
+        values: dict[str, Any] = state.pop("channel_values", {}) or {}
+        cid = checkpoint["id"]
+        meta = self._dump(get_checkpoint_metadata(config, metadata))
+        data = _messages("state", {"ns": ns, "id": cid}, [self._dump(state), meta])
         for channel, version in new_versions.items():
             blob = self._dump(values[channel]) if channel in values else ["empty", ""]
-            messages += _messages("blob", {"ns": ns, "channel": channel,
-                                           "version": str(version)}, blob)  # fmt: skip
-        record = {
-            "checkpoint": self._dump(saved),
-            "metadata": self._dump(get_checkpoint_metadata(config, metadata)),
-        }
-        head = {"ns": ns, "id": checkpoint["id"], "parent": get_checkpoint_id(config)}
-        messages += _messages("checkpoint", head, record)
-        await self._append(tid, messages)
-        return {"configurable": {"thread_id": tid, "checkpoint_ns": ns,
-                                 "checkpoint_id": checkpoint["id"]}}  # fmt: skip
+            data += _messages("blob", {"ns": ns, "channel": channel,
+                                       "version": str(version)}, blob)  # fmt: skip
+        await self._append(_stored(f"{KIND}-{shard}", tid), tid, data)
+        blobs = [[c, str(ver)] for c, ver in new_versions.items()]
+        head = {"tid": tid, "ns": ns, "id": cid, "parent": get_checkpoint_id(config),
+                "shard": shard, "blobs": blobs}  # fmt: skip
+        await self._append(_stored(KIND, tid), tid, _messages("checkpoint", head, None))
+        with self._lock:
+            self._shards[(tid, ns, cid)] = shard
+        return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -187,59 +218,87 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
             head = {"ns": ns, "checkpoint": cid, "task": task_id, "path": task_path,
                     "channel": channel, "idx": WRITES_IDX_MAP.get(channel, idx)}  # fmt: skip
             messages += _messages("write", head, self._dump(value))
-        if messages:
-            await self._append(tid, messages)
+        if not messages:
+            return
+        shard = self._shards.get((tid, ns, cid))
+        if shard is None:  # a checkpoint put by another process (or saver)
+            index = await self._index(tid)
+            known = index.heads.get((ns, cid)) if index is not None else None
+            shard = int(known["shard"]) if known else await self._next_shard(tid, peek=True)
+        await self._append(_stored(f"{KIND}-{shard}", tid), tid, messages)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self.service.delete_threads([_stored(thread_id)], namespace=self.namespace)
+        index = await self._index(thread_id)
+        shards = index.shards if index is not None else 1
+        ids = [
+            _stored(KIND, thread_id),
+            *(_stored(f"{KIND}-{n}", thread_id) for n in range(shards)),
+        ]
+        await self.service.delete_threads(ids, namespace=self.namespace)
+        with self._lock:
+            self._counts.pop(thread_id, None)
+            for key in [k for k in self._shards if k[0] == thread_id]:
+                del self._shards[key]
 
     # ------------------------------------------------------------------ reading
     async def _list(
         self, config: RunnableConfig | None, filter: dict[str, Any] | None,
         before: RunnableConfig | None, limit: int | None,
     ) -> builtins.list[CheckpointTuple]:  # fmt: skip
+        indexes: builtins.list[_Index] = []
         if config is not None:
-            tids = [_thread(config)]
+            one = await self._index(_thread(config))
+            indexes = [one] if one is not None else []
         else:
             threads = await self.service.list_threads(namespace=self.namespace, limit=1000)
-            tids = [t.id[len(PREFIX) :] for t in threads if t.id.startswith(PREFIX)]
+            for t in threads:
+                if t.id.startswith(PREFIX):
+                    full = await self._read(t.id)
+                    if full is not None:
+                        indexes.append(_index(full))
         want_ns = config["configurable"].get("checkpoint_ns") if config else None
         want_id = get_checkpoint_id(config) if config else None
         before_id = get_checkpoint_id(before) if before else None
         out: builtins.list[CheckpointTuple] = []
-        for tid in tids:
-            records = await self._read(tid)
-            if records is None:
-                continue
-            for ns, cid in sorted(records.checkpoints, key=lambda k: k[1], reverse=True):
+        for index in indexes:
+            cache: dict[int, _Shard] = {}
+            for ns, cid in sorted(index.heads, key=lambda k: k[1], reverse=True):
                 if limit is not None and len(out) >= limit:
                     return out
                 if (want_ns is not None and ns != want_ns) or (want_id and cid != want_id):
                     continue
                 if before_id is not None and cid >= before_id:
                     continue
-                item = self._tuple(tid, ns, cid, records)
+                item = await self._tuple(index, ns, cid, cache)
                 if filter and any(item.metadata.get(k) != val for k, val in filter.items()):
                     continue
                 out.append(item)
         return out
 
-    def _tuple(self, tid: str, ns: str, cid: str, records: _Records) -> CheckpointTuple:
-        head = records.checkpoints[(ns, cid)]
-        checkpoint: Checkpoint = self._load(head["record"]["checkpoint"])
+    async def _tuple(
+        self, index: _Index, ns: str, cid: str, cache: dict[int, _Shard]
+    ) -> CheckpointTuple:
+        head, tid = index.heads[(ns, cid)], index.tid
+        own = await self._shard(tid, int(head["shard"]), cache)
+        state, meta = own.states[(ns, cid)]
+        checkpoint: Checkpoint = self._load(state)
         values = {}
         for channel, version in checkpoint["channel_versions"].items():
-            blob = records.blobs.get((ns, channel, str(version)))
+            key = (ns, channel, str(version))
+            where = index.blob_shards.get(key)
+            blob = (
+                (await self._shard(tid, where, cache)).blobs.get(key) if where is not None else None
+            )
             if blob is not None and blob[0] != "empty":
                 values[channel] = self._load(blob)
-        writes = sorted(records.writes.get((ns, cid), {}).values(),
+        writes = sorted(own.writes.get((ns, cid), {}).values(),
                         key=lambda w: (w["path"], w["task"], w["idx"]))  # fmt: skip
         parent = head["parent"]
         return CheckpointTuple(
             config={"configurable": {"thread_id": tid, "checkpoint_ns": ns,
                                      "checkpoint_id": cid}},
             checkpoint={**checkpoint, "channel_values": values},
-            metadata=self._load(head["record"]["metadata"]),
+            metadata=self._load(meta),
             parent_config=(
                 {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": parent}}
                 if parent else None
@@ -247,29 +306,44 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
             pending_writes=[(w["task"], w["channel"], self._load(w["value"])) for w in writes],
         )  # fmt: skip
 
-    async def _read(self, tid: str) -> _Records | None:
+    async def _index(self, tid: str) -> _Index | None:
+        thread = await self._read(_stored(KIND, tid))
+        index = _index(thread) if thread is not None else None
+        if index is not None:
+            with self._lock:
+                self._counts[tid] = max(self._counts.get(tid, 0), len(index.heads))
+                for (ns, cid), head in index.heads.items():
+                    self._shards[(tid, ns, cid)] = int(head["shard"])
+        return index
+
+    async def _next_shard(self, tid: str, *, peek: bool = False) -> int:
+        """The data thread of the thread's next checkpoint: one per ``SHARD_SIZE``
+        checkpoints, counted from the index once per process, then locally."""
+        if tid not in self._counts:
+            await self._index(tid)
+        with self._lock:
+            count = self._counts.get(tid, 0)
+            if not peek:
+                self._counts[tid] = count + 1
+        return count // SHARD_SIZE
+
+    async def _shard(self, tid: str, n: int, cache: dict[int, _Shard]) -> _Shard:
+        if n not in cache:
+            thread = await self._read(_stored(f"{KIND}-{n}", tid))
+            cache[n] = _shard(thread) if thread is not None else _Shard()
+        return cache[n]
+
+    async def _read(self, stored: str) -> Thread | None:
         try:
-            thread = await self.service.get_thread(_stored(tid), namespace=self.namespace)
+            return await self.service.get_thread(stored, namespace=self.namespace)
         except NotFoundError:
             return None
-        records = _Records({}, {}, {})
-        for kind, head, payload in _records(thread):
-            if kind == "checkpoint":
-                records.checkpoints[(head["ns"], head["id"])] = {**head, "record": payload}
-            elif kind == "blob":
-                records.blobs[(head["ns"], head["channel"], head["version"])] = payload
-            elif kind == "write":
-                key = (head["task"], int(head["idx"]))
-                bucket = records.writes.setdefault((head["ns"], head["checkpoint"]), {})
-                if key not in bucket or key[1] < 0:  # first regular write wins
-                    bucket[key] = {**head, "value": payload}
-        return records
 
     # ------------------------------------------------------------------ writing
-    async def _append(self, tid: str, messages: builtins.list[dict[str, Any]]) -> None:
+    async def _append(self, stored: str, tid: str, messages: builtins.list[dict[str, Any]]) -> None:
         user, agent = _owner(tid)
         await self.service.append_messages(
-            _stored(tid), messages, namespace=self.namespace, user=user, agent=agent
+            stored, messages, namespace=self.namespace, user=user, agent=agent
         )
 
     def _dump(self, value: Any) -> builtins.list[str]:
@@ -295,8 +369,40 @@ def _ns(config: RunnableConfig) -> str:
     return str(config["configurable"].get("checkpoint_ns", "") or "")
 
 
-def _stored(tid: str) -> str:
-    return v.required(PREFIX + tid, "thread_id")
+def _stored(kind: str, tid: str) -> str:
+    """The memloci thread id of a LangGraph thread's index (``langgraph:<id>``) or data
+    shard (``langgraph-<n>:<id>``); over 200 characters: 150 + ``#`` + a hash."""
+    full = f"{kind}:{tid}"
+    if len(full) > ID_MAX:
+        full = f"{full[:ID_KEEP]}#{hashlib.sha256(full.encode()).hexdigest()[:32]}"
+    return v.required(full, "thread_id")
+
+
+def _index(thread: Thread) -> _Index:
+    index: _Index | None = None
+    for kind, head, _payload in _records(thread):
+        if kind != "checkpoint":
+            continue
+        index = index or _Index(str(head["tid"]))
+        index.heads[(head["ns"], head["id"])] = head
+        for channel, version in head["blobs"]:
+            index.blob_shards[(head["ns"], channel, version)] = int(head["shard"])
+    return index or _Index("")
+
+
+def _shard(thread: Thread) -> _Shard:
+    shard = _Shard()
+    for kind, head, payload in _records(thread):
+        if kind == "state":
+            shard.states[(head["ns"], head["id"])] = payload
+        elif kind == "blob":
+            shard.blobs[(head["ns"], head["channel"], head["version"])] = payload
+        elif kind == "write":
+            key = (head["task"], int(head["idx"]))
+            bucket = shard.writes.setdefault((head["ns"], head["checkpoint"]), {})
+            if key not in bucket or key[1] < 0:  # the first regular write wins
+                bucket[key] = {**head, "value": payload}
+    return shard
 
 
 def _owner(tid: str) -> tuple[str | None, str | None]:
