@@ -242,3 +242,12 @@ def test_a_busy_port_and_an_unreachable_model_are_clear_errors(tmp_path: Path) -
     assert episode.category == "autonomous_run"
     assert episode.episode is not None and episode.episode.outcome is not None
     assert episode.episode.outcome["success"] is False
+
+
+def test_auto_capture_off_records_no_episode(tmp_path: Path) -> None:
+    with serving("anthropic") as model:
+        role = write_role(tmp_path, model, memory={"episodic": {"auto_capture": False}})
+        result = run(role, "-p", "Check the queue")
+        assert result.exit_code == 0, result.output + result.stderr
+        assert result.stdout == "Finished: Check the queue\n"
+    assert episodes(tmp_path) == []
