@@ -42,6 +42,9 @@ def bind_embedder(store: Store, embedder: Embedder) -> bool:
     return True
 
 
+CATCH_UP = 32  # a backlog a query embeds itself rather than miss (see catch_up)
+
+
 class EmbeddingWorker:
     """Embeds pending nodes in batches; ``flush()`` waits until nothing is pending."""
 
@@ -97,10 +100,31 @@ class EmbeddingWorker:
         self._wake.set()
         self._thread.join(timeout)
 
-    def run_once(self, progress: Callable[[int], None] | None = None) -> int:
-        """Embed one batch; returns how many nodes it embedded."""
+    def catch_up(self, limit: int = CATCH_UP) -> int:
+        """Embed a small backlog now, in the caller's thread, so a query right after a
+        write finds it by meaning too (the README's first query). A backlog of more than
+        ``limit`` memories (a bulk load) is left to the background thread; so is an
+        embedder that is failing. Returns how many memories it embedded."""
+        if self._idle.is_set() or self.last_error is not None:
+            return 0
+        try:
+            return self.run_once(at_most=limit)
+        except MemlociError as exc:  # the background thread reports and retries
+            log.debug("catch-up embedding skipped: %s", exc)
+            return 0
+
+    def run_once(
+        self, progress: Callable[[int], None] | None = None, *, at_most: int | None = None
+    ) -> int:
+        """Embed one batch; returns how many nodes it embedded. ``at_most``: only if no
+        more than that many are pending (else nothing)."""
         with self._embedding:
-            batch = self.store.pending_embeddings(self.batch_size)
+            if at_most is not None:
+                batch = self.store.pending_embeddings(at_most + 1)
+                if len(batch) > at_most:
+                    return 0
+            else:
+                batch = self.store.pending_embeddings(self.batch_size)
             if not batch:
                 return 0
             texts = [document_text(p.content, p.speaker, p.key, p.subject) for p in batch]
