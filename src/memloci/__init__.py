@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     )
     from memloci.sdk import AsyncMemory, Memory
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _MODELS = ("Edge", "Entity", "FactType", "MemoryNode", "MemoryUser", "MemoryVersion",
            "NodeType", "Scope", "SearchHit", "WriteResult")  # fmt: skip
