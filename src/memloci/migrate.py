@@ -18,6 +18,7 @@ At the end both stores are counted (:func:`inventory`) and a difference is an er
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
@@ -124,8 +125,11 @@ class _Copier:
             self.dst.bind_embedder(self.model, int(dim))  # refuses another model
         namespaces = self.src.record_namespaces()
         self.report.namespaces = namespaces
-        for ns in namespaces:
-            self.namespace(ns)
+        # into an empty PostgreSQL store: the HNSW index is built once, after the copy
+        bulk = getattr(self.dst, "bulk_load", None) if is_empty(self.dst) else None
+        with bulk() if bulk is not None else contextlib.nullcontext():
+            for ns in namespaces:
+                self.namespace(ns)
         self.keys()
         for key in COPIED_META:
             value = self.src.get_meta(key)
