@@ -8,13 +8,10 @@ the root app, ``reembed`` and ``demo``. Run it as ``memloci`` or
 
 from __future__ import annotations
 
-import json
 import shlex
 import tempfile
-from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import Annotated
 
 import typer
 
@@ -39,9 +36,6 @@ from memloci.interfaces.cli_common import (
 )
 from memloci.interfaces.cli_lazy import LazyGroup
 
-if TYPE_CHECKING:
-    from memloci.sdk import Memory
-
 app = typer.Typer(
     name="memloci",
     cls=LazyGroup,  # the other commands (memloci/interfaces/cli_lazy.py) load on use
@@ -57,14 +51,6 @@ app = typer.Typer(
         "memloci memory --help",
     ),
 )
-DEMO_USER = "sam"
-DEMO_SEARCHES = (
-    "Where does Sam live?",
-    "What is the name of Sam's dog?",
-    "Sam's side project",
-    "coffee order",
-)
-DEMO_PROMPT = "Can you plan a Saturday for me?"
 
 
 def _version(value: bool) -> None:
@@ -123,36 +109,6 @@ def reembed(
 
 
 # ---------------------------------------------------------------------- demo
-def demo_records() -> Iterator[dict[str, Any]]:
-    """The bundled sample conversation (``memloci/data/demo.jsonl``)."""
-    source = resources.files("memloci").joinpath("data", "demo.jsonl")
-    for line in source.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            yield cast(dict[str, Any], json.loads(line))
-
-
-def load_demo(m: Memory, user: str = DEMO_USER) -> tuple[int, int, int]:
-    """Add the demo's turns and facts; returns (turns, sessions, facts)."""
-    turns, sessions, facts, speaker = 0, set(), 0, "Sam"
-    for rec in demo_records():
-        kind = rec.pop("kind")
-        if kind == "meta":
-            speaker = rec.get("speaker", speaker)
-        elif kind == "turn":
-            role = rec["role"]
-            m.add(
-                rec["content"], user=user, session=rec["session"], role=role,
-                speaker=speaker if role == "user" else "Assistant",
-                event_time=cast(Any, rec["time"]),
-            )  # fmt: skip
-            turns += 1
-            sessions.add(rec["session"])
-        elif kind == "fact":
-            m.remember(rec.pop("content"), user=user, **rec)
-            facts += 1
-    return turns, len(sessions), facts
-
-
 def _flags(db: str, namespace: str, embedder: str) -> str:
     flags = f"--db {shlex.quote(db)}"
     if namespace != "default":
@@ -177,6 +133,8 @@ def demo(
     embedder: EmbOpt = None,
 ) -> None:
     """Load a sample conversation, then show searches and a context block (offline)."""
+    from memloci.interfaces.demo import DEMO_PROMPT, DEMO_SEARCHES, DEMO_USER, load_demo
+
     if db is None:
         db = str(Path(tempfile.mkdtemp(prefix="memloci-demo-")) / "demo.db")
     with open_memory(db, namespace, embedder) as m:
@@ -187,19 +145,26 @@ def demo(
                 hint="run the demo on a new file (omit --db) or another namespace (-n demo)",
             )
         with err.status("Loading the demo conversation…"):
-            turns, sessions, facts = load_demo(m)
-            m.service.wait_for_consolidation(60)  # session switches consolidate earlier ones
-        note(f"Loaded {turns} turns from {sessions} sessions and {facts} facts about Sam.")
+            done = load_demo(m)
+        note(
+            f"Loaded {done.turns} turns from {done.sessions} sessions; consolidated them into "
+            f"{done.facts} facts and {done.entities} linked entities, then {done.updates} "
+            f"update, {done.corrections} correction, {done.procedures} procedures, "
+            f"{done.users} users (merged into one) and {done.threads} checkpointed thread."
+        )
         embed_all(m, "Embedding (bundled local model)")
         say(f"\nmemloci demo: {db} (namespace {ns!r}, embedder {m.settings.embedder})\n", "bold")
         for query in DEMO_SEARCHES:
             hits = m.search(query, user=DEMO_USER, k=3)
             out.print(hits_table(hits, title=f"memloci memory search {query!r} -k 3"))
-        block = m.context(DEMO_PROMPT, user=DEMO_USER, budget=800)
+        flt = m.service.filter(namespace=ns, user=DEMO_USER)
+        stable, dynamic = m.service.context_parts_now(DEMO_PROMPT, flt, budget=900)
     from rich.panel import Panel
     from rich.text import Text
 
-    out.print(Panel(Text(block), title=f"context for the prompt {DEMO_PROMPT!r}", expand=False))
+    say(f"\nThe context block for the prompt {DEMO_PROMPT!r} (memloci memory context):", "bold")
+    out.print(Panel(Text(stable), title="cacheable: the same for every prompt", expand=False))
+    out.print(Panel(Text(dynamic), title=f"brought up by {DEMO_PROMPT!r}", expand=False))
     flags = _flags(db, ns, m.settings.embedder)
     say("\nTry next:", "bold")
     for line in (
@@ -207,6 +172,7 @@ def demo(
         f"memloci memory list --type semantic {flags}",
         f"memloci memory remember 'Sam is learning Portuguese' --user sam {flags}",
         f"memloci memory stats {flags}",
+        f"memloci serve {flags}   (the web UI: every tab filled)",
         "memloci --help",
     ):
         say(f"  {line}")

@@ -215,15 +215,18 @@ def guard_public(host: str, *, has_keys: bool) -> None:
 
 
 def _load_demo(path: str, namespace: str | None, embedder: EmbOpt) -> None:
-    from memloci.interfaces.cli import load_demo
+    from memloci.interfaces.demo import load_demo
 
     with open_memory(path, namespace, embedder) as m:
         if m.list(limit=1, include_forgotten=True):
             note(f"{path} already holds memories; not loading the demo again.")
             return
         with err.status("Loading the demo conversation…"):
-            turns, sessions, facts = load_demo(m)
-        note(f"Loaded the demo: {turns} turns from {sessions} sessions and {facts} facts.")
+            done = load_demo(m)
+        note(
+            f"Loaded the demo: {done.turns} turns from {done.sessions} sessions, {done.facts} "
+            f"facts, {done.entities} entities, {done.procedures} procedures."
+        )
         embed_all(m, "Embedding (bundled local model)")
 
 
