@@ -1,0 +1,158 @@
+"""``memloci serve --demo`` in a real browser: the bundled demo fills every tab of the web
+UI (rows in each, an entity graph of several linked entities, a fact with two versions,
+a corrected fact, a user known on two channels, a checkpointed thread)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+
+with contextlib.suppress(ImportError):
+    from playwright.sync_api import expect
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page
+
+pytestmark = pytest.mark.browser
+Shot = Callable[["Page", str], Path]
+
+
+@dataclass
+class DemoServer:
+    url: str
+    api: httpx.Client
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
+    """``memloci serve --demo`` (the bundled local model, a throw-away store); overrides
+    the seeded server of ``conftest.py`` for this module, so ``page`` opens this one."""
+    home = tmp_path_factory.mktemp("demo-ui")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+    env["TMPDIR"] = str(home)  # the throw-away store lands here (and is removed on exit)
+    log_path = home / "serve.log"
+    cmd = [
+        sys.executable, "-m", "memloci.interfaces.cli", "serve", "--demo", "--port", str(port),
+        "--no-maintenance", "--log-level", "warning",
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=home)
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                if proc.poll() is not None:
+                    pytest.fail(f"memloci serve --demo exited: {log_path.read_text()[-3000:]}")
+                with contextlib.suppress(httpx.TransportError):
+                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                        break
+                if time.monotonic() > deadline:
+                    pytest.fail(f"memloci serve --demo did not answer; see {log_path}")
+                time.sleep(0.2)
+            with httpx.Client(base_url=url, timeout=20) as api:
+                yield DemoServer(url, api)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    leftovers = [p for p in home.iterdir() if p.name.startswith("memloci-serve-")]
+    assert leftovers == [], "the throw-away demo store was not removed"
+
+
+def open_tab(page: Page, tab: str) -> None:
+    page.goto(f"/memories#{tab}")
+    expect(page.get_by_test_id(f"tab-{tab}")).to_have_attribute("aria-selected", "true")
+    expect(page.get_by_test_id("list")).not_to_have_attribute("aria-busy", "true")
+
+
+def row(page: Page, text: str) -> Locator:
+    return page.get_by_test_id("row").filter(has_text=text)
+
+
+# the demo's rows a reader should find in each tab, and at least how many rows it has
+TABS = {
+    "facts": ("Marta Silva, Solara's head of data, is Sam's manager", 10),
+    "episodes": ("I call it Skylark", 25),  # one page of the 36 turns
+    "checkpoints": ("telegram-sam-2024-04-06", 1),
+    "procedures": ("check Skylark's forecast first", 2),
+    "users": ("Sam Rivera", 1),
+    "entities": ("Solara", 8),
+}
+
+
+def test_every_tab_of_the_demo_has_rows(page: Page, shot: Shot) -> None:
+    page.goto("/memories")
+    for tab, (text, at_least) in TABS.items():
+        page.get_by_test_id(f"tab-{tab}").click()
+        expect(page).to_have_url(re.compile(f"#{tab}$"))
+        expect(row(page, text)).to_have_count(1)
+        expect(page.get_by_test_id("empty-state")).to_have_count(0)
+        assert page.get_by_test_id("row").count() >= at_least, tab
+        shot(page, f"demo-{tab}")
+
+
+def test_the_entity_graph_links_several_entities(page: Page, shot: Shot) -> None:
+    open_tab(page, "entities")
+    row(page, "Solara").click()
+    detail = page.get_by_test_id("detail")
+    expect(detail.get_by_test_id("detail-title")).to_have_text("Solara")
+    expect(detail.get_by_test_id("entity-memories")).to_contain_text("head of data")
+    related = detail.get_by_test_id("related")
+    for name in ("Sam", "Marta Silva", "Lisbon"):
+        expect(related).to_contain_text(name)
+    graph = detail.get_by_test_id("graph")
+    expect(graph).to_be_visible()
+    memories = graph.locator("[data-kind=memory]").count()
+    assert memories >= 3
+    assert graph.get_by_test_id("graph-node").count() - memories >= 4  # Solara + 3 or more
+    shot(page, "demo-entity-graph")
+
+
+def test_a_versioned_fact_and_a_corrected_one(page: Page, server: DemoServer) -> None:
+    facts = server.api.get("/api/v1/facts/", params={"limit": 100}).json()["items"]
+    job = next(f for f in facts if f["key"] == "job")
+    assert job["version"] == 2
+    page.goto(f"/memories#facts/{job['id']}")
+    detail = page.get_by_test_id("detail")
+    versions = detail.get_by_test_id("version")
+    expect(versions).to_have_count(2)
+    expect(versions.first).to_contain_text("forecasting team")
+    office = next(f for f in facts if f["key"] == "office")
+    assert "Alcântara" in office["content"]
+    explained = server.api.get(f"/api/v1/memories/{office['id']}/explain").json()
+    assert "Cais do Sodré" in str(explained)  # what it supersedes
+    page.goto(f"/memories#facts/{office['id']}")
+    expect(detail.get_by_test_id("provenance")).to_contain_text("Cais do Sodré")
+
+
+def test_the_user_is_known_on_two_channels_and_the_thread_is_checkpointed(page: Page) -> None:
+    open_tab(page, "users")
+    row(page, "Sam Rivera").first.click()
+    detail = page.get_by_test_id("detail")
+    expect(detail.get_by_test_id("identifier")).to_have_count(2)
+    expect(detail.get_by_test_id("identifiers")).to_contain_text("sam.rivera@example.com")
+    expect(detail.get_by_test_id("identifiers")).to_contain_text("sam_rivera")
+    open_tab(page, "checkpoints")
+    row(page, "telegram-sam-2024-04-06").click()
+    messages = page.get_by_test_id("detail").get_by_test_id("message")
+    expect(messages).to_have_count(12)
+    expect(messages.first).to_contain_text("Pixel and I are planning a day trip")
