@@ -182,6 +182,55 @@ def test_filtered_vector_search_fills_its_limit_through_the_hnsw_index(
         store.close()
 
 
+def _has_vector_index(url: str, name: str) -> bool:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+            (name, "nodes_embedding"),
+        ).fetchone()
+    return row is not None and "m='32'" in row[0] and "ef_construction='200'" in row[0]
+
+
+def test_bulk_load_builds_the_hnsw_index_once_after_the_load(schema: tuple[str, str]) -> None:
+    url, name = schema
+    store = PostgresStore(url, schema=name)
+    try:
+        store.bind_embedder("clustered:8", 8)
+        assert _has_vector_index(url, name)
+        rng = np.random.default_rng(3)
+        nodes = [node(f"bulk fact {i}", scope=Scope.USER, user=f"u{i % 4}") for i in range(2500)]
+        vecs = rng.normal(size=(2500, 8)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        with store.bulk_load(work_mem="64MB"):
+            store.insert_nodes(nodes)  # 3 pipelined batches
+            assert not _has_vector_index(url, name)  # set aside while loading
+            pending = store.pending_embeddings(5000)
+            by_id = {n.id: i for i, n in enumerate(nodes)}
+            saved = store.save_embeddings(pending, vecs[[by_id[p.id] for p in pending]])
+            assert saved == 2500
+            hits = store.vector_search(NodeFilter(user="u1"), vecs[1], 5)  # exact meanwhile
+            assert hits[0][0] == nodes[1].id and abs(hits[0][1] - 1.0) < 1e-5
+        assert _has_vector_index(url, name)
+        assert store.count_nodes(NodeFilter()) == 2500
+        assert [n.content for n in store.get_nodes("default", [nodes[0].id, nodes[-1].id])] == [
+            "bulk fact 0",
+            "bulk fact 2499",
+        ]
+        assert store.vector_search(NodeFilter(user="u2"), vecs[2], 1)[0][0] == nodes[2].id
+        # a taken id gets a fresh one, as row by row; the rest of the batch lands once
+        again = [nodes[0], node("new one"), node("new two")]
+        store.insert_nodes(again)
+        assert store.count_nodes(NodeFilter()) == 2503
+        assert len(store.list_nodes(NodeFilter(), limit=5000)) == 2503
+        with pytest.raises(RuntimeError), store.bulk_load():
+            raise RuntimeError("the load failed")
+        assert _has_vector_index(url, name)  # back even after an error
+        with pytest.raises(StorageError):
+            store.build_vector_index(work_mem="1GB'; DROP TABLE nodes; --")
+    finally:
+        store.close()
+
+
 def test_disjunctions_of_single_words_are_recognised() -> None:
     assert is_disjunction('"coffee" OR "tea" OR "café"')
     assert is_disjunction('"coffee"')
