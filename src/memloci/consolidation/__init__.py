@@ -7,21 +7,50 @@ the offline :class:`RuleExtractor` otherwise.
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from memloci.consolidation.base import (
     ExtractedEntity,
     ExtractedFact,
     Extraction,
     Extractor,
 )
-from memloci.consolidation.llm_extractor import LLMExtractor
-from memloci.consolidation.llm_tasks import CausalLink, infer_causal, summarize_entity
-from memloci.consolidation.rules import RuleExtractor
-from memloci.providers.llm import LLM
+
+if TYPE_CHECKING:
+    from memloci.consolidation.llm_extractor import LLMExtractor
+    from memloci.consolidation.llm_tasks import CausalLink, infer_causal, summarize_entity
+    from memloci.consolidation.rules import RuleExtractor
+    from memloci.providers.llm import LLM
+
+# loaded on first use: the LLM extractor pulls in the HTTP client (httpx), which a
+# one-shot command that never calls an LLM should not pay for at start-up
+_LAZY = {
+    "LLMExtractor": "llm_extractor",
+    "CausalLink": "llm_tasks",
+    "infer_causal": "llm_tasks",
+    "summarize_entity": "llm_tasks",
+    "RuleExtractor": "rules",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(f"memloci.consolidation.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def extractor_for(llm: LLM | None) -> Extractor:
     """The LLM extractor for ``llm``, or the rule-based one when ``llm`` is None."""
-    return RuleExtractor() if llm is None else LLMExtractor(llm)
+    if llm is None:
+        from memloci.consolidation.rules import RuleExtractor
+
+        return RuleExtractor()
+    from memloci.consolidation.llm_extractor import LLMExtractor
+
+    return LLMExtractor(llm)
 
 
 __all__ = [
