@@ -35,7 +35,7 @@ from typing import Any
 K1, B = 1.2, 0.75
 STATS_TTL = 60.0  # seconds a count of rows / of rows holding a lexeme is reused
 PER_LEXEME = 30  # candidates per query lexeme (and for the whole query), at least
-BIG_TABLE = 100_000  # above: row count from the planner, common lexemes from ANALYZE
+BIG_TABLE = 50_000  # above: row count from the planner, common lexemes from ANALYZE
 RANKED_SHARE = 0.02  # above BIG_TABLE, a lexeme in more rows than this share is not ranked
 COMMON_IDF = 1e-3  # a lexeme at or below this IDF is in half the rows or more
 
