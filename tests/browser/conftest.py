@@ -4,8 +4,8 @@ The browser is Debian's ``chromium`` (``make test`` installs it when it runs as 
 playwright's own browser download is not used). Without it these tests skip locally,
 but fail when ``CI`` is set: CI must run them.
 
-Screenshots land in ``test-artifacts/screenshots/``. ``UPDATE_DOCS_SCREENSHOT=1`` also
-refreshes the README's ``docs/img/web-ui.png``.
+Screenshots land in ``test-artifacts/screenshots/``; the README's ``docs/img/web-ui.png``
+comes from the demo, through ``scripts/screenshot.py``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
-DOCS_SCREENSHOT = ROOT / "docs" / "img" / "web-ui.png"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -312,17 +311,14 @@ def shot() -> Callable[[Page, str], Path]:
 
 @pytest.fixture
 def docs_shot() -> Callable[[Page], Path]:
-    """``docs_shot(page)`` saves the README's screenshot (the viewport) to
-    test-artifacts/screenshots/web-ui.png, and to docs/img/web-ui.png when
-    ``UPDATE_DOCS_SCREENSHOT=1``."""
+    """``docs_shot(page)`` saves a screenshot of the viewport to
+    test-artifacts/screenshots/web-ui.png (the README's own screenshot is taken from the
+    demo by ``scripts/screenshot.py``)."""
 
     def save(page: Page) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / "web-ui.png"
         page.screenshot(path=str(path))
-        if os.environ.get("UPDATE_DOCS_SCREENSHOT") == "1":
-            DOCS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            DOCS_SCREENSHOT.write_bytes(path.read_bytes())
         return path
 
     return save
