@@ -103,15 +103,22 @@ class EmbeddingWorker:
     def catch_up(self, limit: int = CATCH_UP) -> int:
         """Embed a small backlog now, in the caller's thread, so a query right after a
         write finds it by meaning too (the README's first query). A backlog of more than
-        ``limit`` memories (a bulk load) is left to the background thread; so is an
-        embedder that is failing. Returns how many memories it embedded."""
+        ``limit`` memories (a bulk load) is left to the background thread; so are an
+        embedder that is failing or not in process (``in_process``: a remote endpoint)
+        and a batch already being embedded. Returns how many memories it embedded."""
         if self._idle.is_set() or self.last_error is not None:
             return 0
+        if not getattr(self.embedder, "in_process", False):  # a remote endpoint: the
+            return 0  # query does not wait for documents (their round trips add up)
+        if not self._embedding.acquire(blocking=False):  # a batch is being embedded:
+            return 0  # never make a query wait for it
         try:
-            return self.run_once(at_most=limit)
+            return self._embed_batch(None, at_most=limit)
         except MemlociError as exc:  # the background thread reports and retries
             log.debug("catch-up embedding skipped: %s", exc)
             return 0
+        finally:
+            self._embedding.release()
 
     def run_once(
         self, progress: Callable[[int], None] | None = None, *, at_most: int | None = None
@@ -119,30 +126,36 @@ class EmbeddingWorker:
         """Embed one batch; returns how many nodes it embedded. ``at_most``: only if no
         more than that many are pending (else nothing)."""
         with self._embedding:
-            if at_most is not None:
-                batch = self.store.pending_embeddings(at_most + 1)
-                if len(batch) > at_most:
-                    return 0
-            else:
-                batch = self.store.pending_embeddings(self.batch_size)
-            if not batch:
+            return self._embed_batch(progress, at_most=at_most)
+
+    def _embed_batch(
+        self, progress: Callable[[int], None] | None, *, at_most: int | None = None
+    ) -> int:
+        """:meth:`run_once`'s work; the caller holds ``_embedding``."""
+        if at_most is not None:
+            batch = self.store.pending_embeddings(at_most + 1)
+            if len(batch) > at_most:
                 return 0
-            texts = [document_text(p.content, p.speaker, p.key, p.subject) for p in batch]
-            vectors = self.embedder.embed(texts)
-            if not self.bound:
-                self.store.bind_embedder(self.embedder.model_id, int(vectors.shape[1]))
-                self.bound = True
-            self.store.save_embeddings(batch, vectors)
-            if self.link_mentions:
-                try:
-                    link_mentions(
-                        self.store,
-                        [p.id for p in batch],
-                        now=datetime.now(UTC),
-                        register=self.register_mentions,
-                    )
-                except MemlociError as exc:  # the vectors are saved; links are a bonus
-                    log.warning("entity linking skipped for a batch: %s", exc)
+        else:
+            batch = self.store.pending_embeddings(self.batch_size)
+        if not batch:
+            return 0
+        texts = [document_text(p.content, p.speaker, p.key, p.subject) for p in batch]
+        vectors = self.embedder.embed(texts)
+        if not self.bound:
+            self.store.bind_embedder(self.embedder.model_id, int(vectors.shape[1]))
+            self.bound = True
+        self.store.save_embeddings(batch, vectors)
+        if self.link_mentions:
+            try:
+                link_mentions(
+                    self.store,
+                    [p.id for p in batch],
+                    now=datetime.now(UTC),
+                    register=self.register_mentions,
+                )
+            except MemlociError as exc:  # the vectors are saved; links are a bonus
+                log.warning("entity linking skipped for a batch: %s", exc)
         if progress:
             progress(len(batch))
         return len(batch)

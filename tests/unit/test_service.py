@@ -34,7 +34,10 @@ def temporal(mem: Memory, node_id: str, namespace: str = "default") -> set[tuple
 
 
 class GatedEmbedder(FakeEmbedder):
-    """A fake embedder whose batch ``embed`` blocks until the test opens the gate."""
+    """A fake embedder whose batch ``embed`` blocks until the test opens the gate (a slow,
+    remote-like embedder: queries never wait for it)."""
+
+    in_process = False
 
     def __init__(self) -> None:
         super().__init__(dimension=64)

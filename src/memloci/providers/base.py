@@ -24,6 +24,8 @@ class Embedder(Protocol):
 
     ``model_id`` identifies the vector space (recorded in store metadata; a
     store refuses vectors from another space). ``dimension`` is the vector size.
+    An optional class attribute ``in_process = True`` says it embeds in this process
+    (no network): a query may then embed a few just-written memories itself.
     """
 
     @property

@@ -24,6 +24,8 @@ _WORD = re.compile(r"[^\W_]+")
 class FakeEmbedder:
     """Bag-of-words hashing embedder: deterministic, instant, no dependencies."""
 
+    in_process = True  # embeds in this process: cheap enough for a query to wait on
+
     def __init__(self, *, dimension: int = 64) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             raise ValidationError(

@@ -119,6 +119,8 @@ class OnnxMiniLMEmbedder:
     to share between threads. Recent queries are cached (LRU).
     """
 
+    in_process = True  # embeds in this process: cheap enough for a query to wait on
+
     def __init__(
         self, *, model_path: str | None = None, batch_size: int = 16, threads: int | None = None
     ) -> None:
