@@ -23,7 +23,10 @@ PGDB="${PGDB:-memtest}"
 STATE="${MEMLOCI_PG_STATE:-/tmp/memloci-pg-$PGPORT}"
 PGBIN="/usr/lib/postgresql/$PGMAJOR/bin"
 PGCONFIG="$PGBIN/pg_config"
-URL="postgresql://postgres@127.0.0.1:$PGPORT/$PGDB"
+# a throw-away cluster on loopback; its password is not a secret (it exists so the
+# tests can check that a wrong one is reported without being shown)
+PGPASS="memloci-test"
+URL="postgresql://postgres:$PGPASS@127.0.0.1:$PGPORT/$PGDB"
 
 say() { echo "pg-test-env: $*" >&2; }
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
@@ -69,12 +72,16 @@ start() {
   stop_cluster
   rm -rf "$STATE"; mkdir -p "$STATE/data"; chmod 755 "$STATE"
   if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$STATE/data"; fi
-  as_pg "$PGBIN/initdb" -D "$STATE/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+  printf '%s\n' "$PGPASS" > "$STATE/pwfile"; chmod 644 "$STATE/pwfile"
+  as_pg "$PGBIN/initdb" -D "$STATE/data" -U postgres --auth-local=trust \
+    --auth-host=scram-sha-256 --pwfile="$STATE/pwfile" -E UTF8 --locale=C.UTF-8 >/dev/null
+  rm -f "$STATE/pwfile"
   as_pg "$PGBIN/pg_ctl" -D "$STATE/data" -l "$STATE/data/server.log" -w -t 30 \
     -o "-p $PGPORT -c listen_addresses=127.0.0.1 -k $STATE/data -c fsync=off \
 -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >/dev/null
-  "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -v ON_ERROR_STOP=1 -qc "CREATE DATABASE $PGDB"
-  "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d "$PGDB" -v ON_ERROR_STOP=1 \
+  PGPASSWORD="$PGPASS" "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -v ON_ERROR_STOP=1 \
+    -qc "CREATE DATABASE $PGDB"
+  PGPASSWORD="$PGPASS" "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d "$PGDB" -v ON_ERROR_STOP=1 \
     -qc "CREATE EXTENSION vector"
 }
 
@@ -103,7 +110,7 @@ case "${1:-}" in
         (exec 3<>"/dev/tcp/127.0.0.1/$PGPORT") 2>/dev/null || break
       done
     fi
-    URL="postgresql://postgres@127.0.0.1:$PGPORT/$PGDB"
+    URL="postgresql://postgres:$PGPASS@127.0.0.1:$PGPORT/$PGDB"
     trap cleanup EXIT
     start
     say "PostgreSQL $PGMAJOR + pgvector on $URL"
