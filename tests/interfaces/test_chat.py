@@ -478,3 +478,23 @@ def test_another_agents_memory_can_be_read_not_changed(tmp_path: Path) -> None:
         assert (
             m.tools(agent="ops-agent").call("forget", {"memory_id": theirs.id}).startswith("Forgot")
         )
+
+
+def test_an_unknown_knowledge_source_is_reported(tmp_path: Path) -> None:
+    role = load_role(
+        write_role(tmp_path, None, memory={"knowledge": {"sources": ["faq", "manuals"]}})
+    )
+    doc = tmp_path / "faq.md"
+    doc.write_text("# Refunds\n\nRefunds take five working days.\n", encoding="utf-8")
+    with store(tmp_path) as m:
+        m.add_knowledge([doc], collection="faq")
+        said: list[str] = []
+        agent = Agent(m.service, role, _RecordingModel(), user="sam", warn=said.append)
+
+        async def run() -> None:
+            await agent.start()
+            await agent.finish(consolidate=False)
+
+        asyncio.run(run())
+    assert len(said) == 1 and "knowledge source 'manuals' has no documents" in said[0]
+    assert "--collection manuals" in said[0]

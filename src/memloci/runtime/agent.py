@@ -367,10 +367,31 @@ class Agent:
             self.conversation = _Scratch(self.role.system_prompt, mem.window_size)
         session = await self.conversation.start(resume=resume)
         self._bind(session)
+        await self._check_sources()
         self._started, self._clock, self._turns = utcnow(), time.monotonic(), []
         self.outcome = None
         self._loaded = None  # the memory block is loaded once per conversation
         return session
+
+    async def _check_sources(self) -> None:
+        """Say (once, at the start) which of the role's knowledge sources hold nothing in
+        this namespace: a misspelt or never-added source is not silently ignored."""
+        kn = (self.role.memory or MemoryConfig()).knowledge
+        if not kn.active:
+            return
+        try:
+            known = await self.service.list_knowledge_sources(namespace=self.namespace)
+        except Exception as exc:
+            self._report("list the knowledge sources", exc)
+            return
+        have = {k.collection for k in known}
+        for name in kn.sources:
+            if name not in have:
+                self.warn(
+                    f"memloci: knowledge source {name!r} has no documents in namespace "
+                    f"{self.namespace!r}; add some with `memloci knowledge add PATH "
+                    f"--collection {name} -n {self.namespace}`"
+                )
 
     def _bind(self, session: str) -> None:
         self.tools = Tools(
