@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from memloci.config import Settings
-from memloci.consolidation.consolidator import ConsolidationReport
-from memloci.consolidation.maintenance import MaintenanceReport
-from memloci.consolidation.rules import RuleExtractor
 from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
     DbOpt,
@@ -35,8 +32,11 @@ from memloci.interfaces.cli_common import (
     role_settings,
     say,
 )
-from memloci.runtime.agent import model_spec
 from memloci.runtime.role import Role, load_role
+
+if TYPE_CHECKING:
+    from memloci.consolidation.consolidator import ConsolidationReport
+    from memloci.consolidation.maintenance import MaintenanceReport
 
 CONSOLIDATE_EXAMPLES = examples(
     "memloci memory consolidate role.yaml",
@@ -89,12 +89,16 @@ def consolidate(
         cap = role.memory.consolidation.max_episodes_per_run if role.memory else None
     with open_memory(db, namespace, embedder, must_exist=True, role=role, settings=settings) as m:
         service, ns = m.service, m.settings.namespace
+        from memloci.consolidation.rules import RuleExtractor
+
         extractor = RuleExtractor() if rules else None
         if session is not None:
             sessions = [session]
         else:
             pending = m._call(service.pending_sessions(namespace=ns, user=user))
             sessions = [p.session for p in pending]
+        from memloci.consolidation.consolidator import ConsolidationReport
+
         total = ConsolidationReport(namespace=ns)
         rows: list[tuple[str, ConsolidationReport]] = []
         with progress_bar(quiet=as_json or len(sessions) < 2) as bar:
@@ -147,6 +151,8 @@ def _use_role_model(role: Role, settings: Settings, role_file: Path | None, rule
             "--rules to extract with the offline rule extractor",
         )
     if role.model is not None:
+        from memloci.runtime.agent import model_spec  # the chat stack, only when used
+
         model_spec(role, settings, source=role_file.name if role_file else "role.yaml")
 
 
