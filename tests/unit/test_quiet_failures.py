@@ -126,3 +126,48 @@ def test_closing_during_background_consolidation_is_quiet(
     assert any("stopped by close" in r.getMessage() for r in caplog.records)
     err = capfd.readouterr().err
     assert "Traceback" not in err and "store is closed" not in err
+
+
+CLOSE_UNDER_READS = """
+import sys, threading
+from memloci.errors import StorageError
+from memloci.storage.sqlite import SQLiteStore
+
+store = SQLiteStore(sys.argv[1])
+stop, refused = threading.Event(), []
+
+def read() -> None:
+    while not stop.is_set():
+        try:
+            store.get_meta("schema_version")
+        except StorageError:
+            refused.append(1)
+            return
+
+threads = [threading.Thread(target=read) for _ in range(4)]
+for t in threads:
+    t.start()
+for _ in range(200):
+    store.get_meta("schema_version")
+store.close()
+stop.set()
+for t in threads:
+    t.join()
+print("refused", len(refused))
+"""
+
+
+def test_closing_while_other_threads_read_never_crashes(tmp_path: Path) -> None:
+    # closing a connection under a running statement crashes the SQLite binding: close()
+    # must refuse new reads and wait for running ones (a subprocess, to see a crash)
+    import subprocess
+    import sys
+
+    for trial in range(5):
+        db = tmp_path / f"r{trial}.db"
+        done = subprocess.run(
+            [sys.executable, "-c", CLOSE_UNDER_READS, str(db)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == "refused 4"

@@ -27,6 +27,7 @@ DRIVER = "pysqlite3" if sqlite3.__name__.startswith("pysqlite3") else "sqlite3"
 IntegrityError = sqlite3.IntegrityError
 OperationalError = sqlite3.OperationalError
 BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock (default)
+CLOSE_WAIT = 10.0  # seconds close() waits for reads running in other threads
 
 
 def _connect(path: str, busy_timeout: float = 30.0) -> Any:
@@ -93,6 +94,8 @@ class SQLiteBase:
         self._local = threading.local()
         self._readers: list[Any] = []
         self._closed = False
+        self._active_reads = 0  # reads running on per-thread connections (see close)
+        self._reads_done = threading.Condition()
         self._index: VectorIndex | None = None
         self._index_seq = 0
         self._index_epoch = ""
@@ -181,7 +184,16 @@ class SQLiteBase:
             with self._wlock:
                 yield self._writer
         else:
-            yield self._read()
+            with self._reads_done:  # checked and counted as one step: close() waits for it
+                if self._closed:
+                    raise StorageError("the store is closed")
+                self._active_reads += 1
+            try:
+                yield self._read()
+            finally:
+                with self._reads_done:
+                    self._active_reads -= 1
+                    self._reads_done.notify_all()
 
     def _has_table(self, name: str) -> bool:
         with self._reading() as c:
@@ -222,12 +234,17 @@ class SQLiteBase:
         return int(self.get_meta("schema_version") or 0)
 
     def close(self) -> None:
+        """Close every connection. New reads and writes are refused at once; reads
+        already running in other threads finish first (closing a connection under a
+        running statement would crash the SQLite binding), for up to ``CLOSE_WAIT``."""
         if self._closed:
             return
+        with self._reads_done:
+            self._closed = True
+            self._reads_done.wait_for(lambda: self._active_reads == 0, CLOSE_WAIT)
         with self._wlock:
             with contextlib.suppress(Exception):  # refresh planner statistics (cheap)
                 self._writer.execute("PRAGMA optimize")
-            self._closed = True
             for conn in [*self._readers, self._writer]:
                 with contextlib.suppress(Exception):
                     conn.close()
