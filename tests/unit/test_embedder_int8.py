@@ -8,12 +8,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
+from embedder_helpers import embed_from_threads
 
 from memloci import Memory
 from memloci.errors import ProviderError, ValidationError
@@ -106,21 +106,7 @@ def test_edge_inputs_and_validation(int8: OnnxMiniLMEmbedder) -> None:
 def test_concurrent_first_use_loads_once() -> None:
     embedder = OnnxMiniLMEmbedder()
     assert isinstance(embedder, Embedder)
-    results: list[np.ndarray] = []
-    errors: list[BaseException] = []
-
-    def worker() -> None:
-        try:
-            results.append(embedder.embed_query("concurrent first use"))
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and len(results) == 4
+    results = embed_from_threads(embedder)
     for vec in results[1:]:
         np.testing.assert_array_equal(vec, results[0])
 
