@@ -43,6 +43,7 @@ def bind_embedder(store: Store, embedder: Embedder) -> bool:
 
 
 CATCH_UP = 32  # a backlog a query embeds itself rather than miss (see catch_up)
+CATCH_UP_WAIT = 10.0  # seconds a query waits for a small batch already being embedded
 
 
 class EmbeddingWorker:
@@ -100,18 +101,26 @@ class EmbeddingWorker:
         self._wake.set()
         self._thread.join(timeout)
 
-    def catch_up(self, limit: int = CATCH_UP) -> int:
+    def catch_up(self, limit: int = CATCH_UP, *, wait: float = CATCH_UP_WAIT) -> int:
         """Embed a small backlog now, in the caller's thread, so a query right after a
         write finds it by meaning too (the README's first query). A backlog of more than
-        ``limit`` memories (a bulk load) is left to the background thread; so are an
-        embedder that is failing or not in process (``in_process``: a remote endpoint)
-        and a batch already being embedded. Returns how many memories it embedded."""
+        ``limit`` memories (a bulk load) is left to the background thread; so is an
+        embedder that is failing or not in process (``in_process``: a remote endpoint).
+        When the background thread is already embedding a small backlog (the write's
+        own batch, perhaps), the query waits for it, at most ``wait`` seconds: skipping
+        it would search without the memory just written. Returns how many memories
+        this call embedded."""
         if self._idle.is_set() or self.last_error is not None:
             return 0
         if not getattr(self.embedder, "in_process", False):  # a remote endpoint: the
             return 0  # query does not wait for documents (their round trips add up)
-        if not self._embedding.acquire(blocking=False):  # a batch is being embedded:
-            return 0  # never make a query wait for it
+        try:
+            if len(self.store.pending_embeddings(limit + 1)) > limit:
+                return 0  # a bulk load: the background thread's work, not a query's
+        except MemlociError:
+            return 0
+        if not self._embedding.acquire(timeout=wait):  # a slow batch: search without it
+            return 0
         try:
             return self._embed_batch(None, at_most=limit)
         except MemlociError as exc:  # the background thread reports and retries

@@ -195,6 +195,32 @@ def test_turn_is_found_by_full_text_before_its_embedding_exists(make_memory) -> 
     assert set(hits[0].strategies) == {"fulltext", "vector"}
 
 
+class SlowLocalEmbedder(FakeEmbedder):
+    """An in-process embedder whose first batch is slow (a model loading on first use):
+    the background thread is inside it when the query arrives."""
+
+    in_process = True
+
+    def __init__(self) -> None:
+        super().__init__(dimension=64)
+        self.started = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not self.started.is_set() and any("Lisbon" in t for t in texts):
+            self.started.set()
+            time.sleep(0.5)
+        return super().embed(texts)
+
+
+def test_query_right_after_a_write_waits_for_the_batch_being_embedded(make_memory) -> None:
+    embedder = SlowLocalEmbedder()
+    mem = make_memory(embedder=embedder)
+    turn = mem.add("I moved to Lisbon", user="u1")
+    assert embedder.started.wait(10)  # the background thread holds the batch now
+    hits = mem.search("moved Lisbon relocation", user="u1", recipe="vector")
+    assert [h.memory.id for h in hits] == [turn.id]  # found by meaning, not missed
+
+
 def test_without_embedder_full_text_still_works(make_memory) -> None:
     mem = make_memory(embedder=None)
     mem.add("The plumber comes on Friday")
