@@ -7,14 +7,13 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypedDict, TypeVar, Unpack
 
 from pydantic import ValidationError as PydanticValidationError
 
 from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import NotFoundError, ValidationError
-from memloci.knowledge import KnowledgeReport, PathLike
 from memloci.models import (
     KnowledgeHit,
     MemoryNode,
@@ -24,18 +23,21 @@ from memloci.models import (
     WriteResult,
 )
 from memloci.providers.base import Embedder
-from memloci.runtime.conversation import (
-    ConversationMemory,
-    ConversationOptions,
-    SyncConversation,
-)
-from memloci.runtime.identify import UserContext, identify_user
-from memloci.sdk_tools import MemoryTools, SyncTools
 from memloci.service import MemoryService
-from memloci.service.knowledge import KnowledgeProgress
-from memloci.service.privacy import ForgetReport
 from memloci.storage.base import NodeFilter, Store
-from memloci.transfer import ImportReport
+
+if TYPE_CHECKING:  # loaded on first use: a plain search needs none of these
+    from memloci.knowledge import KnowledgeReport, PathLike
+    from memloci.runtime.conversation import (
+        ConversationMemory,
+        ConversationOptions,
+        SyncConversation,
+    )
+    from memloci.runtime.identify import UserContext
+    from memloci.sdk_tools import MemoryTools, SyncTools
+    from memloci.service.knowledge import KnowledgeProgress
+    from memloci.service.privacy import ForgetReport
+    from memloci.transfer import ImportReport
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -117,9 +119,17 @@ class AsyncMemory:
         self.service: MemoryService = build_service(
             self.settings, store=store, embedder=emb, reembed=reembed
         )
-        #: The agent tools: ``await memory.tools.call(name, arguments)``, or bound to a
-        #: caller with ``memory.tools(user=…, agent=…, session=…, namespace=…)``.
-        self.tools = MemoryTools(self.service)
+        self._tools: MemoryTools | None = None
+
+    @property
+    def tools(self) -> MemoryTools:
+        """The agent tools: ``await memory.tools.call(name, arguments)``, or bound to a
+        caller with ``memory.tools(user=…, agent=…, session=…, namespace=…)``."""
+        if self._tools is None:  # built on first use (the tool definitions load then)
+            from memloci.sdk_tools import MemoryTools
+
+            self._tools = MemoryTools(self.service)
+        return self._tools
 
     def _flt(self, **kwargs: Any) -> NodeFilter:
         return self.service.filter(**kwargs)
@@ -321,6 +331,8 @@ class AsyncMemory:
     ) -> UserContext:
         """The memory user a trigger payload names (created when new) with their facts,
         recent episodes and preferences; see :func:`memloci.runtime.identify_user`."""
+        from memloci.runtime.identify import identify_user
+
         return await identify_user(
             self.service, payload, namespace=namespace, new_conversation=new_conversation
         )
@@ -330,6 +342,8 @@ class AsyncMemory:
     ) -> ConversationMemory:
         """Short-term memory of one conversation (user + chat + agent): sessions saved
         every turn, resume, window, summary; see :class:`memloci.runtime.ConversationMemory`."""
+        from memloci.runtime.conversation import ConversationMemory
+
         return ConversationMemory(self.service, user=user, **options)
 
     async def aclose(self) -> None:
@@ -398,9 +412,17 @@ class Memory:
             raise
         self.service = self._async.service
         self.settings = self._async.settings
-        #: The agent tools: ``memory.tools.call(name, arguments)``, or bound to a caller
-        #: with ``memory.tools(user=…, agent=…, session=…)``; ``call`` never raises.
-        self.tools = SyncTools(self._async.tools, self._call)
+        self._tools: SyncTools | None = None
+
+    @property
+    def tools(self) -> SyncTools:
+        """The agent tools: ``memory.tools.call(name, arguments)``, or bound to a caller
+        with ``memory.tools(user=…, agent=…, session=…)``; ``call`` never raises."""
+        if self._tools is None:  # built on first use (the tool definitions load then)
+            from memloci.sdk_tools import SyncTools
+
+            self._tools = SyncTools(self._async.tools, self._call)
+        return self._tools
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
@@ -480,6 +502,8 @@ class Memory:
     def conversation(
         self, *, user: str, **options: Unpack[ConversationOptions]
     ) -> SyncConversation:
+        from memloci.runtime.conversation import SyncConversation
+
         return SyncConversation(self._async.conversation(user=user, **options), self._call)
 
     conversation.__doc__ = AsyncMemory.conversation.__doc__

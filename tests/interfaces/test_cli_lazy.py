@@ -40,7 +40,29 @@ def test_root_help_imports_no_command_module() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "LOADED []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Lisbon" in done.stdout
     for name in LAZY:  # every command is listed
+        assert f" {name} " in done.stdout
+
+
+def test_group_help_loads_no_sdk() -> None:
+    """``memloci memory --help`` (and ``memloci memory``) list the commands without the
+    SDK, the storage, the runtime or the embedding model."""
+    code = (
+        "import sys\n"
+        "from memloci.interfaces.cli import main\n"
+        "sys.argv = ['memloci', 'memory', '--help']\n"
+        "try:\n    main()\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('memloci.sdk', "
+        "'memloci.service', 'memloci.storage', 'memloci.runtime', 'memloci.config', "
+        "'memloci.tools', 'numpy', 'onnxruntime', 'pydantic_settings', 'yaml')))\n"
+        "print('LOADED', heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "LOADED []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Lisbon" in done.stdout
+    for name in ("search", "consolidate", "export", "import"):
         assert f" {name} " in done.stdout
 
 
@@ -60,3 +82,27 @@ def test_root_help_is_the_same_with_every_command_loaded(monkeypatch: pytest.Mon
     loaded = CliRunner().invoke(app, ["--help"], terminal_width=100)
     assert lazy.exit_code == 0 and loaded.exit_code == 0
     assert lazy.output == loaded.output
+
+
+def test_one_shot_search_loads_no_runtime_or_tools(tmp_path: Any) -> None:
+    """A plain ``memloci memory search`` needs the SDK and the store, not the agent
+    runtime (threads, roles, YAML) or the tool definitions."""
+    from memloci import Memory
+
+    db = str(tmp_path / "m.db")
+    with Memory(db, embedder=None) as m:
+        m.remember("Sam lives in Lisbon", user="sam")
+    code = (
+        "import sys\n"
+        "from memloci.interfaces.cli import main\n"
+        f"sys.argv = ['memloci', 'memory', 'search', 'Lisbon', '--db', {db!r}, "
+        "'--embedder', 'none', '--user', 'sam']\n"
+        "try:\n    main()\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('memloci.runtime', "
+        "'memloci.tools', 'memloci.sdk_tools', 'yaml')))\n"
+        "print('LOADED', heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "LOADED []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Lisbon" in done.stdout

@@ -263,10 +263,11 @@ def open_memory(
     """Open the store through the SDK; ``must_exist`` refuses to create a new file.
     With ``role`` (a role file or a loaded role), its store and namespace are the
     defaults that ``db`` and ``namespace`` override; ``settings`` are used as given."""
-    from memloci.runtime.role import load_role
     from memloci.sdk import Memory
 
     if isinstance(role, Path):
+        from memloci.runtime.role import load_role
+
         role = load_role(role)
     if settings is None and role is not None:
         settings = role_settings(role, db, namespace, embedder)

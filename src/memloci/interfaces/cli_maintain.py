@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from memloci.config import Settings
 from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
     DbOpt,
@@ -32,11 +31,12 @@ from memloci.interfaces.cli_common import (
     role_settings,
     say,
 )
-from memloci.runtime.role import Role, load_role
 
 if TYPE_CHECKING:
+    from memloci.config import Settings
     from memloci.consolidation.consolidator import ConsolidationReport
     from memloci.consolidation.maintenance import MaintenanceReport
+    from memloci.runtime.role import Role
 
 CONSOLIDATE_EXAMPLES = examples(
     "memloci memory consolidate role.yaml",
@@ -80,7 +80,11 @@ def consolidate(
     consolidation.max_episodes_per_run episodes, oldest first."""
     if agent is not None and role_file is None:
         raise ValidationError("--agent picks an agent of a role file; give the role file first")
-    role = load_role(role_file, agent=agent) if role_file is not None else None
+    role: Role | None = None
+    if role_file is not None:
+        from memloci.runtime.role import load_role
+
+        role = load_role(role_file, agent=agent)
     cap: int | None = None
     settings: Settings | None = None
     if role is not None:

@@ -6,7 +6,7 @@ one-line result or (with ``--json``) JSON. Errors are translated by the root gro
 
 from __future__ import annotations
 
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -38,8 +38,10 @@ from memloci.interfaces.cli_common import (
 )
 from memloci.interfaces.cli_transfer import EXPORT_EXAMPLES, IMPORT_EXAMPLES, export, import_
 from memloci.models import FactType, MemoryNode, NodeType, Scope, WriteResult
-from memloci.runtime.role import load_role
-from memloci.sdk import Memory
+
+if TYPE_CHECKING:
+    from memloci.runtime.role import Role
+    from memloci.sdk import Memory
 
 memory_app = typer.Typer(
     name="memory",
@@ -259,7 +261,11 @@ def clear(
             "--sessions-only clears no memories; it goes with neither --memories-only nor --type",
             hint="give one of --sessions-only, --memories-only or --type",
         )
-    role = load_role(role_file) if role_file is not None else None
+    role: Role | None = None
+    if role_file is not None:
+        from memloci.runtime.role import load_role
+
+        role = load_role(role_file)
     agent = role.name if role is not None else None  # a role clears its own agent's sessions
     with open_memory(db, namespace, embedder, must_exist=True, role=role) as m:
         ns, whose = m.settings.namespace, f" of user {user!r}" if user else ""

@@ -13,7 +13,7 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,8 +33,10 @@ from memloci.interfaces.cli_common import (
     progress_bar,
     say,
 )
-from memloci.models import MemoryNode
-from memloci.sdk import Memory
+
+if TYPE_CHECKING:
+    from memloci.models import MemoryNode
+    from memloci.sdk import Memory
 
 
 class ExportFormat(StrEnum):

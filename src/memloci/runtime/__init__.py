@@ -13,17 +13,50 @@
   (the role's ``autonomy:`` and ``triggers:`` are :mod:`~memloci.runtime.run_config`).
 """
 
-from memloci.runtime.conversation import (
-    ConversationMemory,
-    ConversationWindow,
-    SyncConversation,
-    llm_summarizer,
-    new_session_id,
-    thread_id,
-)
-from memloci.runtime.identify import Identity, UserContext, extract_identity, identify_user
-from memloci.runtime.role import MemoryConfig, ModelConfig, Role, load_role
-from memloci.runtime.templates import TEMPLATES, memory_template
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memloci.runtime.conversation import (
+        ConversationMemory,
+        ConversationWindow,
+        SyncConversation,
+        llm_summarizer,
+        new_session_id,
+        thread_id,
+    )
+    from memloci.runtime.identify import Identity, UserContext, extract_identity, identify_user
+    from memloci.runtime.role import MemoryConfig, ModelConfig, Role, load_role
+    from memloci.runtime.templates import TEMPLATES, memory_template
+
+# Each name loads its module on first use (PEP 562): ``memloci.runtime.role`` alone does
+# not pull in the conversation store, the SDK's validation or the identify models.
+_LAZY = {
+    **dict.fromkeys(("ConversationMemory", "ConversationWindow", "SyncConversation",
+                     "llm_summarizer", "new_session_id", "thread_id"),
+                    "memloci.runtime.conversation"),
+    **dict.fromkeys(("Identity", "UserContext", "extract_identity", "identify_user"),
+                    "memloci.runtime.identify"),
+    **dict.fromkeys(("MemoryConfig", "ModelConfig", "Role", "load_role"),
+                    "memloci.runtime.role"),
+    **dict.fromkeys(("TEMPLATES", "memory_template"), "memloci.runtime.templates"),
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """Load a name on first use; it is then cached on the module."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'memloci.runtime' has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "TEMPLATES",
