@@ -679,3 +679,24 @@ def test_fact_cap_counts_each_users_facts_apart(make_memory) -> None:
         "Ana likes the window seat",
         "Ana flies with a bike box",
     ]  # fmt: skip  (another user's new facts never evict Ana's)
+
+
+def test_a_failing_vector_scan_is_the_stores_error_not_an_embedder_outage(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memloci.errors import StorageError
+
+    turn = mem.add("We adopted a tortoise called Sheldon", user="alice")
+    mem.flush()
+    store = mem.service.store
+
+    def broken(*args: object, **kwargs: object) -> list[tuple[str, float]]:
+        raise StorageError("the disk went away")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(store, "vector_search", broken)
+        with pytest.raises(StorageError, match="disk went away"):
+            mem.search("pet reptile", user="alice")
+    hits = mem.search("tortoise", user="alice")  # meaning search was never switched off
+    assert hits[0].memory.id == turn.id and "vector" in hits[0].strategies
+    assert "meaning skipped" not in hits[0].why

@@ -63,11 +63,25 @@ class QueryEmbedding:
         with self._lock:
             return self._down
 
-    def start(self, query: str) -> Future[Vector] | None:
+    def start(
+        self, query: str, then: Callable[[Vector], None] | None = None
+    ) -> Future[Vector] | None:
+        """Embed ``query`` on a worker thread; ``then(vector)``, if given, runs on that
+        thread right after (a search's vector scan, so it too overlaps the caller's
+        full-text work). ``then`` must not raise: it keeps its own errors for the
+        caller (an error here would be taken for the embedder's)."""
         with self._lock:
             if self._down is not None and self._clock() < self._failed_at + self.retry_after:
                 return None
-        return _POOL.submit(self._embed, query)
+        if then is None:
+            return _POOL.submit(self._embed, query)
+
+        def embed_then() -> Vector:
+            vector = self._embed(query)
+            then(vector)
+            return vector
+
+        return _POOL.submit(embed_then)
 
     def result(self, future: Future[Vector] | None) -> Vector | None:
         if future is None:

@@ -92,10 +92,12 @@ class Retriever:
         ranked: dict[str, list[tuple[str, float]]] = {}
         vector: Future[npt.NDArray[np.float32]] | None = None
         qv = self.query_vectors if "vector" in strategies else None
+        scan = _VectorScan(self.store, flt, n)
         if qv is not None:
-            # embed the query on another core (onnxruntime releases the GIL) while SQLite
-            # runs the full-text search; None while the embedder is known to be down
-            vector = qv.start(query)
+            # embed the query on another core (onnxruntime releases the GIL) and scan the
+            # vectors right after, there too, while SQLite runs the full-text search and
+            # the graph's first stage here; None while the embedder is known to be down
+            vector = qv.start(query, then=scan)
         graphs = "graph" in strategies and self.settings.weight_graph > 0
         graph = GraphLists()
         if "fulltext" in strategies:
@@ -105,7 +107,7 @@ class Retriever:
             graph = anchored(self.store, flt, query, limit=n)
         query_vector = qv.result(vector) if qv is not None else None
         if query_vector is not None:
-            ranked["vector"] = self.store.vector_search(flt, query_vector, n)
+            ranked["vector"] = scan.result()
         down = qv.down if qv is not None else None
         if "key" in strategies and 0 < len(terms(query)) <= 6:
             ranked["key"] = self.store.key_search(flt, key_form(query), n)
@@ -181,6 +183,28 @@ class Retriever:
             embedder=self.embedder,
             vector=(lambda: qv.result(vector)) if vector is not None else None,
         )
+
+
+class _VectorScan:
+    """A search's vector scan, run on the query-embedding thread as soon as the vector
+    exists; the store's error, if any, is raised in the caller's thread by
+    :meth:`result`, never taken for an embedder failure."""
+
+    def __init__(self, store: Store, flt: NodeFilter, n: int) -> None:
+        self.store, self.flt, self.n = store, flt, n
+        self.ranked: list[tuple[str, float]] = []
+        self.error: BaseException | None = None
+
+    def __call__(self, vector: npt.NDArray[np.float32]) -> None:
+        try:
+            self.ranked = self.store.vector_search(self.flt, vector, self.n)
+        except BaseException as exc:  # handed to the caller's thread
+            self.error = exc
+
+    def result(self) -> list[tuple[str, float]]:
+        if self.error is not None:
+            raise self.error
+        return self.ranked
 
 
 def _hit(node: MemoryNode, fused: Fused, graph: GraphLists) -> SearchHit:
