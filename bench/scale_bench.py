@@ -120,7 +120,52 @@ def pg_index(url: str, schema: str) -> dict[str, Any]:
             " ON s.oid = c.relnamespace WHERE s.nspname = %s AND c.relname = 'nodes_embedding'",
             (schema,),
         ).fetchone()
-        return {} if size is None else {"index_mb": size[0] / 2**20}
+        bits = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace s ON s.oid = c.relnamespace"
+            " WHERE s.nspname = %s AND c.relname = 'node_bits'",
+            (schema,),
+        ).fetchone()
+        out = {} if size is None else {"index_mb": size[0] / 2**20}
+        return out | ({"bits_mb": float(bits[0]) / 2**20} if bits else {})
+
+
+def read_back(url: str, schema: str) -> tuple[np.ndarray, list[str], list[str]]:
+    """(vectors, ids, users) of a loaded schema, in load order (for recall)."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    vecs: list[np.ndarray] = []
+    ids: list[str] = []
+    users: list[str] = []
+    with psycopg.connect(url.split("?")[0]) as conn:
+        register_vector(conn)
+        cur = conn.cursor(name="readback", binary=True)
+        cur.execute(
+            f'SELECT id, user_id, embedding FROM "{schema}".nodes'
+            " WHERE embedding IS NOT NULL ORDER BY seq"
+        )
+        while rows := cur.fetchmany(20_000):
+            ids += [r[0] for r in rows]
+            users += [r[1] for r in rows]
+            vecs.append(np.stack([np.asarray(r[2].to_numpy(), np.float32) for r in rows]))
+    return np.concatenate(vecs), ids, users
+
+
+def embed_pool(emb: Any, pool: list[str], cache: Path | None) -> np.ndarray:
+    """The pool's vectors, from ``cache`` (a .npy file per seed and size) when present."""
+    if cache is not None and cache.exists():
+        matrix = np.load(cache)
+        if matrix.shape == (len(pool), emb.dimension):
+            return matrix
+    t = time.perf_counter()
+    matrix = emb.embed(pool)
+    print(f"embedded a pool of {len(pool)} sentences in {time.perf_counter() - t:.1f} s",
+          file=sys.stderr)  # fmt: skip
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.save(cache, matrix)
+    return matrix
 
 
 TIE = 1e-3  # a hit within this cosine of the exact 10th counts (ann-benchmarks' epsilon)
@@ -161,16 +206,27 @@ def run_backend(backend: str, args: argparse.Namespace, pool: list[str],
         location = str(Path(tempfile.mkdtemp(prefix="memloci-scale-")) / "scale.db")
     else:
         location = f"{args.pg_url}{'&' if '?' in args.pg_url else '?'}schema={schema}"
+    if args.schema and backend == "postgres":  # measure a store an earlier run loaded
+        schema = args.schema
+        location = f"{args.pg_url}{'&' if '?' in args.pg_url else '?'}schema={schema}"
     res["location"] = describe(location)
     store = open_store(location)
     store.bind_embedder(emb.model_id, emb.dimension)
-    bulk = getattr(store, "bulk_load", None)  # PostgreSQL: HNSW built once, after the load
-    with bulk(work_mem=args.pg_work_mem) if bulk else contextlib.nullcontext():
-        res["load_s"], all_vecs, ids, users = load(store, args.n, pool, vecs, args.seed)
-        print(f"[{backend}] loaded {args.n} in {res['load_s']:.1f} s", file=sys.stderr, flush=True)
+    if args.schema and backend == "postgres":
         t = time.perf_counter()
-    if bulk:
-        res["index_build_s"] = time.perf_counter() - t
+        all_vecs, ids, users = read_back(args.pg_url, schema)
+        res["reused_schema"], res["n"] = schema, len(ids)
+        print(f"[{backend}] read back {len(ids)} rows of {schema} in"
+              f" {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)  # fmt: skip
+    else:
+        bulk = getattr(store, "bulk_load", None)  # PostgreSQL: HNSW built once, after the load
+        with bulk(work_mem=args.pg_work_mem) if bulk else contextlib.nullcontext():
+            res["load_s"], all_vecs, ids, users = load(store, args.n, pool, vecs, args.seed)
+            print(f"[{backend}] loaded {args.n} into {schema} in {res['load_s']:.1f} s",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            t = time.perf_counter()
+        if bulk:
+            res["index_build_s"] = time.perf_counter() - t
     store.close()
     if backend == "postgres":
         res.update(pg_index(args.pg_url, schema))
@@ -196,7 +252,7 @@ def run_backend(backend: str, args: argparse.Namespace, pool: list[str],
         res["add"] = summary(adds)
         m.flush(120)
     res["peak_rss_mb"] = peak_rss_mb()
-    print(f"[{backend}] {json.dumps(res)}", file=sys.stderr, flush=True)
+    print(f"[{backend}] {json.dumps(res, default=str)}", file=sys.stderr, flush=True)
     return res
 
 
@@ -212,13 +268,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--pg-work-mem", default="1GB", help="maintenance_work_mem of the HNSW build")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--pool-cache", type=Path, help="folder keeping embedded pools (.npy)")
+    ap.add_argument("--schema", help="PostgreSQL: measure this already loaded schema (no load)")
     args = ap.parse_args()
     emb = load_embedder("local")
     pool = sentence_pool(args.seed, args.pool)
-    t = time.perf_counter()
-    matrix = emb.embed(pool)
-    print(f"embedded a pool of {len(pool)} sentences in {time.perf_counter() - t:.1f} s",
-          file=sys.stderr)  # fmt: skip
+    cache = args.pool_cache / f"pool-{args.seed}-{args.pool}.npy" if args.pool_cache else None
+    matrix = embed_pool(emb, pool, cache)
     vecs = {text: matrix[i] for i, text in enumerate(pool)}
     results = []
     for backend in args.backends.split(","):
@@ -229,12 +285,13 @@ def main() -> int:
     rows = []
     for r in results:
         index = (
-            f"{r['index_build_s']:.1f} s, {r['index_mb']:.0f} MB"
+            f"{r.get('index_build_s', float('nan')):.1f} s, {r['index_mb']:.0f} MB"
             if "index_mb" in r
             else f"cache load {r['first_search_ms']:.0f} ms, file {r['file_mb']:.0f} MB"
         )
         rows.append([
-            r["backend"], f"{r['n']:,}", f"{r['load_s']:.0f} s", index,
+            r["backend"], f"{r['n']:,}",
+            f"{r['load_s']:.0f} s" if "load_s" in r else "reused", index,
             f"{r['add']['p50']:.1f} / {r['add']['p95']:.1f}",
             f"{r['search']['p50']:.1f} / {r['search']['p95']:.1f}",
             f"{r['context']['p95']:.1f}", f"{r['peak_rss_mb']:.0f} MB",

@@ -182,6 +182,91 @@ def test_filtered_vector_search_fills_its_limit_through_the_hnsw_index(
         store.close()
 
 
+def _bits_rows(url: str, name: str) -> dict[int, tuple[str | None, bool, str]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            f'SELECT seq, user_id, shared, bits::text FROM "{name}".node_bits'
+        ).fetchall()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def _seqs(url: str, name: str) -> dict[str, int]:
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute(f'SELECT id, seq FROM "{name}".nodes').fetchall())
+
+
+def test_one_users_vector_search_preselects_by_binary_codes_and_ranks_exactly(
+    schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """node_bits follows every vector (trigger), the migration fills it for vectors stored
+    before it, and a user's search ranks the Hamming pre-selection exactly under the full
+    filter, falling back to an exact scan when the filter leaves the selection short."""
+    from memloci.storage.base import NodePatch
+    from memloci.storage.postgres import search
+
+    url, name = schema
+    store = PostgresStore(url, schema=name)
+    try:
+        store.bind_embedder("clustered:16", 16)
+        rng = np.random.default_rng(11)
+        nodes = [
+            node(f"fact {i}", scope=Scope.USER if i % 5 else Scope.GLOBAL, user=f"u{i % 4}",
+                 category="rare" if i % 40 == 1 else "general")
+            for i in range(400)
+        ]  # fmt: skip
+        store.insert_nodes(nodes)
+        vecs = rng.normal(size=(400, 16)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        by_id = {n.id: i for i, n in enumerate(nodes)}
+        pending = store.pending_embeddings(1000)
+        store.save_embeddings(pending, vecs[[by_id[p.id] for p in pending]])
+        seqs = _seqs(url, name)
+        bits = _bits_rows(url, name)
+        assert len(bits) == 400
+        for n in nodes[:20]:
+            code = "".join("1" if x > 0 else "0" for x in vecs[by_id[n.id]])
+            assert bits[seqs[n.id]] == (n.user, n.scope != Scope.USER, code)
+
+        def exact(flt_nodes: list[MemoryNode], q: np.ndarray, k: int) -> list[str]:
+            return sorted((n.id for n in flt_nodes), key=lambda i: -float(vecs[by_id[i]] @ q))[:k]
+
+        q = vecs[7]
+        visible = [n for n in nodes if n.scope != Scope.USER or n.user == "u3"]
+        hits = store.vector_search(NodeFilter(user="u3"), q, 10)
+        assert [h[0] for h in hits] == exact(visible, q, 10)  # fewer rows than the selection
+        # a pre-selection smaller than the filter needs: the exact scan fills the limit
+        monkeypatch.setattr(search, "PRESELECT_MIN", 5)
+        monkeypatch.setattr(search, "PRESELECT_FACTOR", 1)
+        rare = [n for n in visible if n.category == "rare"]
+        hits = store.vector_search(NodeFilter(user="u3", categories=("rare",)), q, 5)
+        assert [h[0] for h in hits] == exact(rare, q, 5)
+        hits = store.vector_search(NodeFilter(owner_user="u1"), q, 5)
+        assert {h[0] for h in hits} <= {n.id for n in nodes if n.user == "u1"} and len(hits) == 5
+        # edits: a new text drops the code, a purge removes it, a re-save brings it back
+        store.update_node("default", nodes[0].id, NodePatch(content="fact zero, edited"))
+        store.purge_node("default", nodes[1].id)
+        bits = _bits_rows(url, name)
+        assert seqs[nodes[0].id] not in bits and seqs[nodes[1].id] not in bits
+        assert len(bits) == 398
+        again = store.pending_embeddings(10)
+        store.save_embeddings(again, vecs[[by_id[p.id] for p in again]])
+        assert seqs[nodes[0].id] in _bits_rows(url, name)
+        # a store from before migration 4: opening it fills node_bits from the vectors
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                f'DROP TABLE "{name}".node_bits; DROP FUNCTION "{name}".memloci_node_bits CASCADE;'
+                f" UPDATE \"{name}\".meta SET value = '3' WHERE key = 'schema_version'"
+            )
+        store.close()
+        store = PostgresStore(url, schema=name)
+        assert len(_bits_rows(url, name)) == 399
+        assert store.schema_version() == migration_scripts("postgres")[-1][0]
+        store.reset_embeddings()
+        assert _bits_rows(url, name) == {}
+    finally:
+        store.close()
+
+
 def _has_vector_index(url: str, name: str) -> bool:
     with psycopg.connect(url) as conn:
         row = conn.execute(

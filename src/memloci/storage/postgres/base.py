@@ -265,7 +265,8 @@ class PostgresBase:
         Inserting into an HNSW graph row by row costs ~10x a build over the finished
         table, so a bulk copy (``memloci migrate``, the scale bench) drops the index
         first and builds it on exit (``maintenance_work_mem`` = ``work_mem``, also on
-        error: the index always comes back), then refreshes the planner statistics.
+        error: the index always comes back), then refreshes the planner statistics and
+        vacuums ``node_bits`` (the 1-bit codes one user's vector search reads).
         Meanwhile vector searches stay correct (exact scans) but slow, and the build
         blocks writes of other processes to ``nodes`` while it runs: for offline loads,
         not for a serving database.
@@ -290,6 +291,10 @@ class PostgresBase:
             c.execute(VECTOR_INDEX)
         with self._reading() as c:  # fresh planner statistics for the loaded rows
             c.execute("ANALYZE nodes")
+            if getattr(self._local, "conn", None) is None:  # VACUUM needs autocommit
+                # marks the 1-bit codes' pages all-visible: a user's vector search reads
+                # them from the indexes alone (autovacuum does it later otherwise)
+                c.execute("VACUUM (ANALYZE) node_bits")
 
     def _unbind_vectors(self, c: Any) -> None:
         c.execute("DROP INDEX IF EXISTS nodes_embedding")

@@ -19,7 +19,7 @@ FORGET_KINDS = (
     "entities", "threads", "sessions", "decay_states", "neighbours_blanked",
 )  # fmt: skip
 _SCRUB_TABLES = (
-    "nodes", "versions", "edges", "entities", "entity_names", "entity_vectors",
+    "nodes", "node_bits", "versions", "edges", "entities", "entity_names", "entity_vectors",
     "node_entities", "memory_users", "user_identifiers", "threads", "decay_state",
     "consolidation_state", "knowledge_chunks", "knowledge_sources",
 )  # fmt: skip

@@ -8,7 +8,9 @@ PostgreSQL store ranks like FTS5 instead:
 1. candidates: for each query lexeme, the best rows holding it (``ts_rank_cd`` order;
    the newest for a lexeme in half the rows or more, which BM25 scores ~0, or, in a table
    of more than ``BIG_TABLE`` rows, in more than ``RANKED_SHARE`` of them: ranking them
-   all would cost more than its low IDF can add to the order), plus the best
+   all would cost more than its low IDF can add to the order — and on such a table only
+   when no rarer lexeme is ranked: reading even the newest of one user's rows holding a
+   common word costs a bitmap over all of them), plus the best
    rows for the whole query unless it is single words joined by OR; rows must match the
    whole query (``@@``), pass the caller's SQL filter, and are bounded in number;
 2. score: Okapi BM25 as FTS5 computes it — ``idf = ln((N − df + 0.5) / (df + 0.5))``
@@ -191,17 +193,24 @@ def ranked(
     )
     branches: list[str] = []
     bparams: list[Any] = []
+    common: list[str] = []
     for lexeme in lexemes:
         literal = tsquery_literal(lexeme)
         if idf[lexeme] > COMMON_IDF and (total <= BIG_TABLE or dfs[lexeme] <= total * RANKED_SHARE):
             branches.append(best.replace("QUERY", "%s::tsquery"))
             bparams += [literal, *params, literal, per]
         else:
-            branches.append(newest.replace("QUERY", "%s::tsquery"))
-            bparams += [literal, *params, per]
+            common.append(literal)
     if whole_needed:  # AND / NOT / phrases: the best rows of the whole query too
         branches.append(best.replace("QUERY", tsq))
         bparams += [*tparams, *params, *tparams, per]
+    if not branches or (common and total <= BIG_TABLE):
+        # the newest rows holding a common lexeme only fill the list after the others;
+        # on a big table, reading one user's rows holding it costs more than they add
+        # when any rarer lexeme is ranked (they are taken when none is)
+        for literal in common:
+            branches.append(newest.replace("QUERY", "%s::tsquery"))
+            bparams += [literal, *params, per]
     rows = c.execute(
         f"SELECT n.{key}, n.seq, st.dl, st.hits FROM {table} n CROSS JOIN LATERAL"
         " (SELECT coalesce(sum(cardinality(u.positions)), 0) AS dl,"

@@ -12,6 +12,7 @@ search of every other one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +27,10 @@ from memloci.storage.sqlfilter import filter_sql
 # column weights of the FTS5 index, by tsvector weight letter: A content + key/subject,
 # B previous turn + date words, C speaker, D next turn
 NODE_WEIGHTS = {"A": 1.0, "B": 0.5, "C": 0.4, "D": 0.25}
+# one user's vector search ranks exactly the rows nearest by Hamming distance on their
+# 1-bit codes: at least this many, or this many times the limit (recall: bench/README.md)
+PRESELECT_MIN = 250
+PRESELECT_FACTOR = 8
 
 
 def _f32(value: object) -> bytes:
@@ -162,16 +167,49 @@ class PostgresSearch(PostgresBase):
             f" WHERE n.embedding IS NOT NULL AND n.embedded > 0 AND {where}"
             " ORDER BY {order} LIMIT %s"
         )
+        owner = _owner_rows(flt)
         with self._reading() as c:
-            rows = c.execute(sql.format(order="n.embedding <=> %s"), [q, *params, q, limit])
-            rows = rows.fetchall()
+            if owner is not None:
+                # one user's search: the rows closest by Hamming distance on their 1-bit
+                # codes (node_bits, index-only), then ranked exactly under the full filter
+                branches, bparams = owner
+                pre = max(PRESELECT_MIN, PRESELECT_FACTOR * limit)
+                rows = c.execute(
+                    "SELECT n.id, n.embedding <=> %s AS d FROM nodes n WHERE n.seq IN"
+                    f" (SELECT p.seq FROM ({' UNION ALL '.join(branches)}) p"
+                    "  ORDER BY p.bits <~> binary_quantize(%s) LIMIT %s)"
+                    f" AND n.embedding IS NOT NULL AND n.embedded > 0 AND {where}"
+                    " ORDER BY d LIMIT %s",
+                    [q, *bparams, q, pre, *params, limit],
+                ).fetchall()
+            else:
+                rows = c.execute(sql.format(order="n.embedding <=> %s"), [q, *params, q, limit])
+                rows = rows.fetchall()
             if len(rows) < limit:
-                # an index scan stops after hnsw.max_scan_tuples: when a selective filter
-                # (one user in a big namespace) left it short, rank the filtered rows
-                # exactly ("+ 0" keeps the planner off the HNSW index)
+                # an index scan stops after hnsw.max_scan_tuples, and the pre-selection
+                # may hold too few rows that pass the rest of the filter: when either left
+                # it short, rank the filtered rows exactly ("+ 0" keeps the planner off
+                # the HNSW index)
                 exact = sql.format(order="(n.embedding <=> %s) + 0")
                 rows = c.execute(exact, [q, *params, q, limit]).fetchall()
         # relaxed_order iterative scans may return neighbours slightly out of order
         out = [(r[0], 1.0 - float(r[1])) for r in rows]
         out.sort(key=lambda r: -r[1])
         return out
+
+
+def _owner_rows(flt: NodeFilter) -> tuple[list[str], list[Any]] | None:
+    """The ``node_bits`` branches holding every row one user's search may see (``None``
+    unless the filter names a user): that user's rows, plus the shared ones."""
+    if not flt.namespaces:
+        return None
+    ns = ", ".join(["%s"] * len(flt.namespaces))
+    base = f"SELECT b.seq, b.bits FROM node_bits b WHERE b.namespace IN ({ns})"
+    if flt.owner_user is not None:
+        return [f"{base} AND b.user_id = %s"], [*flt.namespaces, flt.owner_user]
+    if flt.user is None:
+        return None
+    return (
+        [f"{base} AND b.user_id = %s", f"{base} AND b.shared AND b.user_id IS DISTINCT FROM %s"],
+        [*flt.namespaces, flt.user, *flt.namespaces, flt.user],
+    )
