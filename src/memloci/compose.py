@@ -7,7 +7,7 @@ import importlib
 from memloci._extras import require
 from memloci.config import Settings
 from memloci.errors import ValidationError
-from memloci.providers.base import Embedder, Reranker, load_embedder, load_reranker
+from memloci.providers.base import Embedder, Reranker, load_embedder, load_reranker, warm_up
 from memloci.service import MemoryService
 from memloci.storage.base import Store
 from memloci.storage.location import describe, is_database_url, is_postgres_url
@@ -67,6 +67,7 @@ def build_service(
     settings = settings or Settings()
     emb = build_embedder(settings) if embedder == "settings" else embedder
     assert not isinstance(emb, str)
+    warm_up(emb)
     reranker = build_reranker(settings)  # before the store: a bad name or model opens nothing
     st = store or build_store(settings)
     try:

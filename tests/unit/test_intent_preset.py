@@ -1,0 +1,84 @@
+"""The shipped intent exemplars (``data/intent_exemplars.json``): current, equal to a
+fresh fit with the bundled model, used without embedding anything, and ignored when
+they do not match the model or the exemplars."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memloci.providers.minilm import MODEL_ID
+from memloci.retrieval import intent
+from memloci.retrieval.intent import (
+    EXEMPLARS,
+    PRESET,
+    Intent,
+    exemplars_digest,
+    fit_exemplars,
+    load_preset,
+)
+
+
+class _NoEmbedding:
+    """The bundled model's id, but embedding fails: proves nothing was embedded."""
+
+    model_id = MODEL_ID
+    dimension = 384
+
+    def embed(self, texts: object) -> np.ndarray:
+        raise AssertionError("the exemplars were embedded")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise AssertionError("the query was embedded")
+
+
+def test_the_shipped_preset_is_current() -> None:
+    data = json.loads(PRESET.read_text(encoding="utf-8"))
+    assert data["model"] == MODEL_ID
+    assert data["exemplars"] == exemplars_digest(), "run scripts/intent_exemplars.py"
+    fitted = load_preset(MODEL_ID)
+    assert fitted is not None
+    mean, directions = fitted
+    assert mean.dtype == np.float32 and mean.shape == (384,)
+    assert directions.shape == (len(EXEMPLARS), 384)
+    np.testing.assert_allclose(np.linalg.norm(directions, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_preset_equals_a_fresh_fit_with_the_bundled_model() -> None:
+    from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
+
+    preset = load_preset(MODEL_ID)
+    assert preset is not None
+    mean, directions = fit_exemplars(OnnxMiniLMEmbedder())
+    np.testing.assert_allclose(preset[0], mean, atol=1e-5)
+    np.testing.assert_allclose(preset[1], directions, atol=1e-5)
+
+
+def test_the_preset_is_used_without_embedding() -> None:
+    cache = intent._Exemplars()
+    before = threading.active_count()
+    fitted = cache.get(_NoEmbedding())  # type: ignore[arg-type]
+    assert fitted is not None and threading.active_count() == before  # no fitting thread
+    classifier = intent.EmbeddingIntentClassifier(_NoEmbedding())  # type: ignore[arg-type]
+    when = fitted[0] + 0.5 * fitted[1][list(EXEMPLARS).index(Intent.WHEN)]
+    assert classifier.classify("anything", when) == (Intent.WHEN, "exemplars")
+
+
+def test_a_preset_for_another_model_or_other_exemplars_is_ignored(tmp_path: Path) -> None:
+    data = json.loads(PRESET.read_text(encoding="utf-8"))
+    file = tmp_path / "preset.json"
+    file.write_text(json.dumps(data), encoding="utf-8")
+    assert load_preset(MODEL_ID, file) is not None
+    assert load_preset("openai:text-embedding-3-small", file) is None
+    file.write_text(json.dumps({**data, "exemplars": "0" * 64}), encoding="utf-8")
+    assert load_preset(MODEL_ID, file) is None  # exemplars changed since it was written
+    file.write_text(json.dumps({**data, "directions": data["directions"][:2]}), encoding="utf-8")
+    assert load_preset(MODEL_ID, file) is None  # wrong shape
+    file.write_text("{not json", encoding="utf-8")
+    assert load_preset(MODEL_ID, file) is None
+    assert load_preset(MODEL_ID, tmp_path / "missing.json") is None
