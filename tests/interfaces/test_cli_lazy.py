@@ -106,3 +106,20 @@ def test_one_shot_search_loads_no_runtime_or_tools(tmp_path: Any) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "LOADED []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Lisbon" in done.stdout
+
+
+def test_prewarm_only_loads_the_model_the_command_will_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memloci.interfaces import cli_common
+    from memloci.interfaces.cli_common import EmbedderName, prewarm
+
+    monkeypatch.setattr(cli_common, "_EARLY", [])
+    prewarm(EmbedderName.FAKE)
+    prewarm(EmbedderName.NONE)
+    monkeypatch.setenv("MEMLOCI_EMBEDDER", "openai")
+    prewarm(None)
+    monkeypatch.delenv("MEMLOCI_EMBEDDER")
+    monkeypatch.setenv("memloci_embedder_options", '{"model_path": "elsewhere.onnx"}')
+    prewarm(EmbedderName.LOCAL)
+    assert cli_common._EARLY == []

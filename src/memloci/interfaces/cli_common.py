@@ -244,6 +244,30 @@ def _local(path: str) -> bool:
     return not is_database_url(path) and path != ":memory:"
 
 
+_EARLY: list[Any] = []  # the embedder prewarm() started (keeps its shared session alive)
+
+
+def prewarm(embedder: EmbedderName | None) -> None:
+    """Start loading the bundled model now, before the settings and the SDK are imported,
+    when it is certainly the model the command will open: no ``--embedder`` other than
+    ``local`` and no ``MEMLOCI_EMBEDDER*`` variable. :func:`open_memory` then finds the
+    session loaded or loading (one session per model file and process)."""
+    if embedder not in (None, EmbedderName.LOCAL) or _EARLY:
+        return
+    if any(name.upper().startswith("MEMLOCI_EMBEDDER") for name in os.environ):
+        return
+    try:
+        from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
+
+        early = OnnxMiniLMEmbedder()
+    except MemlociError:  # the model is missing: open_memory reports it
+        return
+    from memloci.providers.base import warm_up
+
+    _EARLY.append(early)
+    warm_up(early)
+
+
 def open_memory(
     db: str | None,
     namespace: str | None,

@@ -33,6 +33,7 @@ from memloci.interfaces.cli_common import (
     open_memory,
     out,
     parse_json,
+    prewarm,
     say,
     stats_table,
 )
@@ -347,6 +348,7 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + meaning + keys), best first."""
+    prewarm(embedder)  # the model loads while the SDK imports
     with open_memory(db, namespace, embedder, must_exist=True) as m:
         hits = m.search(
             query, k=k, user=user, type=type_, category=category, after=after, before=before,
