@@ -29,7 +29,7 @@ from memloci.storage.sqlfilter import filter_sql
 NODE_WEIGHTS = {"A": 1.0, "B": 0.5, "C": 0.4, "D": 0.25}
 # one user's vector search ranks exactly the rows nearest by Hamming distance on their
 # 1-bit codes: at least this many, or this many times the limit (recall: bench/README.md)
-PRESELECT_MIN = 250
+PRESELECT_MIN = 400
 PRESELECT_FACTOR = 8
 
 
