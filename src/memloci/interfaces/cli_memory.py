@@ -19,6 +19,7 @@ from memloci.interfaces.cli_common import (
     IdArg,
     JsonOpt,
     NsOpt,
+    QuickHelpGroup,
     RoleArg,
     UserOpt,
     YesOpt,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 memory_app = typer.Typer(
     name="memory",
+    cls=QuickHelpGroup,
     help="Add, search, inspect, change and move memories.",
     no_args_is_help=True,
     epilog=examples(
