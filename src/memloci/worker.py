@@ -73,6 +73,7 @@ class EmbeddingWorker:
         self._lock = threading.Lock()
         self._embedding = threading.Lock()  # one batch at a time, whoever asks
         self._touches: dict[str, set[str]] = {}
+        self._links: list[str] = []  # memories written with their vector, to link
         self.last_error: str | None = None
         self._failures = 0  # consecutive failed attempts (backoff, one warning per outage)
         self._thread = threading.Thread(target=self._run, name="memloci-embedder", daemon=True)
@@ -86,6 +87,15 @@ class EmbeddingWorker:
     def touch(self, namespace: str, ids: list[str]) -> None:
         with self._lock:
             self._touches.setdefault(namespace, set()).update(ids)
+        self.wake()
+
+    def link(self, ids: Sequence[str]) -> None:
+        """Link these memories to the entities they are about, in the background (facts
+        that ``remember`` stored with their vector never pass through a batch)."""
+        if not self.link_mentions or not ids:
+            return
+        with self._lock:
+            self._links.extend(ids)
         self.wake()
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -172,6 +182,14 @@ class EmbeddingWorker:
     def _apply_touches(self) -> None:
         with self._lock:
             touches, self._touches = self._touches, {}
+            links, self._links = self._links, []
+        if links:
+            try:
+                link_mentions(
+                    self.store, links, now=datetime.now(UTC), register=self.register_mentions
+                )
+            except MemlociError as exc:  # links are a bonus; the memories are stored
+                log.warning("entity linking skipped for %d memories: %s", len(links), exc)
         now = datetime.now(UTC)
         for namespace, ids in touches.items():
             self.store.touch(namespace, sorted(ids), now=now)
@@ -227,7 +245,7 @@ def link_mentions(
     ``register``, new ``concept`` entities. One transaction; returns how many links are
     new. Each new link counts as a mention of its entity."""
     found: list[tuple[str, str, list[tuple[str, EntityType]]]] = []
-    for node_id, namespace, speaker, content in store.episode_texts(ids):
+    for node_id, namespace, speaker, content in store.mention_texts(ids):
         person = speaker_name(speaker)
         names = [(person, EntityType.PERSON)] if person else []
         names += [(m, EntityType.CONCEPT) for m in mentions(content) if m != person]

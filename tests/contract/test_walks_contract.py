@@ -223,11 +223,13 @@ def test_entity_neighbours_share_specific_entities_only(store: Store) -> None:
     assert store.entity_neighbours(alice, [], max_links=3) == []
 
 
-def test_episode_texts_lists_current_episodes_only(store: Store) -> None:
+def test_mention_texts_lists_current_episodes_and_facts(store: Store) -> None:
     turn = episode("Hi, I'm Caroline", speaker="Caroline")
-    fact = episode("Caroline likes tea", type=NodeType.SEMANTIC)
+    fact = episode("Caroline likes tea", type=NodeType.SEMANTIC, subject="Caroline")
+    rule = episode("Greet first", type=NodeType.PROCEDURAL)
     gone = episode("old turn", valid_until=T0)
-    store.insert_nodes([turn, fact, gone])
-    assert store.episode_texts([turn.id, fact.id, gone.id, "missing0"]) == [
-        (turn.id, "default", "Caroline", "Hi, I'm Caroline")
+    store.insert_nodes([turn, fact, rule, gone])
+    assert store.mention_texts([turn.id, fact.id, rule.id, gone.id, "missing0"]) == [
+        (turn.id, "default", "Caroline", "Hi, I'm Caroline"),
+        (fact.id, "default", "Caroline", "Caroline likes tea"),
     ]

@@ -700,3 +700,16 @@ def test_a_failing_vector_scan_is_the_stores_error_not_an_embedder_outage(
     hits = mem.search("tortoise", user="alice")  # meaning search was never switched off
     assert hits[0].memory.id == turn.id and "vector" in hits[0].strategies
     assert "meaning skipped" not in hits[0].why
+
+
+def test_a_remembered_fact_is_linked_to_its_subject_and_found_through_it(mem: Memory) -> None:
+    tea = mem.remember("Caroline drinks green tea every morning", subject="Caroline", user="u1")
+    mem.remember("The office moved to the fourth floor", user="u1")
+    assert mem.flush(timeout=20)
+    store = mem.service.store
+    caroline = store.find_entity("default", "Caroline")
+    assert caroline is not None
+    linked = store.entity_fulltext(mem.service.filter(user="u1"), [caroline.id], "", 10)
+    assert [i for i, _ in linked] == [tea.memory.id]
+    hits = {h.memory.id: h for h in mem.search("What does Caroline have?", user="u1")}
+    assert "entity" in hits[tea.memory.id].strategies  # the entity list reaches facts too

@@ -269,7 +269,9 @@ class MemoryService(
                 message=f"memories about {subj!r} exist ({ids}); update one instead?",
             )  # fmt: skip
         if vector is None and self.worker:
-            self.worker.wake()
+            self.worker.wake()  # embeds it, then links it
+        elif self.worker:
+            self.worker.link([node.id])  # its subject and the names it mentions
         owner_user = user if sc is Scope.USER else None  # caps count per user
         await self._enforce_limit(ns, FACT_TYPES, self.settings.max_memories, owner_user)
         message = f"Remembered [{node.id}]."

@@ -431,8 +431,10 @@ class Store(Protocol):
         at most ``max_links`` nodes with ``node_ids``."""
         ...
 
-    def episode_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
-        """``(id, namespace, speaker, content)`` of the current episodes among ``ids``."""
+    def mention_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
+        """``(id, namespace, about, content)`` of the current episodes and facts among
+        ``ids``, for linking them to the entities they are about: ``about`` is an
+        episode's speaker, a fact's subject."""
         ...
 
     # privacy: forget a person, leave no deleted text behind

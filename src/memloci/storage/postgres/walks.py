@@ -190,14 +190,15 @@ class PostgresWalks(PostgresBase):
             ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
-    def episode_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
-        """See :meth:`memloci.storage.base.Store.episode_texts`."""
+    def mention_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
+        """See :meth:`memloci.storage.base.Store.mention_texts`."""
         if not ids:
             return []
         with self._reading() as c:
             rows = c.execute(
-                "SELECT id, namespace, speaker, content FROM nodes WHERE id = ANY(%s)"
-                " AND type = 'episodic' AND valid_until IS NULL ORDER BY seq",
+                "SELECT id, namespace, CASE type WHEN 'semantic' THEN subject ELSE speaker END,"
+                " content FROM nodes WHERE id = ANY(%s)"
+                " AND type IN ('episodic', 'semantic') AND valid_until IS NULL ORDER BY seq",
                 (list(ids),),
             ).fetchall()
         return [(r[0], r[1], r[2], r[3]) for r in rows]

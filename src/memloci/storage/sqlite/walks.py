@@ -208,15 +208,16 @@ class SQLiteWalks(SQLiteBase):
             ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
-    def episode_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
-        """``(id, namespace, speaker, content)`` of the current episodes among ``ids``
-        (for linking the entities they mention)."""
+    def mention_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
+        """See :meth:`memloci.storage.base.Store.mention_texts`."""
         out: list[tuple[str, str, str | None, str]] = []
         with self._reading() as c:
             for chunk in chunks(list(ids), 400):
                 out += c.execute(
-                    f"SELECT id, namespace, speaker, content FROM nodes WHERE id IN ({qs(chunk)})"
-                    " AND type = 'episodic' AND valid_until IS NULL ORDER BY rowid",
+                    "SELECT id, namespace, CASE type WHEN 'semantic' THEN subject"
+                    f" ELSE speaker END, content FROM nodes WHERE id IN ({qs(chunk)})"
+                    " AND type IN ('episodic', 'semantic') AND valid_until IS NULL"
+                    " ORDER BY rowid",
                     chunk,
                 ).fetchall()
         return out
