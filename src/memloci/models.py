@@ -15,6 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memloci.errors import ValidationError
+from memloci.kinds import FactType as FactType
+from memloci.kinds import NodeType as NodeType
+from memloci.kinds import Scope as Scope
 
 ALPHABET = string.ascii_letters + string.digits
 NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -39,31 +42,7 @@ NODE_ORDERS = (
 """The orders ``Store.list_nodes`` knows (``-``: descending; ties by creation)."""
 
 
-class NodeType(StrEnum):
-    EPISODIC = "episodic"
-    SEMANTIC = "semantic"
-    PROCEDURAL = "procedural"
-    OPINION = "opinion"
-
-
-class Scope(StrEnum):
-    """Visibility, from most to least specific."""
-
-    SESSION = "session"
-    USER = "user"
-    AGENT = "agent"
-    GLOBAL = "global"
-
-
 SCOPE_ORDER = (Scope.SESSION, Scope.USER, Scope.AGENT, Scope.GLOBAL)
-
-
-class FactType(StrEnum):
-    USER_PREFERENCE = "user_preference"
-    WORLD_KNOWLEDGE = "world_knowledge"
-    SELF_KNOWLEDGE = "self_knowledge"
-    CORRECTION = "correction"
-    RELATIONSHIP = "relationship"
 
 
 class SourceType(StrEnum):

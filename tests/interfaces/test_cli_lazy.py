@@ -47,7 +47,8 @@ def test_root_help_imports_no_command_module() -> None:
 
 def test_group_help_loads_no_sdk() -> None:
     """``memloci memory --help`` (and ``memloci memory``) list the commands without the
-    SDK, the storage, the runtime or the embedding model."""
+    SDK, the storage, the runtime, the embedding model or pydantic (the option choices
+    come from :mod:`memloci.kinds`)."""
     code = (
         "import sys\n"
         "from memloci.interfaces.cli import main\n"
@@ -56,7 +57,7 @@ def test_group_help_loads_no_sdk() -> None:
         "except SystemExit:\n    pass\n"
         "heavy = sorted(m for m in sys.modules if m.startswith(('memloci.sdk', "
         "'memloci.service', 'memloci.storage', 'memloci.runtime', 'memloci.config', "
-        "'memloci.tools', 'numpy', 'onnxruntime', 'pydantic_settings', 'yaml')))\n"
+        "'memloci.tools', 'memloci.models', 'numpy', 'onnxruntime', 'pydantic', 'yaml')))\n"
         "print('LOADED', heavy)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

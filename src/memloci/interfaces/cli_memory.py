@@ -39,9 +39,10 @@ from memloci.interfaces.cli_common import (
     stats_table,
 )
 from memloci.interfaces.cli_transfer import EXPORT_EXAMPLES, IMPORT_EXAMPLES, export, import_
-from memloci.models import FactType, MemoryNode, NodeType, Scope, WriteResult
+from memloci.kinds import FactType, NodeType, Scope
 
 if TYPE_CHECKING:
+    from memloci.models import WriteResult
     from memloci.runtime.role import Role
     from memloci.sdk import Memory
 
@@ -103,6 +104,8 @@ def add(
             text, user=user, session=session, speaker=speaker, agent=agent,
             event_time=cast(Any, event_time), metadata=meta,
         )  # fmt: skip
+    from memloci.models import MemoryNode
+
     assert isinstance(node, MemoryNode)
     if as_json:
         emit_json(node.model_dump(mode="json"))
