@@ -266,12 +266,19 @@ class AsyncMemory:
         namespace: str | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ImportReport:
-        """Read a JSON Lines export (validated whole before anything is written)."""
+        """Read an export — JSON Lines (the full backup) or a JSON array of memories
+        (``memloci memory export -o file.json``) — validated whole before anything is
+        written."""
 
         def read() -> list[str]:
             try:
                 with open(path, encoding="utf-8") as fh:
-                    return fh.readlines()
+                    text = fh.read()
+                if text.lstrip().startswith("["):
+                    from memloci.transfer import array_lines
+
+                    return array_lines(text)
+                return text.splitlines(keepends=True)
             except FileNotFoundError:
                 raise NotFoundError(f"no file {path!r}", hint="check the path") from None
             except (OSError, UnicodeDecodeError) as exc:

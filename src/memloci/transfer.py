@@ -32,6 +32,7 @@ from memloci.models import (
     MemoryUser,
     MemoryVersion,
     check_id,
+    short_id,
     utcnow,
 )
 from memloci.storage.base import PendingEmbedding, Store
@@ -82,6 +83,53 @@ def export_lines(store: Store, namespace: str, *, vectors: bool = True) -> Itera
         offset += len(users)
 
 
+ARRAY_FIELDS = (
+    "content", "category", "created_at", "updated_at", "metadata", "user", "agent",
+    "session", "subject", "key", "value", "confidence", "version", "scope", "id",
+)  # fmt: skip
+
+
+def array_lines(text: str) -> list[str]:
+    """A JSON array export (``memloci memory export -o file.json``, reference 004's
+    format: one object per current memory) as import lines: each object becomes a
+    node without a vector (it is embedded after the import). Memories keep their id,
+    content, category, type, times, owner, subject, key / value, confidence, version
+    and metadata; the scope is the exported one, or the narrowest owner given."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValidationError(
+            f"the import is not valid JSON: {str(exc).splitlines()[0]}",
+            hint="give a `memloci memory export` file (a JSON array or JSON Lines)",
+        ) from None
+    if not isinstance(data, list):
+        raise ValidationError(
+            "a JSON import must be an array of memories",
+            hint="give a `memloci memory export` file (a JSON array or JSON Lines)",
+        )
+    lines = [json.dumps({"kind": "header", "format": FORMAT, "version": VERSION})]
+    for number, record in enumerate(data, start=1):
+        if not isinstance(record, dict) or not isinstance(record.get("content"), str):
+            raise ValidationError(
+                f"memory {number} of the array is invalid: an object with a content string"
+                " is required",
+                hint="nothing was imported; fix the file and retry",
+            )
+        node = {k: record[k] for k in ARRAY_FIELDS if record.get(k) is not None}
+        node["type"] = record.get("memory_type") or "semantic"
+        when = record.get("created_at") or utcnow().isoformat()
+        node.setdefault("id", short_id())
+        node.setdefault("created_at", when)
+        node.setdefault("updated_at", node["created_at"])
+        node.setdefault("event_time", node["created_at"])
+        node.setdefault("valid_from", node["created_at"])
+        if "scope" not in node:
+            owner = next((s for s in ("session", "user", "agent") if node.get(s)), "global")
+            node["scope"] = owner
+        lines.append(json.dumps({"kind": "node", "node": node, "vector": None}))
+    return lines
+
+
 @dataclass
 class ImportReport:
     nodes: int = 0
@@ -104,6 +152,8 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[A
             data = json.loads(line)
             # the line's own 2 levels (record, node) + what metadata / values may hold
             json_data(data, "the record", depth=JSON_DEPTH_MAX + 2)
+            if not isinstance(data, dict) or "kind" not in data:
+                raise ValueError('not a memloci export record (no "kind")')
             kind = data.pop("kind")
             if kind == "header":
                 if data.get("format") != FORMAT:

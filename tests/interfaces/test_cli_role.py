@@ -187,6 +187,58 @@ def test_export_jsonl_stays_importable(tmp_path: Path) -> None:
         assert m.count() == 4
 
 
+def test_the_json_array_export_imports_into_another_store(tmp_path: Path) -> None:
+    write_role(tmp_path)
+    ids = seed(tmp_path)
+    assert reference("initrunner memory export role.yaml -o my-export.json").exit_code == 0
+    exported = json.loads((tmp_path / "my-export.json").read_text(encoding="utf-8"))
+    loaded = runner.invoke(
+        app, ["memory", "import", "my-export.json", "--db", "copy.db", "-n", NS,
+              "--embedder", "fake"],
+    )  # fmt: skip
+    assert loaded.exit_code == 0, loaded.output
+    assert f"Imported {len(exported)} memories" in loaded.stdout
+    with Memory(str(tmp_path / "copy.db"), namespace=NS, embedder="fake") as m:
+        copied = {n.id: n for n in m.list(limit=100)}
+        assert set(copied) == set(ids.values())
+        for record in exported:
+            node = copied[record["id"]]
+            assert (node.content, node.type.value, node.category, node.scope.value) == (
+                record["content"], record["memory_type"], record["category"], record["scope"]
+            )  # fmt: skip
+            assert (node.user, node.agent, node.session) == (
+                record["user"], record["agent"], record["session"]
+            )  # fmt: skip
+        assert m.stats().pending_embeddings == 0  # embedded after the import
+        assert m.search("dark mode", k=3)[0].memory.id == ids["fact"]
+    again = runner.invoke(
+        app, ["memory", "import", "my-export.json", "--db", "copy.db", "-n", NS,
+              "--embedder", "fake"],
+    )  # fmt: skip
+    assert again.exit_code == 0 and "Imported 0 memories" in again.stdout
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('{"content": "x"}', "not a memloci export"),
+        ('[{"content": "ok"}, {"category": "general"}]', "memory 2 of the array"),
+        ('[{"content": "ok"}, 5]', "memory 2 of the array"),
+        ('[{"content": "ok", "memory_type": "dream"}]', "invalid"),
+        ("[1, 2", "not valid JSON"),
+    ],
+)
+def test_a_bad_json_array_imports_nothing(tmp_path: Path, text: str, says: str) -> None:
+    (tmp_path / "bad.json").write_text(text, encoding="utf-8")
+    result = runner.invoke(
+        app, ["memory", "import", "bad.json", "--db", "copy.db", "-n", NS, "--embedder", "fake"]
+    )
+    assert result.exit_code == 2 and says in result.stderr, result.output
+    assert "Traceback" not in result.output
+    with Memory(str(tmp_path / "copy.db"), namespace=NS, embedder="fake") as m:
+        assert m.count(include_forgotten=True) == 0
+
+
 # ---------------------------------------------------------------------- consolidate
 def porto_sessions(tmp_path: Path, n: int) -> None:
     with store(tmp_path, consolidate_on_session_switch=False) as m:

@@ -147,6 +147,7 @@ def _exported(node: MemoryNode) -> dict[str, Any]:
         "user": node.user,
         "agent": node.agent,
         "session": node.session,
+        "scope": node.scope.value,
         "subject": node.subject,
         "key": node.key,
         "value": node.value,
@@ -157,12 +158,21 @@ def _exported(node: MemoryNode) -> dict[str, Any]:
 
 
 IMPORT_EXAMPLES = examples(
-    "memloci memory import backup.jsonl", "memloci memory import x.jsonl -n demo"
+    "memloci memory import backup.jsonl",
+    "memloci memory import x.jsonl -n demo",
+    "memloci memory import my-export.json --db memory.db -n support",
 )
 
 
 def import_(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A `memloci memory export` file.")],
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE",
+            help="A `memloci memory export` file: JSON Lines (the full backup) or the JSON "
+            "array of memories (embedded after the import).",
+        ),
+    ],
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
