@@ -85,9 +85,11 @@ class EmbeddingWorker:
         self._wake.set()
 
     def touch(self, namespace: str, ids: list[str]) -> None:
+        """Count an access of these memories (reinforcement). Applied by the background
+        thread within a second, or at ``flush``/``close``: a burst of searches makes one
+        write, not one each, and does not wake the thread while queries run."""
         with self._lock:
             self._touches.setdefault(namespace, set()).update(ids)
-        self.wake()
 
     def link(self, ids: Sequence[str]) -> None:
         """Link these memories to the entities they are about, in the background (facts
