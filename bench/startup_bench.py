@@ -14,6 +14,9 @@ Bytecode: the commands run with their compiled bytecode cached in a temporary
 ``PYTHONPYCACHEPREFIX`` (written by the warm-up round), as an installed package runs;
 an environment with ``PYTHONDONTWRITEBYTECODE=1`` would otherwise compile every module
 of memloci in every run (~0.25 s here). ``--no-bytecode`` measures that way instead.
+The last column is each process's CPU time (user + system): other jobs on shared cores
+hardly change it, so compare it when the load average is high (a process that waits on
+a second thread — the model loading beside the imports — uses more CPU than wall time).
 ``--importtime`` prints the slowest imports of a command.
 
     python bench/startup_bench.py [--rounds 9] [--no-bytecode] [--importtime "import memloci"]
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -72,15 +76,23 @@ def mcp_connect(argv: list[str], env: dict[str, str]) -> float:
     return asyncio.run(connect())
 
 
-def run_once(argv: list[str], env: dict[str, str], name: str = "") -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(argv: list[str], env: dict[str, str], name: str = "") -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the whole child process). CPU time hardly depends on
+    other jobs sharing the cores; for the MCP server it includes its shutdown."""
+    cpu = _children_cpu()
     if name == MCP:
-        return mcp_connect(argv, env)
+        return mcp_connect(argv, env), _children_cpu() - cpu
     start = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
-    return elapsed
+    return elapsed, _children_cpu() - cpu
 
 
 def importtime(code: str, top: int = 25) -> None:
@@ -115,25 +127,30 @@ def main() -> None:
         subprocess.run([*CLI, "demo", "--db", db], env=env, capture_output=True, check=True)
         cmds = commands(db)
         times: dict[str, list[float]] = {name: [] for name, _, _ in cmds}
+        cpu: dict[str, list[float]] = {name: [] for name, _, _ in cmds}
         for name, argv, _ in cmds:  # warm the OS file cache (and the bytecode) once
             run_once(argv, env, name)
         for _ in range(args.rounds):
             for name, argv, _ in cmds:
-                times[name].append(run_once(argv, env, name))
+                wall, used = run_once(argv, env, name)
+                times[name].append(wall)
+                cpu[name].append(used)
     floor = statistics.median(times[cmds[0][0]])
     bytecode = "without cached bytecode" if args.no_bytecode else "bytecode cached"
     print(f"start-up, {args.rounds} interleaved rounds, {os.cpu_count()} cores, "
           f"Python {sys.version.split()[0]}, {bytecode}, "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
     print()
-    print("| command | median s | best s | median over floor s | target over floor | ok |")
-    print("|---|---|---|---|---|---|")
+    print("| command | median s | best s | median over floor s | target over floor | ok "
+          "| median CPU s |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     for name, _, target in cmds:
         med, best = statistics.median(times[name]), min(times[name])
         over = med - floor
         ok = "" if target is None else ("yes" if over <= target else "NO")
         tgt = "" if target is None else f"≤ {target:.1f}"
-        print(f"| {name} | {med:.3f} | {best:.3f} | {over:+.3f} | {tgt} | {ok} |")
+        used = statistics.median(cpu[name])
+        print(f"| {name} | {med:.3f} | {best:.3f} | {over:+.3f} | {tgt} | {ok} | {used:.3f} |")
 
 
 if __name__ == "__main__":
