@@ -98,6 +98,11 @@ POSITIVE = [
     ("Call me Sam.", "User wants to be called Sam"),
     ("I moved to Berlin last year.", "User moved to Berlin last year"),
     ("I'm originally from Spain.", "User is from Spain"),
+    # something that has ended
+    ("I don't work at Google anymore.", "User no longer works at Google"),
+    ("I no longer live in Lisbon.", "User no longer lives in Lisbon"),
+    ("I moved away from Porto.", "User no longer lives in Porto"),
+    ("I quit Globex last month.", "User no longer works at Globex"),
 ]  # fmt: skip
 
 NEGATIVE = [
@@ -111,7 +116,7 @@ NEGATIVE = [
     "Maybe I prefer tea.",
     "I might work at Google next year.",
     "I think I like Rust.",
-    "I don't work at Google anymore.",  # negations
+    "I don't work at Google.",  # a bare negation
     "Alec is not my boss.",
     "I used to live in Paris.",
     "I like it.",  # nothing durable to hold on to

@@ -76,7 +76,33 @@ def test_a_correction_supersedes_the_fact_it_corrects(mem: Memory) -> None:
     assert _current(mem) == ["User lives in Porto", "User works at Globex"]
 
 
-def test_negations_without_a_new_fact_still_store_nothing(mem: Memory) -> None:
-    turns(mem, "s1", "I don't work at TechCorp", "I no longer live in Lisbon")
+def test_a_bare_negation_stores_nothing(mem: Memory) -> None:
+    turns(mem, "s1", "I don't work at TechCorp", "I don't live in Lisbon")
     mem._call(mem.service.end_session("s1"))
     assert _current(mem) == []
+
+
+def test_an_ended_fact_replaces_what_it_ends(mem: Memory) -> None:
+    turns(mem, "s1", "I live in Lisbon", "I work at TechCorp")
+    _end(mem, "s1")
+    assert _current(mem) == ["User lives in Lisbon", "User works at TechCorp"]
+    turns(mem, "s2", "I no longer live in Lisbon")
+    _end(mem, "s2")
+    assert _current(mem) == ["User no longer lives in Lisbon", "User works at TechCorp"]
+    assert _all(mem)["User lives in Lisbon"] is False  # history kept
+    turns(mem, "s3", "I don't work at TechCorp anymore.")
+    _end(mem, "s3")
+    assert _current(mem) == ["User no longer lives in Lisbon", "User no longer works at TechCorp"]
+    turns(mem, "s4", "I live in Porto")  # a new home replaces the ended one
+    _end(mem, "s4")
+    assert _current(mem) == ["User lives in Porto", "User no longer works at TechCorp"]
+
+
+def test_an_ended_fact_about_something_else_leaves_the_known_one(mem: Memory) -> None:
+    turns(mem, "s1", "I live in Lisbon")
+    _end(mem, "s1")
+    turns(mem, "s2", "I moved away from Paris", "I quit Globex")
+    _end(mem, "s2")
+    assert _current(mem) == [
+        "User lives in Lisbon", "User no longer lives in Paris", "User no longer works at Globex"
+    ]  # fmt: skip

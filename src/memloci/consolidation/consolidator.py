@@ -22,6 +22,7 @@ session pending. Consolidating again finds nothing pending, so it creates nothin
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,7 +33,13 @@ from pydantic import BaseModel, Field
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.consolidation.base import ExtractedFact, Extraction, Extractor
-from memloci.consolidation.dedupe import MatchKind, fact_lock, fact_owner, match_fact
+from memloci.consolidation.dedupe import (
+    MatchKind,
+    details,
+    fact_lock,
+    fact_owner,
+    match_fact,
+)
 from memloci.consolidation.entities import EntityResolver
 from memloci.errors import MemlociError, ValidationError
 from memloci.models import (
@@ -320,6 +327,10 @@ class Consolidator:
                 threshold=self.settings.duplicate_threshold,
             )  # fmt: skip
             hit = found.node if found.node is not None and found.node.id not in run.ended else None
+            if hit is not None and found.kind is MatchKind.KEY and not _ends_it(text, hit):
+                # "no longer lives in Paris" says nothing about the key's "lives in Lisbon"
+                hit, key = None, None
+                new = new.model_copy(update={"key": None})
             same = hit is not None and content_hash(hit.content) == content_hash(text)
             replaces = found.kind is MatchKind.KEY or (
                 found.kind is MatchKind.NEAR and fact.fact_type is FactType.CORRECTION
@@ -373,6 +384,19 @@ class Consolidator:
             decay_rate=self.settings.decay_rate_default, source_type=SourceType.CONSOLIDATION,
             procedure=ProcedureDetails() if procedural else None,
         )  # fmt: skip
+
+
+_ENDING = re.compile(r"\bno longer\b", re.IGNORECASE)
+
+
+def _ends_it(text: str, old: MemoryNode) -> bool:
+    """Whether a fact may replace the holder of its key: always, unless it says that
+    something has ended ("User no longer lives in Paris") and the holder names nothing
+    it names (the user's "lives in Lisbon" stands)."""
+    if not _ENDING.search(text):
+        return True
+    names = details(text)[1] - {"user"}
+    return bool(names & details(old.content)[1])
 
 
 def _key(fact: ExtractedFact) -> str | None:

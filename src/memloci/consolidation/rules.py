@@ -150,6 +150,18 @@ _ANCHORED = [
         (r"^i(?:'m| am)\s+(?:originally\s+)?from\s+", "User is from", "hometown", _PLACE),
     )
 ]  # fmt: skip
+# a fact about the user that has ended ("I no longer live in Lisbon"): stored as such, under
+# the key it ends (the consolidator supersedes the key's holder only if it names the same)
+_MORE = r"(?P<more>\s+any\s?more)?"
+_ENDED = [
+    (_rx(p), head, key, kind)
+    for p, head, key, kind in (
+        (rf"^i\s+(?P<neg>no longer|don't|do not)\s+(?:live|reside)\s+in\s+(?P<rest>.+?){_MORE}$", "User no longer lives in", "home_location", _PLACE),  # noqa: E501
+        (rf"^i\s+(?P<neg>no longer|don't|do not)\s+work\s+(?P<prep>at|for)\s+(?P<rest>.+?){_MORE}$", "User no longer works {prep}", "employer", _ORG),  # noqa: E501
+        (r"^i(?:'ve| have)?\s+(?P<neg>moved)\s+(?:away\s+)?(?:from|out of)\s+(?P<rest>.+)$", "User no longer lives in", "home_location", _PLACE),  # noqa: E501
+        (r"^i(?:'ve| have)?\s+(?P<neg>quit|stopped working (?:at|for)|left my job (?:at|with))\s+(?P<rest>.+)$", "User no longer works at", "employer", _ORG),  # noqa: E501
+    )
+]  # fmt: skip
 _PREFERENCE = _rx(
     r"^i\s+(?:(?:really|much|generally|usually|definitely|strongly|absolutely|also)\s+)*"
     r"(?P<verb>prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|can't stand|cannot stand|"
@@ -300,7 +312,7 @@ def _clause(text: str, source: str) -> list[_Found]:
     if tail and tail.start() > 0 and _leading_name(tail["old"]):
         text, correction = text[: tail.start()], True
     text = _NOW_TAIL.sub("", text)
-    cues = (_procedure, _person_name, _relation, _anchored, _preference)
+    cues = (_procedure, _person_name, _relation, _ended, _anchored, _preference)
     found = next(([f] for f in (cue(text, source) for cue in cues) if f), [])
     for item in found:
         if correction and item.fact.key is None:
@@ -393,6 +405,26 @@ def _anchored(text: str, source: str) -> _Found | None:
             f"{head.format(**groups)} {_third_person(rest)}", source, 0.85 if kind else 0.8,
             [*entities, *_mentions(rest)], category="context", key=key, subject="user",
             fact_type=FactType.SELF_KNOWLEDGE,
+        )  # fmt: skip
+    return None
+
+
+def _ended(text: str, source: str) -> _Found | None:
+    """A fact that has ended: "I no longer live in Lisbon", "I don't work at Acme any
+    more", "I moved away from Porto", "I quit Globex". A bare "I don't work at Acme" (no
+    sign that it was ever so) stays unstored."""
+    for pattern, head, key, kind in _ENDED:
+        match = pattern.match(text)
+        if not match or (match["neg"].lower() in ("don't", "do not") and not match["more"]):
+            continue
+        name = _leading_name(match["rest"])
+        if not name:
+            continue
+        groups = {k: v.lower() for k, v in match.groupdict().items() if v and k == "prep"}
+        return _found(
+            f"{head.format(**groups)} {name}", source, 0.85,
+            [ExtractedEntity(name=name, type=kind)], category="context", key=key,
+            subject="user", fact_type=FactType.SELF_KNOWLEDGE,
         )  # fmt: skip
     return None
 
