@@ -241,11 +241,9 @@ def mcp(
 ) -> None:
     """Run the MCP server on stdio (for Claude Desktop, Cursor, … — see the README)."""
     require("server", what="`memloci mcp`")
-    # the store first: the embedding model then loads on another thread while the MCP
-    # SDK imports (the longest part of start-up)
-    with open_memory(db, namespace, embedder) as m:
-        from memloci.interfaces.mcp import run_stdio
+    from memloci.interfaces.mcp import run_stdio
 
+    with open_memory(db, namespace, embedder) as m:
         run_stdio(m.service, user=user, agent=agent)
 
 
