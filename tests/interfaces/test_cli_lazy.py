@@ -124,3 +124,15 @@ def test_prewarm_only_loads_the_model_the_command_will_open(
     monkeypatch.setenv("memloci_embedder_options", '{"model_path": "elsewhere.onnx"}')
     prewarm(EmbedderName.LOCAL)
     assert cli_common._EARLY == []
+
+
+def test_embedder_named_on_the_command_line_before_parsing() -> None:
+    from memloci.interfaces.cli_common import EmbedderName, embedder_in
+
+    assert embedder_in(["where", "--user", "sam"]) == (True, None)
+    assert embedder_in(["q", "--embedder", "fake"]) == (True, EmbedderName.FAKE)
+    assert embedder_in(["q", "--embedder=LOCAL"]) == (True, EmbedderName.LOCAL)
+    assert embedder_in(["q", "--embedder", "nope"]) == (False, None)
+    assert embedder_in(["q", "--embedder"]) == (False, None)
+    assert embedder_in(["q", "--help"]) == (False, None)
+    assert embedder_in(["--", "--embedder", "fake"]) == (True, None)

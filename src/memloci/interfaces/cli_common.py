@@ -281,6 +281,24 @@ def prewarm(embedder: EmbedderName | None) -> None:
     warm_up(early)
 
 
+def embedder_in(args: Sequence[str]) -> tuple[bool, EmbedderName | None]:
+    """``(known, name)``: the ``--embedder`` a command line names, before click parses it
+    (None when absent); ``known`` is False when it cannot tell (an unknown or missing
+    value, ``--help``)."""
+    if "--help" in args:
+        return False, None
+    for at, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--embedder" or arg.startswith("--embedder="):
+            value = arg.partition("=")[2] if "=" in arg else (args[at + 1 : at + 2] or [""])[0]
+            try:
+                return True, EmbedderName(value.lower())
+            except ValueError:
+                return False, None
+    return True, None
+
+
 def open_memory(
     db: str | None,
     namespace: str | None,

@@ -24,6 +24,7 @@ from memloci.interfaces.cli_common import (
     UserOpt,
     YesOpt,
     confirm_or_refuse,
+    embedder_in,
     emit_json,
     examples,
     fields_table,
@@ -46,9 +47,25 @@ if TYPE_CHECKING:
     from memloci.runtime.role import Role
     from memloci.sdk import Memory
 
+
+class MemoryGroup(QuickHelpGroup):
+    """``memloci memory``: for ``search``, the bundled model starts loading (see
+    :func:`~memloci.interfaces.cli_common.prewarm`) before typer parses the command's
+    options — building their coercions is itself a good part of a one-shot start-up.
+    (``Any`` for typer's vendored click types.)"""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, command, rest = super().resolve_command(ctx, args)
+        if name == "search":
+            known, chosen = embedder_in(rest)
+            if known:
+                prewarm(chosen)
+        return name, command, rest
+
+
 memory_app = typer.Typer(
     name="memory",
-    cls=QuickHelpGroup,
+    cls=MemoryGroup,
     help="Add, search, inspect, change and move memories.",
     no_args_is_help=True,
     epilog=examples(
