@@ -265,8 +265,9 @@ class PostgresBase:
         Inserting into an HNSW graph row by row costs ~10x a build over the finished
         table, so a bulk copy (``memloci migrate``, the scale bench) drops the index
         first and builds it on exit (``maintenance_work_mem`` = ``work_mem``, also on
-        error: the index always comes back), then refreshes the planner statistics and
-        vacuums ``node_bits`` (the 1-bit codes one user's vector search reads).
+        error: the index always comes back), then refreshes the planner statistics,
+        merges the full-text index's pending list and vacuums ``node_bits`` (the 1-bit
+        codes one user's vector search reads).
         Meanwhile vector searches stay correct (exact scans) but slow, and the build
         blocks writes of other processes to ``nodes`` while it runs: for offline loads,
         not for a serving database.
@@ -291,6 +292,8 @@ class PostgresBase:
             c.execute(VECTOR_INDEX)
         with self._reading() as c:  # fresh planner statistics for the loaded rows
             c.execute("ANALYZE nodes")
+            # merge the full-text index's pending list: every search would scan it
+            c.execute("SELECT gin_clean_pending_list('nodes_fts'::regclass)")
             if getattr(self._local, "conn", None) is None:  # VACUUM needs autocommit
                 # marks the 1-bit codes' pages all-visible: a user's vector search reads
                 # them from the indexes alone (autovacuum does it later otherwise)
