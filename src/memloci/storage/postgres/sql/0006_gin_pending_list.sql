@@ -7,3 +7,6 @@
 -- bounding what a scan reads.
 ALTER INDEX nodes_fts SET (gin_pending_list_limit = 128);
 ALTER INDEX knowledge_chunks_fts SET (gin_pending_list_limit = 128);
+-- merge what is queued now (the next insert would, past the new limit)
+SELECT gin_clean_pending_list('nodes_fts'::regclass);
+SELECT gin_clean_pending_list('knowledge_chunks_fts'::regclass);
