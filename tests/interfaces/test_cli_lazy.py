@@ -136,3 +136,20 @@ def test_embedder_named_on_the_command_line_before_parsing() -> None:
     assert embedder_in(["q", "--embedder"]) == (False, None)
     assert embedder_in(["q", "--help"]) == (False, None)
     assert embedder_in(["--", "--embedder", "fake"]) == (True, None)
+
+
+def test_a_missing_store_is_not_prewarmed_for(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memloci.interfaces.cli_common import store_missing
+
+    monkeypatch.delenv("MEMLOCI_PATH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert store_missing(["q"])  # ./memloci.db does not exist
+    (tmp_path / "there.db").write_bytes(b"")
+    assert not store_missing(["q", "--db", str(tmp_path / "there.db")])
+    assert store_missing(["q", "--db=" + str(tmp_path / "gone.db")])
+    assert not store_missing(["q", "--db", "postgresql://u@h/db"])
+    monkeypatch.setenv("MEMLOCI_PATH", str(tmp_path / "there.db"))
+    assert not store_missing(["q"])
+    assert store_missing(["q", "--db"])  # no value: cannot tell

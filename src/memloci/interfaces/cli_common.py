@@ -281,22 +281,49 @@ def prewarm(embedder: EmbedderName | None) -> None:
     warm_up(early)
 
 
-def embedder_in(args: Sequence[str]) -> tuple[bool, EmbedderName | None]:
-    """``(known, name)``: the ``--embedder`` a command line names, before click parses it
-    (None when absent); ``known`` is False when it cannot tell (an unknown or missing
+def option_in(args: Sequence[str], name: str) -> tuple[bool, str | None]:
+    """``(known, value)`` of option ``name`` (e.g. ``--db``) in a command line before click
+    parses it (None when absent); ``known`` is False when it cannot tell (a missing
     value, ``--help``)."""
     if "--help" in args:
         return False, None
     for at, arg in enumerate(args):
         if arg == "--":
             break
-        if arg == "--embedder" or arg.startswith("--embedder="):
-            value = arg.partition("=")[2] if "=" in arg else (args[at + 1 : at + 2] or [""])[0]
-            try:
-                return True, EmbedderName(value.lower())
-            except ValueError:
-                return False, None
+        if arg == name or arg.startswith(name + "="):
+            if "=" in arg:
+                return True, arg.partition("=")[2]
+            following = args[at + 1 : at + 2]
+            return (True, following[0]) if following else (False, None)
     return True, None
+
+
+def embedder_in(args: Sequence[str]) -> tuple[bool, EmbedderName | None]:
+    """``(known, name)``: the ``--embedder`` a command line names, before click parses it
+    (None when absent); ``known`` is False when it cannot tell (an unknown or missing
+    value, ``--help``)."""
+    known, value = option_in(args, "--embedder")
+    if not known or value is None:
+        return known, None
+    try:
+        return True, EmbedderName(value.lower())
+    except ValueError:
+        return False, None
+
+
+def store_missing(args: Sequence[str]) -> bool:
+    """Whether the store a command line names (``--db``, else ``MEMLOCI_PATH``, else
+    ``memloci.db``) is a local file that does not exist (so a command that needs it fails
+    before any model is needed)."""
+    known, db = option_in(args, "--db")
+    if not known:
+        return True
+    if db is None:
+        env = {k.upper(): v for k, v in os.environ.items()}
+        db = env.get("MEMLOCI_PATH", "memloci.db")
+    if "://" in db or db == ":memory:":
+        return False
+    return not Path(db).expanduser().exists()
 
 
 def open_memory(

@@ -38,6 +38,7 @@ from memloci.interfaces.cli_common import (
     prewarm,
     say,
     stats_table,
+    store_missing,
 )
 from memloci.interfaces.cli_transfer import EXPORT_EXAMPLES, IMPORT_EXAMPLES, export, import_
 from memloci.kinds import FactType, NodeType, Scope
@@ -58,7 +59,7 @@ class MemoryGroup(QuickHelpGroup):
         name, command, rest = super().resolve_command(ctx, args)
         if name == "search":
             known, chosen = embedder_in(rest)
-            if known:
+            if known and not store_missing(rest):  # a missing store fails at once
                 prewarm(chosen)
         return name, command, rest
 
@@ -370,7 +371,6 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + meaning + keys), best first."""
-    prewarm(embedder)  # the model loads while the SDK imports
     with open_memory(db, namespace, embedder, must_exist=True) as m:
         hits = m.search(
             query, k=k, user=user, type=type_, category=category, after=after, before=before,
