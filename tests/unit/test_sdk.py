@@ -101,6 +101,7 @@ def test_sync_methods_mirror_async_ones() -> None:
         for name in vars(AsyncMemory)
         if not name.startswith("_") and name not in {"aclose", "service", "settings"}
     }
+
     def kind(cls: type, name: str) -> str:
         attr = getattr(cls, name, None)
         return "property" if isinstance(attr, property) else "method" if callable(attr) else "?"

@@ -337,7 +337,7 @@ def test_list_count_and_delete_entities(service: MemoryService) -> None:
     alice = run(service.save_entity("Alice", type="person"))
     run(service.save_entity("Acme", type="organization"))
     run(service.save_entity("Alice", namespace="other"))
-    node = fact(service, "Alice works at Acme")
+    node = fact(service, "Alice works at a bakery")  # names no other known entity
     run(service.link_entities(node.id, [alice.id]))
     assert [e.canonical_name for e in run(service.list_entities(type="person"))] == ["Alice"]
     assert run(service.count_entities(query="a")) == 2
