@@ -2,6 +2,7 @@
 
     python bench/scale_bench.py [--n 100000] [--backends sqlite,postgres] [--pg-url URL]
                                 [--pool 2000] [--queries 100] [--json OUT]
+                                [--pool-cache DIR] [--schema LOADED_SCHEMA]
 
 Not a test. Per backend, in a fresh store (a temp SQLite file; a fresh schema in the
 PostgreSQL database of --pg-url, default ``$MEMLOCI_TEST_DATABASE_URL``):
@@ -23,6 +24,9 @@ PostgreSQL database of --pg-url, default ``$MEMLOCI_TEST_DATABASE_URL``):
   exact id sets ("ids") and counting a hit within 1e-3 cosine of the exact 10th ("ties":
   near-duplicate turns score alike, which tied copy comes back is arbitrary).
 * peak RSS of this (the memloci) process; PostgreSQL's own memory is not included.
+
+``--schema`` re-measures a PostgreSQL schema an earlier run loaded (no load; its vectors
+are read back for the recall check); ``--pool-cache`` keeps embedded pools as .npy files.
 """
 
 from __future__ import annotations
