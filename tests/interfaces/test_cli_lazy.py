@@ -21,24 +21,32 @@ def _help_line(name: str) -> str:
     return text.split("\n\n")[0].strip()
 
 
+def help_loading(args: list[str], heavy: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    """Run ``memloci ARGS`` in a fresh interpreter; its stdout ends with ``LOADED [...]``,
+    the modules of ``heavy`` (prefixes) that the command imported."""
+    code = (
+        "import sys\n"
+        "from memloci.interfaces.cli import main\n"
+        f"sys.argv = ['memloci', *{args!r}]\n"
+        "try:\n    main()\n"
+        "except SystemExit:\n    pass\n"
+        f"heavy = sorted(m for m in sys.modules if m.startswith({heavy!r}))\n"
+        "print('LOADED', heavy)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
 @pytest.mark.parametrize("name", list(LAZY))
 def test_each_listed_help_line_is_the_commands_own(name: str) -> None:
     assert LAZY[name].help == _help_line(name)
 
 
 def test_root_help_imports_no_command_module() -> None:
-    code = (
-        "import sys\n"
-        "from memloci.interfaces.cli import main\n"
-        "sys.argv = ['memloci', '--help']\n"
-        "try:\n    main()\n"
-        "except SystemExit:\n    pass\n"
-        "heavy = sorted(m for m in sys.modules if m.startswith(('memloci.sdk', "
-        "'memloci.service', 'memloci.storage', 'memloci.interfaces.cli_memory', 'numpy', "
-        "'httpx', 'fastapi', 'onnxruntime')))\n"
-        "print('LOADED', heavy)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = help_loading(
+        ["--help"],
+        ("memloci.sdk", "memloci.service", "memloci.storage", "memloci.interfaces.cli_memory",
+         "numpy", "httpx", "fastapi", "onnxruntime"),
+    )  # fmt: skip
     assert "LOADED []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Lisbon" in done.stdout
     for name in LAZY:  # every command is listed
@@ -49,18 +57,12 @@ def test_group_help_loads_no_sdk() -> None:
     """``memloci memory --help`` (and ``memloci memory``) list the commands without the
     SDK, the storage, the runtime, the embedding model or pydantic (the option choices
     come from :mod:`memloci.kinds`)."""
-    code = (
-        "import sys\n"
-        "from memloci.interfaces.cli import main\n"
-        "sys.argv = ['memloci', 'memory', '--help']\n"
-        "try:\n    main()\n"
-        "except SystemExit:\n    pass\n"
-        "heavy = sorted(m for m in sys.modules if m.startswith(('memloci.sdk', "
-        "'memloci.service', 'memloci.storage', 'memloci.runtime', 'memloci.config', "
-        "'memloci.tools', 'memloci.models', 'numpy', 'onnxruntime', 'pydantic', 'yaml')))\n"
-        "print('LOADED', heavy)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = help_loading(
+        ["memory", "--help"],
+        ("memloci.sdk", "memloci.service", "memloci.storage", "memloci.runtime",
+         "memloci.config", "memloci.tools", "memloci.models", "numpy", "onnxruntime",
+         "pydantic", "yaml"),
+    )  # fmt: skip
     assert "LOADED []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Lisbon" in done.stdout
     for name in ("search", "consolidate", "export", "import"):
