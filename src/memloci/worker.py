@@ -181,7 +181,8 @@ class EmbeddingWorker:
             progress(len(batch))
         return len(batch)
 
-    def _apply_touches(self) -> None:
+    def _apply_queued(self) -> None:
+        """Write what searches and ``remember`` queued: access counts, entity links."""
         with self._lock:
             touches, self._touches = self._touches, {}
             links, self._links = self._links, []
@@ -205,9 +206,9 @@ class EmbeddingWorker:
             self._wake.wait(1.0)
             self._wake.clear()
             try:
-                self._apply_touches()
+                self._apply_queued()
                 while not self._stop.is_set() and self.run_once():
-                    self._apply_touches()
+                    self._apply_queued()
                     self._recovered()
                 self._recovered()
             except MemlociError as exc:
