@@ -334,6 +334,19 @@ def test_other_users_sessions_are_left_alone(live: Memory) -> None:
     assert pending == ["a1", "s2"]
 
 
+def test_background_consolidation_waits_while_a_search_runs(live: Memory) -> None:
+    """On CPython a busy background thread makes a search wait for the interpreter lock
+    after each database call: the session waits until searches pause."""
+    svc = live.service
+    turns(live, "s1", "Alec is my boss by the way")
+    with svc._foreground():  # a search is running for as long as this block lasts
+        turns(live, "s2", "Good morning")
+        assert not svc.wait_for_consolidation(1.0)  # held back, not lost
+        assert live.list(type="semantic") == []
+    assert svc.wait_for_consolidation(10)
+    assert [n.content for n in live.list(type="semantic")] == ["Alec is the user's boss"]
+
+
 def test_the_switch_trigger_can_be_turned_off(make_memory: MakeMemory) -> None:
     m = make_memory(consolidate_on_session_switch=False)
     turns(m, "s1", "Alec is my boss by the way")

@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -46,10 +46,12 @@ _Owner = tuple[str, str | None, str | None]  # namespace, user, agent
 class _Background:
     """One daemon thread consolidating the sessions a user/agent left, in order.
 
-    A job waits until no turn has been added for ``IDLE`` seconds (at most ``MAX_DEFER``),
-    so bulk loading and busy conversations are not slowed by it."""
+    Each session waits until no turn has been added for ``IDLE`` seconds and no search
+    has run for ``QUERY_GAP`` seconds (at most ``MAX_DEFER``), so bulk loading, busy
+    conversations and searches are not slowed by it: on CPython a busy background thread
+    makes a search wait for the interpreter lock after each database or numpy call."""
 
-    IDLE, MAX_DEFER = 0.2, 10.0
+    IDLE, QUERY_GAP, MAX_DEFER = 0.2, 0.05, 10.0
 
     def __init__(self, run: Callable[[str, str | None, str | None], object]) -> None:
         self._run = run
@@ -60,6 +62,20 @@ class _Background:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.last_turn = 0.0  # time.monotonic() of the latest turn (set by the hot path)
+        self.last_query = 0.0  # when the latest search ended
+        self._queries = 0  # searches running now
+
+    @contextlib.contextmanager
+    def query(self) -> Iterator[None]:
+        """Mark a search as running (the background waits for it to end)."""
+        with self._cond:
+            self._queries += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._queries -= 1
+                self.last_query = time.monotonic()
 
     def submit(self, owner: _Owner) -> None:
         with self._cond:
@@ -79,7 +95,7 @@ class _Background:
         with contextlib.suppress(AttributeError, OSError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         while (owner := self._jobs.get()) is not None:
-            self._wait_for_quiet()
+            self.wait_for_quiet()
             with self._cond:
                 self._queued.discard(owner)
             try:
@@ -95,13 +111,15 @@ class _Background:
                     self._pending -= 1
                     self._cond.notify_all()
 
-    def _wait_for_quiet(self) -> None:
+    def wait_for_quiet(self) -> None:
+        """Wait until turns and searches pause (at most ``MAX_DEFER`` seconds)."""
         deadline = time.monotonic() + self.MAX_DEFER
         while not self._closed and (now := time.monotonic()) < deadline:
-            quiet = now - self.last_turn
-            if quiet >= self.IDLE:
+            since_query = 0.0 if self._queries else now - self.last_query
+            wait = max(self.IDLE - (now - self.last_turn), self.QUERY_GAP - since_query)
+            if wait <= 0:
                 return
-            time.sleep(min(self.IDLE - quiet, deadline - now))
+            time.sleep(min(wait, deadline - now))
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait until every job submitted so far is done; False on timeout."""
@@ -298,11 +316,21 @@ class ConsolidationMixin(ServiceCore):
             def stopping() -> bool:
                 return bg is not None and bg.closed
 
-            report = self._consolidate_sessions(ns, sessions, keep_going=lambda: not stopping())
+            def keep_going() -> bool:  # before each session: let turns and searches pass
+                if bg is not None:
+                    bg.wait_for_quiet()
+                return not stopping()
+
+            report = self._consolidate_sessions(ns, sessions, keep_going=keep_going)
             if report.failed and stopping():  # the store was closed under it: expected
                 log.debug("background consolidation stopped by close: %s", report.failed)
             elif report.failed:
                 log.warning("background consolidation left sessions pending: %s", report.failed)
+
+    def _foreground(self) -> contextlib.AbstractContextManager[None]:
+        """Around a search: background consolidation pauses until it is over."""
+        bg: _Background | None = self.__dict__.get("_bg")
+        return bg.query() if bg is not None else contextlib.nullcontext()
 
     def wait_for_consolidation(self, timeout: float | None = None) -> bool:
         """Wait until background consolidation (after session switches) is done; False

@@ -567,9 +567,10 @@ class MemoryService(
         """:meth:`search` in the caller's thread (the sync SDK uses it: no hand-offs)."""
         text = v.query(query)
         k = v.limit(k, "k", 200)
-        if self.worker is not None and recipe != "fulltext":
-            self.worker.catch_up()  # a few memories just written: embed them first
-        hits = self.retriever.search(text, flt, k, recipe=recipe)
+        with self._foreground():
+            if self.worker is not None and recipe != "fulltext":
+                self.worker.catch_up()  # a few memories just written: embed them first
+            hits = self.retriever.search(text, flt, k, recipe=recipe)
         if hits and self.settings.reinforce_on_search:
             for ns in flt.namespaces:
                 ids = [h.memory.id for h in hits if h.memory.namespace == ns]
