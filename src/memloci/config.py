@@ -1,23 +1,33 @@
 """Settings (layer: config): read from arguments and ``MEMLOCI_*`` env vars when built.
 
 Nothing is read at import time. ``Settings()`` reads the environment;
-``Settings(path="x.db")`` overrides it.
+``Settings(path="x.db")`` overrides it. Variable names are case-insensitive; dict and
+list settings take JSON (``MEMLOCI_EMBEDDER_OPTIONS='{"threads": 1}'``); the rest take
+the text pydantic converts (``MEMLOCI_REINFORCE_ON_SEARCH=false``). (A plain pydantic
+model with this small loader: ``pydantic-settings`` cost ~0.1 s of every CLI start.)
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import os
+from typing import Any, get_origin
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memloci.models import check_namespace
 
+ENV_PREFIX = "MEMLOCI_"
 
-class Settings(BaseSettings):
+
+class Settings(BaseModel):
     """Every knob memloci has. Environment: ``MEMLOCI_<NAME>`` (e.g. ``MEMLOCI_PATH``)."""
 
-    model_config = SettingsConfigDict(env_prefix="MEMLOCI_", extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    def __init__(self, **values: Any) -> None:
+        """Arguments win over ``MEMLOCI_*`` variables, which win over the defaults."""
+        super().__init__(**{**_from_environment(type(self)), **values})
 
     path: str = Field(
         "memloci.db",
@@ -114,3 +124,22 @@ class Settings(BaseSettings):
     @classmethod
     def _ns(cls, value: str) -> str:
         return check_namespace(value)
+
+
+def _from_environment(model: type[BaseModel]) -> dict[str, Any]:
+    """The ``MEMLOCI_<FIELD>`` variables set now, by field name (JSON for dicts and
+    lists; text that is not JSON is passed on, so validation names the field)."""
+    found = {k.upper(): v for k, v in os.environ.items() if k.upper().startswith(ENV_PREFIX)}
+    values: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        raw = found.get(ENV_PREFIX + name.upper())
+        if raw is None:
+            continue
+        if get_origin(field.annotation) in (dict, list) or field.annotation in (dict, list):
+            try:
+                values[name] = json.loads(raw)
+                continue
+            except ValueError:
+                pass
+        values[name] = raw
+    return values

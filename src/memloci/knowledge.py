@@ -42,7 +42,7 @@ PathLike = str | os.PathLike[str]
 class KnowledgeFile(BaseModel):
     """What ``add_knowledge`` did with one file (``reason`` says why it was skipped)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     path: str
     action: Literal["added", "updated", "unchanged", "skipped"]
@@ -54,7 +54,7 @@ class KnowledgeFile(BaseModel):
 class KnowledgeReport(BaseModel):
     """The outcome of ``add_knowledge``: per-file results and their totals."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     namespace: str
     collection: str

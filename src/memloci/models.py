@@ -112,7 +112,7 @@ def normalize_key(value: str) -> str:
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+    model_config = ConfigDict(extra="forbid", use_enum_values=False, defer_build=True)
 
 
 class EpisodeDetails(_Record):

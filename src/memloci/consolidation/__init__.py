@@ -10,22 +10,21 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from memloci.consolidation.base import (
-    ExtractedEntity,
-    ExtractedFact,
-    Extraction,
-    Extractor,
-)
-
 if TYPE_CHECKING:
+    from memloci.consolidation.base import ExtractedEntity, ExtractedFact, Extraction, Extractor
     from memloci.consolidation.llm_extractor import LLMExtractor
     from memloci.consolidation.llm_tasks import CausalLink, infer_causal, summarize_entity
     from memloci.consolidation.rules import RuleExtractor
     from memloci.providers.llm import LLM
 
 # loaded on first use: the LLM extractor pulls in the HTTP client (httpx), which a
-# one-shot command that never calls an LLM should not pay for at start-up
+# one-shot command that never calls an LLM should not pay for at start-up; the result
+# models are not needed by a store that is only searched
 _LAZY = {
+    "ExtractedEntity": "base",
+    "ExtractedFact": "base",
+    "Extraction": "base",
+    "Extractor": "base",
     "LLMExtractor": "llm_extractor",
     "CausalLink": "llm_tasks",
     "infer_causal": "llm_tasks",

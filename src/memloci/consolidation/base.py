@@ -52,7 +52,7 @@ def _names(values: Any) -> list[str]:
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True, defer_build=True)
 
 
 class ExtractedFact(_Result):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from memloci import validate as v
 from memloci.config import Settings
@@ -73,6 +73,8 @@ class ConsolidationReport(BaseModel):
     pending; ``skipped`` sessions had nothing pending (or another run took them);
     ``partial`` sessions (also in ``sessions``) still have episodes pending because the
     run's ``max_episodes`` was reached."""
+
+    model_config = ConfigDict(defer_build=True)
 
     namespace: str
     extractor: str = ""

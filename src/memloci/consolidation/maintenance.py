@@ -28,7 +28,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from memloci.config import Settings
 from memloci.consolidation.consolidator import ConsolidationReport, Consolidator
@@ -51,6 +51,8 @@ DECAYING = (NodeType.SEMANTIC, NodeType.OPINION, NodeType.PROCEDURAL)
 class MaintenanceReport(BaseModel):
     """What a maintenance run did. ``ran`` is False when another run held the lock
     (``holder`` says which; nothing was done)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     started: datetime
     finished: datetime | None = None

@@ -7,9 +7,8 @@ sets up (``store``, ``settings``, ``worker``, ``_run``, ``_ns``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from memloci import transfer
 from memloci import validate as v
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import NodeType, utcnow
@@ -17,6 +16,9 @@ from memloci.providers.base import Embedder
 from memloci.service.core import ServiceCore
 from memloci.storage.base import NodePatch, Store
 from memloci.worker import EmbeddingWorker
+
+if TYPE_CHECKING:  # loaded on first export or import
+    from memloci import transfer
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -82,6 +84,8 @@ class AdminMixin(ServiceCore):
     # ------------------------------------------------------------------ transfer
     def export_lines(self, namespace: str | None = None, *, vectors: bool = True) -> Iterator[str]:
         """The namespace as JSON lines (see :mod:`memloci.transfer`); run it in a thread."""
+        from memloci import transfer
+
         return transfer.export_lines(self.store, self._ns(namespace), vectors=vectors)
 
     async def import_lines(
@@ -90,6 +94,8 @@ class AdminMixin(ServiceCore):
         namespace: str | None = None,
         progress: transfer.Progress | None = None,
     ) -> transfer.ImportReport:
+        from memloci import transfer
+
         ns = self._ns(namespace)
         model = self.embedder.model_id if self.embedder else None
         dim = self.embedder.dimension if self.embedder else None

@@ -23,9 +23,6 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
-from memloci.consolidation.base import Extractor
-from memloci.consolidation.consolidator import ConsolidationReport, Consolidator
-from memloci.consolidation.maintenance import Maintenance, MaintenanceReport
 from memloci.errors import MemlociError, ValidationError
 from memloci.models import MemoryNode, NodeType, utcnow
 from memloci.providers.base import Embedder
@@ -35,7 +32,10 @@ from memloci.worker import EmbeddingWorker
 
 P = ParamSpec("P")
 T = TypeVar("T")
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loaded when consolidation or maintenance first runs, not by every open
+    from memloci.consolidation.base import Extractor
+    from memloci.consolidation.consolidator import ConsolidationReport, Consolidator
+    from memloci.consolidation.maintenance import MaintenanceReport
     from memloci.providers.llm import LLM
 
 log = logging.getLogger("memloci.consolidation")
@@ -184,6 +184,8 @@ class ConsolidationMixin(ServiceCore):
         return RuleExtractor()
 
     def _consolidator(self, extractor: Extractor | None = None) -> Consolidator:
+        from memloci.consolidation.consolidator import Consolidator
+
         return Consolidator(
             self.store, self.settings, extractor or self.default_extractor(),
             embedder=self.embedder,
@@ -205,6 +207,8 @@ class ConsolidationMixin(ServiceCore):
         (a role's ``consolidation.max_episodes_per_run``); the rest stay pending."""
         ns, sid, uid = self._ns(namespace), v.ident(session), v.ident(user, "user")
         cap = None if max_episodes is None else v.limit(max_episodes, "max_episodes", 100_000)
+        from memloci.consolidation.base import Extractor
+
         if extractor is not None and not isinstance(extractor, Extractor):
             raise ValidationError(
                 "extractor must have a name and an extract(episodes, *, known) method"
@@ -360,6 +364,8 @@ class ConsolidationMixin(ServiceCore):
             llm, consolidator, problem = self.llm, self._consolidator(), None
         except MemlociError as exc:
             llm, consolidator, problem = None, None, f"llm {self.settings.llm!r}: {exc}"
+        from memloci.consolidation.maintenance import Maintenance
+
         job = Maintenance(
             self.store, self.settings, consolidator=consolidator, llm=llm,
             embed=self._embed_all if self.worker is not None else None,

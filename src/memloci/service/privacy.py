@@ -8,7 +8,7 @@ A mixin of MemoryService; the storage work is two store primitives,
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from memloci import validate as v
 from memloci.errors import ConflictError
@@ -17,6 +17,8 @@ from memloci.service.core import ServiceCore
 
 class ForgetReport(BaseModel):
     """What ``forget_user`` removed (counts per kind) and whether the files were scrubbed."""
+
+    model_config = ConfigDict(defer_build=True)
 
     namespace: str
     user: str

@@ -86,7 +86,7 @@ KIND_HELP = (
 class ToolArgs(BaseModel):
     """Base of every tool's arguments: unknown arguments are refused, text is trimmed."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod
