@@ -26,9 +26,9 @@ def help_loading(args: list[str], heavy: tuple[str, ...]) -> subprocess.Complete
     the modules of ``heavy`` (prefixes) that the command imported."""
     code = (
         "import sys\n"
-        "from memloci.interfaces.cli import main\n"
+        "from memloci.interfaces.cli import app\n"  # main() would leave via os._exit
         f"sys.argv = ['memloci', *{args!r}]\n"
-        "try:\n    main()\n"
+        "try:\n    app(prog_name='memloci')\n"
         "except SystemExit:\n    pass\n"
         f"heavy = sorted(m for m in sys.modules if m.startswith({heavy!r}))\n"
         "print('LOADED', heavy)\n"
@@ -97,10 +97,10 @@ def test_one_shot_search_loads_no_runtime_or_tools(tmp_path: Any) -> None:
         m.remember("Sam lives in Lisbon", user="sam")
     code = (
         "import sys\n"
-        "from memloci.interfaces.cli import main\n"
+        "from memloci.interfaces.cli import app\n"  # main() would leave via os._exit
         f"sys.argv = ['memloci', 'memory', 'search', 'Lisbon', '--db', {db!r}, "
         "'--embedder', 'none', '--user', 'sam']\n"
-        "try:\n    main()\n"
+        "try:\n    app(prog_name='memloci')\n"
         "except SystemExit:\n    pass\n"
         "heavy = sorted(m for m in sys.modules if m.startswith(('memloci.runtime', "
         "'memloci.tools', 'memloci.sdk_tools', 'yaml')))\n"
