@@ -8,6 +8,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from memloci.models import (
     Edge,
     EdgeType,
@@ -201,6 +203,29 @@ def test_entity_fulltext_is_bounded_by_the_filter(store: Store) -> None:
     assert [i for i, _ in store.entity_fulltext(alice, [mel.id], '"pottery"', 10)] == [mine.id]
     assert [i for i, _ in store.entity_fulltext(alice, [mel.id], "", 10)] == [mine.id]
     assert store.entity_fulltext(NodeFilter(namespaces=("b",)), [mel.id], '"pottery"', 10) == []
+
+
+def test_entity_newest_first_looks_at_the_last_links_only(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A speaker linked to every turn they said: "newest first" reads the last
+    NEWEST_LINKED links (bounded work), then orders the visible ones by time."""
+    import memloci.storage.postgres.walks as pg_walks
+    import memloci.storage.sqlite.walks as sqlite_walks
+
+    for module in (sqlite_walks, pg_walks):
+        monkeypatch.setattr(module, "NEWEST_LINKED", 2)
+    mel = store.insert_entity(entity("Melanie"))
+    first = episode("linked first, said last", when=T0 + timedelta(days=9))
+    second = episode("linked second", when=T0)
+    third = episode("linked third", when=T0 + timedelta(days=1))
+    store.insert_nodes([first])
+    store.link_entities("default", first.id, [mel.id])
+    store.insert_nodes([second, third])
+    for n in (second, third):
+        store.link_entities("default", n.id, [mel.id])
+    newest = store.entity_fulltext(ALL, [mel.id], "", 10)
+    assert newest == [(third.id, 0.0), (second.id, 0.0)]
 
 
 def test_entity_neighbours_share_specific_entities_only(store: Store) -> None:

@@ -34,6 +34,11 @@ from memloci.models import (
     Thread,
 )
 
+# an entity's memories "newest first" are looked for among its last NEWEST_LINKED links
+# (before the caller's filter): a speaker linked to every turn they said, or a name many
+# users mention, would otherwise cost a scan of all of them on every such search
+NEWEST_LINKED = 500
+
 
 @dataclass(frozen=True)
 class NodeFilter:
@@ -420,8 +425,8 @@ class Store(Protocol):
     def entity_fulltext(
         self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
     ) -> list[tuple[str, float]]:
-        """Nodes linked to any of ``entity_ids``, ranked by the FTS5 ``match``
-        (empty: newest first, score 0)."""
+        """Nodes linked to any of ``entity_ids``, ranked by the FTS5 ``match`` (empty:
+        newest first, score 0, among the last :data:`NEWEST_LINKED` links)."""
         ...
 
     def entity_neighbours(

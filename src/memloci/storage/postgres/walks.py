@@ -12,7 +12,7 @@ from typing import Any
 
 from memloci.errors import ValidationError
 from memloci.models import Entity
-from memloci.storage.base import NodeFilter
+from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.records import ENTITY_COLS, entity_from_row
@@ -126,12 +126,15 @@ class PostgresWalks(PostgresBase):
         where, params = filter_sql(flt, ph="%s")
         ids = list(dict.fromkeys(entity_ids))
         if not match.strip():
+            # the last NEWEST_LINKED links (by when the memory was stored), the visible
+            # ones newest first
             with self._reading() as c:
                 rows = c.execute(
-                    "SELECT n.id FROM node_entities ne JOIN nodes n ON n.id = ne.node_id"
-                    f" WHERE ne.entity_id = ANY(%s) AND {where}"
-                    " GROUP BY n.id ORDER BY max(n.event_time) DESC, n.id LIMIT %s",
-                    [ids, *params, limit],
+                    "SELECT n.id FROM (SELECT DISTINCT ne.node_id, m.seq FROM node_entities ne"
+                    " JOIN nodes m ON m.id = ne.node_id WHERE ne.entity_id = ANY(%s)"
+                    " ORDER BY m.seq DESC LIMIT %s) last JOIN nodes n ON n.id = last.node_id"
+                    f" WHERE {where} ORDER BY n.event_time DESC, n.id LIMIT %s",
+                    [ids, NEWEST_LINKED, *params, limit],
                 ).fetchall()
             return [(r[0], 0.0) for r in rows]
         try:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memloci.models import Entity
-from memloci.storage.base import NodeFilter
+from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.rows import owner_match
 from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
@@ -143,12 +143,15 @@ class SQLiteWalks(SQLiteBase):
             f" AND ne.entity_id IN ({qs(ids)}))"
         )
         if not match.strip():
+            # the last NEWEST_LINKED links (a backward walk of the entity index), the
+            # visible ones newest first: bounded work however many memories name it
             with self._reading() as c:
                 rows = c.execute(
-                    f"SELECT n.id FROM node_entities ne CROSS JOIN nodes n ON n.id = ne.node_id"
-                    f" WHERE ne.entity_id IN ({qs(ids)}) AND {where}"
-                    " GROUP BY n.id ORDER BY max(n.event_time) DESC, n.id LIMIT ?",
-                    [*ids, *params, limit],
+                    "SELECT DISTINCT n.id, n.event_time FROM (SELECT node_id FROM node_entities"
+                    f" WHERE entity_id IN ({qs(ids)}) ORDER BY rowid DESC LIMIT ?) ne"
+                    f" CROSS JOIN nodes n ON n.id = ne.node_id WHERE {where}"
+                    " ORDER BY n.event_time DESC, n.id LIMIT ?",
+                    [*ids, NEWEST_LINKED, *params, limit],
                 ).fetchall()
             return [(r[0], 0.0) for r in rows]
         weights = ", ".join(str(w) for w in FTS_WEIGHTS)
