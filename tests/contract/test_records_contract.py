@@ -248,6 +248,31 @@ def test_list_and_count_entities(store: Store) -> None:
     assert store.count_entities("b") == 1 and store.count_entities("c") == 0
 
 
+def test_entity_nodes_bounded_for_a_busy_entity_exact_for_its_facts(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A speaker linked to every turn: the newest memories are read from the last
+    NEWEST_LINKED links; its facts (few) are found however old their link is."""
+    import memloci.storage.postgres.records as pg_records
+    import memloci.storage.sqlite.records as sqlite_records
+
+    for module in (sqlite_records, pg_records):
+        monkeypatch.setattr(module, "NEWEST_LINKED", 2)
+    mel = store.insert_entity(entity("Melanie"))
+    fact = store.insert_node(node("Melanie paints", when=at(1)))
+    store.link_entities("default", fact.id, [mel.id])
+    turns = [
+        store.insert_node(node(f"turn {i}", type=NodeType.EPISODIC, when=at(2 + i)))
+        for i in range(4)
+    ]
+    for t in turns:
+        store.link_entities("default", t.id, [mel.id])
+    newest = store.entity_nodes(NodeFilter(), mel.id, limit=10)
+    assert [n.id for n in newest] == [turns[3].id, turns[2].id]  # the last two links
+    facts = NodeFilter(types=(NodeType.SEMANTIC, NodeType.OPINION))
+    assert [n.id for n in store.entity_nodes(facts, mel.id, limit=2)] == [fact.id]
+
+
 def test_entity_links(store: Store) -> None:
     alice, bob = store.insert_entity(entity("Alice")), store.insert_entity(entity("Bob"))
     acme = store.insert_entity(entity("Acme", mention_count=5))  # wins ties

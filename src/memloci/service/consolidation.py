@@ -158,11 +158,13 @@ class ConsolidationMixin(ServiceCore):
         """The LLM for extraction and enrichment (``settings.llm``; None = rules only).
         Built on first use; assign to inject one."""
         if "_llm" not in self.__dict__:
-            from memloci.providers.llm import load_llm
+            name = self.settings.llm or "none"
+            if name == "none":  # no HTTP client to load (httpx: ~0.3 s)
+                self.__dict__["_llm"] = None
+            else:
+                from memloci.providers.llm import load_llm
 
-            self.__dict__["_llm"] = load_llm(
-                self.settings.llm or "none", **self.settings.llm_options
-            )
+                self.__dict__["_llm"] = load_llm(name, **self.settings.llm_options)
         llm: LLM | None = self.__dict__["_llm"]
         return llm
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from memloci.errors import ConflictError, NotFoundError
 from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short_id
-from memloci.storage.base import NodeFilter
+from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row, owner_tokens, user_from_row
 from memloci.storage.sqlfilter import filter_sql, ts
@@ -420,14 +420,36 @@ class PostgresRecords(PostgresBase):
         return out
 
     def entity_nodes(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[MemoryNode]:
-        """Memories (visible through ``flt``) linked to an entity, newest first."""
+        """Memories (visible through ``flt``) linked to an entity, newest first, among
+        its last :data:`~memloci.storage.base.NEWEST_LINKED` links (by when the memory
+        was stored); types with few memories (facts) are read whole, as on SQLite."""
         where, params = filter_sql(flt, ph="%s")
         with self._reading() as c:
+            if flt.types:  # few memories of these types (facts): read them, exact
+                types = [t.value for t in flt.types]
+                few = (
+                    c.execute(
+                        "SELECT count(*) FROM (SELECT 1 FROM nodes n WHERE n.namespace = ANY(%s)"
+                        " AND n.type = ANY(%s) LIMIT %s) typed",
+                        [list(flt.namespaces), types, NEWEST_LINKED + 1],
+                    ).fetchone()[0]
+                    <= NEWEST_LINKED
+                )
+                if few:
+                    rows = c.execute(
+                        f"SELECT {NODE_COLS} FROM nodes n WHERE {where} AND EXISTS"
+                        " (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
+                        " AND ne.entity_id = %s) ORDER BY n.created_at DESC, n.seq DESC"
+                        " LIMIT %s",
+                        [*params, entity_id, limit],
+                    ).fetchall()
+                    return [node_from_row(r) for r in rows]
             rows = c.execute(
-                f"SELECT {NODE_COLS} FROM node_entities ne JOIN nodes n ON n.id = ne.node_id"
-                f" WHERE ne.entity_id = %s AND {where}"
-                " ORDER BY n.created_at DESC, n.seq DESC LIMIT %s",
-                [entity_id, *params, limit],
+                f"SELECT {NODE_COLS} FROM (SELECT ne.node_id FROM node_entities ne"
+                " JOIN nodes m ON m.id = ne.node_id WHERE ne.entity_id = %s"
+                " ORDER BY m.seq DESC LIMIT %s) last JOIN nodes n ON n.id = last.node_id"
+                f" WHERE {where} ORDER BY n.created_at DESC, n.seq DESC LIMIT %s",
+                [entity_id, NEWEST_LINKED, *params, limit],
             ).fetchall()
         return [node_from_row(r) for r in rows]
 

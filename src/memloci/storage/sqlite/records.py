@@ -13,7 +13,7 @@ from typing import Any
 
 from memloci.errors import ConflictError, NotFoundError
 from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short_id
-from memloci.storage.base import NodeFilter
+from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row, owner_tokens, user_from_row
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite.base import IntegrityError, SQLiteBase, chunks, qs
@@ -423,14 +423,39 @@ class SQLiteRecords(SQLiteBase):
         return out
 
     def entity_nodes(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[MemoryNode]:
-        """Memories (visible through ``flt``) linked to an entity, newest first."""
+        """Memories (visible through ``flt``) linked to an entity, newest first, among
+        its last :data:`~memloci.storage.base.NEWEST_LINKED` links (bounded work for a
+        speaker linked to every turn they said: the context block asks on every call).
+        When ``flt`` names types that have few memories (the facts of a conversation
+        store), those are read instead, each checked for the link: exact and cheaper."""
         where, params = filter_sql(flt)
         with self._reading() as c:
+            if flt.types:
+                types = [t.value for t in flt.types]
+                few = (
+                    c.execute(
+                        "SELECT count(*) FROM (SELECT 1 FROM nodes n INDEXED BY nodes_ns_type"
+                        f" WHERE n.namespace IN ({qs(flt.namespaces)}) AND n.type IN ({qs(types)})"
+                        " LIMIT ?)",
+                        [*flt.namespaces, *types, NEWEST_LINKED + 1],
+                    ).fetchone()[0]
+                    <= NEWEST_LINKED
+                )
+                if few:
+                    rows = c.execute(
+                        f"SELECT {_NODE_COLS} FROM nodes n WHERE {where} AND EXISTS"
+                        " (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
+                        " AND ne.entity_id = ?) ORDER BY n.created_at DESC, n.rowid DESC"
+                        " LIMIT ?",
+                        [*params, entity_id, limit],
+                    ).fetchall()
+                    return [node_from_row(r) for r in rows]
             rows = c.execute(
-                f"SELECT {_NODE_COLS} FROM node_entities ne JOIN nodes n ON n.id = ne.node_id"
-                f" WHERE ne.entity_id = ? AND {where}"
+                f"SELECT {_NODE_COLS} FROM (SELECT node_id FROM node_entities"
+                " WHERE entity_id = ? ORDER BY rowid DESC LIMIT ?) ne"
+                f" CROSS JOIN nodes n ON n.id = ne.node_id WHERE {where}"
                 " ORDER BY n.created_at DESC, n.rowid DESC LIMIT ?",
-                [entity_id, *params, limit],
+                [entity_id, NEWEST_LINKED, *params, limit],
             ).fetchall()
         return [node_from_row(r) for r in rows]
 
