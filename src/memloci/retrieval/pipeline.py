@@ -105,12 +105,15 @@ class Retriever:
         if graphs:
             # stage 1, still while the query is being embedded: what the query names
             graph = anchored(self.store, flt, query, limit=n)
+        key = None  # also while the query is being embedded (listed after the vectors)
+        if "key" in strategies and 0 < len(terms(query)) <= 6:
+            key = self.store.key_search(flt, key_form(query), n)
         query_vector = qv.result(vector) if qv is not None else None
         if query_vector is not None:
             ranked["vector"] = scan.result()
+        if key is not None:
+            ranked["key"] = key
         down = qv.down if qv is not None else None
-        if "key" in strategies and 0 < len(terms(query)) <= 6:
-            ranked["key"] = self.store.key_search(flt, key_form(query), n)
         weights = {
             "fulltext": self.settings.weight_fulltext,
             "vector": self.settings.weight_vector,
