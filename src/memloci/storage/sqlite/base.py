@@ -16,6 +16,7 @@ from typing import Any
 
 from memloci.errors import EmbeddingModelError, StorageError
 from memloci.storage.base import migration_scripts
+from memloci.storage.sqlite.checkpoint import WAL_BOUND, Checkpointer
 from memloci.storage.sqlite.vecindex import VectorIndex
 
 try:  # pragma: no cover - depends on the platform
@@ -91,6 +92,10 @@ class SQLiteBase:
         self._writer = _connect(self.path, self._busy_timeout)
         self._writer.execute("PRAGMA journal_mode = WAL")
         self._writer.execute("PRAGMA synchronous = NORMAL")
+        self._checkpoints: Checkpointer | None = None
+        if not self._memory:  # checkpoints run on a thread, rarely inside a commit
+            self._writer.execute(f"PRAGMA wal_autocheckpoint = {WAL_BOUND}")
+            self._checkpoints = Checkpointer(lambda: _connect(self.path, self._busy_timeout))
         self._local = threading.local()
         self._readers: list[Any] = []
         self._closed = False
@@ -136,6 +141,8 @@ class SQLiteBase:
                 raise
             else:
                 conn.execute("COMMIT")
+                if self._checkpoints is not None:
+                    self._checkpoints.committed()
             finally:
                 self._depth -= 1
                 self._tx_thread = None
@@ -242,6 +249,8 @@ class SQLiteBase:
         with self._reads_done:
             self._closed = True
             self._reads_done.wait_for(lambda: self._active_reads == 0, CLOSE_WAIT)
+        if self._checkpoints is not None:  # the last connection to close checkpoints
+            self._checkpoints.close()
         with self._wlock:
             with contextlib.suppress(Exception):  # refresh planner statistics (cheap)
                 self._writer.execute("PRAGMA optimize")

@@ -203,8 +203,9 @@ class SQLitePrivacy(SQLiteBase):
     def _truncate_wal(self) -> bool:
         if self._memory:
             return True
+        background = self._checkpoints.lock if self._checkpoints else contextlib.nullcontext()
         for attempt in range(_CHECKPOINT_TRIES):
-            with contextlib.suppress(OperationalError):
+            with background, contextlib.suppress(OperationalError):
                 busy, _log, _done = self._writer.execute(
                     "PRAGMA wal_checkpoint(TRUNCATE)"
                 ).fetchone()
