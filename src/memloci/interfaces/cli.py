@@ -192,14 +192,15 @@ def main() -> None:
     a daemon is still running, the ordinary exit waits for it as usual."""
     try:
         app(prog_name="memloci")
-        code: int | str | None = 0
+        code: object = 0
     except SystemExit as exc:
         code = exc.code
-    if isinstance(code, str):  # sys.exit("message"): printed, exit status 1
+    if code is not None and not isinstance(code, int):  # sys.exit("message"): as Python
         print(code, file=sys.stderr)
         code = 1
-    status = 0 if code is None else code
-    if any(t.is_alive() and not t.daemon for t in _other_threads()):
+    status = code or 0
+    main_thread = threading.main_thread()
+    if any(t.is_alive() and not t.daemon and t is not main_thread for t in threading.enumerate()):
         sys.exit(status)
     try:
         sys.stdout.flush()
@@ -208,10 +209,6 @@ def main() -> None:
         status = status or 1
     logging.shutdown()
     os._exit(status)
-
-
-def _other_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t is not threading.main_thread()]
 
 
 if __name__ == "__main__":
