@@ -189,7 +189,17 @@ def main() -> None:
     the interpreter down (the loaded model's session, numpy, every module) took ~0.2 s
     of each one-shot command and does nothing a finished command needs — its stores are
     closed by then (SQLite's WAL would recover them anyway). When a thread that is not
-    a daemon is still running, the ordinary exit waits for it as usual."""
+    a daemon is still running, the ordinary exit waits for it as usual.
+
+    Two defaults for the process, each kept when the variable is already set:
+    ``OPENBLAS_NUM_THREADS=1`` — numpy's OpenBLAS otherwise starts a thread per core at
+    import that spins ~0.1 s of CPU beside the model loading, and memloci runs every
+    product on one BLAS thread anyway (:mod:`memloci.blas`); and
+    ``PYDANTIC_DISABLE_PLUGINS=1`` (set it empty to load plugins) — looking for them
+    reads every installed package's metadata, ~50-80 ms of each start, and no memloci
+    command uses one."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     try:
         app(prog_name="memloci")
         code: object = 0

