@@ -38,3 +38,35 @@ def test_exit_codes_survive(tmp_path: Path) -> None:
     usage = _memloci("memory", "no-such-command", cwd=tmp_path)
     assert usage.returncode == 2 and "No such command" in usage.stderr
     assert _memloci("--help", cwd=tmp_path).returncode == 0
+
+
+def test_a_search_with_the_bundled_model_takes_the_fast_exit(tmp_path: Path) -> None:
+    """The query-embedding pool's workers stay alive after a search; they are memloci's
+    own and idle, so the command still leaves through os._exit (the ordinary exit tore the
+    interpreter down, ~0.2 s); a thread the caller started still holds the exit."""
+    db = str(tmp_path / "m.db")
+    with Memory(db) as m:
+        m.remember("Sam lives in Lisbon", user="sam")
+    code = (
+        "import sys, threading, os\n"
+        "hold = len(sys.argv) > 2\n"
+        "sys.argv = ['memloci', 'memory', 'search', 'where does Sam live', '--db', sys.argv[1]]\n"
+        "import memloci.interfaces.cli as cli\n"
+        "real_exit = os._exit\n"
+        "def fast(status):\n"
+        "    print('fast exit', [t.name for t in cli._foreign_threads()], flush=True)\n"
+        "    real_exit(status)\n"
+        "os._exit = fast\n"
+        "if hold:\n"
+        "    stop = threading.Event()\n"
+        "    threading.Thread(target=lambda: stop.wait(1.0), name='callers-job').start()\n"
+        "cli.main()\n"
+    )
+    fast = subprocess.run([sys.executable, "-c", code, db], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)  # fmt: skip
+    assert fast.returncode == 0, fast.stderr
+    assert "Lisbon" in fast.stdout and "fast exit []" in fast.stdout
+    held = subprocess.run([sys.executable, "-c", code, db, "with-a-thread"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert held.returncode == 0, held.stderr
+    assert "Lisbon" in held.stdout and "fast exit" not in held.stdout

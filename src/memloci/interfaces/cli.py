@@ -182,6 +182,19 @@ def demo(
         say(f"  {line}")
 
 
+def _foreign_threads() -> list[threading.Thread]:
+    """Live non-daemon threads other than the main one and memloci's own workers (the
+    query-embedding pool's threads, named ``memloci-…``, stay alive idle after a search
+    and have nothing left to finish once the command has returned)."""
+    main_thread = threading.main_thread()
+    return [
+        t
+        for t in threading.enumerate()
+        if t.is_alive() and not t.daemon and t is not main_thread
+        and not t.name.startswith("memloci-")
+    ]  # fmt: skip
+
+
 def main() -> None:
     """Entry point of the ``memloci`` command.
 
@@ -209,8 +222,7 @@ def main() -> None:
         print(code, file=sys.stderr)
         code = 1
     status = code or 0
-    main_thread = threading.main_thread()
-    if any(t.is_alive() and not t.daemon and t is not main_thread for t in threading.enumerate()):
+    if _foreign_threads():
         sys.exit(status)
     try:
         sys.stdout.flush()
