@@ -700,6 +700,25 @@ def test_fulltext_scores_higher_is_better_and_stems(store: Store) -> None:
     assert len(store.fulltext(flt(), '"coffee"', 1)) == 1
 
 
+def test_match_weight_is_the_sum_of_the_words_idf(store: Store) -> None:
+    """The bm25 of a memory holding each query word once: Σ ln((N − df + ½) / (df + ½))
+    over the whole index, words as the index holds them (stemmed); 0 when empty."""
+    for i in range(9):
+        store.insert_node(make_node(f"the cat sat on mat number {i}"))
+    store.insert_node(make_node("she was running for coffee", namespace="other"))
+
+    def idf(df: int, total: int = 10) -> float:
+        return max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
+
+    assert store.match_weight('"coffee"') == pytest.approx(idf(1), rel=1e-6)
+    assert store.match_weight('"runs"') == pytest.approx(idf(1), rel=1e-6)  # stem "run"
+    assert store.match_weight('"cat"') == pytest.approx(1e-6, abs=1e-6)  # in 9 of 10
+    assert store.match_weight('"zebra"') == pytest.approx(idf(0), rel=1e-6)
+    both = store.match_weight('"coffee" OR "zebra"')
+    assert both == pytest.approx(idf(1) + idf(0), rel=1e-6)
+    assert store.match_weight("   ") == 0.0
+
+
 def test_fulltext_matches_keys_with_separators_as_words(store: Store) -> None:
     node = store.insert_node(make_node("stored value here", key="favourite_colour"))
     assert [h[0] for h in store.fulltext(flt(), '"colour"', 5)] == [node.id]

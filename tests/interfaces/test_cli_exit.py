@@ -57,9 +57,11 @@ def test_a_search_with_the_bundled_model_takes_the_fast_exit(tmp_path: Path) -> 
         "    print('fast exit', [t.name for t in cli._foreign_threads()], flush=True)\n"
         "    real_exit(status)\n"
         "os._exit = fast\n"
+        "def job():  # runs until the interpreter's own exit stops the main thread\n"
+        "    while threading.main_thread().is_alive():\n"
+        "        threading.Event().wait(0.05)\n"
         "if hold:\n"
-        "    stop = threading.Event()\n"
-        "    threading.Thread(target=lambda: stop.wait(1.0), name='callers-job').start()\n"
+        "    threading.Thread(target=job, name='callers-job').start()\n"
         "cli.main()\n"
     )
     fast = subprocess.run([sys.executable, "-c", code, db], capture_output=True, text=True,

@@ -165,3 +165,60 @@ def test_a_fact_named_by_its_subject_and_topic_comes_first(real: Memory) -> None
     assert real.flush(60)
     hits = real.search("What is the name of Sam's dog?", user="u1", namespace="dog", k=3)
     assert hits[0].memory.content == "Sam's dog is a beagle called Max"
+
+
+def test_lexical_evidence_is_scaled_by_the_query_weight() -> None:
+    """When the best full-text match misses the query's rare words (the query weighs
+    more than any match scores), the whole list counts for less; the order stays."""
+    alone = lexical([("a", 4.0), ("b", 2.0)]).items
+    weighed = lexical([("a", 4.0), ("b", 2.0)], weight=12.0).items
+    assert [i for i, _, _ in weighed] == ["a", "b"]
+    assert alone[0][2] == pytest.approx(0.8) and weighed[0][2] == pytest.approx(4 / 13)
+    # a query whose words the best match all holds: the weight changes nothing
+    assert lexical([("a", 4.0)], weight=3.0).items == lexical([("a", 4.0)]).items
+
+
+@pytest.mark.slow
+def test_a_name_shared_by_every_fact_does_not_outrank_the_answer(real: Memory) -> None:
+    """In one person's store their name is in most facts, yet rare across the whole index
+    (other users' stores): a fact sharing only the name must not beat the fact that
+    answers by meaning ("hurt" ~ "injury"). The name is the entity list's constraint."""
+    others = ["enjoys long walks by the river", "plays chess on Sundays", "works as a nurse",
+              "grows tomatoes on the balcony", "collects old maps", "bakes bread every week",
+              "learned to swim last summer", "volunteers at the library"]  # fmt: skip
+    for n, name in enumerate(("Dana", "Omar", "Priya", "Tomas", "Yuki", "Lars", "Ines")):
+        for text in others:
+            real.remember(f"{name} {text}", subject=name, user=f"other-{n}", namespace="hurt")
+    facts = [
+        "Melanie bought figurines that remind her of family love",
+        "Melanie has been married for 5 years",
+        "Melanie created a painting inspired by autumn",
+        "Melanie loves painting landscapes and still life",
+        "Melanie has pets including a cat named Bailey",
+        "Melanie had a setback due to an injury and took a break from running",
+        "Melanie's family visited the Grand Canyon and enjoyed it",
+        "Melanie went camping with her family two weekends ago",
+        "Melanie values family time and finds it special",
+        "Melanie signed up for a pottery class",
+        "Melanie is realizing the importance of self-care",
+        "Melanie took her kids to the museum",
+        "Melanie reads to her children every night",
+        "Melanie ran a charity race for a local shelter",
+        "Melanie plays the clarinet",
+        "Melanie went to a concert with her husband",
+    ]
+    for fact in facts:
+        real.remember(fact, subject="Melanie", user="u1", namespace="hurt")
+    assert real.flush(60)
+    link_all(real, "hurt")
+    hits = real.search("When did Melanie get hurt?", user="u1", namespace="hurt", k=3)
+    assert hits[0].memory.content.startswith("Melanie had a setback due to an injury")
+    assert "meaning #1" in hits[0].why
+
+
+def link_all(mem: Memory, namespace: str) -> None:
+    """Link every memory of ``namespace`` to the entities it names now (the worker does
+    this in the background)."""
+    store = mem.service.store
+    ids = [n.id for n in mem.list(namespace=namespace, limit=500)]
+    link_mentions(store, ids, now=datetime.now(UTC), register=True)

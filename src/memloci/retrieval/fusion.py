@@ -5,14 +5,18 @@ in ``[0, 1]`` — higher is better, comparable across queries and stores.
 Evidence per strategy (how strongly *this* list says a memory is relevant):
 
 * **lexical** (full text, the entity and time lists): FTS5 ``-bm25`` scores ``r``
-  become ``r / (r_top + h)``. The ratio to the query's best match keeps the order;
-  ``h`` (:data:`LEXICAL_HALF`, the score of one word found in about a quarter of the
-  memories) discounts a list whose best match is weak. bm25's IDF already gives a
-  word found in most memories (a speaker label, "user") a near-zero score, so such a
-  list ends up near zero instead of counting like a decisive match — and that holds
-  for a three-memory store as for a million-memory one, with no store statistics.
-  Any match keeps at least :data:`LEXICAL_FLOOR`: with one or two memories bm25's
-  IDF is zero for every word, yet a matching word still says something.
+  become ``r / (max(r_top, W) + h)``. The ratio keeps the order; ``W`` is the query's
+  *weight*, the bm25 a memory holding each query word once would score (the sum of the
+  words' IDF, ``Store.match_weight``): when the best match misses the query's rarest
+  words — no memory says "hurt" or "Robin", the best ones only share a common word —
+  the whole list counts for little, and meaning decides. ``h`` (:data:`LEXICAL_HALF`,
+  the score of one word found in about a quarter of the memories) discounts a list
+  whose best match is weak. bm25's IDF already gives a word found in most memories (a
+  speaker label, "user") a near-zero score, so such a list ends up near zero instead
+  of counting like a decisive match — and that holds for a three-memory store as for
+  a million-memory one. Any match keeps at least :data:`LEXICAL_FLOOR`: with one or
+  two memories bm25's IDF is zero for every word, yet a matching word still says
+  something.
 * **semantic** (vector): cosine ``c`` counts by how far it stands above the
   *background* — the median cosine of the candidate list —, relative to the headroom:
   ``(c − bg) / (1 − bg)``. In a large store the candidates are all on topic, so only a
@@ -42,7 +46,7 @@ LEXICAL_HALF = 1.0  # bm25 of one content word found in ~27% of the memories (id
 LEXICAL_FLOOR = 0.1  # any match counts a little: in a store of 1-2 memories idf is ~0
 PRIOR_BACKGROUND = 0.2  # MiniLM-class cosine of unrelated sentences (0.0-0.2)
 MIN_BACKGROUND = 10  # candidates needed before the list's own median is the background
-NAME_ONLY = 0.5  # evidence of the newest memory of an entity the query only names
+NAME_ONLY = 0.5  # evidence of each memory of a named entity when the rest matches none
 
 
 @dataclass
@@ -64,11 +68,13 @@ class Scored:
     items: Sequence[tuple[str, float, float]]
 
 
-def lexical(results: Sequence[tuple[str, float]], *, top: float | None = None) -> Scored:
-    """bm25 scores (higher is better) → evidence ``r / (top + h)``; ``top`` defaults to
-    the list's best score (pass the main full-text top to put a sub-list on its scale)."""
+def lexical(
+    results: Sequence[tuple[str, float]], *, top: float | None = None, weight: float = 0.0
+) -> Scored:
+    """bm25 scores (higher is better) → evidence ``r / (max(top, weight) + h)``; ``top``
+    defaults to the list's best score, ``weight`` is the query's (module docstring)."""
     best = max((r for _, r in results), default=0.0) if top is None else top
-    scale = max(best, 0.0) + LEXICAL_HALF
+    scale = max(best, weight, 0.0) + LEXICAL_HALF
     return Scored([(i, r, max(_clip(r / scale), LEXICAL_FLOOR)) for i, r in results])
 
 
@@ -123,22 +129,26 @@ def fuse_lists(
     weights: Mapping[str, float],
     weight_graph: float,
     seeds: Mapping[str, float] | None = None,
+    *,
+    query_weight: float = 0.0,
 ) -> list[Fused]:
     """Every strategy's ranked ``(id, raw score)`` list → evidence → one order.
 
     ``ranked`` holds ``fulltext`` (bm25), ``vector`` (cosine) and ``key``; ``graph``
     the graph strategies. The entity and time lists are full text inside a constraint
     (the entity named, the time window), so their evidence is lexical on their own
-    scale; when the query is nothing but the entity's name, its memories get a mild
-    boost, newest first. A walk's node carries the relevance of the best seed
+    scale; when the query's other words match none of the entity's memories, its
+    (newest) memories all get the same mild boost and meaning orders them (a full-text
+    only search keeps them newest first). A walk's node carries the relevance of the best seed
     (``seeds``: the stage-1 score of each seed) times its share on the walk
-    (``1/rank · 2^-steps``); the seeds themselves gain nothing from their own walk."""
+    (``1/rank · 2^-steps``); the seeds themselves gain nothing from their own walk.
+    ``query_weight`` is the full-text query's weight (``Store.match_weight``)."""
     lists: dict[str, Scored] = {}
     for name, results in ranked.items():
         if name == "vector":
             lists[name] = semantic(results)
         elif name == "fulltext":
-            lists[name] = lexical(results)
+            lists[name] = lexical(results, weight=query_weight)
         else:
             lists[name] = direct(results)
     best = max(seeds.values(), default=0.0) if seeds else 0.0
@@ -146,11 +156,9 @@ def fuse_lists(
         reasons = graph.reasons.get(name, {})
         walked = any(r.startswith("shares ") for r in reasons.values())
         if name in ("entity", "time") and not walked and any(r for _, r in results):
-            lists[name] = lexical(results)
+            lists[name] = lexical(results, weight=query_weight)
         elif name == "entity" and not walked:
-            lists[name] = Scored(
-                [(i, r, NAME_ONLY / (1 + n / 10)) for n, (i, r) in enumerate(results)]
-            )
+            lists[name] = Scored([(i, r, NAME_ONLY) for i, r in results])
         else:
             share = [(i, r) for i, r in results if not reasons.get(i, "").endswith("seed")]
             lists[name] = Scored([(i, r, _clip(r) * best) for i, r in share])

@@ -64,11 +64,19 @@ class GraphLists:
             self.reasons[name] = reasons
 
 
-def anchored(store: Store, flt: NodeFilter, query: str, *, limit: int) -> GraphLists:
+def anchored(
+    store: Store,
+    flt: NodeFilter,
+    query: str,
+    *,
+    limit: int,
+    named: list[tuple[str, Entity]] | None = None,
+) -> GraphLists:
     """Stage 1, before any seed is known: what the query itself names — its entities
-    (any intent) and its time window."""
+    (any intent; ``named`` when the caller has looked them up) and its time window."""
     out = GraphLists()
-    named = store.entities_in_text(flt.namespaces, query)
+    if named is None:
+        named = store.entities_in_text(flt.namespaces, query)
     if named:
         named_entities(store, flt, query, named, out, limit=limit)
     window = time_window(query)

@@ -21,7 +21,7 @@ score (``rerank_weight``); a reranker that fails leaves the fused order and says
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from memloci.config import Settings
 from memloci.errors import ProviderError, ValidationError
-from memloci.models import MemoryNode, SearchHit
+from memloci.models import Entity, MemoryNode, SearchHit
 from memloci.providers.base import Embedder, Reranker, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import Fused, fuse_lists, rerank
@@ -100,11 +100,15 @@ class Retriever:
             vector = qv.start(query, then=scan)
         graphs = "graph" in strategies and self.settings.weight_graph > 0
         graph = GraphLists()
+        named = self.store.entities_in_text(flt.namespaces, query) if graphs else []
+        query_weight = 0.0
         if "fulltext" in strategies:
-            ranked["fulltext"] = self.store.fulltext(flt, fts_match(query), n)
+            match = fts_match(_without_names(query, named))
+            ranked["fulltext"] = self.store.fulltext(flt, match, n)
+            query_weight = self.store.match_weight(match)
         if graphs:
             # stage 1, still while the query is being embedded: what the query names
-            graph = anchored(self.store, flt, query, limit=n)
+            graph = anchored(self.store, flt, query, limit=n, named=named)
         key = None  # also while the query is being embedded (listed after the vectors)
         if "key" in strategies and 0 < len(terms(query)) <= 6:
             key = self.store.key_search(flt, key_form(query), n)
@@ -119,7 +123,7 @@ class Retriever:
             "vector": self.settings.weight_vector,
             "key": self.settings.weight_key,
         }
-        fused = self._fuse(ranked, weights, graph)
+        fused = self._fuse(ranked, weights, graph, query_weight=query_weight)
         if graphs:
             # stage 2: walks from the seeds, the top hits so far
             plan = self.plan(query, vector)
@@ -128,7 +132,7 @@ class Retriever:
             walks(self.store, flt, query, plan, [f.id for f in top_seeds], graph)
             if len(graph.lists) > walked:
                 relevance = {f.id: f.score for f in top_seeds}
-                fused = self._fuse(ranked, weights, graph, relevance)
+                fused = self._fuse(ranked, weights, graph, relevance, query_weight=query_weight)
         reranking = self.reranker is not None and recipe in RERANKED
         top = fused[: max(k, self.settings.rerank_candidates) if reranking else k]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in top])}
@@ -172,8 +176,12 @@ class Retriever:
         weights: dict[str, float],
         graph: GraphLists,
         seeds: dict[str, float] | None = None,
+        *,
+        query_weight: float = 0.0,
     ) -> list[Fused]:
-        return fuse_lists(ranked, graph, weights, self.settings.weight_graph, seeds)
+        return fuse_lists(
+            ranked, graph, weights, self.settings.weight_graph, seeds, query_weight=query_weight
+        )
 
     def plan(self, query: str, vector: Future[npt.NDArray[np.float32]] | None = None) -> QueryPlan:
         """The query's intent and complexity (exemplars with an embedder, rules without);
@@ -186,6 +194,19 @@ class Retriever:
             embedder=self.embedder,
             vector=(lambda: qv.result(vector)) if vector is not None else None,
         )
+
+
+def _without_names(query: str, named: Sequence[tuple[str, Entity]]) -> str:
+    """The query's words minus the names of the entities it names, when other words are
+    left: the entity list already holds the memories linked to them, ranked by the other
+    words, and in one person's store their name is in most memories yet rare across
+    everyone's (bm25's IDF counts the whole index), so a memory sharing only the name
+    would otherwise count as a strong full-text match."""
+    if not named:
+        return query
+    names = {w for name, _ in named for w in terms(name)}
+    rest = [t for t in terms(query) if t not in names]
+    return " ".join(rest) if rest else query
 
 
 class _VectorScan:

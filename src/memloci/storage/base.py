@@ -209,6 +209,12 @@ class Store(Protocol):
 
     # search primitives (higher score = better)
     def fulltext(self, flt: NodeFilter, match: str, limit: int) -> list[tuple[str, float]]: ...
+    def match_weight(self, match: str) -> float:
+        """The bm25 of a memory holding each word of ``match`` (a :meth:`fulltext`
+        expression) once: the sum of the words' IDF over the whole full-text index (as
+        bm25 computes it; 0 for an empty match). Fusion scales lexical evidence by it."""
+        ...
+
     def vector_search(
         self, flt: NodeFilter, query: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]]: ...

@@ -142,8 +142,28 @@ def bm25(
 
 
 def idf_of(total: int, df: int) -> float:
-    """FTS5's IDF (never below 1e-6)."""
-    return max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
+    """FTS5's IDF (never below 1e-6, and defined when a count is newer than ``total``)."""
+    return max(math.log((max(total, df) - df + 0.5) / (df + 0.5)), 1e-6)
+
+
+def lexemes_of(c: Any, texts: Sequence[str]) -> list[str]:
+    """The distinct lexemes PostgreSQL indexes for ``texts`` (sorted)."""
+    return [
+        str(r[0])
+        for r in c.execute(
+            "SELECT DISTINCT lexeme FROM unnest(to_tsvector('memloci', %s)) ORDER BY 1",
+            (" ".join(texts),),
+        ).fetchall()
+    ]
+
+
+def weight(c: Any, stats: TermStats, table: str, texts: Sequence[str]) -> float:
+    """Σ IDF of the lexemes of ``texts`` over ``table`` (see ``Store.match_weight``)."""
+    lexemes = lexemes_of(c, texts)
+    if not lexemes:
+        return 0.0
+    total, dfs = stats.get(c, table, lexemes)
+    return sum(idf_of(max(total, 1), dfs[lx]) for lx in lexemes)
 
 
 def ranked(
@@ -166,13 +186,7 @@ def ranked(
     ``where``; best first (ties: older rows first). ``whole_needed=False`` when the
     query is single words joined by OR (the per-word candidates cover it; ranking the
     whole OR query by cover density is the slow part). See the module docstring."""
-    lexemes = [
-        str(r[0])
-        for r in c.execute(
-            "SELECT DISTINCT lexeme FROM unnest(to_tsvector('memloci', %s)) ORDER BY 1",
-            (" ".join(texts),),
-        ).fetchall()
-    ]
+    lexemes = lexemes_of(c, texts)
     if not lexemes:  # nothing but punctuation: no row can match
         return []
     per = max(PER_LEXEME, limit)

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memloci.errors import EmbeddingModelError
+from memloci.errors import EmbeddingModelError, ValidationError
 from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.postgres.base import PostgresBase
-from memloci.storage.postgres.ranking import ranked
+from memloci.storage.postgres.ranking import ranked, weight
 from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.sqlfilter import filter_sql
 
@@ -129,6 +129,16 @@ class PostgresSearch(PostgresBase):
                 weights=NODE_WEIGHTS,
             )
         return [(str(i), s) for i, s in found]
+
+    def match_weight(self, match: str) -> float:
+        if not match.strip():
+            return 0.0
+        try:
+            _, texts = to_tsquery_sql(match)
+        except ValidationError:
+            return 0.0
+        with self._reading() as c:
+            return weight(c, self._terms, "nodes", texts)
 
     # ------------------------------------------------------------------ keys
     def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:

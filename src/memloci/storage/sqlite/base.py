@@ -52,7 +52,18 @@ def _connect(path: str, busy_timeout: float = 30.0) -> Any:
     conn.enable_load_extension(True)
     sqlite_vec.load(conn)
     conn.enable_load_extension(False)
+    # per-connection (temp) view of the full-text index's terms: document counts for
+    # SQLiteSearch.match_weight (memloci.storage.sqlite.terms)
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.nodes_fts_vocab"
+        " USING fts5vocab(main, nodes_fts, 'row')"
+    )
     return conn
+
+
+def scratch_connection() -> Any:
+    """A private in-memory database on the same SQLite library (FTS5, its tokenizers)."""
+    return sqlite3.connect(":memory:", check_same_thread=False)
 
 
 def _split_sql(script: str) -> list[str]:

@@ -7,6 +7,7 @@ similarity, key search returns 1.0 / 0.8 / 0.6 for exact / prefix / contained.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.rows import owner_match
 from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
+from memloci.storage.sqlite.terms import TermStats
 from memloci.storage.sqlite.vecindex import VectorIndex
 
 # FTS5 column weights: content, speaker, previous turn, next turn, date words, key + subject.
@@ -115,6 +117,19 @@ class SQLiteSearch(SQLiteBase):
         except OperationalError as exc:
             raise ValidationError(f"bad full-text query: {exc}") from exc
         return [(r[0], -float(r[1])) for r in rows]
+
+    @functools.cached_property
+    def _term_stats(self) -> TermStats:
+        return TermStats()
+
+    def match_weight(self, match: str) -> float:
+        if not match.strip():
+            return 0.0
+        try:
+            with self._reading() as c:
+                return self._term_stats.weight(c, match)
+        except OperationalError:  # no full-text index yet, or no vocabulary view
+            return 0.0
 
     # ------------------------------------------------------------------ keys
     def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:
