@@ -49,6 +49,22 @@ class TermStats:
         self._lock = threading.Lock()
         self._values: dict[tuple[str, str], tuple[float, int]] = {}
         self._mce: dict[str, tuple[float, dict[str, float]]] = {}
+        self._lexemes: dict[str, list[str]] = {}  # query text -> its lexemes (pure)
+
+    def lexemes(self, c: Any, texts: Sequence[str]) -> list[str]:
+        """:func:`lexemes_of`, remembered per text (the text search configuration only
+        changes with a migration): a search's full-text list and its query weight
+        parse the query once."""
+        text = " ".join(texts)
+        with self._lock:
+            found = self._lexemes.get(text)
+        if found is None:
+            found = lexemes_of(c, texts)
+            with self._lock:
+                if len(self._lexemes) > 4096:
+                    self._lexemes.clear()
+                self._lexemes[text] = found
+        return found
 
     def get(self, c: Any, table: str, lexemes: Sequence[str]) -> tuple[int, dict[str, int]]:
         """``(rows in table, {lexeme: rows holding it})``, counted or cached."""
@@ -159,7 +175,7 @@ def lexemes_of(c: Any, texts: Sequence[str]) -> list[str]:
 
 def weight(c: Any, stats: TermStats, table: str, texts: Sequence[str]) -> float:
     """Σ IDF of the lexemes of ``texts`` over ``table`` (see ``Store.match_weight``)."""
-    lexemes = lexemes_of(c, texts)
+    lexemes = stats.lexemes(c, texts)
     if not lexemes:
         return 0.0
     total, dfs = stats.get(c, table, lexemes)
@@ -186,7 +202,7 @@ def ranked(
     ``where``; best first (ties: older rows first). ``whole_needed=False`` when the
     query is single words joined by OR (the per-word candidates cover it; ranking the
     whole OR query by cover density is the slow part). See the module docstring."""
-    lexemes = lexemes_of(c, texts)
+    lexemes = stats.lexemes(c, texts)
     if not lexemes:  # nothing but punctuation: no row can match
         return []
     per = max(PER_LEXEME, limit)
