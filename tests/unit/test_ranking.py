@@ -222,3 +222,22 @@ def link_all(mem: Memory, namespace: str) -> None:
     store = mem.service.store
     ids = [n.id for n in mem.list(namespace=namespace, limit=500)]
     link_mentions(store, ids, now=datetime.now(UTC), register=True)
+
+
+def test_a_name_is_still_searched_when_no_memory_of_the_caller_is_linked_to_it(
+    make_memory: MakeMemory,
+) -> None:
+    """Full text leaves a name out only when the entity list holds that entity's
+    memories; when none of the caller's are linked to it yet (the worker links them in
+    the background), the name is still a word to match."""
+    mem = make_memory(embedder=None)
+    other = mem.add(
+        [{"role": "user", "content": "Had lunch with Ana today", "name": "Lee"}],
+        user="u2", session="s",
+    )  # fmt: skip
+    link_mentions(mem.service.store, [n.id for n in other], now=datetime.now(UTC), register=True)
+    assert [e.canonical_name for _, e in mem.service.store.entities_in_text(["default"], "Ana")]
+    mem.add("Ana is my sister", user="u1", session="s")  # not linked yet
+    mem.add("I like hiking in the hills", user="u1", session="s")
+    hits = mem.search("What are Ana's hobbies?", user="u1")
+    assert hits and hits[0].memory.content == "Ana is my sister"

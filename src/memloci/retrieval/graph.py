@@ -57,6 +57,7 @@ class GraphLists:
 
     lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     reasons: dict[str, dict[str, str]] = field(default_factory=dict)
+    named: list[tuple[str, Entity]] = field(default_factory=list)  # entities the query names
 
     def add(self, name: str, ranked: list[tuple[str, float]], reasons: dict[str, str]) -> None:
         if ranked:
@@ -64,19 +65,11 @@ class GraphLists:
             self.reasons[name] = reasons
 
 
-def anchored(
-    store: Store,
-    flt: NodeFilter,
-    query: str,
-    *,
-    limit: int,
-    named: list[tuple[str, Entity]] | None = None,
-) -> GraphLists:
+def anchored(store: Store, flt: NodeFilter, query: str, *, limit: int) -> GraphLists:
     """Stage 1, before any seed is known: what the query itself names — its entities
-    (any intent; ``named`` when the caller has looked them up) and its time window."""
+    (any intent; kept in ``named``) and its time window."""
     out = GraphLists()
-    if named is None:
-        named = store.entities_in_text(flt.namespaces, query)
+    named = out.named = store.entities_in_text(flt.namespaces, query)
     if named:
         named_entities(store, flt, query, named, out, limit=limit)
     window = time_window(query)

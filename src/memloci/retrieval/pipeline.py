@@ -100,15 +100,16 @@ class Retriever:
             vector = qv.start(query, then=scan)
         graphs = "graph" in strategies and self.settings.weight_graph > 0
         graph = GraphLists()
-        named = self.store.entities_in_text(flt.namespaces, query) if graphs else []
-        query_weight = 0.0
-        if "fulltext" in strategies:
-            match = fts_match(_without_names(query, named))
-            ranked["fulltext"] = self.store.fulltext(flt, match, n)
-            query_weight = self.store.match_weight(match)
         if graphs:
             # stage 1, still while the query is being embedded: what the query names
-            graph = anchored(self.store, flt, query, limit=n, named=named)
+            graph = anchored(self.store, flt, query, limit=n)
+        query_weight = 0.0
+        if "fulltext" in strategies:
+            # names the entity list holds are its constraint, not words to match
+            constrained = graph.named if "entity" in graph.lists else []
+            match = fts_match(_without_names(query, constrained))
+            ranked["fulltext"] = self.store.fulltext(flt, match, n)
+            query_weight = self.store.match_weight(match)
         key = None  # also while the query is being embedded (listed after the vectors)
         if "key" in strategies and 0 < len(terms(query)) <= 6:
             key = self.store.key_search(flt, key_form(query), n)
