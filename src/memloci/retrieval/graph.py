@@ -144,6 +144,12 @@ def _chain_reason(relation: str, seed: str, distance: int, sign: int) -> str:
     return f"temporal chain from [{seed}] ({'+' if sign > 0 else '-'}{distance})"
 
 
+def without_names(query: str, named: Sequence[tuple[str, Entity]]) -> list[str]:
+    """The query's words (:func:`terms`) minus the words of the names in ``named``."""
+    names = {w for name, _ in named for w in terms(name)}
+    return [t for t in terms(query) if t not in names]
+
+
 def named_entities(
     store: Store,
     flt: NodeFilter,
@@ -156,8 +162,7 @@ def named_entities(
     """Memories linked to the entities the query names, ranked by the rest of the query
     (the name is now a constraint, so it no longer counts as a matching word); when the
     rest matches none of them, all of them, newest first."""
-    names = {w for name, _ in named for w in terms(name)}
-    rest = [t for t in terms(query) if t not in names]
+    rest = without_names(query, named)
     ids = [e.id for _, e in named]
     match = fts_match(" ".join(rest))
     ranked = store.entity_fulltext(flt, ids, match, limit) if match else []

@@ -34,7 +34,7 @@ from memloci.models import Entity, MemoryNode, SearchHit
 from memloci.providers.base import Embedder, Reranker, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import Fused, fuse_lists, rerank
-from memloci.retrieval.graph import GraphLists, anchored, walks
+from memloci.retrieval.graph import GraphLists, anchored, walks, without_names
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
 from memloci.retrieval.query import document_text, fts_match, key_form, terms
 from memloci.storage.base import NodeFilter, Store
@@ -203,10 +203,7 @@ def _without_names(query: str, named: Sequence[tuple[str, Entity]]) -> str:
     words, and in one person's store their name is in most memories yet rare across
     everyone's (bm25's IDF counts the whole index), so a memory sharing only the name
     would otherwise count as a strong full-text match."""
-    if not named:
-        return query
-    names = {w for name, _ in named for w in terms(name)}
-    rest = [t for t in terms(query) if t not in names]
+    rest = without_names(query, named) if named else []
     return " ".join(rest) if rest else query
 
 
