@@ -194,3 +194,18 @@ def test_processes_racing_to_write_the_copy_leave_one_whole_copy(
     [entry] = _entries(cache)  # one copy, no private folders left behind
     assert sorted(p.name for p in entry.iterdir()) == ["model.onnx", "probe.npy", "weights.bin"]
     assert _hidden(_open())  # and it opens
+
+
+def test_no_home_directory_means_no_cache_not_a_failure(
+    monkeypatch: pytest.MonkeyPatch, reference: list[np.ndarray]
+) -> None:
+    monkeypatch.delenv("MEMLOCI_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert onnx_cache.cache_root() is None
+    for got, want in zip(_hidden(_open()), reference, strict=True):
+        np.testing.assert_array_equal(got, want)

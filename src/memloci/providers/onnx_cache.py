@@ -43,7 +43,12 @@ def cache_root() -> Path | None:
     raw = os.environ.get("MEMLOCI_CACHE_DIR")
     if raw is not None:
         return None if raw.strip().lower() in _OFF else Path(raw).expanduser() / "onnx"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError, OSError):  # no home directory (a bare service user)
+            return None
     return Path(base).expanduser() / "memloci" / "onnx"
 
 
@@ -145,11 +150,15 @@ def _build(
     try:
         np.save(tmp / _PROBE, _probe(session), allow_pickle=False)
         os.rename(tmp, entry)
-    except OSError as exc:  # another process placed it first, or the disk is full
+    except Exception as exc:  # placed first by another process, a full disk, a model the
+        # probe cannot feed (its own checks report that): the session stands, uncached
         log.debug("optimised model copy not kept: %s", exc)
         shutil.rmtree(tmp, ignore_errors=True)
     else:
-        _drop_stale(root, prefix, keep=entry.name)
+        try:
+            _drop_stale(root, prefix, keep=entry.name)
+        except OSError as exc:  # tidying up is best effort
+            log.debug("old optimised model copies not removed: %s", exc)
     return session
 
 
