@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -51,6 +52,12 @@ def owner_match(namespaces: Sequence[str], user: str | None) -> str:
     if user is not None:
         return f"owner_tokens : ({_token('u', user)} OR zzshared0)"
     return "owner_tokens : (" + " OR ".join(_token("ns", ns) for ns in namespaces) + ")"
+
+
+def bm25_idf(total: int, df: int) -> float:
+    """FTS5's bm25 IDF, which both backends rank by: ``ln((N − df + 0.5) / (df + 0.5))``,
+    at least 1e-6 (and defined when a count is newer than a cached ``total``)."""
+    return max(math.log((max(total, df) - df + 0.5) / (df + 0.5)), 1e-6)
 
 
 def dt(value: float | None) -> datetime | None:

@@ -28,11 +28,12 @@ holding a common word just to learn that it is common.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from memloci.storage.rows import bm25_idf
 
 K1, B = 1.2, 0.75
 STATS_TTL = 60.0  # seconds a count of rows / of rows holding a lexeme is reused
@@ -157,11 +158,6 @@ def bm25(
     return score
 
 
-def idf_of(total: int, df: int) -> float:
-    """FTS5's IDF (never below 1e-6, and defined when a count is newer than ``total``)."""
-    return max(math.log((max(total, df) - df + 0.5) / (df + 0.5)), 1e-6)
-
-
 def lexemes_of(c: Any, texts: Sequence[str]) -> list[str]:
     """The distinct lexemes PostgreSQL indexes for ``texts`` (sorted)."""
     return [
@@ -179,7 +175,7 @@ def weight(c: Any, stats: TermStats, table: str, texts: Sequence[str]) -> float:
     if not lexemes:
         return 0.0
     total, dfs = stats.get(c, table, lexemes)
-    return sum(idf_of(max(total, 1), dfs[lx]) for lx in lexemes)
+    return sum(bm25_idf(max(total, 1), dfs[lx]) for lx in lexemes)
 
 
 def ranked(
@@ -207,7 +203,7 @@ def ranked(
         return []
     per = max(PER_LEXEME, limit)
     total, dfs = stats.get(c, table, lexemes)
-    idf = {lx: idf_of(max(total, 1), df) for lx, df in dfs.items()}
+    idf = {lx: bm25_idf(max(total, 1), df) for lx, df in dfs.items()}
     w = "'{" + ", ".join(str(weights.get(x, 0.0)) for x in "DCBA") + "}'"
     # candidates: the best rows per lexeme and for the whole query; every branch names its
     # tsquery as a constant, so the planner can use the GIN index and its statistics. A

@@ -14,13 +14,13 @@ and a young store's counts change fast).
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from memloci.storage.rows import bm25_idf
 from memloci.storage.sqlite.base import scratch_connection
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # as nodes_fts (migration 0001)
@@ -28,12 +28,6 @@ STATS_TTL = 60.0  # seconds a document count is reused
 CACHE_MIN = 10_000  # rows: below this the counts are cheap and always read afresh
 _MAX_CACHED = 20_000  # words / stems remembered (the caches start over beyond this)
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
-
-
-def idf(total: int, df: int) -> float:
-    """FTS5's bm25 IDF: ``ln((N − df + 0.5) / (df + 0.5))``, at least 1e-6 (a count
-    newer than the cached row count never makes it undefined)."""
-    return max(math.log((max(total, df) - df + 0.5) / (df + 0.5)), 1e-6)
 
 
 def phrases(match: str) -> list[str]:
@@ -111,7 +105,7 @@ class TermStats:
                     self._df.clear()
                 self._df.update({s: (n, now + STATS_TTL) for s, n in fresh.items()})
         counts = {**known, **fresh}
-        return sum(idf(total[0], counts[s]) for s in stems)
+        return sum(bm25_idf(total[0], counts[s]) for s in stems)
 
 
-__all__ = ["STATS_TTL", "STEMS", "TermStats", "idf", "phrases"]
+__all__ = ["STATS_TTL", "STEMS", "TermStats", "phrases"]
