@@ -345,3 +345,58 @@ def test_fulltext_scores_are_on_the_fts5_bm25_scale(schema: tuple[str, str], tmp
     finally:
         pg.close()
         lite.close()
+
+
+def _fts_index(url: str, name: str) -> str:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = 'nodes_fts'",
+            (name,),
+        ).fetchone()
+    return str(row[0])
+
+
+def test_one_users_fulltext_reads_the_owner_keyed_index(
+    schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 7 keys the full-text GIN index by owner too (btree_gin); a user's search
+    reads that user's rows and, apart, the shared ones: the same hits as before, none of
+    another user's, also for a word in more of the user's rows than a branch ranks, and on
+    a store migrated from version 6 (plain index)."""
+    from memloci.storage.postgres import ranking
+
+    url, name = schema
+    store = PostgresStore(url, schema=name)
+    try:
+        assert "gin (user_id, fts)" in _fts_index(url, name)
+        mine = [node(f"apple note {i}", scope=Scope.USER, user="ann") for i in range(60)]
+        mine.append(node("apple and pear pie", scope=Scope.USER, user="ann"))
+        theirs = [node(f"apple pear {i}", scope=Scope.USER, user="bob") for i in range(20)]
+        shared = node("a shared pear tart recipe", scope=Scope.GLOBAL)
+        store.insert_nodes([*mine, *theirs, shared])
+        # a branch ranks max(SCAN_CAP, 30) rows: fewer than ann's 61 apple rows
+        monkeypatch.setattr(ranking, "SCAN_CAP", 10)
+
+        def hits(match: str, user: str = "ann", k: int = 30) -> list[str]:
+            return [i for i, _ in store.fulltext(NodeFilter(user=user), match, k)]
+
+        got = hits('"pear" OR "apple"', k=5)
+        assert got[:2] == [mine[-1].id, shared.id]  # both words first, then the rare one
+        assert set(hits('"apple"')) <= {n.id for n in mine}  # never bob's rows
+        assert set(hits('"pear"')) == {mine[-1].id, shared.id}
+        assert set(hits('"pear"', user="bob")) == {n.id for n in theirs} | {shared.id}
+        # a store from before migration 7: the plain index becomes the owner-keyed one
+        before = hits('"pear" OR "apple"', k=5)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                f'DROP INDEX "{name}".nodes_fts; CREATE INDEX nodes_fts ON "{name}".nodes'
+                f" USING gin (fts); UPDATE \"{name}\".meta SET value = '6'"
+                " WHERE key = 'schema_version'"
+            )
+        store.close()
+        store = PostgresStore(url, schema=name)
+        assert "gin (user_id, fts)" in _fts_index(url, name)
+        assert store.schema_version() == 7
+        assert hits('"pear" OR "apple"', k=5) == before
+    finally:
+        store.close()

@@ -12,7 +12,13 @@ PostgreSQL store ranks like FTS5 instead:
    when no rarer lexeme is ranked: reading even the newest of one user's rows holding a
    common word costs a bitmap over all of them), plus the best
    rows for the whole query unless it is single words joined by OR; rows must match the
-   whole query (``@@``), pass the caller's SQL filter, and are bounded in number;
+   whole query (``@@``), pass the caller's SQL filter, and are bounded in number. A
+   branch ranks at most ``SCAN_CAP`` rows holding its lexeme (a person's name is in
+   thousands of their own memories yet rare in the table: ranking them all cost 25 ms
+   at 1M rows; the rows that also hold other query words come from those words'
+   branches), and one user's search runs each branch on that user's rows and on the
+   shared rows apart (``owners``), so the owner-keyed GIN index (migration 7) finds the
+   rows holding a word *and* owned by the user without a bitmap of everyone's;
 2. score: Okapi BM25 as FTS5 computes it — ``idf = ln((N − df + 0.5) / (df + 0.5))``
    (at least 1e-6) over the whole table, term frequency weighted by the column weight
    of each occurrence (the tsvector weight letters A–D), ``k1 = 1.2``, ``b = 0.75``,
@@ -41,6 +47,7 @@ PER_LEXEME = 30  # candidates per query lexeme (and for the whole query), at lea
 BIG_TABLE = 50_000  # above: row count from the planner, common lexemes from ANALYZE
 RANKED_SHARE = 0.02  # above BIG_TABLE, a lexeme in more rows than this share is not ranked
 COMMON_IDF = 1e-3  # a lexeme at or below this IDF is in half the rows or more
+SCAN_CAP = 1000  # rows holding a lexeme that one candidate branch ranks, at most
 
 
 class TermStats:
@@ -192,12 +199,15 @@ def ranked(
     limit: int,
     weights: Mapping[str, float],
     whole_needed: bool = True,
+    owners: Sequence[tuple[str, Sequence[Any]]] = (("", ()),),
 ) -> list[tuple[Any, float]]:
     """``(n.<key>, bm25)`` of the best ``limit`` rows of ``table`` (alias ``n``, with a
     ``fts`` tsvector and a unique ``seq``) that match the tsquery ``tsq`` and pass
     ``where``; best first (ties: older rows first). ``whole_needed=False`` when the
     query is single words joined by OR (the per-word candidates cover it; ranking the
-    whole OR query by cover density is the slow part). See the module docstring."""
+    whole OR query by cover density is the slow part). ``owners``: extra conditions
+    (SQL, params), one candidate branch each, whose rows together are every row
+    ``where`` lets through (:func:`owner_conditions`). See the module docstring."""
     lexemes = stats.lexemes(c, texts)
     if not lexemes:  # nothing but punctuation: no row can match
         return []
@@ -210,33 +220,37 @@ def ranked(
     # lexeme in more than half the rows has no IDF (BM25 gives it ~0): its branch takes
     # the newest rows instead of ranking them all (only fills the list after the others)
     best = (
-        f"(SELECT n.seq FROM {table} n WHERE n.fts @@ QUERY AND {where}"
-        f" ORDER BY ts_rank_cd({w}, n.fts, QUERY, 1) DESC, n.seq LIMIT %s)"
+        f"(SELECT s.seq FROM (SELECT n.seq, n.fts FROM {table} n WHERE n.fts @@ QUERY OWNER"
+        f" AND {where} LIMIT {max(SCAN_CAP, per)}) s"
+        f" ORDER BY ts_rank_cd({w}, s.fts, QUERY, 1) DESC, s.seq LIMIT %s)"
     )
     newest = (
-        f"(SELECT n.seq FROM {table} n WHERE n.fts @@ QUERY AND {where}"
+        f"(SELECT n.seq FROM {table} n WHERE n.fts @@ QUERY OWNER AND {where}"
         " ORDER BY n.seq DESC LIMIT %s)"
     )
     branches: list[str] = []
     bparams: list[Any] = []
+
+    def branch(template: str, query: str, qparams: Sequence[Any], ranks: bool) -> None:
+        for owner, oparams in owners:  # one branch per owner: each can use its index
+            branches.append(template.replace("QUERY", query).replace("OWNER", owner))
+            bparams.extend([*qparams, *oparams, *params, *(qparams if ranks else ()), per])
+
     common: list[str] = []
     for lexeme in lexemes:
         literal = tsquery_literal(lexeme)
         if idf[lexeme] > COMMON_IDF and (total <= BIG_TABLE or dfs[lexeme] <= total * RANKED_SHARE):
-            branches.append(best.replace("QUERY", "%s::tsquery"))
-            bparams += [literal, *params, literal, per]
+            branch(best, "%s::tsquery", [literal], True)
         else:
             common.append(literal)
     if whole_needed:  # AND / NOT / phrases: the best rows of the whole query too
-        branches.append(best.replace("QUERY", tsq))
-        bparams += [*tparams, *params, *tparams, per]
+        branch(best, tsq, tparams, True)
     if not branches or (common and total <= BIG_TABLE):
         # the newest rows holding a common lexeme only fill the list after the others;
         # on a big table, reading one user's rows holding it costs more than they add
         # when any rarer lexeme is ranked (they are taken when none is)
         for literal in common:
-            branches.append(newest.replace("QUERY", "%s::tsquery"))
-            bparams += [literal, *params, per]
+            branch(newest, "%s::tsquery", [literal], False)
     rows = c.execute(
         f"SELECT n.{key}, n.seq, st.dl, st.hits FROM {table} n CROSS JOIN LATERAL"
         " (SELECT coalesce(sum(cardinality(u.positions)), 0) AS dl,"

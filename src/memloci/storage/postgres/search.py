@@ -127,6 +127,7 @@ class PostgresSearch(PostgresBase):
                 params=params,
                 limit=limit,
                 weights=NODE_WEIGHTS,
+                owners=owner_conditions(flt),
             )
         return [(str(i), s) for i, s in found]
 
@@ -206,6 +207,17 @@ class PostgresSearch(PostgresBase):
         out = [(r[0], 1.0 - float(r[1])) for r in rows]
         out.sort(key=lambda r: -r[1])
         return out
+
+
+def owner_conditions(flt: NodeFilter) -> list[tuple[str, list[Any]]]:
+    """Full-text candidate branches for a filter (see ``ranked``'s ``owners``): one
+    user's search looks at that user's rows (``user_id = %s``: the ``(user_id, fts)``
+    GIN index finds the rows holding a word *and* owned by the user, instead of
+    intersecting a bitmap of everyone's rows holding it with one of all the user's
+    rows) and, apart, at the shared ones (few; their own partial index)."""
+    if flt.user is None or flt.owner_user is not None:
+        return [("", [])]
+    return [(" AND n.user_id = %s", [flt.user]), (" AND n.scope <> 'user'", [])]
 
 
 def _owner_rows(flt: NodeFilter) -> tuple[list[str], list[Any]] | None:
