@@ -400,3 +400,42 @@ def test_one_users_fulltext_reads_the_owner_keyed_index(
         assert hits('"pear" OR "apple"', k=5) == before
     finally:
         store.close()
+
+
+def test_a_role_that_cannot_create_btree_gin_keeps_the_plain_index() -> None:
+    """btree_gin is optional: in a database without it, where the role may not create
+    extensions, the store opens, keeps the word-only full-text index (migration 7 does
+    nothing) and one user's search finds the same rows."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    url = database_url()
+    tag = short_id().lower()
+    db, role, password = f"memloci_nogin_{tag}", f"memloci_plain_{tag}", "plain-pw"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{db}"')
+        conn.execute(f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{password}'")
+    parts = urlsplit(url)
+    admin_db = urlunsplit(parts._replace(path=f"/{db}"))
+    host = parts.netloc.rsplit("@", 1)[-1]
+    role_url = urlunsplit(parts._replace(netloc=f"{role}:{password}@{host}", path=f"/{db}"))
+    store = None
+    try:
+        with psycopg.connect(admin_db, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")  # what an administrator runs once
+            conn.execute(f'CREATE SCHEMA mem AUTHORIZATION "{role}"')
+        store = PostgresStore(role_url, schema="mem")
+        assert store.schema_version() == migration_scripts("postgres")[-1][0]
+        with psycopg.connect(admin_db) as conn:
+            gin = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'")
+            assert gin.fetchone() is None
+        assert "gin (fts)" in _fts_index(admin_db, "mem")
+        ann = [node(f"apple note {i}", scope=Scope.USER, user="ann") for i in range(5)]
+        store.insert_nodes([*ann, node("apple for bob", scope=Scope.USER, user="bob")])
+        found = store.fulltext(NodeFilter(user="ann"), '"apple"', 10)
+        assert {i for i, _ in found} == {n.id for n in ann}
+    finally:
+        if store is not None:
+            store.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')

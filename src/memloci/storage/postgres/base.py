@@ -127,7 +127,14 @@ class PostgresBase:
         conn = psycopg.connect(self._secret_url, autocommit=True, **self._kwargs)
         with conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
-            if self.schema is not None:
+            if (
+                self.schema is not None
+                and not conn.execute(
+                    "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+                ).fetchone()
+            ):
+                # only when missing: CREATE SCHEMA IF NOT EXISTS needs CREATE on the
+                # database even when the schema exists (an administrator's, say)
                 conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             has = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
             if has.fetchone() is None:
