@@ -439,3 +439,32 @@ def test_a_role_that_cannot_create_btree_gin_keeps_the_plain_index() -> None:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
             conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_a_query_of_common_words_on_a_big_table_reads_the_newest_rows(
+    schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above BIG_TABLE rows, a query whose every word is common takes its candidates
+    from the owner's newest rows (an index read newest first), never another user's."""
+    from memloci.storage.postgres import ranking
+
+    url, name = schema
+    store = PostgresStore(url, schema=name)
+    try:
+        ann = [node(f"apple day {i}", scope=Scope.USER, user="ann") for i in range(40)]
+        bob = [node(f"apple day {i}", scope=Scope.USER, user="bob") for i in range(40)]
+        shared = node("apple day for everyone", scope=Scope.GLOBAL)
+        store.insert_nodes([*ann, *bob, shared])
+        monkeypatch.setattr(ranking, "BIG_TABLE", 5)  # 81 rows: a big table here
+        store._terms = ranking.TermStats()  # no cached counts from a smaller table
+
+        def hits(user: str, k: int) -> set[str]:
+            return {i for i, _ in store.fulltext(NodeFilter(user=user), '"apple" OR "day"', k)}
+
+        assert hits("ann", 50) == {n.id for n in ann} | {shared.id}
+        assert hits("bob", 50) == {n.id for n in bob} | {shared.id}
+        newest = {n.id for n in ann[-30:]} | {shared.id}  # candidates: 30 newest per owner
+        few = hits("ann", 10)
+        assert len(few) == 10 and few <= newest
+    finally:
+        store.close()

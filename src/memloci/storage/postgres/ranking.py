@@ -48,6 +48,7 @@ BIG_TABLE = 50_000  # above: row count from the planner, common lexemes from ANA
 RANKED_SHARE = 0.02  # above BIG_TABLE, a lexeme in more rows than this share is not ranked
 COMMON_IDF = 1e-3  # a lexeme at or below this IDF is in half the rows or more
 SCAN_CAP = 1000  # rows holding a lexeme that one candidate branch ranks, at most
+RECENT_ROWS = 500  # big table, common lexemes only: the owner's newest rows looked at
 
 
 class TermStats:
@@ -200,6 +201,7 @@ def ranked(
     weights: Mapping[str, float],
     whole_needed: bool = True,
     owners: Sequence[tuple[str, Sequence[Any]]] = (("", ()),),
+    scope: tuple[str, Sequence[Any]] = ("TRUE", ()),
 ) -> list[tuple[Any, float]]:
     """``(n.<key>, bm25)`` of the best ``limit`` rows of ``table`` (alias ``n``, with a
     ``fts`` tsvector and a unique ``seq``) that match the tsquery ``tsq`` and pass
@@ -207,7 +209,9 @@ def ranked(
     query is single words joined by OR (the per-word candidates cover it; ranking the
     whole OR query by cover density is the slow part). ``owners``: extra conditions
     (SQL, params), one candidate branch each, whose rows together are every row
-    ``where`` lets through (:func:`owner_conditions`). See the module docstring."""
+    ``where`` lets through (:func:`owner_conditions`); ``scope`` (SQL, params): a
+    condition ``where`` implies that an index on ``(…, seq)`` can serve with each owner
+    (the namespaces), for the newest rows of a big table. See the module docstring."""
     lexemes = stats.lexemes(c, texts)
     if not lexemes:  # nothing but punctuation: no row can match
         return []
@@ -245,12 +249,23 @@ def ranked(
             common.append(literal)
     if whole_needed:  # AND / NOT / phrases: the best rows of the whole query too
         branch(best, tsq, tparams, True)
-    if not branches or (common and total <= BIG_TABLE):
-        # the newest rows holding a common lexeme only fill the list after the others;
-        # on a big table, reading one user's rows holding it costs more than they add
-        # when any rarer lexeme is ranked (they are taken when none is)
+    if common and total <= BIG_TABLE:
+        # the newest rows holding a common lexeme only fill the list after the others
         for literal in common:
             branch(newest, "%s::tsquery", [literal], False)
+    elif common and not branches:
+        # a big table and nothing rarer to rank: the newest rows holding any common
+        # lexeme among the owner's newest RECENT_ROWS, read newest first from an index
+        # (one user's rows holding a common word can be thousands: reading them all to
+        # sort them cost 10-20 ms a word at 1M rows; their IDF adds next to nothing)
+        for owner, oparams in owners:
+            branches.append(
+                f"(SELECT n.seq FROM (SELECT n.seq FROM {table} n WHERE {scope[0]}{owner}"
+                f" ORDER BY n.seq DESC LIMIT {max(RECENT_ROWS, per)}) last"
+                f" JOIN {table} n ON n.seq = last.seq"
+                f" WHERE n.fts @@ %s::tsquery AND {where} ORDER BY n.seq DESC LIMIT %s)"
+            )
+            bparams.extend([*scope[1], *oparams, " | ".join(common), *params, per])
     rows = c.execute(
         f"SELECT n.{key}, n.seq, st.dl, st.hits FROM {table} n CROSS JOIN LATERAL"
         " (SELECT coalesce(sum(cardinality(u.positions)), 0) AS dl,"

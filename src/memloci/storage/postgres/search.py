@@ -128,6 +128,7 @@ class PostgresSearch(PostgresBase):
                 limit=limit,
                 weights=NODE_WEIGHTS,
                 owners=owner_conditions(flt),
+                scope=namespace_scope(flt),
             )
         return [(str(i), s) for i, s in found]
 
@@ -218,6 +219,11 @@ def owner_conditions(flt: NodeFilter) -> list[tuple[str, list[Any]]]:
     if flt.user is None or flt.owner_user is not None:
         return [("", [])]
     return [(" AND n.user_id = %s", [flt.user]), (" AND n.scope <> 'user'", [])]
+
+
+def namespace_scope(flt: NodeFilter) -> tuple[str, list[Any]]:
+    """The filter's namespaces as a condition (``ranked``'s ``scope``)."""
+    return f"n.namespace IN ({', '.join(['%s'] * len(flt.namespaces))})", list(flt.namespaces)
 
 
 def _owner_rows(flt: NodeFilter) -> tuple[list[str], list[Any]] | None:

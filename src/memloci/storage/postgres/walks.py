@@ -16,7 +16,7 @@ from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.records import ENTITY_COLS, entity_from_row
-from memloci.storage.postgres.search import NODE_WEIGHTS, owner_conditions
+from memloci.storage.postgres.search import NODE_WEIGHTS, namespace_scope, owner_conditions
 from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite.walks import _grams
@@ -158,6 +158,7 @@ class PostgresWalks(PostgresBase):
                 limit=limit,
                 weights=NODE_WEIGHTS,
                 owners=owner_conditions(flt),
+                scope=namespace_scope(flt),
             )
         return [(str(i), s) for i, s in found]
 

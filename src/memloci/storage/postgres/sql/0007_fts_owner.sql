@@ -19,3 +19,10 @@ BEGIN
     END IF;
 END
 $$;
+
+-- One user's newest rows, newest first, from the index alone: the candidates of a
+-- full-text query made only of common words on a big table (ranking.RECENT_ROWS).
+-- (namespace, user_id) gains seq as a third key; the same lookups still use it.
+CREATE INDEX nodes_ns_user_seq ON nodes (namespace, user_id, seq);
+DROP INDEX nodes_ns_user;
+ALTER INDEX nodes_ns_user_seq RENAME TO nodes_ns_user;
