@@ -9,8 +9,9 @@ PostgreSQL store ranks like FTS5 instead:
    the newest for a lexeme in half the rows or more, which BM25 scores ~0, or, in a table
    of more than ``BIG_TABLE`` rows, in more than ``RANKED_SHARE`` of them: ranking them
    all would cost more than its low IDF can add to the order — and on such a table only
-   when no rarer lexeme is ranked: reading even the newest of one user's rows holding a
-   common word costs a bitmap over all of them), plus the best
+   when no rarer lexeme is ranked, and then among the owner's newest ``RECENT_ROWS``
+   rows, read newest first from an index: sorting every one of a user's rows holding a
+   common word cost 10-20 ms a word at 1M rows), plus the best
    rows for the whole query unless it is single words joined by OR; rows must match the
    whole query (``@@``), pass the caller's SQL filter, and are bounded in number. A
    branch ranks at most ``SCAN_CAP`` rows holding its lexeme (a person's name is in
@@ -201,7 +202,7 @@ def ranked(
     weights: Mapping[str, float],
     whole_needed: bool = True,
     owners: Sequence[tuple[str, Sequence[Any]]] = (("", ()),),
-    scope: tuple[str, Sequence[Any]] = ("TRUE", ()),
+    scope: tuple[str, Sequence[Any]] | None = None,
 ) -> list[tuple[Any, float]]:
     """``(n.<key>, bm25)`` of the best ``limit`` rows of ``table`` (alias ``n``, with a
     ``fts`` tsvector and a unique ``seq``) that match the tsquery ``tsq`` and pass
@@ -210,8 +211,9 @@ def ranked(
     whole OR query by cover density is the slow part). ``owners``: extra conditions
     (SQL, params), one candidate branch each, whose rows together are every row
     ``where`` lets through (:func:`owner_conditions`); ``scope`` (SQL, params): a
-    condition ``where`` implies that an index on ``(…, seq)`` can serve with each owner
-    (the namespaces), for the newest rows of a big table. See the module docstring."""
+    condition ``where`` implies that an index on ``(…, seq)`` serves with each owner
+    (the namespaces), so that the newest rows of a big table are read from it (without
+    it, the newest rows holding each common lexeme). See the module docstring."""
     lexemes = stats.lexemes(c, texts)
     if not lexemes:  # nothing but punctuation: no row can match
         return []
@@ -249,11 +251,11 @@ def ranked(
             common.append(literal)
     if whole_needed:  # AND / NOT / phrases: the best rows of the whole query too
         branch(best, tsq, tparams, True)
-    if common and total <= BIG_TABLE:
+    if common and (total <= BIG_TABLE or (scope is None and not branches)):
         # the newest rows holding a common lexeme only fill the list after the others
         for literal in common:
             branch(newest, "%s::tsquery", [literal], False)
-    elif common and not branches:
+    elif common and not branches and scope is not None:
         # a big table and nothing rarer to rank: the newest rows holding any common
         # lexeme among the owner's newest RECENT_ROWS, read newest first from an index
         # (one user's rows holding a common word can be thousands: reading them all to
