@@ -148,16 +148,16 @@ class PostgresBase:
             # optional: a GIN operator class for text, so the full-text index can key
             # each row's owner too (migration 0007); a trusted extension, but a role
             # without CREATE on the database still runs, only slower on big tables
-            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'").fetchone():
-                return
-            try:
-                with conn.transaction():
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public")
-            except psycopg.Error as exc:
-                log.info(
-                    "btree_gin not available (%s): the full-text index keys words only",
-                    redact_url(str(exc)),
-                )
+            gin = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'")
+            if gin.fetchone() is None:
+                try:
+                    with conn.transaction():
+                        conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public")
+                except psycopg.Error as exc:
+                    log.info(
+                        "btree_gin not available (%s): the full-text index keys words only",
+                        redact_url(str(exc)),
+                    )
 
     def _configure(self, conn: Any) -> None:
         register_vector(conn)
