@@ -1,7 +1,7 @@
 """Quick dev-loop evaluation of hybrid search on the turn and fact splits (not a benchmark).
 
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
-        [--reranker minilm-ce] [--rename-speakers]
+        [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -24,11 +24,11 @@ FACTS = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl")
 
 
 def open_split(
-    path: Path, data: Path, facts: bool, reranker: str = "none"
+    path: Path, data: Path, facts: bool, reranker: str = "none", embedder: str = "local"
 ) -> tuple[Memory, list[dict]]:
     convs = load_conversations(data)
     fresh = not path.exists()
-    mem = Memory(str(path), reinforce_on_search=False, reranker=reranker)
+    mem = Memory(str(path), reinforce_on_search=False, reranker=reranker, embedder=embedder)
     if fresh:
         for conv in convs:
             user = conv["conv_id"]
@@ -101,6 +101,7 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--by-category", action="store_true", help="recall@k per question category")
     ap.add_argument("--reranker", default="none", help="none | minilm-ce")
+    ap.add_argument("--embedder", default="local", help="local | bge-small (own store dir)")
     ap.add_argument(
         "--rename-speakers", action="store_true", help="questions name the speakers otherwise"
     )
@@ -111,7 +112,9 @@ def main() -> int:
     base.mkdir(parents=True, exist_ok=True)
     for split in args.splits.split(","):
         data = DEFAULT_DATA if split == "turns" else FACTS
-        mem, convs = open_split(base / f"{split}.db", data, split == "facts", args.reranker)
+        mem, convs = open_split(
+            base / f"{split}.db", data, split == "facts", args.reranker, args.embedder
+        )
         if args.rename_speakers:
             rename_speakers(convs)
         for recipe in args.recipes.split(","):

@@ -36,7 +36,8 @@ class Settings(BaseModel):
     namespace: str = Field("default", description="namespace used when a call names none")
     embedder: str = Field(
         "local",
-        description="embedder: local (int8 ONNX MiniLM) | minilm-fp32 | openai | fake | none",
+        description="embedder: local (int8 ONNX MiniLM) | minilm-fp32 | bge-small | openai "
+        "| fake | none",
     )
     embedder_options: dict[str, Any] = Field(
         default_factory=dict, description="keyword options for the embedder"
@@ -55,8 +56,12 @@ class Settings(BaseModel):
     )
     max_episodes: int | None = Field(None, ge=1, description="episode cap per namespace")
     max_procedures: int | None = Field(None, ge=1, description="procedure cap per namespace")
-    duplicate_threshold: float = Field(
-        0.92, ge=0, le=1, description="cosine at which a new fact counts as a duplicate"
+    duplicate_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="cosine at which a new fact counts as a duplicate "
+        "(default: the embedder's own, 0.92 for MiniLM)",
     )
     decay_rate_default: float = Field(0.1, ge=0, description="default decay rate of new facts")
     context_budget: int = Field(1000, ge=50, description="default context token budget")

@@ -36,6 +36,7 @@ from memloci.consolidation.base import ExtractedFact, Extraction, Extractor
 from memloci.consolidation.dedupe import (
     MatchKind,
     details,
+    duplicate_threshold,
     fact_lock,
     fact_owner,
     match_fact,
@@ -55,7 +56,7 @@ from memloci.models import (
     short_id,
     utcnow,
 )
-from memloci.providers.base import Embedder, Vector
+from memloci.providers.base import Embedder, Vector, calibration_of
 from memloci.retrieval.query import document_text
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
@@ -213,7 +214,10 @@ class Consolidator:
             except ValidationError:
                 report.rejected += 1
         now = utcnow()
-        resolver = EntityResolver(self.store, ns, now=now, embedder=self.embedder)
+        resolver = EntityResolver(
+            self.store, ns, now=now, embedder=self.embedder,
+            threshold=calibration_of(self.embedder).names,
+        )  # fmt: skip
         resolver.prepare(e.name for e in extraction.entities)
         vectors = self._embed(facts)
         run = _Run(ns, now, report, resolver)
@@ -326,7 +330,7 @@ class Consolidator:
             found = match_fact(
                 self.store, owner, text, key=key,
                 embed=(lambda: vector) if vector is not None else None,
-                threshold=self.settings.duplicate_threshold,
+                threshold=duplicate_threshold(self.settings.duplicate_threshold, self.embedder),
             )  # fmt: skip
             hit = found.node if found.node is not None and found.node.id not in run.ended else None
             if hit is not None and found.kind is MatchKind.KEY and not _ends_it(text, hit):

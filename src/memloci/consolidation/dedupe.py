@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from memloci.models import MemoryNode, NodeType, Scope, normalize_key
-from memloci.providers.base import Vector
+from memloci.providers.base import Vector, calibration_of
 from memloci.storage.base import NodeFilter, Store
 from memloci.storage.rows import content_hash
 
@@ -169,3 +169,9 @@ def match_fact(
             why = f"near-duplicate (similarity {sim:.2f})"
             return FactMatch(MatchKind.NEAR, node, why, vector)
     return FactMatch(vector=vector)
+
+
+def duplicate_threshold(configured: float | None, embedder: object | None) -> float:
+    """The cosine at which a new fact restates a stored one: the configured
+    ``duplicate_threshold``, else the embedder's calibrated one (0.92 for MiniLM)."""
+    return configured if configured is not None else calibration_of(embedder).duplicate

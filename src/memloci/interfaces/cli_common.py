@@ -42,6 +42,7 @@ class EmbedderName(StrEnum):
 
     LOCAL = "local"
     MINILM_FP32 = "minilm-fp32"
+    BGE_SMALL = "bge-small"
     FAKE = "fake"
     NONE = "none"
     OPENAI = "openai"

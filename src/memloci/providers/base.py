@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Protocol, runtime_checkable
 
@@ -29,7 +30,8 @@ class Embedder(Protocol):
     ``model_id`` identifies the vector space (recorded in store metadata; a
     store refuses vectors from another space). ``dimension`` is the vector size.
     An optional class attribute ``in_process = True`` says it embeds in this process
-    (no network): a query may then embed a few just-written memories itself.
+    (no network): a query may then embed a few just-written memories itself. An
+    optional ``calibration`` (:class:`Calibration`) says where its cosines fall.
     """
 
     @property
@@ -64,11 +66,41 @@ class Reranker(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """Where an embedding model's cosines fall: each model spreads them differently
+    (MiniLM scores unrelated sentences 0.0-0.2, bge-small 0.4-0.5), so every threshold
+    that reads a cosine comes from the model's calibration, not from one constant.
+
+    ``duplicate``: cosine at which a new fact restates a stored one (with the same
+    numbers, names and negations; see :mod:`memloci.consolidation.dedupe`); ``names``:
+    at which two names of one type are one entity; ``unrelated``: what unrelated
+    sentences typically score (the background of a search with few candidates);
+    ``decisive``: the cosine at which a semantic match counts as certain in search.
+    An embedder states its own as a ``calibration`` attribute; without one, these
+    defaults (measured on all-MiniLM-L6-v2) apply."""
+
+    duplicate: float = 0.92
+    names: float = 0.85
+    unrelated: float = 0.2
+    decisive: float = 1.0
+
+
+DEFAULT_CALIBRATION = Calibration()
+
+
+def calibration_of(embedder: object | None) -> Calibration:
+    """The embedder's :class:`Calibration` (the defaults when it states none)."""
+    found = getattr(embedder, "calibration", None)
+    return found if isinstance(found, Calibration) else DEFAULT_CALIBRATION
+
+
 # name -> "module:factory"; factories take keyword options and return an Embedder.
 _EMBEDDERS: dict[str, str] = {
     "local": "memloci.providers.minilm:local_embedder",
     "minilm-int8": "memloci.providers.minilm_int8:OnnxMiniLMEmbedder",
     "minilm-fp32": "memloci.providers.local:LocalMiniLMEmbedder",
+    "bge-small": "memloci.providers.bge:BgeSmallEmbedder",
     "openai": "memloci.providers.openai:OpenAIEmbedder",
     "fake": "memloci.providers.fake:FakeEmbedder",
 }

@@ -140,13 +140,17 @@ class OnnxMiniLMEmbedder:
     """
 
     in_process = True  # embeds in this process: cheap enough for a query to wait on
+    # what a subclass for another encoder of the same shape changes (memloci.providers.bge)
+    MODEL_ID = MODEL_ID
+    LABEL = "all-MiniLM-L6-v2"
+    HINT = _HINT
 
     def __init__(
         self, *, model_path: str | None = None, batch_size: int = 16, threads: int | None = None
     ) -> None:
         positive("batch_size", batch_size)
         positive("threads", threads, optional=True)
-        self._path, self._tokenizer_path = _locate(model_path)
+        self._path, self._tokenizer_path = self._locate(model_path)
         self._batch_size = batch_size
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         self._threads = threads or min(4, cpus or os.cpu_count() or 1)
@@ -155,16 +159,25 @@ class OnnxMiniLMEmbedder:
         self._token_types = True  # whether the export takes token_type_ids
         self._cache = QueryCache()
 
+    @staticmethod
+    def _locate(model_path: str | None) -> tuple[Path, Path | None]:
+        return _locate(model_path)
+
+    @staticmethod
+    def _pool(hidden: F32, mask: Any) -> F32:
+        """Token states → one unit vector per text (MiniLM: the mean)."""
+        return mean_pool(hidden, mask)
+
     @property
     def model_id(self) -> str:
-        return MODEL_ID
+        return self.MODEL_ID
 
     @property
     def dimension(self) -> int:
         return DIMENSION
 
     def __repr__(self) -> str:
-        return f"OnnxMiniLMEmbedder(batch_size={self._batch_size}, threads={self._threads})"
+        return f"{type(self).__name__}(batch_size={self._batch_size}, threads={self._threads})"
 
     def _get(self) -> tuple[Any, Any]:
         loaded = self._loaded
@@ -187,7 +200,7 @@ class OnnxMiniLMEmbedder:
         try:
             import onnxruntime as ort
         except ImportError:
-            raise ProviderError("the local embedder needs onnxruntime", hint=_HINT) from None
+            raise ProviderError("the local embedder needs onnxruntime", hint=self.HINT) from None
 
         def options() -> Any:
             opts = ort.SessionOptions()
@@ -205,15 +218,15 @@ class OnnxMiniLMEmbedder:
             raise
         except Exception as exc:
             raise ProviderError(
-                f"cannot load the ONNX model {str(self._path)!r}: {exc}", hint=_HINT
+                f"cannot load the ONNX model {str(self._path)!r}: {exc}", hint=self.HINT
             ) from exc
         names = {i.name for i in session.get_inputs()}
         outputs = session.get_outputs()
         if not {"input_ids", "attention_mask"} <= names or outputs[0].shape[-1] != DIMENSION:
             raise ProviderError(
-                f"{str(self._path)!r} is not an all-MiniLM-L6-v2 export "
+                f"{str(self._path)!r} is not an {self.LABEL} export "
                 f"(inputs {sorted(names)}, output {outputs[0].shape})",
-                hint=_HINT,
+                hint=self.HINT,
             )
         self._token_types = "token_type_ids" in names
         return session
@@ -239,8 +252,8 @@ class OnnxMiniLMEmbedder:
         except ProviderError:
             raise
         except Exception as exc:  # onnxruntime raises its own exception types
-            raise ProviderError(f"the ONNX embedder failed: {exc}", hint=_HINT) from exc
-        return mean_pool(hidden, mask)
+            raise ProviderError(f"the ONNX embedder failed: {exc}", hint=self.HINT) from exc
+        return self._pool(hidden, mask)
 
     def embed(self, texts: Sequence[str]) -> F32:
         """Embed documents; returns a (len(texts), 384) float32 array of unit vectors."""

