@@ -2,11 +2,17 @@
 
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
+        [--splits turns,facts,messages]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
 question and prints recall_any@1/5/k per recipe. ``retrieval_bench.py`` is the
 reference run; this is for iterating on ranking without re-embedding every time.
+
+Splits: ``turns`` (LoCoMo turns as episodes), ``facts`` (its observations through
+``remember``), ``messages`` (each turn cut into its sentences, one short message each,
+a turn's evidence held by any of them: a stand-in for real chats, where people send
+several short messages instead of one long turn).
 """
 
 from __future__ import annotations
@@ -24,7 +30,12 @@ FACTS = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl")
 
 
 def open_split(
-    path: Path, data: Path, facts: bool, reranker: str = "none", embedder: str = "local"
+    path: Path,
+    data: Path,
+    facts: bool,
+    reranker: str = "none",
+    embedder: str = "local",
+    messages: bool = False,
 ) -> tuple[Memory, list[dict]]:
     convs = load_conversations(data)
     fresh = not path.exists()
@@ -43,16 +54,21 @@ def open_split(
                         metadata={"turn": t["id"]},
                     )
                 else:
-                    mem.add(
-                        turn_text(t),
-                        user=user,
-                        session=f"{user}/{t['session_id']}",
-                        speaker=t["speaker"],
-                        event_time=when,
-                        metadata={"turn": t["id"]},
-                    )
+                    for piece in _sentences(turn_text(t)) if messages else [turn_text(t)]:
+                        mem.add(
+                            piece,
+                            user=user,
+                            session=f"{user}/{t['session_id']}",
+                            speaker=t["speaker"],
+                            event_time=when,
+                            metadata={"turn": t["id"]},
+                        )
         mem.flush()
     return mem, convs
+
+
+def _sentences(text: str) -> list[str]:
+    return [p for p in re.split(r"(?<=[.!?])\s+", text) if p.strip()] or [text]
 
 
 def rename_speakers(convs: list[dict]) -> None:
@@ -111,10 +127,11 @@ def main() -> int:
     base = Path(args.store_dir or tempfile.mkdtemp())
     base.mkdir(parents=True, exist_ok=True)
     for split in args.splits.split(","):
-        data = DEFAULT_DATA if split == "turns" else FACTS
+        data = FACTS if split == "facts" else DEFAULT_DATA
         mem, convs = open_split(
-            base / f"{split}.db", data, split == "facts", args.reranker, args.embedder
-        )
+            base / f"{split}.db", data, split == "facts", args.reranker, args.embedder,
+            messages=split == "messages",
+        )  # fmt: skip
         if args.rename_speakers:
             rename_speakers(convs)
         for recipe in args.recipes.split(","):
