@@ -7,12 +7,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from memloci import Memory
-from memloci.retrieval.fusion import LEXICAL_FLOOR, fuse, lexical, semantic
-from memloci.retrieval.query import fts_match
+from memloci.retrieval.fusion import (
+    ASKS_ONLY,
+    LEXICAL_FLOOR,
+    Fused,
+    discount_questions,
+    fuse,
+    lexical,
+    semantic,
+)
+from memloci.retrieval.query import asks_only, fts_match
 from memloci.worker import link_mentions
 
 MakeMemory = Callable[..., Memory]
@@ -241,3 +250,51 @@ def test_a_name_is_still_searched_when_no_memory_of_the_caller_is_linked_to_it(
     mem.add("I like hiking in the hills", user="u1", session="s")
     hits = mem.search("What are Ana's hobbies?", user="u1")
     assert hits and hits[0].memory.content == "Ana is my sister"
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Do you have any pets?", True),
+        ("Wow, Caroline! How was it?", True),
+        ("  what happened??  ", True),
+        ("That's great. How did you do it?", False),  # states something, then asks
+        ("We've got a pup and two kitties.", False),
+        ("Is it 3.5 km? I think so", False),
+        ("", False),
+    ],
+)
+def test_asks_only(text: str, asks: bool) -> None:
+    assert asks_only(text) is asks
+
+
+def test_discount_questions_halves_and_reorders() -> None:
+    a, b = Fused("q", score=0.8, ranks={"fulltext": 1}), Fused("a", score=0.5, ranks={"vector": 1})
+    out = discount_questions([a, b], {"q"})
+    assert [f.id for f in out] == ["a", "q"]
+    assert out[1].score == pytest.approx(0.8 * ASKS_ONLY) and "asks" in out[1].note
+    assert discount_questions([a, b], set()) == [a, b]
+
+
+def test_a_question_gives_way_to_its_answer(tmp_path: Path) -> None:
+    """ "Do you have any pets?" shares every word and most of the meaning with the query,
+    yet the reply holds the answer; the baselines keep their own order."""
+    turns = [
+        ("Caroline", "Hey Mel! How was your weekend?"),
+        ("Melanie", "Great, we went to the beach with the kids."),
+        ("Caroline", "Do you have any pets?"),
+        ("Melanie", "We've got a pup and two kitties, they keep us busy."),
+        ("Caroline", "That sounds lovely."),
+        ("Melanie", "I painted a sunset last week."),
+    ]
+    with Memory(str(tmp_path / "q.db")) as mem:
+        for speaker, text in turns:
+            mem.add(text, user="u1", session="s1", speaker=speaker)
+        mem.flush()
+        hits = mem.search("do you have pets", user="u1", k=3)
+        assert hits[0].memory.content.startswith("We've got a pup")
+        asked = next(h for h in hits if h.memory.content == "Do you have any pets?")
+        assert asked.why.endswith("asks, does not tell (×0.5)")
+        dense = mem.search("do you have pets", user="u1", k=3, recipe="vector")
+        assert dense[0].memory.content == "Do you have any pets?"
+        assert "asks" not in dense[0].why

@@ -36,6 +36,10 @@ Combination: a noisy-OR, ``score = 1 − Π_s (1 − w_s · e_s)`` over the stra
 result of that strategy is worth. One strong strategy is enough for a high score,
 agreeing strategies add up, and weak evidence stays weak however many lists carry
 it. Ties break by best single rank, then id, so the order is deterministic.
+
+Last, a memory that only asks a question ("Do you have any pets?") keeps half its
+score (:func:`discount_questions`): it matches a question by words and meaning better
+than the answer does, but the answer is in its reply.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ LEXICAL_FLOOR = 0.1  # any match counts a little: in a store of 1-2 memories idf
 PRIOR_BACKGROUND = 0.2  # MiniLM-class cosine of unrelated sentences (0.0-0.2)
 MIN_BACKGROUND = 10  # candidates needed before the list's own median is the background
 NAME_ONLY = 0.5  # evidence of each memory of a named entity when the rest matches none
+ASKS_ONLY = 0.5  # what a memory that only asks a question keeps of its score
 
 
 @dataclass
@@ -63,6 +68,7 @@ class Fused:
     ranks: dict[str, int] = field(default_factory=dict)
     raw: dict[str, float] = field(default_factory=dict)
     evidence: dict[str, float] = field(default_factory=dict)
+    note: str = ""  # said last in ``why`` (e.g. why the score was lowered)
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,20 @@ def fuse_lists(
             lists[name] = Scored([(i, r, _clip(r) * best) for i, r in share])
     both = {**weights, **dict.fromkeys(graph.lists, weight_graph)}
     return fuse(lists, both)
+
+
+def discount_questions(fused: list[Fused], asks: set[str]) -> list[Fused]:
+    """The memories in ``asks`` only ask a question ("What pet do you have?"): their words
+    and meaning match a question best of all, yet the answer is in the reply (which the
+    reply walk has already reached from them). They keep :data:`ASKS_ONLY` of their score;
+    best first again."""
+    if not asks:
+        return fused
+    for entry in fused:
+        if entry.id in asks:
+            entry.score *= ASKS_ONLY
+            entry.note = f"asks, does not tell (×{ASKS_ONLY:g})"
+    return sorted(fused, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 
 
 def rerank(head: list[Fused], relevance: Sequence[float], weight: float) -> list[Fused]:

@@ -12,10 +12,13 @@ walks the query's intent routes to (temporal / causal chains, shared entities),
 which join the same fusion (weight ``weight_graph``) for the final order; see
 :mod:`memloci.retrieval.fusion` for how scores become evidence and one 0–1 score.
 
-Optional last stage (``hybrid`` and ``core`` only, off unless ``settings.reranker``
-names one): a :class:`~memloci.providers.base.Reranker` reads the query with each of
-the best ``rerank_candidates`` hits and its relevance is blended with their fused
-score (``rerank_weight``); a reranker that fails leaves the fused order and says so.
+Last stages (``hybrid`` and ``core`` only): a memory among the best
+:data:`QUESTION_WINDOW` that only asks a question keeps half its score
+(:func:`~memloci.retrieval.fusion.discount_questions`); then, off unless
+``settings.reranker`` names one, a :class:`~memloci.providers.base.Reranker` reads
+the query with each of the best ``rerank_candidates`` hits and its relevance is blended
+with their fused score (``rerank_weight``); a reranker that fails leaves the fused
+order and says so.
 """
 
 from __future__ import annotations
@@ -33,10 +36,10 @@ from memloci.errors import ProviderError, ValidationError
 from memloci.models import Entity, MemoryNode, SearchHit
 from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
-from memloci.retrieval.fusion import Fused, fuse_lists, rerank
+from memloci.retrieval.fusion import Fused, discount_questions, fuse_lists, rerank
 from memloci.retrieval.graph import GraphLists, anchored, walks, without_names
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
-from memloci.retrieval.query import document_text, fts_match, key_form, terms
+from memloci.retrieval.query import asks_only, document_text, fts_match, key_form, terms
 from memloci.storage.base import NodeFilter, Store
 
 RECIPES: dict[str, tuple[str, ...]] = {
@@ -46,7 +49,8 @@ RECIPES: dict[str, tuple[str, ...]] = {
     "vector": ("vector",),
 }
 _RAW = {"fulltext": "bm25", "vector": "cosine", "rerank": "p"}
-RERANKED = ("hybrid", "core")  # the baselines stay what they are
+REFINED = ("hybrid", "core")  # get the last stages (questions, reranker); baselines stay as is
+QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discounted)
 log = logging.getLogger(__name__)
 _LABELS = {
     "fulltext": "full text",
@@ -134,10 +138,14 @@ class Retriever:
             if len(graph.lists) > walked:
                 relevance = {f.id: f.score for f in top_seeds}
                 fused = self._fuse(ranked, weights, graph, relevance, query_weight=query_weight)
-        reranking = self.reranker is not None and recipe in RERANKED
-        top = fused[: max(k, self.settings.rerank_candidates) if reranking else k]
-        nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in top])}
-        top = [f for f in top if f.id in nodes]
+        reranking = self.reranker is not None and recipe in REFINED
+        want = max(k, self.settings.rerank_candidates) if reranking else k
+        # the head read once: questions in it are discounted, the best ``want`` returned
+        head = fused[: max(want, QUESTION_WINDOW)]
+        nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
+        refined = recipe in REFINED
+        asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
+        top = [f for f in discount_questions(head, asks) if f.id in nodes][:want]
         failed = None
         if reranking:
             top, failed = self._rerank(query, top, nodes)
@@ -243,6 +251,8 @@ def _hit(node: MemoryNode, fused: Fused, graph: GraphLists) -> SearchHit:
         kind = _RAW.get(name)
         detail = f"{kind} {raw:.2f}, " if kind and raw is not None else ""
         parts.append(f"{_LABELS.get(name, name)} #{rank} ({detail}evidence {weight:.2f})")
+    if fused.note:
+        parts.append(fused.note)
     return SearchHit(
         memory=node, score=round(fused.score, 4), strategies=fused.ranks, why="; ".join(parts)
     )

@@ -249,3 +249,14 @@ def document_text(content: str, speaker: str | None, key: str | None, subject: s
     """The text embedded for a memory: who said it / what it is about, then the content."""
     label = speaker or subject or (key.replace("_", " ") if key else None)
     return f"{label}: {content}" if label else content
+
+
+_STATEMENT_END = re.compile(r"\.(?:\s|$)")
+
+
+def asks_only(text: str) -> bool:
+    """Whether a memory only asks ("Do you have any pets?", "Wow! How was it?"): it ends
+    with a question mark and states nothing (no sentence of it ends with a full stop). In
+    a conversation the answer is in the reply, not in the question."""
+    body = text.strip()
+    return body.endswith("?") and not _STATEMENT_END.search(body)
