@@ -46,6 +46,22 @@ def turn_text(turn: dict[str, Any]) -> str:
     return text or "(empty turn)"
 
 
+def as_messages(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations with every turn cut into its sentences, one short message each
+    (same id, speaker and time; a shared image becomes a message of its own): a stand-in
+    for real chats, where people send several short messages instead of one long turn.
+    A question's evidence (turn ids) is then held by any message of the turn."""
+    out = []
+    for conv in convs:
+        turns = []
+        for t in conv["turns"]:
+            text = turn_text(t)
+            pieces = [p for p in re.split(r"(?<=[.!?\]])\s+", text) if p.strip()] or [text]
+            turns += [{**t, "text": piece, "image_caption": None} for piece in pieces]
+        out.append({**conv, "turns": turns})
+    return out
+
+
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"

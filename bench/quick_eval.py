@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import DEFAULT_DATA, load_conversations, parse_locomo_time, turn_text
+from common import DEFAULT_DATA, as_messages, load_conversations, parse_locomo_time, turn_text
 from memloci import Memory
 
 FACTS = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl")
@@ -38,6 +38,8 @@ def open_split(
     messages: bool = False,
 ) -> tuple[Memory, list[dict]]:
     convs = load_conversations(data)
+    if messages:
+        convs = as_messages(convs)
     fresh = not path.exists()
     mem = Memory(str(path), reinforce_on_search=False, reranker=reranker, embedder=embedder)
     if fresh:
@@ -54,21 +56,16 @@ def open_split(
                         metadata={"turn": t["id"]},
                     )
                 else:
-                    for piece in _sentences(turn_text(t)) if messages else [turn_text(t)]:
-                        mem.add(
-                            piece,
-                            user=user,
-                            session=f"{user}/{t['session_id']}",
-                            speaker=t["speaker"],
-                            event_time=when,
-                            metadata={"turn": t["id"]},
-                        )
+                    mem.add(
+                        turn_text(t),
+                        user=user,
+                        session=f"{user}/{t['session_id']}",
+                        speaker=t["speaker"],
+                        event_time=when,
+                        metadata={"turn": t["id"]},
+                    )
         mem.flush()
     return mem, convs
-
-
-def _sentences(text: str) -> list[str]:
-    return [p for p in re.split(r"(?<=[.!?])\s+", text) if p.strip()] or [text]
 
 
 def rename_speakers(convs: list[dict]) -> None:

@@ -1,12 +1,15 @@
 """Retrieval quality on LoCoMo-style data: memloci (with and without its graph
-strategies) vs BM25-only vs dense-only, same run, on two DEV splits — conversation
-turns and fact memory — plus a "first query" table of small-store probes.
+strategies) vs BM25-only vs dense-only, same run, on DEV splits — conversation turns,
+fact memory and short messages — plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
+        [--splits turns,facts,messages,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
-agent stores one, ``remember(text, subject=speaker, event_time=date)``. Every scored
+agent stores one, ``remember(text, subject=speaker, event_time=date)``. Messages: the
+turns cut into their sentences, one message each (``common.as_messages``; a stand-in for
+real chats of short messages). Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
 what the graph strategies cost.
@@ -27,7 +30,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import DEFAULT_DATA, data_path, load_conversations, parse_locomo_time, table, turn_text
+from common import (
+    DEFAULT_DATA,
+    as_messages,
+    data_path,
+    load_conversations,
+    parse_locomo_time,
+    table,
+    turn_text,
+)
 from memloci import Memory
 
 RECIPES = ("hybrid", "core", "fulltext", "vector", "bm25")
@@ -103,7 +114,9 @@ def metrics(ranked: list[str], evidence: set[str], k: int) -> dict[str, float]:
         top = set(ranked[:cut])
         out[f"any@{cut}"] = float(bool(top & evidence))
         out[f"all@{cut}"] = float(evidence <= top)
-    dcg = sum(1 / math.log2(i + 2) for i, t in enumerate(ranked[:10]) if t in evidence)
+    # an evidence id counts once (in the messages split a turn's sentences share its id)
+    first = {t: i for i, t in reversed(list(enumerate(ranked[:10])))}
+    dcg = sum(1 / math.log2(i + 2) for t, i in first.items() if t in evidence)
     idcg = sum(1 / math.log2(i + 2) for i in range(min(len(evidence), 10)))
     out["ndcg@10"] = dcg / idcg if idcg else 0.0
     return out
@@ -135,7 +148,7 @@ def main() -> int:
     ap.add_argument(
         "--facts", help="fact-memory JSONL (default: ../shared/data/locomo_facts_dev.jsonl)"
     )
-    ap.add_argument("--splits", default="turns,facts,first", help="which tables to run")
+    ap.add_argument("--splits", default="turns,facts,messages,first", help="which tables to run")
     ap.add_argument(
         "--store",
         help="a postgresql:// URL: run the turn/fact splits on PostgreSQL (a fresh schema"
@@ -151,6 +164,8 @@ def main() -> int:
         default = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl") if facts else None
         path = data_path((args.facts or str(default)) if facts else args.data)
         convs = load_conversations(path)
+        if split == "messages":
+            convs = as_messages(convs)
         if args.limit_convs:
             convs = convs[: args.limit_convs]
         out[split] = run_split(split, convs, args, facts)
@@ -219,7 +234,7 @@ def run_split(
         p50 = lat[len(lat) // 2] * 1000 if lat else 0.0
         figures = [sums[recipe]["overall"][c] / counts["overall"] for c in cols]
         rows.append([LABELS[recipe], *(f"{x:.3f}" for x in figures), f"{p50:.1f}"])
-    kind = "facts (remember)" if facts else "turns (add)"
+    kind = "facts (remember)" if facts else f"{split} (add)"
     print(
         f"\n[{split}] LoCoMo evidence retrieval, {kind} — {len(convs)} conversations, "
         f"{turns} memories, "
