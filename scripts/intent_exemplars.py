@@ -1,6 +1,7 @@
 """Write ``src/memloci/data/intent_exemplars.json``: the intent exemplars of
-:mod:`memloci.retrieval.intent` fitted with the bundled embedder (int8 MiniLM), so a
-new process classifies query intents without embedding the exemplars first.
+:mod:`memloci.retrieval.intent` fitted with each bundled embedder (int8 bge-small-en, the
+default; int8 MiniLM, for stores made with it), so a new process classifies query
+intents without embedding the exemplars first.
 
 Run it after changing ``EXEMPLARS`` (a stale file is ignored: it is keyed by a hash of
 the exemplars and by the model id); ``tests/unit/test_intent_preset.py`` checks that
@@ -15,8 +16,9 @@ import json
 
 import numpy as np
 
+from memloci.providers.bge import BgeSmallEmbedder
 from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
-from memloci.retrieval.intent import PRESET, exemplars_digest, fit_exemplars
+from memloci.retrieval.intent import EXEMPLARS, PRESET, exemplars_digest, fit_exemplars
 
 
 def _short(x: float) -> float:
@@ -25,17 +27,20 @@ def _short(x: float) -> float:
 
 
 def main() -> None:
-    embedder = OnnxMiniLMEmbedder()
-    mean, directions = fit_exemplars(embedder)
+    models = {}
+    for embedder in (BgeSmallEmbedder(), OnnxMiniLMEmbedder()):
+        mean, directions = fit_exemplars(embedder)
+        models[embedder.model_id] = {
+            "mean": [_short(x) for x in mean],
+            "directions": [[_short(x) for x in row] for row in directions],
+        }
     data = {
-        "model": embedder.model_id,
         "exemplars": exemplars_digest(),
         "written_by": "scripts/intent_exemplars.py",
-        "mean": [_short(x) for x in mean],
-        "directions": [[_short(x) for x in row] for row in directions],
+        "models": models,
     }
     PRESET.write_text(json.dumps(data) + "\n", encoding="utf-8")
-    print(f"wrote {PRESET} ({embedder.model_id}, {directions.shape[0]} intents)")
+    print(f"wrote {PRESET} ({', '.join(models)}; {len(EXEMPLARS)} intents)")
 
 
 if __name__ == "__main__":

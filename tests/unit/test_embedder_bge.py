@@ -40,7 +40,8 @@ def test_registered_unit_vectors_and_cls_pooling(bge: BgeSmallEmbedder) -> None:
     # a query is embedded like a document (no instruction prefix); int8 activations are
     # quantised per batch, so padding beside shorter texts moves a vector a little
     assert float(docs[0] @ bge.embed_query(texts[0])) > 0.99
-    assert bge.model_id != load_embedder("local").model_id  # another vector space
+    assert isinstance(load_embedder("local"), BgeSmallEmbedder)  # the default
+    assert bge.model_id != load_embedder("minilm-int8").model_id  # another vector space
     # meaning, not words: the relocation paraphrase is far closer than the dog
     q = bge.embed_query("which city does the user live in now?")
     assert float(q @ docs[0]) > float(q @ docs[1]) + 0.1
@@ -56,7 +57,7 @@ def test_model_path_needs_its_own_tokenizer(tmp_path: Path) -> None:
 
 def test_calibration_defaults_and_bge_values(bge: BgeSmallEmbedder) -> None:
     assert calibration_of(None) == DEFAULT_CALIBRATION == Calibration()
-    assert calibration_of(load_embedder("local")) == DEFAULT_CALIBRATION
+    assert calibration_of(load_embedder("minilm-int8")) == DEFAULT_CALIBRATION
     assert calibration_of(bge).duplicate > DEFAULT_CALIBRATION.duplicate
     # the configured threshold wins; unset, the embedder's
     assert duplicate_threshold(None, bge) == calibration_of(bge).duplicate
@@ -95,7 +96,7 @@ def test_bge_store_keeps_near_misses_apart_and_ranks_by_meaning(tmp_path: Path) 
         assert mem.search("dark mode", user="u2") == []  # another user's facts stay theirs
 
 
-def test_cli_picks_it_and_a_store_keeps_its_model(tmp_path: Path) -> None:
+def test_cli_default_and_a_store_keeps_its_model(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from memloci.interfaces.cli import app
@@ -103,19 +104,42 @@ def test_cli_picks_it_and_a_store_keeps_its_model(tmp_path: Path) -> None:
     runner = CliRunner()
     db = str(tmp_path / "cli.db")
     common = ["--db", db, "--user", "u1"]
-    added = runner.invoke(
-        app, ["memory", "add", "I moved to Lisbon last spring", *common, "--embedder", "bge-small"]
-    )
+    added = runner.invoke(app, ["memory", "add", "I moved to Lisbon last spring", *common])
     assert added.exit_code == 0, added.output
     found = runner.invoke(
         app, ["memory", "search", "where does the user live?", *common, "--embedder", "bge-small"]
     )
     assert found.exit_code == 0 and "Lisbon" in found.output
-    # searched with the default embedder: a clear error naming both models, no traceback
-    other = runner.invoke(app, ["memory", "search", "Lisbon", *common])
+    # another model than the store's: a clear error naming both, no traceback
+    other = runner.invoke(app, ["memory", "search", "Lisbon", *common, "--embedder", "minilm-fp32"])
     assert other.exit_code != 0
     assert "bge-small-en" in other.output and "reembed" in other.output
     assert "Traceback" not in other.output
+
+
+def test_a_store_made_with_minilm_keeps_it_until_reembedded(tmp_path: Path) -> None:
+    """The default changed from MiniLM to bge-small: ``local`` keeps a MiniLM store on
+    MiniLM (no error, no silent re-embed); ``reembed=True`` moves it to bge-small."""
+    from memloci.providers.minilm import MODEL_ID
+    from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
+
+    path = str(tmp_path / "old.db")
+    with Memory(path, embedder="minilm-int8") as old:
+        old.add("I moved to Lisbon last spring", user="u1")
+        old.add("My dog Biscuit hates rain", user="u1")
+        old.flush()
+    with Memory(path) as mem:
+        assert isinstance(mem.service.embedder, OnnxMiniLMEmbedder)
+        assert mem.stats().embedding_model == MODEL_ID
+        hits = mem.search("which city does the user live in now?", user="u1", recipe="vector")
+        assert hits[0].memory.content == "I moved to Lisbon last spring"
+    with Memory(path, reembed=True) as moved:
+        assert isinstance(moved.service.embedder, BgeSmallEmbedder)
+        moved.flush()
+        assert moved.stats().embedding_model == BgeSmallEmbedder.MODEL_ID
+        assert moved.stats().pending_embeddings == 0
+    with Memory(path) as again:  # now a bge-small store
+        assert isinstance(again.service.embedder, BgeSmallEmbedder)
 
 
 def test_a_missing_model_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,5 @@
 """The shipped intent exemplars (``data/intent_exemplars.json``): current, equal to a
-fresh fit with the bundled model, used without embedding anything, and ignored when
+fresh fit with each bundled model, used without embedding anything, and ignored when
 they do not match the model or the exemplars."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memloci.providers.base import load_embedder
+from memloci.providers.bge import BgeSmallEmbedder
 from memloci.providers.minilm import MODEL_ID
 from memloci.retrieval import intent
 from memloci.retrieval.intent import (
@@ -38,23 +40,24 @@ class _NoEmbedding:
 
 def test_the_shipped_preset_is_current() -> None:
     data = json.loads(PRESET.read_text(encoding="utf-8"))
-    assert data["model"] == MODEL_ID
+    assert set(data["models"]) == {MODEL_ID, BgeSmallEmbedder.MODEL_ID}
     assert data["exemplars"] == exemplars_digest(), "run scripts/intent_exemplars.py"
-    fitted = load_preset(MODEL_ID)
-    assert fitted is not None
-    mean, directions = fitted
-    assert mean.dtype == np.float32 and mean.shape == (384,)
-    assert directions.shape == (len(EXEMPLARS), 384)
-    np.testing.assert_allclose(np.linalg.norm(directions, axis=1), 1.0, atol=1e-5)
+    for model in data["models"]:
+        fitted = load_preset(model)
+        assert fitted is not None
+        mean, directions = fitted
+        assert mean.dtype == np.float32 and mean.shape == (384,)
+        assert directions.shape == (len(EXEMPLARS), 384)
+        np.testing.assert_allclose(np.linalg.norm(directions, axis=1), 1.0, atol=1e-5)
 
 
 @pytest.mark.slow
-def test_the_preset_equals_a_fresh_fit_with_the_bundled_model() -> None:
-    from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
-
-    preset = load_preset(MODEL_ID)
+@pytest.mark.parametrize("name", ["local", "minilm-int8"])
+def test_the_preset_equals_a_fresh_fit_with_each_bundled_model(name: str) -> None:
+    embedder = load_embedder(name)
+    preset = load_preset(embedder.model_id)
     assert preset is not None
-    mean, directions = fit_exemplars(OnnxMiniLMEmbedder())
+    mean, directions = fit_exemplars(embedder)
     np.testing.assert_allclose(preset[0], mean, atol=1e-5)
     np.testing.assert_allclose(preset[1], directions, atol=1e-5)
 
@@ -77,7 +80,9 @@ def test_a_preset_for_another_model_or_other_exemplars_is_ignored(tmp_path: Path
     assert load_preset("openai:text-embedding-3-small", file) is None
     file.write_text(json.dumps({**data, "exemplars": "0" * 64}), encoding="utf-8")
     assert load_preset(MODEL_ID, file) is None  # exemplars changed since it was written
-    file.write_text(json.dumps({**data, "directions": data["directions"][:2]}), encoding="utf-8")
+    fit = data["models"][MODEL_ID]
+    short = {**data, "models": {MODEL_ID: {**fit, "directions": fit["directions"][:2]}}}
+    file.write_text(json.dumps(short), encoding="utf-8")
     assert load_preset(MODEL_ID, file) is None  # wrong shape
     file.write_text("{not json", encoding="utf-8")
     assert load_preset(MODEL_ID, file) is None

@@ -10,6 +10,7 @@ import pytest
 
 from memloci import AsyncMemory, Memory, MemoryNode, SearchHit, Settings, WriteResult
 from memloci.errors import StorageError
+from memloci.providers.bge import BgeSmallEmbedder
 from memloci.providers.fake import FakeEmbedder
 
 
@@ -117,7 +118,7 @@ def test_sync_methods_mirror_async_ones() -> None:
 @pytest.mark.slow
 def test_semantic_search_with_the_bundled_model(tmp_path: Path) -> None:
     with Memory(str(tmp_path / "real.db")) as mem:
-        assert mem.stats().embedding_model == "local:all-MiniLM-L6-v2"
+        assert mem.stats().embedding_model == BgeSmallEmbedder.MODEL_ID  # the default
         pet = mem.add("I adopted a golden retriever named Biscuit", user="u1")
         for text in (
             "I work as a nurse at the city hospital",

@@ -271,9 +271,9 @@ def prewarm(embedder: EmbedderName | None) -> None:
     if any(name.upper().startswith("MEMLOCI_EMBEDDER") for name in os.environ):
         return
     try:
-        from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
+        from memloci.providers.bge import BgeSmallEmbedder
 
-        early = OnnxMiniLMEmbedder()
+        early = BgeSmallEmbedder()  # a store made with MiniLM loads that instead, later
     except MemlociError:  # the model is missing: open_memory reports it
         return
     from memloci.providers.base import warm_up

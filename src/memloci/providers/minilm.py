@@ -128,16 +128,23 @@ def mean_pool(hidden: npt.NDArray[Any], mask: npt.NDArray[Any]) -> F32:
 
 
 def local_embedder(*, model_path: str | None = None, **options: Any) -> Embedder:
-    """The ``local`` embedder: the bundled int8 ONNX MiniLM; with ``model_path=`` a folder
-    holding ``model.safetensors`` (a downloaded sentence-transformers/all-MiniLM-L6-v2),
-    the numpy float32 runner over it; any other ``model_path`` (a ``.onnx`` file, or a
-    folder with ``model.onnx`` or ``onnx/model.onnx``) runs under onnxruntime."""
+    """The ``local`` embedder: the bundled int8 bge-small-en
+    (:class:`~memloci.providers.bge.BgeSmallEmbedder`; a store made with the bundled
+    MiniLM keeps it, see :func:`memloci.compose.build_service`); with ``model_path=``
+    MiniLM: a folder holding ``model.safetensors`` (a downloaded
+    sentence-transformers/all-MiniLM-L6-v2) runs under the numpy float32 runner, any
+    other ``model_path`` (a ``.onnx`` file, or a folder with ``model.onnx`` or
+    ``onnx/model.onnx``) under onnxruntime."""
     if model_path is not None:
         path = Path(model_path).expanduser()
         if path.is_dir() and (path / "model.safetensors").is_file():
             from memloci.providers.local import LocalMiniLMEmbedder
 
             return LocalMiniLMEmbedder(model_path=str(path), **options)
+    if model_path is None:
+        from memloci.providers.bge import BgeSmallEmbedder
+
+        return BgeSmallEmbedder(**options)
     from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
 
     return OnnxMiniLMEmbedder(model_path=model_path, **options)

@@ -11,10 +11,11 @@ strategies (:mod:`memloci.retrieval.graph`). Two classifiers:
   similarity threshold, or when the best two intents are too close, it defers to the
   keyword rules.
 
-For the bundled model the fitted exemplars ship with memloci (``data/intent_exemplars.json``,
-written by ``scripts/intent_exemplars.py``, keyed by the model id and a hash of
-:data:`EXEMPLARS`), so a one-shot search classifies by exemplars at once instead of
-embedding them first; any other model, or changed exemplars, are embedded as before.
+For the bundled models the fitted exemplars ship with memloci
+(``data/intent_exemplars.json``, written by ``scripts/intent_exemplars.py``, one fit per
+model id, keyed by a hash of :data:`EXEMPLARS`), so a one-shot search classifies by
+exemplars at once instead of embedding them first; any other model, or changed
+exemplars, are embedded as before.
 
 Complexity (``simple`` / ``complex``) sets the graph depth, the number of seed hits a
 walk starts from, and the context budget: 2 / 5 / 1000 tokens vs 4 / 20 / 3000.
@@ -185,14 +186,15 @@ def fit_exemplars(embedder: Embedder) -> Fitted:
 
 
 def load_preset(model: str, path: Path = PRESET) -> Fitted | None:
-    """The shipped exemplar fit for ``model``, or None (another model, exemplars changed
-    since it was written, or no readable file)."""
+    """The shipped exemplar fit for ``model``, or None (a model without one, exemplars
+    changed since it was written, or no readable file)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("model") != model or data.get("exemplars") != exemplars_digest():
+        fit = data["models"].get(model) if data.get("exemplars") == exemplars_digest() else None
+        if fit is None:
             return None
-        mean = np.asarray(data["mean"], dtype=np.float32)
-        directions = np.asarray(data["directions"], dtype=np.float32)
+        mean = np.asarray(fit["mean"], dtype=np.float32)
+        directions = np.asarray(fit["directions"], dtype=np.float32)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
     if mean.ndim != 1 or directions.shape != (len(EXEMPLARS), mean.shape[0]):
