@@ -51,13 +51,19 @@ def build_embedder(settings: Settings) -> Embedder | None:
 
 def _kept_model(store: Store, settings: Settings, emb: Embedder | None) -> Embedder | None:
     """The bundled model a store was made with, when the settings ask for ``local``
-    without a ``model_path``: the default became bge-small-en, and a store whose vectors
-    come from the bundled MiniLM keeps MiniLM (``memloci reembed`` moves it to bge-small)."""
-    if emb is None or settings.embedder != "local" or "model_path" in settings.embedder_options:
+    without a ``model_path`` (``emb`` is then the bundled bge-small, built from the
+    settings here or by the command line): the default became bge-small-en, and a store
+    whose vectors come from the bundled MiniLM keeps MiniLM (``memloci reembed`` moves
+    it to bge-small)."""
+    from memloci.providers.bge import BgeSmallEmbedder
+
+    if type(emb) is not BgeSmallEmbedder or settings.embedder != "local":
+        return emb
+    if "model_path" in settings.embedder_options:
         return emb
     from memloci.providers.minilm import MODEL_ID
 
-    if emb.model_id == MODEL_ID or store.get_meta("embedding_model") != MODEL_ID:
+    if store.get_meta("embedding_model") != MODEL_ID:
         return emb
     from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
 
@@ -88,7 +94,7 @@ def build_service(
     reranker = build_reranker(settings)  # before the store: a bad name or model opens nothing
     st = store or build_store(settings)
     try:
-        if embedder == "settings" and not reembed:
+        if not reembed:
             emb = _kept_model(st, settings, emb)
         return MemoryService(st, emb, settings, reembed=reembed, reranker=reranker)
     except BaseException:

@@ -36,8 +36,8 @@ class Settings(BaseModel):
     namespace: str = Field("default", description="namespace used when a call names none")
     embedder: str = Field(
         "local",
-        description="embedder: local (int8 ONNX MiniLM) | minilm-fp32 | bge-small | openai "
-        "| fake | none",
+        description="embedder: local (bundled int8 bge-small-en; a MiniLM store keeps "
+        "MiniLM) | bge-small | minilm-int8 | minilm-fp32 | openai | fake | none",
     )
     embedder_options: dict[str, Any] = Field(
         default_factory=dict, description="keyword options for the embedder"
@@ -61,7 +61,7 @@ class Settings(BaseModel):
         ge=0,
         le=1,
         description="cosine at which a new fact counts as a duplicate "
-        "(default: the embedder's own, 0.92 for MiniLM)",
+        "(default: the embedder's own, 0.96 for bge-small, 0.92 for MiniLM)",
     )
     decay_rate_default: float = Field(0.1, ge=0, description="default decay rate of new facts")
     context_budget: int = Field(1000, ge=50, description="default context token budget")
@@ -72,7 +72,7 @@ class Settings(BaseModel):
     reranker: str = Field(
         "none",
         description="reorder the best fused hits with a cross-encoder: none | minilm-ce "
-        "(local, needs the memloci[rerank] extra)",
+        "(local; its model ships with memloci)",
     )
     reranker_options: dict[str, Any] = Field(
         default_factory=dict, description="keyword options for the reranker (threads, model_path)"

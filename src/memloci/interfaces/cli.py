@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -39,6 +39,9 @@ from memloci.interfaces.cli_common import (
     say,
 )
 from memloci.interfaces.cli_lazy import LazyGroup
+
+if TYPE_CHECKING:  # loaded on use
+    from memloci.sdk import Memory
 
 app = typer.Typer(
     name="memloci",
@@ -104,12 +107,36 @@ def reembed(
                 "refusing to drop the store's vectors without confirmation",
             )
         memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)
+    if embedder in (None, EmbedderName.LOCAL) and _kept_minilm(memory):
+        memory.close()
+        if not yes:
+            confirm_or_refuse(
+                "This store's vectors come from MiniLM (the bundled default before "
+                "2026-11-26). Rebuild them all with bge-small-en, the default now?",
+                "refusing to rebuild the store's vectors without confirmation; "
+                "--embedder minilm-int8 keeps MiniLM",
+            )
+        memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)
     with memory as m:
         pending = embed_all(m, "Embedding")
         stats = m.stats(m.stats().namespaces or None)
     total = sum(stats.nodes_by_type.values())
     model = stats.embedding_model or "no embedder"
     say(f"{memories(total - pending)} embedded with {model}; {pending} pending.")
+
+
+def _kept_minilm(memory: Memory) -> bool:
+    """Whether ``local`` kept a store on the bundled MiniLM (made before bge-small became
+    the default; see :func:`memloci.compose.build_service`)."""
+    from memloci.providers.minilm import MODEL_ID
+    from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
+
+    embedder = memory.service.embedder
+    return (
+        isinstance(embedder, OnnxMiniLMEmbedder)
+        and embedder.model_id == MODEL_ID
+        and ("model_path" not in memory.settings.embedder_options)
+    )
 
 
 # ---------------------------------------------------------------------- demo

