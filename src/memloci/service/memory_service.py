@@ -15,14 +15,8 @@ from typing import Any, ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
-from memloci.consolidation.dedupe import (
-    FactMatch,
-    MatchKind,
-    duplicate_threshold,
-    fact_lock,
-    fact_owner,
-    match_fact,
-)
+from memloci.consolidation.dedupe import FactMatch, MatchKind, fact_lock, fact_owner, match_fact
+from memloci.consolidation.dedupe import duplicate_threshold as _threshold
 from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import (
     SCOPE_ORDER,
@@ -300,7 +294,7 @@ class MemoryService(
             found = match_fact(
                 store, owner, node.content, key=node.key, value=node.value,
                 embed=(lambda: vector) if vector is not None else None,
-                threshold=duplicate_threshold(self.settings.duplicate_threshold, self.embedder),
+                threshold=_threshold(self.settings.duplicate_threshold, self.embedder),
             )  # fmt: skip
             if found.node is not None and found.kind is not MatchKind.KEY:
                 patch = NodePatch(times_confirmed_delta=1)
