@@ -141,9 +141,9 @@ class Retriever:
         reranking = self.reranker is not None and recipe in REFINED
         want = max(k, self.settings.rerank_candidates) if reranking else k
         # the head read once: questions in it are discounted, the best ``want`` returned
-        head = fused[: max(want, QUESTION_WINDOW)]
-        nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
         refined = recipe in REFINED
+        head = fused[: max(want, QUESTION_WINDOW) if refined else want]
+        nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
         top = [f for f in discount_questions(head, asks) if f.id in nodes][:want]
         failed = None
