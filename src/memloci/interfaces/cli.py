@@ -107,7 +107,7 @@ def reembed(
                 "refusing to drop the store's vectors without confirmation",
             )
         memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)
-    if embedder in (None, EmbedderName.LOCAL) and _kept_minilm(memory):
+    if _kept_minilm(memory):
         memory.close()
         if not yes:
             confirm_or_refuse(
@@ -126,16 +126,17 @@ def reembed(
 
 
 def _kept_minilm(memory: Memory) -> bool:
-    """Whether ``local`` kept a store on the bundled MiniLM (made before bge-small became
-    the default; see :func:`memloci.compose.build_service`)."""
+    """Whether ``local`` (from ``--embedder`` or ``MEMLOCI_EMBEDDER``) kept a store on the
+    bundled MiniLM (made before bge-small became the default; see
+    :func:`memloci.compose.build_service`)."""
     from memloci.providers.minilm import MODEL_ID
-    from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
 
-    embedder = memory.service.embedder
+    settings, embedder = memory.settings, memory.service.embedder
     return (
-        isinstance(embedder, OnnxMiniLMEmbedder)
+        settings.embedder == "local"
+        and "model_path" not in settings.embedder_options
+        and embedder is not None
         and embedder.model_id == MODEL_ID
-        and ("model_path" not in memory.settings.embedder_options)
     )
 
 
