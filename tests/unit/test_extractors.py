@@ -249,8 +249,30 @@ def test_only_user_turns_count() -> None:
         node(7, "I hate queues", None, agent="helper-bot"),  # plain add(): no role, no speaker
     ]
     result = RuleExtractor().extract(episodes)
-    assert contents(result) == ["User lives in Oslo", "User loves jazz", "User hates queues"]
+    assert contents(result) == ["alice lives in Oslo", "User loves jazz", "User hates queues"]
     assert [f.source_ids for f in result.facts] == [["ep000005"], ["ep000006"], ["ep000007"]]
+
+
+def test_a_named_speakers_facts_are_about_them() -> None:
+    """In a chat between two people (named speakers, no roles) each one's facts name
+    them, and keys are theirs: one's opinion never supersedes the other's."""
+    episodes = [
+        node(0, "I love camping.", None, speaker="Melanie"),
+        node(1, "I hate camping.", None, speaker="Caroline"),
+        node(2, "Alec is my boss.", None, speaker="Caroline"),
+        node(3, "My sister Anna lives in Paris.", None, speaker="Melanie"),
+        node(4, "From now on, always reply in French.", None, speaker="Melanie"),
+        node(5, "I love jazz.", None, speaker="user"),  # a role word, not a name
+    ]
+    facts = RuleExtractor().extract(episodes).facts
+    assert [(f.content, f.subject, f.key) for f in facts] == [
+        ("Melanie loves camping", "Melanie", "melanie.opinion_camping"),
+        ("Caroline hates camping", "Caroline", "caroline.opinion_camping"),
+        ("Alec is Caroline's boss", "Alec", "caroline.boss"),
+        ("Anna is Melanie's sister", "Anna", None),
+        ("Melanie's instruction: always reply in French", "Melanie", None),
+        ("User loves jazz", "user", "opinion_jazz"),
+    ]
 
 
 def test_repeated_facts_merge_sources_and_known_ones_are_skipped() -> None:

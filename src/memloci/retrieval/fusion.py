@@ -178,7 +178,8 @@ def fuse_lists(
         reasons = graph.reasons.get(name, {})
         walked = any(r.startswith("shares ") for r in reasons.values())
         if name in ("entity", "time") and not walked and any(r for _, r in results):
-            lists[name] = lexical(results, weight=query_weight)
+            # on its own words' weight (the time list's are the query's minus the date)
+            lists[name] = lexical(results, weight=graph.weights.get(name, query_weight))
         elif name == "entity" and not walked:
             lists[name] = Scored([(i, r, NAME_ONLY) for i, r in results])
         else:

@@ -58,6 +58,9 @@ class GraphLists:
     lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     reasons: dict[str, dict[str, str]] = field(default_factory=dict)
     named: list[tuple[str, Entity]] = field(default_factory=list)  # entities the query names
+    # a list's own query weight when its words are not the full-text search's (the time
+    # list ranks by the query minus its date): ``Store.match_weight`` of those words
+    weights: dict[str, float] = field(default_factory=dict)
 
     def add(self, name: str, ranked: list[tuple[str, float]], reasons: dict[str, str]) -> None:
         if ranked:
@@ -230,4 +233,5 @@ def time_strategy(
     if not match:
         return
     ranked = store.fulltext(replace(flt, after=after, before=before), match, limit)
+    out.weights["time"] = store.match_weight(match)
     out.add("time", ranked, dict.fromkeys((i for i, _ in ranked), window.label()))
