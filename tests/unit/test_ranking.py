@@ -18,9 +18,11 @@ from memloci.retrieval.fusion import (
     Fused,
     discount_questions,
     fuse,
+    fuse_lists,
     lexical,
     semantic,
 )
+from memloci.retrieval.graph import GraphLists
 from memloci.retrieval.query import asks_only, fts_match
 from memloci.worker import link_mentions
 
@@ -185,6 +187,29 @@ def test_lexical_evidence_is_scaled_by_the_query_weight() -> None:
     assert alone[0][2] == pytest.approx(0.8) and weighed[0][2] == pytest.approx(4 / 13)
     # a query whose words the best match all holds: the weight changes nothing
     assert lexical([("a", 4.0)], weight=3.0).items == lexical([("a", 4.0)]).items
+
+
+def test_the_time_list_weighs_its_own_words() -> None:
+    """The time list ranks by the query minus its date ("on 1 May, 2022"), so its
+    evidence is scaled by those words' weight, not the whole query's."""
+    graph = GraphLists()
+    graph.add("time", [("a", 4.0)], {"a": "1 May, 2022"})
+    whole = fuse_lists({}, graph, {}, 1.0, query_weight=12.0)
+    graph.weights["time"] = 3.0  # the words left once the date is taken out
+    own = fuse_lists({}, graph, {}, 1.0, query_weight=12.0)
+    assert whole[0].evidence["time"] == pytest.approx(4 / 13)
+    assert own[0].evidence["time"] == pytest.approx(0.8)
+
+
+@pytest.mark.slow
+def test_a_memory_of_the_named_day_comes_first(real: Memory) -> None:
+    ns = "timeday"
+    real.add("I watched a film with Nate", user="u1", event_time="2022-05-01", namespace=ns)
+    real.add("I watched the game", user="u1", event_time="2022-07-01", namespace=ns)
+    real.flush()
+    hits = real.search("What movie did I watch on 1 May, 2022?", user="u1", k=2, namespace=ns)
+    assert hits[0].memory.content == "I watched a film with Nate"
+    assert "time: " in hits[0].why
 
 
 @pytest.mark.slow
