@@ -213,6 +213,31 @@ def test_a_memory_of_the_named_day_comes_first(real: Memory) -> None:
 
 
 @pytest.mark.slow
+def test_a_turn_and_the_fact_drawn_from_it_take_one_place(real: Memory) -> None:
+    """Consolidation draws "Melanie loves camping" from Melanie's turn: a search that finds
+    both shows the turn once (her own words, at the better score) and names the fact."""
+    ns = "saidonce"
+    for text, speaker in [
+        ("I love camping with my kids.", "Melanie"),
+        ("Camping sounds fun! I prefer museums.", "Caroline"),
+        ("We went to the lake last week.", "Melanie"),
+    ]:
+        real.add(text, user="u1", session="s1", speaker=speaker, namespace=ns)
+    real.flush()
+    real.service.consolidate_now("s1", namespace=ns, user="u1")
+    facts = [m.content for m in real.list(user="u1", namespace=ns) if m.type.value != "episodic"]
+    assert "Melanie loves camping with their kids" in facts
+    hits = real.search("Does Melanie like camping?", user="u1", namespace=ns)
+    contents = [h.memory.content for h in hits]
+    assert contents[0] == "I love camping with my kids."
+    assert "also kept as fact [" in hits[0].why
+    assert "Melanie loves camping with their kids" not in contents
+    # the fact alone is still found when its turn is not among the hits
+    only = real.search("loves camping kids", user="u1", namespace=ns, recipe="fulltext")
+    assert "Melanie loves camping with their kids" in [h.memory.content for h in only]
+
+
+@pytest.mark.slow
 def test_a_name_shared_by_every_fact_does_not_outrank_the_answer(real: Memory) -> None:
     """In one person's store their name is in most facts, yet rare across the whole index
     (other users' stores): a fact sharing only the name must not beat the fact that

@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from memloci.config import Settings
 from memloci.errors import ProviderError, ValidationError
-from memloci.models import Entity, MemoryNode, SearchHit
+from memloci.models import EdgeType, Entity, MemoryNode, SearchHit, SourceType
 from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import Fused, discount_questions, fuse_lists, rerank
@@ -145,7 +145,10 @@ class Retriever:
         head = fused[: max(want, QUESTION_WINDOW) if refined else want]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
-        top = [f for f in discount_questions(head, asks) if f.id in nodes][:want]
+        top = [f for f in discount_questions(head, asks) if f.id in nodes]
+        if refined:
+            top = self._said_once(top, nodes, flt)
+        top = top[:want]
         failed = None
         if reranking:
             top, failed = self._rerank(query, top, nodes)
@@ -158,6 +161,30 @@ class Retriever:
                 h.model_copy(update={"why": f"{h.why}; {note}" if h.why else note}) for h in hits
             ]
         return hits
+
+    def _said_once(
+        self, head: list[Fused], nodes: dict[str, MemoryNode], flt: NodeFilter
+    ) -> list[Fused]:
+        """``head`` without the facts consolidation derived from turns that are in it too:
+        the turn says it in the speaker's own words, and one statement takes one place in
+        the top ``k``, at the better of the two scores; the turn's ``why`` names the fact."""
+        derived = [f.id for f in head if nodes[f.id].source_type is SourceType.CONSOLIDATION]
+        if not derived:
+            return head
+        shown = {f.id: f for f in head}
+        said: set[str] = set()
+        for source, fact, _, _ in self.store.walk(
+            flt, derived, EdgeType.DERIVED_FROM, depth=1, direction="forward", limit=len(head) * 4
+        ):
+            if source in shown and fact not in said:
+                said.add(fact)
+                entry = shown[source]
+                entry.score = max(entry.score, shown[fact].score)
+                entry.note = "; ".join(filter(None, [entry.note, f"also kept as fact [{fact}]"]))
+        if not said:
+            return head
+        kept = [f for f in head if f.id not in said]
+        return sorted(kept, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 
     def _rerank(
         self, query: str, top: list[Fused], nodes: dict[str, MemoryNode]
