@@ -14,16 +14,19 @@ import pytest
 from memloci import Memory
 from memloci.retrieval.fusion import (
     ASKS_ONLY,
+    IN_WINDOW,
     LEXICAL_FLOOR,
     Fused,
     discount_questions,
     fuse,
     fuse_lists,
     lexical,
+    narrow,
     semantic,
 )
 from memloci.retrieval.graph import GraphLists
 from memloci.retrieval.query import asks_only, fts_match
+from memloci.retrieval.timephrases import time_window
 from memloci.worker import link_mentions
 
 MakeMemory = Callable[..., Memory]
@@ -199,6 +202,22 @@ def test_the_time_list_weighs_its_own_words() -> None:
     own = fuse_lists({}, graph, {}, 1.0, query_weight=12.0)
     assert whole[0].evidence["time"] == pytest.approx(4 / 13)
     assert own[0].evidence["time"] == pytest.approx(0.8)
+
+
+def test_a_match_inside_a_narrow_window_counts_at_least_in_window() -> None:
+    """A day, a week or a month named: a time-list match counts at least IN_WINDOW;
+    a year or an open window ("before June 2023") keeps its lexical evidence."""
+
+    def evidence(phrase: str) -> float:
+        graph = GraphLists(window=time_window(phrase))
+        graph.add("time", [("a", 1.0)], {"a": phrase})
+        graph.weights["time"] = 9.0
+        return fuse_lists({}, graph, {}, 1.0)[0].evidence["time"]
+
+    assert narrow(time_window("on 7 July, 2023")) and narrow(time_window("in May 2023"))
+    assert not narrow(time_window("in 2023")) and not narrow(time_window("before June 2023"))
+    assert evidence("on 7 July, 2023") == IN_WINDOW == evidence("in May 2023")
+    assert evidence("in 2023") == pytest.approx(0.1) == evidence("before June 2023")
 
 
 @pytest.mark.slow

@@ -27,6 +27,10 @@ Evidence per strategy (how strongly *this* list says a memory is relevant):
   With fewer than :data:`MIN_BACKGROUND` candidates the background is at most
   :data:`PRIOR_BACKGROUND` (the embedder's *unrelated* cosine: what unrelated sentences
   score), since a median of two or three says little.
+* **time** (the memories inside a time window the query names, ranked by its other
+  words): lexical on those words' own weight; when the window is narrow (a day, a week,
+  a month: :func:`narrow`) a match counts at least :data:`IN_WINDOW` — the query named
+  when, and this memory is from then and says something of what it asks.
 * **key** scores (1 / 0.8 / 0.6 for exact / prefix / contained) are evidence as is.
 * **walks** (temporal, causal, shared-entity chains) carry their seed's relevance,
   halved per step (see :mod:`memloci.retrieval.graph`).
@@ -46,9 +50,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from memloci.providers.base import DEFAULT_CALIBRATION, Calibration
 from memloci.retrieval.graph import GraphLists
+from memloci.retrieval.timephrases import TimeWindow
 
 LEXICAL_HALF = 1.0  # bm25 of one content word found in ~27% of the memories (idf = 1)
 LEXICAL_FLOOR = 0.1  # any match counts a little: in a store of 1-2 memories idf is ~0
@@ -56,6 +62,8 @@ PRIOR_BACKGROUND = 0.2  # MiniLM-class cosine of unrelated sentences (0.0-0.2)
 MIN_BACKGROUND = 10  # candidates needed before the list's own median is the background
 NAME_ONLY = 0.5  # evidence of each memory of a named entity when the rest matches none
 ASKS_ONLY = 0.5  # what a memory that only asks a question keeps of its score
+IN_WINDOW = 0.5  # least evidence of a time-list match when the query names a narrow window
+NARROW = timedelta(days=62)  # a window this short is narrow ("on 1 May", "in May 2023")
 
 
 @dataclass
@@ -180,6 +188,10 @@ def fuse_lists(
         if name in ("entity", "time") and not walked and any(r for _, r in results):
             # on its own words' weight (the time list's are the query's minus the date)
             lists[name] = lexical(results, weight=graph.weights.get(name, query_weight))
+            if name == "time" and narrow(graph.window):
+                # inside a window of days or weeks the query names, and matching its
+                # other words: at least as strong as a name-only entity match
+                lists[name] = Scored([(i, r, max(e, IN_WINDOW)) for i, r, e in lists[name].items])
         elif name == "entity" and not walked:
             lists[name] = Scored([(i, r, NAME_ONLY) for i, r in results])
         else:
@@ -187,6 +199,14 @@ def fuse_lists(
             lists[name] = Scored([(i, r, _clip(r) * best) for i, r in share])
     both = {**weights, **dict.fromkeys(graph.lists, weight_graph)}
     return fuse(lists, both)
+
+
+def narrow(window: TimeWindow | None) -> bool:
+    """Whether ``window`` is closed and at most :data:`NARROW` long: a day, a week, a
+    month — not a year or an open "before June"."""
+    if window is None or window.start is None or window.end is None:
+        return False
+    return window.end - window.start <= NARROW
 
 
 def discount_questions(fused: list[Fused], asks: set[str]) -> list[Fused]:

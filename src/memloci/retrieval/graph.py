@@ -61,6 +61,7 @@ class GraphLists:
     # a list's own query weight when its words are not the full-text search's (the time
     # list ranks by the query minus its date): ``Store.match_weight`` of those words
     weights: dict[str, float] = field(default_factory=dict)
+    window: TimeWindow | None = None  # the time window the query names
 
     def add(self, name: str, ranked: list[tuple[str, float]], reasons: dict[str, str]) -> None:
         if ranked:
@@ -75,7 +76,7 @@ def anchored(store: Store, flt: NodeFilter, query: str, *, limit: int) -> GraphL
     named = out.named = store.entities_in_text(flt.namespaces, query)
     if named:
         named_entities(store, flt, query, named, out, limit=limit)
-    window = time_window(query)
+    window = out.window = time_window(query)
     if window is not None:
         time_strategy(store, flt, query, window, out, limit=limit)
     return out
