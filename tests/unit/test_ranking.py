@@ -16,6 +16,7 @@ from memloci.retrieval.fusion import (
     ASKS_ONLY,
     IN_WINDOW,
     LEXICAL_FLOOR,
+    NAME_ONLY,
     Fused,
     discount_questions,
     fuse,
@@ -24,9 +25,10 @@ from memloci.retrieval.fusion import (
     narrow,
     semantic,
 )
-from memloci.retrieval.graph import GraphLists
+from memloci.retrieval.graph import GraphLists, anchored, linked_to_named
 from memloci.retrieval.query import asks_only, fts_match
 from memloci.retrieval.timephrases import time_window
+from memloci.storage.base import NodeFilter
 from memloci.worker import link_mentions
 
 MakeMemory = Callable[..., Memory]
@@ -123,6 +125,47 @@ def test_entity_list_survives_extra_words(
     hits = mem.search(query, user="u1")
     assert hits[0].memory.content == expected
     assert "entity" in hits[0].strategies and f"entity {entity}" in hits[0].why
+
+
+def test_a_named_entitys_memory_found_by_meaning_alone_joins_the_entity_list() -> None:
+    """Linked to the entity the query names, found by meaning but by none of its other
+    words: it joins the entity list at NAME_ONLY of its meaning evidence."""
+    graph = GraphLists()
+    graph.add("entity", [("words", 4.0)], {"words": "entity Nate"})
+    graph.linked = {"meaning"}
+    vector = [("meaning", 0.9), ("other", 0.85)] + [(f"x{i}", 0.5) for i in range(10)]
+    fused = {f.id: f for f in fuse_lists({"vector": vector}, graph, {}, 1.0)}
+    meaning = fused["meaning"].evidence
+    assert meaning["entity"] == pytest.approx(NAME_ONLY * meaning["vector"])
+    assert "entity" not in fused["other"].evidence  # not linked: meaning only
+    assert fused["meaning"].score > fused["other"].score
+
+
+def test_linked_to_named_reads_the_links_of_the_meaning_matches(make_memory: MakeMemory) -> None:
+    mem = make_memory()  # the fake embedder: the vector strategy runs
+    nodes = mem.add(
+        [
+            {"role": "user", "content": "My friend Nate recommended a fantasy series"},
+            {"role": "user", "content": "My sister Joanna read a thriller"},
+            {"role": "user", "content": "I think Nate likes turtles"},
+        ],
+        user="u1", session="s",
+    )  # fmt: skip
+    store = mem.service.store
+    link_mentions(store, [n.id for n in nodes], now=datetime.now(UTC), register=True)
+    flt = NodeFilter(namespaces=["default"], user="u1")
+    graph = anchored(store, flt, "Does Nate enjoy turtles or books?", limit=10)
+    assert [i for i, _ in graph.lists["entity"]] == [nodes[2].id]  # by "turtles"
+    linked_to_named(store, flt, [n.id for n in nodes], graph)
+    assert graph.linked == {nodes[0].id}  # Nate's, not yet on the list; not Joanna's
+    assert graph.reasons["entity"][nodes[0].id] == "entity Nate, by meaning"
+    # the ids come from the caller's meaning matches, bounded by user in storage: another
+    # user's memory linked to the same entity never joins a search
+    other = mem.add("My friend Nate told me about his books", user="u2", session="t")
+    link_mentions(store, [other.id], now=datetime.now(UTC), register=True)
+    mem.flush()
+    hits = mem.search("Does Nate enjoy turtles or books?", user="u1", k=10)
+    assert other.id not in {h.memory.id for h in hits} and hits
 
 
 # ---------------------------------------------------------------------- first queries

@@ -27,6 +27,11 @@ Evidence per strategy (how strongly *this* list says a memory is relevant):
   With fewer than :data:`MIN_BACKGROUND` candidates the background is at most
   :data:`PRIOR_BACKGROUND` (the embedder's *unrelated* cosine: what unrelated sentences
   score), since a median of two or three says little.
+* **entity** (the memories linked to an entity the query names, ranked by its other
+  words): lexical on those words; a linked memory found by meaning alone joins at
+  :data:`NAME_ONLY` of its semantic evidence (it is about the person even when it
+  shares no other word with the question). When the other words match none of the
+  entity's memories, each gets :data:`NAME_ONLY`.
 * **time** (the memories inside a time window the query names, ranked by its other
   words): lexical on those words' own weight; when the window is narrow (a day, a week,
   a month: :func:`narrow`) a match counts at least :data:`IN_WINDOW` — the query named
@@ -197,8 +202,19 @@ def fuse_lists(
         else:
             share = [(i, r) for i, r in results if not reasons.get(i, "").endswith("seed")]
             lists[name] = Scored([(i, r, _clip(r) * best) for i, r in share])
+    if graph.linked and "entity" in lists and "vector" in lists:
+        lists["entity"] = _with_meaning(lists["entity"], lists["vector"], graph.linked)
     both = {**weights, **dict.fromkeys(graph.lists, weight_graph)}
     return fuse(lists, both)
+
+
+def _with_meaning(entity: Scored, vector: Scored, linked: set[str]) -> Scored:
+    """The entity list plus the meaning matches linked to the named entity that none of
+    the query's other words found, at :data:`NAME_ONLY` of their meaning evidence."""
+    items = list(entity.items)
+    listed = {i for i, _, _ in items}
+    items += [(i, 0.0, NAME_ONLY * e) for i, _, e in vector.items if i in linked - listed]
+    return Scored(sorted(items, key=lambda item: -item[2]))
 
 
 def narrow(window: TimeWindow | None) -> bool:

@@ -61,6 +61,8 @@ class GraphLists:
     # a list's own query weight when its words are not the full-text search's (the time
     # list ranks by the query minus its date): ``Store.match_weight`` of those words
     weights: dict[str, float] = field(default_factory=dict)
+    # meaning matches linked to an entity the query names (:func:`linked_to_named`)
+    linked: set[str] = field(default_factory=set)
     window: TimeWindow | None = None  # the time window the query names
 
     def add(self, name: str, ranked: list[tuple[str, float]], reasons: dict[str, str]) -> None:
@@ -176,6 +178,23 @@ def named_entities(
         ranked = store.entity_fulltext(flt, ids, "", limit)
     label = "entity " + ", ".join(dict.fromkeys(e.canonical_name for _, e in named))
     out.add("entity", ranked, dict.fromkeys((i for i, _ in ranked), label))
+
+
+def linked_to_named(store: Store, flt: NodeFilter, ids: Sequence[str], out: GraphLists) -> None:
+    """Which of ``ids`` (the meaning matches) are linked to an entity the query names,
+    kept in ``out.linked``: found by meaning but by none of the query's other words,
+    they are still about the entity (fused at :data:`~memloci.retrieval.fusion.NAME_ONLY`
+    of their meaning evidence)."""
+    if not out.named or "entity" not in out.lists or not ids:
+        return
+    named = {e.id: e.canonical_name for _, e in out.named}
+    reasons = out.reasons["entity"]
+    for ns in flt.namespaces:
+        for node_id, entities in store.node_entities(ns, ids).items():
+            names = [named[e.id] for e in entities if e.id in named]
+            if names and node_id not in reasons:
+                out.linked.add(node_id)
+                reasons[node_id] = f"entity {', '.join(names)}, by meaning"
 
 
 def shared_entities(

@@ -37,7 +37,7 @@ from memloci.models import EdgeType, Entity, MemoryNode, SearchHit, SourceType
 from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import Fused, discount_questions, fuse_lists, rerank
-from memloci.retrieval.graph import GraphLists, anchored, walks, without_names
+from memloci.retrieval.graph import GraphLists, anchored, linked_to_named, walks, without_names
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
 from memloci.retrieval.query import asks_only, document_text, fts_match, key_form, terms
 from memloci.storage.base import NodeFilter, Store
@@ -120,6 +120,8 @@ class Retriever:
         query_vector = qv.result(vector) if qv is not None else None
         if query_vector is not None:
             ranked["vector"] = scan.result()
+            if graphs:
+                linked_to_named(self.store, flt, [i for i, _ in ranked["vector"]], graph)
         if key is not None:
             ranked["key"] = key
         down = qv.down if qv is not None else None
