@@ -187,14 +187,13 @@ def linked_to_named(store: Store, flt: NodeFilter, ids: Sequence[str], out: Grap
     of their meaning evidence)."""
     if not out.named or "entity" not in out.lists or not ids:
         return
-    named = {e.id: e.canonical_name for _, e in out.named}
     reasons = out.reasons["entity"]
-    for ns in flt.namespaces:
-        for node_id, entities in store.node_entities(ns, ids).items():
-            names = [named[e.id] for e in entities if e.id in named]
-            if names and node_id not in reasons:
-                out.linked.add(node_id)
-                reasons[node_id] = f"entity {', '.join(names)}, by meaning"
+    unlisted = [i for i in ids if i not in reasons]
+    named = {e.id for _, e in out.named}
+    label = "entity " + ", ".join(dict.fromkeys(e.canonical_name for _, e in out.named))
+    for node_id in store.linked_nodes(flt, unlisted, list(named)):
+        out.linked.add(node_id)
+        reasons[node_id] = f"{label}, by meaning"
 
 
 def shared_entities(

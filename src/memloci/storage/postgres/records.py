@@ -419,6 +419,21 @@ class PostgresRecords(PostgresBase):
                 out[row[0]].append(entity_from_row(row[1:]))
         return out
 
+    def linked_nodes(
+        self, flt: NodeFilter, node_ids: Sequence[str], entity_ids: Sequence[str]
+    ) -> set[str]:
+        if not node_ids or not entity_ids:
+            return set()
+        where, params = filter_sql(flt, ph="%s")
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT DISTINCT ne.node_id FROM node_entities ne"
+                " JOIN nodes n ON n.id = ne.node_id"
+                f" WHERE ne.node_id = ANY(%s) AND ne.entity_id = ANY(%s) AND {where}",
+                [list(node_ids), list(entity_ids), *params],
+            ).fetchall()
+        return {row[0] for row in rows}
+
     def entity_nodes(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[MemoryNode]:
         """Memories (visible through ``flt``) linked to an entity, newest first, among
         its last :data:`~memloci.storage.base.NEWEST_LINKED` links (by when the memory

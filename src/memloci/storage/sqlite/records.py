@@ -422,6 +422,27 @@ class SQLiteRecords(SQLiteBase):
                     out[row[0]].append(_entity_from_row(row[1:]))
         return out
 
+    def linked_nodes(
+        self, flt: NodeFilter, node_ids: Sequence[str], entity_ids: Sequence[str]
+    ) -> set[str]:
+        if not node_ids or not entity_ids:
+            return set()
+        where, params = filter_sql(flt)
+        found: set[str] = set()
+        with self._reading() as c:
+            for chunk in chunks(list(node_ids), 400):
+                found.update(
+                    row[0]
+                    for row in c.execute(
+                        "SELECT DISTINCT ne.node_id FROM node_entities ne"
+                        " JOIN nodes n ON n.id = ne.node_id"
+                        f" WHERE ne.node_id IN ({qs(chunk)}) AND ne.entity_id IN"
+                        f" ({qs(list(entity_ids))}) AND {where}",
+                        [*chunk, *entity_ids, *params],
+                    )
+                )
+        return found
+
     def entity_nodes(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[MemoryNode]:
         """Memories (visible through ``flt``) linked to an entity, newest first, among
         its last :data:`~memloci.storage.base.NEWEST_LINKED` links (bounded work for a
