@@ -299,6 +299,23 @@ def test_a_turn_and_the_fact_drawn_from_it_take_one_place(real: Memory) -> None:
     assert "Melanie loves camping with their kids" in [h.memory.content for h in only]
 
 
+def test_merged_facts_leave_no_gap_in_k(make_memory: MakeMemory) -> None:
+    """A fact merged into its turn frees a place: the next hit fills it, so a search
+    still returns k hits when the store holds more."""
+    mem = make_memory()
+    turns = ["I love camping in the mountains."] + [f"Camping trip number {i}" for i in range(45)]
+    mem.add(turns[0], user="u1", session="s1", speaker="Melanie")
+    for text in turns[1:]:
+        mem.add(text, user="u1", session="s1", speaker="Caroline")
+    mem.flush()
+    mem.service.consolidate_now("s1", namespace="default", user="u1")
+    hits = mem.search("love camping in the mountains", user="u1", k=40)
+    contents = [h.memory.content for h in hits]
+    assert len(hits) == 40 and len(set(contents)) == 40
+    assert contents[0] == turns[0] and "also kept as fact [" in hits[0].why
+    assert "Melanie loves camping in the mountains" not in contents
+
+
 @pytest.mark.slow
 def test_a_name_shared_by_every_fact_does_not_outrank_the_answer(real: Memory) -> None:
     """In one person's store their name is in most facts, yet rare across the whole index

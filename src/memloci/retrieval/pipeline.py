@@ -150,6 +150,12 @@ class Retriever:
         top = [f for f in discount_questions(head, asks) if f.id in nodes]
         if refined:
             top = self._said_once(top, nodes, flt)
+            if len(top) < want and len(head) < len(fused):
+                # facts merged into their turns: the next hits fill their places
+                more = fused[len(head) : len(head) + want - len(top)]
+                found = self.store.get_nodes(flt.namespaces, [f.id for f in more])
+                nodes |= {m.id: m for m in found}
+                top += [f for f in more if f.id in nodes]
         top = top[:want]
         failed = None
         if reranking:
