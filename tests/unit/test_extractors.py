@@ -263,6 +263,7 @@ def test_a_named_speakers_facts_are_about_them() -> None:
         node(3, "My sister Anna lives in Paris.", None, speaker="Melanie"),
         node(4, "From now on, always reply in French.", None, speaker="Melanie"),
         node(5, "I love jazz.", None, speaker="user"),  # a role word, not a name
+        node(6, "I love helping the user community.", None, speaker="Melanie"),  # as said
     ]
     facts = RuleExtractor().extract(episodes).facts
     assert [(f.content, f.subject, f.key) for f in facts] == [
@@ -272,6 +273,11 @@ def test_a_named_speakers_facts_are_about_them() -> None:
         ("Anna is Melanie's sister", "Anna", None),
         ("Melanie's instruction: always reply in French", "Melanie", None),
         ("User loves jazz", "user", "opinion_jazz"),
+        (
+            "Melanie loves helping the user community",
+            "Melanie",
+            "melanie.opinion_helping_the_user_community",
+        ),
     ]
 
 

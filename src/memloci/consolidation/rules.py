@@ -56,7 +56,7 @@ _NOT_NAMES = _words(
 )
 _USER_LABELS = _words("user human me")  # speaker labels that mean "the user", not a name
 _USER_LEAD = re.compile(r"^User\b")  # the subject the patterns write ("User prefers …")
-_THE_USER = re.compile(r"\bthe user\b")  # … and the object ("Alec is the user's boss")
+_THE_USER = re.compile(r"\bthe user\b", _I)  # … and the object ("Alec is the user's boss")
 _INSTRUCTION = re.compile(r"^User instruction:")
 _ASSISTANT_ROLES = _words("assistant ai bot agent model system tool function developer")
 
@@ -253,7 +253,8 @@ class RuleExtractor:
                 if i == 0 and asked and _YES.match(sentence):
                     for item in previous:
                         item.fact.confidence = max(item.fact.confidence, 0.95)
-                current.extend(_said_by(item, who) for item in _analyse(sentence, node.id))
+                said = _analyse(sentence, node.id)
+                current.extend(_said_by(item, who, sentence) for item in said)
             found.extend(current)
             previous, asked = current, False
         kept = [f for f in found if not f.dropped and _norm(f.fact.content) not in known_texts]
@@ -280,15 +281,17 @@ def _named_speaker(node: MemoryNode) -> str | None:
     return speaker
 
 
-def _said_by(item: _Found, who: str | None) -> _Found:
+def _said_by(item: _Found, who: str | None, sentence: str) -> _Found:
     """``item`` about ``who`` instead of "User" (see :func:`_named_speaker`): the text
     names them, the subject is them and a key is theirs (``melanie.opinion_jazz``), so
-    two speakers' opinions of one thing never supersede each other."""
+    two speakers' opinions of one thing never supersede each other. "the user" written
+    for "me" names them too, unless the speaker's ``sentence`` itself says "the user"."""
     if who is None:
         return item
     fact = item.fact
-    text = _INSTRUCTION.sub(f"{who}'s instruction:", fact.content)
-    text = _THE_USER.sub(who, _USER_LEAD.sub(who, text))
+    text = _USER_LEAD.sub(who, _INSTRUCTION.sub(f"{who}'s instruction:", fact.content))
+    if not _THE_USER.search(sentence):
+        text = _THE_USER.sub(who, text)
     key = f"{normalize_key(who)}.{fact.key}" if fact.key else None
     subject = who if fact.subject in (None, "user") else fact.subject
     item.fact = fact.model_copy(update={"content": text, "key": key, "subject": subject})
