@@ -30,6 +30,7 @@ from memloci.retrieval.query import asks_only, fts_match
 from memloci.retrieval.timephrases import time_window
 from memloci.storage.base import NodeFilter
 from memloci.worker import link_mentions
+from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
 
@@ -299,6 +300,7 @@ def test_a_turn_and_the_fact_drawn_from_it_take_one_place(real: Memory) -> None:
     assert "Melanie loves camping with their kids" in [h.memory.content for h in only]
 
 
+@both_backends
 def test_merged_facts_leave_no_gap_in_k(make_memory: MakeMemory) -> None:
     """A fact merged into its turn frees a place: the next hit fills it, so a search
     still returns k hits when the store holds more."""
