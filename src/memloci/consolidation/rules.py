@@ -26,14 +26,8 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError as PydanticValidationError
 
 from memloci.consolidation.base import ExtractedEntity, ExtractedFact, Extraction, finalize
-from memloci.models import (
-    EntityType,
-    FactType,
-    MemoryNode,
-    NodeType,
-    SourceType,
-    normalize_key,
-)
+from memloci.consolidation.speakers import named_speaker, said_by
+from memloci.models import EntityType, FactType, MemoryNode, NodeType, SourceType
 
 _I = re.IGNORECASE
 
@@ -54,10 +48,6 @@ _NOT_NAMES = _words(
     "him them us everyone someone somebody anyone anybody nobody nothing something ok okay "
     "yes no hi hello hey thanks please sorry also but and or so if user always never remember"
 )
-_USER_LABELS = _words("user human me")  # speaker labels that mean "the user", not a name
-_USER_LEAD = re.compile(r"^User\b")  # the subject the patterns write ("User prefers …")
-_THE_USER = re.compile(r"\bthe user\b", _I)  # … and the object ("Alec is the user's boss")
-_INSTRUCTION = re.compile(r"^User instruction:")
 _ASSISTANT_ROLES = _words("assistant ai bot agent model system tool function developer")
 
 # relation word -> (entity type, category, single-valued?)
@@ -242,7 +232,7 @@ class RuleExtractor:
                 asked = asked or ("?" in node.content and bool(_ASKS.search(node.content)))
                 continue
             current: list[_Found] = []
-            who = _named_speaker(node)
+            who = named_speaker(node)
             for i, sentence in enumerate(_sentences(node.content)):
                 if _DECLINE.search(sentence) or (
                     i == 0 and _NO.match(sentence) and (asked or _TEMPORARY.search(sentence))
@@ -253,8 +243,9 @@ class RuleExtractor:
                 if i == 0 and asked and _YES.match(sentence):
                     for item in previous:
                         item.fact.confidence = max(item.fact.confidence, 0.95)
-                said = _analyse(sentence, node.id)
-                current.extend(_said_by(item, who, sentence) for item in said)
+                for item in _analyse(sentence, node.id):
+                    item.fact = said_by(item.fact, who, sentence)
+                    current.append(item)
             found.extend(current)
             previous, asked = current, False
         kept = [f for f in found if not f.dropped and _norm(f.fact.content) not in known_texts]
@@ -268,34 +259,6 @@ def _is_user(node: MemoryNode) -> bool:
         return node.source_role.lower() in ("user", "human")
     speaker = (node.speaker or "").lower()  # no role: a named speaker, or nobody
     return speaker not in _ASSISTANT_ROLES and not (node.agent and speaker == node.agent.lower())
-
-
-def _named_speaker(node: MemoryNode) -> str | None:
-    """The person a user turn is from, when a name says so: a turn with no role whose
-    speaker is a name ("Melanie"), not a role word ("user"). Their facts are about them —
-    in a chat between two people both are users, and "I love camping" said by Melanie
-    must not become the other one's fact."""
-    speaker = (node.speaker or "").strip()
-    if node.source_role or not speaker or speaker.lower() in _USER_LABELS:
-        return None
-    return speaker
-
-
-def _said_by(item: _Found, who: str | None, sentence: str) -> _Found:
-    """``item`` about ``who`` instead of "User" (see :func:`_named_speaker`): the text
-    names them, the subject is them and a key is theirs (``melanie.opinion_jazz``), so
-    two speakers' opinions of one thing never supersede each other. "the user" written
-    for "me" names them too, unless the speaker's ``sentence`` itself says "the user"."""
-    if who is None:
-        return item
-    fact = item.fact
-    text = _USER_LEAD.sub(who, _INSTRUCTION.sub(f"{who}'s instruction:", fact.content))
-    if not _THE_USER.search(sentence):
-        text = _THE_USER.sub(who, text)
-    key = f"{normalize_key(who)}.{fact.key}" if fact.key else None
-    subject = who if fact.subject in (None, "user") else fact.subject
-    item.fact = fact.model_copy(update={"content": text, "key": key, "subject": subject})
-    return item
 
 
 def _norm(text: str) -> str:
