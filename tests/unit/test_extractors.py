@@ -281,6 +281,20 @@ def test_a_named_speakers_facts_are_about_them() -> None:
     ]
 
 
+def test_a_named_speaker_declines_only_their_own_facts() -> None:
+    """Between two people, one's "no, don't remember that" drops their own candidate of
+    their previous turn, never what the other one said in between."""
+    episodes = [
+        node(0, "I love camping.", None, speaker="Melanie"),
+        node(1, "I work at Globex.", None, speaker="Caroline"),
+        node(2, "Actually, don't remember that.", None, speaker="Melanie"),
+        node(3, "My sister Anna lives in Paris.", None, speaker="Caroline"),
+        node(4, "Scratch that.", None, speaker="Caroline"),
+    ]
+    facts = RuleExtractor().extract(episodes).facts
+    assert [f.content for f in facts] == ["Caroline works at Globex"]
+
+
 def test_repeated_facts_merge_sources_and_known_ones_are_skipped() -> None:
     turns = conversation("I prefer tea.", "Remember that I prefer tea!", "I hate long meetings.")
     result = RuleExtractor().extract(turns)

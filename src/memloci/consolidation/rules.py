@@ -7,7 +7,8 @@ recall. It reads user turns only, a sentence at a time, and recognises explicit 
 boss", "my sister Anna"), work ("I work at…", "I'm a nurse at…"), names ("my name is…",
 "call me…") and places ("I live in…", "I moved to…"). Questions, hypotheticals, hedges,
 negations and transient remarks are skipped, and a candidate the user declines in the
-next turn ("no, don't remember that") is dropped.
+next turn ("no, don't remember that") is dropped (between named speakers, only one's own:
+a person's "no" never drops what the other said).
 
 Every cue of a sentence counts: "I work at Globex and I live in Lisbon" gives both
 facts (clauses joined by "and" / "but" / "plus" before "I" or "my" are read apart).
@@ -223,7 +224,9 @@ class RuleExtractor:
         """Facts and entities stated explicitly in ``episodes``; nothing in ``known``."""
         known_texts = {_norm(n.content) for n in known}
         found: list[_Found] = []
-        previous: list[_Found] = []  # candidates of the previous user turn
+        # each speaker's candidates of their previous turn: in a chat between two people
+        # one person's "no, don't remember that" declines only what they said
+        previous: dict[str | None, list[_Found]] = {}
         asked = False  # the assistant asked about remembering since that turn
         for node in sorted(episodes, key=lambda n: n.event_time):
             if node.type is not NodeType.EPISODIC:
@@ -233,21 +236,22 @@ class RuleExtractor:
                 continue
             current: list[_Found] = []
             who = named_speaker(node)
+            before = previous.get(who, [])
             for i, sentence in enumerate(_sentences(node.content)):
                 if _DECLINE.search(sentence) or (
                     i == 0 and _NO.match(sentence) and (asked or _TEMPORARY.search(sentence))
                 ):
-                    for item in current or previous:
+                    for item in current or before:
                         item.dropped = True
                     continue
                 if i == 0 and asked and _YES.match(sentence):
-                    for item in previous:
+                    for item in before:
                         item.fact.confidence = max(item.fact.confidence, 0.95)
                 for item in _analyse(sentence, node.id):
                     item.fact = said_by(item.fact, who, sentence)
                     current.append(item)
             found.extend(current)
-            previous, asked = current, False
+            previous[who], asked = current, False
         kept = [f for f in found if not f.dropped and _norm(f.fact.content) not in known_texts]
         return finalize([f.fact for f in kept], [e for f in kept for e in f.entities])
 
