@@ -787,6 +787,19 @@ def test_vector_search_respects_filters(store: Store, world) -> None:
     assert found(ids=(world["procedure"].id,)) == {"procedure"}
 
 
+def test_vector_search_reads_past_closest_candidates_a_filter_hides(store: Store) -> None:
+    """The 20 closest memories are outside the time window: the next ones, in order of
+    similarity, are still found, as many as asked for."""
+    old = [make_node(f"early node {i}", when=at(1)) for i in range(20)]
+    new = [make_node(f"late node {i}", when=at(10)) for i in range(8)]
+    store.insert_nodes(old + new)
+    vectors = {n.id: unit(axis(0) + 0.01 * i * axis(1)) for i, n in enumerate(old)}
+    vectors.update({n.id: unit(axis(0) + (0.5 + 0.1 * i) * axis(1)) for i, n in enumerate(new)})
+    embed(store, vectors)
+    hits = store.vector_search(flt(after=at(5)), axis(0), 4)
+    assert [h[0] for h in hits] == [n.id for n in new[:4]]
+
+
 def test_vector_search_finds_a_tiny_filtered_set_in_a_big_namespace(store: Store) -> None:
     rng = np.random.default_rng(7)
     bulk = [make_node(f"bulk node {i}") for i in range(300)]

@@ -214,13 +214,19 @@ class SQLiteSearch(SQLiteBase):
         where, params = filter_sql(flt)
         keep: list[tuple[str, float]] = []
         with self._reading() as c:
-            # CROSS JOIN: probe candidates by rowid, then filter (never scan the namespace)
-            for rowid, node_id in c.execute(
-                "SELECT n.rowid, n.id FROM json_each(?) j CROSS JOIN nodes n ON n.rowid = j.value"
-                f" WHERE n.embedded > 0 AND {where}",  # pending = cached vector is stale
-                [json.dumps(list(sims)), *params],
-            ):
-                keep.append((node_id, sims[rowid]))
+            # the closest candidates first: the cache's masks already applied the user and
+            # the types, so most pass and the rest are rarely read (each costs a row probe)
+            first = limit + limit // 2 + 10
+            for batch in (cands[:first], cands[first:]):
+                if not batch or len(keep) >= limit:
+                    break
+                # CROSS JOIN: probe candidates by rowid, then filter (never scan the namespace)
+                for rowid, node_id in c.execute(
+                    "SELECT n.rowid, n.id FROM json_each(?) j CROSS JOIN nodes n"
+                    f" ON n.rowid = j.value WHERE n.embedded > 0 AND {where}",  # pending: stale
+                    [json.dumps([r for r, _ in batch]), *params],
+                ):
+                    keep.append((node_id, sims[rowid]))
             if len(keep) < limit and truncated:
                 # the cheap masks were not selective enough: exact scan of the filtered set
                 blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
