@@ -39,6 +39,7 @@ from common import (
     table,
     turn_text,
 )
+from first_probes import FIRST
 from memloci import Memory
 
 RECIPES = ("hybrid", "core", "fulltext", "vector", "bm25")
@@ -277,56 +278,6 @@ def run_split(
     return {r: {c: sums[r]["overall"][c] / counts["overall"] for c in cols} for r in RECIPES}
 
 
-FirstProbe = tuple[str, list[tuple[str, str, str | None]], str, str]
-# (name, memories as (kind, text, speaker or subject), query, the memory that answers)
-FIRST: list[FirstProbe] = [
-    (
-        "README SDK example",
-        [("add", "I moved to Lisbon", "user"), ("add", "My dog Biscuit hates rain", "user"),
-         ("add", "Poor Biscuit!", "assistant")],
-        "where does the user live?", "I moved to Lisbon",
-    ),
-    (
-        "three memories of u1",
-        [("add", "I moved to Lisbon last spring", None),
-         ("add", "My sister Ana works as a nurse", None),
-         ("remember", "User prefers Friday due dates", None)],
-        "which city does the user live in now?", "I moved to Lisbon last spring",
-    ),
-    (
-        "Sam's dog (fact among Sam's turns)",
-        [("add", "Sam went hiking with friends on Saturday", "Sam"),
-         ("add", "Sam is learning to cook Thai food", "Sam"),
-         ("add", "Sam thinks the new office is too loud", "Sam"),
-         ("add", "Sam visited his parents last month", "Sam"),
-         ("remember", "Sam's dog is a beagle called Max", "Sam")],
-        "What is the name of Sam's dog?", "Sam's dog is a beagle called Max",
-    ),
-    (
-        "paraphrase: job",
-        [("add", "I just started working as a nurse at the city hospital", "user"),
-         ("add", "I love hiking in the mountains on weekends", "user"),
-         ("add", "My favourite food is spicy ramen", "user")],
-        "what does the user do for a living?",
-        "I just started working as a nurse at the city hospital",
-    ),
-    (
-        "paraphrase: allergy",
-        [("remember", "User is allergic to peanuts", None),
-         ("remember", "User drives a blue Honda Civic", None),
-         ("remember", "User's daughter is called Mia", None)],
-        "can I bring a snack with nuts for the user?", "User is allergic to peanuts",
-    ),
-    (
-        "paraphrase: pet",
-        [("add", "We adopted a kitten named Luna yesterday", "user"),
-         ("add", "The meeting moved to Thursday afternoon", "user"),
-         ("add", "I finished reading Dune last night", "user")],
-        "does the user have any animals?", "We adopted a kitten named Luna yesterday",
-    ),
-]  # fmt: skip
-
-
 def first_queries(embedder: str) -> None:
     """Small stores, first queries: the rank of the answering memory per recipe."""
     recipes = ("hybrid", "fulltext", "vector")
@@ -352,6 +303,12 @@ def first_queries(embedder: str) -> None:
         mem.close()
     print("\n[first] first query on a small store: rank of the answering memory (hybrid score)\n")
     print(table(rows, ["probe", "query", *(LABELS[r] for r in recipes)]))
+    firsts = [sum(row[2 + i].startswith("#1 ") or row[2 + i] == "#1" for row in rows) for i in
+              range(len(recipes))]  # fmt: skip
+    print(
+        "answered first: "
+        + ", ".join(f"{LABELS[r]} {n}/{len(rows)}" for r, n in zip(recipes, firsts, strict=True))
+    )
 
 
 if __name__ == "__main__":

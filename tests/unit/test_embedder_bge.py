@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def bge() -> BgeSmallEmbedder:
-    return BgeSmallEmbedder(batch_size=4, threads=2)
+    return BgeSmallEmbedder(threads=2)
 
 
 def test_registered_unit_vectors_and_cls_pooling(bge: BgeSmallEmbedder) -> None:
@@ -37,14 +37,26 @@ def test_registered_unit_vectors_and_cls_pooling(bge: BgeSmallEmbedder) -> None:
     docs = bge.embed(texts)
     assert docs.shape == (3, 384) and docs.dtype == np.float32
     assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
-    # a query is embedded like a document (no instruction prefix); int8 activations are
-    # quantised per batch, so padding beside shorter texts moves a vector a little
-    assert float(docs[0] @ bge.embed_query(texts[0])) > 0.99
+    # a query is embedded like a document (no instruction prefix)
+    assert float(docs[0] @ bge.embed_query(texts[0])) > 0.999
     assert isinstance(load_embedder("local"), BgeSmallEmbedder)  # the default
     assert bge.model_id != load_embedder("minilm-int8").model_id  # another vector space
     # meaning, not words: the relocation paraphrase is far closer than the dog
     q = bge.embed_query("which city does the user live in now?")
     assert float(q @ docs[0]) > float(q @ docs[1]) + 0.1
+
+
+def test_a_texts_vector_does_not_depend_on_the_texts_beside_it(bge: BgeSmallEmbedder) -> None:
+    """The int8 export quantises activations over a whole run: a text is embedded alone,
+    so its vector is the same bits in any batch, on any worker thread, and as a query."""
+    text = "I moved to Lisbon last spring"
+    others = ["ok", "My dog Biscuit hates rain, storms and thunder, every single day"]
+    alone = bge.embed([text])[0]
+    np.testing.assert_array_equal(bge.embed([*others, text])[2], alone)
+    np.testing.assert_array_equal(bge.embed([text, *others * 5])[0], alone)
+    np.testing.assert_array_equal(bge.embed_query(text), alone)
+    batched = BgeSmallEmbedder(batch_size=16, threads=1).embed([text, *others])[0]
+    assert float(batched @ alone) < 0.9999  # what a shared run would do to it
 
 
 def test_model_path_needs_its_own_tokenizer(tmp_path: Path) -> None:

