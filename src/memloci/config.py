@@ -69,6 +69,12 @@ class Settings(BaseModel):
     weight_graph: float = Field(
         0.8, ge=0, le=1, description="fusion weight of graph strategies (0-1)"
     )
+    weight_session: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="how much being in the session of the best hits counts (hybrid; 0-1)",
+    )
     reranker: str = Field(
         "none",
         description="reorder the best fused hits with a cross-encoder: none | minilm-ce "

@@ -24,6 +24,7 @@ from memloci.retrieval.fusion import (
     lexical,
     narrow,
     semantic,
+    session_context,
 )
 from memloci.retrieval.graph import GraphLists, anchored, linked_to_named
 from memloci.retrieval.query import asks_only, fts_match
@@ -405,6 +406,64 @@ def test_discount_questions_halves_and_reorders() -> None:
     assert [f.id for f in out] == ["a", "q"]
     assert out[1].score == pytest.approx(0.8 * ASKS_ONLY) and "asks" in out[1].note
     assert discount_questions([a, b], set()) == [a, b]
+
+
+def test_session_context_lifts_the_strongest_sessions_memories() -> None:
+    """Two hits tie at 0.4: the one from the session of the best hits comes first. The
+    weakest session's memories, and memories without a session, keep their score."""
+
+    def head() -> list[Fused]:
+        scores = {"a1": 0.9, "a2": 0.7, "b1": 0.4, "a3": 0.4, "c1": 0.3, "x": 0.35}
+        return [
+            Fused(i, score=v, ranks={"vector": n}) for n, (i, v) in enumerate(scores.items(), 1)
+        ]
+
+    sessions = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "c1": "C", "x": None}
+    out = session_context(head(), sessions, 0.5)
+    assert [f.id for f in out] == ["a1", "a2", "a3", "b1", "x", "c1"]
+    by_id = {f.id: f for f in out}
+    # A: 0.9 + 0.7 = 1.6 (strongest), B: 0.4, C: 0.3 (weakest)
+    assert by_id["a3"].evidence["session"] == pytest.approx(1.0)
+    assert by_id["a3"].score == pytest.approx(1 - (1 - 0.4) * (1 - 0.5))
+    assert by_id["a3"].ranks["session"] == 1 and by_id["b1"].ranks["session"] == 2
+    assert by_id["b1"].evidence["session"] == pytest.approx((0.4 - 0.3) / (1.6 - 0.3))
+    assert "session" not in by_id["c1"].evidence and by_id["c1"].score == 0.3
+    assert "session" not in by_id["x"].evidence and by_id["x"].score == 0.35
+    assert all(0.0 <= f.score <= 1.0 for f in out)
+    # one session (or none) says nothing: the head is left as it was; so is weight 0
+    for same in ({i: "A" for i in sessions}, dict.fromkeys(sessions)):
+        kept = session_context(head(), same, 0.5)
+        assert [(f.id, f.score) for f in kept] == [(f.id, f.score) for f in head()]
+    assert [f.score for f in session_context(head(), sessions, 0.0)] == [f.score for f in head()]
+
+
+def test_the_best_hits_session_counts_in_a_real_search(tmp_path: Path) -> None:
+    """Two sessions, each with a short "It was amazing!" reply: asked about the trip,
+    the reply in the trip's session outranks its twin from the concert session, and
+    says why. ``weight_session=0`` and the ``core`` recipe leave sessions out."""
+    trip = [
+        "We just got back from our trip to Japan.",
+        "Tokyo was huge and the trains were always on time.",
+        "It was amazing!",
+    ]
+    concert = ["I saw a jazz concert downtown on Friday.", "It was amazing!"]
+    for weight in (0.5, 0.0):
+        with Memory(str(tmp_path / f"s{weight}.db"), weight_session=weight) as mem:
+            for session, texts in (("trip", trip), ("concert", concert)):
+                for text in texts:
+                    mem.add(text, user="u1", session=session, speaker="user")
+            mem.flush()
+            hits = mem.search("how was the user's trip to Japan?", user="u1", k=5)
+            replies = [h for h in hits if h.memory.content == "It was amazing!"]
+            if weight:
+                assert [h.memory.session for h in replies] == ["trip", "concert"]
+                assert "session #1" in replies[0].why
+                assert replies[0].score > replies[1].score
+            else:  # the twins tie: the session is what tells them apart
+                assert all("session" not in h.why for h in hits)
+                assert replies[0].score == replies[1].score
+            core = mem.search("how was the user's trip to Japan?", user="u1", k=5, recipe="core")
+            assert all("session" not in h.why for h in core)
 
 
 def test_a_question_gives_way_to_its_answer(tmp_path: Path) -> None:

@@ -48,7 +48,10 @@ it. Ties break by best single rank, then id, so the order is deterministic.
 
 Last, a memory that only asks a question ("Do you have any pets?") keeps half its
 score (:func:`discount_questions`): it matches a question by words and meaning better
-than the answer does, but the answer is in its reply.
+than the answer does, but the answer is in its reply. Then (``hybrid``) the best hits'
+**sessions** count (:func:`session_context`): a conversation session is about a few
+things, so a memory from the session where the strongest hits are is likelier to
+answer than an equal one from elsewhere.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ NAME_ONLY = 0.5  # evidence of each memory of a named entity when the rest match
 ASKS_ONLY = 0.5  # what a memory that only asks a question keeps of its score
 IN_WINDOW = 0.5  # least evidence of a time-list match when the query names a narrow window
 NARROW = timedelta(days=62)  # a window this short is narrow ("on 1 May", "in May 2023")
+SESSION_TOP = 2  # a session is as strong as the sum of its this many best hits
 
 
 @dataclass
@@ -237,6 +241,40 @@ def discount_questions(fused: list[Fused], asks: set[str]) -> list[Fused]:
             entry.score *= ASKS_ONLY
             entry.note = f"asks, does not tell (×{ASKS_ONLY:g})"
     return sorted(fused, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
+
+
+def session_context(
+    head: list[Fused], sessions: Mapping[str, str | None], weight: float
+) -> list[Fused]:
+    """``head`` with each memory's session as one more strategy, ``"session"``.
+
+    A session's strength is the sum of its :data:`SESSION_TOP` best scores in ``head``;
+    a memory's evidence is where its session's strength stands between the weakest
+    session's and the strongest's (0–1). So when the best hits all share one session,
+    or no memory has one, nothing changes; otherwise a memory of the strongest session
+    gains ``weight`` of its remaining headroom, like any strategy of the noisy-OR.
+    Memories without a session get nothing. Best first again."""
+    found: dict[str, list[float]] = {}
+    for entry in head:
+        session = sessions.get(entry.id)
+        if session:
+            found.setdefault(session, []).append(entry.score)
+    strength = {s: sum(sorted(v, reverse=True)[:SESSION_TOP]) for s, v in found.items()}
+    if weight <= 0 or len(strength) < 2:
+        return head
+    top, low = max(strength.values()), min(strength.values())
+    if top <= low:
+        return head
+    order = sorted(strength, key=lambda s: (-strength[s], s))
+    rank = {s: i for i, s in enumerate(order, start=1)}
+    for entry in head:
+        session = sessions.get(entry.id)
+        evidence = (strength[session] - low) / (top - low) if session else 0.0
+        if session and evidence > 0:
+            entry.ranks["session"] = rank[session]
+            entry.evidence["session"] = evidence
+            entry.score = 1.0 - (1.0 - entry.score) * (1.0 - weight * evidence)
+    return sorted(head, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 
 
 def rerank(head: list[Fused], relevance: Sequence[float], weight: float) -> list[Fused]:

@@ -14,7 +14,9 @@ which join the same fusion (weight ``weight_graph``) for the final order; see
 
 Last stages (``hybrid`` and ``core`` only): a memory among the best
 :data:`QUESTION_WINDOW` that only asks a question keeps half its score
-(:func:`~memloci.retrieval.fusion.discount_questions`); then, off unless
+(:func:`~memloci.retrieval.fusion.discount_questions`); in ``hybrid`` the sessions of
+those hits count too (:func:`~memloci.retrieval.fusion.session_context`,
+``weight_session``); then, off unless
 ``settings.reranker`` names one, a :class:`~memloci.providers.base.Reranker` reads
 the query with each of the best ``rerank_candidates`` hits and its relevance is blended
 with their fused score (``rerank_weight``); a reranker that fails leaves the fused
@@ -36,7 +38,13 @@ from memloci.errors import ProviderError, ValidationError
 from memloci.models import EdgeType, Entity, MemoryNode, SearchHit, SourceType
 from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
-from memloci.retrieval.fusion import Fused, discount_questions, fuse_lists, rerank
+from memloci.retrieval.fusion import (
+    Fused,
+    discount_questions,
+    fuse_lists,
+    rerank,
+    session_context,
+)
 from memloci.retrieval.graph import GraphLists, anchored, linked_to_named, walks, without_names
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
 from memloci.retrieval.query import asks_only, document_text, fts_match, key_form, terms
@@ -60,6 +68,7 @@ _LABELS = {
     "causal": "",
     "entity": "",
     "time": "time",
+    "session": "session",  # "session #1": the strongest session among the best hits
     "rerank": "reranker",
 }
 
@@ -148,6 +157,9 @@ class Retriever:
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
         top = [f for f in discount_questions(head, asks) if f.id in nodes]
+        if "graph" in strategies:  # the sessions of the best hits (after the discount)
+            sessions = {i: m.session for i, m in nodes.items()}
+            top = session_context(top, sessions, self.settings.weight_session)
         if refined:
             top = self._said_once(top, nodes, flt)
             if len(top) < want and len(head) < len(fused):
