@@ -55,7 +55,7 @@ from memloci import Memory
 from memloci.providers.base import Embedder, load_embedder
 from memloci.retrieval.fusion import fuse_lists
 from memloci.retrieval.graph import anchored, walks
-from memloci.retrieval.query import fts_match, key_form, terms
+from memloci.retrieval.query import key_form, terms
 
 F32 = npt.NDArray[np.float32]
 TURNS_PER_SESSION = 20
@@ -546,15 +546,14 @@ def search_split(
         s: []
         for s in (
             "embed query",
-            "full text",
+            "full text + entity list + time window",
             "vector",
             "key",
-            "graph: entities + time window",
             "graph: intent + walks",
             "fusion",
             "fetch nodes",
             "stages total",
-            "critical path (embed ∥ full text)",
+            "critical path (embed+vector ∥ text+lists+key)",
             "Retriever.search, fresh query",
             "Retriever.search, embedding cached",
             "SDK search, embedding cached",
@@ -570,14 +569,13 @@ def search_split(
         t = [time.perf_counter()]
         vec = emb.embed_query(q)
         t.append(time.perf_counter())
-        ranked["fulltext"] = store.fulltext(flt, fts_match(q), n)
+        graph, lexical = anchored(store, flt, q, limit=n)  # one full-text search for both
+        ranked["fulltext"] = lexical.ranked
         t.append(time.perf_counter())
         ranked["vector"] = store.vector_search(flt, vec, n)
         t.append(time.perf_counter())
         if 0 < len(terms(q)) <= 6:
             ranked["key"] = store.key_search(flt, key_form(q), n)
-        t.append(time.perf_counter())
-        graph = anchored(store, flt, q, limit=n)
         t.append(time.perf_counter())
         plan = svc.retriever.plan(q)
         seeds = fuse_lists(ranked, graph, weights, settings.weight_graph)
@@ -593,8 +591,10 @@ def search_split(
         for name, ms in zip(stages, parts, strict=False):
             stages[name].append(ms)
         stages["stages total"].append(sum(parts))
-        # the Retriever embeds the query on another thread while the full-text search runs
-        stages["critical path (embed ∥ full text)"].append(max(parts[0], parts[1]) + sum(parts[2:]))
+        # the Retriever embeds the query and scans the vectors on another thread while the
+        # full-text search, the entity and time lists and the key search run here
+        both = max(parts[0] + parts[2], parts[1] + parts[3]) + sum(parts[4:])
+        stages["critical path (embed+vector ∥ text+lists+key)"].append(both)
         # the same query again, its embedding now cached: in this thread, then via the SDK
         direct = timed(lambda q=q, flt=flt: svc.retriever.search(q, flt, k))
         whole = timed(lambda q=q, user=user: mem.search(q, user=user, k=k))

@@ -156,8 +156,11 @@ def test_linked_to_named_reads_the_links_of_the_meaning_matches(make_memory: Mak
     store = mem.service.store
     link_mentions(store, [n.id for n in nodes], now=datetime.now(UTC), register=True)
     flt = NodeFilter(namespaces=["default"], user="u1")
-    graph = anchored(store, flt, "Does Nate enjoy turtles or books?", limit=10)
+    graph, lexical = anchored(store, flt, "Does Nate enjoy turtles or books?", limit=10)
     assert [i for i, _ in graph.lists["entity"]] == [nodes[2].id]  # by "turtles"
+    # one full-text search, for the words other than the name, served both lists
+    assert "nate" not in lexical.match.lower() and "turtles" in lexical.match
+    assert lexical.ranked[0][0] == nodes[2].id  # the entity list is its linked part
     linked_to_named(store, flt, [n.id for n in nodes], graph)
     assert graph.linked == {nodes[0].id}  # Nate's, not yet on the list; not Joanna's
     assert graph.reasons["entity"][nodes[0].id] == "entity Nate, by meaning"

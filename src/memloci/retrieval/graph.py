@@ -4,9 +4,12 @@ Each strategy returns ``[(node_id, score)]`` best first, plus a reason per node 
 the search explanation (``SearchHit.why``). Every store call is bounded by the
 caller's :class:`~memloci.storage.base.NodeFilter`. Two stages:
 
-1. :func:`anchored` — what the query itself *states*, for any intent:
+1. :func:`anchored` — what the query itself *states*, for any intent, and the
+   full-text search (:class:`Lexical`) in the same pass:
    ``entity``  memories linked to the entities the query names (name or alias),
-               ranked by the *rest* of the query (the name is now a constraint);
+               ranked by the *rest* of the query (the name is now a constraint): the
+               full-text matches of the rest, deepest :data:`ENTITY_DEPTH` × ``limit``,
+               that are linked to them — one search serves both lists;
    ``time``    memories inside the time window the query names ("in May 2023"),
                ranked by the rest of the query.
 2. :func:`walks` — from the *seeds*, the top hits after fusing stage 1 with full
@@ -48,6 +51,7 @@ ROUTES: dict[Intent, tuple[str, ...]] = {
     Intent.GENERAL: (),
 }
 REPLY_SEEDS = 3  # top hits whose next two turns (the reply, the follow-up) join as "reply"
+ENTITY_DEPTH = 4  # the entity list is read from this many times ``limit`` full-text matches
 SHARED_ENTITY_MAX_LINKS = 50  # an entity linked to more memories than this links too much
 
 
@@ -71,17 +75,38 @@ class GraphLists:
             self.reasons[name] = reasons
 
 
-def anchored(store: Store, flt: NodeFilter, query: str, *, limit: int) -> GraphLists:
+@dataclass
+class Lexical:
+    """The query's full-text search: the FTS5 ``match`` it ran and its best ``ranked``."""
+
+    match: str
+    ranked: list[tuple[str, float]]
+
+
+def fulltext_search(store: Store, flt: NodeFilter, query: str, *, limit: int) -> Lexical:
+    """The full-text search for the whole query."""
+    match = fts_match(query)
+    return Lexical(match, store.fulltext(flt, match, limit) if match else [])
+
+
+def anchored(
+    store: Store, flt: NodeFilter, query: str, *, limit: int
+) -> tuple[GraphLists, Lexical]:
     """Stage 1, before any seed is known: what the query itself names — its entities
-    (any intent; kept in ``named``) and its time window."""
+    (any intent; kept in ``named``) and its time window — and the full-text search.
+    When the entity list holds the memories of the names the query names, the names
+    are its constraint, not words to match: the full-text search is for the other words
+    (in one person's store their name is in most memories yet rare across everyone's,
+    so a memory sharing only the name would count as a strong match)."""
     out = GraphLists()
     named = out.named = store.entities_in_text(flt.namespaces, query)
-    if named:
-        named_entities(store, flt, query, named, out, limit=limit)
+    lexical = named_entities(store, flt, query, named, out, limit=limit) if named else None
+    if lexical is None:
+        lexical = fulltext_search(store, flt, query, limit=limit)
     window = out.window = time_window(query)
     if window is not None:
         time_strategy(store, flt, query, window, out, limit=limit)
-    return out
+    return out, lexical
 
 
 def walks(
@@ -164,20 +189,29 @@ def named_entities(
     out: GraphLists,
     *,
     limit: int,
-) -> None:
+) -> Lexical | None:
     """Memories linked to the entities the query names, ranked by the rest of the query
     (the name is now a constraint, so it no longer counts as a matching word); when the
-    rest matches none of them, all of them, newest first."""
+    rest matches none of them, all of them, newest first. One full-text search of the
+    rest (``ENTITY_DEPTH × limit`` deep) gives both this list (its matches linked to the
+    entities) and the full-text list, returned; None when the full-text search must be
+    for the whole query: nothing but the names to search, or no memory the caller sees
+    is linked to them (so the name is searched as a word)."""
     rest = without_names(query, named)
     ids = [e.id for _, e in named]
     match = fts_match(" ".join(rest))
-    ranked = store.entity_fulltext(flt, ids, match, limit) if match else []
+    found = store.fulltext(flt, match, limit * ENTITY_DEPTH) if match else []
+    linked = store.linked_nodes(flt, [i for i, _ in found], ids) if found else set()
+    ranked = [r for r in found if r[0] in linked][:limit]
     if not ranked:
         # nothing else in the query matches ("Describe Sarah", "Who exactly is Sarah
         # King?"): the entity's memories, newest first (score 0, a mild boost)
         ranked = store.entity_fulltext(flt, ids, "", limit)
+    if not ranked:
+        return None
     label = "entity " + ", ".join(dict.fromkeys(e.canonical_name for _, e in named))
     out.add("entity", ranked, dict.fromkeys((i for i, _ in ranked), label))
+    return Lexical(match, found[:limit]) if match else None
 
 
 def linked_to_named(store: Store, flt: NodeFilter, ids: Sequence[str], out: GraphLists) -> None:

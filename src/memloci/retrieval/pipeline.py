@@ -26,7 +26,7 @@ order and says so.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from memloci.config import Settings
 from memloci.errors import ProviderError, ValidationError
-from memloci.models import EdgeType, Entity, MemoryNode, SearchHit, SourceType
+from memloci.models import EdgeType, MemoryNode, SearchHit, SourceType
 from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import (
@@ -45,9 +45,15 @@ from memloci.retrieval.fusion import (
     rerank,
     session_context,
 )
-from memloci.retrieval.graph import GraphLists, anchored, linked_to_named, walks, without_names
+from memloci.retrieval.graph import (
+    GraphLists,
+    anchored,
+    fulltext_search,
+    linked_to_named,
+    walks,
+)
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
-from memloci.retrieval.query import asks_only, document_text, fts_match, key_form, terms
+from memloci.retrieval.query import asks_only, document_text, key_form, terms
 from memloci.storage.base import NodeFilter, Store
 
 RECIPES: dict[str, tuple[str, ...]] = {
@@ -113,16 +119,17 @@ class Retriever:
             vector = qv.start(query, then=scan)
         graphs = "graph" in strategies and self.settings.weight_graph > 0
         graph = GraphLists()
+        lexical = None
         if graphs:
-            # stage 1, still while the query is being embedded: what the query names
-            graph = anchored(self.store, flt, query, limit=n)
+            # stage 1, still while the query is being embedded: what the query names,
+            # and the full-text search with it (names the entity list holds are its
+            # constraint, not words to match)
+            graph, lexical = anchored(self.store, flt, query, limit=n)
         query_weight = 0.0
         if "fulltext" in strategies:
-            # names the entity list holds are its constraint, not words to match
-            constrained = graph.named if "entity" in graph.lists else []
-            match = fts_match(_without_names(query, constrained))
-            ranked["fulltext"] = self.store.fulltext(flt, match, n)
-            query_weight = self.store.match_weight(match)
+            lexical = lexical or fulltext_search(self.store, flt, query, limit=n)
+            ranked["fulltext"] = lexical.ranked
+            query_weight = self.store.match_weight(lexical.match)
         key = None  # also while the query is being embedded (listed after the vectors)
         if "key" in strategies and 0 < len(terms(query)) <= 6:
             key = self.store.key_search(flt, key_form(query), n)
@@ -251,16 +258,6 @@ class Retriever:
             embedder=self.embedder,
             vector=(lambda: qv.result(vector)) if vector is not None else None,
         )
-
-
-def _without_names(query: str, named: Sequence[tuple[str, Entity]]) -> str:
-    """The query's words minus the names of the entities it names, when other words are
-    left: the entity list already holds the memories linked to them, ranked by the other
-    words, and in one person's store their name is in most memories yet rare across
-    everyone's (bm25's IDF counts the whole index), so a memory sharing only the name
-    would otherwise count as a strong full-text match."""
-    rest = without_names(query, named) if named else []
-    return " ".join(rest) if rest else query
 
 
 class _VectorScan:
