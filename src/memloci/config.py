@@ -73,7 +73,7 @@ class Settings(BaseModel):
         0.5,
         ge=0,
         le=1,
-        description="how much being in the session of the best hits counts (hybrid; 0-1)",
+        description="how much being in the session (or day) of the best hits counts (hybrid; 0-1)",
     )
     reranker: str = Field(
         "none",

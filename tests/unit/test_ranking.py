@@ -421,7 +421,10 @@ def test_session_context_lifts_the_strongest_sessions_memories() -> None:
             Fused(i, score=v, ranks={"vector": n}) for n, (i, v) in enumerate(scores.items(), 1)
         ]
 
-    sessions = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "c1": "C", "x": None}
+    sessions: dict[str, tuple[str, str] | None] = {
+        "a1": ("session", "A"), "a2": ("session", "A"), "a3": ("session", "A"),
+        "b1": ("session", "B"), "c1": ("day", "2023-05-08"), "x": None,
+    }  # fmt: skip
     out = session_context(head(), sessions, 0.5)
     assert [f.id for f in out] == ["a1", "a2", "a3", "b1", "x", "c1"]
     by_id = {f.id: f for f in out}
@@ -430,11 +433,11 @@ def test_session_context_lifts_the_strongest_sessions_memories() -> None:
     assert by_id["a3"].score == pytest.approx(1 - (1 - 0.4) * (1 - 0.5))
     assert by_id["a3"].ranks["session"] == 1 and by_id["b1"].ranks["session"] == 2
     assert by_id["b1"].evidence["session"] == pytest.approx((0.4 - 0.3) / (1.6 - 0.3))
-    assert "session" not in by_id["c1"].evidence and by_id["c1"].score == 0.3
+    assert not by_id["c1"].evidence.keys() & {"session", "day"} and by_id["c1"].score == 0.3
     assert "session" not in by_id["x"].evidence and by_id["x"].score == 0.35
     assert all(0.0 <= f.score <= 1.0 for f in out)
     # one session (or none) says nothing: the head is left as it was; so is weight 0
-    for same in ({i: "A" for i in sessions}, dict.fromkeys(sessions)):
+    for same in ({i: ("session", "A") for i in sessions}, dict.fromkeys(sessions)):
         kept = session_context(head(), same, 0.5)
         assert [(f.id, f.score) for f in kept] == [(f.id, f.score) for f in head()]
     assert [f.score for f in session_context(head(), sessions, 0.0)] == [f.score for f in head()]
@@ -467,6 +470,30 @@ def test_the_best_hits_session_counts_in_a_real_search(tmp_path: Path) -> None:
                 assert replies[0].score == replies[1].score
             core = mem.search("how was the user's trip to Japan?", user="u1", k=5, recipe="core")
             assert all("session" not in h.why for h in core)
+
+
+def test_facts_without_a_session_are_grouped_by_their_day(tmp_path: Path) -> None:
+    """Facts told on one day (no session): asked about that day's trip, a fact of the
+    same day that shares little with the question gains ("day #1"); another day's
+    facts do not."""
+    trip = datetime(2023, 5, 8, 15, tzinfo=UTC)
+    other = datetime(2023, 6, 20, 10, tzinfo=UTC)
+    facts = [
+        ("Ana flew to Japan for a two-week trip", trip),
+        ("Ana visited temples in Kyoto on the trip", trip),
+        ("Ana bought a ceramic teapot as a souvenir", trip),
+        ("Ana bought new running shoes", other),
+        ("Ana started a pottery class", other),
+    ]
+    with Memory(str(tmp_path / "days.db")) as mem:
+        for text, when in facts:
+            mem.remember(text, user="u1", event_time=when)
+        mem.flush()
+        hits = mem.search("What did Ana do on her trip to Japan?", user="u1", k=5)
+        why = {h.memory.content: h.why for h in hits}
+        assert "day #1" in why["Ana bought a ceramic teapot as a souvenir"]
+        assert all("day" not in why[t] for t, when in facts if when == other and t in why)
+        assert all("session" not in w for w in why.values())
 
 
 def test_a_question_gives_way_to_its_answer(tmp_path: Path) -> None:

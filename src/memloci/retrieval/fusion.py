@@ -51,7 +51,8 @@ score (:func:`discount_questions`): it matches a question by words and meaning b
 than the answer does, but the answer is in its reply. Then (``hybrid``) the best hits'
 **sessions** count (:func:`session_context`): a conversation session is about a few
 things, so a memory from the session where the strongest hits are is likelier to
-answer than an equal one from elsewhere.
+answer than an equal one from elsewhere; a memory without a session is grouped by the
+day it happened (facts told in one conversation share it).
 """
 
 from __future__ import annotations
@@ -243,36 +244,41 @@ def discount_questions(fused: list[Fused], asks: set[str]) -> list[Fused]:
     return sorted(fused, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 
 
-def session_context(
-    head: list[Fused], sessions: Mapping[str, str | None], weight: float
-) -> list[Fused]:
-    """``head`` with each memory's session as one more strategy, ``"session"``.
+Group = tuple[str, str]  # (kind, key): ("session", "s3") or ("day", "2023-05-08")
 
-    A session's strength is the sum of its :data:`SESSION_TOP` best scores in ``head``;
-    a memory's evidence is where its session's strength stands between the weakest
-    session's and the strongest's (0–1). So when the best hits all share one session,
-    or no memory has one, nothing changes; otherwise a memory of the strongest session
-    gains ``weight`` of its remaining headroom, like any strategy of the noisy-OR.
-    Memories without a session get nothing. Best first again."""
-    found: dict[str, list[float]] = {}
+
+def session_context(
+    head: list[Fused], groups: Mapping[str, Group | None], weight: float
+) -> list[Fused]:
+    """``head`` with each memory's group — its session, or for a memory without one the
+    day it happened — as one more strategy, named by the group's kind (``"session"`` /
+    ``"day"``).
+
+    A group's strength is the sum of its :data:`SESSION_TOP` best scores in ``head``;
+    a memory's evidence is where its group's strength stands between the weakest
+    group's and the strongest's (0–1). So when the best hits all share one group, or
+    none has one, nothing changes; otherwise a memory of the strongest group gains
+    ``weight`` of its remaining headroom, like any strategy of the noisy-OR. Memories
+    without a group get nothing. Best first again."""
+    found: dict[Group, list[float]] = {}
     for entry in head:
-        session = sessions.get(entry.id)
-        if session:
-            found.setdefault(session, []).append(entry.score)
-    strength = {s: sum(sorted(v, reverse=True)[:SESSION_TOP]) for s, v in found.items()}
+        group = groups.get(entry.id)
+        if group:
+            found.setdefault(group, []).append(entry.score)
+    strength = {g: sum(sorted(v, reverse=True)[:SESSION_TOP]) for g, v in found.items()}
     if weight <= 0 or len(strength) < 2:
         return head
     top, low = max(strength.values()), min(strength.values())
     if top <= low:
         return head
-    order = sorted(strength, key=lambda s: (-strength[s], s))
-    rank = {s: i for i, s in enumerate(order, start=1)}
+    order = sorted(strength, key=lambda g: (-strength[g], g))
+    rank = {g: i for i, g in enumerate(order, start=1)}
     for entry in head:
-        session = sessions.get(entry.id)
-        evidence = (strength[session] - low) / (top - low) if session else 0.0
-        if session and evidence > 0:
-            entry.ranks["session"] = rank[session]
-            entry.evidence["session"] = evidence
+        group = groups.get(entry.id)
+        evidence = (strength[group] - low) / (top - low) if group else 0.0
+        if group and evidence > 0:
+            entry.ranks[group[0]] = rank[group]
+            entry.evidence[group[0]] = evidence
             entry.score = 1.0 - (1.0 - entry.score) * (1.0 - weight * evidence)
     return sorted(head, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 

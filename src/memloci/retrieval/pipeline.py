@@ -40,6 +40,7 @@ from memloci.providers.base import Embedder, Reranker, calibration_of, load_rera
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import (
     Fused,
+    Group,
     discount_questions,
     fuse_lists,
     rerank,
@@ -75,6 +76,7 @@ _LABELS = {
     "entity": "",
     "time": "time",
     "session": "session",  # "session #1": the strongest session among the best hits
+    "day": "day",  # "day #1": the same, by the day of memories without a session
     "rerank": "reranker",
 }
 
@@ -164,9 +166,8 @@ class Retriever:
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
         top = [f for f in discount_questions(head, asks) if f.id in nodes]
-        if "graph" in strategies:  # the sessions of the best hits (after the discount)
-            sessions = {i: m.session for i, m in nodes.items()}
-            top = session_context(top, sessions, self.settings.weight_session)
+        if "graph" in strategies:  # the sessions (or days) of the best hits
+            top = session_context(top, _groups(nodes), self.settings.weight_session)
         if refined:
             top = self._said_once(top, nodes, flt)
             if len(top) < want and len(head) < len(fused):
@@ -258,6 +259,14 @@ class Retriever:
             embedder=self.embedder,
             vector=(lambda: qv.result(vector)) if vector is not None else None,
         )
+
+
+def _groups(nodes: dict[str, MemoryNode]) -> dict[str, Group]:
+    """Each memory's session, or the (UTC) day it happened when it has none."""
+    return {
+        i: ("session", m.session) if m.session else ("day", m.event_time.date().isoformat())
+        for i, m in nodes.items()
+    }
 
 
 class _VectorScan:
