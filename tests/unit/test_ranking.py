@@ -472,7 +472,8 @@ def test_the_best_hits_session_counts_in_a_real_search(tmp_path: Path) -> None:
             assert all("session" not in h.why for h in core)
 
 
-def test_facts_without_a_session_are_grouped_by_their_day(tmp_path: Path) -> None:
+@both_backends
+def test_facts_without_a_session_are_grouped_by_their_day(make_memory: MakeMemory) -> None:
     """Facts told on one day (no session): asked about that day's trip, a fact of the
     same day that shares little with the question gains ("day #1"); another day's
     facts do not."""
@@ -485,15 +486,15 @@ def test_facts_without_a_session_are_grouped_by_their_day(tmp_path: Path) -> Non
         ("Ana bought new running shoes", other),
         ("Ana started a pottery class", other),
     ]
-    with Memory(str(tmp_path / "days.db")) as mem:
-        for text, when in facts:
-            mem.remember(text, user="u1", event_time=when)
-        mem.flush()
-        hits = mem.search("What did Ana do on her trip to Japan?", user="u1", k=5)
-        why = {h.memory.content: h.why for h in hits}
-        assert "day #1" in why["Ana bought a ceramic teapot as a souvenir"]
-        assert all("day" not in why[t] for t, when in facts if when == other and t in why)
-        assert all("session" not in w for w in why.values())
+    mem = make_memory(embedder="local")
+    for text, when in facts:
+        mem.remember(text, user="u1", event_time=when)
+    mem.flush()
+    hits = mem.search("What did Ana do on her trip to Japan?", user="u1", k=5)
+    why = {h.memory.content: h.why for h in hits}
+    assert "day #1" in why["Ana bought a ceramic teapot as a souvenir"]
+    assert all("day" not in why[t] for t, when in facts if when == other and t in why)
+    assert all("session" not in w for w in why.values())
 
 
 def test_a_question_gives_way_to_its_answer(tmp_path: Path) -> None:
