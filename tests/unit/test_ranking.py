@@ -428,11 +428,11 @@ def test_session_context_lifts_the_strongest_sessions_memories() -> None:
     out = session_context(head(), sessions, 0.5)
     assert [f.id for f in out] == ["a1", "a2", "a3", "b1", "x", "c1"]
     by_id = {f.id: f for f in out}
-    # A: 0.9 + 0.7 = 1.6 (strongest), B: 0.4, C: 0.3 (weakest)
+    # a session is as strong as its best hit: A 0.9 (strongest), B 0.4, C 0.3 (weakest)
     assert by_id["a3"].evidence["session"] == pytest.approx(1.0)
     assert by_id["a3"].score == pytest.approx(1 - (1 - 0.4) * (1 - 0.5))
     assert by_id["a3"].ranks["session"] == 1 and by_id["b1"].ranks["session"] == 2
-    assert by_id["b1"].evidence["session"] == pytest.approx((0.4 - 0.3) / (1.6 - 0.3))
+    assert by_id["b1"].evidence["session"] == pytest.approx((0.4 - 0.3) / (0.9 - 0.3))
     assert not by_id["c1"].evidence.keys() & {"session", "day"} and by_id["c1"].score == 0.3
     assert "session" not in by_id["x"].evidence and by_id["x"].score == 0.35
     assert all(0.0 <= f.score <= 1.0 for f in out)
@@ -441,6 +441,18 @@ def test_session_context_lifts_the_strongest_sessions_memories() -> None:
         kept = session_context(head(), same, 0.5)
         assert [(f.id, f.score) for f in kept] == [(f.id, f.score) for f in head()]
     assert [f.score for f in session_context(head(), sessions, 0.0)] == [f.score for f in head()]
+
+
+def test_session_context_never_moves_the_best_hit_down() -> None:
+    """A lone strong hit in its own session stays first, however many fair hits another
+    session holds: the best hit's session is the strongest, and it gains the most."""
+    head = [Fused("best", score=0.5, ranks={"vector": 1})] + [
+        Fused(f"o{i}", score=0.45, ranks={"vector": i + 2}) for i in range(5)
+    ]
+    groups = {"best": ("session", "A")} | {f"o{i}": ("session", "B") for i in range(5)}
+    groups["o4"] = ("day", "2023-05-08")
+    out = session_context(head, groups, 1.0)
+    assert out[0].id == "best" and all(f.score < out[0].score for f in out[1:])
 
 
 def test_the_best_hits_session_counts_in_a_real_search(tmp_path: Path) -> None:

@@ -73,7 +73,6 @@ NAME_ONLY = 0.5  # evidence of each memory of a named entity when the rest match
 ASKS_ONLY = 0.5  # what a memory that only asks a question keeps of its score
 IN_WINDOW = 0.5  # least evidence of a time-list match when the query names a narrow window
 NARROW = timedelta(days=62)  # a window this short is narrow ("on 1 May", "in May 2023")
-SESSION_TOP = 2  # a session is as strong as the sum of its this many best hits
 
 
 @dataclass
@@ -254,18 +253,18 @@ def session_context(
     day it happened — as one more strategy, named by the group's kind (``"session"`` /
     ``"day"``).
 
-    A group's strength is the sum of its :data:`SESSION_TOP` best scores in ``head``;
-    a memory's evidence is where its group's strength stands between the weakest
-    group's and the strongest's (0–1). So when the best hits all share one group, or
-    none has one, nothing changes; otherwise a memory of the strongest group gains
-    ``weight`` of its remaining headroom, like any strategy of the noisy-OR. Memories
-    without a group get nothing. Best first again."""
-    found: dict[Group, list[float]] = {}
+    A group's strength is its best score in ``head``; a memory's evidence is where its
+    group's strength stands between the weakest group's and the strongest's (0–1). So
+    when the best hits all share one group, or none has one, nothing changes; otherwise
+    a memory of the strongest group gains ``weight`` of its remaining headroom, like any
+    strategy of the noisy-OR. Memories without a group get nothing. The best hit is in
+    the strongest group and gains the most, so it is never moved down. Best first
+    again."""
+    strength: dict[Group, float] = {}
     for entry in head:
         group = groups.get(entry.id)
         if group:
-            found.setdefault(group, []).append(entry.score)
-    strength = {g: sum(sorted(v, reverse=True)[:SESSION_TOP]) for g, v in found.items()}
+            strength[group] = max(strength.get(group, 0.0), entry.score)
     if weight <= 0 or len(strength) < 2:
         return head
     top, low = max(strength.values()), min(strength.values())
