@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from memloci.consolidation.speakers import SpeakerNames
 from memloci.errors import MemlociError, NotFoundError
 from memloci.models import Entity, EntityType, short_id
 from memloci.providers.base import Embedder
@@ -67,6 +68,7 @@ class EmbeddingWorker:
         self.batch_size = batch_size
         self.link_mentions = link_mentions
         self.register_mentions = register_mentions
+        self.speakers = SpeakerNames()  # names of speakers labelled by role or handle
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._stop = threading.Event()
@@ -174,6 +176,7 @@ class EmbeddingWorker:
                     [p.id for p in batch],
                     now=datetime.now(UTC),
                     register=self.register_mentions,
+                    speakers=self.speakers,
                 )
             except MemlociError as exc:  # the vectors are saved; links are a bonus
                 log.warning("entity linking skipped for a batch: %s", exc)
@@ -189,7 +192,11 @@ class EmbeddingWorker:
         if links:
             try:
                 link_mentions(
-                    self.store, links, now=datetime.now(UTC), register=self.register_mentions
+                    self.store,
+                    links,
+                    now=datetime.now(UTC),
+                    register=self.register_mentions,
+                    speakers=self.speakers,
                 )
             except MemlociError as exc:  # links are a bonus; the memories are stored
                 log.warning("entity linking skipped for %d memories: %s", len(links), exc)
@@ -239,21 +246,31 @@ class EmbeddingWorker:
 
 
 def link_mentions(
-    store: Store, ids: Sequence[str], *, now: datetime, register: bool = False
+    store: Store,
+    ids: Sequence[str],
+    *,
+    now: datetime,
+    register: bool = False,
+    speakers: SpeakerNames | None = None,
 ) -> int:
     """Link the current episodes among ``ids`` to the entities they are about: their
-    speaker, when the label is a name (created as a ``person`` if new: the caller named
-    them), and the proper names they mention (rule-based, see
+    speaker, when the label is a name or the other speaker calls them by one (see
+    :class:`~memloci.consolidation.speakers.SpeakerNames`; created as a ``person`` if
+    new), and the proper names they mention (rule-based, see
     :mod:`memloci.retrieval.mentions`) that are already known entities — or, with
-    ``register``, new ``concept`` entities. One transaction; returns how many links are
-    new. Each new link counts as a mention of its entity."""
+    ``register``, new ``concept`` entities. A speaker named just now gets their earlier
+    turns linked too. One transaction; returns how many links are new. Each new link
+    counts as a mention of its entity."""
+    rows = store.mention_texts(ids)
+    called = _called(store, rows, speakers or SpeakerNames())
     found: list[tuple[str, str, list[tuple[str, EntityType]]]] = []
-    for node_id, namespace, speaker, content in store.mention_texts(ids):
-        person = speaker_name(speaker)
+    for node_id, namespace, speaker, content in rows:
+        person = speaker_name(speaker) or called.pop((namespace, node_id), None)
         names = [(person, EntityType.PERSON)] if person else []
         names += [(m, EntityType.CONCEPT) for m in mentions(content) if m != person]
         if names:
             found.append((node_id, namespace, names))
+    found += [(i, ns, [(name, EntityType.PERSON)]) for (ns, i), name in called.items()]
     if not found:
         return 0
     linked = 0
@@ -292,3 +309,21 @@ def link_mentions(
         for key in changed:
             store.update_entity(known[key])
     return linked
+
+
+def _called(
+    store: Store, rows: Sequence[tuple[str, str, str | None, str]], speakers: SpeakerNames
+) -> dict[tuple[str, str], str]:
+    """(namespace, turn id) → the name its speaker is called by, for the turns in
+    ``rows`` whose speaker label is not a name, and older turns of a speaker named just
+    now; reads the turns only when some label is not a name."""
+    if not any(label and speaker_name(label) is None for _, _, label, _ in rows):
+        return {}
+    by_namespace: dict[str, list[str]] = {}
+    for node_id, namespace, _, _ in rows:
+        by_namespace.setdefault(namespace, []).append(node_id)
+    out: dict[tuple[str, str], str] = {}
+    for namespace, ids in by_namespace.items():
+        turns = store.get_nodes(namespace, ids)
+        out |= {(namespace, i): name for i, name in speakers.of(store, turns).items()}
+    return out

@@ -1,4 +1,5 @@
-"""Whose fact it is (layer: consolidation): a named speaker's statements are about them.
+"""Who is speaking (layer: consolidation): a named speaker's statements are about them,
+and a speaker whose label is not a name is known by what the other one calls them.
 
 The rule extractor writes what a user says as "User …" ("I love camping" → "User loves
 camping"). In a chat between two people — turns with no role, each with a ``speaker``
@@ -6,14 +7,26 @@ name — both are users, and "I love camping" said by Melanie must not become th
 one's fact, nor supersede it. :func:`named_speaker` finds that name;
 :func:`said_by` rewrites a fact about them: the text names them, the subject is them and
 a key is theirs (``melanie.opinion_camping``).
+
+A chat's speakers are often labelled by role or handle ("user", "assistant",
+"Speaker 1") while the people in it call each other by name ("Thanks, Mel!"), and
+questions ask about Melanie, not about the assistant. :class:`SpeakerNames` infers
+those names for the background worker, which links a speaker's turns to them as it
+links a named speaker's (see :func:`speaker_names`).
 """
 
 from __future__ import annotations
 
 import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
 
 from memloci.consolidation.base import ExtractedFact
-from memloci.models import MemoryNode, normalize_key
+from memloci.models import MemoryNode, NodeType, normalize_key
+from memloci.retrieval.mentions import addressed, speaker_name
+from memloci.storage.base import NodeFilter, Store
 
 USER_LABELS = frozenset({"user", "human", "me"})  # speaker labels meaning "the user"
 _USER_LEAD = re.compile(r"^User\b")  # the subject the patterns write ("User prefers …")
@@ -44,4 +57,110 @@ def said_by(fact: ExtractedFact, who: str | None, sentence: str) -> ExtractedFac
     return fact.model_copy(update={"content": text, "key": key, "subject": subject})
 
 
-__all__ = ["USER_LABELS", "named_speaker", "said_by"]
+MIN_CALLED = 3  # times a speaker must be called by a name before it is theirs
+MIN_SHARE = 0.6  # ... and that share of all the names they are called by
+WINDOW = 500  # a user's newest turns read to infer their chat's speakers' names
+REMEMBERED = 60.0  # seconds an inferred name is reused before it is inferred afresh
+
+
+def speaker_names(turns: Iterable[tuple[str, Hashable, str]]) -> dict[str, str]:
+    """Speaker label → the name the other speaker calls them by, from ``turns``:
+    ``(speaker label, conversation, text)``, where the conversation is the session (or
+    the day) the turn belongs to. In a conversation between exactly two speakers, a name
+    one of them addresses ("Hey Melanie!", "Yep, Caroline.") is the other's; a speaker
+    gets a name called at least :data:`MIN_CALLED` times that is at least
+    :data:`MIN_SHARE` of all they are called by. A short name that begins a longer one
+    they are also called by counts for the longer ("Mel" for "Melanie"). Two speakers
+    called by the same name get none."""
+    rows = list(turns)
+    present: dict[Hashable, set[str]] = {}
+    for label, conversation, _ in rows:
+        present.setdefault(conversation, set()).add(label)
+    called: dict[str, Counter[str]] = {}
+    for label, conversation, text in rows:
+        labels = present[conversation]
+        if len(labels) != 2:
+            continue  # with three or more people a name could be anyone's
+        (other,) = labels - {label}
+        for name in addressed(text):
+            called.setdefault(other, Counter())[name] += 1
+    found: dict[str, str] = {}
+    for label, names in called.items():
+        merged: Counter[str] = Counter()
+        for name, n in names.items():
+            longer = [o for o in names if o != name and o.startswith(name)]
+            merged[max(longer, key=lambda o: (names[o], o)) if longer else name] += n
+        (name, n), *_ = sorted(merged.items(), key=lambda c: (-c[1], c[0]))
+        if n >= MIN_CALLED and n >= MIN_SHARE * sum(merged.values()):
+            found[label] = name
+    taken = Counter(found.values())
+    return {label: name for label, name in found.items() if taken[name] == 1}
+
+
+class SpeakerNames:
+    """The names of speakers whose labels are not names, per namespace and user (see
+    :func:`speaker_names`), for :func:`memloci.worker.link_mentions`. Remembered for
+    :data:`REMEMBERED` seconds; a user whose speakers have no name yet is looked at
+    again only when new turns address someone."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: dict[tuple[str, str | None], tuple[float, dict[str, str]]] = {}
+
+    def of(self, store: Store, turns: Sequence[MemoryNode]) -> dict[str, str]:
+        """Turn id → its speaker's name, for ``turns`` (new conversation turns) whose
+        label is not a name, and for the older turns of a speaker named just now (so
+        every turn of theirs gets linked once, not only the new ones)."""
+        unnamed = [
+            t for t in turns
+            if t.type is NodeType.EPISODIC and t.speaker and speaker_name(t.speaker) is None
+        ]  # fmt: skip
+        out: dict[str, str] = {}
+        for who in dict.fromkeys((t.namespace, t.user) for t in unnamed):
+            mine = [t for t in turns if (t.namespace, t.user) == who]
+            labels = {t.speaker for t in mine if t in unnamed}
+            now = time.monotonic()
+            with self._lock:
+                at, names = self._known.get(who, (0.0, {}))
+            fresh = now - at < REMEMBERED
+            if not (fresh and labels <= names.keys()) and (
+                not fresh or any(addressed(t.content) for t in mine)
+            ):
+                window = _recent_turns(store, *who)
+                inferred = speaker_names(
+                    (t.speaker or "", t.session or t.event_time.date(), t.content)
+                    for t in window
+                    if t.speaker
+                )
+                for label, name in inferred.items():
+                    if names.get(label) != name:  # named just now: their older turns too
+                        out |= {t.id: name for t in _turns_of(store, *who, label)}
+                names = inferred
+                with self._lock:
+                    self._known[who] = (now, names)
+            out |= {t.id: names[t.speaker] for t in mine if t.speaker in names}
+        return out
+
+
+def _recent_turns(store: Store, namespace: str, user: str | None) -> list[MemoryNode]:
+    flt = NodeFilter(namespaces=(namespace,), owner_user=user, types=(NodeType.EPISODIC,))
+    found = store.list_nodes(flt, limit=WINDOW, order="-created")
+    return [t for t in found if t.user == user]
+
+
+def _turns_of(store: Store, namespace: str, user: str | None, label: str) -> list[MemoryNode]:
+    """Every current turn of ``user`` said by ``label`` (read a page at a time)."""
+    flt = NodeFilter(namespaces=(namespace,), owner_user=user, types=(NodeType.EPISODIC,))
+    out: list[MemoryNode] = []
+    offset = 0
+    while True:
+        page = store.list_nodes(flt, limit=1000, offset=offset, order="created")
+        out += [t for t in page if t.user == user and t.speaker == label]
+        if len(page) < 1000:
+            return out
+        offset += len(page)
+
+
+__all__ = [
+    "USER_LABELS", "SpeakerNames", "named_speaker", "said_by", "speaker_names",
+]  # fmt: skip

@@ -65,6 +65,17 @@ def speaker_name(speaker: str | None) -> str | None:
 
 def mentions(text: str) -> list[str]:
     """Proper names mentioned (not addressed) in ``text``, first occurrence order."""
+    return _names(text, addressed=False)
+
+
+def addressed(text: str) -> list[str]:
+    """Names ``text`` speaks to ("Thanks, Mel!", "Hey Jon, how are you?", "Yep,
+    Caroline."), first occurrence order. Never a sentence's first word: "Definitely, …"
+    and "Plus, …" are shaped like "Gina, …"."""
+    return _names(text, addressed=True)
+
+
+def _names(text: str, *, addressed: bool) -> list[str]:
     out: list[str] = []
     text = _TITLE_DOT.sub(r"\1 ", text)  # "Dr. Seuss" is one name, not two sentences
     for sentence in _SENTENCE.split(text):
@@ -77,7 +88,7 @@ def mentions(text: str) -> list[str]:
             j = _run_end(sentence, tokens, i)
             start, end = tokens[i][1], tokens[j - 1][2]
             name = _POSSESSIVE.sub("", " ".join(t[0] for t in tokens[i:j]).rstrip("."))
-            if not _addressed(sentence, start, end) and name not in out:
+            if _addressed(sentence, start, end) is addressed and name not in out:
                 out.append(name)
             i = j
     return out

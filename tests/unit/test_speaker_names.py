@@ -1,0 +1,147 @@
+"""Speakers labelled by role or handle ("user", "assistant", "Speaker 1") are known by
+the name the other speaker calls them: the names in direct address, the inference over
+a two-person chat, and the worker's links — on both backends, through the SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from memloci import Memory
+from memloci.consolidation.speakers import MIN_CALLED, speaker_names
+from memloci.models import EntityType
+from memloci.retrieval.mentions import addressed, mentions
+from pgtest import both_backends
+
+MakeMemory = Callable[..., Memory]
+
+
+@pytest.mark.parametrize(
+    ("text", "called"),
+    [
+        ("Hey Melanie!", ["Melanie"]),
+        ("Yep, Caroline.", ["Caroline"]),
+        ("Wow, Melanie, what a beautiful moment!", ["Melanie"]),
+        ("Hey Jon, my store has been a roller coaster.", ["Jon"]),
+        ("Congrats on the promotion, John!", ["John"]),
+        ("Thanks Mel! See you soon.", ["Mel"]),
+        # a sentence's first word followed by a comma is as often "Definitely," as a name
+        ("Gina, you ever been in a dance comp?", []),
+        ("Definitely, I agree.", []),
+        # a mention is not an address
+        ("I told Sarah about Rome.", []),
+    ],
+)
+def test_names_in_direct_address(text: str, called: list[str]) -> None:
+    assert addressed(text) == called
+    assert not set(addressed(text)) & set(mentions(text))
+
+
+def chat(*turns: tuple[str, str], session: str = "s1") -> list[tuple[str, str, str]]:
+    return [(label, session, text) for label, text in turns]
+
+
+def test_a_speaker_is_the_name_the_other_one_calls_them() -> None:
+    turns = chat(
+        ("user", "Hi! I finally finished the pottery class."),
+        ("assistant", "That's great, Alice!"),
+        ("user", "Thanks, Sam. It was hard work."),
+        ("assistant", "Hey Alice, what did you make?"),
+        ("user", "A bowl for my sister."),
+        ("assistant", "Lovely, Alice."),
+    )
+    # Alice is called three times; Sam once, which is not enough
+    assert speaker_names(turns) == {"user": "Alice"}
+    assert speaker_names(turns[:-1]) == {}  # twice is not enough either
+    assert MIN_CALLED == 3
+
+
+def test_a_nickname_counts_for_the_longer_name() -> None:
+    turns = chat(
+        ("b", "Thanks, Mel!"),
+        ("b", "Hey Melanie, how was it?"),
+        ("b", "Wow, Mel."),
+        ("a", "It was fun."),
+    )
+    assert speaker_names(turns) == {"a": "Melanie"}
+
+
+def test_no_name_when_the_calls_disagree_or_the_chat_has_three_people() -> None:
+    split = chat(
+        ("b", "Thanks, Ana!"), ("b", "Hey Ana."), ("b", "Yes, Ana."),
+        ("b", "Thanks, Eva!"), ("b", "Hey Eva."), ("b", "Yes, Eva."), ("a", "ok"),
+    )  # fmt: skip
+    assert speaker_names(split) == {}  # 50/50: neither is theirs
+    group = chat(
+        ("b", "Thanks, Ana!"), ("b", "Hey Ana."), ("b", "Yes, Ana."), ("a", "ok"), ("c", "hi"),
+    )  # fmt: skip
+    assert speaker_names(group) == {}  # three speakers: Ana could be a or c
+    # two speakers called by one name: it is neither's
+    both = chat(
+        ("b", "Thanks, Jo!"), ("b", "Hey Jo."), ("b", "Yes, Jo."),
+        ("a", "Thanks, Jo!"), ("a", "Hey Jo."), ("a", "Yes, Jo."),
+    )  # fmt: skip
+    assert speaker_names(both) == {}
+
+
+def test_sessions_count_apart() -> None:
+    """Each session is its own chat: a session of one speaker gives no call."""
+    turns = chat(("b", "Thanks, Ana!"), ("b", "Hey Ana."), ("b", "Yes, Ana."), session="s1")
+    turns += chat(("a", "I moved to Lisbon."), session="s2")
+    assert speaker_names(turns) == {}
+    turns += chat(("a", "ok"), session="s1")
+    assert speaker_names(turns) == {"a": "Ana"}
+
+
+USER_TURNS = [
+    "I finally finished the pottery class.",
+    "I cook lasagna every Sunday for my family.",
+    "My sister lives in Porto.",
+]
+
+
+@both_backends
+def test_role_labelled_turns_are_linked_to_the_name_they_are_called(
+    make_memory: MakeMemory,
+) -> None:
+    mem = make_memory()
+    store = mem.service.store
+    replies = ["That's great, Alice!", "Yum, Alice.", "Hey Alice, do you visit her?"]
+    for said, reply in zip(USER_TURNS, replies, strict=True):
+        mem.add(said, user="u1", session="s1", speaker="user")
+        mem.add(reply, user="u1", session="s1", speaker="assistant")
+        assert mem.flush(20)  # batch by batch: the name is known only after the third
+    # another user of the namespace whose chat calls nobody
+    mem.add("I cook lasagna on Sundays too.", user="u2", session="t1", speaker="user")
+    mem.add("Nice!", user="u2", session="t1", speaker="assistant")
+    for topic in ("the weather", "my bike", "a new phone", "the train", "our garden", "jazz"):
+        mem.add(f"Let me tell you about {topic}.", user="u2", session="t1", speaker="user")
+        mem.add(f"Tell me more about {topic}!", user="u2", session="t1", speaker="assistant")
+    assert mem.flush(20)
+    alice = store.find_entity("default", "Alice")
+    assert alice is not None and alice.type is EntityType.PERSON
+    turns = {(n.user, n.content): n.id for n in mem.list(type="episodic", limit=100)}
+    linked = store.node_entities("default", list(turns.values()))
+    to_alice = {key for key, i in turns.items() if any(e.id == alice.id for e in linked[i])}
+    # every turn she said, the ones before she was named too; not the ones said to her,
+    # and nothing of the other user
+    assert to_alice == {("u1", text) for text in USER_TURNS}
+    # the question about Alice finds what she said, not what was said to her
+    hits = mem.search("What does Alice cook on Sundays?", user="u1", k=3)
+    assert hits[0].memory.content == USER_TURNS[1]
+    assert "entity Alice" in hits[0].why
+    assert all(h.memory.user == "u1" for h in hits)
+
+
+@both_backends
+def test_named_speakers_are_left_as_they_are(make_memory: MakeMemory) -> None:
+    """A label that is a name already says who speaks; what others call them adds no
+    second person."""
+    mem = make_memory()
+    for reply in ("Thanks, Mel!", "Hey Mel.", "Yes, Mel."):
+        mem.add("I love camping.", user="u1", session="s1", speaker="Melanie")
+        mem.add(reply, user="u1", session="s1", speaker="Caroline")
+    assert mem.flush(20)
+    names = sorted(e.canonical_name for e in mem.service.store.list_entities("default"))
+    assert names == ["Caroline", "Melanie"]
