@@ -62,6 +62,19 @@ def as_messages(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def with_roles(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations with their speakers labelled by role — the first speaker
+    ``user``, the second ``assistant`` — instead of by name, while the questions still
+    name them: as in a chat whose export labels people by role or handle and where they
+    call each other by name ("Thanks, Mel!")."""
+    out = []
+    for conv in convs:
+        roles = dict(zip(conv["speakers"], ("user", "assistant"), strict=False))
+        turns = [{**t, "speaker": roles.get(t["speaker"], t["speaker"])} for t in conv["turns"]]
+        out.append({**conv, "turns": turns})
+    return out
+
+
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"

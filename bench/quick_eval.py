@@ -2,7 +2,7 @@
 
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
-        [--splits turns,facts,messages]
+        [--splits turns,facts,messages,roles]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -12,7 +12,9 @@ reference run; this is for iterating on ranking without re-embedding every time.
 Splits: ``turns`` (LoCoMo turns as episodes), ``facts`` (its observations through
 ``remember``), ``messages`` (each turn cut into its sentences, one short message each,
 a turn's evidence held by any of them: a stand-in for real chats, where people send
-several short messages instead of one long turn).
+several short messages instead of one long turn), ``roles`` (those messages with the
+speakers labelled ``user`` / ``assistant`` instead of by name, the questions still
+naming them).
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ import sys
 import time
 from pathlib import Path
 
-from common import DEFAULT_DATA, as_messages, load_conversations, parse_locomo_time, turn_text
+from common import (
+    DEFAULT_DATA,
+    as_messages,
+    load_conversations,
+    parse_locomo_time,
+    turn_text,
+    with_roles,
+)
 from memloci import Memory
 
 FACTS = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl")
@@ -36,10 +45,13 @@ def open_split(
     reranker: str = "none",
     embedder: str = "local",
     messages: bool = False,
+    roles: bool = False,
 ) -> tuple[Memory, list[dict]]:
     convs = load_conversations(data)
-    if messages:
+    if messages or roles:
         convs = as_messages(convs)
+    if roles:
+        convs = with_roles(convs)
     fresh = not path.exists()
     mem = Memory(str(path), reinforce_on_search=False, reranker=reranker, embedder=embedder)
     if fresh:
@@ -127,7 +139,7 @@ def main() -> int:
         data = FACTS if split == "facts" else DEFAULT_DATA
         mem, convs = open_split(
             base / f"{split}.db", data, split == "facts", args.reranker, args.embedder,
-            messages=split == "messages",
+            messages=split == "messages", roles=split == "roles",
         )  # fmt: skip
         if args.rename_speakers:
             rename_speakers(convs)

@@ -1,15 +1,18 @@
 """Retrieval quality on LoCoMo-style data: memloci (with and without its graph
 strategies) vs BM25-only vs dense-only, same run, on DEV splits — conversation turns,
-fact memory and short messages — plus a "first query" table of small-store probes.
+fact memory, short messages and short messages whose speakers are labelled by role —
+plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
-        [--splits turns,facts,messages,first]
+        [--splits turns,facts,messages,roles,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
 agent stores one, ``remember(text, subject=speaker, event_time=date)``. Messages: the
 turns cut into their sentences, one message each (``common.as_messages``; a stand-in for
-real chats of short messages). Every scored
+real chats of short messages). Roles: the same messages with the speakers labelled
+``user`` and ``assistant`` instead of their names (``common.with_roles``), the questions
+still naming them — a chat export that labels people by role or handle. Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
 what the graph strategies cost.
@@ -38,6 +41,7 @@ from common import (
     parse_locomo_time,
     table,
     turn_text,
+    with_roles,
 )
 from first_probes import FIRST
 from memloci import Memory
@@ -149,7 +153,9 @@ def main() -> int:
     ap.add_argument(
         "--facts", help="fact-memory JSONL (default: ../shared/data/locomo_facts_dev.jsonl)"
     )
-    ap.add_argument("--splits", default="turns,facts,messages,first", help="which tables to run")
+    ap.add_argument(
+        "--splits", default="turns,facts,messages,roles,first", help="which tables to run"
+    )
     ap.add_argument(
         "--store",
         help="a postgresql:// URL: run the turn/fact splits on PostgreSQL (a fresh schema"
@@ -165,8 +171,10 @@ def main() -> int:
         default = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl") if facts else None
         path = data_path((args.facts or str(default)) if facts else args.data)
         convs = load_conversations(path)
-        if split == "messages":
+        if split in ("messages", "roles"):
             convs = as_messages(convs)
+        if split == "roles":
+            convs = with_roles(convs)
         if args.limit_convs:
             convs = convs[: args.limit_convs]
         out[split] = run_split(split, convs, args, facts)

@@ -265,9 +265,10 @@ def link_mentions(
     called = _called(store, rows, speakers or SpeakerNames())
     found: list[tuple[str, str, list[tuple[str, EntityType]]]] = []
     for node_id, namespace, speaker, content in rows:
-        person = speaker_name(speaker) or called.pop((namespace, node_id), None)
-        names = [(person, EntityType.PERSON)] if person else []
-        names += [(m, EntityType.CONCEPT) for m in mentions(content) if m != person]
+        person = speaker_name(speaker)
+        people = [p for p in (person, called.pop((namespace, node_id), None)) if p]
+        names = [(p, EntityType.PERSON) for p in people]
+        names += [(m, EntityType.CONCEPT) for m in mentions(content) if m not in people]
         if names:
             found.append((node_id, namespace, names))
     found += [(i, ns, [(name, EntityType.PERSON)]) for (ns, i), name in called.items()]
@@ -314,10 +315,10 @@ def link_mentions(
 def _called(
     store: Store, rows: Sequence[tuple[str, str, str | None, str]], speakers: SpeakerNames
 ) -> dict[tuple[str, str], str]:
-    """(namespace, turn id) → the name its speaker is called by, for the turns in
-    ``rows`` whose speaker label is not a name, and older turns of a speaker named just
-    now; reads the turns only when some label is not a name."""
-    if not any(label and speaker_name(label) is None for _, _, label, _ in rows):
+    """(namespace, turn id) → the name its speaker is called by, when the label does not
+    say it already, for the turns in ``rows`` and the older turns of a speaker named just
+    now (see :meth:`SpeakerNames.of`)."""
+    if not any(label for _, _, label, _ in rows):
         return {}
     by_namespace: dict[str, list[str]] = {}
     for node_id, namespace, _, _ in rows:

@@ -135,9 +135,9 @@ def test_role_labelled_turns_are_linked_to_the_name_they_are_called(
 
 
 @both_backends
-def test_named_speakers_are_left_as_they_are(make_memory: MakeMemory) -> None:
-    """A label that is a name already says who speaks; what others call them adds no
-    second person."""
+def test_a_label_that_says_the_name_adds_no_second_person(make_memory: MakeMemory) -> None:
+    """A label that is the name, or begins with what they are called ("Mel" for
+    "Melanie"), already says who speaks."""
     mem = make_memory()
     for reply in ("Thanks, Mel!", "Hey Mel.", "Yes, Mel."):
         mem.add("I love camping.", user="u1", session="s1", speaker="Melanie")
@@ -145,3 +145,43 @@ def test_named_speakers_are_left_as_they_are(make_memory: MakeMemory) -> None:
     assert mem.flush(20)
     names = sorted(e.canonical_name for e in mem.service.store.list_entities("default"))
     assert names == ["Caroline", "Melanie"]
+
+
+@both_backends
+def test_a_handle_is_linked_to_the_name_as_well(make_memory: MakeMemory) -> None:
+    """A label shaped like a name that is not what they are called ("Speaker A") keeps
+    its own link and gains the name's."""
+    mem = make_memory()
+    for reply in ("Wow, Ana!", "Hey Ana, and then?", "Sure, Ana."):
+        mem.add("I started a ceramics course.", user="u1", session="s1", speaker="Speaker A")
+        mem.add(reply, user="u1", session="s1", speaker="Speaker B")
+    assert mem.flush(20)
+    store = mem.service.store
+    turns = {n.id: n for n in mem.list(type="episodic", limit=100)}
+    linked = store.node_entities("default", list(turns))
+    for node_id, entities in linked.items():
+        names = sorted(e.canonical_name for e in entities)
+        expected = ["Ana", "Speaker A"] if turns[node_id].speaker == "Speaker A" else ["Speaker B"]
+        assert names == expected
+
+
+@both_backends
+def test_a_reopened_store_links_the_named_speakers_new_turns(make_memory: MakeMemory) -> None:
+    mem = make_memory()
+    for reply in ("Thanks, Alice!", "Hey Alice.", "Yes, Alice."):
+        mem.add("I love hiking.", user="u1", session="s1", speaker="user")
+        mem.add(reply, user="u1", session="s1", speaker="assistant")
+    assert mem.flush(20)
+    mem.close()
+    again = make_memory()
+    new = again.add("I bought new boots.", user="u1", session="s1", speaker="user")
+    assert again.flush(20)
+    store = again.service.store
+    linked = store.node_entities("default", [new.id])[new.id]
+    assert [e.canonical_name for e in linked] == ["Alice"]
+    said = [n.id for n in again.list(type="episodic", limit=100) if n.speaker == "user"]
+    assert all(
+        [e.canonical_name for e in entities] == ["Alice"]
+        for entities in store.node_entities("default", said).values()
+    )
+    assert len(said) == 4

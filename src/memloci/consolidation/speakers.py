@@ -25,7 +25,7 @@ from collections.abc import Hashable, Iterable, Sequence
 
 from memloci.consolidation.base import ExtractedFact
 from memloci.models import MemoryNode, NodeType, normalize_key
-from memloci.retrieval.mentions import addressed, speaker_name
+from memloci.retrieval.mentions import addressed
 from memloci.storage.base import NodeFilter, Store
 
 USER_LABELS = frozenset({"user", "human", "me"})  # speaker labels meaning "the user"
@@ -108,17 +108,16 @@ class SpeakerNames:
         self._known: dict[tuple[str, str | None], tuple[float, dict[str, str]]] = {}
 
     def of(self, store: Store, turns: Sequence[MemoryNode]) -> dict[str, str]:
-        """Turn id → its speaker's name, for ``turns`` (new conversation turns) whose
-        label is not a name, and for the older turns of a speaker named just now (so
-        every turn of theirs gets linked once, not only the new ones)."""
-        unnamed = [
-            t for t in turns
-            if t.type is NodeType.EPISODIC and t.speaker and speaker_name(t.speaker) is None
-        ]  # fmt: skip
+        """Turn id → the name its speaker is called by, for ``turns`` (new conversation
+        turns) and for the older turns of a speaker named just now (so every turn of
+        theirs gets linked once, not only the new ones). A name the label already says
+        ("Melanie", or "Mel" for the label "Melanie") is left out: that speaker is linked
+        by their label."""
+        spoken = [t for t in turns if t.type is NodeType.EPISODIC and t.speaker]
         out: dict[str, str] = {}
-        for who in dict.fromkeys((t.namespace, t.user) for t in unnamed):
-            mine = [t for t in turns if (t.namespace, t.user) == who]
-            labels = {t.speaker for t in mine if t in unnamed}
+        for who in dict.fromkeys((t.namespace, t.user) for t in spoken):
+            mine = [t for t in spoken if (t.namespace, t.user) == who]
+            labels = {t.speaker for t in mine}
             now = time.monotonic()
             with self._lock:
                 at, names = self._known.get(who, (0.0, {}))
@@ -133,19 +132,42 @@ class SpeakerNames:
                     if t.speaker
                 )
                 for label, name in inferred.items():
-                    if names.get(label) != name:  # named just now: their older turns too
+                    if names.get(label) == name or says(label, name):
+                        continue
+                    # named just now (or since this process started): their older turns
+                    # too, unless the oldest of them here is linked already
+                    oldest = next(t for t in reversed(window) if t.speaker == label)
+                    if not _linked(store, oldest, name):
                         out |= {t.id: name for t in _turns_of(store, *who, label)}
                 names = inferred
                 with self._lock:
                     self._known[who] = (now, names)
-            out |= {t.id: names[t.speaker] for t in mine if t.speaker in names}
+            out |= {
+                t.id: names[t.speaker]
+                for t in mine
+                if t.speaker in names and not says(t.speaker, names[t.speaker])
+            }
         return out
+
+
+def says(label: str, name: str) -> bool:
+    """Whether a speaker label already says ``name``: the same name, or the label begins
+    with it (a nickname: "Mel" for "Melanie")."""
+    return label.casefold().startswith(name.casefold())
 
 
 def _recent_turns(store: Store, namespace: str, user: str | None) -> list[MemoryNode]:
     flt = NodeFilter(namespaces=(namespace,), owner_user=user, types=(NodeType.EPISODIC,))
     found = store.list_nodes(flt, limit=WINDOW, order="-created")
     return [t for t in found if t.user == user]
+
+
+def _linked(store: Store, turn: MemoryNode, name: str) -> bool:
+    entity = store.find_entity(turn.namespace, name)
+    if entity is None:
+        return False
+    linked = store.node_entities(turn.namespace, [turn.id]).get(turn.id, [])
+    return any(e.id == entity.id for e in linked)
 
 
 def _turns_of(store: Store, namespace: str, user: str | None, label: str) -> list[MemoryNode]:
