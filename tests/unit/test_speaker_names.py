@@ -1,16 +1,23 @@
 """Speakers labelled by role or handle ("user", "assistant", "Speaker 1") are known by
 the name the other speaker calls them: the names in direct address, the inference over
-a two-person chat, and the worker's links — on both backends, through the SDK."""
+a two-person chat, and the worker's links — on both backends, through the SDK. And a
+person the query names is embedded as a pronoun: the entity list holds their memories."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from memloci import Memory
 from memloci.consolidation.speakers import MIN_CALLED, speaker_names
-from memloci.models import EntityType
+from memloci.models import Entity, EntityType
+from memloci.providers.fake import FakeEmbedder
+from memloci.retrieval.graph import meaning_query
 from memloci.retrieval.mentions import addressed, mentions
 from pgtest import both_backends
 
@@ -185,3 +192,55 @@ def test_a_reopened_store_links_the_named_speakers_new_turns(make_memory: MakeMe
         for entities in store.node_entities("default", said).values()
     )
     assert len(said) == 4
+
+
+# ---------------------------------------------------------------------- the embedded query
+@pytest.mark.parametrize(
+    ("query", "embedded"),
+    [
+        ("What does Alice cook on Sundays?", "What does they cook on Sundays?"),
+        ("What is Alice's favourite food?", "What is their favourite food?"),
+        ("Did Alice and Bo go to Rome together?", "Did they and they go to Rome together?"),
+        # the name is most of what there is to mean
+        ("Describe Alice", "Describe Alice"),
+        # typed in lower case: maybe a plain word
+        ("what does alice cook on sundays?", "what does alice cook on sundays?"),
+        # a longer word is not the name
+        ("What did Alicia cook for the party?", "What did Alicia cook for the party?"),
+    ],
+)
+def test_a_named_person_is_embedded_as_a_pronoun(query: str, embedded: str) -> None:
+    entity = Entity(
+        id="e1", namespace="default", canonical_name="Alice", type=EntityType.PERSON,
+        first_seen=datetime.now(UTC), last_seen=datetime.now(UTC),
+    )  # fmt: skip
+    found = re.findall(r"\b(?:Alice|alice|Bo)\b", query)
+    assert meaning_query(query, [(name, entity) for name in found]) == embedded
+
+
+class RecordingEmbedder(FakeEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def test_search_embeds_the_query_without_the_names_it_constrains(
+    make_memory: MakeMemory,
+) -> None:
+    embedder = RecordingEmbedder()
+    mem = make_memory(embedder=embedder)
+    mem.add("I cook lasagna every Sunday.", user="u1", session="s1", speaker="Alice")
+    mem.add("Hey Alice, that sounds great!", user="u1", session="s1", speaker="Bo")
+    assert mem.flush(20)
+    mem.search("What does Alice cook on Sundays?", user="u1")
+    mem.search("Who cooks lasagna on Sundays?", user="u1")
+    assert "What does they cook on Sundays?" in embedder.queries
+    assert "What does Alice cook on Sundays?" not in embedder.queries
+    assert "Who cooks lasagna on Sundays?" in embedder.queries  # names nobody: as asked
+    # the baselines embed the query as asked
+    mem.search("What does Alice cook on Sundays?", user="u1", recipe="vector")
+    assert embedder.queries[-1] == "What does Alice cook on Sundays?"

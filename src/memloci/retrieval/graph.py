@@ -34,6 +34,7 @@ far.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -90,7 +91,12 @@ def fulltext_search(store: Store, flt: NodeFilter, query: str, *, limit: int) ->
 
 
 def anchored(
-    store: Store, flt: NodeFilter, query: str, *, limit: int
+    store: Store,
+    flt: NodeFilter,
+    query: str,
+    *,
+    limit: int,
+    named: list[tuple[str, Entity]] | None = None,
 ) -> tuple[GraphLists, Lexical]:
     """Stage 1, before any seed is known: what the query itself names — its entities
     (any intent; kept in ``named``) and its time window — and the full-text search.
@@ -99,7 +105,9 @@ def anchored(
     (in one person's store their name is in most memories yet rare across everyone's,
     so a memory sharing only the name would count as a strong match)."""
     out = GraphLists()
-    named = out.named = store.entities_in_text(flt.namespaces, query)
+    if named is None:  # ``named``: the entities the query names, when already looked up
+        named = store.entities_in_text(flt.namespaces, query)
+    out.named = named
     lexical = named_entities(store, flt, query, named, out, limit=limit) if named else None
     if lexical is None:
         lexical = fulltext_search(store, flt, query, limit=limit)
@@ -173,6 +181,29 @@ def _chain_reason(relation: str, seed: str, distance: int, sign: int) -> str:
         what = "cause" if sign < 0 else "effect"
         return f"{what} of [{seed}]" + (f" ({distance} steps)" if distance > 1 else "")
     return f"temporal chain from [{seed}] ({'+' if sign > 0 else '-'}{distance})"
+
+
+def meaning_query(query: str, named: Sequence[tuple[str, Entity]]) -> str:
+    """The query as it is embedded: the names of the entities it names stand as a
+    pronoun ("What does Alice cook on Sundays?" → "What does they cook on Sundays?";
+    "Alice's" → "their"), since the entity list already holds that person's memories
+    and a name in the vector pulls the memories that only greet or mention them ("Hey
+    Alice!"). Unchanged when fewer than two other words would be left ("Describe
+    Alice"), and a name typed in lower case ("will") may be a plain word."""
+    if not named or len(without_names(query, named)) < 2:
+        return query
+
+    def pronoun(found: re.Match[str]) -> str:
+        if not found.group(0)[:1].isupper():  # "will" may be a plain word; "Will" is a name
+            return found.group(0)
+        return "their" if found.group(2) else "they"
+
+    out = query
+    for name in sorted({n for n, _ in named}, key=len, reverse=True):
+        words = r"\W+".join(re.escape(w) for w in name.split())
+        pattern = rf"(?<![\w'’])({words})(['’]s)?(?![\w'’])"
+        out = re.sub(pattern, pronoun, out, flags=re.IGNORECASE)
+    return out
 
 
 def without_names(query: str, named: Sequence[tuple[str, Entity]]) -> list[str]:

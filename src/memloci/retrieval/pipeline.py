@@ -51,6 +51,7 @@ from memloci.retrieval.graph import (
     anchored,
     fulltext_search,
     linked_to_named,
+    meaning_query,
     walks,
 )
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
@@ -114,19 +115,21 @@ class Retriever:
         vector: Future[npt.NDArray[np.float32]] | None = None
         qv = self.query_vectors if "vector" in strategies else None
         scan = _VectorScan(self.store, flt, n)
+        graphs = "graph" in strategies and self.settings.weight_graph > 0
+        # the entities the query names (one lookup): their names are not embedded
+        named = self.store.entities_in_text(flt.namespaces, query) if graphs else []
         if qv is not None:
             # embed the query on another core (onnxruntime releases the GIL) and scan the
             # vectors right after, there too, while SQLite runs the full-text search and
             # the graph's first stage here; None while the embedder is known to be down
-            vector = qv.start(query, then=scan)
-        graphs = "graph" in strategies and self.settings.weight_graph > 0
+            vector = qv.start(meaning_query(query, named), then=scan)
         graph = GraphLists()
         lexical = None
         if graphs:
             # stage 1, still while the query is being embedded: what the query names,
             # and the full-text search with it (names the entity list holds are its
             # constraint, not words to match)
-            graph, lexical = anchored(self.store, flt, query, limit=n)
+            graph, lexical = anchored(self.store, flt, query, limit=n, named=named)
         query_weight = 0.0
         if "fulltext" in strategies:
             lexical = lexical or fulltext_search(self.store, flt, query, limit=n)
