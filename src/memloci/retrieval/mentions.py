@@ -82,7 +82,7 @@ def _names(text: str, *, addressed: bool) -> list[str]:
         tokens = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(sentence)]
         i = 1  # never the sentence's first word
         while i < len(tokens):
-            if not _is_name_word(tokens[i][0]):
+            if not is_name_word(tokens[i][0]):
                 i += 1
                 continue
             j = _run_end(sentence, tokens, i)
@@ -102,7 +102,7 @@ def _run_end(sentence: str, tokens: list[tuple[str, int, int]], i: int) -> int:
         k = j
         while k < len(tokens) and k - j < 2 and tokens[k][0].lower() in _CONNECTORS:
             k += 1
-        if k >= len(tokens) or k + 1 - i > MAX_WORDS or not _is_name_word(tokens[k][0]):
+        if k >= len(tokens) or k + 1 - i > MAX_WORDS or not is_name_word(tokens[k][0]):
             break
         if not all(_adjacent(sentence, tokens[m], tokens[m + 1]) for m in range(j - 1, k)):
             break
@@ -110,7 +110,8 @@ def _run_end(sentence: str, tokens: list[tuple[str, int, int]], i: int) -> int:
     return j
 
 
-def _is_name_word(word: str) -> bool:
+def is_name_word(word: str) -> bool:
+    """A word that may be (part of) a proper name: capitalised, not a common word."""
     bare = _POSSESSIVE.sub("", word.rstrip("."))
     if "'" in bare or "’" in bare:
         return False  # contractions: I've, I'll, Don't

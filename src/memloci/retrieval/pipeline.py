@@ -52,6 +52,7 @@ from memloci.retrieval.graph import (
     fulltext_search,
     linked_to_named,
     meaning_query,
+    strangers,
     walks,
 )
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
@@ -116,13 +117,15 @@ class Retriever:
         qv = self.query_vectors if "vector" in strategies else None
         scan = _VectorScan(self.store, flt, n)
         graphs = "graph" in strategies and self.settings.weight_graph > 0
-        # the entities the query names (one lookup): their names are not embedded
+        # the entities the query names (one lookup), and the people it names that no
+        # memory does (a probe each): their names are not embedded
         named = self.store.entities_in_text(flt.namespaces, query) if graphs else []
         if qv is not None:
             # embed the query on another core (onnxruntime releases the GIL) and scan the
             # vectors right after, there too, while SQLite runs the full-text search and
             # the graph's first stage here; None while the embedder is known to be down
-            vector = qv.start(meaning_query(query, named), then=scan)
+            unknown = strangers(self.store, flt, query, named) if graphs else []
+            vector = qv.start(meaning_query(query, named, unknown), then=scan)
         graph = GraphLists()
         lexical = None
         if graphs:
