@@ -17,8 +17,9 @@ from memloci import Memory
 from memloci.consolidation.speakers import MIN_CALLED, speaker_names
 from memloci.models import Entity, EntityType
 from memloci.providers.fake import FakeEmbedder
-from memloci.retrieval.graph import meaning_query
+from memloci.retrieval.graph import meaning_query, strangers
 from memloci.retrieval.mentions import addressed, mentions
+from memloci.storage.base import NodeFilter
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -244,3 +245,22 @@ def test_search_embeds_the_query_without_the_names_it_constrains(
     # the baselines embed the query as asked
     mem.search("What does Alice cook on Sundays?", user="u1", recipe="vector")
     assert embedder.queries[-1] == "What does Alice cook on Sundays?"
+
+
+@both_backends
+def test_people_no_memory_names_are_embedded_as_pronouns_too(make_memory: MakeMemory) -> None:
+    embedder = RecordingEmbedder()
+    mem = make_memory(embedder=embedder)
+    mem.add("I visited Japan with my sister last spring.", user="u1", session="s1",
+            speaker="Caroline")  # fmt: skip
+    mem.add("Robin sent me a postcard.", user="u2", session="t1", speaker="Kim")
+    assert mem.flush(20)
+    store, flt = mem.service.store, NodeFilter(namespaces=("default",), user="u1")
+    named = store.entities_in_text(("default",), "What did Caroline do with Robin?")
+    # Robin: no memory of u1 holds it (u2's does, which u1 does not see)
+    assert strangers(store, flt, "What did Caroline do with Robin?", named) == ["Robin"]
+    assert strangers(store, flt, "Where did Robin's sister travel?", []) == ["Robin"]
+    assert strangers(store, flt, "What is Japan's capital city?", []) == []  # a memory says it
+    assert strangers(store, flt, "What did we see in Kyoto last spring?", []) == []  # a place
+    mem.search("Where did Robin's sister travel?", user="u1")
+    assert embedder.queries[-1] == "Where did their sister travel?"
