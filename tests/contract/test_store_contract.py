@@ -571,6 +571,30 @@ def test_link_previous_links_the_previous_turn_of_the_same_session_only(store: S
     }  # fmt: skip
 
 
+def test_link_previous_never_links_another_owners_turn_of_a_session(store: Store) -> None:
+    """Two users (or agents) may use the same session id: each one's turns are chained
+    apart, and one's words never index the other's row (a search of one would match the
+    other's words through the neighbour context)."""
+
+    def turn(text: str, user: str | None, agent: str | None = None) -> MemoryNode:
+        scope = Scope.USER if user else Scope.AGENT if agent else Scope.GLOBAL
+        node = make_node(text, type=EPI, session="s1", user=user, agent=agent, scope=scope)
+        return store.insert_node(node, link_previous=True)
+
+    u1 = turn("my pin code is pineapple", "u1")
+    u2 = turn("hello there", "u2")
+    u1b = turn("and my dog is Rex", "u1")
+    bot = turn("the agent's own note", None, agent="a1")
+    assert store.edges("default", u2.id) == []
+    assert store.edges("default", bot.id) == []
+    assert [(e.source_id, e.target_id) for e in store.edges("default", u1b.id)] == [(u1.id, u1b.id)]
+    mine = NodeFilter(namespaces=("default",), user="u2")
+    assert store.fulltext(mine, '"pineapple"', 5) == []
+    assert store.fulltext(mine, '"rex"', 5) == []
+    theirs = NodeFilter(namespaces=("default",), user="u1")
+    assert {h[0] for h in store.fulltext(theirs, '"pineapple"', 5)} == {u1.id, u1b.id}
+
+
 def test_insert_nodes_links_a_batch_in_order(store: Store) -> None:
     turns = [make_node(f"batch turn {i}", type=EPI, session="s", when=at(i)) for i in range(3)]
     store.insert_nodes(turns, link_previous=True)
@@ -903,9 +927,10 @@ def test_users_upsert_get_list(store: Store) -> None:
 
 
 def test_stats(store: Store, world) -> None:
-    store.insert_node(
-        make_node("follow-up turn", type=EPI, session="s1", when=at(12)), link_previous=True
+    follow_up = make_node(
+        "follow-up turn", type=EPI, scope=Scope.USER, user="u1", session="s1", when=at(12)
     )
+    store.insert_node(follow_up, link_previous=True)  # u1's turn of s1 before it: chained
     store.upsert_user(MemoryUser(id="u1", created_at=at(0)))
     s = store.stats(["default"])
     assert s.nodes_by_type == {"episodic": 3, "semantic": 9, "procedural": 1, "opinion": 1}

@@ -417,3 +417,38 @@ def test_extracted_entities_without_facts_are_ignored(mem: Memory) -> None:
     script = Scripted({"s1": []}, extra_entities=[ExtractedEntity(name="Nobody")])
     mem._call(mem.service.consolidate("s1", extractor=script))
     assert mem._call(mem.service.list_entities()) == []
+
+
+# ---------------------------------------------------------------------- owners
+class Recording(Scripted):
+    """Scripted, and keeps the episodes of every call."""
+
+    def __init__(self, script: dict[str, Sequence[ExtractedFact]]) -> None:
+        super().__init__(script)
+        self.seen: list[list[MemoryNode]] = []
+
+    def extract(
+        self, episodes: Sequence[MemoryNode], *, known: Sequence[MemoryNode] = ()
+    ) -> Extraction:
+        self.seen.append(list(episodes))
+        return super().extract(episodes, known=known)
+
+
+@both_backends
+def test_users_sharing_a_session_id_are_consolidated_apart(mem: Memory) -> None:
+    """Two users may use one session id: the extractor reads one owner's turns at a
+    time, so a fact written from one user's words is never the other's."""
+    turns(mem, "s1", "My pin is 4321", user="ana")
+    turns(mem, "s1", "hello there", user="bo")
+    turns(mem, "s1", "I like tea", user="ana")
+    script = Recording({"s1": [fact("User's pin is 4321")]})
+    mem._call(mem.service.consolidate("s1", extractor=script))
+    assert [sorted({e.user or "" for e in call}) for call in script.seen] == [["ana"], ["bo"]]
+    assert [len(call) for call in script.seen] == [2, 1]
+    # the scripted fact is written once per owner, each from that owner's turns only
+    facts = {n.user: n for n in mem.list(type="semantic", limit=10)}
+    assert set(facts) == {"ana", "bo"}
+    for user, node in facts.items():
+        sources = mem._call(mem.service.explain(node.id)).sources
+        assert sources and {s.user for s in sources} == {user}
+    assert all(e.consolidated_at is not None for e in mem.list(type="episodic", limit=10))

@@ -188,7 +188,12 @@ class Consolidator:
                     now = utcnow()
                     self.store.finish_session(namespace, session, user=None, agent=None, now=now)
                 break
-            self._batch(namespace, session, episodes, report, last=not more)
+            # one owner's turns at a time: users (or agents) may share a session id, and
+            # the extractor must never read one's words to write another's facts
+            owners = _by_owner(episodes)
+            for i, theirs in enumerate(owners):
+                last = not more and i == len(owners) - 1
+                self._batch(namespace, session, theirs, report, last=last)
             batches += 1
             if left is not None:
                 left -= len(episodes)
@@ -410,3 +415,11 @@ def _key(fact: ExtractedFact) -> str | None:
         return v.key(fact.key)
     except ValidationError:
         return None
+
+
+def _by_owner(episodes: list[MemoryNode]) -> list[list[MemoryNode]]:
+    """``episodes`` grouped by owner (user, agent), in order of first appearance."""
+    groups: dict[tuple[str | None, str | None], list[MemoryNode]] = {}
+    for episode in episodes:
+        groups.setdefault((episode.user, episode.agent), []).append(episode)
+    return list(groups.values())

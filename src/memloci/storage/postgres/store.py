@@ -116,10 +116,13 @@ class PostgresStore(
         if link_previous and node.session is not None:
             # turns of one session are chained in order: one writer per session at a time
             self._xlock(c, f"session:{node.namespace}:{node.session}")
+            # the previous turn of this session *of this owner*: another user's turn under
+            # the same session id is theirs (its words must not index this one's row)
             prev = c.execute(
                 "SELECT id, content, speaker, seq FROM nodes WHERE namespace = %s"
-                " AND session_id = %s AND type = 'episodic' ORDER BY seq DESC LIMIT 1",
-                (node.namespace, node.session),
+                " AND session_id = %s AND type = 'episodic' AND user_id IS NOT DISTINCT FROM %s"
+                " AND agent_id IS NOT DISTINCT FROM %s ORDER BY seq DESC LIMIT 1",
+                (node.namespace, node.session, node.user, node.agent),
             ).fetchone()
         context = _said(prev[2], prev[1]) if prev is not None else ""
         node = self._insert(c, node, context)

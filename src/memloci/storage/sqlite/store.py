@@ -109,10 +109,13 @@ class SQLiteStore(
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
         prev = None
         if link_previous and node.session is not None:
+            # the previous turn of this session *of this owner*: another user's turn under
+            # the same session id is theirs (its words must not index this one's row)
             prev = c.execute(
                 "SELECT id, content, speaker, rowid FROM nodes WHERE namespace = ?"
-                " AND session_id = ? AND type = 'episodic' ORDER BY rowid DESC LIMIT 1",
-                (node.namespace, node.session),
+                " AND session_id = ? AND type = 'episodic' AND user_id IS ? AND agent_id IS ?"
+                " ORDER BY rowid DESC LIMIT 1",
+                (node.namespace, node.session, node.user, node.agent),
             ).fetchone()
         context = ""
         if prev is not None:
