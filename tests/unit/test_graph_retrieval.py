@@ -143,7 +143,18 @@ def test_time_window_bounds_relative_phrases_and_ambiguity() -> None:
     ago = time_window("the party 3 weeks ago", now=NOW)
     assert ago is not None and ago.start is not None and ago.end is not None
     assert ago.start < day(2024, 4, 19) < ago.end
-    assert time_window("Which outdoor spot did Joanna visit in May?", now=NOW) is None
+    # a month without a year: the latest one begun by now (NOW is 10 May 2024)
+    may = time_window("Which outdoor spot did Joanna visit in May?", now=NOW)
+    assert may is not None and (may.start, may.end) == (
+        day(2024, 5, 1),
+        day(2024, 6, 1) + REPORT_LAG,
+    )
+    june = time_window("what did we do during June?", now=NOW)
+    assert june is not None and (june.start, june.end) == (
+        day(2023, 6, 1),
+        day(2023, 7, 1) + REPORT_LAG,
+    )
+    assert time_window("I moved to Mayfair", now=NOW) is None
     assert time_window("on 31 February, 2023", now=NOW) is None
     assert time_window("no time here", now=NOW) is None
 

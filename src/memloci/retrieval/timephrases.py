@@ -5,7 +5,8 @@ A window is a soft constraint: the ``time`` strategy ranks the memories inside i
 (:mod:`memloci.retrieval.graph`); nothing outside is filtered away. Conversations
 report events *after* they happen ("yesterday", "last Friday"), so a window whose end
 comes from a phrase is kept open :data:`REPORT_LAG` longer. A month without a year
-("in May") is ambiguous and gives no window.
+("in May", "during June") is the latest such month that has begun by ``now``: asked in
+November, "in June" is this year's June, asked in March, last year's.
 
 Also here: "after the trip" / "before the move" (no date) give the direction the
 temporal chain walks.
@@ -63,6 +64,11 @@ _RELATIVE = re.compile(
 _SHORTLY = re.compile(
     r"\b(?:days?|nights?|weeks?|weekend|month|monday|tuesday|wednesday|thursday|friday"
     r"|saturday|sunday)\s*$",
+    re.IGNORECASE,
+)
+# "in May", "during June": a month named alone (no day, no year after it)
+_BARE_MONTH = re.compile(
+    rf"\b(?:in|during)\s+(?:early\s+|late\s+|mid[- ]?)?(?P<m>{_M})\b(?!\.?,?\s*(?:{_D}|{_Y})\b)",
     re.IGNORECASE,
 )
 _COUNT = {"a": 1, "one": 1, "two": 2, "three": 3}
@@ -146,6 +152,14 @@ def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
         if rel in ("after", "since"):
             return TimeWindow(end if rel == "after" else start, None, phrase)
         return TimeWindow(start, end + REPORT_LAG, phrase)
+    bare = _BARE_MONTH.search(text)
+    if bare:
+        at = now or datetime.now(UTC)
+        month = _month(bare.group("m"))
+        year = at.year if month <= at.month else at.year - 1  # the latest one begun
+        start = datetime(year, month, 1, tzinfo=UTC)
+        end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+        return TimeWindow(start, end + REPORT_LAG, bare.group(0))
     rel_found = _RELATIVE.search(text)
     if rel_found:
         now = now or datetime.now(UTC)
