@@ -27,7 +27,7 @@ from memloci.models import (
     SourceType,
     short_id,
 )
-from memloci.storage.base import NodeFilter, NodePatch, Store
+from memloci.storage.base import PAUSE, NodeFilter, NodePatch, Store
 from memloci.storage.rows import content_hash
 
 from .conftest import EMBED_DIM, EMBED_MODEL, StoreFactory
@@ -593,6 +593,33 @@ def test_link_previous_never_links_another_owners_turn_of_a_session(store: Store
     assert store.fulltext(mine, '"rex"', 5) == []
     theirs = NodeFilter(namespaces=("default",), user="u1")
     assert {h[0] for h in store.fulltext(theirs, '"pineapple"', 5)} == {u1.id, u1b.id}
+
+
+def test_link_previous_chains_a_chat_without_sessions_until_a_pause(store: Store) -> None:
+    """Turns without a session id are chained per owner while they follow each other
+    closely; a pause longer than PAUSE starts a new chain, and another owner's turn in
+    between changes nothing."""
+
+    def turn(text: str, user: str, minutes: float) -> MemoryNode:
+        node = make_node(
+            text, type=EPI, user=user, scope=Scope.USER, when=at(0) + timedelta(minutes=minutes)
+        )
+        return store.insert_node(node, link_previous=True)
+
+    hi = turn("we adopted a kitten", "u1", 0)
+    other = turn("what a day", "u2", 1)
+    reply = turn("her name is Miso", "u1", 2)
+    later = turn("back from a long trip", "u1", 2 + PAUSE / 60 + 1)
+    assert [(e.source_id, e.target_id) for e in store.edges("default", reply.id)] == [
+        (hi.id, reply.id)
+    ]
+    assert store.edges("default", other.id) == []
+    assert store.edges("default", later.id) == []
+    # the kitten's row holds its reply's words, and only for its owner
+    mine = NodeFilter(namespaces=("default",), user="u1")
+    assert {h[0] for h in store.fulltext(mine, '"miso"', 5)} == {hi.id, reply.id}
+    theirs = NodeFilter(namespaces=("default",), user="u2")
+    assert store.fulltext(theirs, '"miso"', 5) == []
 
 
 def test_insert_nodes_links_a_batch_in_order(store: Store) -> None:

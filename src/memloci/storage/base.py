@@ -34,6 +34,12 @@ from memloci.models import (
     Thread,
 )
 
+# a chat without session ids: a turn is linked to its owner's previous session-less turn
+# when that came at most PAUSE seconds before, looked for among the namespace's newest
+# RECENT_LOOSE session-less turns (so adding a turn stays one short read)
+PAUSE = 3 * 3600.0
+RECENT_LOOSE = 200
+
 # an entity's memories "newest first" are looked for among its last NEWEST_LINKED links
 # (before the caller's filter): a speaker linked to every turn they said, or a name many
 # users mention, would otherwise cost a scan of all of them on every such search

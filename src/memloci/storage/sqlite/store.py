@@ -23,7 +23,7 @@ from memloci.models import (
     short_id,
     utcnow,
 )
-from memloci.storage.base import NodeFilter, NodePatch
+from memloci.storage.base import PAUSE, RECENT_LOOSE, NodeFilter, NodePatch
 from memloci.storage.rows import (
     NODE_COLUMNS,
     edge_from_row,
@@ -108,7 +108,20 @@ class SQLiteStore(
 
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
         prev = None
-        if link_previous and node.session is not None:
+        if link_previous and node.session is None:
+            # a chat without session ids: the owner's previous session-less turn, when it
+            # came shortly before (a pause ends a conversation); looked for among the
+            # namespace's newest RECENT_LOOSE such turns only (the hot path stays short)
+            prev = c.execute(
+                "SELECT id, content, speaker, rowid FROM (SELECT id, content, speaker, rowid,"
+                " user_id, agent_id, event_time FROM nodes WHERE namespace = ?"
+                " AND session_id IS NULL AND type = 'episodic' ORDER BY rowid DESC LIMIT ?)"
+                " WHERE user_id IS ? AND agent_id IS ? AND event_time BETWEEN ? AND ?"
+                " ORDER BY rowid DESC LIMIT 1",
+                (node.namespace, RECENT_LOOSE, node.user, node.agent,
+                 node.event_time.timestamp() - PAUSE, node.event_time.timestamp()),
+            ).fetchone()  # fmt: skip
+        elif link_previous:
             # the previous turn of this session *of this owner*: another user's turn under
             # the same session id is theirs (its words must not index this one's row)
             prev = c.execute(
