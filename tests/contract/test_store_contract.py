@@ -596,16 +596,17 @@ def test_link_previous_never_links_another_owners_turn_of_a_session(store: Store
 
 
 def test_link_previous_chains_a_chat_without_sessions_until_a_pause(store: Store) -> None:
-    """Turns without a session id are chained per owner while they follow each other
-    closely; a pause longer than PAUSE starts a new chain, and another owner's turn in
-    between changes nothing."""
+    """Turns without a session id that say who speaks are chained per owner while they
+    follow each other closely; a pause longer than PAUSE starts a new chain, another
+    owner's turn in between changes nothing, and a turn without a speaker (a note) is
+    never chained."""
 
-    def turn(text: str, user: str, minutes: float) -> MemoryNode:
-        node = make_node(
-            text, type=EPI, user=user, scope=Scope.USER, when=at(0) + timedelta(minutes=minutes)
-        )
+    def turn(text: str, user: str, minutes: float, speaker: str | None = "user") -> MemoryNode:
+        when = at(0) + timedelta(minutes=minutes)
+        node = make_node(text, type=EPI, user=user, scope=Scope.USER, when=when, speaker=speaker)
         return store.insert_node(node, link_previous=True)
 
+    note = turn("a note on its own", "u1", -1, speaker=None)  # no speaker: never chained
     hi = turn("we adopted a kitten", "u1", 0)
     other = turn("what a day", "u2", 1)
     reply = turn("her name is Miso", "u1", 2)
@@ -615,6 +616,8 @@ def test_link_previous_chains_a_chat_without_sessions_until_a_pause(store: Store
     ]
     assert store.edges("default", other.id) == []
     assert store.edges("default", later.id) == []
+    assert store.edges("default", note.id) == []
+    assert store.edges("default", hi.id) == [store.edges("default", reply.id)[0]]
     # the kitten's row holds its reply's words, and only for its owner
     mine = NodeFilter(namespaces=("default",), user="u1")
     assert {h[0] for h in store.fulltext(mine, '"miso"', 5)} == {hi.id, reply.id}

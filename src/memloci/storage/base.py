@@ -34,9 +34,10 @@ from memloci.models import (
     Thread,
 )
 
-# a chat without session ids: a turn is linked to its owner's previous session-less turn
-# when that came at most PAUSE seconds before, looked for among the namespace's newest
-# RECENT_LOOSE session-less turns (so adding a turn stays one short read)
+# a chat without session ids: a turn that names its speaker (or role) is linked to its
+# owner's previous such session-less turn when that came at most PAUSE seconds before,
+# looked for among the namespace's newest RECENT_LOOSE of them (adding a turn stays one
+# short read); a turn without a speaker is a note on its own and is never chained
 PAUSE = 3 * 3600.0
 RECENT_LOOSE = 200
 

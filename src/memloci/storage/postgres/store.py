@@ -113,7 +113,7 @@ class PostgresStore(
 
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
         prev = None
-        if link_previous and node.session is None:
+        if link_previous and node.session is None and node.speaker is not None:
             # a chat without session ids: the owner's previous session-less turn, when it
             # came shortly before (see the SQLite store); one writer per owner at a time
             self._xlock(c, f"loose:{node.namespace}:{node.user or ''}:{node.agent or ''}")
@@ -121,7 +121,8 @@ class PostgresStore(
                 "SELECT id, content, speaker, seq FROM (SELECT id, content, speaker, seq,"
                 " user_id, agent_id, event_time FROM nodes WHERE namespace = %s"
                 " AND session_id IS NULL AND type = 'episodic' ORDER BY seq DESC LIMIT %s) r"
-                " WHERE user_id IS NOT DISTINCT FROM %s AND agent_id IS NOT DISTINCT FROM %s"
+                " WHERE speaker IS NOT NULL AND user_id IS NOT DISTINCT FROM %s"
+                " AND agent_id IS NOT DISTINCT FROM %s"
                 " AND event_time BETWEEN %s AND %s ORDER BY seq DESC LIMIT 1",
                 (node.namespace, RECENT_LOOSE, node.user, node.agent,
                  node.event_time.timestamp() - PAUSE, node.event_time.timestamp()),

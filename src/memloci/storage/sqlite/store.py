@@ -108,15 +108,17 @@ class SQLiteStore(
 
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
         prev = None
-        if link_previous and node.session is None:
-            # a chat without session ids: the owner's previous session-less turn, when it
-            # came shortly before (a pause ends a conversation); looked for among the
-            # namespace's newest RECENT_LOOSE such turns only (the hot path stays short)
+        if link_previous and node.session is None and node.speaker is not None:
+            # a chat without session ids (turns that say who speaks): the owner's previous
+            # such turn, when it came shortly before (a pause ends a conversation); looked
+            # for among the namespace's newest RECENT_LOOSE ones (the hot path stays short).
+            # A turn without a speaker is a note on its own: never chained
             prev = c.execute(
                 "SELECT id, content, speaker, rowid FROM (SELECT id, content, speaker, rowid,"
                 " user_id, agent_id, event_time FROM nodes WHERE namespace = ?"
                 " AND session_id IS NULL AND type = 'episodic' ORDER BY rowid DESC LIMIT ?)"
-                " WHERE user_id IS ? AND agent_id IS ? AND event_time BETWEEN ? AND ?"
+                " WHERE speaker IS NOT NULL AND user_id IS ? AND agent_id IS ?"
+                " AND event_time BETWEEN ? AND ?"
                 " ORDER BY rowid DESC LIMIT 1",
                 (node.namespace, RECENT_LOOSE, node.user, node.agent,
                  node.event_time.timestamp() - PAUSE, node.event_time.timestamp()),
