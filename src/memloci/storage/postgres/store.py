@@ -24,8 +24,9 @@ from memloci.models import (
     short_id,
     utcnow,
 )
-from memloci.storage.base import PAUSE, RECENT_LOOSE, NodeFilter, NodePatch
+from memloci.storage.base import NodeFilter, NodePatch
 from memloci.storage.postgres.base import chunks
+from memloci.storage.postgres.chains import previous_turn
 from memloci.storage.postgres.consolidation import PostgresConsolidation
 from memloci.storage.postgres.inventory import PostgresInventory
 from memloci.storage.postgres.knowledge import PostgresKnowledge
@@ -113,31 +114,13 @@ class PostgresStore(
 
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
         prev = None
-        if link_previous and node.session is None and node.speaker is not None:
-            # a chat without session ids: the owner's previous session-less turn, when it
-            # came shortly before (see the SQLite store); one writer per owner at a time
-            self._xlock(c, f"loose:{node.namespace}:{node.user or ''}:{node.agent or ''}")
-            prev = c.execute(
-                "SELECT id, content, speaker, seq FROM (SELECT id, content, speaker, seq,"
-                " user_id, agent_id, event_time FROM nodes WHERE namespace = %s"
-                " AND session_id IS NULL AND type = 'episodic' ORDER BY seq DESC LIMIT %s) r"
-                " WHERE speaker IS NOT NULL AND user_id IS NOT DISTINCT FROM %s"
-                " AND agent_id IS NOT DISTINCT FROM %s"
-                " AND event_time BETWEEN %s AND %s ORDER BY seq DESC LIMIT 1",
-                (node.namespace, RECENT_LOOSE, node.user, node.agent,
-                 node.event_time.timestamp() - PAUSE, node.event_time.timestamp()),
-            ).fetchone()  # fmt: skip
-        elif link_previous:
-            # turns of one session are chained in order: one writer per session at a time
-            self._xlock(c, f"session:{node.namespace}:{node.session}")
-            # the previous turn of this session *of this owner*: another user's turn under
-            # the same session id is theirs (its words must not index this one's row)
-            prev = c.execute(
-                "SELECT id, content, speaker, seq FROM nodes WHERE namespace = %s"
-                " AND session_id = %s AND type = 'episodic' AND user_id IS NOT DISTINCT FROM %s"
-                " AND agent_id IS NOT DISTINCT FROM %s ORDER BY seq DESC LIMIT 1",
-                (node.namespace, node.session, node.user, node.agent),
-            ).fetchone()
+        if link_previous and (node.session is not None or node.speaker is not None):
+            # one writer per session (or, without one, per owner) at a time
+            owner = f"loose:{node.namespace}:{node.user or ''}:{node.agent or ''}"
+            self._xlock(
+                c, owner if node.session is None else f"session:{node.namespace}:{node.session}"
+            )
+            prev = previous_turn(c, node)
         context = _said(prev[2], prev[1]) if prev is not None else ""
         node = self._insert(c, node, context)
         if prev is not None:

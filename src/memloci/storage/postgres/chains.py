@@ -1,0 +1,41 @@
+"""Which turn a new conversation turn follows (layer: storage), on PostgreSQL.
+
+A turn is chained to the previous turn of its session *of the same owner* (user and
+agent: users may share a session id, and one's words must never index another's row).
+Without a session, a turn that names its speaker or role follows its owner's previous
+such turn when that came at most :data:`~memloci.storage.base.PAUSE` before, looked for
+among the namespace's newest :data:`~memloci.storage.base.RECENT_LOOSE` session-less
+turns; a turn without a speaker is a note on its own. The SQLite store asks the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memloci.models import MemoryNode
+from memloci.storage.base import PAUSE, RECENT_LOOSE
+
+
+def previous_turn(c: Any, node: MemoryNode) -> tuple[Any, ...] | None:
+    """``(id, content, speaker, seq)`` of the turn ``node`` follows, or None."""
+    if node.session is not None:
+        found = c.execute(
+            "SELECT id, content, speaker, seq FROM nodes WHERE namespace = %s"
+            " AND session_id = %s AND type = 'episodic' AND user_id IS NOT DISTINCT FROM %s"
+            " AND agent_id IS NOT DISTINCT FROM %s ORDER BY seq DESC LIMIT 1",
+            (node.namespace, node.session, node.user, node.agent),
+        ).fetchone()
+        return tuple(found) if found is not None else None
+    if node.speaker is None:
+        return None
+    at = node.event_time.timestamp()
+    found = c.execute(
+        "SELECT id, content, speaker, seq FROM (SELECT id, content, speaker, seq,"
+        " user_id, agent_id, event_time FROM nodes WHERE namespace = %s"
+        " AND session_id IS NULL AND type = 'episodic' ORDER BY seq DESC LIMIT %s) r"
+        " WHERE speaker IS NOT NULL AND user_id IS NOT DISTINCT FROM %s"
+        " AND agent_id IS NOT DISTINCT FROM %s AND event_time BETWEEN %s AND %s"
+        " ORDER BY seq DESC LIMIT 1",
+        (node.namespace, RECENT_LOOSE, node.user, node.agent, at - PAUSE, at),
+    ).fetchone()
+    return tuple(found) if found is not None else None
