@@ -42,7 +42,7 @@ def node(content: str, **fields: Any) -> MemoryNode:
     return MemoryNode(**data)
 
 
-def turn(text: str, session: str = "s") -> MemoryNode:
+def turn(text: str, session: str | None = "s") -> MemoryNode:
     return node(text, type=NodeType.EPISODIC, scope=Scope.SESSION, session=session)
 
 
@@ -124,7 +124,12 @@ def test_concurrent_opens_migrate_once(schema: tuple[str, str]) -> None:
             s.close()
 
 
-def test_concurrent_turns_of_one_session_form_one_chain(schema: tuple[str, str]) -> None:
+@pytest.mark.parametrize("session", ["s", None])
+def test_concurrent_turns_of_one_session_form_one_chain(
+    schema: tuple[str, str], session: str | None
+) -> None:
+    """Four writers (as four processes would) add turns to one session — or, without a
+    session, to one owner's chat (turns that name their speaker) — at once: one chain."""
     url, name = schema
     stores = [PostgresStore(url, schema=name, pool_size=2) for _ in range(4)]
     barrier = threading.Barrier(len(stores))
@@ -132,7 +137,10 @@ def test_concurrent_turns_of_one_session_form_one_chain(schema: tuple[str, str])
     def write(store: PostgresStore, k: int) -> None:
         barrier.wait()
         for i in range(10):
-            store.insert_node(turn(f"writer {k} turn {i}"), link_previous=True)
+            said = turn(f"writer {k} turn {i}", session=session).model_copy(
+                update={"speaker": "user", "user": "u1", "scope": Scope.USER}
+            )
+            store.insert_node(said, link_previous=True)
 
     threads = [threading.Thread(target=write, args=(s, k)) for k, s in enumerate(stores)]
     for t in threads:

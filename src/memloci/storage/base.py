@@ -35,7 +35,7 @@ from memloci.models import (
 )
 
 # a chat without session ids: a turn that names its speaker (or role) is linked to its
-# owner's previous such session-less turn when that came at most PAUSE seconds before,
+# owner's previous such session-less turn when their times are at most PAUSE seconds apart,
 # looked for among the namespace's newest RECENT_LOOSE of them (adding a turn stays one
 # short read); a turn without a speaker is a note on its own and is never chained
 PAUSE = 3 * 3600.0

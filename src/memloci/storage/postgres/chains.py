@@ -3,7 +3,8 @@
 A turn is chained to the previous turn of its session *of the same owner* (user and
 agent: users may share a session id, and one's words must never index another's row).
 Without a session, a turn that names its speaker or role follows its owner's previous
-such turn when that came at most :data:`~memloci.storage.base.PAUSE` before, looked for
+such turn when their times are at most :data:`~memloci.storage.base.PAUSE` apart (turns
+stored concurrently or out of order need not arrive in time order), looked for
 among the namespace's newest :data:`~memloci.storage.base.RECENT_LOOSE` session-less
 turns; a turn without a speaker is a note on its own. The SQLite store asks the same.
 """
@@ -36,6 +37,6 @@ def previous_turn(c: Any, node: MemoryNode) -> tuple[Any, ...] | None:
         " WHERE speaker IS NOT NULL AND user_id IS NOT DISTINCT FROM %s"
         " AND agent_id IS NOT DISTINCT FROM %s AND event_time BETWEEN %s AND %s"
         " ORDER BY seq DESC LIMIT 1",
-        (node.namespace, RECENT_LOOSE, node.user, node.agent, at - PAUSE, at),
+        (node.namespace, RECENT_LOOSE, node.user, node.agent, at - PAUSE, at + PAUSE),
     ).fetchone()
     return tuple(found) if found is not None else None

@@ -121,7 +121,7 @@ class SQLiteStore(
                 " AND event_time BETWEEN ? AND ?"
                 " ORDER BY rowid DESC LIMIT 1",
                 (node.namespace, RECENT_LOOSE, node.user, node.agent,
-                 node.event_time.timestamp() - PAUSE, node.event_time.timestamp()),
+                 node.event_time.timestamp() - PAUSE, node.event_time.timestamp() + PAUSE),
             ).fetchone()  # fmt: skip
         elif link_previous:
             # the previous turn of this session *of this owner*: another user's turn under
