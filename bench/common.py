@@ -75,6 +75,40 @@ def with_roles(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+SURNAMES = ("Okafor", "Lindqvist", "Haddad", "Moreau", "Tanaka", "Kowalski", "Nguyen", "Osei")
+
+
+def with_full_names(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations with each speaker labelled by a full name — their first name and
+    a made-up surname ("Caroline Okafor") — while the questions use the first name only:
+    as in a chat export that labels people by the name on their account."""
+    out = []
+    for n, conv in enumerate(convs):
+        full = {
+            s: f"{s} {SURNAMES[(2 * n + i) % len(SURNAMES)]}"
+            for i, s in enumerate(conv["speakers"])
+        }
+        turns = [{**t, "speaker": full.get(t["speaker"], t["speaker"])} for t in conv["turns"]]
+        out.append({**conv, "turns": turns})
+    return out
+
+
+CHAT_SPLITS = ("messages", "roles", "fullnames")
+
+
+def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
+    """The conversations as ``split`` stores them: ``turns`` as they are; ``messages``
+    cut into short messages (:func:`as_messages`); ``roles`` those messages labelled by
+    role (:func:`with_roles`); ``fullnames`` labelled by full name
+    (:func:`with_full_names`)."""
+    if split not in CHAT_SPLITS:
+        return convs
+    convs = as_messages(convs)
+    if split == "roles":
+        return with_roles(convs)
+    return with_full_names(convs) if split == "fullnames" else convs
+
+
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"

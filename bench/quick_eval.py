@@ -2,7 +2,7 @@
 
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
-        [--splits turns,facts,messages,roles]
+        [--splits turns,facts,messages,roles,fullnames]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -14,7 +14,8 @@ Splits: ``turns`` (LoCoMo turns as episodes), ``facts`` (its observations throug
 a turn's evidence held by any of them: a stand-in for real chats, where people send
 several short messages instead of one long turn), ``roles`` (those messages with the
 speakers labelled ``user`` / ``assistant`` instead of by name, the questions still
-naming them).
+naming them), ``fullnames`` (those messages with the speakers labelled by a full name,
+"Caroline Okafor", the questions using the first name).
 """
 
 from __future__ import annotations
@@ -27,11 +28,10 @@ from pathlib import Path
 
 from common import (
     DEFAULT_DATA,
-    as_messages,
+    chat_split,
     load_conversations,
     parse_locomo_time,
     turn_text,
-    with_roles,
 )
 from memloci import Memory
 
@@ -44,14 +44,9 @@ def open_split(
     facts: bool,
     reranker: str = "none",
     embedder: str = "local",
-    messages: bool = False,
-    roles: bool = False,
+    split: str = "turns",
 ) -> tuple[Memory, list[dict]]:
-    convs = load_conversations(data)
-    if messages or roles:
-        convs = as_messages(convs)
-    if roles:
-        convs = with_roles(convs)
+    convs = chat_split(load_conversations(data), split)
     fresh = not path.exists()
     mem = Memory(str(path), reinforce_on_search=False, reranker=reranker, embedder=embedder)
     if fresh:
@@ -139,7 +134,7 @@ def main() -> int:
         data = FACTS if split == "facts" else DEFAULT_DATA
         mem, convs = open_split(
             base / f"{split}.db", data, split == "facts", args.reranker, args.embedder,
-            messages=split == "messages", roles=split == "roles",
+            split=split,
         )  # fmt: skip
         if args.rename_speakers:
             rename_speakers(convs)

@@ -4,7 +4,7 @@ fact memory, short messages and short messages whose speakers are labelled by ro
 plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
-        [--splits turns,facts,messages,roles,first]
+        [--splits turns,facts,messages,roles,fullnames,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
@@ -12,7 +12,9 @@ agent stores one, ``remember(text, subject=speaker, event_time=date)``. Messages
 turns cut into their sentences, one message each (``common.as_messages``; a stand-in for
 real chats of short messages). Roles: the same messages with the speakers labelled
 ``user`` and ``assistant`` instead of their names (``common.with_roles``), the questions
-still naming them — a chat export that labels people by role or handle. Every scored
+still naming them — a chat export that labels people by role or handle. Full names: the
+messages with each speaker labelled by a full name ("Caroline Okafor",
+``common.with_full_names``), the questions using the first. Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
 what the graph strategies cost.
@@ -35,13 +37,12 @@ from typing import Any
 
 from common import (
     DEFAULT_DATA,
-    as_messages,
+    chat_split,
     data_path,
     load_conversations,
     parse_locomo_time,
     table,
     turn_text,
-    with_roles,
 )
 from first_probes import FIRST
 from memloci import Memory
@@ -155,7 +156,7 @@ def main() -> int:
         "--facts", help="fact-memory JSONL (default: ../shared/data/locomo_facts_dev.jsonl)"
     )
     ap.add_argument(
-        "--splits", default="turns,facts,messages,roles,first", help="which tables to run"
+        "--splits", default="turns,facts,messages,roles,fullnames,first", help="which tables to run"
     )
     ap.add_argument(
         "--store",
@@ -172,10 +173,7 @@ def main() -> int:
         default = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl") if facts else None
         path = data_path((args.facts or str(default)) if facts else args.data)
         convs = load_conversations(path)
-        if split in ("messages", "roles"):
-            convs = as_messages(convs)
-        if split == "roles":
-            convs = with_roles(convs)
+        convs = chat_split(convs, split)
         if args.limit_convs:
             convs = convs[: args.limit_convs]
         out[split] = run_split(split, convs, args, facts)

@@ -301,12 +301,15 @@ def test_entity_links(store: Store) -> None:
     assert {e.id for e in linked[n3.id]} == {alice.id, bob.id} and linked["missing1"] == []
     # which of these memories are linked to these entities, bounded by the filter
     ids = [n1.id, n2.id, n3.id, "missing1"]
-    assert store.linked_nodes(everyone, ids, [bob.id]) == {n2.id, n3.id}
-    assert store.linked_nodes(NodeFilter(user="u1"), ids, [bob.id]) == {n2.id}  # n3 is u2's
-    assert store.linked_nodes(NodeFilter(user="u1"), ids, [bob.id, acme.id]) == {n1.id, n2.id}
-    assert store.linked_nodes(NodeFilter(namespaces=("other",)), ids, [bob.id]) == set()
-    assert store.linked_nodes(everyone, [], [bob.id]) == set()
-    assert store.linked_nodes(everyone, ids, []) == set()
+    assert store.linked_nodes(everyone, ids, [bob.id]) == {n2.id: {bob.id}, n3.id: {bob.id}}
+    assert store.linked_nodes(NodeFilter(user="u1"), ids, [bob.id]) == {n2.id: {bob.id}}
+    assert store.linked_nodes(NodeFilter(user="u1"), ids, [bob.id, acme.id]) == {
+        n1.id: {acme.id},
+        n2.id: {bob.id, acme.id},
+    }  # n3 is u2's
+    assert store.linked_nodes(NodeFilter(namespaces=("other",)), ids, [bob.id]) == {}
+    assert store.linked_nodes(everyone, [], [bob.id]) == {}
+    assert store.linked_nodes(everyone, ids, []) == {}
 
 
 def test_link_entities_checks_both_ends_in_the_namespace(store: Store) -> None:

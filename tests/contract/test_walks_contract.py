@@ -174,6 +174,39 @@ def test_entities_in_text_keeps_every_entity_of_a_shared_name(store: Store) -> N
     assert [e.id for _, e in found] == [one.id, two.id]
 
 
+def test_entities_in_text_finds_a_person_by_their_given_name(store: Store) -> None:
+    fahim = store.insert_entity(entity("Fahim Khan", type=EntityType.PERSON, mention_count=9))
+    other = store.insert_entity(entity("Fahim Rahman", type=EntityType.PERSON))
+    store.insert_entity(entity("Fahim Khan", ns="other", type=EntityType.PERSON))
+    store.insert_entity(entity("Speaker A", type=EntityType.PERSON))
+    store.insert_entity(entity("Dr Lee", type=EntityType.PERSON))
+    store.insert_entity(entity("Fahim Street", type=EntityType.PLACE))
+    store.insert_entity(entity("Mel Okafor-Reyes", type=EntityType.PERSON))
+
+    def named(text: str, ns: str = "default") -> list[tuple[str, str]]:
+        return [(name, e.canonical_name) for name, e in store.entities_in_text([ns], text)]
+
+    # a question about "Fahim" means the people called Fahim, most mentioned first
+    assert named("What does Fahim's sister do?") == [
+        ("fahim", "Fahim Khan"),
+        ("fahim", "Fahim Rahman"),
+    ]
+    assert {e.id for _, e in store.entities_in_text(["default"], "Fahim?")} == {
+        fahim.id,
+        other.id,
+    }
+    assert named("Where did Fahim Khan go?") == [("fahim khan", "Fahim Khan")]
+    assert named("Did Mel call?") == [("mel", "Mel Okafor-Reyes")]
+    # only capitalised words are looked up as given names; titles and handles are none
+    assert named("what does fahim like?") == []
+    assert named("What did the Speaker say?") == []
+    assert named("Is Dr in?") == []
+    assert named("Fahim", ns="other") == [("fahim", "Fahim Khan")]
+    assert named("Fahim", ns="nowhere") == []
+    # a given name is only looked up, never an alias: mentions still need the whole name
+    assert store.find_entity("default", "Fahim") is None
+
+
 # ---------------------------------------------------------------------- entity nodes
 def test_entity_fulltext_ranks_linked_nodes_by_the_match(store: Store) -> None:
     mel = store.insert_entity(entity("Melanie"))

@@ -195,6 +195,35 @@ def test_a_reopened_store_links_the_named_speakers_new_turns(make_memory: MakeMe
     assert len(said) == 4
 
 
+@both_backends
+def test_a_speaker_labelled_by_full_name_is_found_by_their_given_name(
+    make_memory: MakeMemory,
+) -> None:
+    """Chats often label people by their full name ("Fahim Khan") while the questions
+    use the first: the question about Fahim gets his entity list. Words said to him
+    ("Hey Fahim!") are still not linked to him, and another user's Fahim stays apart."""
+    mem = make_memory()
+    store = mem.service.store
+    replies = ["Nice one, Fahim!", "Hey Fahim, yum.", "Sounds lovely, Fahim."]
+    for said, reply in zip(USER_TURNS, replies, strict=True):
+        mem.add(said, user="u1", session="s1", speaker="Fahim Khan")
+        mem.add(reply, user="u1", session="s1", speaker="Muhammed Ali")
+    # another user's chat, with a Fahim of its own
+    mem.add("I cook lasagna on Sundays too.", user="u2", session="t1", speaker="Fahim Rahman")
+    for topic in ("the weather", "my bike", "a new phone", "the train", "our garden", "jazz"):
+        mem.add(f"Let me tell you about {topic}.", user="u2", session="t1", speaker="Fahim Rahman")
+        mem.add(f"Tell me more about {topic}!", user="u2", session="t1", speaker="Ana")
+    assert mem.flush(20)
+    hits = mem.search("What does Fahim cook on Sundays?", user="u1", k=3)
+    assert hits[0].memory.content == USER_TURNS[1]
+    assert "entity Fahim Khan" in hits[0].why
+    # u2's Fahim is named by the same word, yet nobody u1 may know of
+    assert all(h.memory.user == "u1" and "Rahman" not in h.why for h in hits)
+    turns = {n.id: n for n in mem.list(type="episodic", user="u1", limit=100)}
+    for node_id, entities in store.node_entities("default", list(turns)).items():
+        assert [e.canonical_name for e in entities] == [turns[node_id].speaker]
+
+
 # ---------------------------------------------------------------------- the embedded query
 @pytest.mark.parametrize(
     ("query", "embedded"),

@@ -269,17 +269,24 @@ def named_entities(
     ids = [e.id for _, e in named]
     match = fts_match(" ".join(rest))
     found = store.fulltext(flt, match, limit * ENTITY_DEPTH) if match else []
-    linked = store.linked_nodes(flt, [i for i, _ in found], ids) if found else set()
+    linked = store.linked_nodes(flt, [i for i, _ in found], ids) if found else {}
     ranked = [r for r in found if r[0] in linked][:limit]
     if not ranked:
         # nothing else in the query matches ("Describe Sarah", "Who exactly is Sarah
         # King?"): the entity's memories, newest first (score 0, a mild boost)
         ranked = store.entity_fulltext(flt, ids, "", limit)
+        linked = store.linked_nodes(flt, [i for i, _ in ranked], ids) if ranked else {}
     if not ranked:
         return None
-    label = "entity " + ", ".join(dict.fromkeys(e.canonical_name for _, e in named))
-    out.add("entity", ranked, dict.fromkeys((i for i, _ in ranked), label))
+    out.add("entity", ranked, {i: _label(named, linked.get(i, set())) for i, _ in ranked})
     return Lexical(match, found[:limit]) if match else None
+
+
+def _label(named: list[tuple[str, Entity]], linked: set[str], suffix: str = "") -> str:
+    """``entity <names>``: the named entities a memory is linked to — only those (another
+    user's entity of the same given name is nobody this caller knows)."""
+    names = dict.fromkeys(e.canonical_name for _, e in named if e.id in linked)
+    return "entity " + ", ".join(names) + suffix
 
 
 def linked_to_named(store: Store, flt: NodeFilter, ids: Sequence[str], out: GraphLists) -> None:
@@ -292,10 +299,9 @@ def linked_to_named(store: Store, flt: NodeFilter, ids: Sequence[str], out: Grap
     reasons = out.reasons["entity"]
     unlisted = [i for i in ids if i not in reasons]
     named = {e.id for _, e in out.named}
-    label = "entity " + ", ".join(dict.fromkeys(e.canonical_name for _, e in out.named))
-    for node_id in store.linked_nodes(flt, unlisted, list(named)):
+    for node_id, entities in store.linked_nodes(flt, unlisted, list(named)).items():
         out.linked.add(node_id)
-        reasons[node_id] = f"{label}, by meaning"
+        reasons[node_id] = _label(out.named, entities, ", by meaning")
 
 
 def shared_entities(

@@ -291,9 +291,9 @@ class Store(Protocol):
     def node_entities(self, namespace: str, node_ids: Sequence[str]) -> dict[str, list[Entity]]: ...
     def linked_nodes(
         self, flt: NodeFilter, node_ids: Sequence[str], entity_ids: Sequence[str]
-    ) -> set[str]:
+    ) -> dict[str, set[str]]:
         """Which of ``node_ids`` (visible through ``flt``) are linked to any of
-        ``entity_ids``."""
+        ``entity_ids``: node id → the ``entity_ids`` it is linked to."""
         ...
 
     def entity_nodes(

@@ -14,6 +14,7 @@ from typing import Any
 from memloci.errors import ConflictError, NotFoundError
 from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short_id
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
+from memloci.storage.names import name_norm
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row, owner_tokens, user_from_row
 from memloci.storage.sqlfilter import filter_sql, ts
@@ -32,11 +33,6 @@ ENTITY_COLS = (
     " e.last_seen, e.mention_count, e.attributes::text"
 )
 _KEY_COLS = "id, name, namespaces::text, can_write, admin, created_at, revoked_at, last_used_at"
-
-
-def name_norm(name: str) -> str:
-    """The lookup form of an entity name: whitespace folded, case-folded."""
-    return " ".join(name.split()).casefold()
 
 
 def _like(text: str) -> str:
@@ -421,18 +417,21 @@ class PostgresRecords(PostgresBase):
 
     def linked_nodes(
         self, flt: NodeFilter, node_ids: Sequence[str], entity_ids: Sequence[str]
-    ) -> set[str]:
+    ) -> dict[str, set[str]]:
         if not node_ids or not entity_ids:
-            return set()
+            return {}
         where, params = filter_sql(flt, ph="%s")
         with self._reading() as c:
             rows = c.execute(
-                "SELECT DISTINCT ne.node_id FROM node_entities ne"
+                "SELECT ne.node_id, ne.entity_id FROM node_entities ne"
                 " JOIN nodes n ON n.id = ne.node_id"
                 f" WHERE ne.node_id = ANY(%s) AND ne.entity_id = ANY(%s) AND {where}",
                 [list(node_ids), list(entity_ids), *params],
             ).fetchall()
-        return {row[0] for row in rows}
+        found: dict[str, set[str]] = {}
+        for node_id, entity_id in rows:
+            found.setdefault(node_id, set()).add(entity_id)
+        return found
 
     def entity_nodes(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[MemoryNode]:
         """Memories (visible through ``flt``) linked to an entity, newest first, among

@@ -13,13 +13,20 @@ from typing import Any
 from memloci.errors import ValidationError
 from memloci.models import Entity
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
+from memloci.storage.names import (
+    MAX_PROBES,
+    given_probes,
+    given_rows,
+    grams,
+    pick_named,
+    prefix_bounds,
+)
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.records import ENTITY_COLS, entity_from_row
 from memloci.storage.postgres.search import NODE_WEIGHTS, namespace_scope, owner_conditions
 from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.sqlfilter import filter_sql
-from memloci.storage.sqlite.walks import _grams
 
 _STEP = {
     # direction -> (column we come from, column we go to)
@@ -86,34 +93,34 @@ class PostgresWalks(PostgresBase):
     def entities_in_text(
         self, namespaces: Sequence[str], text: str, *, max_words: int = 4
     ) -> list[tuple[str, Entity]]:
-        """See :meth:`memloci.storage.base.Store.entities_in_text`."""
-        grams = _grams(text, max_words)
-        if not grams or not namespaces:
+        """See :meth:`memloci.storage.base.Store.entities_in_text` (and
+        :mod:`memloci.storage.names`)."""
+        spans = grams(text, max_words)
+        if not spans or not namespaces:
             return []
+        probes = given_probes(text)
+        bounds = prefix_bounds(list(probes)[:MAX_PROBES])
+        select = (
+            f"SELECT x.name_norm, {ENTITY_COLS} FROM entity_names x"
+            " JOIN entities e ON e.id = x.entity_id"
+        )
+        sql = f"{select} WHERE x.namespace = ANY(%s) AND x.name_norm = ANY(%s)"
+        params: list[Any] = [list(namespaces), list(spans)]
+        if bounds:  # people by their given name: "Caroline" → "Caroline Okafor"
+            # ~>=~ / ~<~ compare bytewise, as the entity_names_prefix index does
+            ranges = " OR ".join(["(x.name_norm ~>=~ %s AND x.name_norm ~<~ %s)"] * len(bounds))
+            sql = (
+                f"SELECT 0 AS given, * FROM ({sql}) exact UNION ALL SELECT 1, * FROM ({select}"
+                f" WHERE x.namespace = ANY(%s) AND ({ranges}) AND e.type = 'person') given"
+            )
+            params += [list(namespaces), *(b for pair in bounds for b in pair)]
+        else:
+            sql = f"SELECT 0 AS given, * FROM ({sql}) exact"
         with self._reading() as c:
-            rows: list[Any] = c.execute(
-                f"SELECT x.name_norm, {ENTITY_COLS} FROM entity_names x"
-                " JOIN entities e ON e.id = x.entity_id"
-                " WHERE x.namespace = ANY(%s) AND x.name_norm = ANY(%s)"
-                " ORDER BY e.mention_count DESC, e.id",
-                (list(namespaces), list(grams)),
-            ).fetchall()
-        rows.sort(key=lambda r: (grams[r[0]][0] - grams[r[0]][1], grams[r[0]][0]))
-        taken: set[int] = set()
-        spans: set[tuple[int, int]] = set()
-        seen: set[str] = set()
-        out: list[tuple[str, Entity]] = []
-        for row in rows:
-            span = grams[row[0]]
-            entity = entity_from_row(row[1:])
-            words = set(range(*span))
-            if entity.id in seen or (span not in spans and words & taken):
-                continue
-            taken |= words
-            spans.add(span)
-            seen.add(entity.id)
-            out.append((row[0], entity))
-        return out
+            found = c.execute(f"{sql} ORDER BY mention_count DESC, id", params).fetchall()
+        rows = [r[1:] for r in found if not r[0]]
+        rows += given_rows([r[1:] for r in found if r[0]], probes)
+        return pick_named(rows, spans, entity_from_row)
 
     def entity_fulltext(
         self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int

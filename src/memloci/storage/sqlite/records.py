@@ -14,6 +14,7 @@ from typing import Any
 from memloci.errors import ConflictError, NotFoundError
 from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short_id
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
+from memloci.storage.names import name_norm
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row, owner_tokens, user_from_row
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite.base import IntegrityError, SQLiteBase, chunks, qs
@@ -29,11 +30,6 @@ _ENTITY_COLS = (
 )
 _KEY_COLS = "id, name, namespaces, can_write, admin, created_at, revoked_at, last_used_at"
 _NODE_COLS = ", ".join("n." + c for c in NODE_COLUMNS)
-
-
-def name_norm(name: str) -> str:
-    """The lookup form of an entity name: whitespace folded, case-folded."""
-    return " ".join(name.split()).casefold()
 
 
 def _like(text: str) -> str:
@@ -424,23 +420,21 @@ class SQLiteRecords(SQLiteBase):
 
     def linked_nodes(
         self, flt: NodeFilter, node_ids: Sequence[str], entity_ids: Sequence[str]
-    ) -> set[str]:
+    ) -> dict[str, set[str]]:
         if not node_ids or not entity_ids:
-            return set()
+            return {}
         where, params = filter_sql(flt)
-        found: set[str] = set()
+        found: dict[str, set[str]] = {}
         with self._reading() as c:
             for chunk in chunks(list(node_ids), 400):
-                found.update(
-                    row[0]
-                    for row in c.execute(
-                        "SELECT DISTINCT ne.node_id FROM node_entities ne"
-                        " JOIN nodes n ON n.id = ne.node_id"
-                        f" WHERE ne.node_id IN ({qs(chunk)}) AND ne.entity_id IN"
-                        f" ({qs(list(entity_ids))}) AND {where}",
-                        [*chunk, *entity_ids, *params],
-                    )
-                )
+                for node_id, entity_id in c.execute(
+                    "SELECT ne.node_id, ne.entity_id FROM node_entities ne"
+                    " JOIN nodes n ON n.id = ne.node_id"
+                    f" WHERE ne.node_id IN ({qs(chunk)}) AND ne.entity_id IN"
+                    f" ({qs(list(entity_ids))}) AND {where}",
+                    [*chunk, *entity_ids, *params],
+                ):
+                    found.setdefault(node_id, set()).add(entity_id)
         return found
 
     def entity_nodes(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[MemoryNode]:

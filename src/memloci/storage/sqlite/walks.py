@@ -9,16 +9,23 @@ indexed query (``edges_source`` / ``edges_target``, ``node_entities`` primary ke
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from memloci.models import Entity
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
+from memloci.storage.names import (
+    MAX_PROBES,
+    given_probes,
+    given_rows,
+    grams,
+    pick_named,
+    prefix_bounds,
+)
 from memloci.storage.rows import owner_match
 from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
-from memloci.storage.sqlite.records import _ENTITY_COLS, _entity_from_row, name_norm
+from memloci.storage.sqlite.records import _ENTITY_COLS, _entity_from_row
 from memloci.storage.sqlite.search import FTS_WEIGHTS
 
 _STEP = {
@@ -93,17 +100,16 @@ class SQLiteWalks(SQLiteBase):
     def entities_in_text(
         self, namespaces: Sequence[str], text: str, *, max_words: int = 4
     ) -> list[tuple[str, Entity]]:
-        """Entities whose canonical name or alias occurs in ``text`` as whole words
-        (case-insensitive, outer punctuation and a possessive ``'s`` ignored):
-        ``(matched name, entity)``, longest names first; words already inside a longer
-        match are not matched again (another entity of exactly that name still is)."""
-        grams = _grams(text, max_words)
-        if not grams or not namespaces:
+        """See :meth:`memloci.storage.base.Store.entities_in_text` (and
+        :mod:`memloci.storage.names`)."""
+        spans = grams(text, max_words)
+        if not spans or not namespaces:
             return []
         ns = list(namespaces)
+        probes = given_probes(text)
         rows: list[Any] = []
         with self._reading() as c:
-            for chunk in chunks(list(grams), 400):
+            for chunk in chunks(list(spans), 400):
                 rows += c.execute(
                     f"SELECT x.name_norm, {_ENTITY_COLS} FROM entity_names x"
                     " CROSS JOIN entities e ON e.id = x.entity_id"
@@ -111,22 +117,18 @@ class SQLiteWalks(SQLiteBase):
                     " ORDER BY e.mention_count DESC, e.id",
                     [*ns, *chunk],
                 ).fetchall()
-        rows.sort(key=lambda r: (grams[r[0]][0] - grams[r[0]][1], grams[r[0]][0]))
-        taken: set[int] = set()
-        spans: set[tuple[int, int]] = set()
-        seen: set[str] = set()
-        out: list[tuple[str, Entity]] = []
-        for row in rows:
-            span = grams[row[0]]
-            entity = _entity_from_row(row[1:])
-            words = set(range(*span))
-            if entity.id in seen or (span not in spans and words & taken):
-                continue
-            taken |= words
-            spans.add(span)
-            seen.add(entity.id)
-            out.append((row[0], entity))
-        return out
+            bounds = prefix_bounds(list(probes)[:MAX_PROBES])
+            if bounds:  # people by their given name: "Caroline" → "Caroline Okafor"
+                ranges = " OR ".join(["(x.name_norm > ? AND x.name_norm < ?)"] * len(bounds))
+                found = c.execute(
+                    f"SELECT x.name_norm, {_ENTITY_COLS} FROM entity_names x"
+                    " CROSS JOIN entities e ON e.id = x.entity_id"
+                    f" WHERE x.namespace IN ({qs(ns)}) AND ({ranges}) AND e.type = 'person'"
+                    " ORDER BY e.mention_count DESC, e.id",
+                    [*ns, *(b for pair in bounds for b in pair)],
+                ).fetchall()
+                rows += given_rows(found, probes)
+        return pick_named(rows, spans, _entity_from_row)
 
     def entity_fulltext(
         self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
@@ -224,27 +226,3 @@ class SQLiteWalks(SQLiteBase):
                     chunk,
                 ).fetchall()
         return out
-
-
-_OUTER = ".,;:!?\"'()[]{}<>*"
-
-
-def _grams(text: str, max_words: int) -> dict[str, tuple[int, int]]:
-    """Lookup forms of every run of up to ``max_words`` words → its word span: as typed
-    (outer punctuation stripped), with all punctuation dropped ("Dr. Seuss", "dr seuss")
-    and, for two words or more, run together ("Tech Corp" finds "TechCorp")."""
-    words = re.sub(r"['’]s\b", "", text).split()
-    grams: dict[str, tuple[int, int]] = {}
-    for size in range(min(max_words, len(words)), 0, -1):
-        for i in range(len(words) - size + 1):
-            raw = " ".join(words[i : i + size]).strip(_OUTER)
-            words_only = _ALNUM.findall(raw)
-            # as typed, without punctuation, and run together ("Tech Corp" → TechCorp)
-            joined = "".join(words_only) if size > 1 else ""
-            for form in (raw, " ".join(words_only), joined):
-                if form:
-                    grams.setdefault(name_norm(form), (i, i + size))
-    return grams
-
-
-_ALNUM = re.compile(r"[^\W_]+")

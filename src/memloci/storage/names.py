@@ -1,0 +1,122 @@
+"""Finding the entities a text names, for both SQL backends (layer: storage).
+
+:meth:`Store.entities_in_text` looks every run of up to four words of a query up in
+``entity_names`` (:func:`grams`), and every capitalised word as a person's **given
+name** (:func:`given_probes`): a speaker labelled "Caroline Okafor" is who a question
+about "Caroline" means. Chats often label people by their full name ("Fahim Khan") while
+people, and the questions asked about them, use the first. A given name is only looked
+up, never written: mentions and facts still resolve to entities by their whole name or
+alias (``Store.find_entity``), so "Caroline" said by one user never becomes a link to
+another user's "Caroline Okafor".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from memloci.models import Entity
+
+MAX_PROBES = 8  # capitalised words of one query looked up as given names
+_OUTER = ".,;:!?\"'()[]{}<>*"
+_ALNUM = re.compile(r"[^\W_]+")
+_POSSESSIVE = re.compile(r"['’]s\b")
+# words that come before a name without being one ("Dr Lee", "Aunt May")
+TITLES = frozenset(
+    {
+        "mr", "mrs", "ms", "miss", "mx", "dr", "doc", "prof", "professor", "sir", "dame",
+        "lord", "lady", "madam", "st", "saint", "rev", "father", "mother", "sister", "brother",
+        "uncle", "aunt", "auntie", "grandma", "grandpa", "granny", "coach", "captain", "capt",
+        "officer", "judge", "president", "senator", "mayor", "king", "queen", "prince",
+        "princess", "the",
+    }
+)  # fmt: skip
+
+
+def name_norm(name: str) -> str:
+    """The lookup form of an entity name: whitespace folded, case-folded."""
+    return " ".join(name.split()).casefold()
+
+
+def grams(text: str, max_words: int) -> dict[str, tuple[int, int]]:
+    """Lookup forms of every run of up to ``max_words`` words → its word span: as typed
+    (outer punctuation stripped), with all punctuation dropped ("Dr. Seuss", "dr seuss")
+    and, for two words or more, run together ("Tech Corp" finds "TechCorp")."""
+    words = _POSSESSIVE.sub("", text).split()
+    out: dict[str, tuple[int, int]] = {}
+    for size in range(min(max_words, len(words)), 0, -1):
+        for i in range(len(words) - size + 1):
+            raw = " ".join(words[i : i + size]).strip(_OUTER)
+            words_only = _ALNUM.findall(raw)
+            # as typed, without punctuation, and run together ("Tech Corp" → TechCorp)
+            joined = "".join(words_only) if size > 1 else ""
+            for form in (raw, " ".join(words_only), joined):
+                if form:
+                    out.setdefault(name_norm(form), (i, i + size))
+    return out
+
+
+def given_name(name: str) -> str | None:
+    """The given name of a person's full name ("Caroline Okafor" → "caroline"), in lookup
+    form: the first of two or more words, when it and the last are words of letters
+    ("Speaker A", "User 42" and "Dr Lee" have none)."""
+    words = name_norm(name).split()
+    if len(words) < 2:
+        return None
+    first, last = words[0], words[-1].replace("-", "").replace("'", "")
+    if not (first.isalpha() and last.isalpha()) or min(len(first), len(last)) < 2:
+        return None
+    return None if first in TITLES else first
+
+
+def given_probes(text: str) -> dict[str, tuple[int, int]]:
+    """The words of ``text`` that may be someone's given name → their word span (as
+    :func:`grams` counts): capitalised words of letters, not titles."""
+    out: dict[str, tuple[int, int]] = {}
+    for i, word in enumerate(_POSSESSIVE.sub("", text).split()):
+        raw = word.strip(_OUTER)
+        if len(raw) >= 2 and raw.isalpha() and raw[0].isupper() and raw.casefold() not in TITLES:
+            out.setdefault(name_norm(raw), (i, i + 1))
+    return out
+
+
+def prefix_bounds(probes: Sequence[str]) -> list[tuple[str, str]]:
+    """For each given name, the range of lookup names that start with it as a word:
+    ``"caroline "`` ≤ name < ``"caroline!"`` (``!`` sorts right after a space)."""
+    return [(f"{p} ", f"{p}!") for p in probes]
+
+
+def given_rows(rows: Sequence[Any], probes: dict[str, tuple[int, int]]) -> list[Any]:
+    """Rows ``(name, *entity columns)`` found by :func:`prefix_bounds` whose name is a
+    person's full name with a probed given name, renamed to that given name."""
+    out = []
+    for row in rows:
+        given = given_name(row[0])
+        if given in probes:
+            out.append((given, *row[1:]))
+    return out
+
+
+def pick_named(
+    rows: Sequence[Any], spans: dict[str, tuple[int, int]], entity_of: Any
+) -> list[tuple[str, Entity]]:
+    """``(matched name, entity)`` from rows ``(name, *entity columns)`` (most mentioned
+    first), longest names first; words already inside a longer match are not matched
+    again (another entity of exactly that name still is); each entity once."""
+    ordered = sorted(rows, key=lambda r: (spans[r[0]][0] - spans[r[0]][1], spans[r[0]][0]))
+    taken: set[int] = set()
+    seen_spans: set[tuple[int, int]] = set()
+    seen: set[str] = set()
+    out: list[tuple[str, Entity]] = []
+    for row in ordered:
+        span = spans[row[0]]
+        entity: Entity = entity_of(row[1:])
+        words = set(range(*span))
+        if entity.id in seen or (span not in seen_spans and words & taken):
+            continue
+        taken |= words
+        seen_spans.add(span)
+        seen.add(entity.id)
+        out.append((row[0], entity))
+    return out
