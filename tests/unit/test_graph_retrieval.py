@@ -266,7 +266,10 @@ def test_when_queries_walk_the_temporal_chain(make_memory: MakeMemory) -> None:
         mem, "u",
         [
             ("user", "guess what happened at the marathon"),
-            ("assistant", "Tell me!"),
+            # long: the last turn's row holds this one only, not the marathon's words
+            ("assistant", "Tell me! I have been wondering all week how it went, whether"
+             " the weather held up, how your knee felt on the hills and if your sister"
+             " came to cheer at the finish."),
             ("user", "I finished in under four hours"),
         ],
         event_time=MAY_2023,

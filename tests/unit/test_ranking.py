@@ -145,14 +145,12 @@ def test_a_named_entitys_memory_found_by_meaning_alone_joins_the_entity_list() -
 
 def test_linked_to_named_reads_the_links_of_the_meaning_matches(make_memory: MakeMemory) -> None:
     mem = make_memory()  # the fake embedder: the vector strategy runs
-    nodes = mem.add(
-        [
-            {"role": "user", "content": "My friend Nate recommended a fantasy series"},
-            {"role": "user", "content": "My sister Joanna read a thriller"},
-            {"role": "user", "content": "I think Nate likes turtles"},
-        ],
-        user="u1", session="s",
-    )  # fmt: skip
+    said = [
+        "My friend Nate recommended a fantasy series",
+        "My sister Joanna read a thriller",
+        "I think Nate likes turtles",
+    ]  # three sessions: no turn's row holds another's words
+    nodes = [mem.add(text, user="u1", session=f"s{i}") for i, text in enumerate(said)]
     store = mem.service.store
     link_mentions(store, [n.id for n in nodes], now=datetime.now(UTC), register=True)
     flt = NodeFilter(namespaces=["default"], user="u1")
@@ -461,7 +459,10 @@ def test_the_best_hits_session_counts_in_a_real_search(tmp_path: Path) -> None:
     says why. ``weight_session=0`` and the ``core`` recipe leave sessions out."""
     trip = [
         "We just got back from our trip to Japan.",
-        "Tokyo was huge and the trains were always on time.",
+        # long: the reply's row holds this turn only, not the words of the one before
+        "Tokyo was huge, the trains were always on time, we ate ramen at midnight in"
+        " Shinjuku, walked for hours through quiet backstreets and watched the sunrise"
+        " over the bay from a rooftop.",
         "It was amazing!",
     ]
     concert = ["I saw a jazz concert downtown on Friday.", "It was amazing!"]

@@ -210,7 +210,20 @@ def test_a_speaker_labelled_by_full_name_is_found_by_their_given_name(
         mem.add(reply, user="u1", session="s1", speaker="Muhammed Ali")
     # another user's chat, with a Fahim of its own
     mem.add("I cook lasagna on Sundays too.", user="u2", session="t1", speaker="Fahim Rahman")
-    for topic in ("the weather", "my bike", "a new phone", "the train", "our garden", "jazz"):
+    for topic in (
+        "the weather",
+        "my bike",
+        "a new phone",
+        "the train",
+        "our garden",
+        "jazz",
+        "chess",
+        "my cousin",
+        "the museum",
+        "a podcast",
+        "the market",
+        "tennis",
+    ):
         mem.add(f"Let me tell you about {topic}.", user="u2", session="t1", speaker="Fahim Rahman")
         mem.add(f"Tell me more about {topic}!", user="u2", session="t1", speaker="Ana")
     assert mem.flush(20)

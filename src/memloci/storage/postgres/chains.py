@@ -18,10 +18,10 @@ from memloci.storage.base import PAUSE, RECENT_LOOSE
 
 
 def previous_turn(c: Any, node: MemoryNode) -> tuple[Any, ...] | None:
-    """``(id, content, speaker, seq)`` of the turn ``node`` follows, or None."""
+    """``(id, speaker, content, context)`` of the turn ``node`` follows, or None."""
     if node.session is not None:
         found = c.execute(
-            "SELECT id, content, speaker, seq FROM nodes WHERE namespace = %s"
+            "SELECT id, speaker, content, context FROM nodes WHERE namespace = %s"
             " AND session_id = %s AND type = 'episodic' AND user_id IS NOT DISTINCT FROM %s"
             " AND agent_id IS NOT DISTINCT FROM %s ORDER BY seq DESC LIMIT 1",
             (node.namespace, node.session, node.user, node.agent),
@@ -31,8 +31,8 @@ def previous_turn(c: Any, node: MemoryNode) -> tuple[Any, ...] | None:
         return None
     at = node.event_time.timestamp()
     found = c.execute(
-        "SELECT id, content, speaker, seq FROM (SELECT id, content, speaker, seq,"
-        " user_id, agent_id, event_time FROM nodes WHERE namespace = %s"
+        "SELECT id, speaker, content, context FROM (SELECT id, speaker, content, context,"
+        " seq, user_id, agent_id, event_time FROM nodes WHERE namespace = %s"
         " AND session_id IS NULL AND type = 'episodic' ORDER BY seq DESC LIMIT %s) r"
         " WHERE speaker IS NOT NULL AND user_id IS NOT DISTINCT FROM %s"
         " AND agent_id IS NOT DISTINCT FROM %s AND event_time BETWEEN %s AND %s"

@@ -90,8 +90,10 @@ class PostgresConsolidation(PostgresBase):
         with self._tx() as c:
             return int(
                 c.execute(
-                    "UPDATE nodes SET consolidated_at = %s WHERE namespace = %s AND id = ANY(%s)"
-                    " AND type = 'episodic' AND consolidated_at IS NULL",
+                    # rows locked oldest first, as every writer of several turns does
+                    "UPDATE nodes SET consolidated_at = %s WHERE seq IN (SELECT seq FROM nodes"
+                    " WHERE namespace = %s AND id = ANY(%s) AND type = 'episodic'"
+                    " AND consolidated_at IS NULL ORDER BY seq FOR UPDATE)",
                     (ts(now), namespace, list(dict.fromkeys(ids))),
                 ).rowcount
             )

@@ -13,6 +13,7 @@ from typing import Any
 
 from memloci.errors import StorageError
 from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.windows import SQLChain, restart
 
 FORGET_KINDS = (
     "users", "identifiers", "memories", "versions", "vectors", "edges", "entity_links",
@@ -61,18 +62,8 @@ class PostgresPrivacy(PostgresBase):
             " AND NOT (n.id = ANY(%s)))))",
             (ns, users, ns, ids, ns, ids),
         ).rowcount
-        # temporal neighbours that stay hold a copy of the removed turn: blank it
-        for column, near, far in (
-            ("context", "target_id", "source_id"),
-            ("next_context", "source_id", "target_id"),
-        ):
-            out["neighbours_blanked"] += c.execute(
-                f"UPDATE nodes SET {column} = '' WHERE namespace = %s AND {column} <> ''"
-                f" AND id IN (SELECT e.{near} FROM edges e WHERE e.namespace = %s"
-                f" AND e.relation = 'temporal' AND e.{far} = ANY(%s))"
-                " AND NOT (id = ANY(%s))",
-                (ns, ns, ids, ids),
-            ).rowcount
+        # the turns that stay next to removed ones hold their words in their windows
+        stay = SQLChain(c, ns, "%s").beside(ids)
         out["versions"] = c.execute("DELETE FROM versions WHERE node_id = ANY(%s)", (ids,)).rowcount
         out["decay_states"] = c.execute(
             "DELETE FROM decay_state WHERE node_id = ANY(%s)", (ids,)
@@ -108,6 +99,8 @@ class PostgresPrivacy(PostgresBase):
         out["memories"] = c.execute(
             "DELETE FROM nodes WHERE namespace = %s AND id = ANY(%s)", (ns, ids)
         ).rowcount
+        chain = SQLChain(c, ns, "%s")
+        out["neighbours_blanked"] = sum(restart(chain, i, column) for i, column in stay)
         for key, table, column in (
             ("threads", "threads", "user_id"),
             ("identifiers", "user_identifiers", "user_id"),

@@ -36,6 +36,7 @@ from memloci.storage.postgres.search import PostgresSearch
 from memloci.storage.postgres.walks import PostgresWalks
 from memloci.storage.rows import edge_from_row, node_from_row, node_to_row, version_from_row
 from memloci.storage.sqlfilter import filter_sql, ts
+from memloci.storage.windows import SQLChain, carry, edited, restart, said, window
 
 _SELECT_NODE = f"SELECT {NODE_COLS} FROM nodes n"
 BULK = 1000  # rows per pipelined batch of a bulk insert
@@ -109,8 +110,7 @@ class PostgresStore(
         return node
 
     def insert_node(self, node: MemoryNode, *, link_previous: bool = False) -> MemoryNode:
-        with self._tx() as c:
-            return self._insert_linked(c, node, link_previous)
+        return self._retrying(lambda c: self._insert_linked(c, node, link_previous))
 
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
         prev = None
@@ -121,28 +121,27 @@ class PostgresStore(
                 c, owner if node.session is None else f"session:{node.namespace}:{node.session}"
             )
             prev = previous_turn(c, node)
-        context = _said(prev[2], prev[1]) if prev is not None else ""
-        node = self._insert(c, node, context)
-        if prev is not None:
-            c.execute(
-                "UPDATE nodes SET next_context = %s WHERE seq = %s",
-                (_said(node.speaker, node.content), prev[3]),
-            )
-            now = ts(node.created_at)
-            c.execute(
-                "INSERT INTO edges (id, namespace, source_id, target_id, relation, valid_from,"
-                " created_at) VALUES (%s, %s, %s, %s, 'temporal', %s, %s)",
-                (short_id() + short_id(), node.namespace, prev[0], node.id, now, now),
-            )
+        if prev is None:
+            return self._insert(c, node, "")
+        node = self._insert(c, node, window(said(prev[1], prev[2]), prev[3]))
+        now = ts(node.created_at)
+        c.execute(
+            "INSERT INTO edges (id, namespace, source_id, target_id, relation, valid_from,"
+            " created_at) VALUES (%s, %s, %s, %s, 'temporal', %s, %s)",
+            (short_id() + short_id(), node.namespace, prev[0], node.id, now, now),
+        )
+        carry(SQLChain(c, node.namespace, "%s"), node.id, "next_context")
         return node
 
     def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:
-        with self._tx() as c:
+        def work(c: Any) -> None:
             if link_previous:  # each turn reads the one before it: row by row
                 for node in nodes:
                     self._insert_linked(c, node, link_previous)
             else:
                 self._insert_many(c, nodes)
+
+        self._retrying(work)
 
     def _insert_many(self, c: Any, nodes: Sequence[MemoryNode]) -> None:
         """Unlinked nodes (bulk loads, migrate, import) in pipelined batches: one round
@@ -271,7 +270,7 @@ class PostgresStore(
                 sets += ", embedding = NULL"  # the old vector no longer describes the text
             c.execute(f"UPDATE nodes SET {sets} WHERE seq = %s", [*newrow.values(), seq])
             if new_content and node.type.value == "episodic":
-                self._refresh_neighbours(c, namespace, [node_id])
+                edited(SQLChain(c, namespace, "%s"), [node_id])
             if "version" in changes:
                 c.execute(
                     _VERSION_INSERT,
@@ -305,6 +304,8 @@ class PostgresStore(
 
     def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
         total = 0
+        # the turns that stay next to removed ones hold their words in their windows
+        stay = SQLChain(c, namespace, "%s").beside(ids)
         for chunk in chunks(list(ids), 1000):
             mine = [
                 r[0]
@@ -315,7 +316,6 @@ class PostgresStore(
             ]
             if not mine:
                 continue
-            self._refresh_neighbours(c, namespace, mine, purged=True)
             c.execute("DELETE FROM versions WHERE node_id = ANY(%s)", (mine,))
             c.execute("DELETE FROM node_entities WHERE node_id = ANY(%s)", (mine,))
             c.execute(
@@ -326,33 +326,10 @@ class PostgresStore(
             total += c.execute(
                 "DELETE FROM nodes WHERE namespace = %s AND id = ANY(%s)", (namespace, mine)
             ).rowcount
+        chain = SQLChain(c, namespace, "%s")
+        for node_id, column in stay:
+            restart(chain, node_id, column)
         return total
-
-    def _refresh_neighbours(
-        self, c: Any, namespace: str, ids: Sequence[str], *, purged: bool = False
-    ) -> None:
-        """Re-copy (or, for purged turns, blank) a turn's text in its temporal neighbours'
-        context columns, so full text never matches words that changed or were erased."""
-        ids = list(ids)
-        for src, dst in c.execute(
-            "SELECT source_id, target_id FROM edges WHERE namespace = %s AND relation = 'temporal'"
-            " AND (source_id = ANY(%s) OR target_id = ANY(%s))",
-            (namespace, ids, ids),
-        ).fetchall():
-            for changed, other, column in ((src, dst, "context"), (dst, src, "next_context")):
-                if changed not in ids or (other in ids and purged):
-                    continue
-                text = ""
-                if not purged:
-                    row = c.execute(
-                        "SELECT speaker, content FROM nodes WHERE namespace = %s AND id = %s",
-                        (namespace, changed),
-                    ).fetchone()
-                    text = _said(row[0], row[1]) if row else ""
-                c.execute(
-                    f"UPDATE nodes SET {column} = %s WHERE namespace = %s AND id = %s",
-                    (text, namespace, other),
-                )
 
     def purge_node(self, namespace: str, node_id: str) -> bool:
         with self._tx() as c:
@@ -594,7 +571,3 @@ class PostgresStore(
             last_maintenance=last_maintenance,
             pending_sessions=self.count_pending_sessions(nss),
         )
-
-
-def _said(speaker: str | None, text: str) -> str:
-    return (f"{speaker}: {text}" if speaker else text)[:600]

@@ -18,6 +18,7 @@ from typing import Any
 
 from memloci.errors import StorageError
 from memloci.storage.sqlite.base import OperationalError, SQLiteBase
+from memloci.storage.windows import SQLChain, restart
 
 # The tables and counts of a forget report (kinds of things removed).
 FORGET_KINDS = (
@@ -124,20 +125,8 @@ class SQLitePrivacy(SQLiteBase):
             " (SELECT rowid FROM forget_nodes))))",
             (ns, ns),
         ).rowcount
-        # temporal neighbours that stay hold a copy of the removed turn: blank it
-        blanked = 0
-        for column, near, far in (
-            ("context", "target_id", "source_id"),
-            ("next_context", "source_id", "target_id"),
-        ):
-            blanked += c.execute(
-                f"UPDATE nodes SET {column} = '' WHERE namespace = ? AND {column} <> ''"
-                f" AND id IN (SELECT e.{near} FROM edges e WHERE e.namespace = ?"
-                f" AND e.relation = 'temporal' AND e.{far} IN ({mine}))"
-                " AND rowid NOT IN (SELECT rowid FROM forget_nodes)",
-                (ns, ns),
-            ).rowcount
-        out["neighbours_blanked"] = blanked
+        # the turns that stay next to removed ones hold their words in their windows
+        stay = SQLChain(c, ns).beside([r[0] for r in c.execute(mine).fetchall()])
         out["vectors"] = c.execute(
             "DELETE FROM node_vectors WHERE rowid IN (SELECT rowid FROM forget_nodes)"
         ).rowcount
@@ -172,6 +161,8 @@ class SQLitePrivacy(SQLiteBase):
         out["memories"] = c.execute(
             "DELETE FROM nodes WHERE rowid IN (SELECT rowid FROM forget_nodes)"
         ).rowcount
+        chain = SQLChain(c, ns)
+        out["neighbours_blanked"] = sum(restart(chain, i, column) for i, column in stay)
         return out
 
     def scrub(self) -> bool:

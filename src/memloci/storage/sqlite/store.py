@@ -23,7 +23,7 @@ from memloci.models import (
     short_id,
     utcnow,
 )
-from memloci.storage.base import PAUSE, RECENT_LOOSE, NodeFilter, NodePatch
+from memloci.storage.base import NodeFilter, NodePatch
 from memloci.storage.rows import (
     NODE_COLUMNS,
     edge_from_row,
@@ -33,6 +33,7 @@ from memloci.storage.rows import (
 )
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite.base import IntegrityError, chunks, qs
+from memloci.storage.sqlite.chains import previous_turn
 from memloci.storage.sqlite.consolidation import SQLiteConsolidation
 from memloci.storage.sqlite.inventory import SQLiteInventory
 from memloci.storage.sqlite.knowledge import SQLiteKnowledge
@@ -40,6 +41,7 @@ from memloci.storage.sqlite.privacy import SQLitePrivacy
 from memloci.storage.sqlite.records import SQLiteRecords
 from memloci.storage.sqlite.search import SQLiteSearch
 from memloci.storage.sqlite.walks import SQLiteWalks
+from memloci.storage.windows import SQLChain, carry, edited, restart, said, window
 
 _SELECT_NODE = f"SELECT {', '.join('n.' + c for c in NODE_COLUMNS)} FROM nodes n"
 _ORDERS = {
@@ -107,46 +109,20 @@ class SQLiteStore(
             return self._insert_linked(c, node, link_previous)
 
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
-        prev = None
-        if link_previous and node.session is None and node.speaker is not None:
-            # a chat without session ids (turns that say who speaks): the owner's previous
-            # such turn, when it came shortly before (a pause ends a conversation); looked
-            # for among the namespace's newest RECENT_LOOSE ones (the hot path stays short).
-            # A turn without a speaker is a note on its own: never chained
-            prev = c.execute(
-                "SELECT id, content, speaker, rowid FROM (SELECT id, content, speaker, rowid,"
-                " user_id, agent_id, event_time FROM nodes WHERE namespace = ?"
-                " AND session_id IS NULL AND type = 'episodic' ORDER BY rowid DESC LIMIT ?)"
-                " WHERE speaker IS NOT NULL AND user_id IS ? AND agent_id IS ?"
-                " AND event_time BETWEEN ? AND ?"
-                " ORDER BY rowid DESC LIMIT 1",
-                (node.namespace, RECENT_LOOSE, node.user, node.agent,
-                 node.event_time.timestamp() - PAUSE, node.event_time.timestamp() + PAUSE),
-            ).fetchone()  # fmt: skip
-        elif link_previous:
-            # the previous turn of this session *of this owner*: another user's turn under
-            # the same session id is theirs (its words must not index this one's row)
-            prev = c.execute(
-                "SELECT id, content, speaker, rowid FROM nodes WHERE namespace = ?"
-                " AND session_id = ? AND type = 'episodic' AND user_id IS ? AND agent_id IS ?"
-                " ORDER BY rowid DESC LIMIT 1",
-                (node.namespace, node.session, node.user, node.agent),
-            ).fetchone()
-        context = ""
-        if prev is not None:
-            context = _said(prev[2], prev[1])
-        node = self._insert(c, node, context)
-        if prev is not None:
-            c.execute(
-                "UPDATE nodes SET next_context = ? WHERE rowid = ?",
-                (_said(node.speaker, node.content), prev[3]),
-            )
-            now = ts(node.created_at)
-            c.execute(
-                "INSERT INTO edges (id, namespace, source_id, target_id, relation, valid_from,"
-                " created_at) VALUES (?, ?, ?, ?, 'temporal', ?, ?)",
-                (short_id() + short_id(), node.namespace, prev[0], node.id, now, now),
-            )
+        """Insert ``node``; with ``link_previous``, as the next turn of its chain (see
+        :mod:`memloci.storage.sqlite.chains`): a temporal edge from the turn before, and
+        the neighbour windows of its full-text row (:mod:`memloci.storage.windows`)."""
+        prev = previous_turn(c, node) if link_previous else None
+        if prev is None:
+            return self._insert(c, node, "")
+        node = self._insert(c, node, window(said(prev[1], prev[2]), prev[3]))
+        now = ts(node.created_at)
+        c.execute(
+            "INSERT INTO edges (id, namespace, source_id, target_id, relation, valid_from,"
+            " created_at) VALUES (?, ?, ?, ?, 'temporal', ?, ?)",
+            (short_id() + short_id(), node.namespace, prev[0], node.id, now, now),
+        )
+        carry(SQLChain(c, node.namespace), node.id, "next_context")
         return node
 
     def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:
@@ -262,7 +238,7 @@ class SQLiteStore(
                 [v for k, v in newrow.items() if k != "id"] + [rowid],
             )
             if new_content and node.type.value == "episodic":
-                self._refresh_neighbours(c, namespace, [node_id])
+                edited(SQLChain(c, namespace), [node_id])
             if "version" in changes:
                 c.execute(
                     "INSERT INTO versions (node_id, version, content, value, source_session,"
@@ -298,6 +274,8 @@ class SQLiteStore(
     def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
         self._scrub_pending = True  # close() merges the full-text index and the WAL away
         total = 0
+        # the turns that stay next to removed ones hold their words in their windows
+        stay = SQLChain(c, namespace).beside(ids)
         for chunk in chunks(list(ids), 400):
             rowids = [
                 r[0]
@@ -310,7 +288,6 @@ class SQLiteStore(
                 continue
             self._drop_vectors(c, rowids)
             q = qs(chunk)
-            self._refresh_neighbours(c, namespace, chunk, purged=True)
             c.execute(f"DELETE FROM versions WHERE node_id IN ({q})", chunk)
             c.execute(f"DELETE FROM node_entities WHERE node_id IN ({q})", chunk)
             c.execute(
@@ -319,33 +296,10 @@ class SQLiteStore(
                 [namespace, *chunk, *chunk],
             )
             total += c.execute(f"DELETE FROM nodes WHERE rowid IN ({qs(rowids)})", rowids).rowcount
+        chain = SQLChain(c, namespace)
+        for node_id, column in stay:
+            restart(chain, node_id, column)
         return total
-
-    def _refresh_neighbours(
-        self, c: Any, namespace: str, ids: Sequence[str], *, purged: bool = False
-    ) -> None:
-        """Re-copy (or, for purged turns, blank) a turn's text in its temporal neighbours'
-        context columns, so full text never matches words that changed or were erased."""
-        q = qs(list(ids))
-        for src, dst in c.execute(
-            f"SELECT source_id, target_id FROM edges WHERE namespace = ? AND relation = 'temporal'"
-            f" AND (source_id IN ({q}) OR target_id IN ({q}))",
-            [namespace, *ids, *ids],
-        ).fetchall():
-            for changed, other, column in ((src, dst, "context"), (dst, src, "next_context")):
-                if changed not in ids or (other in ids and purged):
-                    continue
-                text = ""
-                if not purged:
-                    row = c.execute(
-                        "SELECT speaker, content FROM nodes WHERE +namespace = ? AND id = ?",
-                        (namespace, changed),
-                    ).fetchone()
-                    text = _said(row[0], row[1]) if row else ""
-                c.execute(
-                    f"UPDATE nodes SET {column} = ? WHERE +namespace = ? AND id = ?",
-                    (text, namespace, other),
-                )
 
     def purge_node(self, namespace: str, node_id: str) -> bool:
         with self._tx() as c:
@@ -590,7 +544,3 @@ class SQLiteStore(
             last_maintenance=last_maintenance,
             pending_sessions=self.count_pending_sessions(nss),
         )
-
-
-def _said(speaker: str | None, text: str) -> str:
-    return (f"{speaker}: {text}" if speaker else text)[:600]

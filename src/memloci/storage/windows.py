@@ -1,0 +1,172 @@
+"""The neighbouring turns a turn's full-text row holds (layer: storage), for both SQL
+backends.
+
+A conversation turn's row indexes, besides its own words, the turns around it in its
+chain (the ``temporal`` edges: its session's turns of the same owner, or a session-less
+chat's): ``context`` holds the turns before it, nearest first, ``next_context`` the turns
+after it. Each holds the nearest turn whole and further ones while the window is under
+:data:`WINDOW` characters — so a long turn's row holds one turn each way, while a message
+of a chat of short messages ("I love the connection to nature.") holds the few around it
+that say what it is about ("I started surfing five years ago").
+
+The windows are defined step by step along the chain — a turn's ``context`` is
+:func:`window` of the previous turn's text and that turn's own ``context`` — so a change
+anywhere is carried along by :func:`carry` until a window comes out as it was: a new
+turn (its predecessors' ``next_context``), an edited turn, and a removed one (the turns
+beyond it then start afresh), whose words must never stay findable through another row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+WINDOW = 160  # characters: further turns join a window while it is shorter than this
+SEP = "\n"  # between the turns of a window
+MAX_STEPS = 8  # turns a change is carried along at most (a window spans fewer)
+_SAID_MAX = 600  # characters of one turn a window keeps
+_CHUNK = 400  # ids per IN list
+
+
+def said(speaker: str | None, text: str) -> str:
+    """A turn as its neighbours' rows hold it: ``speaker: text``."""
+    return (f"{speaker}: {text}" if speaker else text)[:_SAID_MAX]
+
+
+def window(nearest: str, further: str) -> str:
+    """The window starting with the ``nearest`` turn, then the turns of ``further`` (the
+    nearest turn's own window on that side) while it is shorter than :data:`WINDOW`."""
+    pieces, total = [nearest], len(nearest)
+    for piece in further.split(SEP) if further else ():
+        if total >= WINDOW:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return SEP.join(pieces)
+
+
+class Chain(Protocol):
+    """One transaction's view of a namespace's turn chains."""
+
+    def neighbour(self, node_id: str, column: str) -> str | None:
+        """The turn after ``node_id`` (``column`` ``"context"``: the turns whose context
+        it is in) or before it (``"next_context"``), if any."""
+        ...
+
+    def row(self, node_id: str) -> tuple[str, str, str] | None:
+        """``(said, context, next_context)`` of a turn, None if it is gone."""
+        ...
+
+    def write(self, node_id: str, column: str, value: str) -> None: ...
+
+
+def carry(chain: Chain, node_id: str, column: str) -> int:
+    """``node_id``'s text or window on one side changed: recompute the windows that hold
+    it, along the chain away from it (``column`` ``"context"``: the turns after it;
+    ``"next_context"``: the turns before), until one comes out as it was. Returns how
+    many rows changed. The rows are written oldest first, whichever way the change
+    goes, as every other writer of several turns does: two transactions never wait on
+    each other's rows in opposite orders (a deadlock on PostgreSQL)."""
+    writes: list[tuple[str, str]] = []
+    here = chain.row(node_id)
+    for _ in range(MAX_STEPS):
+        other = chain.neighbour(node_id, column) if here is not None else None
+        there = chain.row(other) if other is not None else None
+        if here is None or other is None or there is None:
+            break
+        value = window(here[0], here[1] if column == "context" else here[2])
+        if value == (there[1] if column == "context" else there[2]):
+            break
+        writes.append((other, value))
+        node_id = other
+        here = (there[0], value, there[2]) if column == "context" else (*there[:2], value)
+    for other, value in writes if column == "context" else reversed(writes):
+        chain.write(other, column, value)
+    return len(writes)
+
+
+def restart(chain: Chain, node_id: str, column: str) -> int:
+    """``node_id``'s neighbour on one side is gone: its window on that side (``column``)
+    is emptied, and the change carried on to the turns beyond it on the *other* side."""
+    here = chain.row(node_id)
+    if here is None:
+        return 0
+    chain.write(node_id, column, "")
+    return 1 + carry(chain, node_id, column)
+
+
+def edited(chain: Chain, ids: Sequence[str]) -> None:
+    """The text of ``ids`` changed: carry it into the windows on both sides."""
+    for node_id in ids:
+        carry(chain, node_id, "context")
+        carry(chain, node_id, "next_context")
+
+
+class SQLChain:
+    """:class:`Chain` over a transaction's cursor ``c`` in ``namespace`` (``ph``: the
+    driver's placeholder). Rows are read once per instance: make a new one after
+    deleting turns."""
+
+    def __init__(self, c: Any, namespace: str, ph: str = "?") -> None:
+        self.c, self.namespace, self.ph = c, namespace, ph
+        self._rows: dict[str, tuple[str, str, str] | None] = {}
+
+    def neighbour(self, node_id: str, column: str) -> str | None:
+        ph = self.ph
+        mine, theirs = (
+            ("source_id", "target_id") if column == "context" else ("target_id", "source_id")
+        )
+        found = self.c.execute(
+            f"SELECT {theirs} FROM edges WHERE namespace = {ph} AND {mine} = {ph}"
+            " AND relation = 'temporal' LIMIT 1",
+            (self.namespace, node_id),
+        ).fetchone()
+        return None if found is None else str(found[0])
+
+    def row(self, node_id: str) -> tuple[str, str, str] | None:
+        if node_id not in self._rows:
+            found = self.c.execute(
+                "SELECT speaker, content, context, next_context FROM nodes"
+                f" WHERE id = {self.ph} AND namespace = {self.ph}",
+                (node_id, self.namespace),
+            ).fetchone()
+            self._rows[node_id] = (
+                None if found is None else (said(found[0], found[1]), found[2], found[3])
+            )
+        return self._rows[node_id]
+
+    def beside(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        """The turns next to ``ids`` (about to be removed) that stay, with the side the
+        removed turn is on: ``(turn, "context")`` after one, ``(turn, "next_context")``
+        before one — a few set-wise reads, however many turns go. Ask before the
+        removal; :func:`restart` them after it."""
+        gone = list(dict.fromkeys(ids))
+        out: list[tuple[str, str]] = []
+        for start in range(0, len(gone), _CHUNK):
+            chunk = gone[start : start + _CHUNK]
+            marks = ", ".join([self.ph] * len(chunk))
+            for mine, theirs, column in (
+                ("source_id", "target_id", "context"),
+                ("target_id", "source_id", "next_context"),
+            ):
+                out += [
+                    (str(r[0]), column)
+                    for r in self.c.execute(
+                        f"SELECT {theirs} FROM edges WHERE namespace = {self.ph}"
+                        f" AND relation = 'temporal' AND {mine} IN ({marks})",
+                        (self.namespace, *chunk),
+                    ).fetchall()
+                ]
+        keep = set(gone)
+        return [(node_id, column) for node_id, column in out if node_id not in keep]
+
+    def write(self, node_id: str, column: str, value: str) -> None:
+        self.c.execute(
+            f"UPDATE nodes SET {column} = {self.ph} WHERE id = {self.ph} AND namespace = {self.ph}",
+            (value, node_id, self.namespace),
+        )
+        old = self._rows.get(node_id)
+        if old is not None:
+            self._rows[node_id] = (
+                (old[0], value, old[2]) if column == "context" else (old[0], old[1], value)
+            )

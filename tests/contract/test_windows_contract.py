@@ -1,0 +1,104 @@
+"""The Store contract for the neighbour windows of a turn's full-text row (see
+``memloci.storage.windows``): a chat of short messages finds a message by the words of
+the messages around it, a long turn's row holds one turn each way, and a turn edited or
+removed is never found through another row — on any backend, through the protocol."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memloci.models import MemoryNode, NodeType, Scope, short_id
+from memloci.storage.base import NodeFilter, NodePatch, Store
+from memloci.storage.windows import WINDOW
+
+T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
+MINE = NodeFilter(namespaces=("default",), user="u1")
+
+
+def chat(store: Store, *said: tuple[str, str], session: str | None = "s1") -> list[str]:
+    """Store the turns ``(speaker, text)`` of user u1 in order; their ids."""
+    ids = []
+    for i, (speaker, text) in enumerate(said):
+        when = T0 + timedelta(minutes=i)
+        node = MemoryNode(
+            id=short_id(), namespace="default", type=NodeType.EPISODIC, content=text,
+            scope=Scope.USER, user="u1", session=session, speaker=speaker,
+            event_time=when, created_at=when, updated_at=when, valid_from=when,
+        )  # fmt: skip
+        ids.append(store.insert_node(node, link_previous=True).id)
+    return ids
+
+
+def found(store: Store, word: str) -> set[str]:
+    return {i for i, _ in store.fulltext(MINE, f'"{word}"', 50)}
+
+
+SHORT = (
+    ("Ana", "I started surfing five years ago."),
+    ("Ana", "Love it."),
+    ("Ana", "The ocean is so calming."),
+    ("Bo", "Nice!"),
+    (
+        "Bo",
+        "Where do you go these days? I have been meaning to try it myself for a while now,"
+        " ever since my cousin took it up last summer.",
+    ),
+    ("Ana", "Mostly the north beach, early in the morning, when the water is flat and quiet."),
+    ("Bo", "Sounds like a great way to start the day, I should join you one of these weekends."),
+)
+
+
+def test_short_messages_are_found_by_the_words_around_them(store: Store) -> None:
+    ids = chat(store, *SHORT)
+    # "Love it." is about surfing: found by it, as are the messages after it in reach
+    assert ids[1] in found(store, "surfing") and ids[2] in found(store, "surfing")
+    # and a message holds the ones after it too: "surfing" says what "Love it." loves
+    assert ids[0] in found(store, "calming") and ids[1] in found(store, "calming")
+    # a window holds the turns nearest first while it is shorter than WINDOW characters
+    assert sum(len(t) for _, t in SHORT) > WINDOW  # so no row holds the whole chat
+    assert ids[5] not in found(store, "surfing") and ids[6] not in found(store, "surfing")
+    assert ids[3] in found(store, "beach") and ids[0] not in found(store, "beach")
+
+
+def test_a_long_turn_is_the_whole_window_on_its_side(store: Store) -> None:
+    long = "I spent the whole summer restoring an old sailboat with my uncle. " * 3
+    ids = chat(store, ("Ana", "We talked about kayaks."), ("Ana", long), ("Bo", "Wow."))
+    assert found(store, "kayaks") == {ids[0], ids[1]}  # not past the long turn
+    assert found(store, "sailboat") == set(ids)
+    assert found(store, "wow") == {ids[1], ids[2]}
+
+
+def test_an_edited_turn_is_found_by_its_new_words_only(store: Store) -> None:
+    ids = chat(store, *SHORT)
+    store.update_node("default", ids[0], NodePatch(content="I started rowing five years ago."))
+    assert found(store, "surfing") == set()
+    assert ids[1] in found(store, "rowing") and ids[2] in found(store, "rowing")
+
+
+def test_a_removed_turn_is_found_through_no_other_row(store: Store) -> None:
+    ids = chat(store, *SHORT)
+    assert store.purge_node("default", ids[2])
+    assert found(store, "calming") == set()
+    assert found(store, "ocean") == set()
+    # the turns on either side no longer join across the gap
+    assert ids[3] not in found(store, "surfing")
+    assert ids[1] not in found(store, "nice")
+    assert store.clear("default", NodeFilter(namespaces=("default",), user="u1")) == 6
+    assert found(store, "surfing") == set()
+
+
+def test_a_forgotten_user_leaves_no_word_in_another_users_window(store: Store) -> None:
+    """Windows hold only the chain's own turns — one owner's — so forgetting a user
+    leaves nothing behind; the turns of another user of the session are untouched."""
+    ids = chat(store, *SHORT)
+    other = MemoryNode(
+        id=short_id(), namespace="default", type=NodeType.EPISODIC, content="kites are fun",
+        scope=Scope.USER, user="u2", session="s1", speaker="Cy",
+        event_time=T0, created_at=T0, updated_at=T0, valid_from=T0,
+    )  # fmt: skip
+    store.insert_node(other, link_previous=True)
+    report = store.delete_user_data("default", "u1")
+    assert report["memories"] == len(ids) and report["neighbours_blanked"] == 0
+    theirs = NodeFilter(namespaces=("default",), user="u2")
+    assert [i for i, _ in store.fulltext(theirs, '"kites"', 5)] == [other.id]
+    assert store.fulltext(theirs, '"surfing"', 5) == []
