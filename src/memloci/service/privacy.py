@@ -34,7 +34,7 @@ class ForgetReport(BaseModel):
     sessions: int = Field(0, description="consolidation state of their sessions")
     decay_states: int = 0
     neighbours_blanked: int = Field(
-        0, description="kept turns whose copy of a removed neighbouring turn was blanked"
+        0, description="rows of kept turns whose copy of a removed neighbouring turn was removed"
     )
     scrubbed: bool = Field(
         description="the database files hold none of the removed text (False: another "

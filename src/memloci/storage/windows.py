@@ -65,8 +65,9 @@ def carry(chain: Chain, node_id: str, column: str) -> int:
     it, along the chain away from it (``column`` ``"context"``: the turns after it;
     ``"next_context"``: the turns before), until one comes out as it was. Returns how
     many rows changed. The rows are written oldest first, whichever way the change
-    goes, as every other writer of several turns does: two transactions never wait on
-    each other's rows in opposite orders (a deadlock on PostgreSQL)."""
+    goes, as the worker writes vectors and claims episodes: the two never wait on each
+    other's rows in opposite orders (a deadlock on PostgreSQL, where an insert broken
+    by one runs again)."""
     writes: list[tuple[str, str]] = []
     here = chain.row(node_id)
     for _ in range(MAX_STEPS):
