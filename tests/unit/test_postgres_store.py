@@ -160,6 +160,60 @@ def test_concurrent_turns_of_one_session_form_one_chain(
             s.close()
 
 
+def test_turns_stored_while_the_worker_writes_their_rows_all_land(
+    schema: tuple[str, str],
+) -> None:
+    """A turn's insert rewrites its predecessors' windows while the worker saves vectors
+    and claims episodes over the same rows: every turn lands and the chain is whole
+    (rows of several turns are written oldest first; an insert the server rolls back to
+    break a deadlock runs again)."""
+    url, name = schema
+    writers = [PostgresStore(url, schema=name, pool_size=2) for _ in range(2)]
+    worker = PostgresStore(url, schema=name, pool_size=2)
+    worker.bind_embedder("fake", 4)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def write(store: PostgresStore, k: int) -> None:
+        try:
+            for i in range(25):
+                said = turn(f"w{k} {i}", session="s").model_copy(
+                    update={"speaker": "user", "user": "u1", "scope": Scope.USER}
+                )
+                store.insert_node(said, link_previous=True)
+        except BaseException as exc:
+            errors.append(exc)
+
+    def work() -> None:
+        try:
+            while not done.is_set():
+                pending = worker.pending_embeddings(50)
+                if pending:
+                    worker.save_embeddings(pending, np.ones((len(pending), 4), np.float32))
+                    worker.claim_episodes("default", [p.id for p in pending], now=utcnow())
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(s, k)) for k, s in enumerate(writers)]
+    background = threading.Thread(target=work)
+    background.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    background.join()
+    try:
+        assert errors == []
+        nodes = worker.list_nodes(NodeFilter(), limit=100, order="rowid")
+        assert len(nodes) == 50
+        links = [(e.source_id, e.target_id) for e in worker.iter_edges("default")]
+        assert dict(links) == {a.id: b.id for a, b in pairwise(nodes)}
+    finally:
+        for s in [*writers, worker]:
+            s.close()
+
+
 def test_filtered_vector_search_fills_its_limit_through_the_hnsw_index(
     schema: tuple[str, str],
 ) -> None:
