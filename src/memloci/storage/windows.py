@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from memloci.models import short_id
+
 WINDOW = 160  # characters: further turns join a window while it is shorter than this
 SEP = "\n"  # between the turns of a window
 MAX_STEPS = 8  # turns a change is carried along at most (a window spans fewer)
@@ -135,6 +137,18 @@ class SQLChain:
                 None if found is None else (said(found[0], found[1]), found[2], found[3])
             )
         return self._rows[node_id]
+
+    def follow(self, prev_id: str, node_id: str, at: float) -> None:
+        """``node_id`` (just inserted with the window of ``prev_id`` as its context) is
+        the turn after ``prev_id``: the temporal edge between them (``at``: its time),
+        and the windows before it carry it (:func:`carry`)."""
+        ph = self.ph
+        self.c.execute(
+            "INSERT INTO edges (id, namespace, source_id, target_id, relation, valid_from,"
+            f" created_at) VALUES ({ph}, {ph}, {ph}, {ph}, 'temporal', {ph}, {ph})",
+            (short_id() + short_id(), self.namespace, prev_id, node_id, at, at),
+        )
+        carry(self, node_id, "next_context")
 
     def beside(self, ids: Sequence[str]) -> list[tuple[str, str]]:
         """The turns next to ``ids`` (about to be removed) that stay, with the side the

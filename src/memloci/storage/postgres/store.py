@@ -36,7 +36,7 @@ from memloci.storage.postgres.search import PostgresSearch
 from memloci.storage.postgres.walks import PostgresWalks
 from memloci.storage.rows import edge_from_row, node_from_row, node_to_row, version_from_row
 from memloci.storage.sqlfilter import filter_sql, ts
-from memloci.storage.windows import SQLChain, carry, edited, restart, said, window
+from memloci.storage.windows import SQLChain, edited, restart, said, window
 
 _SELECT_NODE = f"SELECT {NODE_COLS} FROM nodes n"
 BULK = 1000  # rows per pipelined batch of a bulk insert
@@ -124,13 +124,7 @@ class PostgresStore(
         if prev is None:
             return self._insert(c, node, "")
         node = self._insert(c, node, window(said(prev[1], prev[2]), prev[3]))
-        now = ts(node.created_at)
-        c.execute(
-            "INSERT INTO edges (id, namespace, source_id, target_id, relation, valid_from,"
-            " created_at) VALUES (%s, %s, %s, %s, 'temporal', %s, %s)",
-            (short_id() + short_id(), node.namespace, prev[0], node.id, now, now),
-        )
-        carry(SQLChain(c, node.namespace, "%s"), node.id, "next_context")
+        SQLChain(c, node.namespace, "%s").follow(prev[0], node.id, node.created_at.timestamp())
         return node
 
     def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:

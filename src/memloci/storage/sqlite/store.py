@@ -41,7 +41,7 @@ from memloci.storage.sqlite.privacy import SQLitePrivacy
 from memloci.storage.sqlite.records import SQLiteRecords
 from memloci.storage.sqlite.search import SQLiteSearch
 from memloci.storage.sqlite.walks import SQLiteWalks
-from memloci.storage.windows import SQLChain, carry, edited, restart, said, window
+from memloci.storage.windows import SQLChain, edited, restart, said, window
 
 _SELECT_NODE = f"SELECT {', '.join('n.' + c for c in NODE_COLUMNS)} FROM nodes n"
 _ORDERS = {
@@ -116,13 +116,7 @@ class SQLiteStore(
         if prev is None:
             return self._insert(c, node, "")
         node = self._insert(c, node, window(said(prev[1], prev[2]), prev[3]))
-        now = ts(node.created_at)
-        c.execute(
-            "INSERT INTO edges (id, namespace, source_id, target_id, relation, valid_from,"
-            " created_at) VALUES (?, ?, ?, ?, 'temporal', ?, ?)",
-            (short_id() + short_id(), node.namespace, prev[0], node.id, now, now),
-        )
-        carry(SQLChain(c, node.namespace), node.id, "next_context")
+        SQLChain(c, node.namespace).follow(prev[0], node.id, node.created_at.timestamp())
         return node
 
     def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:
