@@ -429,8 +429,9 @@ class SQLiteRecords(SQLiteBase):
             for chunk in chunks(list(node_ids), 400):
                 for node_id, entity_id in c.execute(
                     "SELECT ne.node_id, ne.entity_id FROM node_entities ne"
-                    " JOIN nodes n ON n.id = ne.node_id"
-                    f" WHERE ne.node_id IN ({qs(chunk)}) AND ne.entity_id IN"
+                    " CROSS JOIN nodes n ON n.id = ne.node_id"  # the listed memories first
+                    # by the memories' keys: an entity may have thousands of links
+                    f" WHERE ne.node_id IN ({qs(chunk)}) AND +ne.entity_id IN"
                     f" ({qs(list(entity_ids))}) AND {where}",
                     [*chunk, *entity_ids, *params],
                 ):
