@@ -57,7 +57,7 @@ def test_short_messages_are_found_by_the_words_around_them(store: Store) -> None
     # a window holds the turns nearest first while it is shorter than WINDOW characters
     assert sum(len(t) for _, t in SHORT) > WINDOW  # so no row holds the whole chat
     assert ids[5] not in found(store, "surfing") and ids[6] not in found(store, "surfing")
-    assert ids[3] in found(store, "beach") and ids[0] not in found(store, "beach")
+    assert ids[4] in found(store, "beach") and ids[0] not in found(store, "beach")
 
 
 def test_a_long_turn_is_the_whole_window_on_its_side(store: Store) -> None:

@@ -36,7 +36,8 @@ def test_said_and_window() -> None:
     assert window("a" * WINDOW, "b\nc") == "a" * WINDOW  # long: the nearest turn only
     assert window("short", f"one{SEP}two{SEP}three") == f"short{SEP}one{SEP}two{SEP}three"
     pieces = window("x" * (WINDOW - 1), "y\nz").split(SEP)
-    assert pieces == ["x" * (WINDOW - 1), "y"]  # joins while shorter than WINDOW
+    assert pieces == ["x" * (WINDOW - 1), "y"]  # further turns join while they all fit
+    assert window("x" * 90, "y" * 80) == "x" * 90  # an ordinary turn: its neighbour only
 
 
 def test_windows_of_a_chain_of_short_messages() -> None:
@@ -49,13 +50,12 @@ def test_windows_of_a_chain_of_short_messages() -> None:
     assert ahead[0].startswith("m6") and len(ahead) == len(context)
 
 
-def test_an_edit_is_carried_until_a_window_comes_out_as_it_was() -> None:
-    chain = ListChain([f"m{i} " + "w" * 30 for i in range(12)])
-    chain.rows[6][0] = "EDITED"
+def test_an_edit_is_carried_until_every_window_is_as_if_built_afresh() -> None:
+    texts = [f"m{i} " + "w" * (10 + 7 * (i % 4)) for i in range(14)]
+    chain = ListChain(texts)
+    chain.rows[6][0] = texts[6] = "EDITED"
     assert carry(chain, "6", "context") > 0 and carry(chain, "6", "next_context") > 0
-    holding = {i for i, r in enumerate(chain.rows) if "EDITED" in r[1] + r[2]}
-    reach = len(chain.rows[6][1].split(SEP))
-    assert holding == set(range(6 - reach, 6)) | set(range(7, 7 + reach))
+    assert chain.rows == ListChain(texts).rows
     assert not any("m6 " in r[1] + r[2] for r in chain.rows)
 
 

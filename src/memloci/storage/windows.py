@@ -4,10 +4,11 @@ backends.
 A conversation turn's row indexes, besides its own words, the turns around it in its
 chain (the ``temporal`` edges: its session's turns of the same owner, or a session-less
 chat's): ``context`` holds the turns before it, nearest first, ``next_context`` the turns
-after it. Each holds the nearest turn whole and further ones while the window is under
-:data:`WINDOW` characters — so a long turn's row holds one turn each way, while a message
-of a chat of short messages ("I love the connection to nature.") holds the few around it
-that say what it is about ("I started surfing five years ago").
+after it. Each holds the nearest turn whole and further ones while they all fit in
+:data:`WINDOW` characters — so a turn of ordinary length holds one turn each way, as a
+row always did, while a message of a chat of short messages ("I love the connection to
+nature.") holds the few around it that say what it is about ("I started surfing five
+years ago").
 
 The windows are defined step by step along the chain — a turn's ``context`` is
 :func:`window` of the previous turn's text and that turn's own ``context`` — so a change
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 
 from memloci.models import short_id
 
-WINDOW = 160  # characters: further turns join a window while it is shorter than this
+WINDOW = 160  # characters: further turns join a window while they fit in this many
 SEP = "\n"  # between the turns of a window
 MAX_STEPS = 8  # turns a change is carried along at most (a window spans fewer)
 _SAID_MAX = 600  # characters of one turn a window keeps
@@ -37,13 +38,15 @@ def said(speaker: str | None, text: str) -> str:
 
 def window(nearest: str, further: str) -> str:
     """The window starting with the ``nearest`` turn, then the turns of ``further`` (the
-    nearest turn's own window on that side) while it is shorter than :data:`WINDOW`."""
+    nearest turn's own window on that side) while they fit in :data:`WINDOW` characters
+    in all: a turn of ordinary length holds its neighbour on each side, a short message
+    the few short ones around it."""
     pieces, total = [nearest], len(nearest)
     for piece in further.split(SEP) if further else ():
-        if total >= WINDOW:
+        total += len(piece)
+        if total > WINDOW:
             break
         pieces.append(piece)
-        total += len(piece)
     return SEP.join(pieces)
 
 
