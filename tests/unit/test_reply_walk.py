@@ -13,7 +13,13 @@ MakeMemory = Callable[..., Memory]
 
 TURNS = [
     ("Ana", "We finally watched the meteor shower from the hill last night!"),
-    ("Ben", "Wow, how was it?"),
+    # long enough that the answer's full-text row holds this turn only (not the seed's
+    # words): the answer is found as the reply, not by the question's words
+    (
+        "Ben",
+        "Wow, how was it? I have wanted to see one since I was a kid, did you stay"
+        " up the whole night or head home early?",
+    ),
     ("Ana", "I felt tiny and in awe of the universe."),
     ("Ben", "I started a pottery class this week."),
     ("Ana", "Pottery sounds relaxing."),
