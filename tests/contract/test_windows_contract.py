@@ -102,3 +102,12 @@ def test_a_forgotten_user_leaves_no_word_in_another_users_window(store: Store) -
     theirs = NodeFilter(namespaces=("default",), user="u2")
     assert [i for i, _ in store.fulltext(theirs, '"kites"', 5)] == [other.id]
     assert store.fulltext(theirs, '"surfing"', 5) == []
+
+
+def test_a_removed_tiny_message_is_found_through_no_other_row(store: Store) -> None:
+    """Tiny messages ("ok", "lol") fit many to a window; removing one still reaches
+    every window that held it."""
+    ids = chat(store, *[("Ana" if i % 2 else "Bo", f"ok word{i}") for i in range(20)])
+    assert len(found(store, "word10")) > 3
+    assert store.purge_node("default", ids[10])
+    assert found(store, "word10") == set()

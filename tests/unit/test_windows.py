@@ -3,7 +3,16 @@ a window's size, how far a change is carried, the order rows are written in."""
 
 from __future__ import annotations
 
-from memloci.storage.windows import MAX_STEPS, SEP, WINDOW, carry, restart, said, window
+from memloci.storage.windows import (
+    MAX_STEPS,
+    MAX_TURNS,
+    SEP,
+    WINDOW,
+    carry,
+    restart,
+    said,
+    window,
+)
 
 
 class ListChain:
@@ -85,3 +94,16 @@ def test_a_change_is_carried_at_most_max_steps() -> None:
     chain = ListChain(["x"] * (MAX_STEPS + 5))  # tiny turns: every window reaches far
     chain.rows[0][0] = "y"
     assert carry(chain, "0", "context") <= MAX_STEPS
+
+
+def test_a_window_of_tiny_messages_holds_max_turns_so_every_change_reaches_it() -> None:
+    texts = [f"ok{i}" for i in range(30)]
+    chain = ListChain(texts)
+    assert max(len(r[1].split(SEP)) for r in chain.rows) == MAX_TURNS
+    assert MAX_STEPS > MAX_TURNS
+    chain.rows[15][0] = texts[15] = "GONE"
+    carry(chain, "15", "context")
+    carry(chain, "15", "next_context")
+    assert chain.rows == ListChain(texts).rows
+    assert not any("ok15" in r[1] + r[2] for r in chain.rows)
+    assert said("Ana", "one\ntwo") == "Ana: one two"  # a turn is one piece of a window

@@ -26,25 +26,27 @@ from memloci.models import short_id
 
 WINDOW = 160  # characters: further turns join a window while they fit in this many
 SEP = "\n"  # between the turns of a window
-MAX_STEPS = 8  # turns a change is carried along at most (a window spans fewer)
+MAX_TURNS = 6  # turns one window holds at most (tiny messages: "ok", "lol")
+MAX_STEPS = MAX_TURNS + 1  # turns a change is carried along at most: past every holder
 _SAID_MAX = 600  # characters of one turn a window keeps
 _CHUNK = 400  # ids per IN list
 
 
 def said(speaker: str | None, text: str) -> str:
-    """A turn as its neighbours' rows hold it: ``speaker: text``."""
-    return (f"{speaker}: {text}" if speaker else text)[:_SAID_MAX]
+    """A turn as its neighbours' rows hold it: ``speaker: text`` on one line."""
+    return (f"{speaker}: {text}" if speaker else text)[:_SAID_MAX].replace(SEP, " ")
 
 
 def window(nearest: str, further: str) -> str:
     """The window starting with the ``nearest`` turn, then the turns of ``further`` (the
     nearest turn's own window on that side) while they fit in :data:`WINDOW` characters
-    in all: a turn of ordinary length holds its neighbour on each side, a short message
-    the few short ones around it."""
+    in all, :data:`MAX_TURNS` turns at most (so a change carried :data:`MAX_STEPS` turns
+    reaches every window holding it): a turn of ordinary length holds its neighbour on
+    each side, a short message the few short ones around it."""
     pieces, total = [nearest], len(nearest)
     for piece in further.split(SEP) if further else ():
         total += len(piece)
-        if total > WINDOW:
+        if total > WINDOW or len(pieces) == MAX_TURNS:
             break
         pieces.append(piece)
     return SEP.join(pieces)
