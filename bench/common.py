@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,15 +28,82 @@ def load_conversations(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def parse_locomo_time(text: str) -> datetime:
-    """'1:56 pm on 8 May, 2023' → aware UTC datetime."""
+TIME_FORMATS = (
+    "%I:%M %p on %d %B, %Y",  # LoCoMo: "1:56 pm on 8 May, 2023"
+    "%I:%M %p on %d %b, %Y",
+    "%I:%M%p on %d %B, %Y",
+    "%d %B, %Y",
+    "%d %B %Y",
+    "%B %d, %Y",
+    "%b %d, %Y",
+    "%Y/%m/%d (%a) %H:%M",  # LongMemEval: "2023/05/20 (Sat) 02:21"
+    "%Y/%m/%d %H:%M",
+    "%d/%m/%Y %H:%M",
+    "%d.%m.%Y %H:%M",
+)
+_UNREADABLE: set[str] = set()
+
+
+def parse_time(text: Any) -> datetime | None:
+    """A turn's time as an aware datetime: LoCoMo's "1:56 pm on 8 May, 2023", ISO 8601
+    ("2023-05-08T13:56:00Z", "2023-05-08 13:56", "2023-05-08"), LongMemEval's
+    "2023/05/20 (Sat) 02:21" or a few other common forms. None when missing or
+    unreadable (the memory then has no event time; each unreadable form is reported
+    once on stderr, so a corpus in another format still runs)."""
+    if not isinstance(text, str) or not text.strip():
+        return None
     clean = re.sub(r"\s+", " ", text.strip())
-    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+    try:
+        when = datetime.fromisoformat(clean.replace("Z", "+00:00"))
+    except ValueError:
+        when = None
+    for fmt in TIME_FORMATS if when is None else ():
         try:
-            return datetime.strptime(clean, fmt).replace(tzinfo=UTC)
+            when = datetime.strptime(clean, fmt)
+            break
         except ValueError:
             continue
-    raise ValueError(f"unreadable LoCoMo time {text!r}")
+    if when is None:
+        if clean not in _UNREADABLE:
+            _UNREADABLE.add(clean)
+            print(f"note: unreadable time {text!r}, stored without one", file=sys.stderr)
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def turn_time(conv: dict[str, Any], turn: dict[str, Any]) -> datetime | None:
+    """The turn's own time, else its session's."""
+    when = parse_time(turn.get("date_time"))
+    if when is None and turn.get("session_id"):
+        for session in conv.get("sessions") or ():
+            if session.get("session_id") == turn["session_id"]:
+                return parse_time(session.get("date_time"))
+    return when
+
+
+def ingest_turn(mem: Any, conv: dict[str, Any], turn: dict[str, Any], facts: bool) -> None:
+    """Store one turn of ``conv`` as the benchmarks do (user = conversation id): a fact
+    through ``remember(text, subject=speaker, event_time=date)``, a turn through
+    ``add`` with its session, speaker and time; ``metadata.turn`` holds its id."""
+    user = conv["conv_id"]
+    when = turn_time(conv, turn)
+    if facts:
+        text = str(turn.get("text") or "").strip()
+        if text:
+            mem.remember(
+                text, user=user, subject=turn.get("speaker") or None, event_time=when,
+                metadata={"turn": turn["id"]},
+            )  # fmt: skip
+        return
+    session = turn.get("session_id")
+    mem.add(
+        turn_text(turn),
+        user=user,
+        session=f"{user}/{session}" if session else None,
+        speaker=turn.get("speaker") or None,
+        event_time=when,
+        metadata={"turn": turn["id"]},
+    )
 
 
 def turn_text(turn: dict[str, Any]) -> str:
@@ -62,6 +130,12 @@ def as_messages(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def speakers_of(conv: dict[str, Any]) -> list[str]:
+    """The conversation's speakers: as listed, else in the order they first speak."""
+    listed = conv.get("speakers") or [t.get("speaker") for t in conv["turns"]]
+    return list(dict.fromkeys(s for s in listed if s))
+
+
 def with_roles(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The conversations with their speakers labelled by role — the first speaker
     ``user``, the second ``assistant`` — instead of by name, while the questions still
@@ -69,7 +143,7 @@ def with_roles(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     call each other by name ("Thanks, Mel!")."""
     out = []
     for conv in convs:
-        roles = dict(zip(conv["speakers"], ("user", "assistant"), strict=False))
+        roles = dict(zip(speakers_of(conv), ("user", "assistant"), strict=False))
         turns = [{**t, "speaker": roles.get(t["speaker"], t["speaker"])} for t in conv["turns"]]
         out.append({**conv, "turns": turns})
     return out
@@ -86,7 +160,7 @@ def with_full_names(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for n, conv in enumerate(convs):
         full = {
             s: f"{s} {SURNAMES[(2 * n + i) % len(SURNAMES)]}"
-            for i, s in enumerate(conv["speakers"])
+            for i, s in enumerate(speakers_of(conv))
         }
         turns = [{**t, "speaker": full.get(t["speaker"], t["speaker"])} for t in conv["turns"]]
         out.append({**conv, "turns": turns})

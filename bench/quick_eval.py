@@ -29,9 +29,8 @@ from pathlib import Path
 from common import (
     DEFAULT_DATA,
     chat_split,
+    ingest_turn,
     load_conversations,
-    parse_locomo_time,
-    turn_text,
 )
 from memloci import Memory
 
@@ -51,26 +50,8 @@ def open_split(
     mem = Memory(str(path), reinforce_on_search=False, reranker=reranker, embedder=embedder)
     if fresh:
         for conv in convs:
-            user = conv["conv_id"]
             for t in conv["turns"]:
-                when = parse_locomo_time(t["date_time"])
-                if facts:
-                    mem.remember(
-                        t["text"],
-                        subject=t["speaker"],
-                        event_time=when,
-                        user=user,
-                        metadata={"turn": t["id"]},
-                    )
-                else:
-                    mem.add(
-                        turn_text(t),
-                        user=user,
-                        session=f"{user}/{t['session_id']}",
-                        speaker=t["speaker"],
-                        event_time=when,
-                        metadata={"turn": t["id"]},
-                    )
+                ingest_turn(mem, conv, t, facts)
         mem.flush()
     return mem, convs
 

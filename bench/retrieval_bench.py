@@ -39,8 +39,8 @@ from common import (
     DEFAULT_DATA,
     chat_split,
     data_path,
+    ingest_turn,
     load_conversations,
-    parse_locomo_time,
     table,
     turn_text,
 )
@@ -97,22 +97,8 @@ def scored(question: dict[str, Any]) -> bool:
 
 
 def ingest(mem: Memory, conv: dict[str, Any], facts: bool = False) -> None:
-    user = conv["conv_id"]
     for turn in conv["turns"]:
-        if facts:
-            mem.remember(
-                turn["text"], user=user, subject=turn["speaker"], metadata={"turn": turn["id"]},
-                event_time=parse_locomo_time(turn["date_time"]),
-            )  # fmt: skip
-            continue
-        mem.add(
-            turn_text(turn),
-            user=user,
-            session=f"{user}/{turn['session_id']}",
-            speaker=turn["speaker"],
-            event_time=parse_locomo_time(turn["date_time"]),
-            metadata={"turn": turn["id"]},
-        )
+        ingest_turn(mem, conv, turn, facts)
 
 
 def metrics(ranked: list[str], evidence: set[str], k: int) -> dict[str, float]:

@@ -1,0 +1,101 @@
+"""The retrieval benchmark reads corpora other than LoCoMo's dev split: other time
+formats, turns without a session or speaker, conversations without a speaker list. It
+must run on them and score them, not stop at the first unfamiliar field."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+from common import chat_split, parse_time, turn_time  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1:56 pm on 8 May, 2023", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+        ("2023-05-08T13:56:00Z", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+        ("2023-05-08 13:56", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+        ("2023-05-08", datetime(2023, 5, 8, tzinfo=UTC)),
+        ("2023/05/20 (Sat) 02:21", datetime(2023, 5, 20, 2, 21, tzinfo=UTC)),
+        ("8 May 2023", datetime(2023, 5, 8, tzinfo=UTC)),
+        ("May 8, 2023", datetime(2023, 5, 8, tzinfo=UTC)),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_times_in_common_forms_are_read(text: str | None, expected: datetime | None) -> None:
+    assert parse_time(text) == expected
+
+
+def test_an_unreadable_time_is_reported_once_and_stored_without_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert parse_time("the day after the party") is None
+    assert parse_time("the day after the party") is None
+    assert capsys.readouterr().err.count("unreadable time") == 1
+
+
+def test_a_turn_without_a_time_takes_its_sessions() -> None:
+    conv = {"sessions": [{"session_id": "S2", "date_time": "2024-01-03 09:00"}]}
+    assert turn_time(conv, {"session_id": "S2"}) == datetime(2024, 1, 3, 9, tzinfo=UTC)
+    assert turn_time(conv, {"session_id": "S9"}) is None
+
+
+def test_role_and_full_name_splits_work_without_a_speaker_list() -> None:
+    conv = {
+        "conv_id": "c",
+        "turns": [
+            {"id": "1", "speaker": "Ana Silva", "text": "Hi. I moved."},
+            {"id": "2", "speaker": "Ben", "text": "Where to?"},
+        ],
+        "questions": [],
+    }
+    roles = chat_split([conv], "roles")[0]["turns"]
+    assert [t["speaker"] for t in roles] == ["user", "user", "assistant"]
+    full = chat_split([conv], "fullnames")[0]["turns"]
+    assert {t["speaker"] for t in full} == {"Ana Silva Okafor", "Ben Lindqvist"}
+
+
+def test_the_benchmark_runs_on_a_corpus_in_another_format(tmp_path: Path) -> None:
+    turns = [
+        ("1", "Priya", "2024-02-01T10:00:00Z", "I adopted a greyhound called Pixel last week."),
+        ("2", None, "2024-02-01T10:01:00Z", "Lovely! How is she settling in?"),
+        ("3", "Priya", None, "She sleeps on the sofa all day and snores."),
+        ("4", "Tomás", "2024-03-10 18:30", "My new job at the observatory starts Monday."),
+        ("5", "Priya", "10 March 2024", "Congratulations on the observatory job!"),
+    ]
+    conv = {
+        "conv_id": "chat-1",
+        "sessions": [{"session_id": "a", "date_time": "2024-02-01"}],
+        "turns": [
+            {"id": i, "speaker": who, "date_time": when, "text": text}
+            | ({"session_id": "a"} if int(i) < 4 else {})
+            for i, who, when, text in turns
+        ],
+        "questions": [
+            {"question": "What is the name of Priya's dog?", "evidence": ["1"]},
+            {"question": "Where does Tomás work now?", "evidence": ["4"]},
+            {"question": "Unanswerable?", "evidence": ["9"], "adversarial": True},
+        ],
+    }
+    data = tmp_path / "chats.jsonl"
+    data.write_text(json.dumps(conv) + "\n", encoding="utf-8")
+    out = tmp_path / "out.json"
+    run = subprocess.run(
+        [sys.executable, str(BENCH / "retrieval_bench.py"), "--data", str(data),
+         "--facts", str(data), "--splits", "turns,facts,roles", "--json", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    figures = json.loads(out.read_text())
+    for split in ("turns", "facts", "roles"):
+        assert figures[split]["hybrid"]["any@10"] == 1.0, (split, figures[split])
