@@ -26,7 +26,7 @@ def node(content: str = "a memory worth keeping", **fields: Any) -> MemoryNode:
     return MemoryNode(**data)
 
 
-def turn(store: Store, session: str, text: str, user: str | None = "sam", **kw: Any) -> str:
+def turn(store: Store, session: str | None, text: str, user: str | None = "sam", **kw: Any) -> str:
     stored = store.insert_node(node(text, session=session, user=user, **kw), link_previous=True)
     return stored.id
 
@@ -52,6 +52,47 @@ def test_pending_sessions_are_those_with_unclaimed_episodes(store: Store) -> Non
     assert store.get_node("default", a1).consolidated_at == T0  # type: ignore[union-attr]
     a3 = turn(store, "s1", "a turn after consolidation")
     assert [e.id for e in store.session_episodes("default", "s1", limit=10)] == [a3]
+
+
+def test_turns_without_a_session_are_pending_per_owner(store: Store) -> None:
+    s1 = turn(store, "s1", "in a session")
+    sam1 = turn(store, None, "sam says one thing")
+    ann = turn(store, None, "ann says another", user="ann")
+    bot = turn(store, None, "sam talks to the bot", agent="bot")
+    sam2 = turn(store, None, "sam says more")
+    anon = turn(store, None, "nobody's turn", user=None)
+    turn(store, None, "elsewhere", namespace="other")
+    pending = store.pending_sessions("default")
+    assert [(p.session, p.user, p.agent, p.episodes) for p in pending] == [
+        ("s1", "sam", None, 1),
+        (None, "sam", None, 2),
+        (None, "ann", None, 1),
+        (None, "sam", "bot", 1),
+        (None, None, None, 1),
+    ]
+    assert [p.label for p in pending] == [
+        "s1", "(no session: user sam)", "(no session: user ann)",
+        "(no session: user sam, agent bot)", "(no session)",
+    ]  # fmt: skip
+    assert [(p.session, p.agent) for p in store.pending_sessions("default", user="sam")] == [
+        ("s1", None), (None, None), (None, "bot"),
+    ]  # fmt: skip
+    assert store.count_pending_sessions(["default"]) == 5
+    assert store.count_pending_sessions(["default", "other"]) == 6
+
+    def loose(user: str | None, agent: str | None = None, limit: int = 10) -> list[str]:
+        found = store.session_episodes("default", None, limit=limit, user=user, agent=agent)
+        return [e.id for e in found]
+
+    assert loose("sam") == [sam1, sam2] and loose("sam", limit=1) == [sam1]
+    assert loose("ann") == [ann] and loose("sam", "bot") == [bot] and loose(None) == [anon]
+    assert loose("nobody") == []
+    assert [e.id for e in store.session_episodes("default", "s1", limit=10)] == [s1]
+    assert store.claim_episodes("default", [sam1, sam2], now=T0) == 2
+    assert loose("sam") == [] and loose("ann") == [ann]
+    assert [p.label for p in store.pending_sessions("default", user="sam")] == [
+        "s1", "(no session: user sam, agent bot)",
+    ]  # fmt: skip
 
 
 def test_claims_stay_in_their_namespace_and_skip_facts(store: Store) -> None:

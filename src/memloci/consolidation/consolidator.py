@@ -1,6 +1,7 @@
 """Consolidation (layer: consolidation): a session's episodes → durable memories.
 
-For each pending session, oldest first, in batches of episodes:
+For each pending session, oldest first, in batches of episodes (the turns an owner stored
+without a session are consolidated the same way, as one group per owner):
 
 1. read the unconsolidated episodes and ask the extractor for facts, opinions,
    procedures and entities (no transaction is open while it thinks);
@@ -58,7 +59,7 @@ from memloci.models import (
 )
 from memloci.providers.base import Embedder, Vector, calibration_of
 from memloci.retrieval.query import document_text
-from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
+from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, PendingSession, Store
 from memloci.storage.rows import content_hash
 
 log = logging.getLogger("memloci.consolidation")
@@ -136,55 +137,68 @@ class Consolidator:
         self._known_cache: dict[tuple[str, str | None, str | None], list[MemoryNode]] = {}
 
     def run(
-        self, namespace: str, sessions: Sequence[str], *,
+        self, namespace: str, sessions: Sequence[str | PendingSession], *,
         keep_going: Callable[[], bool] | None = None, max_episodes: int | None = None,
     ) -> ConsolidationReport:  # fmt: skip
-        """Consolidate these sessions; errors are reported per session, never raised.
+        """Consolidate these sessions (ids, or entries of ``Store.pending_sessions``: one
+        whose ``session`` is None stands for the turns its owner stored without a
+        session); errors are reported per session, never raised.
         ``keep_going()`` is asked before each session (maintenance renews its lock).
         ``max_episodes`` caps the episodes read in this run (oldest first); what is left
         stays pending for the next run."""
         report = ConsolidationReport(
             namespace=namespace, extractor=getattr(self.extractor, "name", "")
         )
-        for session in sessions:
+        for target in sessions:
+            if isinstance(target, str):
+                target = PendingSession(namespace, target, None, None, 0)
+            label = target.label
             if keep_going is not None and not keep_going():
                 break
             if max_episodes is not None and report.episodes >= max_episodes:
                 break
             left = None if max_episodes is None else max_episodes - report.episodes
             try:
-                done = self.session(namespace, session, report, max_episodes=left)
+                done = self.session(namespace, target, report, max_episodes=left)
             except SessionTaken:
-                report.skipped.append(session)
+                report.skipped.append(label)
             except Exception as exc:  # the extractor is third-party code: contain it
                 if not isinstance(exc, MemlociError):
-                    log.warning("consolidating %s/%s failed", namespace, session, exc_info=True)
-                report.failed[session] = str(exc) or type(exc).__name__
+                    log.warning("consolidating %s/%s failed", namespace, label, exc_info=True)
+                report.failed[label] = str(exc) or type(exc).__name__
             else:
-                (report.sessions if done else report.skipped).append(session)
+                (report.sessions if done else report.skipped).append(label)
         return report
 
     def session(
-        self, namespace: str, session: str, report: ConsolidationReport, *,
+        self, namespace: str, target: PendingSession, report: ConsolidationReport, *,
         max_episodes: int | None = None,
     ) -> bool:  # fmt: skip
-        """Consolidate one session's pending episodes (at most ``max_episodes``); False
-        when none were pending. A session cut short by ``max_episodes`` is listed in
+        """Consolidate one session's pending episodes (at most ``max_episodes``), or
+        those its owner stored without a session (``target.session`` None); False when
+        none were pending. A session cut short by ``max_episodes`` is listed in
         ``report.partial`` and stays pending."""
+        session = target.session
         batches, left = 0, max_episodes
+
+        def pending(limit: int) -> list[MemoryNode]:
+            return self.store.session_episodes(
+                namespace, session, limit=limit, user=target.user, agent=target.agent
+            )
+
         while batches < MAX_BATCHES:
             room = EPISODE_BATCH if left is None else min(EPISODE_BATCH, left)
             if room <= 0:
-                report.partial.append(session)
+                report.partial.append(target.label)
                 break
             if left is None:
-                episodes = self.store.session_episodes(namespace, session, limit=room)
+                episodes = pending(room)
                 more = len(episodes) == room  # maybe: the next read tells
             else:  # read one more to know whether the session ends within the budget
-                episodes = self.store.session_episodes(namespace, session, limit=room + 1)
+                episodes = pending(room + 1)
                 more, episodes = len(episodes) > room, episodes[:room]
             if not episodes:
-                if batches:  # the last batch was full: record the session on its own
+                if batches and session is not None:  # the last batch was full: record it
                     now = utcnow()
                     self.store.finish_session(namespace, session, user=None, agent=None, now=now)
                 break
@@ -203,7 +217,8 @@ class Consolidator:
 
     # ------------------------------------------------------------------ one batch
     def _batch(
-        self, ns: str, session: str, episodes: list[MemoryNode], report: ConsolidationReport,
+        self, ns: str, session: str | None, episodes: list[MemoryNode],
+        report: ConsolidationReport,
         *, last: bool,
     ) -> None:  # fmt: skip
         current = [e for e in episodes if e.valid_until is None]
@@ -230,13 +245,13 @@ class Consolidator:
         with self.store.batch(), self.store.exclusive(fact_lock(ns)):
             claimed = self.store.claim_episodes(ns, [e.id for e in episodes], now=now)
             if claimed != len(episodes):
-                raise SessionTaken(session)
+                raise SessionTaken(session or "")
             entities = self._entities(run, extraction)
             for (fact, text), vector in zip(facts, vectors, strict=True):
                 self._fact(run, fact, text, vector, current or episodes, session, entities)
             if run.edges:
                 self.store.insert_edges(run.edges)
-            if last:
+            if last and session is not None:
                 self.store.finish_session(ns, session, user=owner.user, agent=owner.agent, now=now)
         report.episodes += len(episodes)
         report.entities_created += len(resolver.created)
@@ -289,7 +304,7 @@ class Consolidator:
     # ------------------------------------------------------------------ one fact
     def _fact(
         self, run: _Run, fact: ExtractedFact, text: str, vector: Vector | None,
-        episodes: list[MemoryNode], session: str, entities: dict[str, Entity],
+        episodes: list[MemoryNode], session: str | None, entities: dict[str, Entity],
     ) -> None:  # fmt: skip
         by_id = {e.id: e for e in episodes}
         sources = [by_id[i] for i in fact.source_ids if i in by_id] or episodes
@@ -323,7 +338,8 @@ class Consolidator:
     def _store_fact(
         self, run: _Run, fact: ExtractedFact, text: str, vector: Vector | None, key: str | None,
         made_key: tuple[object, ...] | None, made_text: tuple[object, ...],
-        types: tuple[NodeType, ...], scope: Scope, sources: list[MemoryNode], session: str,
+        types: tuple[NodeType, ...], scope: Scope, sources: list[MemoryNode],
+        session: str | None,
     ) -> MemoryNode:  # fmt: skip
         ns, first = run.namespace, sources[0]
         if made_text in run.made:  # said twice in this batch
@@ -381,7 +397,7 @@ class Consolidator:
 
     def _node(
         self, run: _Run, fact: ExtractedFact, text: str, key: str | None, scope: Scope,
-        sources: list[MemoryNode], session: str,
+        sources: list[MemoryNode], session: str | None,
     ) -> MemoryNode:  # fmt: skip
         ntype, first = fact.node_type, sources[0]
         when = max(s.event_time for s in sources)

@@ -164,7 +164,7 @@ class Maintenance:
     def _consolidate(self, report: MaintenanceReport, ns: str) -> None:
         if self.consolidator is None:
             return
-        sessions = [p.session for p in self.store.pending_sessions(ns)]
+        sessions = self.store.pending_sessions(ns)  # turns without a session too, per owner
         if sessions:
             report.add(self.consolidator.run(ns, sessions, keep_going=self.renew))
 

@@ -75,6 +75,8 @@ def consolidate(
 ) -> None:
     """Turn pending conversation sessions into facts, opinions and procedures.
 
+    The turns a user stored without a session count as one session of their own.
+
     With a role file: its store and namespace, its model as the extractor (the one
     `memloci chat` uses, or consolidation.model_override) and at most
     consolidation.max_episodes_per_run episodes, oldest first."""
@@ -96,27 +98,40 @@ def consolidate(
         from memloci.consolidation.rules import RuleExtractor
 
         extractor = RuleExtractor() if rules else None
+        # (session, user, label): a session, or the turns a user stored without one
+        sessions: list[tuple[str | None, str | None, str]] = []
         if session is not None:
-            sessions = [session]
+            sessions = [(session, None, session)]
         else:
             pending = m._call(service.pending_sessions(namespace=ns, user=user))
-            sessions = [p.session for p in pending]
+            loose = {p.user: p.label for p in pending if p.session is None}
+            if None in loose:  # turns of no user: one run takes every owner's
+                loose = {user: "(no session)"}
+            sessions = [(p.session, None, p.session) for p in pending if p.session is not None]
+            sessions += [(None, uid, label) for uid, label in loose.items()]
         from memloci.consolidation.consolidator import ConsolidationReport
 
         total = ConsolidationReport(namespace=ns)
         rows: list[tuple[str, ConsolidationReport]] = []
         with progress_bar(quiet=as_json or len(sessions) < 2) as bar:
             task = bar.add_task("Consolidating", total=len(sessions))
-            for sid in sessions:
+            for sid, uid, label in sessions:
                 left = None if cap is None else cap - total.episodes
                 if left is not None and left <= 0:
                     break
                 report = m._call(
-                    service.consolidate(sid, namespace=ns, extractor=extractor, max_episodes=left)
+                    service.consolidate(
+                        sid,
+                        namespace=ns,
+                        user=uid,
+                        extractor=extractor,
+                        max_episodes=left,
+                        without_session=sid is None,
+                    )
                 )
                 total.extractor = report.extractor
                 total.merge(report)
-                rows.append((sid, report))
+                rows.append((label, report))
                 bar.advance(task)
     waiting = len(sessions) - len(rows) + len(total.partial)
     if as_json:

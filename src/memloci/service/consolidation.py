@@ -197,18 +197,22 @@ class ConsolidationMixin(ServiceCore):
     async def consolidate(
         self, session: str | None = None, *, namespace: str | None = None,
         user: str | None = None, extractor: Extractor | None = None,
-        max_episodes: int | None = None,
+        max_episodes: int | None = None, without_session: bool = False,
     ) -> ConsolidationReport:  # fmt: skip
         """Turn unconsolidated episodes into facts, opinions and procedures.
 
-        One session, or every pending session (of ``user``, if given), oldest first.
-        Each batch of episodes is stored in one transaction with its ``derived_from``
-        edges, entities and supersessions; a consolidated session is skipped, so running
-        it twice creates nothing new. A session whose extraction fails stays pending and
-        is listed in ``failed``. ``max_episodes`` caps the episodes read by this call
-        (a role's ``consolidation.max_episodes_per_run``); the rest stay pending."""
+        One session, or every pending session (of ``user``, if given), oldest first;
+        the turns an owner stored without a session count as one session of their own
+        (``without_session=True``: only those). Each batch of episodes is stored in one
+        transaction with its ``derived_from`` edges, entities and supersessions; a
+        consolidated session is skipped, so running it twice creates nothing new. A
+        session whose extraction fails stays pending and is listed in ``failed``.
+        ``max_episodes`` caps the episodes read by this call (a role's
+        ``consolidation.max_episodes_per_run``); the rest stay pending."""
         ns, sid, uid = self._ns(namespace), v.ident(session), v.ident(user, "user")
         cap = None if max_episodes is None else v.limit(max_episodes, "max_episodes", 100_000)
+        if without_session and sid is not None:
+            raise ValidationError("pass a session or without_session=True, not both")
         from memloci.consolidation.base import Extractor
 
         if extractor is not None and not isinstance(extractor, Extractor):
@@ -217,22 +221,27 @@ class ConsolidationMixin(ServiceCore):
             )
         return await self._run(
             self.consolidate_now, sid, namespace=ns, user=uid, extractor=extractor,
-            max_episodes=cap,
+            max_episodes=cap, without_session=bool(without_session),
         )  # fmt: skip
 
     def consolidate_now(
         self, session: str | None = None, *, namespace: str, user: str | None = None,
         extractor: Extractor | None = None, max_episodes: int | None = None,
+        without_session: bool = False,
     ) -> ConsolidationReport:  # fmt: skip
         """:meth:`consolidate` in the caller's thread (arguments already validated)."""
+        sessions: list[str | PendingSession]
         if session is not None:
             sessions = [session]
         else:
-            sessions = [p.session for p in self.store.pending_sessions(namespace, user=user)]
+            sessions = [
+                p for p in self.store.pending_sessions(namespace, user=user)
+                if p.session is None or not without_session
+            ]  # fmt: skip
         return self._consolidate_sessions(namespace, sessions, extractor, max_episodes)
 
     def _consolidate_sessions(
-        self, ns: str, sessions: list[str], extractor: Extractor | None = None,
+        self, ns: str, sessions: list[str | PendingSession], extractor: Extractor | None = None,
         max_episodes: int | None = None, keep_going: Callable[[], bool] | None = None,
     ) -> ConsolidationReport:  # fmt: skip
         report = self._consolidator(extractor).run(
@@ -248,7 +257,8 @@ class ConsolidationMixin(ServiceCore):
     async def pending_sessions(
         self, *, namespace: str | None = None, user: str | None = None, limit: int = 1000
     ) -> list[PendingSession]:
-        """Sessions with conversation turns not consolidated yet, oldest first."""
+        """Sessions with conversation turns not consolidated yet, oldest first; per
+        owner, the turns stored without a session are one entry (``session`` None)."""
         ns, uid, lim = self._ns(namespace), v.ident(user, "user"), v.limit(limit, "limit", 100_000)
         return await self._run(self.store.pending_sessions, ns, user=uid, limit=lim)
 
@@ -312,8 +322,8 @@ class ConsolidationMixin(ServiceCore):
         pending = self.store.pending_sessions(ns, user=user)
         with self._switch_lock():
             current = self._sessions().get((ns, user, agent))
-        sessions = [
-            p.session for p in pending
+        sessions: list[str | PendingSession] = [
+            p for p in pending
             if p.session != current and p.user == user and p.agent == agent
         ]  # fmt: skip
         if sessions:

@@ -106,13 +106,45 @@ class PendingEmbedding:
 
 @dataclass(frozen=True)
 class PendingSession:
-    """A session with episodes not consolidated yet (``episodes`` of them)."""
+    """A session with episodes not consolidated yet (``episodes`` of them). ``session``
+    None: the turns ``user`` and ``agent`` stored without a session, one such group per
+    owner (consolidated like a session of their own)."""
 
     namespace: str
-    session: str
+    session: str | None
     user: str | None
     agent: str | None
     episodes: int
+
+    @property
+    def label(self) -> str:
+        """The session id, or for turns stored without one ``(no session: user u1)``."""
+        if self.session is not None:
+            return self.session
+        owner = ", ".join(
+            f"{kind} {who}" for kind, who in (("user", self.user), ("agent", self.agent)) if who
+        )
+        return f"(no session: {owner})" if owner else "(no session)"
+
+
+def pending_groups(
+    namespace: str, rows: Sequence[tuple[str | None, str | None, str | None, int]]
+) -> list[PendingSession]:
+    """``pending_sessions`` from rows ``(session, user, agent, episodes)`` oldest first:
+    one entry per session (users may share a session id; the first owner seen names
+    it), and one per owner for the turns stored without a session."""
+    out: dict[object, PendingSession] = {}
+    for session, uid, aid, count in rows:
+        key: object = session if session is not None else (uid, aid)
+        known = out.get(key)
+        if known is None:
+            out[key] = PendingSession(namespace, session, uid, aid, int(count))
+        else:
+            out[key] = PendingSession(
+                namespace, session, known.user or uid, known.agent or aid,
+                known.episodes + int(count),
+            )  # fmt: skip
+    return list(out.values())
 
 
 @dataclass(frozen=True)
@@ -326,12 +358,22 @@ class Store(Protocol):
     def pending_sessions(
         self, namespace: str, *, user: str | None = None, limit: int = 1000
     ) -> list[PendingSession]:
-        """Sessions with unconsolidated episodes, oldest first."""
+        """Sessions with unconsolidated episodes, oldest first, and per owner the
+        unconsolidated turns stored without a session (``session`` None); see
+        :func:`pending_groups`."""
         ...
 
-    def count_pending_sessions(self, namespaces: Sequence[str]) -> int: ...
-    def session_episodes(self, namespace: str, session: str, *, limit: int) -> list[MemoryNode]:
-        """Unconsolidated episodes of a session (forgotten ones too), oldest first."""
+    def count_pending_sessions(self, namespaces: Sequence[str]) -> int:
+        """How many entries :meth:`pending_sessions` would list over ``namespaces``."""
+        ...
+
+    def session_episodes(
+        self, namespace: str, session: str | None, *, limit: int,
+        user: str | None = None, agent: str | None = None,
+    ) -> list[MemoryNode]:  # fmt: skip
+        """Unconsolidated episodes of a session (forgotten ones too), oldest first;
+        ``session`` None: those ``user`` and ``agent`` (exactly: None is no user) stored
+        without a session."""
         ...
 
     def claim_episodes(self, namespace: str, ids: Sequence[str], *, now: datetime) -> int:

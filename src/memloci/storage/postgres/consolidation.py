@@ -13,14 +13,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memloci.models import Entity, MemoryNode, NodeType
-from memloci.storage.base import DecayCandidate, DecayUpdate, PendingSession
+from memloci.storage.base import DecayCandidate, DecayUpdate, PendingSession, pending_groups
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.records import ENTITY_COLS, NODE_COLS, entity_from_row
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row
 from memloci.storage.sqlfilter import ts
 
-# matches the partial index nodes_unconsolidated
-_PENDING = "n.type = 'episodic' AND n.consolidated_at IS NULL AND n.session_id IS NOT NULL"
+# matches the partial index nodes_unconsolidated (turns with or without a session)
+_PENDING = "n.type = 'episodic' AND n.consolidated_at IS NULL"
 
 
 class PostgresConsolidation(PostgresBase):
@@ -53,36 +53,40 @@ class PostgresConsolidation(PostgresBase):
         sql += " GROUP BY n.session_id, n.user_id, n.agent_id ORDER BY min(n.seq) LIMIT %s"
         with self._reading() as c:
             rows = c.execute(sql, [*params, limit]).fetchall()
-        out: dict[str, PendingSession] = {}
-        for session, uid, aid, count, _ in rows:  # one entry per session, oldest first
-            if session in out:
-                known = out[session]
-                out[session] = PendingSession(
-                    namespace, session, known.user or uid, known.agent or aid,
-                    known.episodes + count,
-                )  # fmt: skip
-            else:
-                out[session] = PendingSession(namespace, session, uid, aid, int(count))
-        return list(out.values())
+        return pending_groups(namespace, [r[:4] for r in rows])
 
     def count_pending_sessions(self, namespaces: Sequence[str]) -> int:
         nss = list(namespaces)
         if not nss:
             return 0
+        # one per session, and per owner for the turns stored without one (pending_groups)
+        owner = "CASE WHEN n.session_id IS NULL THEN n.{} END"
         with self._reading() as c:
             row = c.execute(
-                "SELECT count(DISTINCT n.session_id) FROM nodes n WHERE n.namespace = ANY(%s)"
-                f" AND {_PENDING}",
+                "SELECT count(*) FROM (SELECT DISTINCT n.namespace, n.session_id,"
+                f" {owner.format('user_id')}, {owner.format('agent_id')} FROM nodes n"
+                f" WHERE n.namespace = ANY(%s) AND {_PENDING}) groups",
                 (nss,),
             ).fetchone()
         return int(row[0])
 
-    def session_episodes(self, namespace: str, session: str, *, limit: int) -> list[MemoryNode]:
+    def session_episodes(
+        self, namespace: str, session: str | None, *, limit: int,
+        user: str | None = None, agent: str | None = None,
+    ) -> list[MemoryNode]:  # fmt: skip
+        if session is None:
+            which = (
+                "n.session_id IS NULL AND n.user_id IS NOT DISTINCT FROM %s"
+                " AND n.agent_id IS NOT DISTINCT FROM %s"
+            )
+            params: list[Any] = [user, agent]
+        else:
+            which, params = "n.session_id = %s", [session]
         with self._reading() as c:
             rows = c.execute(
-                f"SELECT {NODE_COLS} FROM nodes n WHERE n.namespace = %s AND n.session_id = %s"
+                f"SELECT {NODE_COLS} FROM nodes n WHERE n.namespace = %s AND {which}"
                 f" AND {_PENDING} ORDER BY n.seq LIMIT %s",
-                (namespace, session, limit),
+                (namespace, *params, limit),
             ).fetchall()
         return [node_from_row(r) for r in rows]
 

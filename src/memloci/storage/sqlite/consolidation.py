@@ -3,7 +3,8 @@ claims, decay anchors, entity name vectors, causal-pair cursor and named locks.
 
 Episodes carry their own ``consolidated_at`` mark; a session is pending while any of its
 episodes is unmarked (partial index ``nodes_unconsolidated``), so a resumed session only
-has its new turns consolidated. ``consolidation_state`` records when a session was first
+has its new turns consolidated. Turns stored without a session are pending the same way,
+grouped by owner. ``consolidation_state`` records when a session was first
 seen, who it belongs to and when it was last consolidated.
 """
 
@@ -14,15 +15,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memloci.models import Entity, MemoryNode, NodeType
-from memloci.storage.base import DecayCandidate, DecayUpdate, PendingSession
+from memloci.storage.base import DecayCandidate, DecayUpdate, PendingSession, pending_groups
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row
 from memloci.storage.sqlfilter import ts
 from memloci.storage.sqlite.base import SQLiteBase, chunks, qs
 from memloci.storage.sqlite.records import _ENTITY_COLS, _entity_from_row
 
 _NODE_COLS = ", ".join("n." + c for c in NODE_COLUMNS)
-# matches the partial index nodes_unconsolidated
-_PENDING = "n.type = 'episodic' AND n.consolidated_at IS NULL AND n.session_id IS NOT NULL"
+# matches the partial index nodes_unconsolidated (turns with or without a session)
+_PENDING = "n.type = 'episodic' AND n.consolidated_at IS NULL"
 
 
 class SQLiteConsolidation(SQLiteBase):
@@ -54,36 +55,36 @@ class SQLiteConsolidation(SQLiteBase):
         sql += " GROUP BY n.session_id, n.user_id, n.agent_id ORDER BY min(n.rowid) LIMIT ?"
         with self._reading() as c:
             rows = c.execute(sql, [*params, limit]).fetchall()
-        out: dict[str, PendingSession] = {}
-        for session, uid, aid, count, _ in rows:  # one entry per session, oldest first
-            if session in out:
-                known = out[session]
-                out[session] = PendingSession(
-                    namespace, session, known.user or uid, known.agent or aid,
-                    known.episodes + count,
-                )  # fmt: skip
-            else:
-                out[session] = PendingSession(namespace, session, uid, aid, count)
-        return list(out.values())
+        return pending_groups(namespace, [r[:4] for r in rows])
 
     def count_pending_sessions(self, namespaces: Sequence[str]) -> int:
         nss = list(namespaces)
         if not nss:
             return 0
+        # one per session, and per owner for the turns stored without one (pending_groups)
+        owner = "CASE WHEN n.session_id IS NULL THEN n.{} END"
         with self._reading() as c:
             row = c.execute(
-                f"SELECT count(DISTINCT n.session_id) FROM nodes n WHERE n.namespace IN ({qs(nss)})"
-                f" AND {_PENDING}",
+                "SELECT count(*) FROM (SELECT DISTINCT n.namespace, n.session_id,"
+                f" {owner.format('user_id')}, {owner.format('agent_id')} FROM nodes n"
+                f" WHERE n.namespace IN ({qs(nss)}) AND {_PENDING})",
                 nss,
             ).fetchone()
         return int(row[0])
 
-    def session_episodes(self, namespace: str, session: str, *, limit: int) -> list[MemoryNode]:
+    def session_episodes(
+        self, namespace: str, session: str | None, *, limit: int,
+        user: str | None = None, agent: str | None = None,
+    ) -> list[MemoryNode]:  # fmt: skip
+        which, params = "n.session_id = ?", [session]
+        if session is None:  # the owner's turns stored without a session
+            which = "n.session_id IS NULL AND n.user_id IS ? AND n.agent_id IS ?"
+            params = [user, agent]
         with self._reading() as c:
             rows = c.execute(
-                f"SELECT {_NODE_COLS} FROM nodes n WHERE n.namespace = ? AND n.session_id = ?"
+                f"SELECT {_NODE_COLS} FROM nodes n WHERE n.namespace = ? AND {which}"
                 f" AND {_PENDING} ORDER BY n.rowid LIMIT ?",
-                (namespace, session, limit),
+                (namespace, *params, limit),
             ).fetchall()
         return [node_from_row(r) for r in rows]
 
