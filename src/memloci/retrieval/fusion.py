@@ -71,6 +71,7 @@ PRIOR_BACKGROUND = 0.2  # MiniLM-class cosine of unrelated sentences (0.0-0.2)
 MIN_BACKGROUND = 10  # candidates needed before the list's own median is the background
 NAME_ONLY = 0.5  # evidence of each memory of a named entity when the rest matches none
 ASKS_ONLY = 0.5  # what a memory that only asks a question keeps of its score
+OTHER_PERSON = 0.7  # what another person's memory keeps when the query names one speaker
 IN_WINDOW = 0.5  # least evidence of a time-list match when the query names a narrow window
 NARROW = timedelta(days=62)  # a window this short is narrow ("on 1 May", "in May 2023")
 
@@ -240,6 +241,22 @@ def discount_questions(fused: list[Fused], asks: set[str]) -> list[Fused]:
         if entry.id in asks:
             entry.score *= ASKS_ONLY
             entry.note = f"asks, does not tell (×{ASKS_ONLY:g})"
+    return sorted(fused, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
+
+
+def favour_person(fused: list[Fused], people: Mapping[str, str | None], person: str) -> list[Fused]:
+    """The query names one person who speaks (or is the subject of) memories here: a
+    question about someone is answered mostly by what they said, or what is known of
+    them (on the LoCoMo dev turns, 96 % of the evidence of a question that names one of
+    the two speakers is that speaker's own turns). A memory said by, or about, someone
+    else (``people``: id → speaker or subject) keeps :data:`OTHER_PERSON` of its score;
+    memories of no one keep theirs. Best first again."""
+    for entry in fused:
+        other = people.get(entry.id)
+        if other and other != person:
+            entry.score *= OTHER_PERSON
+            note = f"said by another person than {person} (×{OTHER_PERSON:g})"
+            entry.note = "; ".join(filter(None, [entry.note, note]))
     return sorted(fused, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 
 

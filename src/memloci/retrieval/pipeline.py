@@ -26,7 +26,7 @@ order and says so.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -35,13 +35,14 @@ import numpy.typing as npt
 
 from memloci.config import Settings
 from memloci.errors import ProviderError, ValidationError
-from memloci.models import EdgeType, MemoryNode, SearchHit, SourceType
+from memloci.models import EdgeType, Entity, MemoryNode, SearchHit, SourceType
 from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import (
     Fused,
     Group,
     discount_questions,
+    favour_person,
     fuse_lists,
     rerank,
     session_context,
@@ -68,6 +69,7 @@ RECIPES: dict[str, tuple[str, ...]] = {
 _RAW = {"fulltext": "bm25", "vector": "cosine", "rerank": "p"}
 REFINED = ("hybrid", "core")  # get the last stages (questions, reranker); baselines stay as is
 QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discounted)
+PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_person)
 log = logging.getLogger(__name__)
 _LABELS = {
     "fulltext": "full text",
@@ -170,6 +172,13 @@ class Retriever:
         refined = recipe in REFINED
         head = fused[: max(want, QUESTION_WINDOW) if refined else want]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
+        person = named_person(named, nodes.values()) if refined else None
+        if person is not None:  # a wider head, so their memories further down move up
+            wider = [f.id for f in fused[len(head) : PERSON_WINDOW]]
+            nodes |= {m.id: m for m in self.store.get_nodes(flt.namespaces, wider)}
+            head = fused[: len(head) + len(wider)]
+            people = {i: m.speaker or m.subject for i, m in nodes.items()}
+            head = favour_person(head, people, person)
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
         top = [f for f in discount_questions(head, asks) if f.id in nodes]
         if "graph" in strategies:  # the sessions (or days) of the best hits
@@ -315,3 +324,14 @@ def _hit(node: MemoryNode, fused: Fused, graph: GraphLists) -> SearchHit:
     return SearchHit(
         memory=node, score=round(fused.score, 4), strategies=fused.ranks, why="; ".join(parts)
     )
+
+
+def named_person(named: Sequence[tuple[str, Entity]], nodes: Iterable[MemoryNode]) -> str | None:
+    """The one person the query names (``named``: the entities it names) who speaks, or
+    is the subject of, some of ``nodes``, as their memories name them; None when it
+    names none of them or several."""
+    if not named:
+        return None
+    names = {n.casefold() for _, e in named for n in (e.canonical_name, *e.aliases)}
+    found = {p for m in nodes if (p := m.speaker or m.subject) and p.casefold() in names}
+    return found.pop() if len(found) == 1 else None
