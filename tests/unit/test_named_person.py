@@ -99,3 +99,31 @@ def test_a_fact_about_the_named_person_comes_before_one_about_another(
     m.flush()
     hits = m.search("What kind of dog does Ana own?", user="u1", k=3)
     assert hits[0].memory.subject == "Ana"
+
+
+@pytest.mark.slow
+@both_backends
+def test_a_speaker_labelled_by_role_is_known_by_the_name_they_are_called(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker links the `user` label's turns to "Alice" (the assistant calls them
+    so): a question about Alice favours them, and `why` says her name."""
+    m = make_memory(embedder="local")
+    pairs = [
+        ("I adopted a rescue dog last spring, she is a shy greyhound.",
+         "That's great, Alice! My dog is a big friendly labrador who loves other dogs."),
+        ("I finished my pottery class.", "Yum, Alice."),
+        ("My sister lives in Porto.", "Hey Alice, do you visit her?"),
+    ]  # fmt: skip
+    for said, reply in pairs:
+        m.add(said, user="u1", session="s1", speaker="user")
+        m.add(reply, user="u1", session="s1", speaker="assistant")
+        assert m.flush(20)  # batch by batch: the name is known after the third call
+    query = "What kind of dog does Alice own?"
+    hits = m.search(query, user="u1", k=3)
+    assert hits[0].memory.speaker == "user" and "greyhound" in hits[0].memory.content
+    other = next(h for h in hits if h.memory.speaker == "assistant")
+    assert other.why.endswith(f"said by another person than Alice (×{OTHER_PERSON:g})")
+    monkeypatch.setattr(fusion, "OTHER_PERSON", 1.0)
+    plain = {h.memory.id: h.score for h in m.search(query, user="u1", k=3)}
+    assert other.score == pytest.approx(plain[other.memory.id] * OTHER_PERSON, abs=0.01)

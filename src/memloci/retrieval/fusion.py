@@ -244,18 +244,21 @@ def discount_questions(fused: list[Fused], asks: set[str]) -> list[Fused]:
     return sorted(fused, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 
 
-def favour_person(fused: list[Fused], people: Mapping[str, str | None], person: str) -> list[Fused]:
+def favour_person(
+    fused: list[Fused], people: Mapping[str, str | None], person: str, name: str | None = None
+) -> list[Fused]:
     """The query names one person who speaks (or is the subject of) memories here: a
     question about someone is answered mostly by what they said, or what is known of
     them (on the LoCoMo dev turns, 96 % of the evidence of a question that names one of
     the two speakers is that speaker's own turns). A memory said by, or about, someone
     else (``people``: id → speaker or subject) keeps :data:`OTHER_PERSON` of its score;
-    memories of no one keep theirs. Best first again."""
+    memories of no one keep theirs. ``name``: what the query calls ``person`` (a label
+    such as ``user`` is called by a name), said in ``why``. Best first again."""
     for entry in fused:
         other = people.get(entry.id)
         if other and other != person:
             entry.score *= OTHER_PERSON
-            note = f"said by another person than {person} (×{OTHER_PERSON:g})"
+            note = f"said by another person than {name or person} (×{OTHER_PERSON:g})"
             entry.note = "; ".join(filter(None, [entry.note, note]))
     return sorted(fused, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 

@@ -70,6 +70,7 @@ _RAW = {"fulltext": "bm25", "vector": "cosine", "rerank": "p"}
 REFINED = ("hybrid", "core")  # get the last stages (questions, reranker); baselines stay as is
 QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discounted)
 PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_person)
+CALLED_MIN, CALLED_SHARE = 3, 0.9  # a label is the named person's (see Retriever._person)
 log = logging.getLogger(__name__)
 _LABELS = {
     "fulltext": "full text",
@@ -172,13 +173,13 @@ class Retriever:
         refined = recipe in REFINED
         head = fused[: max(want, QUESTION_WINDOW) if refined else want]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
-        person = named_person(named, nodes.values()) if refined else None
+        person = self._person(flt, named, nodes) if refined and named else None
         if person is not None:  # a wider head, so their memories further down move up
             wider = [f.id for f in fused[len(head) : PERSON_WINDOW]]
             nodes |= {m.id: m for m in self.store.get_nodes(flt.namespaces, wider)}
             head = fused[: len(head) + len(wider)]
             people = {i: m.speaker or m.subject for i, m in nodes.items()}
-            head = favour_person(head, people, person)
+            head = favour_person(head, people, *person)
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
         top = [f for f in discount_questions(head, asks) if f.id in nodes]
         if "graph" in strategies:  # the sessions (or days) of the best hits
@@ -204,6 +205,36 @@ class Retriever:
                 h.model_copy(update={"why": f"{h.why}; {note}" if h.why else note}) for h in hits
             ]
         return hits
+
+    def _person(
+        self, flt: NodeFilter, named: Sequence[tuple[str, Entity]], nodes: dict[str, MemoryNode]
+    ) -> tuple[str, str] | None:
+        """The one person the query names, as ``nodes`` (the best hits) label them, and
+        the name the query calls them by: by
+        their name (:func:`named_person`), else the one speaker label of at least
+        :data:`CALLED_MIN` of them whose memories are nearly all (:data:`CALLED_SHARE`)
+        linked to a named entity — a speaker labelled `user` or by a handle, whose turns
+        the worker linked to the name the other speaker calls them by ("Thanks, Mel!")."""
+        person = named_person(named, nodes.values())
+        if person is not None:
+            return person, person
+        by_label: dict[str, list[str]] = {}
+        for m in nodes.values():
+            if m.speaker:
+                by_label.setdefault(m.speaker, []).append(m.id)
+        if len(by_label) < 2:
+            return None
+        links = self.store.linked_nodes(flt, list(nodes), [e.id for _, e in named])
+        called = [
+            label for label, ids in by_label.items()
+            if len(ids) >= CALLED_MIN and sum(i in links for i in ids) >= CALLED_SHARE * len(ids)
+        ]  # fmt: skip
+        if len(called) != 1:
+            return None
+        label = called[0]
+        names = {e for i in by_label[label] for e in links.get(i, ())}
+        shown = [e.canonical_name for _, e in named if e.id in names]
+        return label, shown[0] if len(shown) == 1 else label
 
     def _said_once(
         self, head: list[Fused], nodes: dict[str, MemoryNode], flt: NodeFilter
