@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from memloci.config import Settings
 from memloci.errors import ProviderError, ValidationError
-from memloci.models import EdgeType, Entity, MemoryNode, SearchHit, SourceType
+from memloci.models import EdgeType, Entity, EntityType, MemoryNode, SearchHit, SourceType
 from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import (
@@ -213,18 +213,19 @@ class Retriever:
         the name the query calls them by: by
         their name (:func:`named_person`), else the one speaker label of at least
         :data:`CALLED_MIN` of them whose memories are nearly all (:data:`CALLED_SHARE`)
-        linked to a named entity — a speaker labelled `user` or by a handle, whose turns
+        linked to a named person — a speaker labelled `user` or by a handle, whose turns
         the worker linked to the name the other speaker calls them by ("Thanks, Mel!")."""
         person = named_person(named, nodes.values())
         if person is not None:
             return person, person
+        people = [e.id for _, e in named if e.type is EntityType.PERSON]
         by_label: dict[str, list[str]] = {}
         for m in nodes.values():
             if m.speaker:
                 by_label.setdefault(m.speaker, []).append(m.id)
-        if len(by_label) < 2:
+        if not people or len(by_label) < 2:
             return None
-        links = self.store.linked_nodes(flt, list(nodes), [e.id for _, e in named])
+        links = self.store.linked_nodes(flt, list(nodes), people)
         called = [
             label for label, ids in by_label.items()
             if len(ids) >= CALLED_MIN and sum(i in links for i in ids) >= CALLED_SHARE * len(ids)
