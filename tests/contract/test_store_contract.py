@@ -206,6 +206,17 @@ def test_get_nodes_keeps_requested_order_and_skips_unknown(store: Store) -> None
     assert store.get_nodes("default", []) == []
 
 
+def test_people_of_names_the_speaker_else_the_subject(store: Store) -> None:
+    said = store.insert_node(make_node("I moved to Lisbon", speaker="Ana", subject="Lisbon"))
+    fact = store.insert_node(make_node("Ben owns a labrador", subject="Ben"))
+    nobody = store.insert_node(make_node("a memory of no one"))
+    elsewhere = store.insert_node(make_node("said elsewhere", namespace="other", speaker="Cy"))
+    ids = [said.id, fact.id, nobody.id, elsewhere.id, "unknown1"]
+    assert store.people_of("default", ids) == {said.id: "Ana", fact.id: "Ben"}
+    assert store.people_of(["default", "other"], [elsewhere.id]) == {elsewhere.id: "Cy"}
+    assert store.people_of("default", []) == {}
+
+
 def test_insert_nodes_batch(store: Store) -> None:
     batch = [make_node(f"batch memory {i}", when=at(i)) for i in range(5)]
     store.insert_nodes(batch)

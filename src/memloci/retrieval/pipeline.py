@@ -174,12 +174,14 @@ class Retriever:
         head = fused[: max(want, QUESTION_WINDOW) if refined else want]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
         person = self._person(flt, named, nodes) if refined and named else None
-        if person is not None:  # a wider head, so their memories further down move up
-            wider = [f.id for f in fused[len(head) : PERSON_WINDOW]]
-            nodes |= {m.id: m for m in self.store.get_nodes(flt.namespaces, wider)}
-            head = fused[: len(head) + len(wider)]
-            people = {i: m.speaker or m.subject for i, m in nodes.items()}
-            head = favour_person(head, people, *person)
+        if person is not None:  # over a wider head, so their memories further down move up
+            wide = fused[:PERSON_WINDOW]
+            people = self.store.people_of(flt.namespaces, [f.id for f in wide[len(head) :]])
+            people |= {i: p for i, m in nodes.items() if (p := m.speaker or m.subject)}
+            fused = favour_person(wide, people, *person) + fused[len(wide) :]
+            head = fused[: len(head)]
+            risen = [f.id for f in head if f.id not in nodes]
+            nodes |= {m.id: m for m in self.store.get_nodes(flt.namespaces, risen)}
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
         top = [f for f in discount_questions(head, asks) if f.id in nodes]
         if "graph" in strategies:  # the sessions (or days) of the best hits

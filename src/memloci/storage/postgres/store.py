@@ -188,6 +188,18 @@ class PostgresStore(
         out = {node.id: node for node in map(node_from_row, rows)}
         return [out[i] for i in ids if i in out]
 
+    def people_of(self, namespace: str | Sequence[str], ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        nss = [namespace] if isinstance(namespace, str) else list(namespace)
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT n.id, coalesce(n.speaker, n.subject) FROM nodes n WHERE n.id = ANY(%s)"
+                " AND n.namespace = ANY(%s) AND coalesce(n.speaker, n.subject) IS NOT NULL",
+                (list(ids), nss),
+            ).fetchall()
+        return {str(i): str(who) for i, who in rows}
+
     def list_nodes(
         self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created"
     ) -> list[MemoryNode]:

@@ -145,6 +145,20 @@ class SQLiteStore(
                 out[node.id] = node
         return [out[i] for i in ids if i in out]
 
+    def people_of(self, namespace: str | Sequence[str], ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        nss = [namespace] if isinstance(namespace, str) else list(namespace)
+        with self._reading() as c:
+            return dict(
+                c.execute(
+                    "SELECT n.id, coalesce(n.speaker, n.subject) FROM json_each(?) j"
+                    " CROSS JOIN nodes n ON n.id = j.value WHERE +n.namespace IN"
+                    f" ({qs(nss)}) AND coalesce(n.speaker, n.subject) IS NOT NULL",
+                    [json.dumps(list(ids)), *nss],
+                ).fetchall()
+            )
+
     def list_nodes(
         self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created"
     ) -> list[MemoryNode]:
