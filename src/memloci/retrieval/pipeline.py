@@ -212,11 +212,11 @@ class Retriever:
         self, flt: NodeFilter, named: Sequence[tuple[str, Entity]], nodes: dict[str, MemoryNode]
     ) -> tuple[str, str] | None:
         """The one person the query names, as ``nodes`` (the best hits) label them, and
-        the name the query calls them by: by
-        their name (:func:`named_person`), else the one speaker label of at least
-        :data:`CALLED_MIN` of them whose memories are nearly all (:data:`CALLED_SHARE`)
-        linked to a named person — a speaker labelled `user` or by a handle, whose turns
-        the worker linked to the name the other speaker calls them by ("Thanks, Mel!")."""
+        the name the query calls them by: by their name (:func:`named_person`), else the
+        one speaker label of at least :data:`CALLED_MIN` of them whose memories are
+        nearly all (:data:`CALLED_SHARE`) linked to a named person — a speaker labelled
+        `user` or by a handle, whose turns the worker linked to the name the other
+        speaker calls them by ("Thanks, Mel!"). None when there is no such one person."""
         person = named_person(named, nodes.values())
         if person is not None:
             return person, person
