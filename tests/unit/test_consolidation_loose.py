@@ -1,6 +1,6 @@
 """Turns stored without a session are consolidated too: per owner, like a session of
-their own, by ``consolidate``, maintenance, the owner's next session and ``memloci
-memory consolidate``; once, even when two runs race."""
+their own, by ``consolidate``, maintenance and ``memloci memory consolidate`` (not by
+the session-switch trigger); once, even when two runs race."""
 
 from __future__ import annotations
 
@@ -85,17 +85,19 @@ def test_maintenance_consolidates_turns_without_a_session(mem: Memory) -> None:
     assert facts(mem, "sam") == ["Alec is the user's boss"]
 
 
-def test_the_owners_next_session_consolidates_them_in_the_background(
+def test_a_new_session_leaves_them_for_consolidate_or_maintenance(
     make_memory: MakeMemory,
 ) -> None:
+    """The session-switch trigger consolidates the user's previous sessions only: turns
+    stored without a session may belong to the conversation going on."""
     live = make_memory()
     said(live, "Alec is my boss by the way")
-    said(live, "I prefer tea over coffee", user="ann")
-    live.add("Good morning", user="sam", session="s1", role="user")
+    live.add("I prefer tea over coffee", user="sam", session="s1", role="user")
+    live.add("Good morning", user="sam", session="s2", role="user")
     assert live.service.wait_for_consolidation(10)
-    assert facts(live, "sam") == ["Alec is the user's boss"]
+    assert facts(live, "sam") == ["User prefers tea over coffee"]
     pending = live._call(live.service.pending_sessions())
-    assert sorted((p.session or "-", p.user) for p in pending) == [("-", "ann"), ("s1", "sam")]
+    assert [(p.session, p.user) for p in pending] == [(None, "sam"), ("s2", "sam")]
 
 
 def test_two_runs_at_once_consolidate_each_turn_once(mem: Memory) -> None:

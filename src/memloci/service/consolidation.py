@@ -322,9 +322,11 @@ class ConsolidationMixin(ServiceCore):
         pending = self.store.pending_sessions(ns, user=user)
         with self._switch_lock():
             current = self._sessions().get((ns, user, agent))
+        # sessions only: turns stored without one wait for consolidate() or maintenance
         sessions: list[str | PendingSession] = [
             p for p in pending
-            if p.session != current and p.user == user and p.agent == agent
+            if p.session is not None and p.session != current
+            and p.user == user and p.agent == agent
         ]  # fmt: skip
         if sessions:
             bg: _Background | None = self.__dict__.get("_bg")
