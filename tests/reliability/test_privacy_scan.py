@@ -61,8 +61,8 @@ def fts_terms(db: Path) -> set[str]:
 
 async def fill(mem: AsyncMemory) -> list[str]:
     svc = mem.service
-    # the first scrub of a file vacuums it; do it now, so the scan below proves that
-    # secure delete, the full-text merge and the WAL truncation do the work
+    # a scrub of the empty store first (each scrub vacuums); the scan below proves that
+    # secure delete, the vacuum, the full-text merge and the WAL truncation do the work
     assert not any((await mem.forget_user("nobody")).model_dump(include=KINDS).values())
     for i in range(150):  # enough to spread over many pages and FTS segments
         await mem.add(f"alice says zorblattine {i} and Žluťoučkoň", user="alice", session="sa")
@@ -134,7 +134,7 @@ def test_purge_leaves_no_byte_of_the_memory_after_close(tmp_path: Path) -> None:
     folder = tmp_path / "store"
     folder.mkdir()
     with Memory(str(folder / "m.db"), embedder=FakeEmbedder()) as mem:
-        mem.forget_user("nobody")  # the one vacuum per file happens here, not at close
+        mem.forget_user("nobody")  # a scrub of the empty store; the purge's comes at close
         for i in range(200):
             mem.add(f"filler turn number {i} about the weather", user="bob")
         res = mem.remember("the vault code is purgatorixcode 5521", user="bob")

@@ -533,13 +533,13 @@ class Store(Protocol):
         """Make deleted text unrecoverable from the backing files (slow: run it after a
         deletion that must not leave traces). SQLite: secure delete is on for every
         connection; this merges the full-text indexes (deleted terms leave them),
-        vacuums once per file (slack written before secure delete was on) and
-        checkpoints + truncates the WAL. PostgreSQL: ``VACUUM`` of the tables holding
-        memories, versions, vectors, edges, entities, users and threads (dead tuples
-        become free space; WAL segments are recycled by the server, outside the
-        store's control). Returns False when the cleanup could not finish because
-        another connection held an old snapshot (call again later); must not run
-        inside ``batch()``."""
+        vacuums the file (stale copies of rows b-tree rebalancing moved, slack written
+        before secure delete was on) and checkpoints + truncates the WAL. PostgreSQL:
+        ``VACUUM`` of the tables holding memories, versions, vectors, edges, entities,
+        users and threads (dead tuples become free space; WAL segments are recycled by
+        the server, outside the store's control). Returns False when the cleanup could
+        not finish because another connection held an old snapshot (call again later);
+        must not run inside ``batch()``."""
         ...
 
     # housekeeping
