@@ -177,7 +177,7 @@ class Retriever:
         if person is not None:  # over a wider head, so their memories further down move up
             wide = fused[:PERSON_WINDOW]
             people = self.store.people_of(flt.namespaces, [f.id for f in wide[len(head) :]])
-            people |= {i: p for i, m in nodes.items() if (p := m.speaker or m.subject)}
+            people |= {i: p for i, m in nodes.items() if (p := person_of(m))}
             fused = favour_person(wide, people, *person) + fused[len(wide) :]
             head = fused[: len(head)]
             risen = [f.id for f in head if f.id not in nodes]
@@ -360,6 +360,11 @@ def _hit(node: MemoryNode, fused: Fused, graph: GraphLists) -> SearchHit:
     )
 
 
+def person_of(memory: MemoryNode) -> str | None:
+    """Who a memory is by: its speaker, else its subject (as ``Store.people_of``)."""
+    return memory.speaker or memory.subject
+
+
 def named_person(named: Sequence[tuple[str, Entity]], nodes: Iterable[MemoryNode]) -> str | None:
     """The one person the query names (``named``: the entities it names) who speaks, or
     is the subject of, some of ``nodes``, as their memories name them; None when it
@@ -367,5 +372,5 @@ def named_person(named: Sequence[tuple[str, Entity]], nodes: Iterable[MemoryNode
     if not named:
         return None
     names = {n.casefold() for _, e in named for n in (e.canonical_name, *e.aliases)}
-    found = {p for m in nodes if (p := m.speaker or m.subject) and p.casefold() in names}
+    found = {p for m in nodes if (p := person_of(m)) and p.casefold() in names}
     return found.pop() if len(found) == 1 else None

@@ -38,7 +38,6 @@ FORGET_KINDS = (
     "decay_states",
     "neighbours_blanked",
 )
-_SCRUBBED = "scrubbed_secure"  # meta key: when scrub last vacuumed the file (epoch seconds)
 _CHECKPOINT_TRIES = 20
 
 
@@ -186,11 +185,6 @@ class SQLitePrivacy(SQLiteBase):
                     c.execute("INSERT INTO knowledge_fts (knowledge_fts) VALUES ('optimize')")
             if not self._memory:
                 self._writer.execute("VACUUM")
-                with self._tx() as c:
-                    c.execute(
-                        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                        (_SCRUBBED, str(int(time.time()))),
-                    )
             self._scrub_pending = False
             return self._truncate_wal()
 
