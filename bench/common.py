@@ -167,19 +167,33 @@ def with_full_names(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-CHAT_SPLITS = ("messages", "roles", "fullnames")
+def with_handles(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations with each speaker labelled by a handle that begins with their
+    first name ("caroline17"), while the questions use the name: as in a chat export that
+    labels people by user name."""
+    out = []
+    for n, conv in enumerate(convs):
+        handle = {s: f"{s.lower()}{17 + 7 * n + i}" for i, s in enumerate(speakers_of(conv))}
+        turns = [{**t, "speaker": handle.get(t["speaker"], t["speaker"])} for t in conv["turns"]]
+        out.append({**conv, "turns": turns})
+    return out
+
+
+CHAT_SPLITS = ("messages", "roles", "fullnames", "handles")
 
 
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """The conversations as ``split`` stores them: ``turns`` as they are; ``messages``
     cut into short messages (:func:`as_messages`); ``roles`` those messages labelled by
     role (:func:`with_roles`); ``fullnames`` labelled by full name
-    (:func:`with_full_names`)."""
+    (:func:`with_full_names`); ``handles`` by user name (:func:`with_handles`)."""
     if split not in CHAT_SPLITS:
         return convs
     convs = as_messages(convs)
     if split == "roles":
         return with_roles(convs)
+    if split == "handles":
+        return with_handles(convs)
     return with_full_names(convs) if split == "fullnames" else convs
 
 

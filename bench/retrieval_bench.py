@@ -4,7 +4,7 @@ fact memory, short messages and short messages whose speakers are labelled by ro
 plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
-        [--splits turns,facts,messages,roles,fullnames,first]
+        [--splits turns,facts,messages,roles,fullnames,handles,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
@@ -14,7 +14,8 @@ real chats of short messages). Roles: the same messages with the speakers labell
 ``user`` and ``assistant`` instead of their names (``common.with_roles``), the questions
 still naming them — a chat export that labels people by role or handle. Full names: the
 messages with each speaker labelled by a full name ("Caroline Okafor",
-``common.with_full_names``), the questions using the first. Every scored
+``common.with_full_names``), the questions using the first. Handles: labelled by a
+user name that begins with the first name ("caroline17", ``common.with_handles``). Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
 what the graph strategies cost.
@@ -142,7 +143,9 @@ def main() -> int:
         "--facts", help="fact-memory JSONL (default: ../shared/data/locomo_facts_dev.jsonl)"
     )
     ap.add_argument(
-        "--splits", default="turns,facts,messages,roles,fullnames,first", help="which tables to run"
+        "--splits",
+        default="turns,facts,messages,roles,fullnames,handles,first",
+        help="which tables to run",
     )
     ap.add_argument(
         "--store",

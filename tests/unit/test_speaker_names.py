@@ -14,7 +14,7 @@ import numpy.typing as npt
 import pytest
 
 from memloci import Memory
-from memloci.consolidation.speakers import MIN_CALLED, speaker_names
+from memloci.consolidation.speakers import MIN_CALLED, says, speaker_names
 from memloci.models import Entity, EntityType
 from memloci.providers.fake import FakeEmbedder
 from memloci.retrieval.graph import meaning_query, strangers
@@ -171,6 +171,52 @@ def test_a_handle_is_linked_to_the_name_as_well(make_memory: MakeMemory) -> None
         names = sorted(e.canonical_name for e in entities)
         expected = ["Ana", "Speaker A"] if turns[node_id].speaker == "Speaker A" else ["Speaker B"]
         assert names == expected
+
+
+@pytest.mark.parametrize(
+    ("label", "called", "said"),
+    [
+        ("Melanie", "Melanie", True),
+        ("melanie", "Melanie", True),
+        ("Melanie", "Mel", True),  # a nickname: the label is more of the name
+        ("Melanie Hart", "Melanie", True),  # found by its given name
+        # handles that only begin with the name: nothing finds "Melanie" in them
+        ("melanie18", "Melanie", False),
+        ("mel_k", "Mel", False),
+        ("Melanie H.", "Melanie", False),
+        ("@melanie", "Melanie", False),
+        ("user", "Melanie", False),
+    ],
+)
+def test_a_label_says_a_name_only_when_a_search_for_it_finds_the_label(
+    label: str, called: str, said: bool
+) -> None:
+    assert says(label, called) is said
+
+
+@both_backends
+def test_a_handle_that_begins_with_the_name_is_linked_to_the_name(
+    make_memory: MakeMemory,
+) -> None:
+    """Chat exports label people by handle ("melanie18"): the question says "Melanie",
+    which no label is, so the turns she said are linked to the name she is called by."""
+    mem = make_memory()
+    said = ["I started a ceramics course.", "I cook lasagna every Sunday.", "I love jazz."]
+    replies = ("Wow, Melanie!", "Yum, Melanie.", "Same, Melanie!")
+    for text, reply in zip(said, replies, strict=True):
+        mem.add(text, user="u1", session="s1", speaker="melanie18")
+        mem.add(reply, user="u1", session="s1", speaker="caroline_k")
+    assert mem.flush(20)
+    store = mem.service.store
+    melanie = store.find_entity("default", "Melanie")
+    assert melanie is not None and melanie.type is EntityType.PERSON
+    turns = {n.id: n for n in mem.list(type="episodic", limit=100)}
+    linked = store.node_entities("default", list(turns))
+    to_melanie = {turns[i].content for i, es in linked.items() if melanie.id in {e.id for e in es}}
+    assert to_melanie == set(said)
+    hits = mem.search("What does Melanie cook on Sundays?", user="u1", k=3)
+    assert hits[0].memory.content == said[1]
+    assert "entity Melanie" in hits[0].why
 
 
 @both_backends

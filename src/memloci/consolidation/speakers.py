@@ -27,6 +27,7 @@ from memloci.consolidation.base import ExtractedFact
 from memloci.models import MemoryNode, NodeType, normalize_key
 from memloci.retrieval.mentions import addressed
 from memloci.storage.base import NodeFilter, Store
+from memloci.storage.names import given_name
 
 USER_LABELS = frozenset({"user", "human", "me"})  # speaker labels meaning "the user"
 _USER_LEAD = re.compile(r"^User\b")  # the subject the patterns write ("User prefers …")
@@ -151,9 +152,13 @@ class SpeakerNames:
 
 
 def says(label: str, name: str) -> bool:
-    """Whether a speaker label already says ``name``: the same name, or the label begins
-    with it (a nickname: "Mel" for "Melanie")."""
-    return label.casefold().startswith(name.casefold())
+    """Whether a speaker label already says ``name``, so that a search for the name finds
+    the label: the same name, the name and more of it (a nickname: "Mel" for "Melanie"),
+    or a full name whose given name it is ("Melanie Hart"). A handle that only begins
+    with the name ("melanie18", "mel_k", "Melanie H.") does not say it."""
+    folded, called = label.casefold(), name.casefold()
+    rest = folded[len(called) :] if folded.startswith(called) else None
+    return rest is not None and (not rest or rest[0].isalpha() or given_name(label) == called)
 
 
 def _recent_turns(store: Store, namespace: str, user: str | None) -> list[MemoryNode]:
