@@ -12,7 +12,7 @@ from memloci import Memory
 from memloci.models import Entity, EntityType, MemoryNode, NodeType, Scope, short_id
 from memloci.retrieval import fusion
 from memloci.retrieval.fusion import OTHER_PERSON, Fused, favour_person
-from memloci.retrieval.pipeline import named_person
+from memloci.retrieval.pipeline import named_person, role_person
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -127,3 +127,45 @@ def test_a_speaker_labelled_by_role_is_known_by_the_name_they_are_called(
     monkeypatch.setattr(fusion, "OTHER_PERSON", 1.0)
     plain = {h.memory.id: h.score for h in m.search(query, user="u1", k=3)}
     assert other.score == pytest.approx(plain[other.memory.id] * OTHER_PERSON, abs=0.01)
+
+
+def test_role_person_is_the_one_role_the_query_names() -> None:
+    nodes = [memory("User"), memory("User"), memory("User"), memory("assistant")]
+    assert role_person("What does the user cook?", nodes) == ("User", "the user")
+    assert role_person("The user's sister", nodes) == ("User", "the user")
+    # both roles, none, a role no hit (or too few) is said by, one speaker only
+    assert role_person("what did the assistant tell the user?", nodes) is None
+    assert role_person("what does Ana cook?", nodes) is None
+    assert role_person("what did the assistant suggest?", nodes) is None
+    assert role_person("what does the user cook?", nodes[:3]) is None
+    assert role_person("what does the username say?", nodes) is None
+
+
+@pytest.mark.slow
+@both_backends
+def test_a_question_about_the_user_finds_what_the_user_said_first(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In an agent's chat (speakers `user` and `assistant`), "the user" in a question is
+    the speaker `user`: what the assistant said about the same thing gives way."""
+    m = make_memory(embedder="local")
+    pairs = [
+        ("I adopted a rescue dog last spring, she is a shy greyhound.",
+         "Lovely! A friendly labrador that loves other dogs is a great dog to have too."),
+        ("I finished my pottery class.", "Well done, that takes patience."),
+        ("My sister lives in Porto.", "Porto is a beautiful city."),
+    ]  # fmt: skip
+    for said, reply in pairs:
+        m.add([{"role": "user", "content": said}, {"role": "assistant", "content": reply}],
+              user="u1", session="s1")  # fmt: skip
+    m.flush()
+    query = "What kind of dog does the user have?"
+    hits = m.search(query, user="u1", k=6)
+    assert hits[0].memory.speaker == "user" and "greyhound" in hits[0].memory.content
+    other = next(h for h in hits if h.memory.speaker == "assistant")
+    assert other.why.endswith(f"said by another person than the user (×{OTHER_PERSON:g})")
+    monkeypatch.setattr(fusion, "OTHER_PERSON", 1.0)
+    plain = m.search(query, user="u1", k=6)
+    assert plain[0].memory.speaker == "assistant"  # the rule decides the order
+    score = {h.memory.id: h.score for h in plain}[other.memory.id]
+    assert other.score == pytest.approx(score * OTHER_PERSON, abs=0.01)

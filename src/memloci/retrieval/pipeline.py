@@ -26,6 +26,8 @@ order and says so.
 from __future__ import annotations
 
 import logging
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -71,6 +73,7 @@ REFINED = ("hybrid", "core")  # get the last stages (questions, reranker); basel
 QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discounted)
 PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_person)
 CALLED_MIN, CALLED_SHARE = 3, 0.9  # a label is the named person's (see Retriever._person)
+_ROLE = re.compile(r"\bthe (user|assistant)\b", re.IGNORECASE)  # role_person
 log = logging.getLogger(__name__)
 _LABELS = {
     "fulltext": "full text",
@@ -174,6 +177,8 @@ class Retriever:
         head = fused[: max(want, QUESTION_WINDOW) if refined else want]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
         person = self._person(flt, named, nodes) if refined and named else None
+        if person is None and refined and graphs:
+            person = role_person(query, nodes.values())
         if person is not None:  # over a wider head, so their memories further down move up
             wide = fused[:PERSON_WINDOW]
             people = self.store.people_of(flt.namespaces, [f.id for f in wide[len(head) :]])
@@ -374,3 +379,19 @@ def named_person(named: Sequence[tuple[str, Entity]], nodes: Iterable[MemoryNode
     names = {n.casefold() for _, e in named for n in (e.canonical_name, *e.aliases)}
     found = {p for m in nodes if (p := person_of(m)) and p.casefold() in names}
     return found.pop() if len(found) == 1 else None
+
+
+def role_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | None:
+    """The speaker the query means by a role ("what does the user cook?", "the
+    assistant's advice"), as ``nodes`` (the best hits) label them, and how the query
+    calls them: when it names one role, not both, and at least :data:`CALLED_MIN` of the
+    hits carry that label among others. None otherwise."""
+    roles = {m.group(1).casefold() for m in _ROLE.finditer(query)}
+    if len(roles) != 1:
+        return None
+    (role,) = roles
+    labels = Counter(m.speaker for m in nodes if m.speaker)
+    said = [(n, label) for label, n in labels.items() if label.casefold() == role]
+    if len(labels) < 2 or not said or max(said)[0] < CALLED_MIN:
+        return None
+    return max(said)[1], f"the {role}"
