@@ -139,6 +139,10 @@ def test_role_person_is_the_one_role_the_query_names() -> None:
     assert role_person("what did the assistant suggest?", nodes) is None
     assert role_person("what does the user cook?", nodes[:3]) is None
     assert role_person("what does the username say?", nodes) is None
+    # the query is the user's own message: "I", "my", "me" are the user
+    assert role_person("What's my dog called?", nodes) == ("User", "the user")
+    assert role_person("what did i tell you about Porto", nodes) == ("User", "the user")
+    assert role_person("what did the assistant tell me?", nodes) is None
 
 
 @pytest.mark.slow

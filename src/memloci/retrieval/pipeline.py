@@ -74,6 +74,7 @@ QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discount
 PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_person)
 CALLED_MIN, CALLED_SHARE = 3, 0.9  # a label is the named person's (see Retriever._person)
 _ROLE = re.compile(r"\bthe (user|assistant)\b", re.IGNORECASE)  # role_person
+_FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself)\b", re.IGNORECASE)  # the user asks
 log = logging.getLogger(__name__)
 _LABELS = {
     "fulltext": "full text",
@@ -383,10 +384,13 @@ def named_person(named: Sequence[tuple[str, Entity]], nodes: Iterable[MemoryNode
 
 def role_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | None:
     """The speaker the query means by a role ("what does the user cook?", "the
-    assistant's advice"), as ``nodes`` (the best hits) label them, and how the query
-    calls them: when it names one role, not both, and at least :data:`CALLED_MIN` of the
+    assistant's advice") — or by "I", "my", "me": a query is the user's own message
+    ("what's my dog called?") — as ``nodes`` (the best hits) label them, and how the query
+    calls them: when it means one role, not both, and at least :data:`CALLED_MIN` of the
     hits carry that label among others. None otherwise."""
     roles = {m.group(1).casefold() for m in _ROLE.finditer(query)}
+    if _FIRST_PERSON.search(query):
+        roles.add("user")
     if len(roles) != 1:
         return None
     (role,) = roles
