@@ -39,6 +39,18 @@ MakeMemory = Callable[..., Memory]
         ("Definitely, I agree.", []),
         # a mention is not an address
         ("I told Sarah about Rome.", []),
+        # chats written in lower case: a word between a greeting and punctuation or the end
+        ("thanks mel!", ["Mel"]),
+        ("hey sam, how are you", ["Sam"]),
+        ("yeah thanks nate. it was fun", ["Nate"]),
+        ("omg congrats jo", ["Jo"]),
+        # ... unless it is what people call a group or a friend, or a common word
+        ("thanks guys!", []),
+        ("hey girl", []),
+        ("hi there!", []),
+        ("thanks again!", []),
+        ("lol thank you so much!", []),
+        ("I said hi to them.", []),
     ],
 )
 def test_names_in_direct_address(text: str, called: list[str]) -> None:
@@ -217,6 +229,25 @@ def test_a_handle_that_begins_with_the_name_is_linked_to_the_name(
     hits = mem.search("What does Melanie cook on Sundays?", user="u1", k=3)
     assert hits[0].memory.content == said[1]
     assert "entity Melanie" in hits[0].why
+
+
+@both_backends
+def test_a_chat_in_lower_case_names_its_speakers_too(make_memory: MakeMemory) -> None:
+    mem = make_memory()
+    said = ["started a ceramics course lol", "making lasagna again", "my sister is in porto"]
+    replies = ("thanks ana!", "hey ana, save me some", "love you ana")
+    for text, reply in zip(said, replies, strict=True):
+        mem.add(text, user="u1", session="s1", speaker="u_4821")
+        mem.add(reply, user="u1", session="s1", speaker="u_7730")
+    assert mem.flush(20)
+    store = mem.service.store
+    ana = store.find_entity("default", "Ana")
+    assert ana is not None and ana.type is EntityType.PERSON
+    turns = {n.id: n for n in mem.list(type="episodic", limit=100)}
+    linked = store.node_entities("default", list(turns))
+    assert {turns[i].content for i, es in linked.items() if ana.id in {e.id for e in es}} == set(
+        said
+    )
 
 
 @both_backends

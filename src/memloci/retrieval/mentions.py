@@ -37,6 +37,21 @@ _COMMON = frozenset(
 _CONNECTORS = frozenset({"of", "the", "de", "du", "la", "le", "von", "van", "da", "del"})
 _ROLES = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot", "agent"})
 _TITLES = frozenset({"dr", "mr", "mrs", "ms", "st", "mt", "prof"})
+# "thanks mel!": a lower-case word between a greeting and punctuation (or the end)
+_LOWER_ADDRESS = re.compile(
+    r"(?i:\b(?:hey|hi|hello|hiya|heya|thanks|thank you|thx|ty|bye|love you|miss you"
+    r"|congrats|good night|night|morning|good morning|sorry)),?\s+([a-z][a-z-]+)"
+    r"(?=\s*(?:[,!?.;:)]|$))",
+    re.MULTILINE,
+)
+# what people call a friend or a group, not a name ("thanks guys", "hey girl")
+_CALL_WORDS = (
+    "guys guy all everyone everybody there man men dude dudes bro bros girl girls gal babe"
+    " baby love luv hun hon honey sweetie sweetheart darling buddy bud pal mate mates"
+    " friend friends fam team folks yall sis bestie boss mama papa you u ya yourself"
+    " again too so much lots both anyway tho though"
+)
+_CALLS = frozenset(_CALL_WORDS.split())
 _GREETING = re.compile(
     r"(?:^|[,.!?;:]\s*|\b(?:hey|hi|hello|hiya|thanks|thank you|wow|yeah|yes|yep|oh|congrats"
     r"|bye|sorry|sure|dear|ok|okay|no|haha|aw|aww|great|awesome|cool|nice|good(?: job)?"
@@ -71,8 +86,18 @@ def mentions(text: str) -> list[str]:
 def addressed(text: str) -> list[str]:
     """Names ``text`` speaks to ("Thanks, Mel!", "Hey Jon, how are you?", "Yep,
     Caroline."), first occurrence order. Never a sentence's first word: "Definitely, …"
-    and "Plus, …" are shaped like "Gina, …"."""
-    return _names(text, addressed=True)
+    and "Plus, …" are shaped like "Gina, …". In a chat written in lower case, a word
+    right after a greeting and before punctuation or the end is a name too ("thanks
+    mel!", "hey sam, …"), unless it is a common word or what people call a group or a
+    friend ("thanks guys", "hey girl")."""
+    found = _names(text, addressed=True)
+    for match in _LOWER_ADDRESS.finditer(text):
+        word = match.group(1)
+        if word not in STOPWORDS and word not in _COMMON and word not in _CALLS:
+            name = word.capitalize()
+            if name not in found:
+                found.append(name)
+    return found
 
 
 def _names(text: str, *, addressed: bool) -> list[str]:
