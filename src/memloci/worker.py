@@ -15,7 +15,7 @@ from memloci.consolidation.speakers import SpeakerNames
 from memloci.errors import MemlociError, NotFoundError
 from memloci.models import Entity, EntityType, short_id
 from memloci.providers.base import Embedder
-from memloci.retrieval.mentions import mentions, speaker_name
+from memloci.retrieval.mentions import leading_name, mentions, speaker_name
 from memloci.retrieval.query import document_text
 from memloci.storage.base import Store
 
@@ -263,15 +263,20 @@ def link_mentions(
     counts as a mention of its entity."""
     rows = store.mention_texts(ids)
     called = _called(store, rows, speakers or SpeakerNames())
-    found: list[tuple[str, str, list[tuple[str, EntityType]]]] = []
+    # (node, namespace, [(name, type, whether a new entity may be made of it)])
+    found: list[tuple[str, str, list[tuple[str, EntityType, bool]]]] = []
     for node_id, namespace, speaker, content in rows:
         person = speaker_name(speaker)
         people = [p for p in (person, called.pop((namespace, node_id), None)) if p]
-        names = [(p, EntityType.PERSON) for p in people]
-        names += [(m, EntityType.CONCEPT) for m in mentions(content) if m not in people]
+        names = [(p, EntityType.PERSON, True) for p in people]
+        names += [(m, EntityType.CONCEPT, register) for m in mentions(content) if m not in people]
+        # a fact without a subject is about the name it begins with ("Caroline attended…")
+        lead = None if speaker else leading_name(content)
+        if lead and all(lead != n for n, _, _ in names):
+            names.append((lead, EntityType.CONCEPT, True))
         if names:
             found.append((node_id, namespace, names))
-    found += [(i, ns, [(name, EntityType.PERSON)]) for (ns, i), name in called.items()]
+    found += [(i, ns, [(name, EntityType.PERSON, True)]) for (ns, i), name in called.items()]
     if not found:
         return 0
     linked = 0
@@ -279,10 +284,10 @@ def link_mentions(
         known: dict[tuple[str, str], Entity] = {}
         changed: set[tuple[str, str]] = set()
         for node_id, namespace, names in found:
-            for name, kind in names:
+            for name, kind, create in names:
                 key = (namespace, " ".join(name.split()).casefold())
                 entity = known.get(key) or store.find_entity(namespace, name)
-                if entity is None and not (register or kind is EntityType.PERSON):
+                if entity is None and not create:
                     continue
                 if entity is None:
                     entity = store.insert_entity(

@@ -21,9 +21,10 @@ from memloci.retrieval.intent import (
     is_complex,
     plan_query,
 )
-from memloci.retrieval.mentions import mentions, speaker_name
+from memloci.retrieval.mentions import leading_name, mentions, speaker_name
 from memloci.retrieval.timephrases import REPORT_LAG, chain_direction, time_window
 from memloci.worker import link_mentions
+from pgtest import both_backends
 
 NOW = datetime(2024, 5, 10, 15, 30, tzinfo=UTC)
 MAY_2023 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -222,6 +223,56 @@ def test_registering_mentions_is_opt_in(mem: Memory) -> None:
     assert link_mentions(store, [node.id], now=datetime.now(UTC), register=True) == 2
     assert sorted(e.canonical_name for e in store.list_entities("default")) == ["Oscar", "Rome"]
     assert all(e.type is EntityType.CONCEPT for e in store.list_entities("default"))
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Caroline attended a support group.", "Caroline"),
+        ("Caroline's sister is a nurse", "Caroline"),
+        ("Sam Lee works at Acme", "Sam Lee"),
+        ("Lord of the Rings is her favourite film", "Lord of the Rings"),
+        ("Melanie and Caroline painted a lake", "Melanie"),
+        # not a name: a first word followed by a comma, a role, a verb, a pronoun
+        ("Definitely, I agree", None),
+        ("Thanks!", None),
+        ("User prefers tea", None),
+        ("Likes jazz", None),
+        ("Played tennis today", None),
+        ("Met Sarah for coffee", None),
+        ("I moved to Lisbon", None),
+        ("Caroline", None),
+    ],
+)
+def test_leading_name(text: str, name: str | None) -> None:
+    assert leading_name(text) == name
+
+
+@both_backends
+def test_a_fact_without_a_subject_is_about_the_name_it_begins_with(
+    make_memory: MakeMemory,
+) -> None:
+    """An agent's facts often leave out ``subject``: "Caroline attended …" is about
+    Caroline all the same, and a later fact naming her inside a sentence is linked too."""
+    mem = make_memory()
+    mem.remember("Caroline attended an LGBTQ support group.", user="u1")
+    mem.remember("The support group made Caroline feel accepted.", user="u1")
+    mem.remember("Likes jazz and long walks.", user="u1")
+    assert mem.flush(20)
+    store = mem.service.store
+    caroline = store.find_entity("default", "Caroline")
+    assert caroline is not None
+    assert [e.canonical_name for e in store.list_entities("default")] == ["Caroline"]
+    facts = {n.content: n.id for n in mem.list(type="semantic", limit=10)}
+    linked = store.node_entities("default", list(facts.values()))
+    about = {c for c, i in facts.items() if caroline.id in {e.id for e in linked.get(i, [])}}
+    assert about == {
+        "Caroline attended an LGBTQ support group.",
+        "The support group made Caroline feel accepted.",
+    }
+    assert mem.get(facts["Likes jazz and long walks."]).subject is None  # stored as given
+    hit = mem.search("Where did Caroline go?", user="u1", k=1)[0]
+    assert "entity Caroline" in hit.why
 
 
 def test_link_mentions_can_be_switched_off(make_memory: MakeMemory) -> None:

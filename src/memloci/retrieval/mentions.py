@@ -52,6 +52,14 @@ _CALL_WORDS = (
     " again too so much lots both anyway tho though"
 )
 _CALLS = frozenset(_CALL_WORDS.split())
+# verbs a note or an agent's fact may begin with, when it leaves out who ("Likes jazz")
+_LEAD_VERB_WORDS = (
+    "likes loves prefers hates wants needs enjoys owns uses works lives plays reads writes"
+    " speaks drives runs eats drinks has was is does did went got made saw met bought took"
+    " had came gave found left felt kept told thought began ran wrote read drove ate drank"
+    " spoke sold sent built learned learnt taught brought caught"
+)
+_LEAD_VERBS = frozenset(_LEAD_VERB_WORDS.split())
 _GREETING = re.compile(
     r"(?:^|[,.!?;:]\s*|\b(?:hey|hi|hello|hiya|thanks|thank you|wow|yeah|yes|yep|oh|congrats"
     r"|bye|sorry|sure|dear|ok|okay|no|haha|aw|aww|great|awesome|cool|nice|good(?: job)?"
@@ -81,6 +89,33 @@ def speaker_name(speaker: str | None) -> str | None:
 def mentions(text: str) -> list[str]:
     """Proper names mentioned (not addressed) in ``text``, first occurrence order."""
     return _names(text, addressed=False)
+
+
+def leading_name(text: str) -> str | None:
+    """The name a memory that says nobody's name as its speaker or subject begins with,
+    as a fact an agent writes does ("Caroline attended a support group", "Caroline's
+    sister …"): capitalised name words that the next word, in lower case, goes on from
+    (not "Definitely, …" nor "Thanks!"). None otherwise."""
+    tokens = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text[:200])]
+    if len(tokens) < 2 or not is_name_word(tokens[0][0]) or tokens[0][1] != 0:
+        return None
+    j = _run_end(text, tokens, 0)
+    if j >= len(tokens):
+        return None
+    gap, word = text[tokens[j - 1][2] : tokens[j][1]], tokens[j][0]
+    if gap.strip() or not word[:1].islower():
+        return None
+    name = _POSSESSIVE.sub("", " ".join(t[0] for t in tokens[:j]).rstrip("."))
+    if _verb_like(tokens[0][0].casefold()):
+        return None  # a note that begins with what was done: "Played tennis", "Likes jazz"
+    return name
+
+
+def _verb_like(word: str) -> bool:
+    """A capitalised first word that is likelier a verb than a name."""
+    if word in _ROLES or word in _LEAD_VERBS:
+        return True
+    return len(word) >= 5 and word.endswith(("ed", "ing"))
 
 
 def addressed(text: str) -> list[str]:
