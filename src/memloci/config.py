@@ -50,7 +50,7 @@ class Settings(BaseModel):
         0.9, ge=0, le=1, description="fusion weight of vector search (0-1)"
     )
     weight_key: float = Field(0.9, ge=0, le=1, description="fusion weight of fuzzy key match (0-1)")
-    candidates: int = Field(60, ge=5, le=1000, description="results each strategy contributes")
+    candidates: int = Field(150, ge=5, le=1000, description="results each strategy contributes")
     max_memories: int | None = Field(
         None, ge=1, description="semantic+opinion cap per namespace (per user for a user's facts)"
     )
