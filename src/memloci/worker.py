@@ -272,8 +272,8 @@ def link_mentions(
         names += [(m, EntityType.CONCEPT, register) for m in mentions(content) if m not in people]
         # a fact without a subject is about the name it begins with ("Caroline attended…")
         lead = None if speaker else leading_name(content)
-        if lead and all(lead != n for n, _, _ in names):
-            names.append((lead, EntityType.CONCEPT, True))
+        if lead and all(lead[0] != n for n, _, _ in names):
+            names.append((lead[0], EntityType.CONCEPT, lead[1] or register))
         if names:
             found.append((node_id, namespace, names))
     found += [(i, ns, [(name, EntityType.PERSON, True)]) for (ns, i), name in called.items()]

@@ -352,7 +352,7 @@ def test_list_count_and_delete_entities(service: MemoryService) -> None:
 
 def test_link_entities_needs_both_ends(service: MemoryService) -> None:
     alice = run(service.save_entity("Alice"))
-    node = fact(service, "Alice likes tea")
+    node = fact(service, "Likes green tea")  # names nobody: the worker links nothing
     with pytest.raises(NotFoundError):
         run(service.link_entities(node.id, [alice.id], namespace="other"))
     with pytest.raises(NotFoundError):

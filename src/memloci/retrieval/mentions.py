@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from memloci.retrieval.query import STOPWORDS
+from memloci.storage.names import TITLES
 
 _MONTHS = (
     "january february march april may june july august september october november december"
@@ -57,9 +58,14 @@ _LEAD_VERB_WORDS = (
     "likes loves prefers hates wants needs enjoys owns uses works lives plays reads writes"
     " speaks drives runs eats drinks has was is does did went got made saw met bought took"
     " had came gave found left felt kept told thought began ran wrote read drove ate drank"
-    " spoke sold sent built learned learnt taught brought caught"
+    " spoke sold sent built learned learnt taught brought caught won lost became grew"
+    " heard wore swam flew"
 )
 _LEAD_VERBS = frozenset(_LEAD_VERB_WORDS.split())
+_ADVERBS = frozenset(
+    ["also", "just", "still", "often", "always", "never", "now", "then", "once", "already"]
+)
+_BE_HAVE = frozenset(["is", "was", "has", "had", "does", "did"])
 _GREETING = re.compile(
     r"(?:^|[,.!?;:]\s*|\b(?:hey|hi|hello|hiya|thanks|thank you|wow|yeah|yes|yep|oh|congrats"
     r"|bye|sorry|sure|dear|ok|okay|no|haha|aw|aww|great|awesome|cool|nice|good(?: job)?"
@@ -91,31 +97,45 @@ def mentions(text: str) -> list[str]:
     return _names(text, addressed=False)
 
 
-def leading_name(text: str) -> str | None:
+def leading_name(text: str) -> tuple[str, bool] | None:
     """The name a memory that says nobody's name as its speaker or subject begins with,
     as a fact an agent writes does ("Caroline attended a support group", "Caroline's
     sister …"): capitalised name words that the next word, in lower case, goes on from
-    (not "Definitely, …" nor "Thanks!"). None otherwise."""
+    (not "Definitely, …" nor "Thanks!"), and whether it is surely a name, so that an
+    entity may be made of it: when it owns something ("Caroline's") or does something
+    ("Caroline attended", "Tim recently finished") — not "Birthday is May 3" or "Goal
+    is …", which only a known entity of that name may take. None otherwise."""
     tokens = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text[:200])]
     if len(tokens) < 2 or not is_name_word(tokens[0][0]) or tokens[0][1] != 0:
         return None
+    first = _POSSESSIVE.sub("", tokens[0][0]).casefold()
+    if first in _ROLES or first in _LEAD_VERBS or first in TITLES or _past_or_doing(first):
+        return None  # a note that begins with what was done: "Played tennis", "Likes jazz"
     j = _run_end(text, tokens, 0)
     if j >= len(tokens):
         return None
     gap, word = text[tokens[j - 1][2] : tokens[j][1]], tokens[j][0]
     if gap.strip() or not word[:1].islower():
         return None
+    owns = _POSSESSIVE.search(tokens[j - 1][0]) is not None
     name = _POSSESSIVE.sub("", " ".join(t[0] for t in tokens[:j]).rstrip("."))
-    if _verb_like(tokens[0][0].casefold()):
-        return None  # a note that begins with what was done: "Played tennis", "Likes jazz"
-    return name
+    return name, owns or _does(word.casefold())
 
 
-def _verb_like(word: str) -> bool:
-    """A capitalised first word that is likelier a verb than a name."""
-    if word in _ROLES or word in _LEAD_VERBS:
-        return True
+def _past_or_doing(word: str) -> bool:
     return len(word) >= 5 and word.endswith(("ed", "ing"))
+
+
+def _does(word: str) -> bool:
+    """A word after a name that says the name does something: a verb in the past or the
+    third person, or an adverb before one ("recently", "also")."""
+    if word in _LEAD_VERBS or word in _ADVERBS:
+        return word not in _BE_HAVE  # "Birthday is May 3": no telling
+
+    return len(word) >= 4 and (
+        word.endswith(("ed", "ly"))
+        or (word.endswith("s") and not word.endswith(("ss", "us", "is")))
+    )
 
 
 def addressed(text: str) -> list[str]:
