@@ -182,6 +182,8 @@ def test_entities_in_text_finds_a_person_by_their_given_name(store: Store) -> No
     store.insert_entity(entity("Dr Lee", type=EntityType.PERSON))
     store.insert_entity(entity("Fahim Street", type=EntityType.PLACE))
     store.insert_entity(entity("Mel Okafor-Reyes", type=EntityType.PERSON))
+    store.insert_entity(entity("Joanna K.", type=EntityType.PERSON))  # an initial
+    store.insert_entity(entity("Guest B.", type=EntityType.PERSON))
 
     def named(text: str, ns: str = "default") -> list[tuple[str, str]]:
         return [(name, e.canonical_name) for name, e in store.entities_in_text([ns], text)]
@@ -197,6 +199,8 @@ def test_entities_in_text_finds_a_person_by_their_given_name(store: Store) -> No
     }
     assert named("Where did Fahim Khan go?") == [("fahim khan", "Fahim Khan")]
     assert named("Did Mel call?") == [("mel", "Mel Okafor-Reyes")]
+    assert named("What does Joanna write?") == [("joanna", "Joanna K.")]
+    assert named("Did the Guest pay?") == []  # a label word, not a given name
     # only capitalised words are looked up as given names; titles and handles are none
     assert named("what does fahim like?") == []
     assert named("What did the Speaker say?") == []

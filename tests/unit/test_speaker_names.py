@@ -192,10 +192,10 @@ def test_a_handle_is_linked_to_the_name_as_well(make_memory: MakeMemory) -> None
         ("melanie", "Melanie", True),
         ("Melanie", "Mel", True),  # a nickname: the label is more of the name
         ("Melanie Hart", "Melanie", True),  # found by its given name
+        ("Melanie H.", "Melanie", True),  # an initial for a surname: the same
         # handles that only begin with the name: nothing finds "Melanie" in them
         ("melanie18", "Melanie", False),
         ("mel_k", "Mel", False),
-        ("Melanie H.", "Melanie", False),
         ("@melanie", "Melanie", False),
         ("user", "Melanie", False),
     ],

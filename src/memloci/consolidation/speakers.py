@@ -154,8 +154,8 @@ class SpeakerNames:
 def says(label: str, name: str) -> bool:
     """Whether a speaker label already says ``name``, so that a search for the name finds
     the label: the same name, the name and more of it (a nickname: "Mel" for "Melanie"),
-    or a full name whose given name it is ("Melanie Hart"). A handle that only begins
-    with the name ("melanie18", "mel_k", "Melanie H.") does not say it."""
+    or a full name whose given name it is ("Melanie Hart", "Melanie H."). A handle that
+    only begins with the name ("melanie18", "mel_k") does not say it."""
     folded, called = label.casefold(), name.casefold()
     rest = folded[len(called) :] if folded.startswith(called) else None
     return rest is not None and (not rest or rest[0].isalpha() or given_name(label) == called)

@@ -87,9 +87,16 @@ def speaker_name(speaker: str | None) -> str | None:
     words = name.split()
     if not 1 <= len(words) <= MAX_WORDS or name.casefold() in _ROLES:
         return None
-    if not all(w[:1].isupper() and w.replace("-", "").replace("'", "").isalpha() for w in words):
+    if not all(w[:1].isupper() and _name_part(w) for w in words):
         return None
     return name
+
+
+def _name_part(word: str) -> bool:
+    """A word of a name as a speaker label writes it: letters, or an initial ("H.")."""
+    return word.replace("-", "").replace("'", "").isalpha() or (
+        len(word) == 2 and word[0].isalpha() and word[1] == "."
+    )
 
 
 def mentions(text: str) -> list[str]:

@@ -34,6 +34,16 @@ TITLES = frozenset(
 )  # fmt: skip
 
 
+# words that begin a label, not a name ("Speaker A", "Guest 3", "User B.")
+LABEL_WORDS = frozenset(
+    {
+        "speaker", "user", "guest", "person", "participant", "member", "customer", "client",
+        "agent", "bot", "assistant", "player", "team", "group", "student", "patient",
+        "caller", "host", "moderator", "admin", "anonymous", "unknown", "contact",
+    }
+)  # fmt: skip
+
+
 def name_norm(name: str) -> str:
     """The lookup form of an entity name: whitespace folded, case-folded."""
     return " ".join(name.split()).casefold()
@@ -58,16 +68,18 @@ def grams(text: str, max_words: int) -> dict[str, tuple[int, int]]:
 
 
 def given_name(name: str) -> str | None:
-    """The given name of a person's full name ("Caroline Okafor" → "caroline"), in lookup
-    form: the first of two or more words, when it and the last are words of letters
-    ("Speaker A", "User 42" and "Dr Lee" have none)."""
+    """The given name of a person's full name ("Caroline Okafor" → "caroline", "Melanie
+    H." → "melanie"), in lookup form: the first of two or more words, when it and the
+    last are words of letters, the last maybe an initial ("Speaker A", "User 42" and "Dr
+    Lee" have none)."""
     words = name_norm(name).split()
     if len(words) < 2:
         return None
     first, last = words[0], words[-1].replace("-", "").replace("'", "")
-    if not (first.isalpha() and last.isalpha()) or min(len(first), len(last)) < 2:
+    initial = len(last.rstrip(".")) == 1 and last[0].isalpha()
+    if not (first.isalpha() and (last.isalpha() or initial)) or len(first) < 2:
         return None
-    return None if first in TITLES else first
+    return None if first in TITLES or first in LABEL_WORDS else first
 
 
 def given_probes(text: str) -> dict[str, tuple[int, int]]:
