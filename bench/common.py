@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -38,8 +39,15 @@ TIME_FORMATS = (
     "%b %d, %Y",
     "%Y/%m/%d (%a) %H:%M",  # LongMemEval: "2023/05/20 (Sat) 02:21"
     "%Y/%m/%d %H:%M",
+    "%d/%m/%Y %H:%M:%S",  # day first, as written outside the US ...
     "%d/%m/%Y %H:%M",
+    "%d/%m/%Y",
+    "%m/%d/%Y %H:%M:%S",  # ... month first when the day cannot be (29/12 vs 12/29)
+    "%m/%d/%Y %H:%M",
+    "%m/%d/%Y",
+    "%d.%m.%Y %H:%M:%S",  # REALTALK: "29.12.2023, 00:51:12" (read without its comma)
     "%d.%m.%Y %H:%M",
+    "%d.%m.%Y",
 )
 _UNREADABLE: set[str] = set()
 
@@ -47,9 +55,10 @@ _UNREADABLE: set[str] = set()
 def parse_time(text: Any) -> datetime | None:
     """A turn's time as an aware datetime: LoCoMo's "1:56 pm on 8 May, 2023", ISO 8601
     ("2023-05-08T13:56:00Z", "2023-05-08 13:56", "2023-05-08"), LongMemEval's
-    "2023/05/20 (Sat) 02:21" or a few other common forms. None when missing or
-    unreadable (the memory then has no event time; each unreadable form is reported
-    once on stderr, so a corpus in another format still runs)."""
+    "2023/05/20 (Sat) 02:21", REALTALK's "29.12.2023, 00:51:12" or a few other common
+    forms (a date with slashes is read day first, month first when that fails). None
+    when missing or unreadable (the memory then has no event time; each unreadable form
+    is reported once on stderr, so a corpus in another format still runs)."""
     if not isinstance(text, str) or not text.strip():
         return None
     clean = re.sub(r"\s+", " ", text.strip())
@@ -58,11 +67,12 @@ def parse_time(text: Any) -> datetime | None:
     except ValueError:
         when = None
     for fmt in TIME_FORMATS if when is None else ():
-        try:
-            when = datetime.strptime(clean, fmt)
+        for form in dict.fromkeys((clean, clean.replace(",", ""))):
+            with contextlib.suppress(ValueError):
+                when = datetime.strptime(form, fmt)
+                break
+        if when is not None:
             break
-        except ValueError:
-            continue
     if when is None:
         if clean not in _UNREADABLE:
             _UNREADABLE.add(clean)

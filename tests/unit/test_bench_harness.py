@@ -28,6 +28,11 @@ from common import chat_split, parse_time, turn_time  # noqa: E402
         ("2023/05/20 (Sat) 02:21", datetime(2023, 5, 20, 2, 21, tzinfo=UTC)),
         ("8 May 2023", datetime(2023, 5, 8, tzinfo=UTC)),
         ("May 8, 2023", datetime(2023, 5, 8, tzinfo=UTC)),
+        # REALTALK's form, and dates with slashes: day first, month first when it must be
+        ("29.12.2023, 00:51:12", datetime(2023, 12, 29, 0, 51, 12, tzinfo=UTC)),
+        ("29.12.2023", datetime(2023, 12, 29, tzinfo=UTC)),
+        ("05/08/2023", datetime(2023, 8, 5, tzinfo=UTC)),
+        ("12/29/2023 00:51", datetime(2023, 12, 29, 0, 51, tzinfo=UTC)),
         ("", None),
         (None, None),
     ],
