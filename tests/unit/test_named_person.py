@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 import pytest
 
 from memloci import Memory
-from memloci.models import Entity, EntityType, MemoryNode, NodeType, Scope, short_id
+from memloci.models import (
+    Entity,
+    EntityType,
+    MemoryNode,
+    NodeType,
+    Scope,
+    SearchHit,
+    short_id,
+)
 from memloci.retrieval import fusion
 from memloci.retrieval.fusion import OTHER_PERSON, Fused, favour_person
 from memloci.retrieval.pipeline import named_person, role_person
@@ -119,14 +127,24 @@ def test_a_speaker_labelled_by_role_is_known_by_the_name_they_are_called(
         m.add(said, user="u1", session="s1", speaker="user")
         m.add(reply, user="u1", session="s1", speaker="assistant")
         assert m.flush(20)  # batch by batch: the name is known after the third call
-    query = "What kind of dog does Alice own?"
-    hits = m.search(query, user="u1", k=3)
+    favours_the_user(m, "What kind of dog does Alice own?", "Alice", 3, monkeypatch)
+
+
+def favours_the_user(
+    m: Memory, query: str, name: str, k: int, monkeypatch: pytest.MonkeyPatch
+) -> list[SearchHit]:
+    """The `user` speaker's greyhound turn comes first for ``query``; the assistant's
+    best hit says it is by another person than ``name`` and keeps OTHER_PERSON of its
+    score. Returns the hits without the rule."""
+    hits = m.search(query, user="u1", k=k)
     assert hits[0].memory.speaker == "user" and "greyhound" in hits[0].memory.content
     other = next(h for h in hits if h.memory.speaker == "assistant")
-    assert other.why.endswith(f"said by another person than Alice (×{OTHER_PERSON:g})")
+    assert other.why.endswith(f"said by another person than {name} (×{OTHER_PERSON:g})")
     monkeypatch.setattr(fusion, "OTHER_PERSON", 1.0)
-    plain = {h.memory.id: h.score for h in m.search(query, user="u1", k=3)}
-    assert other.score == pytest.approx(plain[other.memory.id] * OTHER_PERSON, abs=0.01)
+    plain = m.search(query, user="u1", k=k)
+    score = {h.memory.id: h.score for h in plain}[other.memory.id]
+    assert other.score == pytest.approx(score * OTHER_PERSON, abs=0.01)
+    return plain
 
 
 def test_role_person_is_the_one_role_the_query_names() -> None:
@@ -164,12 +182,5 @@ def test_a_question_about_the_user_finds_what_the_user_said_first(
               user="u1", session="s1")  # fmt: skip
     m.flush()
     query = "What kind of dog does the user have?"
-    hits = m.search(query, user="u1", k=6)
-    assert hits[0].memory.speaker == "user" and "greyhound" in hits[0].memory.content
-    other = next(h for h in hits if h.memory.speaker == "assistant")
-    assert other.why.endswith(f"said by another person than the user (×{OTHER_PERSON:g})")
-    monkeypatch.setattr(fusion, "OTHER_PERSON", 1.0)
-    plain = m.search(query, user="u1", k=6)
+    plain = favours_the_user(m, query, "the user", 6, monkeypatch)
     assert plain[0].memory.speaker == "assistant"  # the rule decides the order
-    score = {h.memory.id: h.score for h in plain}[other.memory.id]
-    assert other.score == pytest.approx(score * OTHER_PERSON, abs=0.01)

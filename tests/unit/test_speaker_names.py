@@ -206,6 +206,24 @@ def test_a_label_says_a_name_only_when_a_search_for_it_finds_the_label(
     assert says(label, called) is said
 
 
+def linked_to(
+    mem: Memory, said: list[str], replies: tuple[str, ...], labels: tuple[str, str], name: str
+) -> set[str]:
+    """Store a two-person chat (``said`` by ``labels[0]``, each answered by ``labels[1]``
+    with a reply that calls them ``name``); the turns the worker linked to the person
+    ``name``."""
+    for text, reply in zip(said, replies, strict=True):
+        mem.add(text, user="u1", session="s1", speaker=labels[0])
+        mem.add(reply, user="u1", session="s1", speaker=labels[1])
+    assert mem.flush(20)
+    store = mem.service.store
+    person = store.find_entity("default", name)
+    assert person is not None and person.type is EntityType.PERSON
+    turns = {n.id: n for n in mem.list(type="episodic", limit=100)}
+    linked = store.node_entities("default", list(turns))
+    return {turns[i].content for i, es in linked.items() if person.id in {e.id for e in es}}
+
+
 @both_backends
 def test_a_handle_that_begins_with_the_name_is_linked_to_the_name(
     make_memory: MakeMemory,
@@ -215,17 +233,7 @@ def test_a_handle_that_begins_with_the_name_is_linked_to_the_name(
     mem = make_memory()
     said = ["I started a ceramics course.", "I cook lasagna every Sunday.", "I love jazz."]
     replies = ("Wow, Melanie!", "Yum, Melanie.", "Same, Melanie!")
-    for text, reply in zip(said, replies, strict=True):
-        mem.add(text, user="u1", session="s1", speaker="melanie18")
-        mem.add(reply, user="u1", session="s1", speaker="caroline_k")
-    assert mem.flush(20)
-    store = mem.service.store
-    melanie = store.find_entity("default", "Melanie")
-    assert melanie is not None and melanie.type is EntityType.PERSON
-    turns = {n.id: n for n in mem.list(type="episodic", limit=100)}
-    linked = store.node_entities("default", list(turns))
-    to_melanie = {turns[i].content for i, es in linked.items() if melanie.id in {e.id for e in es}}
-    assert to_melanie == set(said)
+    assert linked_to(mem, said, replies, ("melanie18", "caroline_k"), "Melanie") == set(said)
     hits = mem.search("What does Melanie cook on Sundays?", user="u1", k=3)
     assert hits[0].memory.content == said[1]
     assert "entity Melanie" in hits[0].why
@@ -236,18 +244,7 @@ def test_a_chat_in_lower_case_names_its_speakers_too(make_memory: MakeMemory) ->
     mem = make_memory()
     said = ["started a ceramics course lol", "making lasagna again", "my sister is in porto"]
     replies = ("thanks ana!", "hey ana, save me some", "love you ana")
-    for text, reply in zip(said, replies, strict=True):
-        mem.add(text, user="u1", session="s1", speaker="u_4821")
-        mem.add(reply, user="u1", session="s1", speaker="u_7730")
-    assert mem.flush(20)
-    store = mem.service.store
-    ana = store.find_entity("default", "Ana")
-    assert ana is not None and ana.type is EntityType.PERSON
-    turns = {n.id: n for n in mem.list(type="episodic", limit=100)}
-    linked = store.node_entities("default", list(turns))
-    assert {turns[i].content for i, es in linked.items() if ana.id in {e.id for e in es}} == set(
-        said
-    )
+    assert linked_to(mem, said, replies, ("u_4821", "u_7730"), "Ana") == set(said)
 
 
 @both_backends
