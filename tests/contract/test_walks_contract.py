@@ -174,6 +174,24 @@ def test_entities_in_text_keeps_every_entity_of_a_shared_name(store: Store) -> N
     assert [e.id for _, e in found] == [one.id, two.id]
 
 
+def test_a_label_that_is_a_common_word_is_named_only_with_a_capital(store: Store) -> None:
+    """Speakers labelled "A" and "B", or "May": the question's "a" and "may" are words,
+    not the speaker; "What did A say?" and "Did May call?" name them."""
+    a = store.insert_entity(entity("A", type=EntityType.PERSON))
+    may = store.insert_entity(entity("May", type=EntityType.PERSON))
+    store.insert_entity(entity("Rome", type=EntityType.PLACE))
+
+    def named(text: str) -> list[str]:
+        return [e.id for _, e in store.entities_in_text(["default"], text)]
+
+    assert named("Who likes painting a sunset?") == []
+    assert named("A sunset or a sunrise?") == []  # the first word is capitalised anyway
+    assert named("When may I visit?") == []
+    assert named("What did A say about hiking?") == [a.id]
+    assert named("Did May call?") == [may.id]
+    assert [e.canonical_name for _, e in store.entities_in_text(["default"], "rome")] == ["Rome"]
+
+
 def test_entities_in_text_finds_a_person_by_their_given_name(store: Store) -> None:
     fahim = store.insert_entity(entity("Fahim Khan", type=EntityType.PERSON, mention_count=9))
     other = store.insert_entity(entity("Fahim Rahman", type=EntityType.PERSON))

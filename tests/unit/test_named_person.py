@@ -184,3 +184,18 @@ def test_a_question_about_the_user_finds_what_the_user_said_first(
     query = "What kind of dog does the user have?"
     plain = favours_the_user(m, query, "the user", 6, monkeypatch)
     assert plain[0].memory.speaker == "assistant"  # the rule decides the order
+
+
+@pytest.mark.slow
+@both_backends
+def test_speakers_labelled_a_and_b_are_not_named_by_the_word_a(make_memory: MakeMemory) -> None:
+    """A chat whose speakers are labelled "A" and "B": "a" in a question is a word, so
+    no rule favours A's memories over what answers."""
+    m = make_memory(embedder="local")
+    for i in range(3):
+        m.add(f"I went hiking in the Alps, trip {i}", user="u1", session="s1", speaker="A")
+        m.add(f"I love painting a sunset, canvas {i}", user="u1", session="s1", speaker="B")
+    m.flush()
+    hits = m.search("Who likes painting a sunset?", user="u1", k=3)
+    assert [h.memory.speaker for h in hits] == ["B", "B", "B"]
+    assert not any("another person" in h.why for h in hits)

@@ -34,6 +34,16 @@ TITLES = frozenset(
 )  # fmt: skip
 
 
+# short words of every sentence that a one-word label may also be ("A", "May", "Will")
+FUNCTION_WORDS = frozenset(
+    {
+        "a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by",
+        "for", "with", "as", "is", "it", "be", "do", "so", "no", "not", "my", "me", "we",
+        "us", "he", "she", "him", "her", "his", "they", "them", "you", "your", "our", "may",
+        "will", "can", "was", "are", "has", "had", "what", "who", "how", "why", "when",
+        "where", "which", "this", "that", "there", "here", "all", "any", "some", "did",
+    }
+)  # fmt: skip
 # words that begin a label, not a name ("Speaker A", "Guest 3", "User B.")
 LABEL_WORDS = frozenset(
     {
@@ -58,6 +68,8 @@ def grams(text: str, max_words: int) -> dict[str, tuple[int, int]]:
     for size in range(min(max_words, len(words)), 0, -1):
         for i in range(len(words) - size + 1):
             raw = " ".join(words[i : i + size]).strip(_OUTER)
+            if size == 1 and not _may_name(raw, first=i == 0):
+                continue
             words_only = _ALNUM.findall(raw)
             # as typed, without punctuation, and run together ("Tech Corp" → TechCorp)
             joined = "".join(words_only) if size > 1 else ""
@@ -65,6 +77,17 @@ def grams(text: str, max_words: int) -> dict[str, tuple[int, int]]:
                 if form:
                     out.setdefault(name_norm(form), (i, i + size))
     return out
+
+
+def _may_name(word: str, *, first: bool) -> bool:
+    """Whether one word of a query may name an entity. A function word or a single
+    letter ("a", "I", "may", "will") names one only when written with a capital, and not
+    as the query's first word: a chat whose speakers are labelled "A" and "B" is not
+    about A whenever a question says "a"."""
+    folded = word.casefold()
+    if len(folded) > 1 and folded not in FUNCTION_WORDS:
+        return True
+    return not first and word[:1].isupper()
 
 
 def given_name(name: str) -> str | None:
