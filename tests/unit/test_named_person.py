@@ -161,6 +161,9 @@ def test_role_person_is_the_one_role_the_query_names() -> None:
     assert role_person("What's my dog called?", nodes) == ("User", "the user")
     assert role_person("what did i tell you about Porto", nodes) == ("User", "the user")
     assert role_person("what did the assistant tell me?", nodes) is None
+    # the labels a role goes by: "Human" / "AI", "Me" in a chat export
+    labelled = [memory("Human"), memory("Human"), memory("Human"), memory("AI")]
+    assert role_person("what does the user cook?", labelled) == ("Human", "the user")
 
 
 @pytest.mark.slow

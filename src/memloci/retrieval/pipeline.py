@@ -75,6 +75,8 @@ PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_
 CALLED_MIN, CALLED_SHARE = 3, 0.9  # a label is the named person's (see Retriever._person)
 _ROLE = re.compile(r"\bthe (user|assistant)\b", re.IGNORECASE)  # role_person
 _FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself)\b", re.IGNORECASE)  # the user asks
+# the speaker labels each role goes by (role_person)
+ROLE_LABELS = {"user": {"user", "human", "me"}, "assistant": {"assistant", "ai", "bot"}}
 log = logging.getLogger(__name__)
 _LABELS = {
     "fulltext": "full text",
@@ -395,7 +397,7 @@ def role_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | No
         return None
     (role,) = roles
     labels = Counter(m.speaker for m in nodes if m.speaker)
-    said = [(n, label) for label, n in labels.items() if label.casefold() == role]
+    said = [(n, label) for label, n in labels.items() if label.casefold() in ROLE_LABELS[role]]
     if len(labels) < 2 or not said or max(said)[0] < CALLED_MIN:
         return None
     return max(said)[1], f"the {role}"
