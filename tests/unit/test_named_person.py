@@ -20,7 +20,7 @@ from memloci.models import (
 )
 from memloci.retrieval import fusion
 from memloci.retrieval.fusion import OTHER_PERSON, Fused, favour_person
-from memloci.retrieval.pipeline import named_person, role_person
+from memloci.retrieval.pipeline import handle_person, named_person, role_person
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -130,15 +130,29 @@ def test_a_speaker_labelled_by_role_is_known_by_the_name_they_are_called(
     favours_the_user(m, "What kind of dog does Alice own?", "Alice", 3, monkeypatch)
 
 
+# one speaker's greyhound, the other's labrador (closer by meaning to "what kind of dog")
+DOG_CHAT = [
+    ("I adopted a rescue dog last spring, she is a shy greyhound.",
+     "Lovely! A friendly labrador that loves other dogs is a great dog to have too."),
+    ("I finished my pottery class.", "Well done, that takes patience."),
+    ("My sister lives in Porto.", "Porto is a beautiful city."),
+]  # fmt: skip
+
+
 def favours_the_user(
-    m: Memory, query: str, name: str, k: int, monkeypatch: pytest.MonkeyPatch
+    m: Memory,
+    query: str,
+    name: str,
+    k: int,
+    monkeypatch: pytest.MonkeyPatch,
+    labels: tuple[str, str] = ("user", "assistant"),
 ) -> list[SearchHit]:
-    """The `user` speaker's greyhound turn comes first for ``query``; the assistant's
-    best hit says it is by another person than ``name`` and keeps OTHER_PERSON of its
+    """The greyhound turn said by ``labels[0]`` comes first for ``query``; the best hit of
+    ``labels[1]`` says it is by another person than ``name`` and keeps OTHER_PERSON of its
     score. Returns the hits without the rule."""
     hits = m.search(query, user="u1", k=k)
-    assert hits[0].memory.speaker == "user" and "greyhound" in hits[0].memory.content
-    other = next(h for h in hits if h.memory.speaker == "assistant")
+    assert hits[0].memory.speaker == labels[0] and "greyhound" in hits[0].memory.content
+    other = next(h for h in hits if h.memory.speaker == labels[1])
     assert other.why.endswith(f"said by another person than {name} (×{OTHER_PERSON:g})")
     monkeypatch.setattr(fusion, "OTHER_PERSON", 1.0)
     plain = m.search(query, user="u1", k=k)
@@ -174,13 +188,7 @@ def test_a_question_about_the_user_finds_what_the_user_said_first(
     """In an agent's chat (speakers `user` and `assistant`), "the user" in a question is
     the speaker `user`: what the assistant said about the same thing gives way."""
     m = make_memory(embedder="local")
-    pairs = [
-        ("I adopted a rescue dog last spring, she is a shy greyhound.",
-         "Lovely! A friendly labrador that loves other dogs is a great dog to have too."),
-        ("I finished my pottery class.", "Well done, that takes patience."),
-        ("My sister lives in Porto.", "Porto is a beautiful city."),
-    ]  # fmt: skip
-    for said, reply in pairs:
+    for said, reply in DOG_CHAT:
         m.add([{"role": "user", "content": said}, {"role": "assistant", "content": reply}],
               user="u1", session="s1")  # fmt: skip
     m.flush()
@@ -202,3 +210,31 @@ def test_speakers_labelled_a_and_b_are_not_named_by_the_word_a(make_memory: Make
     hits = m.search("Who likes painting a sunset?", user="u1", k=3)
     assert [h.memory.speaker for h in hits] == ["B", "B", "B"]
     assert not any("another person" in h.why for h in hits)
+
+
+def test_handle_person_is_the_one_label_the_name_begins() -> None:
+    nodes = [memory("melanie18"), memory("melanie18"), memory("melanie18"), memory("@caro_k")]
+    assert handle_person("What does Melanie cook?", nodes) == ("melanie18", "Melanie")
+    assert handle_person("Did Caro call?", nodes * 3) == ("@caro_k", "Caro")
+    # not a handle of the name ("melanies"), too few hits, one speaker only, two names
+    assert handle_person("What does Mel cook?", [memory("melanies")] * 3 + nodes[3:]) is None
+    assert handle_person("What does Melanie cook?", nodes[2:]) is None
+    assert handle_person("What does Melanie cook?", nodes[:3]) is None
+    assert handle_person("Did Melanie call Caro?", nodes * 3) is None
+
+
+@pytest.mark.slow
+@both_backends
+def test_a_handle_nobody_calls_by_name_is_found_by_the_name_it_begins_with(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """People rarely type each other's names in a chat: "melanie18" is never called
+    Melanie, yet a question about Melanie favours what that handle said."""
+    m = make_memory(embedder="local")
+    for said, reply in DOG_CHAT:
+        m.add(said, user="u1", session="s1", speaker="melanie18")
+        m.add(reply, user="u1", session="s1", speaker="jo_k")
+    m.flush()
+    query = "What kind of dog does Melanie have?"
+    plain = favours_the_user(m, query, "Melanie", 6, monkeypatch, ("melanie18", "jo_k"))
+    assert plain[0].memory.speaker == "jo_k"  # the rule decides the order

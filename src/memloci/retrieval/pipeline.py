@@ -181,7 +181,7 @@ class Retriever:
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
         person = self._person(flt, named, nodes) if refined and named else None
         if person is None and refined and graphs:
-            person = role_person(query, nodes.values())
+            person = role_person(query, nodes.values()) or handle_person(query, nodes.values())
         if person is not None:  # over a wider head, so their memories further down move up
             wide = fused[:PERSON_WINDOW]
             people = self.store.people_of(flt.namespaces, [f.id for f in wide[len(head) :]])
@@ -401,3 +401,28 @@ def role_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | No
     if len(labels) < 2 or not said or max(said)[0] < CALLED_MIN:
         return None
     return max(said)[1], f"the {role}"
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+
+
+def handle_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | None:
+    """The speaker a query names by the name their handle begins with ("Melanie" for the
+    label "melanie18", "@melanie_k", "melanie.h"), as ``nodes`` (the best hits) label them:
+    one such label, at least :data:`CALLED_MIN` of the hits, among other labels. For a
+    chat labelled by user names where nobody calls anyone by name. None otherwise."""
+    labels = Counter(m.speaker for m in nodes if m.speaker)
+    if len(labels) < 2:
+        return None
+    found: dict[str, str] = {}
+    for word in _CAPITALISED.findall(query):
+        probe = word.casefold()
+        for label in labels:
+            handle = label.casefold().lstrip("@")
+            rest = handle[len(probe) :] if handle.startswith(probe) else ""
+            if rest and not rest[0].isalpha() and not rest[0].isspace():
+                found[label] = word
+    if len(found) != 1:
+        return None
+    ((label, word),) = found.items()
+    return (label, word) if labels[label] >= CALLED_MIN else None
