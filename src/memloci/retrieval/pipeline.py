@@ -396,11 +396,22 @@ def role_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | No
     if len(roles) != 1:
         return None
     (role,) = roles
-    labels = Counter(m.speaker for m in nodes if m.speaker)
+    labels = _speakers(nodes)
     said = [(n, label) for label, n in labels.items() if label.casefold() in ROLE_LABELS[role]]
-    if len(labels) < 2 or not said or max(said)[0] < CALLED_MIN:
+    if not said or not _says_enough(labels, label := max(said)[1]):
         return None
-    return max(said)[1], f"the {role}"
+    return label, f"the {role}"
+
+
+def _speakers(nodes: Iterable[MemoryNode]) -> Counter[str]:
+    """How many of ``nodes`` each speaker label says."""
+    return Counter(m.speaker for m in nodes if m.speaker)
+
+
+def _says_enough(labels: Counter[str], label: str) -> bool:
+    """Whether ``label`` is one speaker among others in ``labels`` and says at least
+    :data:`CALLED_MIN` of the hits: enough to tell their memories from the rest."""
+    return len(labels) >= 2 and labels[label] >= CALLED_MIN
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
@@ -411,9 +422,7 @@ def handle_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | 
     label "melanie18", "@melanie_k", "melanie.h"), as ``nodes`` (the best hits) label them:
     one such label, at least :data:`CALLED_MIN` of the hits, among other labels. For a
     chat labelled by user names where nobody calls anyone by name. None otherwise."""
-    labels = Counter(m.speaker for m in nodes if m.speaker)
-    if len(labels) < 2:
-        return None
+    labels = _speakers(nodes)
     found: dict[str, str] = {}
     for word in _CAPITALISED.findall(query):
         probe = word.casefold()
@@ -425,4 +434,4 @@ def handle_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | 
     if len(found) != 1:
         return None
     ((label, word),) = found.items()
-    return (label, word) if labels[label] >= CALLED_MIN else None
+    return (label, word) if _says_enough(labels, label) else None
