@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import sys
 from datetime import UTC, datetime
@@ -189,17 +190,49 @@ def with_handles(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-CHAT_SPLITS = ("messages", "roles", "fullnames", "handles")
+# what people send between the messages that say something; a few of them ("nice!",
+# "so cute", "good night!") are words memloci does not take for a backchannel
+FILLERS = (
+    "lol", "haha", "hahaha", "omg", "yeah", "ok", "nice!", "\U0001f602", "wow", "yes!",
+    "right?", "true", "hmm", "aww", "lmao", "ikr", "\U0001f44d", "same", "oh no", "yep",
+    "so cute", "damn", "omg really?", "good night!",
+)  # fmt: skip
+
+
+def with_fillers(convs: list[dict[str, Any]], rate: float = 0.3) -> list[dict[str, Any]]:
+    """The conversations with a filler message ("lol", "ok", an emoji: :data:`FILLERS`)
+    after about ``rate`` of their messages, by either speaker, as real chats have them
+    (seeded: the same every run). A filler is never evidence (its id is the message's
+    with ``#f``): the split measures what such noise costs."""
+    rng = random.Random(5)
+    out = []
+    for conv in convs:
+        speakers = sorted({t["speaker"] for t in conv["turns"] if t.get("speaker")})
+        turns = []
+        for t in conv["turns"]:
+            turns.append(t)
+            if speakers and rng.random() < rate:
+                filler = {"id": f"{t['id']}#f", "speaker": rng.choice(speakers)}
+                turns.append({**t, **filler, "text": rng.choice(FILLERS), "image_caption": None})
+        out.append({**conv, "turns": turns})
+    return out
+
+
+CHAT_SPLITS = ("messages", "roles", "fullnames", "handles", "fillers")
 
 
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """The conversations as ``split`` stores them: ``turns`` as they are; ``messages``
     cut into short messages (:func:`as_messages`); ``roles`` those messages labelled by
     role (:func:`with_roles`); ``fullnames`` labelled by full name
-    (:func:`with_full_names`); ``handles`` by user name (:func:`with_handles`)."""
+    (:func:`with_full_names`); ``handles`` by user name (:func:`with_handles`);
+    ``fillers`` the messages with a filler ("lol") after about 30 % of them
+    (:func:`with_fillers`)."""
     if split not in CHAT_SPLITS:
         return convs
     convs = as_messages(convs)
+    if split == "fillers":
+        return with_fillers(convs)
     if split == "roles":
         return with_roles(convs)
     if split == "handles":

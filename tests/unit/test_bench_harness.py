@@ -70,6 +70,18 @@ def test_role_and_full_name_splits_work_without_a_speaker_list() -> None:
     assert {t["speaker"] for t in full} == {"Ana Silva Okafor", "Ben Lindqvist"}
 
 
+def test_the_filler_split_adds_fillers_that_are_never_evidence() -> None:
+    turns = [{"id": str(i), "speaker": "AB"[i % 2], "text": f"Said {i}."} for i in range(200)]
+    conv = {"conv_id": "c", "turns": turns, "questions": []}
+    out = chat_split([conv], "fillers")[0]["turns"]
+    fillers = [t for t in out if t["id"].endswith("#f")]
+    assert 30 <= len(fillers) <= 90  # about 30 % of 200
+    said = [(t["id"], t["text"]) for t in out if not t["id"].endswith("#f")]
+    assert said == [(t["id"], t["text"]) for t in turns]  # the rest as it was
+    assert all(out[i - 1]["id"] == t["id"][:-2] for i, t in enumerate(out) if t in fillers)
+    assert out == chat_split([conv], "fillers")[0]["turns"]  # the same every run
+
+
 def test_the_benchmark_runs_on_a_corpus_in_another_format(tmp_path: Path) -> None:
     turns = [
         ("1", "Priya", "2024-02-01T10:00:00Z", "I adopted a greyhound called Pixel last week."),

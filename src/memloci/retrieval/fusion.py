@@ -58,6 +58,7 @@ day it happened (facts told in one conversation share it).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -71,6 +72,7 @@ PRIOR_BACKGROUND = 0.2  # MiniLM-class cosine of unrelated sentences (0.0-0.2)
 MIN_BACKGROUND = 10  # candidates needed before the list's own median is the background
 NAME_ONLY = 0.5  # evidence of each memory of a named entity when the rest matches none
 ASKS_ONLY = 0.5  # what a memory that only asks a question keeps of its score
+SAYS_NOTHING = 0.3  # what a memory that says nothing of its own ("lol", "Thanks!") keeps
 OTHER_PERSON = 0.7  # what another person's memory keeps when the query names one speaker
 IN_WINDOW = 0.5  # least evidence of a time-list match when the query names a narrow window
 NARROW = timedelta(days=62)  # a window this short is narrow ("on 1 May", "in May 2023")
@@ -230,15 +232,24 @@ def narrow(window: TimeWindow | None) -> bool:
     return window.end - window.start <= NARROW
 
 
-def discount_questions(fused: list[Fused], asks: set[str]) -> list[Fused]:
+def discount_questions(
+    fused: list[Fused], asks: AbstractSet[str], idle: AbstractSet[str] = frozenset()
+) -> list[Fused]:
     """The memories in ``asks`` only ask a question ("What pet do you have?"): their words
     and meaning match a question best of all, yet the answer is in the reply (which the
-    reply walk has already reached from them). They keep :data:`ASKS_ONLY` of their score;
-    best first again."""
-    if not asks:
+    reply walk has already reached from them). They keep :data:`ASKS_ONLY` of their score.
+    The memories in ``idle`` say nothing of their own ("lol", "Thanks!",
+    :func:`~memloci.retrieval.query.says_nothing`): they match only through the turns
+    around them (their full-text row holds them) and their session; they keep
+    :data:`SAYS_NOTHING` (the caller leaves out one whose words the query asks for: a
+    search for "lol" finds "lol"). Best first again."""
+    if not asks and not idle:
         return fused
     for entry in fused:
-        if entry.id in asks:
+        if entry.id in idle:
+            entry.score *= SAYS_NOTHING
+            entry.note = f"says nothing of its own (×{SAYS_NOTHING:g})"
+        elif entry.id in asks:
             entry.score *= ASKS_ONLY
             entry.note = f"asks, does not tell (×{ASKS_ONLY:g})"
     return sorted(fused, key=lambda f: (-f.score, min(f.ranks.values()), f.id))

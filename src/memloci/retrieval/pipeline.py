@@ -13,7 +13,8 @@ which join the same fusion (weight ``weight_graph``) for the final order; see
 :mod:`memloci.retrieval.fusion` for how scores become evidence and one 0–1 score.
 
 Last stages (``hybrid`` and ``core`` only): a memory among the best
-:data:`QUESTION_WINDOW` that only asks a question keeps half its score
+:data:`QUESTION_WINDOW` that only asks a question keeps half its score, one that says
+nothing of its own ("lol", "Thanks!") 0.3 of it
 (:func:`~memloci.retrieval.fusion.discount_questions`); in ``hybrid`` the sessions of
 those hits count too (:func:`~memloci.retrieval.fusion.session_context`,
 ``weight_session``); then, off unless
@@ -59,7 +60,7 @@ from memloci.retrieval.graph import (
     walks,
 )
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
-from memloci.retrieval.query import asks_only, document_text, key_form, terms
+from memloci.retrieval.query import asks_only, document_text, key_form, says_nothing, terms
 from memloci.storage.base import NodeFilter, Store
 
 RECIPES: dict[str, tuple[str, ...]] = {
@@ -191,7 +192,13 @@ class Retriever:
             risen = [f.id for f in head if f.id not in nodes]
             nodes |= {m.id: m for m in self.store.get_nodes(flt.namespaces, risen)}
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
-        top = [f for f in discount_questions(head, asks) if f.id in nodes]
+        asked = set(terms(query))  # "lol" is found when asked for
+        idle = {
+            i
+            for i, m in nodes.items()
+            if refined and says_nothing(m.content) and not asked & set(terms(m.content))
+        }
+        top = [f for f in discount_questions(head, asks, idle) if f.id in nodes]
         if "graph" in strategies:  # the sessions (or days) of the best hits
             top = session_context(top, _groups(nodes), self.settings.weight_session)
         if refined:

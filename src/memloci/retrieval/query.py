@@ -254,6 +254,31 @@ def document_text(content: str, speaker: str | None, key: str | None, subject: s
 _STATEMENT_END = re.compile(r"\.(?:\s|$)")
 
 
+# what people send that says nothing of its own: a backchannel, a greeting, thanks
+# fmt: off
+BACKCHANNEL = frozenset([
+    "lol", "lmao", "lmfao", "rofl", "haha", "hahaha", "hehe", "omg", "omfg", "ok", "okay",
+    "kk", "yeah", "yea", "ya", "yah", "yep", "yup", "yes", "no", "nope", "nah", "hmm",
+    "mhm", "aww", "aw", "oh", "ah", "uh", "um", "umm", "wow", "woah", "whoa", "ikr",
+    "thanks", "thank", "thx", "ty", "np", "yay", "ugh", "hi", "hey", "hello", "bye", "gn",
+    "gm", "xd", "xoxo", "indeed", "exactly", "totally", "definitely", "absolutely",
+    "agreed", "same", "too", "sure", "right", "true", "welcome", "course",
+])
+# fmt: on
+# the same stretched out: "hahahah", "loool", "okkk", "yesss", "awww", "hmmm", "ohhh"
+_STRETCHED = re.compile(
+    r"(?:(?:ha)+h?|(?:he)+h?|l+o+l+|o+k+|y+e+s+|a+w+|h+m+|o+h+|a+h+|u+g+h+|w+o+w+|y+a+y+)"
+)
+
+
+def says_nothing(text: str) -> bool:
+    """Whether a memory says nothing of its own: every word is a backchannel, a greeting
+    or thanks ("lol", "Thanks!", "Yeah, me too!", "hahaha", an emoji). A chat is full of
+    them; their full-text rows hold the turns around them, so a query matching those
+    turns would find them too and they would push what was said out of the results."""
+    return all(w in BACKCHANNEL or _STRETCHED.fullmatch(w) for w in terms(text))
+
+
 def asks_only(text: str) -> bool:
     """Whether a memory only asks ("Do you have any pets?", "Wow! How was it?"): it ends
     with a question mark and states nothing (no sentence of it ends with a full stop). In

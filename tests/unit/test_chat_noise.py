@@ -1,0 +1,85 @@
+"""What a chat is full of and says nothing: "lol", "Thanks!", an emoji. Such a message's
+full-text row holds the turns around it, so without a discount it would be found by
+their words and push what was said out of the results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from memloci import Memory
+from memloci.retrieval import fusion
+from memloci.retrieval.fusion import ASKS_ONLY, SAYS_NOTHING, Fused, discount_questions
+from memloci.retrieval.query import says_nothing
+from pgtest import both_backends
+
+MakeMemory = Callable[..., Memory]
+
+
+@pytest.mark.parametrize(
+    ("text", "nothing"),
+    [
+        ("lol", True),
+        ("Thanks!", True),
+        ("hahahaha", True),
+        ("Yeah, me too!", True),
+        ("OKKK 👍", True),
+        ("\U0001f602", True),
+        ("How about you?", True),
+        ("Yep, Joanna.", False),  # names someone: says who
+        ("It was awesome!", False),  # how it was: may answer a question
+        ("5", False),
+        ("We booked Kyoto.", False),
+    ],
+)
+def test_says_nothing(text: str, nothing: bool) -> None:
+    assert says_nothing(text) is nothing
+
+
+def test_discount_keeps_a_fraction_of_what_says_nothing_and_reorders() -> None:
+    lol = Fused("lol", score=0.9, ranks={"fulltext": 1})
+    ask = Fused("ask", score=0.8, ranks={"fulltext": 2})
+    said = Fused("said", score=0.35, ranks={"vector": 1})
+    out = discount_questions([lol, ask, said], {"ask"}, {"lol"})
+    assert [f.id for f in out] == ["ask", "said", "lol"]
+    assert out[2].score == pytest.approx(0.9 * SAYS_NOTHING)
+    assert out[2].note == f"says nothing of its own (×{SAYS_NOTHING:g})"
+    assert out[0].score == pytest.approx(0.8 * ASKS_ONLY)
+
+
+CHAT = [
+    ("Ana", "We finally booked the trip to Kyoto for April."),
+    ("Ben", "omg"),
+    ("Ben", "lol"),
+    ("Ana", "The ryokan has a hot spring bath."),
+    ("Ben", "Thanks! \U0001f602"),
+    ("Ana", "I also started learning to bake sourdough bread."),
+    ("Ben", "hahaha"),
+    ("Ben", "My sister lives in Osaka, she moved there for work."),
+]
+FILLERS = {"omg", "lol", "Thanks! \U0001f602", "hahaha"}
+
+
+@pytest.mark.slow
+@both_backends
+def test_a_filler_message_does_not_push_what_was_said_out(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = make_memory(embedder="local")
+    for who, text in CHAT:
+        m.add(text, user="u1", session="s1", speaker=who)
+    m.flush()
+    query = "What bread is Ana baking?"
+    hits = m.search(query, user="u1", k=3)
+    assert hits[0].memory.content.startswith("I also started learning to bake")
+    assert not {h.memory.content for h in hits} & FILLERS
+    wide = m.search(query, user="u1", k=8)
+    assert any("says nothing of its own" in h.why for h in wide if h.memory.content in FILLERS)
+    # the row of "hahaha" holds the sourdough turn before it: without the discount it
+    # would be among the best three
+    monkeypatch.setattr(fusion, "SAYS_NOTHING", 1.0)
+    assert {h.memory.content for h in m.search(query, user="u1", k=3)} & FILLERS
+    monkeypatch.undo()
+    # asked for by its own word, a filler is still found
+    assert m.search("lol", user="u1", k=1)[0].memory.content == "lol"
