@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memloci import Memory
+from memloci.retrieval import graph
 from memloci.retrieval.fusion import (
     ASKS_ONLY,
     IN_WINDOW,
@@ -208,6 +209,27 @@ def test_three_memories_city_question_returns_lisbon_first(real: Memory) -> None
     hits = real.search("which city does the user live in now?", user="u1", namespace="three")
     assert hits[0].memory.content == "I moved to Lisbon last spring"
     assert "meaning #1" in hits[0].why
+
+
+@pytest.mark.slow
+def test_the_user_in_a_question_means_them_not_the_label_every_memory_has(
+    real: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said = [
+        "My daughter Emma just turned six",
+        "Work has been stressful lately",
+        "We're planning a trip to Japan in April",
+        "Emma loves drawing horses",
+    ]
+    for text in said:
+        real.add(text, user="u1", speaker="user", namespace="trip")
+    assert real.flush(60)
+    query = "where is the user going on vacation?"
+    assert real.search(query, user="u1", namespace="trip")[0].memory.content == said[2]
+    # embedded as written, "user" matches every memory's label alike and the stress of
+    # work comes first by meaning
+    monkeypatch.setattr(graph, "_ROLE", re.compile("(?!)"))
+    assert real.search(query, user="u1", namespace="trip")[0].memory.content == said[1]
 
 
 @pytest.mark.slow

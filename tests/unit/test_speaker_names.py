@@ -335,6 +335,20 @@ def test_a_named_person_is_embedded_as_a_pronoun(query: str, embedded: str) -> N
     assert meaning_query(query, [(name, entity) for name in found]) == embedded
 
 
+@pytest.mark.parametrize(
+    ("query", "embedded"),
+    [
+        ("Where is the user going on vacation?", "Where is they going on vacation?"),
+        ("What's the name of the user's pet?", "What's the name of their pet?"),
+        ("What did The Assistant suggest?", "What did they suggest?"),
+        ("the user", "the user"),  # nothing else to mean
+        ("Which users asked for refunds?", "Which users asked for refunds?"),
+    ],
+)
+def test_the_user_is_embedded_as_a_pronoun(query: str, embedded: str) -> None:
+    assert meaning_query(query, []) == embedded
+
+
 class RecordingEmbedder(FakeEmbedder):
     def __init__(self) -> None:
         super().__init__()

@@ -193,7 +193,13 @@ def meaning_query(
     and a name in the vector pulls the memories that only greet or mention them ("Hey
     Alice!"); so do ``strangers``, people no memory names (:func:`strangers`), whose name
     can only pull other people's. Unchanged when fewer than two other words would be
-    left ("Describe Alice"), and a name typed in lower case ("will") may be a plain word."""
+    left ("Describe Alice"), and a name typed in lower case ("will") may be a plain word.
+    "The user" and "the assistant" stand as a pronoun too ("Where is the user going on
+    vacation?" → "Where is they going on vacation?"): a speaker label, or the word "user"
+    in every fact an agent writes, matches all of their memories alike, and the user
+    speaks of themself as "I", "we", "our"."""
+    bare = _ROLE.sub(lambda f: "their" if f.group(1) else "they", query)
+    query = bare if terms(bare) else query  # "the user" alone stays as it is
     names = {n for n, _ in named} | set(strangers)
     if not names or len(without_names(query, named, strangers)) < 2:
         return query
@@ -211,6 +217,7 @@ def meaning_query(
     return out
 
 
+_ROLE = re.compile(r"\bthe\s+(?:user|assistant)\b(['’]s)?(?![\w'’])", re.IGNORECASE)
 _PERSON = re.compile(r"(?<![\w'’])([A-Z][a-z]+)(['’]s)?(?![\w'’])")
 # words after which a capitalised word is someone: "did Robin", "Robin and Kim"
 _BEFORE_PERSON = frozenset(
