@@ -8,6 +8,7 @@ import os
 import random
 import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,23 @@ def with_roles(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def with_role_questions(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations labelled by role (:func:`with_roles`) and asked about by role:
+    each speaker's name in the questions becomes "the user" or "the assistant" ("What
+    did the user paint?"), as an agent asks about the person it talks to."""
+    out = []
+    for conv in with_roles(convs):
+        roles = dict(zip(speakers_of(conv), ("the user", "the assistant"), strict=False))
+        questions = []
+        for q in conv.get("questions") or ():
+            text = str(q.get("question", ""))
+            for name, role in roles.items():
+                text = re.sub(rf"\b{re.escape(name)}\b", role, text)
+            questions.append({**q, "question": text})
+        out.append({**conv, "questions": questions})
+    return out
+
+
 SURNAMES = ("Okafor", "Lindqvist", "Haddad", "Moreau", "Tanaka", "Kowalski", "Nguyen", "Osei")
 
 
@@ -218,26 +236,24 @@ def with_fillers(convs: list[dict[str, Any]], rate: float = 0.3) -> list[dict[st
     return out
 
 
-CHAT_SPLITS = ("messages", "roles", "fullnames", "handles", "fillers")
-
-
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
-    """The conversations as ``split`` stores them: ``turns`` as they are; ``messages``
-    cut into short messages (:func:`as_messages`); ``roles`` those messages labelled by
-    role (:func:`with_roles`); ``fullnames`` labelled by full name
-    (:func:`with_full_names`); ``handles`` by user name (:func:`with_handles`);
-    ``fillers`` the messages with a filler ("lol") after about 30 % of them
-    (:func:`with_fillers`)."""
-    if split not in CHAT_SPLITS:
-        return convs
-    convs = as_messages(convs)
-    if split == "fillers":
-        return with_fillers(convs)
-    if split == "roles":
-        return with_roles(convs)
-    if split == "handles":
-        return with_handles(convs)
-    return with_full_names(convs) if split == "fullnames" else convs
+    """The conversations as ``split`` stores them: ``turns`` as they are, else cut into
+    short messages (:func:`as_messages`) and then as :data:`CHAT_SPLITS` says."""
+    form = CHAT_SPLITS.get(split)
+    return convs if form is None else form(as_messages(convs))
+
+
+# the splits of short messages: ``messages`` as cut; ``roles`` labelled by role; ``roleq``
+# those asked about as "the user" / "the assistant"; ``fullnames`` labelled by full name;
+# ``handles`` by user name; ``fillers`` with a filler ("lol") after about 30 % of them
+CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
+    "messages": list,
+    "roles": with_roles,
+    "roleq": with_role_questions,
+    "fullnames": with_full_names,
+    "handles": with_handles,
+    "fillers": with_fillers,
+}
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:

@@ -2,7 +2,7 @@
 
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
-        [--splits turns,facts,messages,roles,fullnames,handles,fillers]
+        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -14,8 +14,9 @@ Splits: ``turns`` (LoCoMo turns as episodes), ``facts`` (its observations throug
 a turn's evidence held by any of them: a stand-in for real chats, where people send
 several short messages instead of one long turn), ``roles`` (those messages with the
 speakers labelled ``user`` / ``assistant`` instead of by name, the questions still
-naming them), ``fullnames`` (those messages with the speakers labelled by a full name,
-"Caroline Okafor", the questions using the first name), ``handles`` (labelled by a
+naming them), ``roleq`` (those asked about as "the user" / "the assistant"),
+``fullnames`` (those messages with the speakers labelled by a full name, "Caroline
+Okafor", the questions using the first name), ``handles`` (labelled by a
 user name that begins with the first name, "caroline17"), ``fillers`` (the messages with
 a filler, "lol", "ok", an emoji, after about 30 % of them; never evidence).
 """

@@ -4,7 +4,7 @@ fact memory, short messages and short messages whose speakers are labelled by ro
 plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
-        [--splits turns,facts,messages,roles,fullnames,handles,fillers,first]
+        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
@@ -12,7 +12,9 @@ agent stores one, ``remember(text, subject=speaker, event_time=date)``. Messages
 turns cut into their sentences, one message each (``common.as_messages``; a stand-in for
 real chats of short messages). Roles: the same messages with the speakers labelled
 ``user`` and ``assistant`` instead of their names (``common.with_roles``), the questions
-still naming them — a chat export that labels people by role or handle. Full names: the
+still naming them — a chat export that labels people by role or handle; roleq: those
+asked about as "the user" / "the assistant" (``common.with_role_questions``), as an agent
+asks. Full names: the
 messages with each speaker labelled by a full name ("Caroline Okafor",
 ``common.with_full_names``), the questions using the first. Handles: labelled by a
 user name that begins with the first name ("caroline17", ``common.with_handles``). Fillers:
@@ -146,7 +148,7 @@ def main() -> int:
     )
     ap.add_argument(
         "--splits",
-        default="turns,facts,messages,roles,fullnames,handles,fillers,first",
+        default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,first",
         help="which tables to run",
     )
     ap.add_argument(

@@ -70,6 +70,19 @@ def test_role_and_full_name_splits_work_without_a_speaker_list() -> None:
     assert {t["speaker"] for t in full} == {"Ana Silva Okafor", "Ben Lindqvist"}
 
 
+def test_the_roleq_split_asks_about_the_speakers_by_role() -> None:
+    conv = {
+        "conv_id": "c",
+        "speakers": ["Ana", "Ben"],
+        "turns": [{"id": "1", "speaker": "Ana", "text": "I paint."}],
+        "questions": [{"question": "What did Ana's friend Ben paint?", "evidence": ["1"]}],
+    }
+    out = chat_split([conv], "roleq")[0]
+    assert out["questions"][0]["question"] == "What did the user's friend the assistant paint?"
+    assert out["turns"][0]["speaker"] == "user"
+    assert conv["questions"][0]["question"] == "What did Ana's friend Ben paint?"  # a copy
+
+
 def test_the_filler_split_adds_fillers_that_are_never_evidence() -> None:
     turns = [{"id": str(i), "speaker": "AB"[i % 2], "text": f"Said {i}."} for i in range(200)]
     conv = {"conv_id": "c", "turns": turns, "questions": []}
