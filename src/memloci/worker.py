@@ -16,7 +16,7 @@ from memloci.errors import MemlociError, NotFoundError
 from memloci.models import Entity, EntityType, short_id
 from memloci.providers.base import Embedder
 from memloci.retrieval.mentions import leading_name, mentions, speaker_name
-from memloci.retrieval.query import document_text
+from memloci.retrieval.query import DOCUMENT_FORM, document_text
 from memloci.storage.base import Store
 
 log = logging.getLogger("memloci.worker")
@@ -39,8 +39,25 @@ def bind_embedder(store: Store, embedder: Embedder) -> bool:
             return False
         dimension = int(stored)  # a different model is still refused just below
         log.warning("embedder unavailable at open (%s); vectors follow when it answers", exc)
-    store.bind_embedder(embedder.model_id, dimension)
+    bind(store, embedder.model_id, dimension)
     return True
+
+
+def bind(store: Store, model_id: str, dimension: int) -> None:
+    """Bind ``store`` to the model (:meth:`Store.bind_embedder`); a store that had no
+    vectors yet also records the form its memories are embedded in (``document_form``)."""
+    fresh = store.get_meta("embedding_model") is None
+    store.bind_embedder(model_id, dimension)
+    if fresh:
+        store.set_meta("document_form", DOCUMENT_FORM)
+
+
+def outdated_form(store: Store) -> bool:
+    """Whether the store's vectors were embedded in an older form than
+    :func:`~memloci.retrieval.query.document_text`'s (``memloci reembed`` rebuilds them)."""
+    if store.get_meta("embedding_model") is None:
+        return False
+    return (store.get_meta("document_form") or "1") != DOCUMENT_FORM
 
 
 CATCH_UP = 32  # a backlog a query embeds itself rather than miss (see catch_up)
@@ -166,7 +183,7 @@ class EmbeddingWorker:
         texts = [document_text(p.content, p.speaker, p.key, p.subject) for p in batch]
         vectors = self.embedder.embed(texts)
         if not self.bound:
-            self.store.bind_embedder(self.embedder.model_id, int(vectors.shape[1]))
+            bind(self.store, self.embedder.model_id, int(vectors.shape[1]))
             self.bound = True
         self.store.save_embeddings(batch, vectors)
         if self.link_mentions:

@@ -93,7 +93,10 @@ def reembed(
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
 ) -> None:
-    """Embed everything pending; after switching models, rebuild every vector."""
+    """Embed everything pending; after switching models (or for vectors embedded in an
+    older form), rebuild every vector."""
+    from memloci.worker import outdated_form
+
     if embedder is EmbedderName.NONE:
         raise ValidationError(
             "reembed needs an embedder", hint="pass --embedder local, openai or fake"
@@ -115,6 +118,17 @@ def reembed(
                 "2026-11-26). Rebuild them all with bge-small-en, the default now?",
                 "refusing to rebuild the store's vectors without confirmation; "
                 "--embedder minilm-int8 keeps MiniLM",
+            )
+        memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)
+    elif outdated_form(memory.service.store):
+        memory.close()
+        if not yes:
+            confirm_or_refuse(
+                "This store's vectors were embedded before memories were embedded in the "
+                'third person ("I moved" as "they moved", 2026-11-27), so its older '
+                "memories rank a little lower by meaning. Rebuild every vector?",
+                "refusing to rebuild the store's vectors (embedded before the third-person "
+                "form) without confirmation",
             )
         memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)
     with memory as m:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from memloci.models import Entity
 from memloci.retrieval.intent import Intent, QueryPlan
 from memloci.retrieval.mentions import is_name_word
-from memloci.retrieval.query import fts_match, terms
+from memloci.retrieval.query import fts_match, terms, third_person
 from memloci.retrieval.timephrases import TimeWindow, chain_direction, time_window
 from memloci.storage.base import NodeFilter, Store
 
@@ -197,8 +197,9 @@ def meaning_query(
     "The user" and "the assistant" stand as a pronoun too ("Where is the user going on
     vacation?" → "Where is they going on vacation?"): a speaker label, or the word "user"
     in every fact an agent writes, matches all of their memories alike, and the user
-    speaks of themself as "I", "we", "our"."""
-    bare = _ROLE.sub(lambda f: "their" if f.group(1) else "they", query)
+    speaks of themself as "I", "we", "our". "I" / "my" stand as "they" / "their" as they
+    do in the embedded memories (:func:`~memloci.retrieval.query.third_person`)."""
+    bare = third_person(_ROLE.sub(lambda f: "their" if f.group(1) else "they", query))
     query = bare if terms(bare) else query  # "the user" alone stays as it is
     names = {n for n, _ in named} | set(strangers)
     if not names or len(without_names(query, named, strangers)) < 2:

@@ -60,7 +60,14 @@ from memloci.retrieval.graph import (
     walks,
 )
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
-from memloci.retrieval.query import asks_only, document_text, key_form, says_nothing, terms
+from memloci.retrieval.query import (
+    FIRST_PERSON,
+    asks_only,
+    key_form,
+    labelled,
+    says_nothing,
+    terms,
+)
 from memloci.storage.base import NodeFilter, Store
 
 RECIPES: dict[str, tuple[str, ...]] = {
@@ -75,7 +82,6 @@ QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discount
 PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_person)
 CALLED_MIN, CALLED_SHARE = 3, 0.9  # a label is the named person's (see Retriever._person)
 _ROLE = re.compile(r"\bthe (user|assistant)\b", re.IGNORECASE)  # role_person
-_FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself)\b", re.IGNORECASE)  # the user asks
 # the speaker labels each role goes by (role_person)
 ROLE_LABELS = {"user": {"user", "human", "me"}, "assistant": {"assistant", "ai", "bot"}}
 log = logging.getLogger(__name__)
@@ -287,9 +293,9 @@ class Retriever:
         the fused order and says so (second item)."""
         assert self.reranker is not None
         head = top
+        # as written: the cross-encoder reads the query as asked, "I" and all
         texts = [
-            document_text(n.content, n.speaker, n.key, n.subject)
-            for n in (nodes[f.id] for f in head)
+            labelled(n.content, n.speaker, n.key, n.subject) for n in (nodes[f.id] for f in head)
         ]
         try:
             relevance = [float(p) for p in self.reranker.score(query, texts)]
@@ -398,7 +404,7 @@ def role_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | No
     calls them: when it means one role, not both, and at least :data:`CALLED_MIN` of the
     hits carry that label among others. None otherwise."""
     roles = {m.group(1).casefold() for m in _ROLE.finditer(query)}
-    if _FIRST_PERSON.search(query):
+    if FIRST_PERSON.search(query):  # the user asks
         roles.add("user")
     if len(roles) != 1:
         return None

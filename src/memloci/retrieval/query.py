@@ -245,8 +245,41 @@ def as_utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+# the first person and its third: "I" / "my" → "they" / "their", "I'm" → "they're"
+_THIRD = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themself"}
+FIRST_PERSON = re.compile(r"(?<![\w'’])(i|me|my|mine|myself)(?:(['’])(m|ve|d|ll))?(?![\w'’])", re.I)
+
+
+def third_person(text: str) -> str:
+    """``text`` with the first person singular as the third ("I moved to Lisbon" → "they
+    moved to Lisbon", "my" → "their", "I'm" → "they're"): how memories and queries are
+    embedded. People say "I" in a chat, and a question asks about them ("Where does the
+    user live?" is embedded "Where does they live?", :func:`~memloci.retrieval.graph.
+    meaning_query`): the same person is then the same word on both sides."""
+
+    def swap(found: re.Match[str]) -> str:
+        word = _THIRD[found.group(1).lower()]
+        if found.group(3) is None or word != "they":
+            return word + (found.group(2) or "") + (found.group(3) or "")
+        return f"they{found.group(2)}{'re' if found.group(3).lower() == 'm' else found.group(3)}"
+
+    return FIRST_PERSON.sub(swap, text)
+
+
+# what :func:`document_text` embeds, recorded in a store with its first vectors
+# (``document_form``): "2" since memories are embedded in the third person (2026-11-27);
+# a store without the record holds form "1" and ``memloci reembed`` rebuilds it
+DOCUMENT_FORM = "2"
+
+
 def document_text(content: str, speaker: str | None, key: str | None, subject: str | None) -> str:
-    """The text embedded for a memory: who said it / what it is about, then the content."""
+    """The text embedded for a memory: :func:`labelled`, its content in the third person
+    (:func:`third_person`)."""
+    return labelled(third_person(content), speaker, key, subject)
+
+
+def labelled(content: str, speaker: str | None, key: str | None, subject: str | None) -> str:
+    """A memory as a reader sees it: who said it / what it is about, then the content."""
     label = speaker or subject or (key.replace("_", " ") if key else None)
     return f"{label}: {content}" if label else content
 

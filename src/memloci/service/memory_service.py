@@ -48,7 +48,7 @@ from memloci.service.knowledge import KnowledgeMixin
 from memloci.service.privacy import PrivacyMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
-from memloci.worker import EmbeddingWorker, bind_embedder
+from memloci.worker import EmbeddingWorker, bind_embedder, outdated_form
 
 log = logging.getLogger("memloci.service")
 P = ParamSpec("P")
@@ -76,7 +76,8 @@ class MemoryService(
         reembed: bool = False,
         reranker: Reranker | None = None,
     ) -> None:
-        """``reembed=True`` drops vectors from another model so they are rebuilt;
+        """``reembed=True`` drops vectors from another model, or embedded in an older form
+        (:func:`~memloci.worker.outdated_form`), so they are rebuilt;
         ``reranker`` (default: the one ``settings.reranker`` names, if any) reorders
         the best search hits."""
         self.store = store
@@ -85,7 +86,11 @@ class MemoryService(
         self.worker: EmbeddingWorker | None = None
         if embedder is not None:
             known = store.get_meta("embedding_model")
-            if reembed and known is not None and known != embedder.model_id:
+            if (
+                reembed
+                and known is not None
+                and (known != embedder.model_id or outdated_form(store))
+            ):
                 store.reset_embeddings()
             bound = bind_embedder(store, embedder)  # an unreachable embedder never blocks
             self.worker = EmbeddingWorker(
