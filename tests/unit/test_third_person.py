@@ -30,6 +30,8 @@ MakeMemory = Callable[..., Memory]
         ("i'll call, i'd love to. Tell me!", "they'll call, they'd love to. Tell them!"),
         ("iPhone, Mia, Irish, mime", "iPhone, Mia, Irish, mime"),  # words, not the pronoun
         ("We moved", "We moved"),  # only the first person singular
+        ("i.e. I/O, the -i flag, I-95", "i.e. I/O, the -i flag, I-95"),  # not a pronoun
+        ("Did I? Me too.", "Did they? them too."),
     ],
 )
 def test_third_person(text: str, embedded: str) -> None:

@@ -247,7 +247,9 @@ def as_utc(value: datetime) -> datetime:
 
 # the first person and its third: "I" / "my" → "they" / "their", "I'm" → "they're"
 _THIRD = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themself"}
-FIRST_PERSON = re.compile(r"(?<![\w'’])(i|me|my|mine|myself)(?:(['’])(m|ve|d|ll))?(?![\w'’])", re.I)
+FIRST_PERSON = re.compile(
+    r"(?<![\w'’./-])(i|me|my|mine|myself)(?:(['’])(m|ve|d|ll))?(?![\w'’/-]|\.\w)", re.I
+)  # not a letter of "i.e.", "I/O", "-i", "I-95"
 
 
 def third_person(text: str) -> str:
