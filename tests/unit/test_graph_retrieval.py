@@ -155,6 +155,11 @@ def test_time_window_bounds_relative_phrases_and_ambiguity() -> None:
         day(2023, 6, 1),
         day(2023, 7, 1) + REPORT_LAG,
     )
+    assert june.yearless and (june.year_before().start, june.year_before().end) == (
+        day(2022, 6, 1),
+        day(2022, 7, 1) + REPORT_LAG,
+    )
+    assert may.yearless and not time_window("in May 2023", now=NOW).yearless  # type: ignore[union-attr]
     assert time_window("I moved to Mayfair", now=NOW) is None
     assert time_window("on 31 February, 2023", now=NOW) is None
     assert time_window("no time here", now=NOW) is None
@@ -368,6 +373,26 @@ def test_a_date_in_the_query_ranks_memories_inside_its_window(make_memory: MakeM
     assert hits[0].memory.id == may.id
     assert hits[0].strategies.get("time") == 1 and "time: May 2023" in hits[0].why
     assert "time" not in {s for h in hits if h.memory.id == later.id for s in h.strategies}
+
+
+@both_backends
+def test_a_month_without_a_year_is_the_latest_one_that_holds_a_match(
+    make_memory: MakeMemory,
+) -> None:
+    """ "in June" asked of a chat imported from years ago: no memory of this June (or the
+    last) matches, so the June that does is searched; "in May 2023" stays May 2023."""
+    mem = make_memory(embedder=None)
+    june = datetime(datetime.now(UTC).year - 3, 6, 12, tzinfo=UTC)
+    camp = mem.add("we went camping by the lake", user="u", session="a", event_time=june)
+    mem.add(
+        "we went camping in the mountains", user="u", session="b", event_time=june.replace(month=9)
+    )
+    hits = mem.search("Where did we go camping in June?", user="u", k=5)
+    assert hits[0].memory.id == camp.id
+    assert hits[0].strategies.get("time") == 1 and "time: in June" in hits[0].why
+    assert len([h for h in hits if "time" in h.strategies]) == 1
+    dated = mem.search(f"camping in June {june.year + 1}?", user="u")
+    assert not any("time" in h.strategies for h in dated)  # a year named is that year
 
 
 def test_graph_strategies_never_leak_other_users_memories(mem: Memory) -> None:

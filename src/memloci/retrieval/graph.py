@@ -42,7 +42,7 @@ from memloci.models import Entity
 from memloci.retrieval.intent import Intent, QueryPlan
 from memloci.retrieval.mentions import is_name_word
 from memloci.retrieval.query import fts_match, terms, third_person
-from memloci.retrieval.timephrases import TimeWindow, chain_direction, time_window
+from memloci.retrieval.timephrases import YEARS_BACK, TimeWindow, chain_direction, time_window
 from memloci.storage.base import NodeFilter, Store
 
 ROUTES: dict[Intent, tuple[str, ...]] = {
@@ -114,7 +114,7 @@ def anchored(
         lexical = fulltext_search(store, flt, query, limit=limit)
     window = out.window = time_window(query)
     if window is not None:
-        time_strategy(store, flt, query, window, out, limit=limit)
+        out.window = time_strategy(store, flt, query, window, out, limit=limit)
     return out, lexical
 
 
@@ -356,17 +356,24 @@ def time_strategy(
     out: GraphLists,
     *,
     limit: int,
-) -> None:
-    """Memories inside the query's time window, ranked by the rest of the query."""
-    after = max((t for t in (flt.after, window.start) if t is not None), default=None)
-    before = min((t for t in (flt.before, window.end) if t is not None), default=None)
-    if after is not None and before is not None and after >= before:
-        return
+) -> TimeWindow:
+    """Memories inside the query's time window, ranked by the rest of the query. A month
+    named without a year whose window holds no match is looked for a year earlier, up to
+    :data:`~memloci.retrieval.timephrases.YEARS_BACK` years. Returns the window that
+    matched, else ``window``."""
     phrase = set(terms(window.phrase))
-    rest = [t for t in terms(query) if t not in phrase]
-    match = fts_match(" ".join(rest))
+    match = fts_match(" ".join(t for t in terms(query) if t not in phrase))
     if not match:
-        return
-    ranked = store.fulltext(replace(flt, after=after, before=before), match, limit)
-    out.weights["time"] = store.match_weight(match)
-    out.add("time", ranked, dict.fromkeys((i for i, _ in ranked), window.label()))
+        return window
+    named = window
+    for _ in range(1 + (YEARS_BACK if window.yearless else 0)):
+        after = max((t for t in (flt.after, window.start) if t is not None), default=None)
+        before = min((t for t in (flt.before, window.end) if t is not None), default=None)
+        if after is None or before is None or after < before:
+            ranked = store.fulltext(replace(flt, after=after, before=before), match, limit)
+            if ranked:
+                out.weights["time"] = store.match_weight(match)
+                out.add("time", ranked, dict.fromkeys((i for i, _ in ranked), window.label()))
+                return window
+        window = window.year_before()
+    return named

@@ -6,7 +6,10 @@ A window is a soft constraint: the ``time`` strategy ranks the memories inside i
 report events *after* they happen ("yesterday", "last Friday"), so a window whose end
 comes from a phrase is kept open :data:`REPORT_LAG` longer. A month without a year
 ("in May", "during June") is the latest such month that has begun by ``now``: asked in
-November, "in June" is this year's June, asked in March, last year's.
+November, "in June" is this year's June, asked in March, last year's; when no memory
+of that June matches, the search looks a year earlier, and so on
+(:meth:`TimeWindow.year_before`, :data:`YEARS_BACK`): a chat imported from two years ago
+is asked about its own June.
 
 Also here: "after the trip" / "before the move" (no date) give the direction the
 temporal chain walks.
@@ -15,10 +18,11 @@ temporal chain walks.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 REPORT_LAG = timedelta(days=7)  # one week: how long after an event it is still "recent news"
+YEARS_BACK = 5  # earlier years a month named without a year is looked for in
 SHORTLY = timedelta(days=31)  # "the week / the Sunday / two weeks before X": within a month
 
 _MONTH_NAMES = (
@@ -83,9 +87,17 @@ class TimeWindow:
     start: datetime | None
     end: datetime | None
     phrase: str
+    yearless: bool = False  # a month named without a year ("in June"): see :meth:`year_before`
 
     def label(self) -> str:
         return self.phrase
+
+    def year_before(self) -> TimeWindow:
+        """The same window a year earlier: "in June" asked of a store whose memories
+        end before this June is the latest June that holds some."""
+        start = self.start.replace(year=self.start.year - 1) if self.start else None
+        end = self.end - (self.start - start) if self.end and self.start and start else self.end
+        return replace(self, start=start, end=end)
 
 
 def _month(text: str) -> int:
@@ -159,7 +171,7 @@ def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
         year = at.year if month <= at.month else at.year - 1  # the latest one begun
         start = datetime(year, month, 1, tzinfo=UTC)
         end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-        return TimeWindow(start, end + REPORT_LAG, bare.group(0))
+        return TimeWindow(start, end + REPORT_LAG, bare.group(0), yearless=True)
     rel_found = _RELATIVE.search(text)
     if rel_found:
         now = now or datetime.now(UTC)
