@@ -228,7 +228,7 @@ def test_the_user_in_a_question_means_them_not_the_label_every_memory_has(
     assert real.search(query, user="u1", namespace="trip")[0].memory.content == said[2]
     # embedded as written, "user" matches every memory's label alike and the stress of
     # work comes first by meaning
-    monkeypatch.setattr(graph, "_ROLE", re.compile("(?!)"))
+    monkeypatch.setattr(graph, "ROLE_PHRASE", re.compile("(?!)"))
     assert real.search(query, user="u1", namespace="trip")[0].memory.content == said[1]
 
 

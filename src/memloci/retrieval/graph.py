@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from memloci.models import Entity
 from memloci.retrieval.intent import Intent, QueryPlan
 from memloci.retrieval.mentions import is_name_word
-from memloci.retrieval.query import fts_match, terms, third_person
+from memloci.retrieval.query import ROLE_PHRASE, fts_match, terms, third_person
 from memloci.retrieval.timephrases import YEARS_BACK, TimeWindow, chain_direction, time_window
 from memloci.storage.base import NodeFilter, Store
 
@@ -112,7 +112,7 @@ def anchored(
     lexical = named_entities(store, flt, query, named, out, limit=limit) if named else None
     if lexical is None:
         lexical = fulltext_search(store, flt, query, limit=limit)
-    window = out.window = time_window(query)
+    window = time_window(query)
     if window is not None:
         out.window = time_strategy(store, flt, query, window, out, limit=limit)
     return out, lexical
@@ -195,11 +195,11 @@ def meaning_query(
     can only pull other people's. Unchanged when fewer than two other words would be
     left ("Describe Alice"), and a name typed in lower case ("will") may be a plain word.
     "The user" and "the assistant" stand as a pronoun too ("Where is the user going on
-    vacation?" → "Where is they going on vacation?"): a speaker label, or the word "user"
-    in every fact an agent writes, matches all of their memories alike, and the user
-    speaks of themself as "I", "we", "our". "I" / "my" stand as "they" / "their" as they
-    do in the embedded memories (:func:`~memloci.retrieval.query.third_person`)."""
-    bare = third_person(_ROLE.sub(lambda f: "their" if f.group(1) else "they", query))
+    vacation?" → "Where is they going on vacation?"): as a word, "user" matches the label
+    all of their memories carry (or the "User …" of an agent's facts) alike. And the
+    query's "I" / "my" stand as "they" / "their", as in the embedded memories
+    (:func:`~memloci.retrieval.query.third_person`)."""
+    bare = third_person(ROLE_PHRASE.sub(lambda f: "their" if f.group(2) else "they", query))
     query = bare if terms(bare) else query  # "the user" alone stays as it is
     names = {n for n, _ in named} | set(strangers)
     if not names or len(without_names(query, named, strangers)) < 2:
@@ -218,7 +218,6 @@ def meaning_query(
     return out
 
 
-_ROLE = re.compile(r"\bthe\s+(?:user|assistant)\b(['’]s)?(?![\w'’])", re.IGNORECASE)
 _PERSON = re.compile(r"(?<![\w'’])([A-Z][a-z]+)(['’]s)?(?![\w'’])")
 # words after which a capitalised word is someone: "did Robin", "Robin and Kim"
 _BEFORE_PERSON = frozenset(

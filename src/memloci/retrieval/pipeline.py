@@ -62,6 +62,7 @@ from memloci.retrieval.graph import (
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
 from memloci.retrieval.query import (
     FIRST_PERSON,
+    ROLE_PHRASE,
     asks_only,
     key_form,
     labelled,
@@ -81,7 +82,6 @@ REFINED = ("hybrid", "core")  # get the last stages (questions, reranker); basel
 QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discounted)
 PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_person)
 CALLED_MIN, CALLED_SHARE = 3, 0.9  # a label is the named person's (see Retriever._person)
-_ROLE = re.compile(r"\bthe (user|assistant)\b", re.IGNORECASE)  # role_person
 # the speaker labels each role goes by (role_person)
 ROLE_LABELS = {"user": {"user", "human", "me"}, "assistant": {"assistant", "ai", "bot"}}
 log = logging.getLogger(__name__)
@@ -403,7 +403,7 @@ def role_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | No
     ("what's my dog called?") — as ``nodes`` (the best hits) label them, and how the query
     calls them: when it means one role, not both, and at least :data:`CALLED_MIN` of the
     hits carry that label among others. None otherwise."""
-    roles = {m.group(1).casefold() for m in _ROLE.finditer(query)}
+    roles = {m.group(1).casefold() for m in ROLE_PHRASE.finditer(query)}
     if FIRST_PERSON.search(query):  # the user asks
         roles.add("user")
     if len(roles) != 1:

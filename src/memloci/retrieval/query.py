@@ -183,6 +183,8 @@ def terms(text: str) -> list[str]:
 
 
 ROLE_WORDS = frozenset({"user", "assistant"})
+# "the user" / "the assistant('s)": group 1 the role, group 2 the possessive
+ROLE_PHRASE = re.compile(r"\bthe\s+(user|assistant)\b(['’]s)?(?![\w'’])", re.IGNORECASE)
 
 
 def fts_match(text: str, *, max_terms: int = 24) -> str:
