@@ -219,8 +219,13 @@ def test_entities_in_text_finds_a_person_by_their_given_name(store: Store) -> No
     assert named("Did Mel call?") == [("mel", "Mel Okafor-Reyes")]
     assert named("What does Joanna write?") == [("joanna", "Joanna K.")]
     assert named("Did the Guest pay?") == []  # a label word, not a given name
-    # only capitalised words are looked up as given names; titles and handles are none
-    assert named("what does fahim like?") == []
+    # capitalised words are looked up as given names (titles and handles are none); in a
+    # query typed all in lower case, every word of letters but the function words is
+    assert named("What does fahim like?") == []
+    assert named("what does fahim like?") == [
+        ("fahim", "Fahim Khan"),
+        ("fahim", "Fahim Rahman"),
+    ]
     assert named("What did the Speaker say?") == []
     assert named("Is Dr in?") == []
     assert named("Fahim", ns="other") == [("fahim", "Fahim Khan")]

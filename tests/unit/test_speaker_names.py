@@ -304,6 +304,9 @@ def test_a_speaker_labelled_by_full_name_is_found_by_their_given_name(
     hits = mem.search("What does Fahim cook on Sundays?", user="u1", k=3)
     assert hits[0].memory.content == USER_TURNS[1]
     assert "entity Fahim Khan" in hits[0].why
+    # typed all in lower case, as people type: the same person
+    typed = mem.search("what does fahim cook on sundays?", user="u1", k=3)
+    assert typed[0].memory.content == USER_TURNS[1] and "entity Fahim Khan" in typed[0].why
     # u2's Fahim is named by the same word, yet nobody u1 may know of
     assert all(h.memory.user == "u1" and "Rahman" not in h.why for h in hits)
     turns = {n.id: n for n in mem.list(type="episodic", user="u1", limit=100)}
@@ -320,8 +323,10 @@ def test_a_speaker_labelled_by_full_name_is_found_by_their_given_name(
         ("Did Alice and Bo go to Rome together?", "Did they and they go to Rome together?"),
         # the name is most of what there is to mean
         ("Describe Alice", "Describe Alice"),
-        # typed in lower case: maybe a plain word
-        ("what does alice cook on sundays?", "what does alice cook on sundays?"),
+        # typed in lower case among capitals: maybe a plain word
+        ("What does alice cook on Sundays?", "What does alice cook on Sundays?"),
+        # a query all in lower case: its case says nothing
+        ("what does alice cook on sundays?", "what does they cook on sundays?"),
         # a longer word is not the name
         ("What did Alicia cook for the party?", "What did Alicia cook for the party?"),
     ],

@@ -205,8 +205,11 @@ def meaning_query(
     if not names or len(without_names(query, named, strangers)) < 2:
         return query
 
+    # in a query typed all in lower case, the case says nothing: "caroline" is Caroline
+    cased = any(c.isupper() for c in query)
+
     def pronoun(found: re.Match[str]) -> str:
-        if not found.group(0)[:1].isupper():  # "will" may be a plain word; "Will" is a name
+        if cased and not found.group(0)[:1].isupper():  # "will" may be a plain word
             return found.group(0)
         return "their" if found.group(2) else "they"
 

@@ -428,6 +428,7 @@ def _says_enough(labels: Counter[str], label: str) -> bool:
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+_LETTERS = re.compile(r"\b[a-z]{2,}\b")
 
 
 def handle_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | None:
@@ -437,7 +438,9 @@ def handle_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | 
     chat labelled by user names where nobody calls anyone by name. None otherwise."""
     labels = _speakers(nodes)
     found: dict[str, str] = {}
-    for word in _CAPITALISED.findall(query):
+    # in a query typed all in lower case, any word of letters may be the name
+    words = _CAPITALISED if any(c.isupper() for c in query) else _LETTERS
+    for word in words.findall(query):
         probe = word.casefold()
         for label in labels:
             handle = label.casefold().lstrip("@")

@@ -107,11 +107,17 @@ def given_name(name: str) -> str | None:
 
 def given_probes(text: str) -> dict[str, tuple[int, int]]:
     """The words of ``text`` that may be someone's given name → their word span (as
-    :func:`grams` counts): capitalised words of letters, not titles."""
+    :func:`grams` counts): capitalised words of letters, not titles; in a text typed all
+    in lower case, where case says nothing, its words of letters that are not function
+    words ("what did caroline paint?" probes "caroline" and "paint"). The stores look up
+    the first :data:`MAX_PROBES`."""
+    cased = any(c.isupper() for c in text)
     out: dict[str, tuple[int, int]] = {}
     for i, word in enumerate(_POSSESSIVE.sub("", text).split()):
         raw = word.strip(_OUTER)
-        if len(raw) >= 2 and raw.isalpha() and raw[0].isupper() and raw.casefold() not in TITLES:
+        if len(raw) < 2 or not raw.isalpha() or raw.casefold() in TITLES:
+            continue
+        if raw[0].isupper() or (not cased and raw not in FUNCTION_WORDS):
             out.setdefault(name_norm(raw), (i, i + 1))
     return out
 
