@@ -55,7 +55,8 @@ from memloci import Memory
 from memloci.providers.base import Embedder, load_embedder
 from memloci.retrieval.fusion import fuse_lists
 from memloci.retrieval.graph import anchored, walks
-from memloci.retrieval.query import key_form, terms
+from memloci.retrieval.query import key_form
+from memloci.words import terms
 
 F32 = npt.NDArray[np.float32]
 TURNS_PER_SESSION = 20

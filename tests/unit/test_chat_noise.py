@@ -11,7 +11,7 @@ import pytest
 from memloci import Memory
 from memloci.retrieval import fusion
 from memloci.retrieval.fusion import ASKS_ONLY, SAYS_NOTHING, Fused, discount_questions
-from memloci.retrieval.query import says_nothing
+from memloci.words import says_nothing
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -70,14 +70,14 @@ def test_a_filler_message_does_not_push_what_was_said_out(
     for who, text in CHAT:
         m.add(text, user="u1", session="s1", speaker=who)
     m.flush()
-    query = "What bread is Ana baking?"
+    query = "What is the trip to Kyoto like?"
     hits = m.search(query, user="u1", k=3)
-    assert hits[0].memory.content.startswith("I also started learning to bake")
+    assert hits[0].memory.content.startswith("We finally booked the trip to Kyoto")
     assert not {h.memory.content for h in hits} & FILLERS
     wide = m.search(query, user="u1", k=8)
     assert any("says nothing of its own" in h.why for h in wide if h.memory.content in FILLERS)
-    # the row of "hahaha" holds the sourdough turn before it: without the discount it
-    # would be among the best three
+    # "omg" and "lol" come right after the trip: their rows hold it, and without the
+    # discount they would come second and third
     monkeypatch.setattr(fusion, "SAYS_NOTHING", 1.0)
     assert {h.memory.content for h in m.search(query, user="u1", k=3)} & FILLERS
     monkeypatch.undo()

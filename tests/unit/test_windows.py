@@ -40,7 +40,9 @@ class ListChain:
 
 
 def test_said_and_window() -> None:
-    assert said("Ana", "hi") == "Ana: hi" and said(None, "hi") == "hi"
+    assert said("Ana", "I moved") == "Ana: I moved" and said(None, "I moved") == "I moved"
+    assert said("Ana", "lol") == "" and said("Ana", "Thanks! \U0001f602") == ""
+    assert window("", f"one{SEP}two") == f"one{SEP}two"  # a filler is passed over
     assert len(said("Ana", "x" * 2000)) == 600
     assert window("a" * WINDOW, "b\nc") == "a" * WINDOW  # long: the nearest turn only
     assert window("short", f"one{SEP}two{SEP}three") == f"short{SEP}one{SEP}two{SEP}three"

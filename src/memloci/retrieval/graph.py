@@ -41,9 +41,10 @@ from dataclasses import dataclass, field, replace
 from memloci.models import Entity
 from memloci.retrieval.intent import Intent, QueryPlan
 from memloci.retrieval.mentions import is_name_word
-from memloci.retrieval.query import ROLE_PHRASE, fts_match, terms, third_person
+from memloci.retrieval.query import ROLE_PHRASE, fts_match, third_person
 from memloci.retrieval.timephrases import YEARS_BACK, TimeWindow, chain_direction, time_window
 from memloci.storage.base import NodeFilter, Store
+from memloci.words import terms
 
 ROUTES: dict[Intent, tuple[str, ...]] = {
     Intent.WHY: ("causal",),

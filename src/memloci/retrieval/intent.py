@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memloci.providers.base import Embedder
-from memloci.retrieval.query import terms
+from memloci.words import terms
 
 log = logging.getLogger("memloci.retrieval")
 

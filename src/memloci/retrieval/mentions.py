@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from memloci.retrieval.query import STOPWORDS
 from memloci.storage.names import TITLES
+from memloci.words import STOPWORDS
 
 _MONTHS = (
     "january february march april may june july august september october november december"

@@ -66,10 +66,9 @@ from memloci.retrieval.query import (
     asks_only,
     key_form,
     labelled,
-    says_nothing,
-    terms,
 )
 from memloci.storage.base import NodeFilter, Store
+from memloci.words import says_nothing, terms
 
 RECIPES: dict[str, tuple[str, ...]] = {
     "hybrid": ("fulltext", "vector", "key", "graph"),

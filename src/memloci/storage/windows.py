@@ -8,7 +8,8 @@ after it. Each holds the nearest turn whole and further ones while they all fit 
 :data:`WINDOW` characters — so a turn of ordinary length holds one turn each way, as a
 row always did, while a message of a chat of short messages ("I love the connection to
 nature.") holds the few around it that say what it is about ("I started surfing five
-years ago").
+years ago"). A message that says nothing of its own ("lol", "Thanks!": :func:`said`)
+is held by no window: the windows around it reach past it.
 
 The windows are defined step by step along the chain — a turn's ``context`` is
 :func:`window` of the previous turn's text and that turn's own ``context`` — so a change
@@ -23,17 +24,23 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from memloci.models import short_id
+from memloci.words import says_nothing
 
 WINDOW = 160  # characters: further turns join a window while they fit in this many
 SEP = "\n"  # between the turns of a window
 MAX_TURNS = 6  # turns one window holds at most (tiny messages: "ok", "lol")
 MAX_STEPS = MAX_TURNS + 1  # turns a change is carried along at most: past every holder
+MAX_WALK = 10_000  # rows one change rewrites at most (a run of fillers is walked through)
 _SAID_MAX = 600  # characters of one turn a window keeps
 _CHUNK = 400  # ids per IN list
 
 
 def said(speaker: str | None, text: str) -> str:
-    """A turn as its neighbours' rows hold it: ``speaker: text`` on one line."""
+    """A turn as its neighbours' rows hold it: ``speaker: text`` on one line; nothing for
+    a message that says nothing of its own ("lol", "Thanks!", an emoji:
+    :func:`~memloci.words.says_nothing`), which :func:`window` passes over."""
+    if says_nothing(text):
+        return ""
     return (f"{speaker}: {text}" if speaker else text)[:_SAID_MAX].replace(SEP, " ")
 
 
@@ -42,7 +49,10 @@ def window(nearest: str, further: str) -> str:
     nearest turn's own window on that side) while they fit in :data:`WINDOW` characters
     in all, :data:`MAX_TURNS` turns at most (so a change carried :data:`MAX_STEPS` turns
     reaches every window holding it): a turn of ordinary length holds its neighbour on
-    each side, a short message the few short ones around it."""
+    each side, a short message the few short ones around it. A nearest turn that says
+    nothing (``said`` is empty) is passed over: the window is its own, ``further``."""
+    if not nearest:
+        return further
     pieces, total = [nearest], len(nearest)
     for piece in further.split(SEP) if further else ():
         total += len(piece)
@@ -77,7 +87,8 @@ def carry(chain: Chain, node_id: str, column: str) -> int:
     by one runs again)."""
     writes: list[tuple[str, str]] = []
     here = chain.row(node_id)
-    for _ in range(MAX_STEPS):
+    steps = 0  # past turns that say something: a window holds MAX_TURNS of them at most
+    while steps < MAX_STEPS and len(writes) < MAX_WALK:
         other = chain.neighbour(node_id, column) if here is not None else None
         there = chain.row(other) if other is not None else None
         if here is None or other is None or there is None:
@@ -86,6 +97,7 @@ def carry(chain: Chain, node_id: str, column: str) -> int:
         if value == (there[1] if column == "context" else there[2]):
             break
         writes.append((other, value))
+        steps += 1 if here[0] else 0  # a filler is passed over: its window is carried on
         node_id = other
         here = (there[0], value, there[2]) if column == "context" else (*there[:2], value)
     for other, value in writes if column == "context" else reversed(writes):

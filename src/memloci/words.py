@@ -1,0 +1,206 @@
+"""Words (layer: base, imports nothing of memloci): the content words of a text
+(:func:`terms`, stopwords removed) and the messages that say nothing of their own
+(:func:`says_nothing`). Retrieval ranks with them; storage uses them to leave such a
+message out of the neighbour windows of a full-text row (:mod:`memloci.storage.windows`)."""
+
+from __future__ import annotations
+
+import re
+
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "also",
+        "ever",
+        "get",
+        "got",
+        "did",
+        "does",
+        "done",
+        "let",
+        "lets",
+        "like",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "something",
+        "anything",
+        "thing",
+        "things",
+        "would",
+        "could",
+        "should",
+        "whats",
+        "what's",
+        "i'm",
+        "im",
+        "it's",
+        "its",
+    ]
+)
+_WORD = re.compile(r"[^\W_][\w'’]*")
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words of a query, stopwords removed, order kept, no repeats."""
+    out: list[str] = []
+    for raw in _WORD.findall(text):
+        word = raw.lower().replace("’", "'")
+        word = word[:-2] if word.endswith("'s") else word.rstrip("'")
+        if len(word) < 2 and not word.isdigit():
+            continue
+        if word in STOPWORDS or word in out:
+            continue
+        out.append(word)
+    return out
+
+
+# what people send that says nothing of its own: a backchannel, a greeting, thanks
+# fmt: off
+BACKCHANNEL = frozenset([
+    "lol", "lmao", "lmfao", "rofl", "haha", "hahaha", "hehe", "omg", "omfg", "ok", "okay",
+    "kk", "yeah", "yea", "ya", "yah", "yep", "yup", "yes", "no", "nope", "nah", "hmm",
+    "mhm", "aww", "aw", "oh", "ah", "uh", "um", "umm", "wow", "woah", "whoa", "ikr",
+    "thanks", "thank", "thx", "ty", "np", "yay", "ugh", "hi", "hey", "hello", "bye", "gn",
+    "gm", "xd", "xoxo", "indeed", "exactly", "totally", "definitely", "absolutely",
+    "agreed", "same", "too", "sure", "right", "true", "welcome", "course",
+])
+# fmt: on
+# the same stretched out: "hahahah", "loool", "okkk", "yesss", "awww", "hmmm", "ohhh"
+_STRETCHED = re.compile(
+    r"(?:(?:ha)+h?|(?:he)+h?|l+o+l+|o+k+|y+e+s+|a+w+|h+m+|o+h+|a+h+|u+g+h+|w+o+w+|y+a+y+)"
+)
+
+
+def says_nothing(text: str) -> bool:
+    """Whether a memory says nothing of its own: every word is a backchannel, a greeting
+    or thanks ("lol", "Thanks!", "Yeah, me too!", "hahaha", an emoji). A chat is full of
+    them; their full-text rows hold the turns around them, so a query matching those
+    turns would find them too and they would push what was said out of the results."""
+    return all(w in BACKCHANNEL or _STRETCHED.fullmatch(w) for w in terms(text))
