@@ -52,6 +52,13 @@ def bind(store: Store, model_id: str, dimension: int) -> None:
         store.set_meta("document_form", DOCUMENT_FORM)
 
 
+def stale_vectors(store: Store, model_id: str) -> bool:
+    """Whether the store holds vectors that ``reembed`` rebuilds: from another model than
+    ``model_id``, or embedded in an older form (:func:`outdated_form`)."""
+    known = store.get_meta("embedding_model")
+    return known is not None and (known != model_id or outdated_form(store))
+
+
 def outdated_form(store: Store) -> bool:
     """Whether the store's vectors were embedded in an older form than
     :func:`~memloci.retrieval.query.document_text`'s (``memloci reembed`` rebuilds them)."""

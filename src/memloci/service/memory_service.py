@@ -48,7 +48,7 @@ from memloci.service.knowledge import KnowledgeMixin
 from memloci.service.privacy import PrivacyMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
-from memloci.worker import EmbeddingWorker, bind_embedder, outdated_form
+from memloci.worker import EmbeddingWorker, bind_embedder, stale_vectors
 
 log = logging.getLogger("memloci.service")
 P = ParamSpec("P")
@@ -76,8 +76,8 @@ class MemoryService(
         reembed: bool = False,
         reranker: Reranker | None = None,
     ) -> None:
-        """``reembed=True`` drops vectors from another model, or embedded in an older form
-        (:func:`~memloci.worker.outdated_form`), so they are rebuilt;
+        """``reembed=True`` drops vectors from another model or an older form
+        (:func:`~memloci.worker.stale_vectors`), so they are rebuilt;
         ``reranker`` (default: the one ``settings.reranker`` names, if any) reorders
         the best search hits."""
         self.store = store
@@ -85,12 +85,7 @@ class MemoryService(
         self.settings = settings
         self.worker: EmbeddingWorker | None = None
         if embedder is not None:
-            known = store.get_meta("embedding_model")
-            if (
-                reembed
-                and known is not None
-                and (known != embedder.model_id or outdated_form(store))
-            ):
+            if reembed and stale_vectors(store, embedder.model_id):
                 store.reset_embeddings()
             bound = bind_embedder(store, embedder)  # an unreachable embedder never blocks
             self.worker = EmbeddingWorker(
