@@ -204,3 +204,9 @@ def says_nothing(text: str) -> bool:
     them; their full-text rows hold the turns around them, so a query matching those
     turns would find them too and they would push what was said out of the results."""
     return all(w in BACKCHANNEL or _STRETCHED.fullmatch(w) for w in terms(text))
+
+
+def uncased(text: str) -> bool:
+    """Whether ``text`` was typed all in lower case ("what did caroline paint?"): then its
+    case says nothing, and a word in lower case may still be a name."""
+    return not any(c.isupper() for c in text)

@@ -44,7 +44,7 @@ from memloci.retrieval.mentions import is_name_word
 from memloci.retrieval.query import ROLE_PHRASE, fts_match, third_person
 from memloci.retrieval.timephrases import YEARS_BACK, TimeWindow, chain_direction, time_window
 from memloci.storage.base import NodeFilter, Store
-from memloci.words import terms
+from memloci.words import terms, uncased
 
 ROUTES: dict[Intent, tuple[str, ...]] = {
     Intent.WHY: ("causal",),
@@ -206,8 +206,7 @@ def meaning_query(
     if not names or len(without_names(query, named, strangers)) < 2:
         return query
 
-    # in a query typed all in lower case, the case says nothing: "caroline" is Caroline
-    cased = any(c.isupper() for c in query)
+    cased = not uncased(query)  # in "what did caroline paint?", "caroline" is Caroline
 
     def pronoun(found: re.Match[str]) -> str:
         if cased and not found.group(0)[:1].isupper():  # "will" may be a plain word

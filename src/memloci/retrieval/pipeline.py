@@ -68,7 +68,7 @@ from memloci.retrieval.query import (
     labelled,
 )
 from memloci.storage.base import NodeFilter, Store
-from memloci.words import says_nothing, terms
+from memloci.words import says_nothing, terms, uncased
 
 RECIPES: dict[str, tuple[str, ...]] = {
     "hybrid": ("fulltext", "vector", "key", "graph"),
@@ -438,7 +438,7 @@ def handle_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | 
     labels = _speakers(nodes)
     found: dict[str, str] = {}
     # in a query typed all in lower case, any word of letters may be the name
-    words = _CAPITALISED if any(c.isupper() for c in query) else _LETTERS
+    words = _LETTERS if uncased(query) else _CAPITALISED
     for word in words.findall(query):
         probe = word.casefold()
         for label in labels:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memloci.models import Entity
+from memloci.words import uncased
 
 MAX_PROBES = 8  # capitalised words of one query looked up as given names
 _OUTER = ".,;:!?\"'()[]{}<>*"
@@ -111,7 +112,7 @@ def given_probes(text: str) -> dict[str, tuple[int, int]]:
     in lower case, where case says nothing, its words of letters that are not function
     words ("what did caroline paint?" probes "caroline" and "paint"). The stores look up
     the first :data:`MAX_PROBES`."""
-    cased = any(c.isupper() for c in text)
+    cased = not uncased(text)
     out: dict[str, tuple[int, int]] = {}
     for i, word in enumerate(_POSSESSIVE.sub("", text).split()):
         raw = word.strip(_OUTER)
