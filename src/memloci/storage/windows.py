@@ -28,8 +28,8 @@ from memloci.words import says_nothing
 
 WINDOW = 160  # characters: further turns join a window while they fit in this many
 SEP = "\n"  # between the turns of a window
-MAX_TURNS = 6  # turns one window holds at most (tiny messages: "ok", "lol")
-MAX_STEPS = MAX_TURNS + 1  # turns a change is carried along at most: past every holder
+MAX_TURNS = 6  # turns one window holds at most (tiny messages: "at 5", "the blue one")
+MAX_STEPS = MAX_TURNS + 1  # turns that say something a change is carried past: every holder
 MAX_WALK = 10_000  # rows one change rewrites at most (a run of fillers is walked through)
 _SAID_MAX = 600  # characters of one turn a window keeps
 _CHUNK = 400  # ids per IN list
