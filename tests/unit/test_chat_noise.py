@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from memloci import Memory
-from memloci.retrieval import fusion
+from memloci.retrieval import fusion, pipeline
 from memloci.retrieval.fusion import ASKS_ONLY, SAYS_NOTHING, Fused, discount_questions
 from memloci.words import says_nothing
 from pgtest import both_backends
@@ -83,3 +83,33 @@ def test_a_filler_message_does_not_push_what_was_said_out(
     monkeypatch.undo()
     # asked for by its own word, a filler is still found
     assert m.search("lol", user="u1", k=1)[0].memory.content == "lol"
+
+
+@pytest.mark.slow
+@both_backends
+def test_a_question_typed_without_a_question_mark_gives_way_to_its_answer(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chats are typed without punctuation: "how was the trip to norway" only asks, as
+    "How was the trip to Norway?" does, and its reply answers."""
+    m = make_memory(embedder="local")
+    chat = [
+        ("ana", "hey"),
+        ("bo", "how was the trip to norway"),
+        ("ana", "amazing we saw the northern lights and went dog sledding"),
+        ("bo", "so jealous"),
+        ("ana", "my sister got a new job in oslo"),
+    ]
+    for who, text in chat:
+        m.add(text, user="u1", session="s1", speaker=who)
+    m.flush()
+    query = "how was the trip to norway"
+    hits = m.search(query, user="u1", k=5)
+    asked = next(h for h in hits if h.memory.content == chat[1][1])
+    answer = next(h for h in hits if h.memory.content.startswith("amazing we saw"))
+    assert "asks, does not tell" in asked.why
+    assert hits.index(answer) < 2
+    # read as a statement, the question keeps its whole score
+    monkeypatch.setattr(pipeline, "asks_only", lambda text, said=False: text.endswith("?"))
+    again = next(h for h in m.search(query, user="u1", k=5) if h.memory.content == chat[1][1])
+    assert "asks" not in again.why and again.score > asked.score

@@ -417,10 +417,22 @@ def test_a_name_is_still_searched_when_no_memory_of_the_caller_is_linked_to_it(
         ("We've got a pup and two kitties.", False),
         ("Is it 3.5 km? I think so", False),
         ("", False),
+        # typed as chats are, without a question mark
+        ("how was the trip", True),
+        ("what did u do today", True),
+        ("we went to the lake", False),
+        ("can't wait", False),
+        ("how was it I loved the part where the hero finally comes home to his family", False),
     ],
 )
 def test_asks_only(text: str, asks: bool) -> None:
-    assert asks_only(text) is asks
+    assert asks_only(text, said=True) is asks
+
+
+def test_a_note_without_punctuation_is_no_question() -> None:
+    assert asks_only("Is vegetarian") is False  # a fact, subject left out
+    assert asks_only("is it ok", said=True) is True  # a chat message
+    assert asks_only("Is it ok?") is True
 
 
 def test_discount_questions_halves_and_reorders() -> None:

@@ -38,7 +38,15 @@ import numpy.typing as npt
 
 from memloci.config import Settings
 from memloci.errors import ProviderError, ValidationError
-from memloci.models import EdgeType, Entity, EntityType, MemoryNode, SearchHit, SourceType
+from memloci.models import (
+    EdgeType,
+    Entity,
+    EntityType,
+    MemoryNode,
+    NodeType,
+    SearchHit,
+    SourceType,
+)
 from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
 from memloci.retrieval.fusion import (
@@ -196,7 +204,7 @@ class Retriever:
             head = fused[: len(head)]
             risen = [f.id for f in head if f.id not in nodes]
             nodes |= {m.id: m for m in self.store.get_nodes(flt.namespaces, risen)}
-        asks = {i for i, m in nodes.items() if refined and asks_only(m.content)}
+        asks = {i for i, m in nodes.items() if refined and asks_only(m.content, said=_said(m))}
         asked = set(terms(query))  # "lol" is found when asked for
         idle = {
             i
@@ -328,6 +336,11 @@ class Retriever:
             embedder=self.embedder,
             vector=(lambda: qv.result(vector)) if vector is not None else None,
         )
+
+
+def _said(m: MemoryNode) -> bool:
+    """Whether a memory is a message of a conversation (a turn someone said), not a note."""
+    return m.type is NodeType.EPISODIC and m.speaker is not None
 
 
 def _groups(nodes: dict[str, MemoryNode]) -> dict[str, Group]:

@@ -118,9 +118,24 @@ def labelled(content: str, speaker: str | None, key: str | None, subject: str | 
 _STATEMENT_END = re.compile(r"\.(?:\s|$)")
 
 
-def asks_only(text: str) -> bool:
+# how a question begins: "how was …", "did you …" (not "can't wait", "won't")
+_ASKS_START = re.compile(
+    r"(?:what|where|when|who|whom|whose|why|how|which|do|does|did|is|are|was|were|have|has"
+    r"|can|could|would|will|should)\b(?!['’])",
+    re.IGNORECASE,
+)
+_UNMARKED_MAX = 12  # words of an unpunctuated message that may still be a question
+
+
+def asks_only(text: str, *, said: bool = False) -> bool:
     """Whether a memory only asks ("Do you have any pets?", "Wow! How was it?"): it ends
-    with a question mark and states nothing (no sentence of it ends with a full stop). In
-    a conversation the answer is in the reply, not in the question."""
+    with a question mark and states nothing (no sentence of it ends with a full stop); or,
+    for a chat message (``said``), as chats are typed: it has no punctuation at all,
+    begins as a question does and is short ("how was the trip", "did u go"). A note such
+    as "Is vegetarian" is no question. In a conversation the answer is in the reply, not
+    in the question."""
     body = text.strip()
-    return body.endswith("?") and not _STATEMENT_END.search(body)
+    if body.endswith("?"):
+        return not _STATEMENT_END.search(body)
+    unmarked = not any(c in ".!?" for c in body) and len(body.split()) <= _UNMARKED_MAX
+    return said and unmarked and _ASKS_START.match(body) is not None
