@@ -239,7 +239,7 @@ def discount_questions(
     and meaning match a question best of all, yet the answer is in the reply (which the
     reply walk has already reached from them). They keep :data:`ASKS_ONLY` of their score.
     The memories in ``idle`` say nothing of their own ("lol", "Thanks!",
-    :func:`~memloci.retrieval.query.says_nothing`): they match only through the turns
+    :func:`~memloci.words.says_nothing`): they match only through the turns
     around them (their full-text row holds them) and their session; they keep
     :data:`SAYS_NOTHING` (the caller leaves out one whose words the query asks for: a
     search for "lol" finds "lol"). Best first again."""
