@@ -236,6 +236,55 @@ def with_fillers(convs: list[dict[str, Any]], rate: float = 0.3) -> list[dict[st
     return out
 
 
+# how people shorten words in a chat (the bench's own list, written apart from
+# memloci's: some of these, "gr8", "tn", "srsly", "bro", memloci does not spell out)
+CHAT_SPEAK = {
+    "you": "u", "your": "ur", "you're": "ur", "I'm": "im", "don't": "dont",
+    "that's": "thats", "because": "cuz", "really": "rly", "birthday": "bday",
+    "tomorrow": "tmrw", "tonight": "tn", "picture": "pic", "pictures": "pics",
+    "photo": "pic", "photos": "pics", "favorite": "fav", "people": "ppl",
+    "definitely": "def", "probably": "prob", "going to": "gonna", "want to": "wanna",
+    "vacation": "vacay", "conversation": "convo", "roommate": "roomie", "video": "vid",
+    "minutes": "mins", "though": "tho", "something": "smth", "about": "abt",
+    "right now": "rn", "to be honest": "tbh", "I don't know": "idk", "by the way": "btw",
+    "please": "pls", "thanks": "thx", "with": "w", "great": "gr8", "awesome": "awsm",
+    "family": "fam", "brother": "bro", "sister": "sis", "basketball": "bball",
+    "apartment": "apt", "appointment": "appt", "university": "uni", "professor": "prof",
+    "information": "info", "message": "msg", "seriously": "srsly", "everyone": "every1",
+}  # fmt: skip
+_SHORT_FORM = {word.lower(): short for word, short in CHAT_SPEAK.items()}
+_CHAT_WORDS = re.compile(
+    r"(?<![\w'])("
+    + "|".join(re.escape(w) for w in sorted(CHAT_SPEAK, key=len, reverse=True))
+    + r")(?![\w'])",
+    re.IGNORECASE,
+)
+
+
+def with_chat_speak(convs: list[dict[str, Any]], rate: float = 0.7) -> list[dict[str, Any]]:
+    """The conversations typed as people type in a chat (seeded: the same every run):
+    about ``rate`` of the words :data:`CHAT_SPEAK` lists shortened ("bday", "tmrw", "u"),
+    and half of the messages in lower case without their final full stop. The questions
+    stay as written: the split measures what the shorthand costs."""
+    rng = random.Random(11)
+
+    def shorten(found: re.Match[str]) -> str:
+        word = found.group(1)
+        short = _SHORT_FORM[word.lower()]
+        return short if rng.random() < rate else word
+
+    out = []
+    for conv in convs:
+        turns = []
+        for t in conv["turns"]:
+            text = _CHAT_WORDS.sub(shorten, t["text"])
+            if rng.random() < 0.5:
+                text = text.lower().removesuffix(".")
+            turns.append({**t, "text": text})
+        out.append({**conv, "turns": turns})
+    return out
+
+
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """The conversations as ``split`` stores them: ``turns`` as they are, else cut into
     short messages (:func:`as_messages`) and then as :data:`CHAT_SPLITS` says."""
@@ -245,7 +294,8 @@ def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
 
 # the splits of short messages: ``messages`` as cut; ``roles`` labelled by role; ``roleq``
 # those asked about as "the user" / "the assistant"; ``fullnames`` labelled by full name;
-# ``handles`` by user name; ``fillers`` with a filler ("lol") after about 30 % of them
+# ``handles`` by user name; ``fillers`` with a filler ("lol") after about 30 % of them;
+# ``chatspeak`` typed in chat shorthand ("bday", "tmrw", "u")
 CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "messages": list,
     "roles": with_roles,
@@ -253,6 +303,7 @@ CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] =
     "fullnames": with_full_names,
     "handles": with_handles,
     "fillers": with_fillers,
+    "chatspeak": with_chat_speak,
 }
 
 

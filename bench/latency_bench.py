@@ -55,6 +55,7 @@ from memloci import Memory
 from memloci.providers.base import Embedder, load_embedder
 from memloci.retrieval.fusion import fuse_lists
 from memloci.retrieval.graph import anchored, walks
+from memloci.retrieval.incontext import meaning_in_context
 from memloci.retrieval.query import key_form
 from memloci.words import terms
 
@@ -541,6 +542,7 @@ def search_split(
     weights = {
         "fulltext": settings.weight_fulltext,
         "vector": settings.weight_vector,
+        "context": settings.weight_context,
         "key": settings.weight_key,
     }
     stages: dict[str, list[float]] = {
@@ -549,12 +551,13 @@ def search_split(
             "embed query",
             "full text + entity list + time window",
             "vector",
+            "meaning in context",
             "key",
             "graph: intent + walks",
             "fusion",
             "fetch nodes",
             "stages total",
-            "critical path (embed+vector ∥ text+lists+key)",
+            "critical path (embed+vector+context ∥ text+lists+key)",
             "Retriever.search, fresh query",
             "Retriever.search, embedding cached",
             "SDK search, embedding cached",
@@ -575,6 +578,8 @@ def search_split(
         t.append(time.perf_counter())
         ranked["vector"] = store.vector_search(flt, vec, n)
         t.append(time.perf_counter())
+        ranked["context"] = meaning_in_context(store, flt, ranked["vector"], vec, limit=n)
+        t.append(time.perf_counter())
         if 0 < len(terms(q)) <= 6:
             ranked["key"] = store.key_search(flt, key_form(q), n)
         t.append(time.perf_counter())
@@ -592,10 +597,11 @@ def search_split(
         for name, ms in zip(stages, parts, strict=False):
             stages[name].append(ms)
         stages["stages total"].append(sum(parts))
-        # the Retriever embeds the query and scans the vectors on another thread while the
-        # full-text search, the entity and time lists and the key search run here
-        both = max(parts[0] + parts[2], parts[1] + parts[3]) + sum(parts[4:])
-        stages["critical path (embed+vector ∥ text+lists+key)"].append(both)
+        # the Retriever embeds the query, scans the vectors and ranks the replies in context
+        # on another thread while the full-text search, the entity and time lists and the
+        # key search run here
+        both = max(parts[0] + parts[2] + parts[3], parts[1] + parts[4]) + sum(parts[5:])
+        stages["critical path (embed+vector+context ∥ text+lists+key)"].append(both)
         # the same query again, its embedding now cached: in this thread, then via the SDK
         direct = timed(lambda q=q, flt=flt: svc.retriever.search(q, flt, k))
         whole = timed(lambda q=q, user=user: mem.search(q, user=user, k=k))

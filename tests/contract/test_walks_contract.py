@@ -20,7 +20,7 @@ from memloci.models import (
     Scope,
     short_id,
 )
-from memloci.storage.base import NodeFilter, Store
+from memloci.storage.base import NodeFilter, NodePatch, Store
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -141,6 +141,65 @@ def test_walk_stays_in_the_filters_namespaces(store: Store) -> None:
         (b[1].id, b[0].id, 1, 1)
     ]
     assert store.walk(NodeFilter(namespaces=()), [b[0].id], "temporal") == []
+
+
+# ---------------------------------------------------------------------- replies
+def said_chain(store: Store, speakers: list[str | None], **fields: Any) -> list[MemoryNode]:
+    """One session's turns, said by ``speakers`` in order, linked by temporal edges."""
+    nodes = [
+        episode(f"turn {i}", session="s1", speaker=who, when=T0 + timedelta(minutes=i), **fields)
+        for i, who in enumerate(speakers)
+    ]
+    store.insert_nodes(nodes, link_previous=True)
+    return nodes
+
+
+def test_replies_pair_a_turn_with_the_nearest_earlier_turn_of_someone_else(
+    store: Store,
+) -> None:
+    t = said_chain(store, ["ana", "ben", "ben", "ana", "ana", "ben"])
+    got = store.replies(ALL, [x.id for x in t], reach=4)
+    assert got == {
+        t[1].id: t[0].id,  # an answer, to its question
+        t[2].id: t[0].id,  # the rest of ben's burst, to what came before the burst
+        t[3].id: t[2].id,
+        t[4].id: t[2].id,
+        t[5].id: t[4].id,
+    }  # the first turn replies to nobody
+    # the turn after each turn asked about is paired too
+    assert store.replies(ALL, [t[0].id], reach=4) == {t[1].id: t[0].id}
+    assert store.replies(ALL, [t[3].id], reach=4) == {t[3].id: t[2].id, t[4].id: t[2].id}
+    assert store.replies(ALL, [], reach=4) == {}
+
+
+def test_replies_reach_only_so_far_and_never_for_a_turn_without_a_speaker(store: Store) -> None:
+    t = said_chain(store, ["ana", "ben", "ben", "ben", None, "ana"])
+    got = store.replies(ALL, [x.id for x in t], reach=2)
+    # t3: ana is 3 turns back; t5 passes over the turn nobody said
+    assert got == {t[1].id: t[0].id, t[2].id: t[0].id, t[5].id: t[3].id}
+    # one person's notes to an assistant that never answers reply to nobody
+    notes = said_chain(store, ["user", "user", "user"], user="u9")
+    assert store.replies(ALL, [x.id for x in notes], reach=4) == {}
+
+
+def test_replies_never_see_or_cross_hidden_turns(store: Store) -> None:
+    """alice's turn → bob's turn → alice's turn: alice's replies never reach bob's."""
+    a1 = episode("a1", scope=Scope.USER, user="alice", speaker="alice")
+    b1 = episode("b1", scope=Scope.USER, user="bob", speaker="bob")
+    a2 = episode("a2", scope=Scope.USER, user="alice", speaker="carol")
+    store.insert_nodes([a1, b1, a2])
+    store.insert_edges([edge(x, y, EdgeType.TEMPORAL) for x, y in ((a1, b1), (b1, a2))])
+    alice = NodeFilter(namespaces=("default",), user="alice")
+    assert store.replies(alice, [a1.id, b1.id, a2.id], reach=4) == {}
+    bob = NodeFilter(namespaces=("default",), user="bob")
+    assert store.replies(bob, [a1.id, b1.id, a2.id], reach=4) == {}
+    assert store.replies(NodeFilter(namespaces=("other",)), [b1.id], reach=4) == {}
+    # an ended (forgotten) turn is hidden from the replies as from every read
+    t = said_chain(store, ["ana", "ben", "ana"], user="u2", scope=Scope.USER)
+    u2 = NodeFilter(namespaces=("default",), user="u2")
+    assert store.replies(u2, [t[2].id], reach=4) == {t[2].id: t[1].id}
+    store.update_node("default", t[1].id, NodePatch(valid_until=T0 + timedelta(hours=1)))
+    assert store.replies(u2, [x.id for x in t], reach=4) == {}
 
 
 # ---------------------------------------------------------------------- entities in text

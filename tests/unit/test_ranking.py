@@ -559,7 +559,7 @@ def test_a_question_gives_way_to_its_answer(tmp_path: Path) -> None:
         for speaker, text in turns:
             mem.add(text, user="u1", session="s1", speaker=speaker)
         mem.flush()
-        hits = mem.search("do you have pets", user="u1", k=3)
+        hits = mem.search("do you have pets", user="u1", k=6)
         assert hits[0].memory.content.startswith("We've got a pup")
         asked = next(h for h in hits if h.memory.content == "Do you have any pets?")
         assert asked.why.endswith("asks, does not tell (×0.5)")

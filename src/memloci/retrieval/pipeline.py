@@ -67,6 +67,7 @@ from memloci.retrieval.graph import (
     strangers,
     walks,
 )
+from memloci.retrieval.incontext import meaning_in_context
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
 from memloci.retrieval.query import (
     FIRST_PERSON,
@@ -84,7 +85,7 @@ RECIPES: dict[str, tuple[str, ...]] = {
     "fulltext": ("fulltext",),
     "vector": ("vector",),
 }
-_RAW = {"fulltext": "bm25", "vector": "cosine", "rerank": "p"}
+_RAW = {"fulltext": "bm25", "vector": "cosine", "context": "cosine", "rerank": "p"}
 REFINED = ("hybrid", "core")  # get the last stages (questions, reranker); baselines stay as is
 QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discounted)
 PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_person)
@@ -95,6 +96,7 @@ log = logging.getLogger(__name__)
 _LABELS = {
     "fulltext": "full text",
     "vector": "meaning",
+    "context": "meaning in context",
     "key": "key",
     "temporal": "",
     "causal": "",
@@ -138,8 +140,9 @@ class Retriever:
         ranked: dict[str, list[tuple[str, float]]] = {}
         vector: Future[npt.NDArray[np.float32]] | None = None
         qv = self.query_vectors if "vector" in strategies else None
-        scan = _VectorScan(self.store, flt, n)
         graphs = "graph" in strategies and self.settings.weight_graph > 0
+        # the vector scan, and (hybrid) the turns around its best matches in context
+        scan = _VectorScan(self.store, flt, n, context=graphs and self.settings.weight_context > 0)
         # the entities the query names (one lookup), and the people it names that no
         # memory does (a probe each): their names are not embedded
         named = self.store.entities_in_text(flt.namespaces, query) if graphs else []
@@ -167,6 +170,8 @@ class Retriever:
         query_vector = qv.result(vector) if qv is not None else None
         if query_vector is not None:
             ranked["vector"] = scan.result()
+            if scan.context is not None:
+                ranked["context"] = scan.context
             if graphs:
                 linked_to_named(self.store, flt, [i for i, _ in ranked["vector"]], graph)
         if key is not None:
@@ -175,6 +180,7 @@ class Retriever:
         weights = {
             "fulltext": self.settings.weight_fulltext,
             "vector": self.settings.weight_vector,
+            "context": self.settings.weight_context,
             "key": self.settings.weight_key,
         }
         fused = self._fuse(ranked, weights, graph, query_weight=query_weight)
@@ -353,17 +359,24 @@ def _groups(nodes: dict[str, MemoryNode]) -> dict[str, Group]:
 
 class _VectorScan:
     """A search's vector scan, run on the query-embedding thread as soon as the vector
-    exists; the store's error, if any, is raised in the caller's thread by
-    :meth:`result`, never taken for an embedder failure."""
+    exists, and there too, with ``context``, the turns around its best matches ranked by
+    their meaning in context (:func:`~memloci.retrieval.incontext.meaning_in_context`);
+    the store's error, if any, is raised in the caller's thread by :meth:`result`, never
+    taken for an embedder failure."""
 
-    def __init__(self, store: Store, flt: NodeFilter, n: int) -> None:
-        self.store, self.flt, self.n = store, flt, n
+    def __init__(self, store: Store, flt: NodeFilter, n: int, *, context: bool) -> None:
+        self.store, self.flt, self.n, self.in_context = store, flt, n, context
         self.ranked: list[tuple[str, float]] = []
+        self.context: list[tuple[str, float]] | None = None
         self.error: BaseException | None = None
 
     def __call__(self, vector: npt.NDArray[np.float32]) -> None:
         try:
             self.ranked = self.store.vector_search(self.flt, vector, self.n)
+            if self.in_context:
+                self.context = meaning_in_context(
+                    self.store, self.flt, self.ranked, vector, limit=self.n
+                )
         except BaseException as exc:  # handed to the caller's thread
             self.error = exc
 

@@ -249,7 +249,10 @@ class Store(Protocol):
         self, items: Sequence[PendingEmbedding], vectors: npt.NDArray[np.float32]
     ) -> int: ...
     def reset_embeddings(self) -> int: ...
-    def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, bytes]: ...
+    def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, bytes]:
+        """The current float32 vectors (raw bytes) of those of ``ids`` that have one: not
+        the vector of content since edited that waits to be embedded again."""
+        ...
 
     # search primitives (higher score = better)
     def fulltext(self, flt: NodeFilter, match: str, limit: int) -> list[tuple[str, float]]: ...
@@ -480,6 +483,13 @@ class Store(Protocol):
         """``(node_id, seed_id, distance, sign)`` within ``depth`` steps over current
         ``relation`` edges, breadth first; ``sign`` +1 along edges, -1 against them;
         ``direction`` is ``forward``, ``backward`` or ``both``; seeds not returned."""
+        ...
+
+    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str]:
+        """Each of ``ids``, and the turn after each, that replies to someone → the turn
+        it replies to: the nearest earlier turn of its chain (current ``temporal`` edges,
+        turns the filter admits) said by someone else, at most ``reach`` turns back
+        (:mod:`memloci.storage.replies`)."""
         ...
 
     def entities_in_text(

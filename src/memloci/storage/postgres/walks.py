@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memloci.errors import ValidationError
-from memloci.models import Entity
+from memloci.models import EdgeType, Entity
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import (
     MAX_PROBES,
@@ -26,8 +26,10 @@ from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.records import ENTITY_COLS, entity_from_row
 from memloci.storage.postgres.search import NODE_WEIGHTS, namespace_scope, owner_conditions
 from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
+from memloci.storage.replies import replies, voice
 from memloci.storage.sqlfilter import filter_sql
 
+TEMPORAL = EdgeType.TEMPORAL.value
 _STEP = {
     # direction -> (column we come from, column we go to)
     "forward": ("source_id", "target_id"),
@@ -89,6 +91,39 @@ class PostgresWalks(PostgresBase):
                 if not frontier:
                     break
         return out
+
+    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str]:
+        """See :meth:`memloci.storage.base.Store.replies`."""
+        if not ids or not flt.namespaces:
+            return {}
+        where, params = filter_sql(flt, ph="%s")
+        ns = list(flt.namespaces)
+
+        class Steps:
+            def speakers(self, turns: Sequence[str]) -> dict[str, str | None]:
+                rows = c.execute(
+                    f"SELECT n.id, n.speaker, n.content FROM nodes n"
+                    f" WHERE n.id = ANY(%s) AND {where}",
+                    [list(turns), *params],
+                ).fetchall()
+                return {r[0]: voice(r[1], r[2]) for r in rows}
+
+            def step(
+                self, turns: Sequence[str], *, forward: bool
+            ) -> list[tuple[str, str, str | None]]:
+                here, there = _STEP["forward" if forward else "backward"]
+                rows = c.execute(
+                    f"SELECT e.{here}, e.{there}, n.speaker, n.content FROM edges e"
+                    f" JOIN nodes n ON n.id = e.{there}"
+                    f" WHERE e.namespace = ANY(%s) AND e.{here} = ANY(%s)"
+                    f" AND e.relation = %s AND e.valid_until IS NULL AND {where}"
+                    " ORDER BY e.seq",
+                    [ns, list(turns), TEMPORAL, *params],
+                ).fetchall()
+                return [(r[0], r[1], voice(r[2], r[3])) for r in rows]
+
+        with self._reading() as c:
+            return replies(Steps(), ids, reach)
 
     def entities_in_text(
         self, namespaces: Sequence[str], text: str, *, max_words: int = 4

@@ -72,7 +72,8 @@ class SQLiteSearch(SQLiteBase):
         return saved
 
     def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, bytes]:
-        """Stored float32 vectors (raw bytes) of the given nodes that have one."""
+        """Stored float32 vectors (raw bytes) of the given nodes that have a current one
+        (not a vector of content since edited, waiting to be embedded again)."""
         if self._dim is None or not ids:
             return {}
         out: dict[str, bytes] = {}
@@ -80,7 +81,7 @@ class SQLiteSearch(SQLiteBase):
             for chunk in chunks(list(ids), 500):
                 for node_id, blob in c.execute(
                     "SELECT n.id, v.embedding FROM nodes n JOIN node_vectors v ON v.rowid = n.rowid"
-                    f" WHERE n.namespace = ? AND n.id IN ({qs(chunk)})",
+                    f" WHERE n.namespace = ? AND n.id IN ({qs(chunk)}) AND n.embedded > 0",
                     [namespace, *chunk],
                 ):
                     out[node_id] = bytes(blob)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memloci.models import Entity
+from memloci.models import EdgeType, Entity
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import (
     MAX_PROBES,
@@ -22,12 +22,14 @@ from memloci.storage.names import (
     pick_named,
     prefix_bounds,
 )
+from memloci.storage.replies import replies, voice
 from memloci.storage.rows import owner_match
 from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
 from memloci.storage.sqlite.records import _ENTITY_COLS, _entity_from_row
 from memloci.storage.sqlite.search import FTS_WEIGHTS
 
+TEMPORAL = EdgeType.TEMPORAL.value
 _STEP = {
     # direction -> (column we come from, column we go to)
     "forward": ("source_id", "target_id"),
@@ -96,6 +98,45 @@ class SQLiteWalks(SQLiteBase):
                 if not frontier:
                     break
         return out
+
+    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str]:
+        """See :meth:`memloci.storage.base.Store.replies`."""
+        if not ids or not flt.namespaces:
+            return {}
+        where, params = filter_sql(flt)
+        ns = list(flt.namespaces)
+
+        class Steps:
+            def speakers(self, turns: Sequence[str]) -> dict[str, str | None]:
+                out: dict[str, str | None] = {}
+                for chunk in chunks(list(turns), 400):
+                    for node_id, speaker, content in c.execute(
+                        f"SELECT n.id, n.speaker, n.content FROM nodes n"
+                        f" WHERE n.id IN ({qs(chunk)}) AND {where}",
+                        [*chunk, *params],
+                    ):
+                        out[node_id] = voice(speaker, content)
+                return out
+
+            def step(
+                self, turns: Sequence[str], *, forward: bool
+            ) -> list[tuple[str, str, str | None]]:
+                here, there = _STEP["forward" if forward else "backward"]
+                out: list[tuple[str, str, str | None]] = []
+                for chunk in chunks(list(turns), 400):
+                    rows = c.execute(
+                        f"SELECT e.{here}, e.{there}, n.speaker, n.content FROM edges e"
+                        f" CROSS JOIN nodes n ON n.id = e.{there}"
+                        f" WHERE e.namespace IN ({qs(ns)}) AND e.{here} IN ({qs(chunk)})"
+                        f" AND e.relation = ? AND e.valid_until IS NULL AND {where}"
+                        " ORDER BY e.rowid",
+                        [*ns, *chunk, TEMPORAL, *params],
+                    ).fetchall()
+                    out += [(near, far, voice(who, text)) for near, far, who, text in rows]
+                return out
+
+        with self._reading() as c:
+            return replies(Steps(), ids, reach)
 
     def entities_in_text(
         self, namespaces: Sequence[str], text: str, *, max_words: int = 4
