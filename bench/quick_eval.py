@@ -2,7 +2,7 @@
 
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
-        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers]
+        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -18,7 +18,8 @@ naming them), ``roleq`` (those asked about as "the user" / "the assistant"),
 ``fullnames`` (those messages with the speakers labelled by a full name, "Caroline
 Okafor", the questions using the first name), ``handles`` (labelled by a
 user name that begins with the first name, "caroline17"), ``fillers`` (the messages with
-a filler, "lol", "ok", an emoji, after about 30 % of them; never evidence).
+a filler, "lol", "ok", an emoji, after about 30 % of them; never evidence), ``chatspeak``
+(the messages typed in chat shorthand, "bday", "tmrw", "u", half in lower case).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ fact memory, short messages and short messages whose speakers are labelled by ro
 plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
-        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,first]
+        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
@@ -19,7 +19,9 @@ messages with each speaker labelled by a full name ("Caroline Okafor",
 ``common.with_full_names``), the questions using the first. Handles: labelled by a
 user name that begins with the first name ("caroline17", ``common.with_handles``). Fillers:
 the messages with a filler ("lol", "ok", an emoji) after about 30 % of them, never evidence
-(``common.with_fillers``), as real chats have them. Every scored
+(``common.with_fillers``), as real chats have them. Chat speak: the messages typed as
+people type in a chat — words shortened ("bday", "tmrw", "u") and half of them in lower
+case without their full stop (``common.with_chat_speak``). Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
 what the graph strategies cost.
@@ -148,7 +150,7 @@ def main() -> int:
     )
     ap.add_argument(
         "--splits",
-        default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,first",
+        default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,first",
         help="which tables to run",
     )
     ap.add_argument(

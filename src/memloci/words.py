@@ -6,6 +6,7 @@ message out of the neighbour windows of a full-text row (:mod:`memloci.storage.w
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 STOPWORDS = frozenset(
     [
@@ -169,16 +170,16 @@ _WORD = re.compile(r"[^\W_][\w'’]*")
 
 def terms(text: str) -> list[str]:
     """Lower-cased content words of a query, stopwords removed, order kept, no repeats."""
-    out: list[str] = []
-    for raw in _WORD.findall(text):
-        word = raw.lower().replace("’", "'")
+    return list(dict.fromkeys(_content_words(text)))
+
+
+def _content_words(text: str) -> Iterator[str]:
+    """:func:`terms` one at a time, repeats included (so a caller may stop early)."""
+    for found in _WORD.finditer(text):
+        word = found.group().lower().replace("’", "'")
         word = word[:-2] if word.endswith("'s") else word.rstrip("'")
-        if len(word) < 2 and not word.isdigit():
-            continue
-        if word in STOPWORDS or word in out:
-            continue
-        out.append(word)
-    return out
+        if (len(word) >= 2 or word.isdigit()) and word not in STOPWORDS:
+            yield word
 
 
 # what people send that says nothing of its own: a backchannel, a greeting, thanks
@@ -203,7 +204,7 @@ def says_nothing(text: str) -> bool:
     or thanks ("lol", "Thanks!", "Yeah, me too!", "hahaha", an emoji). A chat is full of
     them; their full-text rows hold the turns around them, so a query matching those
     turns would find them too and they would push what was said out of the results."""
-    return all(w in BACKCHANNEL or _STRETCHED.fullmatch(w) for w in terms(text))
+    return all(w in BACKCHANNEL or _STRETCHED.fullmatch(w) for w in _content_words(text))
 
 
 def uncased(text: str) -> bool:

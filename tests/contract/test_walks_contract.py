@@ -154,32 +154,40 @@ def said_chain(store: Store, speakers: list[str | None], **fields: Any) -> list[
     return nodes
 
 
-def test_replies_pair_a_turn_with_the_nearest_earlier_turn_of_someone_else(
+def test_replies_name_the_nearest_earlier_turn_of_someone_else(
     store: Store,
 ) -> None:
     t = said_chain(store, ["ana", "ben", "ben", "ana", "ana", "ben"])
     got = store.replies(ALL, [x.id for x in t], reach=4)
     assert got == {
+        t[0].id: None,  # the first turn replies to nobody
         t[1].id: t[0].id,  # an answer, to its question
         t[2].id: t[0].id,  # the rest of ben's burst, to what came before the burst
         t[3].id: t[2].id,
         t[4].id: t[2].id,
         t[5].id: t[4].id,
-    }  # the first turn replies to nobody
-    # the turn after each turn asked about is paired too
-    assert store.replies(ALL, [t[0].id], reach=4) == {t[1].id: t[0].id}
+    }
+    # the turn after each turn asked about is answered for too
+    assert store.replies(ALL, [t[0].id], reach=4) == {t[0].id: None, t[1].id: t[0].id}
     assert store.replies(ALL, [t[3].id], reach=4) == {t[3].id: t[2].id, t[4].id: t[2].id}
     assert store.replies(ALL, [], reach=4) == {}
 
 
-def test_replies_reach_only_so_far_and_never_for_a_turn_without_a_speaker(store: Store) -> None:
+def test_replies_reach_only_so_far_and_pass_over_turns_nobody_says(store: Store) -> None:
     t = said_chain(store, ["ana", "ben", "ben", "ben", None, "ana"])
     got = store.replies(ALL, [x.id for x in t], reach=2)
-    # t3: ana is 3 turns back; t5 passes over the turn nobody said
-    assert got == {t[1].id: t[0].id, t[2].id: t[0].id, t[5].id: t[3].id}
+    # t3: ana is 3 turns back; t5 passes over the turn nobody said, which is left out
+    assert got == {
+        t[0].id: None, t[1].id: t[0].id, t[2].id: t[0].id, t[3].id: None, t[5].id: t[3].id,
+    }  # fmt: skip
     # one person's notes to an assistant that never answers reply to nobody
     notes = said_chain(store, ["user", "user", "user"], user="u9")
-    assert store.replies(ALL, [x.id for x in notes], reach=4) == {}
+    assert store.replies(ALL, [x.id for x in notes], reach=4) == dict.fromkeys(x.id for x in notes)
+    # nor does a message that says nothing, and a reply passes over it
+    chat = said_chain(store, ["ana", "ben", "ana"], user="u8")
+    store.update_node("default", chat[1].id, NodePatch(content="lol"))
+    got = store.replies(ALL, [x.id for x in chat], reach=4)
+    assert got == {chat[0].id: None, chat[2].id: None}
 
 
 def test_replies_never_see_or_cross_hidden_turns(store: Store) -> None:
@@ -190,16 +198,16 @@ def test_replies_never_see_or_cross_hidden_turns(store: Store) -> None:
     store.insert_nodes([a1, b1, a2])
     store.insert_edges([edge(x, y, EdgeType.TEMPORAL) for x, y in ((a1, b1), (b1, a2))])
     alice = NodeFilter(namespaces=("default",), user="alice")
-    assert store.replies(alice, [a1.id, b1.id, a2.id], reach=4) == {}
+    assert store.replies(alice, [a1.id, b1.id, a2.id], reach=4) == {a1.id: None, a2.id: None}
     bob = NodeFilter(namespaces=("default",), user="bob")
-    assert store.replies(bob, [a1.id, b1.id, a2.id], reach=4) == {}
+    assert store.replies(bob, [a1.id, b1.id, a2.id], reach=4) == {b1.id: None}
     assert store.replies(NodeFilter(namespaces=("other",)), [b1.id], reach=4) == {}
     # an ended (forgotten) turn is hidden from the replies as from every read
     t = said_chain(store, ["ana", "ben", "ana"], user="u2", scope=Scope.USER)
     u2 = NodeFilter(namespaces=("default",), user="u2")
     assert store.replies(u2, [t[2].id], reach=4) == {t[2].id: t[1].id}
     store.update_node("default", t[1].id, NodePatch(valid_until=T0 + timedelta(hours=1)))
-    assert store.replies(u2, [x.id for x in t], reach=4) == {}
+    assert store.replies(u2, [x.id for x in t], reach=4) == {t[0].id: None, t[2].id: None}
 
 
 # ---------------------------------------------------------------------- entities in text

@@ -46,7 +46,7 @@ def test_a_reply_is_found_by_what_it_answers(tmp_path: Path) -> None:
         assert all("meaning in context" not in h.why for h in hits)
 
 
-def test_an_exchange_ranks_both_its_turns_and_nothing_else(tmp_path: Path) -> None:
+def test_a_turn_takes_the_best_of_its_own_meaning_and_its_exchanges(tmp_path: Path) -> None:
     with chat(tmp_path / "c.db") as mem:
         store = mem.service.store
         flt = NodeFilter(namespaces=("default",), user="u1")
@@ -54,25 +54,28 @@ def test_an_exchange_ranks_both_its_turns_and_nothing_else(tmp_path: Path) -> No
         ids = list(nodes.values())
         raw = store.vectors("default", ids)
         vec = {i: np.frombuffer(b, dtype=np.float32) for i, b in raw.items()}
-        question, answer = nodes[TURNS[0][1]], nodes[TURNS[1][1]]
+        question, answer, reaction = (nodes[text] for _, text in TURNS[:3])
         query = vec[question]  # the question's own vector as the query
         got = dict(meaning_in_context(store, flt, [(answer, 1.0)], query, limit=50))
+        # the answer, the turn after it and the turns they reply to
+        assert set(got) == {question, answer, reaction}
+        # the question is the query: its own cosine is best; the answer rises with it
+        assert np.isclose(got[question], 1.0)
         mean = vec[answer] + vec[question]
-        cosine = float(mean @ query) / float(np.linalg.norm(mean))
-        # the answer's exchanges: with the question it replies to, with the reaction
-        # replying to it; the question is in its exchange with the answer
-        assert set(got) == {question, answer, nodes[TURNS[2][1]]}
-        assert np.isclose(got[question], cosine) and np.isclose(got[answer], cosine)
+        exchange = float(mean @ query) / float(np.linalg.norm(mean))
+        assert np.isclose(got[answer], exchange) and exchange > float(vec[answer] @ query)
         # another user's search sees none of them
         other = NodeFilter(namespaces=("default",), user="u2")
         assert meaning_in_context(store, other, [(i, 1.0) for i in ids], query, limit=50) == []
 
 
-def test_notes_of_one_person_are_in_no_exchange(tmp_path: Path) -> None:
+def test_notes_of_one_person_keep_their_own_meaning(tmp_path: Path) -> None:
     with Memory(str(tmp_path / "n.db")) as mem:
-        for text in ("I moved to Lisbon", "My dog Biscuit hates rain", "I work as a nurse"):
+        notes = ("I moved to Lisbon", "My dog Biscuit hates rain", "I work as a nurse")
+        for text in notes:
             mem.add(text, user="u1", session="s1", speaker="user")
         assert mem.flush(60)
         hits = mem.search("where does the user live?", user="u1", k=3)
         assert hits[0].memory.content == "I moved to Lisbon"
-        assert all("context" not in h.strategies for h in hits)
+        for hit in hits:  # in no exchange: the same cosine on both lists
+            assert hit.strategies["context"] == hit.strategies["vector"]

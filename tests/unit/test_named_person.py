@@ -87,8 +87,10 @@ def test_a_question_naming_a_speaker_finds_what_they_said_first(
     hits = m.search(query, user="u1", k=4)
     assert hits[0].memory.content.startswith("I adopted a rescue dog")
     assert "said by another person than Ana" in hits[1].why
-    # by meaning alone Ben's turn is closer: without the rule it would come first
+    # by meaning alone Ben's turn is closer: without the rule (and without the exchange
+    # that lifts Ana's turn toward Ben's closer reply) it would come first
     monkeypatch.setattr(fusion, "OTHER_PERSON", 1.0)
+    monkeypatch.setattr(m.service.retriever.settings, "weight_context", 0.0)
     assert m.search(query, user="u1", k=4)[0].memory.speaker == "Ben"
     monkeypatch.undo()
     ben = m.search("What is Ben's dog called?", user="u1", k=4)
@@ -149,7 +151,8 @@ def favours_the_user(
 ) -> list[SearchHit]:
     """The greyhound turn said by ``labels[0]`` comes first for ``query``; the best hit of
     ``labels[1]`` says it is by another person than ``name`` and keeps OTHER_PERSON of its
-    score. Returns the hits without the rule."""
+    score. Returns the hits without the rule (and without meaning in context, which lifts
+    an answer toward a closer reply to it)."""
     hits = m.search(query, user="u1", k=k)
     assert hits[0].memory.speaker == labels[0] and "greyhound" in hits[0].memory.content
     other = next(h for h in hits if h.memory.speaker == labels[1])
@@ -158,7 +161,8 @@ def favours_the_user(
     plain = m.search(query, user="u1", k=k)
     score = {h.memory.id: h.score for h in plain}[other.memory.id]
     assert other.score == pytest.approx(score * OTHER_PERSON, abs=0.01)
-    return plain
+    monkeypatch.setattr(m.service.retriever.settings, "weight_context", 0.0)
+    return m.search(query, user="u1", k=k)
 
 
 def test_role_person_is_the_one_role_the_query_names() -> None:

@@ -4,22 +4,25 @@ together with the turn it replies to, or the reply it got.
 A chat's short messages mean little on their own: "Harry Potter and Game of Thrones
 are amazing!" answers "Which fantasy novels do you love?"; "The little one is doing
 great, learning commands" answers "How is the puppy?". Their own vectors miss a question
-that asks about the whole exchange. So besides each memory's own vector, search ranks
-the turns of a conversation by their *exchanges*: a turn and the turn it replies to (the
-nearest earlier turn on its chain said by someone else, at most :data:`REPLY_REACH`
-turns back: :meth:`~memloci.storage.base.Store.replies`), as the mean of the two
-vectors, cosine to the query. Each turn takes its best exchange, as a reply or as the
-turn replied to, so the question and its answer stand alike and what tells them apart
-is the rest of the ranking (a question only asks; a question about Ana is answered by
-Ana). One more list for fusion, ``meaning in context``. A turn in no exchange (a
-message that says nothing, a run of one person's notes to an assistant that never
-answers) is not on the list: its meaning is its own vector's. So a note that follows
-another note of the same person gains nothing from it.
+that asks about the whole exchange. So besides the meaning list (each memory's own
+vector), search ranks conversation turns on one more list, ``meaning in context``:
+
+* an *exchange* is a turn and the turn it replies to: the nearest earlier turn on its
+  chain said by someone else, at most :data:`REPLY_REACH` turns back
+  (:meth:`~memloci.storage.base.Store.replies`; a message that says nothing, or a turn
+  without a speaker, is in none);
+* a turn's cosine on this list is the best of its own and its exchanges', an exchange's
+  being the cosine of the mean of its two vectors: the answer gains from its question,
+  the question (which only asks, and is discounted for it) from its answer, a statement
+  from a reply that says what it was about. A turn in no exchange keeps its own cosine
+  (one person's notes to an assistant that never answers), so a note gains nothing from
+  the note before it.
 
 The vectors are the stored ones (no text is embedded again), so an edited turn's
 exchanges change as soon as it is embedded again; until then its old vector is never
-used. The exchanges looked at are those of the best own-vector matches and of the turn
-after each (a reply whose question matched).
+used. The turns looked at are the best own-vector matches, the turn after each (a reply
+whose question matched) and the turns they reply to. Facts are on no chain and not on
+the list.
 """
 
 from __future__ import annotations
@@ -42,28 +45,30 @@ def meaning_in_context(
     *,
     limit: int,
 ) -> list[tuple[str, float]]:
-    """``(id, cosine)`` of the turns in the exchanges of the best own-vector ``matches``
-    and of the turn after each, best first: a turn's cosine is the best of its exchanges'
-    (the cosine of ``query`` with the mean of the two turns' vectors). Turns the filter
-    hides, and turns without a current vector, are left out."""
+    """``(id, cosine)`` of the conversation turns among the best own-vector ``matches``
+    and the turn after each, and of the turns they reply to, best first: the best of a
+    turn's own cosine to ``query`` and the cosines of its exchanges (the mean of its
+    vector and its partner's). Turns the filter hides, and turns without a current
+    vector, are left out."""
     pairs = store.replies(flt, [i for i, _ in matches], reach=REPLY_REACH)
     if not pairs:
         return []
     raw: dict[str, bytes] = {}
     for ns in flt.namespaces:
-        wanted = {i for pair in pairs.items() for i in pair} - raw.keys()
+        wanted = {i for pair in pairs.items() for i in pair if i} - raw.keys()
         raw |= store.vectors(ns, sorted(wanted))
-    kept = [(t, a) for t, a in pairs.items() if t in raw and a in raw]
-    if not kept:
-        return []
-    replies = np.stack([np.frombuffer(raw[t], dtype=np.float32) for t, _ in kept])
-    asked = np.stack([np.frombuffer(raw[a], dtype=np.float32) for _, a in kept])
-    means = replies + asked
-    norms = np.maximum(np.linalg.norm(means, axis=1), 1e-12)
     unit = query / max(float(np.linalg.norm(query)), 1e-12)
-    cosines = (means @ unit) / norms
-    best: dict[str, float] = {}  # each turn: its best exchange
-    for pair, cosine in zip(kept, cosines.tolist(), strict=True):
-        for turn in pair:
-            best[turn] = max(best.get(turn, -1.0), cosine)
+    vectors = {i: np.frombuffer(b, dtype=np.float32) for i, b in raw.items()}
+    own = {i: float(v @ unit) for i, v in vectors.items()}
+    best: dict[str, float] = {}
+    for turn, asked in pairs.items():
+        for i in (turn, asked):
+            if i is not None and i in vectors:
+                best[i] = max(best.get(i, -1.0), own[i])
+        if turn not in vectors or asked is None or asked not in vectors:
+            continue
+        mean = vectors[turn] + vectors[asked]
+        cosine = float(mean @ unit) / max(float(np.linalg.norm(mean)), 1e-12)
+        for i in (turn, asked):
+            best[i] = max(best[i], cosine)
     return sorted(best.items(), key=lambda r: (-r[1], r[0]))[:limit]

@@ -485,10 +485,11 @@ class Store(Protocol):
         ``direction`` is ``forward``, ``backward`` or ``both``; seeds not returned."""
         ...
 
-    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str]:
-        """Each of ``ids``, and the turn after each, that replies to someone → the turn
-        it replies to: the nearest earlier turn of its chain (current ``temporal`` edges,
-        turns the filter admits) said by someone else, at most ``reach`` turns back
+    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str | None]:
+        """Each of ``ids``, and the turn after each, that someone says (a speaker, and
+        not a message that says nothing) → the turn it replies to: the nearest earlier
+        turn of its chain (current ``temporal`` edges, turns the filter admits) said by
+        someone else, at most ``reach`` turns back; None when there is none
         (:mod:`memloci.storage.replies`)."""
         ...
 

@@ -42,9 +42,9 @@ class Steps(Protocol):
         ...
 
 
-def replies(steps: Steps, ids: Sequence[str], reach: int) -> dict[str, str]:
-    """Each of ``ids``, and the turn after each, that replies to someone → the turn it
-    replies to (module docstring)."""
+def replies(steps: Steps, ids: Sequence[str], reach: int) -> dict[str, str | None]:
+    """Each of ``ids``, and the turn after each, that someone says (:func:`voice`) → the
+    turn it replies to, None when it replies to nobody (module docstring)."""
     speaker = steps.speakers(list(dict.fromkeys(ids)))
     origin = {t: said for t, said in speaker.items() if said}  # whose turn a walk is from
     before: dict[str, str] = {}
@@ -68,11 +68,12 @@ def replies(steps: Steps, ids: Sequence[str], reach: int) -> dict[str, str]:
         frontier = found
         if not frontier:
             break
-    out: dict[str, str] = {}
+    out: dict[str, str | None] = {}
     for turn in [*ids, *(after[t] for t in ids if t in after)]:
         who = speaker.get(turn)
         if turn in out or not who:
             continue
+        out[turn] = None
         back = before.get(turn)
         for _ in range(reach):
             if back is None:

@@ -92,7 +92,7 @@ class PostgresWalks(PostgresBase):
                     break
         return out
 
-    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str]:
+    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str | None]:
         """See :meth:`memloci.storage.base.Store.replies`."""
         if not ids or not flt.namespaces:
             return {}

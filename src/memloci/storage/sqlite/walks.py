@@ -99,7 +99,7 @@ class SQLiteWalks(SQLiteBase):
                     break
         return out
 
-    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str]:
+    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str | None]:
         """See :meth:`memloci.storage.base.Store.replies`."""
         if not ids or not flt.namespaces:
             return {}
