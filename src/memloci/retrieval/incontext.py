@@ -20,8 +20,9 @@ vector), search ranks conversation turns on one more list, ``meaning in context`
 
 The vectors are the stored ones (no text is embedded again), so an edited turn's
 exchanges change as soon as it is embedded again; until then its old vector is never
-used. The turns looked at are the best own-vector matches, the turn after each (a reply
-whose question matched) and the turns they reply to. Facts are on no chain and not on
+used. The turns looked at are the best :data:`CONTEXT_SEEDS` own-vector matches, the
+turn after each (a reply whose question matched) and the turns they reply to (all 150
+give the same dev recall at three times the cost). Facts are on no chain and not on
 the list.
 """
 
@@ -35,6 +36,7 @@ import numpy.typing as npt
 from memloci.storage.base import NodeFilter, Store
 
 REPLY_REACH = 4  # turns back a reply's question may be (one person's burst of messages)
+CONTEXT_SEEDS = 40  # best own-vector matches whose exchanges are looked at
 
 
 def meaning_in_context(
@@ -45,12 +47,13 @@ def meaning_in_context(
     *,
     limit: int,
 ) -> list[tuple[str, float]]:
-    """``(id, cosine)`` of the conversation turns among the best own-vector ``matches``
-    and the turn after each, and of the turns they reply to, best first: the best of a
-    turn's own cosine to ``query`` and the cosines of its exchanges (the mean of its
-    vector and its partner's). Turns the filter hides, and turns without a current
+    """``(id, cosine)`` of the conversation turns among the best :data:`CONTEXT_SEEDS`
+    own-vector ``matches`` and the turn after each, and of the turns they reply to, best
+    first: the best of a turn's own cosine to ``query`` and the cosines of its exchanges
+    (the mean of its vector and its partner's). Turns the filter hides, and turns without a current
     vector, are left out."""
-    pairs = store.replies(flt, [i for i, _ in matches], reach=REPLY_REACH)
+    seeds = [i for i, _ in matches[:CONTEXT_SEEDS]]
+    pairs = store.replies(flt, seeds, reach=REPLY_REACH)
     if not pairs:
         return []
     raw: dict[str, bytes] = {}
