@@ -19,7 +19,7 @@ from memloci.errors import EmbeddingModelError, ValidationError
 from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.rows import owner_match
 from memloci.storage.sqlfilter import filter_sql
-from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
+from memloci.storage.sqlite.base import OperationalError, SQLiteBase
 from memloci.storage.sqlite.terms import TermStats
 from memloci.storage.sqlite.vecindex import VectorIndex
 
@@ -78,13 +78,14 @@ class SQLiteSearch(SQLiteBase):
             return {}
         out: dict[str, bytes] = {}
         with self._reading() as c:
-            for chunk in chunks(list(ids), 500):
-                for node_id, blob in c.execute(
-                    "SELECT n.id, v.embedding FROM nodes n JOIN node_vectors v ON v.rowid = n.rowid"
-                    f" WHERE n.namespace = ? AND n.id IN ({qs(chunk)}) AND n.embedded > 0",
-                    [namespace, *chunk],
-                ):
-                    out[node_id] = bytes(blob)
+            # CROSS JOIN: look ids up through the unique index, whatever the statistics say
+            for node_id, blob in c.execute(
+                "SELECT n.id, v.embedding FROM json_each(?) j CROSS JOIN nodes n ON n.id = j.value"
+                " CROSS JOIN node_vectors v ON v.rowid = n.rowid"
+                " WHERE +n.namespace = ? AND n.embedded > 0",
+                [json.dumps(list(ids)), namespace],
+            ):
+                out[node_id] = bytes(blob)
         return out
 
     def reset_embeddings(self) -> int:
