@@ -17,7 +17,7 @@ with contextlib.suppress(ImportError):
     from playwright.sync_api import expect
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Locator, Page
+    from playwright.sync_api import Locator, Page, Route
     from tests.browser.conftest import Server
 
 pytestmark = pytest.mark.browser
@@ -360,6 +360,38 @@ def test_api_key_is_asked_for_and_sent(locked_page: Page, locked_server: Server)
     page.reload()  # the key is remembered: no prompt this time
     expect(row(page, "The locked store holds this one fact")).to_have_count(1)
     expect(page.get_by_test_id("key-dialog")).to_be_hidden()
+
+
+def test_a_request_answered_after_the_key_was_saved_uses_it(
+    locked_page: Page, locked_server: Server
+) -> None:
+    """The list and the stats go out together without a key: the stats' 401 asks for it,
+    and the list's 401, held back until the key is saved, retries with the new key
+    instead of asking again."""
+    page = locked_page
+    held: list[Route] = []
+
+    def hold_the_first(route: Route) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(re.compile(r".*/api/v1/facts/(\?.*)?$"), hold_the_first)
+    page.goto("/memories#facts")
+    dialog = page.get_by_test_id("key-dialog")
+    expect(dialog).to_be_visible()
+    for _ in range(200):  # the handler runs while playwright waits
+        if held:
+            break
+        page.wait_for_timeout(25)
+    assert held, "the list request was not held"
+    dialog.get_by_test_id("key-input").fill(locked_server.ids["secret"])
+    dialog.get_by_test_id("key-save").click()
+    expect(dialog).to_be_hidden()
+    held[0].continue_()  # sent without a key: a 401 now
+    expect(row(page, "The locked store holds this one fact")).to_have_count(1)
+    expect(dialog).to_be_hidden()
 
 
 def test_a_wrong_key_shows_the_error(locked_page: Page) -> None:

@@ -86,7 +86,9 @@ export async function api(path, { method = "GET", body, params } = {}, retried =
   if (response.ok) return data;
   const err = (data && data.error) || {};
   if (response.status === 401 && !retried) {
-    if (await promptForKey(err.message ? `${err.message}.` : "")) {
+    // a key saved while this request was under way (another request's prompt): use it
+    const current = localStorage.getItem(KEY_STORAGE);
+    if ((current && current !== key) || (await promptForKey(err.message ? `${err.message}.` : ""))) {
       return api(path, { method, body, params }, true);
     }
   }
