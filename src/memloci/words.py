@@ -190,7 +190,8 @@ BACKCHANNEL = frozenset([
     "mhm", "aww", "aw", "oh", "ah", "uh", "um", "umm", "wow", "woah", "whoa", "ikr",
     "thanks", "thank", "thx", "ty", "np", "yay", "ugh", "hi", "hey", "hello", "bye", "gn",
     "gm", "xd", "xoxo", "indeed", "exactly", "totally", "definitely", "absolutely",
-    "agreed", "same", "too", "sure", "right", "true", "welcome", "course",
+    "agreed", "same", "too", "sure", "right", "true", "welcome", "course", "brb", "ttyl",
+    "gtg", "g2g", "cya",
 ])
 # fmt: on
 # the same stretched out: "hahahah", "loool", "okkk", "yesss", "awww", "hmmm", "ohhh"
@@ -199,11 +200,26 @@ _STRETCHED = re.compile(
 )
 
 
+# what a chat export puts where a message was: "<Media omitted>", "image omitted",
+# "<attached: 00000012-PHOTO.jpg>", "This message was deleted", "Missed voice call"
+_PLACEHOLDER = re.compile(
+    r"<?(?:media|image|photo|video|audio|voice message|sticker|gif|document|contact card)s?"
+    r" omitted>?|<attached: [^<>\n]*>|\[(?:photo|image|video|audio|voice message|sticker|gif)\]"
+    r"|(?:this message was|you) deleted(?: this message)?|message deleted"
+    r"|missed (?:voice|video|group voice|group video) call",
+    re.IGNORECASE,
+)
+
+
 def says_nothing(text: str) -> bool:
     """Whether a memory says nothing of its own: every word is a backchannel, a greeting
-    or thanks ("lol", "Thanks!", "Yeah, me too!", "hahaha", an emoji). A chat is full of
-    them; their full-text rows hold the turns around them, so a query matching those
-    turns would find them too and they would push what was said out of the results."""
+    or thanks ("lol", "Thanks!", "Yeah, me too!", "hahaha", an emoji), or it is what a
+    chat export puts where a message was ("<Media omitted>", "This message was
+    deleted"). A chat is full of them; their full-text rows hold the turns around them,
+    so a query matching those turns would find them too and they would push what was
+    said out of the results."""
+    if _PLACEHOLDER.fullmatch(text.strip()):
+        return True
     return all(w in BACKCHANNEL or _STRETCHED.fullmatch(w) for w in _content_words(text))
 
 

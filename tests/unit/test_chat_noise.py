@@ -31,6 +31,15 @@ MakeMemory = Callable[..., Memory]
         ("It was awesome!", False),  # how it was: may answer a question
         ("5", False),
         ("We booked Kyoto.", False),
+        # what a chat export puts where a message was
+        ("<Media omitted>", True),
+        ("image omitted", True),
+        ("<attached: 00000012-PHOTO-2024-03-01.jpg>", True),
+        ("This message was deleted", True),
+        ("Missed voice call", True),
+        ("brb", True),
+        ("I omitted the photo on purpose", False),
+        ("[shares an image: a photo of a dog]", False),
     ],
 )
 def test_says_nothing(text: str, nothing: bool) -> None:
@@ -83,6 +92,31 @@ def test_a_filler_message_does_not_push_what_was_said_out(
     monkeypatch.undo()
     # asked for by its own word, a filler is still found
     assert m.search("lol", user="u1", k=1)[0].memory.content == "lol"
+
+
+@pytest.mark.slow
+def test_a_chat_exports_placeholders_are_passed_over(make_memory: MakeMemory) -> None:
+    """A WhatsApp-style export: "<Media omitted>" between a question and its answer is in
+    no exchange and no window, and is discounted like "lol"."""
+    m = make_memory(embedder="local")
+    chat = [
+        ("Ana", "How is the new puppy settling in?"),
+        ("Ben", "<Media omitted>"),
+        ("Ben", "The little one is doing great, learning commands already"),
+        ("Ana", "This message was deleted"),
+        ("Ana", "I started a pottery class on Tuesdays."),
+    ]
+    for who, text in chat:
+        m.add(text, user="u1", session="s1", speaker=who)
+    m.flush()
+    hits = m.search("How is the dog adjusting?", user="u1", k=5)
+    contents = [h.memory.content for h in hits]
+    assert contents[0] == "The little one is doing great, learning commands already"
+    assert "meaning in context" in hits[0].why
+    placeholders = [
+        h for h in hits if h.memory.content in {"<Media omitted>", "This message was deleted"}
+    ]
+    assert placeholders and all("says nothing of its own" in h.why for h in placeholders)
 
 
 @pytest.mark.slow
