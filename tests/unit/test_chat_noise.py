@@ -70,15 +70,20 @@ CHAT = [
 FILLERS = {"omg", "lol", "Thanks! \U0001f602", "hahaha"}
 
 
+def say(m: Memory, chat: list[tuple[str, str]]) -> None:
+    """``chat``'s (speaker, text) messages as one session of user u1, embedded."""
+    for who, text in chat:
+        m.add(text, user="u1", session="s1", speaker=who)
+    m.flush()
+
+
 @pytest.mark.slow
 @both_backends
 def test_a_filler_message_does_not_push_what_was_said_out(
     make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     m = make_memory(embedder="local")
-    for who, text in CHAT:
-        m.add(text, user="u1", session="s1", speaker=who)
-    m.flush()
+    say(m, CHAT)
     query = "What is the trip to Kyoto like?"
     hits = m.search(query, user="u1", k=3)
     assert hits[0].memory.content.startswith("We finally booked the trip to Kyoto")
@@ -106,9 +111,7 @@ def test_a_chat_exports_placeholders_are_passed_over(make_memory: MakeMemory) ->
         ("Ana", "This message was deleted"),
         ("Ana", "I started a pottery class on Tuesdays."),
     ]
-    for who, text in chat:
-        m.add(text, user="u1", session="s1", speaker=who)
-    m.flush()
+    say(m, chat)
     hits = m.search("How is the dog adjusting?", user="u1", k=5)
     contents = [h.memory.content for h in hits]
     assert contents[0] == "The little one is doing great, learning commands already"
@@ -134,9 +137,7 @@ def test_a_question_typed_without_a_question_mark_gives_way_to_its_answer(
         ("bo", "so jealous"),
         ("ana", "my sister got a new job in oslo"),
     ]
-    for who, text in chat:
-        m.add(text, user="u1", session="s1", speaker=who)
-    m.flush()
+    say(m, chat)
     query = "how was the trip to norway"
     hits = m.search(query, user="u1", k=5)
     asked = next(h for h in hits if h.memory.content == chat[1][1])
