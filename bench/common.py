@@ -285,6 +285,30 @@ def with_chat_speak(convs: list[dict[str, Any]], rate: float = 0.7) -> list[dict
     return out
 
 
+def short_name(name: str) -> str:
+    """A shortened form of a first name, as a question may call someone: its first four
+    letters when it has six or more ("Caroline" → "Caro", "Melanie" → "Mela"), its first
+    three when it has five ("Maria" → "Mar"), else as it is ("Jon", "Nate")."""
+    return name[:4] if len(name) >= 6 else name[:3] if len(name) == 5 else name
+
+
+def with_short_names(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations asked about by a shortened form of the speakers' names
+    (:func:`short_name`) while the messages are labelled by the name itself: a store
+    that knows "Caroline" asked about "Caro"."""
+    out = []
+    for conv in convs:
+        short = {s: short_name(s) for s in speakers_of(conv)}
+        questions = []
+        for q in conv.get("questions") or ():
+            text = str(q.get("question", ""))
+            for name, form in short.items():
+                text = re.sub(rf"\b{re.escape(name)}\b", form, text)
+            questions.append({**q, "question": text})
+        out.append({**conv, "questions": questions})
+    return out
+
+
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """The conversations as ``split`` stores them: ``turns`` as they are, else cut into
     short messages (:func:`as_messages`) and then as :data:`CHAT_SPLITS` says."""
@@ -295,7 +319,8 @@ def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
 # the splits of short messages: ``messages`` as cut; ``roles`` labelled by role; ``roleq``
 # those asked about as "the user" / "the assistant"; ``fullnames`` labelled by full name;
 # ``handles`` by user name; ``fillers`` with a filler ("lol") after about 30 % of them;
-# ``chatspeak`` typed in chat shorthand ("bday", "tmrw", "u")
+# ``chatspeak`` typed in chat shorthand ("bday", "tmrw", "u"); ``shortnames`` asked about
+# by a shortened form of the speakers' names ("Caro" for "Caroline")
 CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "messages": list,
     "roles": with_roles,
@@ -304,6 +329,7 @@ CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] =
     "handles": with_handles,
     "fillers": with_fillers,
     "chatspeak": with_chat_speak,
+    "shortnames": with_short_names,
 }
 
 

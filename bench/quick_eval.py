@@ -2,7 +2,7 @@
 
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
-        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak]
+        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,shortnames]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -19,7 +19,9 @@ naming them), ``roleq`` (those asked about as "the user" / "the assistant"),
 Okafor", the questions using the first name), ``handles`` (labelled by a
 user name that begins with the first name, "caroline17"), ``fillers`` (the messages with
 a filler, "lol", "ok", an emoji, after about 30 % of them; never evidence), ``chatspeak``
-(the messages typed in chat shorthand, "bday", "tmrw", "u", half in lower case).
+(the messages typed in chat shorthand, "bday", "tmrw", "u", half in lower case),
+``shortnames`` (the messages asked about by a shortened form of the speakers' names,
+"Caro" for "Caroline").
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ fact memory, short messages and short messages whose speakers are labelled by ro
 plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
-        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,first]
+        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,
+                  shortnames,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
@@ -21,7 +22,9 @@ user name that begins with the first name ("caroline17", ``common.with_handles``
 the messages with a filler ("lol", "ok", an emoji) after about 30 % of them, never evidence
 (``common.with_fillers``), as real chats have them. Chat speak: the messages typed as
 people type in a chat — words shortened ("bday", "tmrw", "u") and half of them in lower
-case without their full stop (``common.with_chat_speak``). Every scored
+case without their full stop (``common.with_chat_speak``). Short names: the messages
+asked about by a shortened form of the speakers' names, "Caro" for "Caroline"
+(``common.with_short_names``). Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
 what the graph strategies cost.
@@ -150,7 +153,7 @@ def main() -> int:
     )
     ap.add_argument(
         "--splits",
-        default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,first",
+        default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,shortnames,first",
         help="which tables to run",
     )
     ap.add_argument(

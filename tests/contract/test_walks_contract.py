@@ -259,6 +259,30 @@ def test_a_label_that_is_a_common_word_is_named_only_with_a_capital(store: Store
     assert [e.canonical_name for _, e in store.entities_in_text(["default"], "rome")] == ["Rome"]
 
 
+def test_people_named_by_the_beginning_of_a_name_or_alias(store: Store) -> None:
+    """Person entities whose name or alias begins with a prefix: "mel" finds Melanie
+    and Mel Okafor, not Pamela (the name holds it but does not begin with it), not a
+    place, not another namespace's Melanie; most mentioned first, at most ``limit``."""
+    melanie = store.insert_entity(entity("Melanie", type=EntityType.PERSON, mention_count=9))
+    okafor = store.insert_entity(entity("Mel Okafor", type=EntityType.PERSON, mention_count=3))
+    mike = store.insert_entity(entity("Michael", aliases=["Mick"], type=EntityType.PERSON))
+    store.insert_entity(entity("Pamela", type=EntityType.PERSON))
+    store.insert_entity(entity("Melbourne", type=EntityType.PLACE))
+    store.insert_entity(entity("Melanie", ns="other", type=EntityType.PERSON))
+
+    def ids(prefixes: list[str], ns: str = "default", limit: int = 20) -> list[str]:
+        return [e.id for e in store.people_named([ns], prefixes, limit)]
+
+    assert ids(["mel"]) == [melanie.id, okafor.id]
+    assert ids(["mel"], limit=1) == [melanie.id]
+    assert ids(["melanie"]) == [melanie.id]
+    assert ids(["mick", "zed"]) == [mike.id]  # by an alias; any of the prefixes
+    assert ids(["mel", "melan"]) == [melanie.id, okafor.id]  # each entity once
+    assert ids(["pam"]) != [] and ids(["amela"]) == []
+    assert [e.namespace for e in store.people_named(["other"], ["mel"])] == ["other"]
+    assert ids([]) == [] and ids([""]) == [] and store.people_named([], ["mel"]) == []
+
+
 def test_entities_in_text_finds_a_person_by_their_given_name(store: Store) -> None:
     fahim = store.insert_entity(entity("Fahim Khan", type=EntityType.PERSON, mention_count=9))
     other = store.insert_entity(entity("Fahim Rahman", type=EntityType.PERSON))

@@ -500,6 +500,14 @@ class Store(Protocol):
         ``(matched name, entity)``, longest names first."""
         ...
 
+    def people_named(
+        self, namespaces: Sequence[str], prefixes: Sequence[str], limit: int = 20
+    ) -> list[Entity]:
+        """Person entities with a name or alias that begins with one of ``prefixes``
+        (lookup form: :func:`memloci.storage.names.name_norm`), most mentioned first, at
+        most ``limit`` (read through the name index, not by scanning the names)."""
+        ...
+
     def entity_fulltext(
         self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
     ) -> list[tuple[str, float]]:

@@ -129,6 +129,12 @@ def prefix_bounds(probes: Sequence[str]) -> list[tuple[str, str]]:
     return [(f"{p} ", f"{p}!") for p in probes]
 
 
+def begins_with(prefix: str) -> tuple[str, str]:
+    """The range of lookup names that begin with ``prefix``: ``prefix`` ≤ name <
+    ``prefix`` with its last character the next one ("mel" ≤ name < "mem")."""
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
 def given_rows(rows: Sequence[Any], probes: dict[str, tuple[int, int]]) -> list[Any]:
     """Rows ``(name, *entity columns)`` found by :func:`prefix_bounds` whose name is a
     person's full name with a probed given name, renamed to that given name."""

@@ -15,6 +15,7 @@ from memloci.models import EdgeType, Entity
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import (
     MAX_PROBES,
+    begins_with,
     given_probes,
     given_rows,
     grams,
@@ -156,6 +157,25 @@ class PostgresWalks(PostgresBase):
         rows = [r[1:] for r in found if not r[0]]
         rows += given_rows([r[1:] for r in found if r[0]], probes)
         return pick_named(rows, spans, entity_from_row)
+
+    def people_named(
+        self, namespaces: Sequence[str], prefixes: Sequence[str], limit: int = 20
+    ) -> list[Entity]:
+        """See :meth:`memloci.storage.base.Store.people_named`."""
+        bounds = [begins_with(p) for p in dict.fromkeys(prefixes) if p]
+        if not bounds or not namespaces:
+            return []
+        # ~>=~ / ~<~ compare bytewise, as the entity_names_prefix index does
+        ranges = " OR ".join(["(x.name_norm ~>=~ %s AND x.name_norm ~<~ %s)"] * len(bounds))
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT {ENTITY_COLS} FROM entities e WHERE e.type = 'person' AND e.id IN"
+                " (SELECT x.entity_id FROM entity_names x"
+                f" WHERE x.namespace = ANY(%s) AND ({ranges}))"
+                " ORDER BY e.mention_count DESC, e.id LIMIT %s",
+                [list(namespaces), *(b for pair in bounds for b in pair), limit],
+            ).fetchall()
+        return [entity_from_row(r) for r in rows]
 
     def entity_fulltext(
         self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int

@@ -17,6 +17,7 @@ from memloci.models import EdgeType, Entity
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import (
     MAX_PROBES,
+    begins_with,
     given_probes,
     given_rows,
     grams,
@@ -169,6 +170,24 @@ class SQLiteWalks(SQLiteBase):
                 ).fetchall()
                 rows += given_rows(found, probes)
         return pick_named(rows, spans, _entity_from_row)
+
+    def people_named(
+        self, namespaces: Sequence[str], prefixes: Sequence[str], limit: int = 20
+    ) -> list[Entity]:
+        """See :meth:`memloci.storage.base.Store.people_named`."""
+        bounds = [begins_with(p) for p in dict.fromkeys(prefixes) if p]
+        if not bounds or not namespaces:
+            return []
+        ranges = " OR ".join(["(x.name_norm >= ? AND x.name_norm < ?)"] * len(bounds))
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT DISTINCT {_ENTITY_COLS} FROM entity_names x"
+                " CROSS JOIN entities e ON e.id = x.entity_id"
+                f" WHERE x.namespace IN ({qs(namespaces)}) AND ({ranges})"
+                " AND e.type = 'person' ORDER BY e.mention_count DESC, e.id LIMIT ?",
+                [*namespaces, *(b for pair in bounds for b in pair), limit],
+            ).fetchall()
+        return [_entity_from_row(r) for r in rows]
 
     def entity_fulltext(
         self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int

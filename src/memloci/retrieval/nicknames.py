@@ -1,0 +1,141 @@
+"""People called by another form of their name (layer: retrieval): "Mel" for a speaker
+labelled "Melanie", "Melanie" for one labelled "Mel", "Mike" for "Michael".
+
+A chat labels people by what their account says, and those who ask about it call them
+what they are called: a question about "Mel" names no entity of a store whose speaker is
+"Melanie", so without this it got no entity list, no speaker preference, and the name
+pulled the query's meaning toward greetings ("Hey Mel!"). :func:`nicknamed` finds, for a
+capitalised word the query uses as a person and no entity is named by, the one person
+entity whose name (or given name, or alias) is that word shortened or lengthened — one
+begins the other, the shorter of at least :data:`MIN_FORM` letters — or a common
+English short form of it (:data:`SHORT_FORMS`). Two people who could be meant ("Jo" for
+Joanna and Joseph; "Chris" for Christina and Christopher) mean nobody.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from memloci.models import Entity
+from memloci.retrieval.mentions import is_name_word
+from memloci.storage.base import NodeFilter, Store
+from memloci.storage.names import given_name, name_norm
+from memloci.words import terms
+
+MIN_FORM = 3  # letters of the shorter form ("Mel", "Jon"): "Al" or "Jo" could be anyone
+CANDIDATES = 20  # person entities read per word (most mentioned first)
+
+# common English short forms whose letters do not simply begin the full name
+# fmt: off
+SHORT_FORMS: dict[str, tuple[str, ...]] = {
+    "mike": ("michael",), "bob": ("robert",), "rob": ("robert",), "bobby": ("robert",),
+    "bill": ("william",), "will": ("william",), "billy": ("william",),
+    "liam": ("william",), "jim": ("james",), "jimmy": ("james",), "jamie": ("james",),
+    "dick": ("richard",), "rick": ("richard",), "ricky": ("richard",),
+    "ted": ("edward", "theodore"), "ned": ("edward",), "eddie": ("edward",),
+    "tony": ("anthony",), "jack": ("john",), "johnny": ("john",), "hank": ("henry",),
+    "harry": ("henry", "harold"), "chuck": ("charles",), "charlie": ("charles",),
+    "peggy": ("margaret",), "maggie": ("margaret",), "meg": ("margaret",),
+    "liz": ("elizabeth",), "beth": ("elizabeth",), "betty": ("elizabeth",),
+    "lizzie": ("elizabeth",), "libby": ("elizabeth",), "kate": ("katherine", "catherine"),
+    "katie": ("katherine", "catherine"), "kathy": ("katherine", "catherine"),
+    "cathy": ("catherine",), "sasha": ("alexandra", "alexander"),
+    "alex": ("alexandra", "alexander"), "sandy": ("sandra", "alexandra"),
+    "sally": ("sarah",), "sadie": ("sarah",), "polly": ("mary",), "molly": ("mary",),
+    "jenny": ("jennifer",), "jen": ("jennifer",), "becky": ("rebecca",),
+    "becca": ("rebecca",), "patty": ("patricia",), "trish": ("patricia",),
+    "dave": ("david",), "steve": ("steven", "stephen"), "nate": ("nathan", "nathaniel"),
+    "matt": ("matthew",), "chris": ("christopher", "christina", "christine"),
+    "nick": ("nicholas",), "sam": ("samuel", "samantha"), "ben": ("benjamin",),
+    "dan": ("daniel",), "danny": ("daniel",), "joe": ("joseph",), "joey": ("joseph",),
+    "greg": ("gregory",), "andy": ("andrew",), "drew": ("andrew",), "tom": ("thomas",),
+    "tommy": ("thomas",), "fred": ("frederick",), "gabe": ("gabriel",),
+    "abby": ("abigail",), "vicky": ("victoria",), "tori": ("victoria",),
+    "ellie": ("eleanor", "elena"), "nell": ("eleanor", "helen"), "susie": ("susan",),
+    "sue": ("susan",), "debbie": ("deborah",), "deb": ("deborah",), "cindy": ("cynthia",),
+    # three letters that begin the full name: found from the short form by their letters,
+    # listed so that a question using the full name finds a person labelled by the short
+    "mel": ("melanie", "melissa", "melvin"), "jon": ("jonathan",), "tim": ("timothy",),
+    "pam": ("pamela",), "kim": ("kimberly",), "max": ("maxwell", "maximilian"),
+    "zac": ("zachary",), "zak": ("zachary",), "val": ("valerie", "valentina"),
+    "viv": ("vivian", "vivienne"), "jess": ("jessica",),
+}
+# fmt: on
+_LONGER: dict[str, tuple[str, ...]] = {}  # the other way: "michael" → ("mike",)
+for _short, _fulls in SHORT_FORMS.items():
+    for _full in _fulls:
+        _LONGER[_full] = (*_LONGER.get(_full, ()), _short)
+_WORD = re.compile(r"(?<![\w'’])([A-Z][a-z]+)(?:['’]s)?(?![\w'’])")
+
+
+def nicknamed(
+    store: Store, flt: NodeFilter, query: str, named: Sequence[tuple[str, Entity]]
+) -> list[tuple[str, Entity]]:
+    """``(word, entity)`` for the capitalised words of ``query`` (not its first word)
+    that name no entity in ``named`` and are another form of exactly one person entity's
+    name: "Mel" for "Melanie", "Caro" for "Caroline Okafor", "Mike" for "Michael"; and
+    "Melanie" for "Mel" when no memory the caller sees holds the word (a word the
+    memories use — "Melbourne" — is what they say, not a longer name for Mel)."""
+    known = {w for name, _ in named for w in terms(name)}
+    out: list[tuple[str, Entity]] = []
+    for found in _WORD.finditer(query):
+        word = found.group(1)
+        folded = word.casefold()
+        if found.start() == 0 or folded in known or len(folded) < MIN_FORM:
+            continue
+        if not is_name_word(word) or any(w == word for w, _ in out):
+            continue
+        meant: dict[str, Entity] = {}
+        longer: set[str] = set()  # the entities the word is a longer form of
+        for entity in store.people_named(flt.namespaces, _probes(folded), CANDIDATES):
+            forms = [n for n in _forms(entity) if other_form(folded, n)]
+            if forms:
+                meant[entity.id] = entity
+            if forms and all(folded.startswith(n) for n in forms):
+                longer.add(entity.id)
+        meant = {i: e for i, e in meant.items() if store.entity_fulltext(flt, [i], "", 1)}
+        if len(meant) != 1:
+            continue
+        (entity,) = meant.values()
+        if entity.id in longer and store.fulltext(flt, f'"{folded}"', 1):
+            continue
+        out.append((word, entity))
+    return out
+
+
+def other_form(word: str, name: str) -> bool:
+    """Whether ``word`` (what a query says, case-folded) is another form of the one-word
+    ``name`` (an entity's): a common short or full form of it (:data:`SHORT_FORMS`), or
+    its beginning of at least :data:`MIN_FORM` letters ("mel" for "melanie"), or longer
+    than it when it has at least ``MIN_FORM + 1`` ("caroline" for "caro"; not "robin"
+    for "rob")."""
+    if word == name or not name.isalpha():
+        return False
+    if name in SHORT_FORMS.get(word, ()) or word in SHORT_FORMS.get(name, ()):
+        return True
+    if name.startswith(word):
+        return len(word) >= MIN_FORM
+    return word.startswith(name) and len(name) > MIN_FORM
+
+
+def _probes(word: str) -> list[str]:
+    """The beginnings of the names to look people up by: the word's first
+    ``MIN_FORM + 1`` letters (every name it begins, and every name it may be a longer
+    form of, begins with them), and its common short or full forms."""
+    return [word[: MIN_FORM + 1], *SHORT_FORMS.get(word, ()), *_LONGER.get(word, ())]
+
+
+def _forms(entity: Entity) -> list[str]:
+    """An entity's one-word names: each name or alias of one word, and the given name of
+    each full name ("Caroline Okafor" → "caroline")."""
+    out = []
+    for name in (entity.canonical_name, *entity.aliases):
+        norm = name_norm(name)
+        form = norm if " " not in norm else given_name(name)
+        if form:
+            out.append(form)
+    return out
+
+
+__all__ = ["SHORT_FORMS", "nicknamed", "other_form"]

@@ -1,0 +1,89 @@
+"""People called by another form of their name: "Mel" for a speaker labelled
+"Melanie", "Mike" for "Michael", "Caro" for "Caroline Okafor" (retrieval/nicknames.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from memloci import Memory
+from memloci.retrieval.nicknames import nicknamed, other_form
+from memloci.storage.base import NodeFilter
+from pgtest import both_backends
+
+MakeMemory = Callable[..., Memory]
+
+
+@pytest.mark.parametrize(
+    ("word", "name", "same"),
+    [
+        ("mel", "melanie", True),  # the beginning of the name
+        ("caro", "caroline", True),
+        ("mike", "michael", True),  # a common short form
+        ("michael", "mike", True),  # and the other way
+        ("melanie", "mel", True),  # a listed full form of three letters
+        ("caroline", "caro", True),  # longer than a name of four letters or more
+        ("robin", "rob", False),  # but not of three: Robin is not Rob
+        ("jo", "joanna", False),  # two letters could be anyone
+        ("melanie", "melanie", False),  # the same name is no other form
+        ("mel", "mel-ann", False),  # a name of letters only
+    ],
+)
+def test_other_form(word: str, name: str, same: bool) -> None:
+    assert other_form(word, name) is same
+
+
+def chat(m: Memory, user: str, turns: list[tuple[str, str]]) -> None:
+    for who, text in turns:
+        m.add(text, user=user, session=f"{user}-s1", speaker=who)
+    m.flush()
+
+
+@pytest.mark.slow
+@both_backends
+def test_a_speaker_is_found_by_another_form_of_their_name(make_memory: MakeMemory) -> None:
+    m = make_memory(embedder="local")
+    chat(
+        m, "u1",
+        [
+            ("Melanie", "I painted a lake at sunrise last weekend"),
+            ("Caroline Okafor", "I went to a support group on Friday"),
+            ("Michael", "I fixed my old bike in Melbourne"),
+            ("Joanna", "I am writing a screenplay"),
+            ("Joseph", "I started a pottery class"),
+        ],
+    )  # fmt: skip
+    store = m.service.store
+    u1 = NodeFilter(namespaces=("default",), user="u1")
+
+    def meant(query: str) -> list[tuple[str, str]]:
+        named = store.entities_in_text(u1.namespaces, query)
+        return [(w, e.canonical_name) for w, e in nicknamed(store, u1, query, named)]
+
+    assert meant("What did Mel paint?") == [("Mel", "Melanie")]
+    assert meant("Where did Caro go on Friday?") == [("Caro", "Caroline Okafor")]
+    assert meant("What did Mike fix?") == [("Mike", "Michael")]
+    assert meant("What did Melanie paint?") == []  # the name itself: entities_in_text
+    assert meant("What is Jo writing?") == []  # Joanna or Joseph: nobody
+    assert meant("Is Melbourne nice?") == []  # a word of the memories, not a name
+    hits = m.search("What did Mel paint?", user="u1", k=3)
+    assert hits[0].memory.content == "I painted a lake at sunrise last weekend"
+    assert "entity Melanie" in hits[0].why
+
+
+@both_backends
+def test_another_users_person_is_nobody_here(make_memory: MakeMemory) -> None:
+    """Entities are the namespace's, the people a user's memories are linked to are
+    theirs: u2's question about "Mel" does not mean u1's Melanie."""
+    m = make_memory()
+    chat(m, "u1", [("Melanie", "I painted a lake at sunrise"), ("Ben", "Lovely!")])
+    chat(m, "u2", [("Ana", "My cat sleeps all day"), ("Bo", "Cute")])
+    store = m.service.store
+    u2 = NodeFilter(namespaces=("default",), user="u2")
+    assert nicknamed(store, u2, "What did Mel paint?", []) == []
+    u1 = NodeFilter(namespaces=("default",), user="u1")
+    assert [e.canonical_name for _, e in nicknamed(store, u1, "What did Mel paint?", [])] == [
+        "Melanie"
+    ]
+    assert all("Melanie" not in h.why for h in m.search("What did Mel paint?", user="u2"))
