@@ -96,13 +96,36 @@ def test_no_name_when_the_calls_disagree_or_the_chat_has_three_people() -> None:
     group = chat(
         ("b", "Thanks, Ana!"), ("b", "Hey Ana."), ("b", "Yes, Ana."), ("a", "ok"), ("c", "hi"),
     )  # fmt: skip
-    assert speaker_names(group) == {}  # three speakers: Ana could be a or c
+    assert speaker_names(group) == {}  # a group: called before anyone else spoke
     # two speakers called by one name: it is neither's
     both = chat(
         ("b", "Thanks, Jo!"), ("b", "Hey Jo."), ("b", "Yes, Jo."),
         ("a", "Thanks, Jo!"), ("a", "Hey Jo."), ("a", "Yes, Jo."),
     )  # fmt: skip
     assert speaker_names(both) == {}
+
+
+def test_in_a_group_a_name_is_the_one_answered() -> None:
+    """With three people, "Thanks, Ana!" answers whoever spoke last before (not the
+    speaker): that is Ana. Calls that went elsewhere count against the name's share."""
+    group = chat(
+        ("s1", "I booked the cabin for May."), ("s2", "Thanks, Ana!"),
+        ("s3", "I can drive us there."), ("s1", "Great, Bo."),
+        ("s1", "Who brings the food?"), ("s3", "Me! Anything else, Ana?"),
+        ("s2", "Board games"), ("s3", "Nice one, Cy."),
+        ("s3", "And I bring the tent."), ("s1", "Perfect, Bo."),
+        ("s1", "See you there."), ("s2", "Bye Ana!"),
+        ("s2", "I found the map"), ("s1", "Good, Cy."),
+        ("s3", "Leaving now"), ("s2", "Drive safe, Bo!"),
+        ("s2", "Me too"), ("s3", "See you, Cy!"),
+    )  # fmt: skip
+    assert speaker_names(group) == {"s1": "Ana", "s3": "Bo", "s2": "Cy"}
+    # a call that went elsewhere each time: no name wins the share
+    mixed = chat(
+        ("s1", "a"), ("s2", "Thanks, Ana!"), ("s3", "b"), ("s2", "Hey Ana."),
+        ("s1", "c"), ("s2", "Yes, Ana."), ("s3", "d"), ("s2", "Ok Ana."),
+    )  # fmt: skip
+    assert speaker_names(mixed) == {}
 
 
 def test_sessions_count_apart() -> None:
@@ -152,6 +175,37 @@ def test_role_labelled_turns_are_linked_to_the_name_they_are_called(
     assert hits[0].memory.content == USER_TURNS[1]
     assert "entity Alice" in hits[0].why
     assert all(h.memory.user == "u1" for h in hits)
+
+
+@both_backends
+def test_a_group_chats_speakers_are_linked_to_the_names_they_are_answered_by(
+    make_memory: MakeMemory,
+) -> None:
+    """Three people labelled by number: each one's turns are linked to the name of the
+    replies that answer them, in the order they were said."""
+    mem = make_memory()
+    said = [
+        ("Speaker 1", "I booked the cabin by the lake."), ("Speaker 2", "Thanks, Ana!"),
+        ("Speaker 3", "I will bring my guitar."), ("Speaker 1", "Great, Bo."),
+        ("Speaker 1", "I also found a canoe to rent."), ("Speaker 2", "Wow, Ana."),
+        ("Speaker 3", "I can cook on the first night."), ("Speaker 2", "Yum, Bo!"),
+        ("Speaker 1", "I checked the weather: sunny."), ("Speaker 3", "Perfect, Ana."),
+        ("Speaker 3", "And I fixed the car."), ("Speaker 1", "Thanks Bo!"),
+    ]  # fmt: skip
+    for who, text in said:
+        mem.add(text, user="u1", session="s1", speaker=who)
+    assert mem.flush(20)
+    store = mem.service.store
+    turns = {n.content: n.id for n in mem.list(type="episodic", limit=100)}
+    linked = store.node_entities("default", list(turns.values()))
+
+    def said_by(name: str) -> set[str]:
+        return {t for t, i in turns.items() if any(e.canonical_name == name for e in linked[i])}
+
+    assert said_by("Ana") == {t for w, t in said if w == "Speaker 1"}
+    assert said_by("Bo") == {t for w, t in said if w == "Speaker 3"}
+    hits = mem.search("What will Bo bring?", user="u1", k=3)
+    assert "entity Bo" in hits[0].why and hits[0].memory.speaker == "Speaker 3"
 
 
 @both_backends

@@ -1,5 +1,5 @@
 """Who is speaking (layer: consolidation): a named speaker's statements are about them,
-and a speaker whose label is not a name is known by what the other one calls them.
+and a speaker whose label is not a name is known by what the others call them.
 
 The rule extractor writes what a user says as "User …" ("I love camping" → "User loves
 camping"). In a chat between two people — turns with no role, each with a ``speaker``
@@ -65,24 +65,33 @@ REMEMBERED = 60.0  # seconds an inferred name is reused before it is inferred af
 
 
 def speaker_names(turns: Iterable[tuple[str, Hashable, str]]) -> dict[str, str]:
-    """Speaker label → the name the other speaker calls them by, from ``turns``:
-    ``(speaker label, conversation, text)``, where the conversation is the session (or
-    the day) the turn belongs to. In a conversation between exactly two speakers, a name
-    one of them addresses ("Hey Melanie!", "Yep, Caroline.") is the other's; a speaker
-    gets a name called at least :data:`MIN_CALLED` times that is at least
-    :data:`MIN_SHARE` of all they are called by. A short name that begins a longer one
-    they are also called by counts for the longer ("Mel" for "Melanie"). Two speakers
-    called by the same name get none."""
+    """Speaker label → the name the others call them by, from ``turns``: ``(speaker
+    label, conversation, text)`` in the order they were said, where the conversation is
+    the session (or the day) the turn belongs to. In a conversation between two
+    speakers, a name one of them addresses ("Hey Melanie!", "Yep, Caroline.") is the
+    other's; in a group, it is the name of whoever spoke last before, someone other than
+    the speaker (the message answered). A speaker gets a name called at least
+    :data:`MIN_CALLED` times that is at least :data:`MIN_SHARE` of all they are called
+    by (in a group, a call meant for someone else than the last speaker is counted for
+    the last speaker all the same, so a name called at random wins no share). A short
+    name that begins a longer one they are also called by counts for the longer ("Mel"
+    for "Melanie"). Two speakers called by the same name get none."""
     rows = list(turns)
     present: dict[Hashable, set[str]] = {}
     for label, conversation, _ in rows:
         present.setdefault(conversation, set()).add(label)
     called: dict[str, Counter[str]] = {}
+    last: dict[Hashable, list[str]] = {}  # each conversation's speakers, latest last
     for label, conversation, text in rows:
         labels = present[conversation]
-        if len(labels) != 2:
-            continue  # with three or more people a name could be anyone's
-        (other,) = labels - {label}
+        spoke = last.setdefault(conversation, [])
+        if len(labels) == 2:
+            (other,) = labels - {label}
+        else:  # a group: the one answered, who spoke last before, not this speaker
+            other = next((s for s in reversed(spoke) if s != label), "")
+        spoke.append(label)
+        if not other:
+            continue
         for name in addressed(text):
             called.setdefault(other, Counter())[name] += 1
     found: dict[str, str] = {}
@@ -129,7 +138,7 @@ class SpeakerNames:
                 window = _recent_turns(store, *who)
                 inferred = speaker_names(
                     (t.speaker or "", t.session or t.event_time.date(), t.content)
-                    for t in window
+                    for t in reversed(window)  # oldest first: who answers whom
                     if t.speaker
                 )
                 for label, name in inferred.items():
