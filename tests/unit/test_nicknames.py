@@ -52,6 +52,7 @@ def test_a_speaker_is_found_by_another_form_of_their_name(make_memory: MakeMemor
             ("Michael", "I fixed my old bike in Melbourne"),
             ("Joanna", "I am writing a screenplay"),
             ("Joseph", "I started a pottery class"),
+            ("Arthur", "I play the cello"),
         ],
     )  # fmt: skip
     store = m.service.store
@@ -67,6 +68,11 @@ def test_a_speaker_is_found_by_another_form_of_their_name(make_memory: MakeMemor
     assert meant("What did Melanie paint?") == []  # the name itself: entities_in_text
     assert meant("What is Jo writing?") == []  # Joanna or Joseph: nobody
     assert meant("Is Melbourne nice?") == []  # a word of the memories, not a name
+    # typed in lower case: a word where a name would be, after "did", before "'s"
+    assert meant("what did mel paint") == [("mel", "Melanie")]
+    assert meant("is caro's group on friday") == [("caro", "Caroline Okafor")]
+    assert meant("what is art about") == []  # "is art": a word
+    assert meant("what did Art say about art") == [("Art", "Arthur")]
     hits = m.search("What did Mel paint?", user="u1", k=3)
     assert hits[0].memory.content == "I painted a lake at sunrise last weekend"
     assert "entity Melanie" in hits[0].why

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from memloci.models import Entity
 from memloci.retrieval.intent import Intent, QueryPlan
 from memloci.retrieval.mentions import is_name_word
-from memloci.retrieval.query import ROLE_PHRASE, fts_match, third_person
+from memloci.retrieval.query import BEFORE_PERSON, ROLE_PHRASE, fts_match, third_person
 from memloci.retrieval.timephrases import YEARS_BACK, TimeWindow, chain_direction, time_window
 from memloci.storage.base import NodeFilter, Store
 from memloci.words import terms, uncased
@@ -222,11 +222,6 @@ def meaning_query(
 
 
 _PERSON = re.compile(r"(?<![\w'’])([A-Z][a-z]+)(['’]s)?(?![\w'’])")
-# words after which a capitalised word is someone: "did Robin", "Robin and Kim"
-_BEFORE_PERSON = frozenset(
-    {"did", "does", "do", "is", "was", "has", "had", "would", "will", "can", "could"}
-    | {"might", "should", "were", "are", "and", "with", "for", "between"}
-)
 
 
 def strangers(
@@ -242,7 +237,7 @@ def strangers(
         if found.start() == 0 or word.lower() in known or not is_name_word(word):
             continue
         before = query[: found.start()].split()
-        person = found.group(2) or (before and before[-1].lower() in _BEFORE_PERSON)
+        person = found.group(2) or (before and before[-1].lower() in BEFORE_PERSON)
         if not person and not query[found.end() :].lstrip().startswith("and "):
             continue
         if word not in out and not store.fulltext(flt, f'"{word.lower()}"', 1):

@@ -19,9 +19,10 @@ from collections.abc import Sequence
 
 from memloci.models import Entity
 from memloci.retrieval.mentions import is_name_word
+from memloci.retrieval.query import BEFORE_PERSON
 from memloci.storage.base import NodeFilter, Store
 from memloci.storage.names import given_name, name_norm
-from memloci.words import terms
+from memloci.words import STOPWORDS, terms, uncased
 
 MIN_FORM = 3  # letters of the shorter form ("Mel", "Jon"): "Al" or "Jo" could be anyone
 CANDIDATES = 20  # person entities read per word (most mentioned first)
@@ -67,6 +68,10 @@ for _short, _fulls in SHORT_FORMS.items():
     for _full in _fulls:
         _LONGER[_full] = (*_LONGER.get(_full, ()), _short)
 _WORD = re.compile(r"(?<![\w'’])([A-Z][a-z]+)(?:['’]s)?(?![\w'’])")
+# in lower case, the words after which a word is someone: "what did mel say", "mel and
+# caro" ("is" and "was" come before other words too: "what is art")
+_SUBJECT_AFTER = BEFORE_PERSON - {"is", "was", "are", "were"}
+_LOWER = re.compile(r"(?<![\w'’])([a-z]+)(['’]s)?(?![\w'’])")
 
 
 def nicknamed(
@@ -79,12 +84,9 @@ def nicknamed(
     memories use — "Melbourne" — is what they say, not a longer name for Mel)."""
     known = {w for name, _ in named for w in terms(name)}
     out: list[tuple[str, Entity]] = []
-    for found in _WORD.finditer(query):
-        word = found.group(1)
+    for word in _name_words(query):
         folded = word.casefold()
-        if found.start() == 0 or folded in known or len(folded) < MIN_FORM:
-            continue
-        if not is_name_word(word) or any(w == word for w, _ in out):
+        if folded in known or len(folded) < MIN_FORM or any(w == word for w, _ in out):
             continue
         meant: dict[str, Entity] = {}
         longer: set[str] = set()  # the entities the word is a longer form of
@@ -101,6 +103,24 @@ def nicknamed(
         if entity.id in longer and store.fulltext(flt, f'"{folded}"', 1):
             continue
         out.append((word, entity))
+    return out
+
+
+def _name_words(query: str) -> list[str]:
+    """The words of ``query`` that may be a name: capitalised, not the first word and
+    not a common word; in a query typed all in lower case, a word where a name would be
+    ("what did mel paint", "caro's dog", "mel and jon") that is no stopword."""
+    if not uncased(query):
+        return [
+            f.group(1) for f in _WORD.finditer(query) if f.start() > 0 and is_name_word(f.group(1))
+        ]
+    out = []
+    for found in _LOWER.finditer(query):
+        before = query[: found.start()].split()
+        person = found.group(2) or (before and before[-1] in _SUBJECT_AFTER)
+        word = found.group(1)
+        if person and word not in STOPWORDS and is_name_word(word.capitalize()):
+            out.append(word)
     return out
 
 

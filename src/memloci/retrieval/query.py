@@ -76,6 +76,11 @@ def as_utc(value: datetime) -> datetime:
 
 # the first person and its third: "I" / "my" → "they" / "their", "I'm" → "they're"
 _THIRD = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themself"}
+# words after which a name is someone: "did Robin", "Robin and Kim"
+BEFORE_PERSON = frozenset(
+    {"did", "does", "do", "is", "was", "has", "had", "would", "will", "can", "could"}
+    | {"might", "should", "were", "are", "and", "with", "for", "between"}
+)
 FIRST_PERSON = re.compile(
     r"(?<![\w'’./-])(i|me|my|mine|myself)(?:(['’])(m|ve|d|ll))?(?![\w'’/-]|\.\w)", re.I
 )  # not a letter of "i.e.", "I/O", "-i", "I-95"
