@@ -192,9 +192,11 @@ def test_a_group_chats_speakers_are_linked_to_the_names_they_are_answered_by(
         ("Speaker 1", "I checked the weather: sunny."), ("Speaker 3", "Perfect, Ana."),
         ("Speaker 3", "And I fixed the car."), ("Speaker 1", "Thanks Bo!"),
     ]  # fmt: skip
+    # one turn per batch: the call that names Bo comes in a batch of Speaker 1 alone,
+    # who is named already
     for who, text in said:
         mem.add(text, user="u1", session="s1", speaker=who)
-    assert mem.flush(20)
+        assert mem.flush(20)
     store = mem.service.store
     turns = {n.content: n.id for n in mem.list(type="episodic", limit=100)}
     linked = store.node_entities("default", list(turns.values()))

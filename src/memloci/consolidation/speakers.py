@@ -132,9 +132,11 @@ class SpeakerNames:
             with self._lock:
                 at, names = self._known.get(who, (0.0, {}))
             fresh = now - at < REMEMBERED
-            if not (fresh and labels <= names.keys()) and (
-                not fresh or any(addressed(t.content) for t in mine)
-            ):
+            calls = {n for t in mine for n in addressed(t.content)}
+            # a call of a name no label has yet may name a speaker of an earlier batch
+            # (in a group, the one answered need not speak in this batch)
+            unknown = {c for c in calls if not any(v.startswith(c) for v in names.values())}
+            if not fresh or (calls and not labels <= names.keys()) or unknown:
                 window = _recent_turns(store, *who)
                 inferred = speaker_names(
                     (t.speaker or "", t.session or t.event_time.date(), t.content)
