@@ -161,21 +161,26 @@ def with_roles(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def asked_as(conv: dict[str, Any], called: dict[str, str]) -> dict[str, Any]:
+    """``conv`` with each name of ``called`` in its questions replaced by what it maps to
+    (whole words only)."""
+    questions = []
+    for q in conv.get("questions") or ():
+        text = str(q.get("question", ""))
+        for name, form in called.items():
+            text = re.sub(rf"\b{re.escape(name)}\b", form, text)
+        questions.append({**q, "question": text})
+    return {**conv, "questions": questions}
+
+
 def with_role_questions(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The conversations labelled by role (:func:`with_roles`) and asked about by role:
     each speaker's name in the questions becomes "the user" or "the assistant" ("What
     did the user paint?"), as an agent asks about the person it talks to."""
-    out = []
-    for conv in with_roles(convs):
-        roles = dict(zip(speakers_of(conv), ("the user", "the assistant"), strict=False))
-        questions = []
-        for q in conv.get("questions") or ():
-            text = str(q.get("question", ""))
-            for name, role in roles.items():
-                text = re.sub(rf"\b{re.escape(name)}\b", role, text)
-            questions.append({**q, "question": text})
-        out.append({**conv, "questions": questions})
-    return out
+    return [
+        asked_as(conv, dict(zip(speakers_of(conv), ("the user", "the assistant"), strict=False)))
+        for conv in with_roles(convs)
+    ]
 
 
 SURNAMES = ("Okafor", "Lindqvist", "Haddad", "Moreau", "Tanaka", "Kowalski", "Nguyen", "Osei")
@@ -296,17 +301,7 @@ def with_short_names(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The conversations asked about by a shortened form of the speakers' names
     (:func:`short_name`) while the messages are labelled by the name itself: a store
     that knows "Caroline" asked about "Caro"."""
-    out = []
-    for conv in convs:
-        short = {s: short_name(s) for s in speakers_of(conv)}
-        questions = []
-        for q in conv.get("questions") or ():
-            text = str(q.get("question", ""))
-            for name, form in short.items():
-                text = re.sub(rf"\b{re.escape(name)}\b", form, text)
-            questions.append({**q, "question": text})
-        out.append({**conv, "questions": questions})
-    return out
+    return [asked_as(conv, {s: short_name(s) for s in speakers_of(conv)}) for conv in convs]
 
 
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:

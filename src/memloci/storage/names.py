@@ -129,10 +129,11 @@ def prefix_bounds(probes: Sequence[str]) -> list[tuple[str, str]]:
     return [(f"{p} ", f"{p}!") for p in probes]
 
 
-def begins_with(prefix: str) -> tuple[str, str]:
-    """The range of lookup names that begin with ``prefix``: ``prefix`` ≤ name <
-    ``prefix`` with its last character the next one ("mel" ≤ name < "mem")."""
-    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+def beginnings(prefixes: Sequence[str]) -> list[tuple[str, str]]:
+    """For each prefix (once; empty ones left out), the range of lookup names that begin
+    with it: ``prefix`` ≤ name < ``prefix`` with its last character the next one ("mel" ≤
+    name < "mem")."""
+    return [(p, p[:-1] + chr(ord(p[-1]) + 1)) for p in dict.fromkeys(prefixes) if p]
 
 
 def given_rows(rows: Sequence[Any], probes: dict[str, tuple[int, int]]) -> list[Any]:

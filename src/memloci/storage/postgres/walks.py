@@ -15,7 +15,7 @@ from memloci.models import EdgeType, Entity
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import (
     MAX_PROBES,
-    begins_with,
+    beginnings,
     given_probes,
     given_rows,
     grams,
@@ -162,7 +162,7 @@ class PostgresWalks(PostgresBase):
         self, namespaces: Sequence[str], prefixes: Sequence[str], limit: int = 20
     ) -> list[Entity]:
         """See :meth:`memloci.storage.base.Store.people_named`."""
-        bounds = [begins_with(p) for p in dict.fromkeys(prefixes) if p]
+        bounds = beginnings(prefixes)
         if not bounds or not namespaces:
             return []
         # ~>=~ / ~<~ compare bytewise, as the entity_names_prefix index does

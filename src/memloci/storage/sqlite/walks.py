@@ -17,7 +17,7 @@ from memloci.models import EdgeType, Entity
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import (
     MAX_PROBES,
-    begins_with,
+    beginnings,
     given_probes,
     given_rows,
     grams,
@@ -175,7 +175,7 @@ class SQLiteWalks(SQLiteBase):
         self, namespaces: Sequence[str], prefixes: Sequence[str], limit: int = 20
     ) -> list[Entity]:
         """See :meth:`memloci.storage.base.Store.people_named`."""
-        bounds = [begins_with(p) for p in dict.fromkeys(prefixes) if p]
+        bounds = beginnings(prefixes)
         if not bounds or not namespaces:
             return []
         ranges = " OR ".join(["(x.name_norm >= ? AND x.name_norm < ?)"] * len(bounds))
