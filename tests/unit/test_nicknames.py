@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from memloci import Memory
-from memloci.retrieval.nicknames import nicknamed, other_form
+from memloci.retrieval.nicknames import nicknamed, other_form, with_surnames
 from memloci.storage.base import NodeFilter
 from pgtest import both_backends
 
@@ -93,3 +93,24 @@ def test_another_users_person_is_nobody_here(make_memory: MakeMemory) -> None:
         "Melanie"
     ]
     assert all("Melanie" not in h.why for h in m.search("What did Mel paint?", user="u2"))
+
+
+@both_backends
+def test_a_surname_no_memory_holds_is_part_of_the_name(make_memory: MakeMemory) -> None:
+    """A speaker labelled "Caroline" asked about as "Caroline Okafor": the surname is part
+    of her name, neither searched for nor embedded; a word the memories hold is not."""
+    m = make_memory()
+    chat(m, "u1", [("Caroline", "I visited the Hart farm"), ("Ben", "Nice!")])
+    store = m.service.store
+    u1 = NodeFilter(namespaces=("default",), user="u1")
+
+    def names(query: str) -> list[str]:
+        named = store.entities_in_text(u1.namespaces, query)
+        return [n for n, _ in with_surnames(store, u1, query, named)]
+
+    assert names("What did Caroline Okafor paint?") == ["caroline Okafor"]
+    assert names("Where is Caroline Okafor's studio?") == ["caroline Okafor"]
+    assert names("What did Caroline Hart say?") == ["caroline"]  # "Hart": a word here
+    assert names("Did Caroline and Ben talk?") == ["caroline", "ben"]
+    hits = m.search("What did Caroline Okafor visit?", user="u1", k=1)
+    assert "entity Caroline" in hits[0].why

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memloci.models import Entity
+from memloci.models import Entity, EntityType
 from memloci.retrieval.mentions import is_name_word
 from memloci.retrieval.query import BEFORE_PERSON
 from memloci.storage.base import NodeFilter, Store
@@ -106,6 +106,33 @@ def nicknamed(
     return out
 
 
+def with_surnames(
+    store: Store, flt: NodeFilter, query: str, named: Sequence[tuple[str, Entity]]
+) -> list[tuple[str, Entity]]:
+    """``named`` with a person's name extended by the capitalised word right after it in
+    ``query`` when no memory the caller sees holds that word: "What did Caroline Okafor
+    paint?" about a speaker labelled "Caroline" names her by "Caroline Okafor", so the
+    surname is neither searched for nor embedded (a word no memory holds made the words
+    of the query count for less, and pulled its meaning)."""
+    out = []
+    for name, entity in named:
+        after = re.search(
+            rf"(?<![\w'’])(?i:{re.escape(name)})\s+([A-Z][a-z]+(?:-[A-Z][a-z]+)?)(?:['’]s)?"
+            r"(?![\w'’])",
+            query,
+        )
+        word = after.group(1) if after else None
+        if (
+            entity.type is EntityType.PERSON
+            and word is not None
+            and is_name_word(word)
+            and not store.fulltext(flt, f'"{word.lower()}"', 1)
+        ):
+            name = f"{name} {word}"
+        out.append((name, entity))
+    return out
+
+
 def _name_words(query: str) -> list[str]:
     """The words of ``query`` that may be a name: capitalised, not the first word and
     not a common word; in a query typed all in lower case, a word where a name would be
@@ -158,4 +185,4 @@ def _forms(entity: Entity) -> list[str]:
     return out
 
 
-__all__ = ["SHORT_FORMS", "nicknamed", "other_form"]
+__all__ = ["SHORT_FORMS", "nicknamed", "other_form", "with_surnames"]

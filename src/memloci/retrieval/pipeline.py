@@ -69,7 +69,7 @@ from memloci.retrieval.graph import (
 )
 from memloci.retrieval.incontext import meaning_in_context
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
-from memloci.retrieval.nicknames import nicknamed
+from memloci.retrieval.nicknames import nicknamed, with_surnames
 from memloci.retrieval.query import (
     FIRST_PERSON,
     ROLE_PHRASE,
@@ -149,6 +149,7 @@ class Retriever:
         named = self.store.entities_in_text(flt.namespaces, query) if graphs else []
         if graphs:  # and the people it calls otherwise: "Mel" for a speaker "Melanie"
             named += nicknamed(self.store, flt, query, named)
+            named = with_surnames(self.store, flt, query, named)
         if qv is not None:
             # embed the query on another core (onnxruntime releases the GIL) and scan the
             # vectors right after, there too, while SQLite runs the full-text search and
