@@ -25,6 +25,9 @@ MakeMemory = Callable[..., Memory]
         ("melanie", "mel", True),  # a listed full form of three letters
         ("caroline", "caro", True),  # longer than a name of four letters or more
         ("robin", "rob", False),  # but not of three: Robin is not Rob
+        ("tommy", "tom", True),  # a pet form of a short name
+        ("katie", "kat", True),
+        ("robby", "rob", True),
         ("jo", "joanna", False),  # two letters could be anyone
         ("melanie", "melanie", False),  # the same name is no other form
         ("mel", "mel-ann", False),  # a name of letters only
@@ -53,6 +56,7 @@ def test_a_speaker_is_found_by_another_form_of_their_name(make_memory: MakeMemor
             ("Joanna", "I am writing a screenplay"),
             ("Joseph", "I started a pottery class"),
             ("Arthur", "I play the cello"),
+            ("Tom", "I fixed the roof"),
         ],
     )  # fmt: skip
     store = m.service.store
@@ -65,6 +69,7 @@ def test_a_speaker_is_found_by_another_form_of_their_name(make_memory: MakeMemor
     assert meant("What did Mel paint?") == [("Mel", "Melanie")]
     assert meant("Where did Caro go on Friday?") == [("Caro", "Caroline Okafor")]
     assert meant("What did Mike fix?") == [("Mike", "Michael")]
+    assert meant("What did Tommy fix?") == [("Tommy", "Tom")]  # a pet form
     assert meant("What did Melanie paint?") == []  # the name itself: entities_in_text
     assert meant("What is Jo writing?") == []  # Joanna or Joseph: nobody
     assert meant("Is Melbourne nice?") == []  # a word of the memories, not a name

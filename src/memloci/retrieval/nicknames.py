@@ -156,21 +156,28 @@ def other_form(word: str, name: str) -> bool:
     ``name`` (an entity's): a common short or full form of it (:data:`SHORT_FORMS`), or
     its beginning of at least :data:`MIN_FORM` letters ("mel" for "melanie"), or longer
     than it when it has at least ``MIN_FORM + 1`` ("caroline" for "caro"; not "robin"
-    for "rob")."""
+    for "rob"), or its pet form ("tommy" for "tom", "katie" for "kat")."""
     if word == name or not name.isalpha():
         return False
     if name in SHORT_FORMS.get(word, ()) or word in SHORT_FORMS.get(name, ()):
         return True
     if name.startswith(word):
         return len(word) >= MIN_FORM
-    return word.startswith(name) and len(name) > MIN_FORM
+    if not word.startswith(name):
+        return False
+    # longer: a name of four letters or more, or its pet form ("Tommy", "Katie", "Billy")
+    rest = word[len(name) :]
+    return len(name) > MIN_FORM or rest in {"y", "ie", "ey", f"{name[-1]}y", f"{name[-1]}ie"}
 
 
 def _probes(word: str) -> list[str]:
     """The beginnings of the names to look people up by: the word's first
-    ``MIN_FORM + 1`` letters (every name it begins, and every name it may be a longer
-    form of, begins with them), and its common short or full forms."""
-    return [word[: MIN_FORM + 1], *SHORT_FORMS.get(word, ()), *_LONGER.get(word, ())]
+    ``MIN_FORM + 1`` letters (every name it begins, and every name of four letters or
+    more it may be a longer form of, begins with them), the name it may be a pet form of
+    ("tom" for "tommy"), and its common short or full forms."""
+    pet = [word[: -len(end)] for end in ("y", "ie", "ey", "my", "ny", "by") if word.endswith(end)]
+    stems = [p for p in pet if len(p) >= MIN_FORM]
+    return [word[: MIN_FORM + 1], *stems, *SHORT_FORMS.get(word, ()), *_LONGER.get(word, ())]
 
 
 def _forms(entity: Entity) -> list[str]:
