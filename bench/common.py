@@ -304,6 +304,48 @@ def with_short_names(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [asked_as(conv, {s: short_name(s) for s in speakers_of(conv)}) for conv in convs]
 
 
+def with_lowercase_labels(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations with each speaker labelled by their name typed in lower case
+    ("caroline"), the questions still capitalising it: as chat exports label people by
+    what they typed as their name."""
+    out = []
+    for conv in convs:
+        lower = {s: s.lower() for s in speakers_of(conv)}
+        turns = [{**t, "speaker": lower.get(t["speaker"], t["speaker"])} for t in conv["turns"]]
+        out.append({**conv, "turns": turns})
+    return out
+
+
+_VOWEL_SWAP = {"a": "e", "e": "a", "i": "y", "o": "u", "u": "o"}
+
+
+def misspelt(name: str, way: int = 0) -> str:
+    """``name`` as a question may misspell it: a letter doubled (``way`` 0: "Caroline"
+    → "Carroline") or its last vowel changed (``way`` 1: "Melanie" → "Melania"); a name
+    of three letters or fewer as it is."""
+    if len(name) <= 3:
+        return name
+    if way == 0:
+        for i in range(1, len(name) - 1):
+            c = name[i].lower()
+            if c not in "aeiouy" and c not in (name[i - 1].lower(), name[i + 1].lower()):
+                return name[: i + 1] + name[i:]
+    for i in range(len(name) - 1, 0, -1):
+        if name[i] in _VOWEL_SWAP:
+            return name[:i] + _VOWEL_SWAP[name[i]] + name[i + 1 :]
+    return name
+
+
+def with_misspelt_names(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations asked about with the speakers' names misspelt
+    (:func:`misspelt`, the two ways taking turns by conversation): a store that knows
+    "Caroline" asked about "Carroline", one that knows "Melanie" about "Melania"."""
+    return [
+        asked_as(conv, {s: misspelt(s, n % 2) for s in speakers_of(conv)})
+        for n, conv in enumerate(convs)
+    ]
+
+
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """The conversations as ``split`` stores them: ``turns`` as they are, else cut into
     short messages (:func:`as_messages`) and then as :data:`CHAT_SPLITS` says."""
@@ -315,7 +357,9 @@ def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
 # those asked about as "the user" / "the assistant"; ``fullnames`` labelled by full name;
 # ``handles`` by user name; ``fillers`` with a filler ("lol") after about 30 % of them;
 # ``chatspeak`` typed in chat shorthand ("bday", "tmrw", "u"); ``shortnames`` asked about
-# by a shortened form of the speakers' names ("Caro" for "Caroline")
+# by a shortened form of the speakers' names ("Caro" for "Caroline"); ``lowerlabels``
+# labelled by names in lower case ("caroline"); ``misspelt`` asked about by misspelt
+# names ("Carroline", "Melania")
 CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "messages": list,
     "roles": with_roles,
@@ -325,6 +369,8 @@ CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] =
     "fillers": with_fillers,
     "chatspeak": with_chat_speak,
     "shortnames": with_short_names,
+    "lowerlabels": with_lowercase_labels,
+    "misspelt": with_misspelt_names,
 }
 
 

@@ -2,7 +2,8 @@
 
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
-        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,shortnames]
+        [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,shortnames,
+                  misspelt,lowerlabels]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -21,7 +22,9 @@ user name that begins with the first name, "caroline17"), ``fillers`` (the messa
 a filler, "lol", "ok", an emoji, after about 30 % of them; never evidence), ``chatspeak``
 (the messages typed in chat shorthand, "bday", "tmrw", "u", half in lower case),
 ``shortnames`` (the messages asked about by a shortened form of the speakers' names,
-"Caro" for "Caroline").
+"Caro" for "Caroline"), ``misspelt`` (asked about with the names misspelt, "Carroline",
+"Melania"), ``lowerlabels`` (the speakers labelled by their names in lower case,
+"caroline").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
         [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,
-                  shortnames,first]
+                  shortnames,misspelt,lowerlabels,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
@@ -24,7 +24,10 @@ the messages with a filler ("lol", "ok", an emoji) after about 30 % of them, nev
 people type in a chat — words shortened ("bday", "tmrw", "u") and half of them in lower
 case without their full stop (``common.with_chat_speak``). Short names: the messages
 asked about by a shortened form of the speakers' names, "Caro" for "Caroline"
-(``common.with_short_names``). Every scored
+(``common.with_short_names``). Misspelt: asked about with the names misspelt,
+"Carroline", "Melania" (``common.with_misspelt_names``). Lower-case labels: the speakers
+labelled by their names typed in lower case, "caroline" (``common.with_lowercase_labels``).
+Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
 what the graph strategies cost.
@@ -153,7 +156,8 @@ def main() -> int:
     )
     ap.add_argument(
         "--splits",
-        default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,shortnames,first",
+        default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,"
+        "shortnames,misspelt,lowerlabels,first",
         help="which tables to run",
     )
     ap.add_argument(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from memloci import Memory
-from memloci.retrieval.nicknames import nicknamed, other_form, with_surnames
+from memloci.retrieval.nicknames import nicknamed, other_form, spelt_alike, with_surnames
 from memloci.storage.base import NodeFilter
 from pgtest import both_backends
 
@@ -35,6 +35,28 @@ MakeMemory = Callable[..., Memory]
 )
 def test_other_form(word: str, name: str, same: bool) -> None:
     assert other_form(word, name) is same
+
+
+@pytest.mark.parametrize(
+    ("word", "name", "same"),
+    [
+        ("muhammad", "muhhamed", True),  # doubled letters read once, one letter changed
+        ("mohammed", "muhhamed", True),
+        ("carroline", "caroline", True),  # a letter doubled
+        ("carolina", "caroline", True),  # one changed
+        ("jhon", "john", True),  # two swapped
+        ("nicholas", "nicolas", True),  # one added
+        ("vanesa", "vanessa", True),
+        ("mark", "mary", True),  # one letter of four: the store decides (no "mark" in it)
+        ("jun", "jon", False),  # three letters: too short to tell
+        ("kevin", "keith", False),  # two changes in a short name
+        ("paul", "paola", False),
+        ("gina", "nina", False),  # another first letter
+        ("caroline", "caroline", False),  # the same name
+    ],
+)
+def test_spelt_alike(word: str, name: str, same: bool) -> None:
+    assert spelt_alike(word, name) is same
 
 
 def chat(m: Memory, user: str, turns: list[tuple[str, str]]) -> None:
@@ -78,6 +100,11 @@ def test_a_speaker_is_found_by_another_form_of_their_name(make_memory: MakeMemor
     assert meant("is caro's group on friday") == [("caro", "Caroline Okafor")]
     assert meant("what is art about") == []  # "is art": a word
     assert meant("what did Art say about art") == [("Art", "Arthur")]
+    # misspelt: one person spelt alike, and no memory holds the word
+    assert meant("What did Mellanie paint?") == [("Mellanie", "Melanie")]
+    assert meant("Where did Carolina go on Friday?") == [("Carolina", "Caroline Okafor")]
+    assert meant("What is Joana writing?") == [("Joana", "Joanna")]
+    assert meant("What did Micheal fix?") == [("Micheal", "Michael")]
     hits = m.search("What did Mel paint?", user="u1", k=3)
     assert hits[0].memory.content == "I painted a lake at sunrise last weekend"
     assert "entity Melanie" in hits[0].why
@@ -119,3 +146,41 @@ def test_a_surname_no_memory_holds_is_part_of_the_name(make_memory: MakeMemory) 
     assert names("Did Caroline and Ben talk?") == ["caroline", "ben"]
     hits = m.search("What did Caroline Okafor visit?", user="u1", k=1)
     assert "entity Caroline" in hits[0].why
+
+
+@both_backends
+def test_a_misspelt_name_a_memory_holds_is_not_a_person(make_memory: MakeMemory) -> None:
+    """A word spelt like a person's name that the memories use ("Marie", a ship here) is
+    what they say, not the person misspelt; two people spelt alike mean nobody."""
+    m = make_memory()
+    chat(
+        m, "u1",
+        [("Maria", "We sailed on the Marie last June"), ("Ben", "Nice!"),
+         ("Dana", "I bake bread"), ("Dina", "I bake cakes")],
+    )  # fmt: skip
+    store = m.service.store
+    u1 = NodeFilter(namespaces=("default",), user="u1")
+    assert nicknamed(store, u1, "Did Marie sail?", []) == []
+    assert nicknamed(store, u1, "What does Dena bake?", []) == []  # Dana or Dina
+    assert [e.canonical_name for _, e in nicknamed(store, u1, "Did Mariah sail?", [])] == ["Maria"]
+
+
+@both_backends
+def test_a_speaker_labelled_in_lower_case_is_a_person(make_memory: MakeMemory) -> None:
+    """Chat exports label people by what they typed ("elise", "fahim khan"): such a label
+    is the person of that name, capitalised; a lower-case role or word ("me", "mom") is
+    nobody."""
+    m = make_memory()
+    chat(
+        m, "u1",
+        [("elise", "I finally painted the lake at sunset"), ("fahim khan", "I went running"),
+         ("me", "I adopted a cat"), ("Emi", "I started at the bakery")],
+    )  # fmt: skip
+    names = {e.canonical_name for e in m.service.store.list_entities("default")}
+    assert {"Elise", "Fahim Khan", "Emi"} <= names
+    assert not names & {"me", "Me"}
+    hits = m.search("What did Elise paint?", user="u1", k=2)
+    assert hits[0].memory.speaker == "elise"
+    assert "entity Elise" in hits[0].why
+    hits = m.search("Where did Fahim go?", user="u1", k=2)
+    assert "entity Fahim Khan" in hits[0].why

@@ -80,16 +80,27 @@ MAX_WORDS = 4
 
 
 def speaker_name(speaker: str | None) -> str | None:
-    """The speaker label as a person's name, or None for roles and non-names."""
+    """The speaker label as a person's name, or None for roles and non-names. A label
+    typed all in lower case ("elise", "fahim khan") is that name capitalised when each
+    word of it could be a name ("Elise"; not "me", "mom" or "user")."""
     if not speaker:
         return None
     name = " ".join(speaker.split())
     words = name.split()
     if not 1 <= len(words) <= MAX_WORDS or name.casefold() in _ROLES:
         return None
+    if name.islower() and all(_name_part(w) for w in words):
+        words = [_capitalised(w) for w in words]
+        return " ".join(words) if all(is_name_word(w) for w in words) else None
     if not all(w[:1].isupper() and _name_part(w) for w in words):
         return None
     return name
+
+
+def _capitalised(word: str) -> str:
+    """``word`` with the first letter of each of its hyphened parts capitalised
+    ("mary-jane" → "Mary-Jane")."""
+    return "-".join(part[:1].upper() + part[1:] for part in word.split("-"))
 
 
 def _name_part(word: str) -> bool:

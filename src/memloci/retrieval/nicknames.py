@@ -97,6 +97,12 @@ def nicknamed(
             if forms and all(folded.startswith(n) for n in forms):
                 longer.add(entity.id)
         meant = {i: e for i, e in meant.items() if store.entity_fulltext(flt, [i], "", 1)}
+        if not meant:  # "Muhammad" for "Muhhamed", "Carolina" for "Caroline"
+            for entity in store.people_named(flt.namespaces, [folded[:1]], CANDIDATES):
+                if any(spelt_alike(folded, n) for n in _forms(entity)):
+                    meant[entity.id] = entity
+                    longer.add(entity.id)
+            meant = {i: e for i, e in meant.items() if store.entity_fulltext(flt, [i], "", 1)}
         if len(meant) != 1:
             continue
         (entity,) = meant.values()
@@ -170,6 +176,40 @@ def other_form(word: str, name: str) -> bool:
     return len(name) > MIN_FORM or rest in {"y", "ie", "ey", f"{name[-1]}y", f"{name[-1]}ie"}
 
 
+def spelt_alike(word: str, name: str) -> bool:
+    """Whether ``word`` (case-folded) is ``name`` spelt another way: both of at least
+    ``MIN_FORM + 1`` letters, the same first letter, and — doubled letters read once —
+    one letter added, dropped, changed or two swapped ("muhammad" / "muhhamed",
+    "carolina" / "caroline", "jhon" / "john"); two in names of seven letters or more."""
+    if word == name or min(len(word), len(name)) <= MIN_FORM or word[0] != name[0]:
+        return False
+    a, b = _single(word), _single(name)
+    return _edits(a, b, 2 if min(len(a), len(b)) >= 7 else 1)
+
+
+def _single(word: str) -> str:
+    """``word`` with each run of one letter written once ("muhhamed" → "muhamed")."""
+    return re.sub(r"(.)\1+", r"\1", word)
+
+
+def _edits(a: str, b: str, most: int) -> bool:
+    """Whether ``a`` becomes ``b`` by at most ``most`` letters added, dropped, changed or
+    two neighbours swapped (the optimal string alignment distance)."""
+    if abs(len(a) - len(b)) > most:
+        return False
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        prev2, prev = prev, row
+    return prev[-1] <= most
+
+
 def _probes(word: str) -> list[str]:
     """The beginnings of the names to look people up by: the word's first
     ``MIN_FORM + 1`` letters (every name it begins, and every name of four letters or
@@ -192,4 +232,4 @@ def _forms(entity: Entity) -> list[str]:
     return out
 
 
-__all__ = ["SHORT_FORMS", "nicknamed", "other_form", "with_surnames"]
+__all__ = ["SHORT_FORMS", "nicknamed", "other_form", "spelt_alike", "with_surnames"]
