@@ -196,7 +196,9 @@ def test_speaker_name() -> None:
     assert speaker_name("Caroline") == "Caroline"
     assert speaker_name("Mary  Ann") == "Mary Ann"
     assert speaker_name("Melanie H.") == "Melanie H."  # an initial
-    not_names = ("user", "assistant", "bot-1", "alice", None, "")
+    assert speaker_name("alice") == "Alice"  # typed in lower case
+    assert speaker_name("fahim  khan") == "Fahim Khan"
+    not_names = ("user", "assistant", "bot-1", "alice17", "me", "mom", None, "")
     assert [speaker_name(s) for s in not_names] == [None] * len(not_names)
 
 
