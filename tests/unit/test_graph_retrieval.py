@@ -198,6 +198,14 @@ def test_speaker_name() -> None:
     assert speaker_name("Melanie H.") == "Melanie H."  # an initial
     assert speaker_name("alice") == "Alice"  # typed in lower case
     assert speaker_name("fahim  khan") == "Fahim Khan"
+    # a contact name's decoration is left out
+    assert speaker_name("Emi 🌸") == "Emi"
+    assert speaker_name("~elise~") == "Elise"
+    assert speaker_name("Fahim Khan (work)") == "Fahim Khan"
+    assert speaker_name("@mel") == "Mel"
+    assert speaker_name("O'Brien") == "O'Brien"
+    assert speaker_name("❤️") is None
+    assert speaker_name("+44 7700 900123") is None
     not_names = ("user", "assistant", "bot-1", "alice17", "me", "mom", None, "")
     assert [speaker_name(s) for s in not_names] == [None] * len(not_names)
 

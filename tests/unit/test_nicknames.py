@@ -167,18 +167,24 @@ def test_a_misspelt_name_a_memory_holds_is_not_a_person(make_memory: MakeMemory)
 
 @both_backends
 def test_a_speaker_labelled_in_lower_case_is_a_person(make_memory: MakeMemory) -> None:
-    """Chat exports label people by what they typed ("elise", "fahim khan"): such a label
-    is the person of that name, capitalised; a lower-case role or word ("me", "mom") is
-    nobody."""
+    """Chat exports label people by what they typed ("elise", "fahim khan") or by a
+    contact name with emoji ("Emi 🌸"): such a label is the person of that name,
+    capitalised, without its decoration; a lower-case role or word ("me") is nobody."""
     m = make_memory()
     chat(
         m, "u1",
         [("elise", "I finally painted the lake at sunset"), ("fahim khan", "I went running"),
-         ("me", "I adopted a cat"), ("Emi", "I started at the bakery")],
+         ("me", "I adopted a cat"), ("Emi 🌸", "I started at the bakery"),
+         ("elise", "I love my new job"), ("Emi 🌸", "My job at the bakery starts early")],
     )  # fmt: skip
     names = {e.canonical_name for e in m.service.store.list_entities("default")}
     assert {"Elise", "Fahim Khan", "Emi"} <= names
     assert not names & {"me", "Me"}
+    hits = m.search("When does Emi's job start?", user="u1", k=3)
+    assert hits[0].memory.content == "My job at the bakery starts early"
+    assert "entity Emi" in hits[0].why
+    # her own messages first: Elise's job is another person's
+    assert [h.memory.speaker for h in hits[:2]] == ["Emi 🌸", "Emi 🌸"]
     hits = m.search("What did Elise paint?", user="u1", k=2)
     assert hits[0].memory.speaker == "elise"
     assert "entity Elise" in hits[0].why

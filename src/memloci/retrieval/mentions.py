@@ -77,15 +77,19 @@ _POSSESSIVE = re.compile(r"['’]s$")
 _TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|St|Mt|Prof)\.(?=\s+[A-Z])")
 _TOKEN = re.compile(r"[A-Za-z][\w'’&.-]*[\w]|[A-Za-z]")
 MAX_WORDS = 4
+# what decorates a name in a contact list or chat export: emoji and symbols, a note in
+# brackets ("Fahim (work)"), a leading "@"
+_DECORATION = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|[^\w\s.'’-]|(?<!\w)[.'’-]+|[’'-]+(?!\w)")
 
 
 def speaker_name(speaker: str | None) -> str | None:
     """The speaker label as a person's name, or None for roles and non-names. A label
     typed all in lower case ("elise", "fahim khan") is that name capitalised when each
-    word of it could be a name ("Elise"; not "me", "mom" or "user")."""
+    word of it could be a name ("Elise"; not "me", "mom" or "user"); what a contact name
+    is decorated with is left out ("Emi 🌸", "~elise~", "Fahim (work)", "@mel")."""
     if not speaker:
         return None
-    name = " ".join(speaker.split())
+    name = " ".join(_DECORATION.sub(" ", speaker).split())
     words = name.split()
     if not 1 <= len(words) <= MAX_WORDS or name.casefold() in _ROLES:
         return None

@@ -69,6 +69,7 @@ from memloci.retrieval.graph import (
 )
 from memloci.retrieval.incontext import meaning_in_context
 from memloci.retrieval.intent import EmbeddingIntentClassifier, QueryPlan, plan_query
+from memloci.retrieval.mentions import speaker_name
 from memloci.retrieval.nicknames import nicknamed, with_surnames
 from memloci.retrieval.query import (
     FIRST_PERSON,
@@ -422,7 +423,11 @@ def named_person(named: Sequence[tuple[str, Entity]], nodes: Iterable[MemoryNode
     if not named:
         return None
     names = {n.casefold() for _, e in named for n in (e.canonical_name, *e.aliases)}
-    found = {p for m in nodes if (p := person_of(m)) and p.casefold() in names}
+    found = {
+        p
+        for m in nodes
+        if (p := person_of(m)) and names & {p.casefold(), (speaker_name(p) or "").casefold()}
+    }
     return found.pop() if len(found) == 1 else None
 
 
