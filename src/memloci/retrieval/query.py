@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from memloci.errors import ValidationError
 from memloci.models import normalize_key
+from memloci.retrieval.mentions import speaker_name
 from memloci.words import terms
 
 ROLE_WORDS = frozenset({"user", "assistant"})
@@ -115,8 +116,10 @@ def document_text(content: str, speaker: str | None, key: str | None, subject: s
 
 
 def labelled(content: str, speaker: str | None, key: str | None, subject: str | None) -> str:
-    """A memory as a reader sees it: who said it / what it is about, then the content."""
-    label = speaker or subject or (key.replace("_", " ") if key else None)
+    """A memory as a reader sees it: who said it (their name when the label is one, "Emi"
+    for "Emi 🌸") / what it is about, then the content."""
+    label = speaker and (speaker_name(speaker) or speaker)
+    label = label or subject or (key.replace("_", " ") if key else None)
     return f"{label}: {content}" if label else content
 
 
