@@ -20,7 +20,7 @@ from memloci.models import (
 )
 from memloci.retrieval import fusion
 from memloci.retrieval.fusion import OTHER_PERSON, Fused, favour_person
-from memloci.retrieval.pipeline import handle_person, named_person, role_person
+from memloci.retrieval.pipeline import handle_person, named_person, role_person, same_person
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -51,6 +51,40 @@ def test_named_person_is_the_one_named_speaker_or_subject() -> None:
     assert named_person([person("Ana Silva"), person("Ben")], nodes) is None  # two people
     assert named_person([person("Dora")], nodes) is None  # named, but says nothing here
     assert named_person([], nodes) is None
+
+
+def test_one_person_may_go_by_several_labels() -> None:
+    """A chat export labels a person as their account was named at the time: "Fahim",
+    later "Fahim Khan"; a contact name with emoji, "Emi 🌸". A question naming them is
+    about every label they go by; two full names are two people."""
+    assert same_person("Fahim", "Fahim Khan")
+    assert same_person("Emi 🌸", "Emi")
+    assert same_person("elise", "Elise")
+    assert not same_person("Fahim Khan", "Fahim Ali")
+    assert not same_person("Mel", "Melanie")  # another form: nicknames.py, not a label
+    nodes = [memory("Fahim"), memory("Fahim Khan"), memory("Akib")]
+    named = [person("Fahim"), person("Fahim Khan")]
+    assert named_person(named, nodes) == "Fahim"
+    two = [memory("Fahim Khan"), memory("Fahim Ali")]
+    assert named_person([person("Fahim Khan"), person("Fahim Ali")], two) is None
+
+
+@both_backends
+def test_a_question_about_someone_favours_all_their_labels(make_memory: MakeMemory) -> None:
+    m = make_memory()
+    turns = [
+        ("Fahim", "I started a new job at the bank"), ("Akib", "cool, how is it?"),
+        ("Akib", "I bought a new bike"), ("Fahim Khan", "my job got me a bonus"),
+        ("Akib", "I want to buy a car soon"),
+        ("Fahim Khan", "I am thinking of buying a car with the bonus"),
+    ]  # fmt: skip
+    for i, (who, text) in enumerate(turns):
+        m.add(text, user="u1", session=f"s{i // 3}", speaker=who)
+    m.flush()
+    hits = m.search("What did Fahim want to buy?", user="u1", k=3)
+    assert hits[0].memory.speaker == "Fahim Khan"
+    akib = next(h for h in hits if h.memory.speaker == "Akib")
+    assert "said by another person than Fahim" in akib.why
 
 
 def test_favour_person_discounts_other_people_and_reorders() -> None:

@@ -211,6 +211,10 @@ class Retriever:
             wide = fused[:PERSON_WINDOW]
             people = self.store.people_of(flt.namespaces, [f.id for f in wide[len(head) :]])
             people |= {i: p for i, m in nodes.items() if (p := person_of(m))}
+            # the labels the person goes by ("Fahim", then "Fahim Khan") are all theirs
+            people = {
+                i: person[0] if p and same_person(p, person[0]) else p for i, p in people.items()
+            }
             fused = favour_person(wide, people, *person) + fused[len(wide) :]
             head = fused[: len(head)]
             risen = [f.id for f in head if f.id not in nodes]
@@ -418,8 +422,9 @@ def person_of(memory: MemoryNode) -> str | None:
 
 def named_person(named: Sequence[tuple[str, Entity]], nodes: Iterable[MemoryNode]) -> str | None:
     """The one person the query names (``named``: the entities it names) who speaks, or
-    is the subject of, some of ``nodes``, as their memories name them; None when it
-    names none of them or several."""
+    is the subject of, some of ``nodes``, as their memories name them (the shortest of
+    the labels they go by: "Fahim" for "Fahim" and "Fahim Khan", see :func:`same_person`);
+    None when it names none of them or several."""
     if not named:
         return None
     names = {n.casefold() for _, e in named for n in (e.canonical_name, *e.aliases)}
@@ -428,7 +433,19 @@ def named_person(named: Sequence[tuple[str, Entity]], nodes: Iterable[MemoryNode
         for m in nodes
         if (p := person_of(m)) and names & {p.casefold(), (speaker_name(p) or "").casefold()}
     }
-    return found.pop() if len(found) == 1 else None
+    first = min(found, key=lambda p: (len(p), p), default=None)
+    return first if first and all(same_person(p, first) for p in found) else None
+
+
+def same_person(label: str, other: str) -> bool:
+    """Whether two speaker labels (or subjects) are one person's: the same, or one name's
+    words begin the other's ("Fahim" and "Fahim Khan", "Emi" and "Emi 🌸"); not two
+    full names ("Fahim Khan" and "Fahim Ali")."""
+    if label == other:
+        return True
+    words = [(speaker_name(x) or x).casefold().split() for x in (label, other)]
+    short, long = sorted(words, key=len)
+    return bool(short) and long[: len(short)] == short
 
 
 def role_person(query: str, nodes: Iterable[MemoryNode]) -> tuple[str, str] | None:
