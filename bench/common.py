@@ -346,6 +346,22 @@ def with_misspelt_names(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def with_relabelling(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations with each speaker labelled by their first name in the first half
+    of the sessions and by a full name in the rest ("Caroline", later "Caroline
+    Okafor"), as an export labels a person by what their account was called at the time."""
+    out = []
+    for conv in with_full_names(convs):
+        sessions = list(dict.fromkeys(t.get("session_id") for t in conv["turns"]))
+        early = set(sessions[: len(sessions) // 2])
+        turns = [
+            {**t, "speaker": t["speaker"].split()[0]} if t.get("session_id") in early else t
+            for t in conv["turns"]
+        ]
+        out.append({**conv, "turns": turns})
+    return out
+
+
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """The conversations as ``split`` stores them: ``turns`` as they are, else cut into
     short messages (:func:`as_messages`) and then as :data:`CHAT_SPLITS` says."""
@@ -359,7 +375,8 @@ def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
 # ``chatspeak`` typed in chat shorthand ("bday", "tmrw", "u"); ``shortnames`` asked about
 # by a shortened form of the speakers' names ("Caro" for "Caroline"); ``lowerlabels``
 # labelled by names in lower case ("caroline"); ``misspelt`` asked about by misspelt
-# names ("Carroline", "Melania")
+# names ("Carroline", "Melania"); ``relabelled`` labelled by the first name, then by a
+# full name ("Caroline", later "Caroline Okafor")
 CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "messages": list,
     "roles": with_roles,
@@ -371,6 +388,7 @@ CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] =
     "shortnames": with_short_names,
     "lowerlabels": with_lowercase_labels,
     "misspelt": with_misspelt_names,
+    "relabelled": with_relabelling,
 }
 
 

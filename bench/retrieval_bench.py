@@ -5,7 +5,7 @@ plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
         [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,
-                  shortnames,misspelt,lowerlabels,first]
+                  shortnames,misspelt,lowerlabels,relabelled,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
@@ -27,6 +27,8 @@ asked about by a shortened form of the speakers' names, "Caro" for "Caroline"
 (``common.with_short_names``). Misspelt: asked about with the names misspelt,
 "Carroline", "Melania" (``common.with_misspelt_names``). Lower-case labels: the speakers
 labelled by their names typed in lower case, "caroline" (``common.with_lowercase_labels``).
+Relabelled: by the first name in the first half of the sessions, by a full name in the
+rest, "Caroline" then "Caroline Okafor" (``common.with_relabelling``).
 Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
@@ -157,7 +159,7 @@ def main() -> int:
     ap.add_argument(
         "--splits",
         default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,"
-        "shortnames,misspelt,lowerlabels,first",
+        "shortnames,misspelt,lowerlabels,relabelled,first",
         help="which tables to run",
     )
     ap.add_argument(

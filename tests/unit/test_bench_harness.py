@@ -83,6 +83,25 @@ def test_the_roleq_split_asks_about_the_speakers_by_role() -> None:
     assert conv["questions"][0]["question"] == "What did Ana's friend Ben paint?"  # a copy
 
 
+def test_the_name_splits_label_and_ask_as_they_say() -> None:
+    conv = {
+        "conv_id": "c",
+        "speakers": ["Caroline", "Melanie"],
+        "turns": [
+            {"id": "1", "session_id": "D1", "speaker": "Caroline", "text": "I paint."},
+            {"id": "2", "session_id": "D2", "speaker": "Melanie", "text": "I run."},
+        ],
+        "questions": [{"question": "What does Caroline paint for Melanie?", "evidence": ["1"]}],
+    }
+    lower = chat_split([conv], "lowerlabels")[0]
+    assert [t["speaker"] for t in lower["turns"]] == ["caroline", "melanie"]
+    asked = chat_split([conv, conv], "misspelt")
+    assert asked[0]["questions"][0]["question"] == "What does Carroline paint for Mellanie?"
+    assert asked[1]["questions"][0]["question"] == "What does Carolina paint for Melania?"
+    relabelled = chat_split([conv], "relabelled")[0]["turns"]
+    assert [t["speaker"] for t in relabelled] == ["Caroline", "Melanie Lindqvist"]
+
+
 def test_the_filler_split_adds_fillers_that_are_never_evidence() -> None:
     turns = [{"id": str(i), "speaker": "AB"[i % 2], "text": f"Said {i}."} for i in range(200)]
     conv = {"conv_id": "c", "turns": turns, "questions": []}
