@@ -8,8 +8,10 @@ pulled the query's meaning toward greetings ("Hey Mel!"). :func:`nicknamed` find
 capitalised word the query uses as a person and no entity is named by, the one person
 entity whose name (or given name, or alias) is that word shortened or lengthened — one
 begins the other, the shorter of at least :data:`MIN_FORM` letters — or a common
-English short form of it (:data:`SHORT_FORMS`). Two people who could be meant ("Jo" for
-Joanna and Joseph; "Chris" for Christina and Christopher) mean nobody.
+English short form of it (:data:`SHORT_FORMS`); failing those, the one whose name it
+spells otherwise (:func:`spelt_alike`: "Muhammad" for "Muhhamed"). Two people who could
+be meant ("Jo" for Joanna and Joseph; "Chris" for Christina and Christopher) mean
+nobody.
 """
 
 from __future__ import annotations
