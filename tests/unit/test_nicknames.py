@@ -49,6 +49,9 @@ def test_other_form(word: str, name: str, same: bool) -> None:
         ("vanesa", "vanessa", True),
         ("mark", "mary", True),  # one letter of four: the store decides (no "mark" in it)
         ("jun", "jon", False),  # three letters: too short to tell
+        ("john", "jon", True),  # but for a silent "h"
+        ("jon", "john", True),
+        ("jonny", "jon", False),
         ("kevin", "keith", False),  # two changes in a short name
         ("paul", "paola", False),
         ("gina", "nina", False),  # another first letter

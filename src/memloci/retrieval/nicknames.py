@@ -182,10 +182,13 @@ def spelt_alike(word: str, name: str) -> bool:
     """Whether ``word`` (case-folded) is ``name`` spelt another way: both of at least
     ``MIN_FORM + 1`` letters, the same first letter, and — doubled letters read once —
     one letter added, dropped, changed or two swapped ("muhammad" / "muhhamed",
-    "carolina" / "caroline", "jhon" / "john"); two in names of seven letters or more."""
-    if word == name or min(len(word), len(name)) <= MIN_FORM or word[0] != name[0]:
+    "carolina" / "caroline", "jhon" / "john"); two in names of seven letters or more. A
+    name of three letters only by a silent "h" ("john" / "jon")."""
+    if word == name or min(len(word), len(name)) < MIN_FORM or word[0] != name[0]:
         return False
     a, b = _single(word), _single(name)
+    if min(len(word), len(name)) == MIN_FORM:
+        return a.replace("h", "") == b.replace("h", "")
     return _edits(a, b, 2 if min(len(a), len(b)) >= 7 else 1)
 
 
