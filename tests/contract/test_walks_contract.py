@@ -325,6 +325,31 @@ def test_entities_in_text_finds_a_person_by_their_given_name(store: Store) -> No
     assert store.find_entity("default", "Fahim") is None
 
 
+def test_entities_in_text_finds_names_typed_without_their_accents(store: Store) -> None:
+    """Names are often typed without their accents: "Jose" for a speaker "José", "Zoe"
+    for "Zoë Müller"; and the other way round, "Ána" for "Ana"."""
+    jose = store.insert_entity(entity("José", type=EntityType.PERSON))
+    zoe = store.insert_entity(entity("Zoë Müller", type=EntityType.PERSON))
+    ana = store.insert_entity(entity("Ana", type=EntityType.PERSON))
+    store.insert_entity(entity("José", ns="other", type=EntityType.PERSON))
+
+    def named(text: str, ns: str = "default") -> list[tuple[str, str]]:
+        return [(name, e.id) for name, e in store.entities_in_text([ns], text)]
+
+    assert named("What did Jose buy?") == [("jose", jose.id)]
+    assert named("What did José buy?") == [("josé", jose.id)]  # as the query has it
+    assert named("what did jose buy") == [("jose", jose.id)]
+    assert named("Where does Zoe live?") == [("zoe", zoe.id)]  # a given name
+    assert named("Where does Zoe Muller live?") == [("zoe muller", zoe.id)]
+    assert named("What does Ána do?") == [("ana", ana.id)]
+    assert named("Jose", ns="nowhere") == []
+    assert (f := store.find_entity("default", "JOSE")) and f.id == jose.id
+    assert (f := store.find_entity("default", "Ána")) and f.id == ana.id
+    # renamed: the old name's forms go with it
+    store.update_entity(jose.model_copy(update={"canonical_name": "Joseph"}))
+    assert named("What did Jose buy?") == []
+
+
 # ---------------------------------------------------------------------- entity nodes
 def test_entity_fulltext_ranks_linked_nodes_by_the_match(store: Store) -> None:
     mel = store.insert_entity(entity("Melanie"))

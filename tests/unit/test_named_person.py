@@ -77,6 +77,10 @@ def test_a_question_about_someone_favours_all_their_labels(make_memory: MakeMemo
         ("Akib", "I bought a new bike"), ("Fahim Khan", "my job got me a bonus"),
         ("Akib", "I want to buy a car soon"),
         ("Fahim Khan", "I am thinking of buying a car with the bonus"),
+        # other days: the query's words are in a few rows, not half of them
+        ("Fahim", "the rain kept us home"), ("Akib", "we played chess all evening"),
+        ("Fahim", "my sister visited from Dhaka"), ("Akib", "the match was a draw"),
+        ("Fahim Khan", "I finished the novel"), ("Akib", "my cat slept all day"),
     ]  # fmt: skip
     for i, (who, text) in enumerate(turns):
         m.add(text, user="u1", session=f"s{i // 3}", speaker=who)

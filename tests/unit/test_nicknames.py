@@ -193,3 +193,23 @@ def test_a_speaker_labelled_in_lower_case_is_a_person(make_memory: MakeMemory) -
     assert "entity Elise" in hits[0].why
     hits = m.search("Where did Fahim go?", user="u1", k=2)
     assert "entity Fahim Khan" in hits[0].why
+
+
+@both_backends
+def test_a_name_typed_without_its_accents_finds_the_person(make_memory: MakeMemory) -> None:
+    m = make_memory()
+    chat(
+        m, "u1",
+        [("Zoë", "I buy old lamps at flea markets"), ("José", "I buy vintage guitars"),
+         ("José", "I play in a band on weekends"), ("Zoë", "I adopted a kitten")],
+    )  # fmt: skip
+    for query, who in [
+        ("What does Jose buy?", "José"),
+        ("what does jose buy", "José"),
+        ("What does Zoe buy?", "Zoë"),
+    ]:
+        hits = m.search(query, user="u1", k=4)
+        assert hits[0].memory.speaker == who
+        assert f"entity {who}" in hits[0].why
+        other = next(h for h in hits if h.memory.speaker != who and "buy" in h.memory.content)
+        assert f"said by another person than {who}" in other.why

@@ -23,7 +23,7 @@ from memloci.models import Entity, EntityType
 from memloci.retrieval.mentions import is_name_word
 from memloci.retrieval.query import BEFORE_PERSON
 from memloci.storage.base import NodeFilter, Store
-from memloci.storage.names import given_name, name_norm
+from memloci.storage.names import given_name, name_norm, unaccented
 from memloci.words import STOPWORDS, terms, uncased
 
 MIN_FORM = 3  # letters of the shorter form ("Mel", "Jon"): "Al" or "Jo" could be anyone
@@ -87,7 +87,7 @@ def nicknamed(
     known = {w for name, _ in named for w in terms(name)}
     out: list[tuple[str, Entity]] = []
     for word in _name_words(query):
-        folded = word.casefold()
+        folded = unaccented(word.casefold())  # "josé" and "jose" alike
         if folded in known or len(folded) < MIN_FORM or any(w == word for w, _ in out):
             continue
         meant: dict[str, Entity] = {}
@@ -232,6 +232,7 @@ def _forms(entity: Entity) -> list[str]:
     for name in (entity.canonical_name, *entity.aliases):
         norm = name_norm(name)
         form = norm if " " not in norm else given_name(name)
+        form = form and unaccented(form)
         if form:
             out.append(form)
     return out

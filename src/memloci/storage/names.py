@@ -13,7 +13,8 @@ another user's "Caroline Okafor".
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memloci.models import Entity
@@ -60,6 +61,22 @@ def name_norm(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
+def unaccented(text: str) -> str:
+    """``text`` without its accents ("josé" → "jose", "zoë" → "zoe", "müller" →
+    "muller"): names are often typed without them."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+def lookup_names(names: Iterable[str]) -> list[str]:
+    """The lookup forms an entity of these names (canonical name and aliases) is found
+    by: each one's :func:`name_norm`, and that without accents ("José" is found by
+    "Jose")."""
+    forms = {name_norm(n) for n in names}
+    return sorted(forms | {unaccented(f) for f in forms})
+
+
 def grams(text: str, max_words: int) -> dict[str, tuple[int, int]]:
     """Lookup forms of every run of up to ``max_words`` words → its word span: as typed
     (outer punctuation stripped), with all punctuation dropped ("Dr. Seuss", "dr seuss")
@@ -77,6 +94,7 @@ def grams(text: str, max_words: int) -> dict[str, tuple[int, int]]:
             for form in (raw, " ".join(words_only), joined):
                 if form:
                     out.setdefault(name_norm(form), (i, i + size))
+                    out.setdefault(unaccented(name_norm(form)), (i, i + size))
     return out
 
 
@@ -120,6 +138,7 @@ def given_probes(text: str) -> dict[str, tuple[int, int]]:
             continue
         if raw[0].isupper() or (not cased and raw not in FUNCTION_WORDS):
             out.setdefault(name_norm(raw), (i, i + 1))
+            out.setdefault(unaccented(name_norm(raw)), (i, i + 1))
     return out
 
 
@@ -152,8 +171,12 @@ def pick_named(
 ) -> list[tuple[str, Entity]]:
     """``(matched name, entity)`` from rows ``(name, *entity columns)`` (most mentioned
     first), longest names first; words already inside a longer match are not matched
-    again (another entity of exactly that name still is); each entity once."""
-    ordered = sorted(rows, key=lambda r: (spans[r[0]][0] - spans[r[0]][1], spans[r[0]][0]))
+    again (another entity of exactly that name still is); each entity once, by the form
+    the text has ("josé" before the "jose" it is also found by)."""
+    typed = {name: n for n, name in enumerate(spans)}  # as typed first (:func:`grams`)
+    ordered = sorted(
+        rows, key=lambda r: (spans[r[0]][0] - spans[r[0]][1], spans[r[0]][0], typed[r[0]])
+    )
     taken: set[int] = set()
     seen_spans: set[tuple[int, int]] = set()
     seen: set[str] = set()

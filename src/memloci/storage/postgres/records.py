@@ -14,7 +14,7 @@ from typing import Any
 from memloci.errors import ConflictError, NotFoundError
 from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short_id
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
-from memloci.storage.names import name_norm
+from memloci.storage.names import lookup_names, name_norm, unaccented
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row, owner_tokens, user_from_row
 from memloci.storage.sqlfilter import filter_sql, ts
@@ -252,11 +252,11 @@ class PostgresRecords(PostgresBase):
     @staticmethod
     def _index_names(c: Any, entity: Entity) -> None:
         c.execute("DELETE FROM entity_names WHERE entity_id = %s", (entity.id,))
-        names = {name_norm(n) for n in [entity.canonical_name, *entity.aliases]}
+        names = lookup_names([entity.canonical_name, *entity.aliases])
         c.cursor().executemany(
             "INSERT INTO entity_names (namespace, name_norm, entity_id) VALUES (%s, %s, %s)"
             " ON CONFLICT DO NOTHING",
-            [(entity.namespace, n, entity.id) for n in sorted(names)],
+            [(entity.namespace, n, entity.id) for n in names],
         )
 
     def insert_entity(self, entity: Entity) -> Entity:
@@ -309,8 +309,9 @@ class PostgresRecords(PostgresBase):
         norm = name_norm(name)
         found = self._entities(
             f"SELECT {ENTITY_COLS} FROM entity_names x JOIN entities e ON e.id = x.entity_id"
-            " WHERE x.namespace = %s AND x.name_norm = %s ORDER BY e.mention_count DESC, e.id",
-            [namespace, norm],
+            " WHERE x.namespace = %s AND x.name_norm IN (%s, %s)"
+            " ORDER BY e.mention_count DESC, e.id",
+            [namespace, norm, unaccented(norm)],
         )
         found.sort(key=lambda e: name_norm(e.canonical_name) != norm)
         return found[0] if found else None
