@@ -249,7 +249,8 @@ def test_only_user_turns_count() -> None:
         node(7, "I hate queues", None, agent="helper-bot"),  # plain add(): no role, no speaker
     ]
     result = RuleExtractor().extract(episodes)
-    assert contents(result) == ["alice lives in Oslo", "User loves jazz", "User hates queues"]
+    # a label typed in lower case is the name it writes: "alice" is Alice
+    assert contents(result) == ["Alice lives in Oslo", "User loves jazz", "User hates queues"]
     assert [f.source_ids for f in result.facts] == [["ep000005"], ["ep000006"], ["ep000007"]]
 
 
@@ -264,6 +265,7 @@ def test_a_named_speakers_facts_are_about_them() -> None:
         node(4, "From now on, always reply in French.", None, speaker="Melanie"),
         node(5, "I love jazz.", None, speaker="user"),  # a role word, not a name
         node(6, "I love helping the user community.", None, speaker="Melanie"),  # as said
+        node(7, "I hate spicy food.", None, speaker="Emi 🌸"),  # a decorated contact name
     ]
     facts = RuleExtractor().extract(episodes).facts
     assert [(f.content, f.subject, f.key) for f in facts] == [
@@ -278,6 +280,7 @@ def test_a_named_speakers_facts_are_about_them() -> None:
             "Melanie",
             "melanie.opinion_helping_the_user_community",
         ),
+        ("Emi hates spicy food", "Emi", "emi.opinion_spicy_food"),
     ]
 
 

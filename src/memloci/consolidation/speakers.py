@@ -25,7 +25,7 @@ from collections.abc import Hashable, Iterable, Sequence
 
 from memloci.consolidation.base import ExtractedFact
 from memloci.models import MemoryNode, NodeType, normalize_key
-from memloci.retrieval.mentions import addressed
+from memloci.retrieval.mentions import addressed, speaker_name
 from memloci.storage.base import NodeFilter, Store
 from memloci.storage.names import given_name
 
@@ -37,11 +37,12 @@ _INSTRUCTION = re.compile(r"^User instruction:")
 
 def named_speaker(node: MemoryNode) -> str | None:
     """The person a user turn is from, when a name says so: a turn with no role whose
-    speaker is a name ("Melanie"), not a role word ("user")."""
+    speaker is a name ("Melanie"), not a role word ("user"); as a name, when the label
+    writes one otherwise ("Elise" for "elise", "Emi" for "Emi 🌸")."""
     speaker = (node.speaker or "").strip()
     if node.source_role or not speaker or speaker.lower() in USER_LABELS:
         return None
-    return speaker
+    return speaker_name(speaker) or speaker
 
 
 def said_by(fact: ExtractedFact, who: str | None, sentence: str) -> ExtractedFact:
