@@ -212,9 +212,8 @@ class Retriever:
             people = self.store.people_of(flt.namespaces, [f.id for f in wide[len(head) :]])
             people |= {i: p for i, m in nodes.items() if (p := person_of(m))}
             # the labels the person goes by ("Fahim", then "Fahim Khan") are all theirs
-            people = {
-                i: person[0] if p and same_person(p, person[0]) else p for i, p in people.items()
-            }
+            theirs = {p for p in set(people.values()) if p and same_person(p, person[0])}
+            people = {i: person[0] if p in theirs else p for i, p in people.items()}
             fused = favour_person(wide, people, *person) + fused[len(wide) :]
             head = fused[: len(head)]
             risen = [f.id for f in head if f.id not in nodes]
