@@ -52,6 +52,9 @@ def test_other_form(word: str, name: str, same: bool) -> None:
         ("john", "jon", True),  # but for a silent "h"
         ("jon", "john", True),
         ("jonny", "jon", False),
+        ("emmy", "emi", True),  # a last "y" for "i"
+        ("toni", "tony", True),
+        ("emma", "emi", False),
         ("kevin", "keith", False),  # two changes in a short name
         ("paul", "paola", False),
         ("gina", "nina", False),  # another first letter

@@ -183,13 +183,19 @@ def spelt_alike(word: str, name: str) -> bool:
     ``MIN_FORM + 1`` letters, the same first letter, and — doubled letters read once —
     one letter added, dropped, changed or two swapped ("muhammad" / "muhhamed",
     "carolina" / "caroline", "jhon" / "john"); two in names of seven letters or more. A
-    name of three letters only by a silent "h" ("john" / "jon")."""
+    name of three letters only by a silent "h" or a last "y" for "i" ("john" / "jon",
+    "emmy" / "emi")."""
     if word == name or min(len(word), len(name)) < MIN_FORM or word[0] != name[0]:
         return False
     a, b = _single(word), _single(name)
     if min(len(word), len(name)) == MIN_FORM:
-        return a.replace("h", "") == b.replace("h", "")
+        return _sound(a) == _sound(b)
     return _edits(a, b, 2 if min(len(a), len(b)) >= 7 else 1)
+
+
+def _sound(word: str) -> str:
+    """``word`` without its "h"s, a last "y" or "ie" read as "i" ("emmy" → "emi")."""
+    return re.sub(r"(?:y|ie)$", "i", word.replace("h", ""))
 
 
 def _single(word: str) -> str:
