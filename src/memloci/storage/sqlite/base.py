@@ -16,6 +16,7 @@ from typing import Any
 
 from memloci.errors import EmbeddingModelError, StorageError
 from memloci.storage.base import migration_scripts
+from memloci.storage.sqlite import fts_totals
 from memloci.storage.sqlite.checkpoint import WAL_BOUND, Checkpointer
 from memloci.storage.sqlite.vecindex import VectorIndex
 
@@ -116,6 +117,8 @@ class SQLiteBase:
         self._index_seq = 0
         self._index_epoch = ""
         self._dim: int | None = None
+        self._commits = 0  # write transactions since the index's row count was set
+        self._totals_due = fts_totals.EVERY[0]  # and how many until it is set again
         self._migrate()
         dim = self.get_meta("dimension")
         if dim:
@@ -158,6 +161,28 @@ class SQLiteBase:
                 self._depth -= 1
                 self._tx_thread = None
                 self._index_in_tx = False
+            self._commits += 1
+            if self._commits >= self._totals_due:
+                self._refresh_fts_totals()
+
+    def _refresh_fts_totals(self) -> None:
+        """Keep the full-text index's row count true (:mod:`.fts_totals`), in a
+        transaction of its own; it never fails the write that came before."""
+        self._commits = 0
+        conn = self._writer
+        conn.execute("PRAGMA busy_timeout = 0")  # another process writing: the next time
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except OperationalError:
+            return
+        else:
+            try:
+                self._totals_due = fts_totals.due(fts_totals.refresh(conn))
+                conn.execute("COMMIT")
+            except OperationalError:  # a read-only file
+                conn.execute("ROLLBACK")
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
 
     def _in_tx(self) -> bool:
         """Whether the calling thread is inside this store's open write transaction."""
