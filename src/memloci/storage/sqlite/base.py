@@ -177,7 +177,8 @@ class SQLiteBase:
             return
         else:
             try:
-                self._totals_due = fts_totals.due(fts_totals.refresh(conn))
+                rows = [fts_totals.refresh(conn, table) for table in fts_totals.TABLES]
+                self._totals_due = fts_totals.due(rows[0])
                 conn.execute("COMMIT")
             except OperationalError:  # a read-only file
                 conn.execute("ROLLBACK")

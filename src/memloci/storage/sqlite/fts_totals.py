@@ -1,13 +1,13 @@
 """The full-text index's row count kept true (layer: storage).
 
 FTS5's bm25 divides by the index's row count (``N`` of the IDF) and its average row
-length, which it keeps in one record of ``nodes_fts_data`` (id 1: the row count, then the
-tokens of each column). A *contentless-delete* index does not know the tokens of a row
-it deletes, so it never lowers that record: every deleted or rewritten row stays
-counted. memloci rewrites a turn's row as the turns after it arrive (its window holds
-them), so the count grew with the store's history — 3.6× the memories on the dev message
-store — and every word weighed more than it does (PostgreSQL counts its rows: there a
-word in half the rows weighs nothing).
+length, which it keeps in one record of ``nodes_fts_data`` (id 1: the row count, then
+the tokens of each column; ``knowledge_fts`` alike). A *contentless-delete* index does
+not know the tokens of a row it deletes, so it never lowers that record: every deleted
+or rewritten row stays counted. memloci rewrites a turn's row as the turns after it
+arrive (its window holds them), so the count grew with the store's history — 3.6× the
+memories on the dev message store — and every word weighed more than it does
+(PostgreSQL counts its rows: there a word in half the rows weighs nothing).
 
 :func:`refresh` sets the count to the rows the index holds (``nodes_fts_docsize`` has
 one row per indexed row) and scales each column's tokens by the same factor, so the
@@ -25,18 +25,22 @@ EVERY = (16, 256)  # commits between two refreshes: a quarter of the rows, withi
 _RECORD = 1  # the id of FTS5's averages record in nodes_fts_data
 
 
-def refresh(conn: Any) -> int:
-    """Make the averages record of ``nodes_fts`` count its rows (in the caller's write
-    transaction, one that has not changed the index); returns the rows counted."""
-    rows = int(conn.execute("SELECT count(*) FROM nodes_fts_docsize").fetchone()[0])
-    row = conn.execute("SELECT block FROM nodes_fts_data WHERE id = ?", (_RECORD,)).fetchone()
+TABLES = ("nodes_fts", "knowledge_fts")  # the store's contentless-delete indexes
+
+
+def refresh(conn: Any, table: str = "nodes_fts") -> int:
+    """Make the averages record of the FTS5 index ``table`` count its rows (in the
+    caller's write transaction, one that has not changed the index); returns the rows
+    counted."""
+    rows = int(conn.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0])
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?", (_RECORD,)).fetchone()
     if row is None or not row[0]:
         return rows
     counted, *tokens = read_varints(bytes(row[0]))
     if counted > rows:
         scale = rows / counted
         block = b"".join(varint(v) for v in [rows, *(round(t * scale) for t in tokens)])
-        conn.execute("UPDATE nodes_fts_data SET block = ? WHERE id = ?", (block, _RECORD))
+        conn.execute(f"UPDATE {table}_data SET block = ? WHERE id = ?", (block, _RECORD))
     return rows
 
 
