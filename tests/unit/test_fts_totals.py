@@ -73,5 +73,7 @@ def test_writes_keep_the_count_near_the_rows_held(make_memory: MakeMemory) -> No
     m = make_memory(embedder=FakeEmbedder())
     chat(m, 600)
     counted, held, _ = counts(m)
-    # refreshed every so many commits: off by at most the rewrites since the last one
-    assert held == 600 and held <= counted <= held + 2 * due(held)
+    # refreshed every so many commits: off by at most the rows rewritten since the last
+    # one (a turn's insert rewrites the few rows before it; unrefreshed, 600 turns were
+    # counted ~3,100 times)
+    assert held == 600 and held <= counted <= held + 6 * due(held)
