@@ -21,6 +21,7 @@ from memloci.models import (
 from memloci.retrieval import fusion
 from memloci.retrieval.fusion import OTHER_PERSON, Fused, favour_person
 from memloci.retrieval.pipeline import handle_person, named_person, role_person, same_person
+from memloci.retrieval.query import subjects
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -280,3 +281,44 @@ def test_a_handle_nobody_calls_by_name_is_found_by_the_name_it_begins_with(
     query = "What kind of dog does Melanie have?"
     plain = favours_the_user(m, query, "Melanie", 6, monkeypatch, ("melanie18", "jo_k"))
     assert plain[0].memory.speaker == "jo_k"  # the rule decides the order
+
+
+@pytest.mark.parametrize(
+    ("query", "names", "doers"),
+    [
+        ("What did Jon say about Gina's progress with her store?", ["Jon", "Gina"], ["Jon"]),
+        ("What book did Tim recommend to John?", ["Tim", "John"], ["Tim"]),
+        ("What nickname does Nate use for Joanna?", ["Nate", "Joanna"], ["Nate"]),
+        ("What did Gina tell Jon?", ["Gina", "Jon"], ["Gina"]),
+        ("According to Gina, what makes Jon a good mentor?", ["Gina", "Jon"], ["Gina"]),
+        ("What animal do both Nate and Joanna like?", ["Nate", "Joanna"], []),
+        ("What did Ana and Ben cook?", ["Ana", "Ben"], []),
+        ("Did ana meet ben?", ["ana", "ben"], ["ana"]),
+        ("What did Gina's friend tell Jon?", ["Gina", "Jon"], []),
+    ],
+)
+def test_subjects_are_who_does_what_the_query_asks(
+    query: str, names: list[str], doers: list[str]
+) -> None:
+    assert subjects(query, names) == doers
+
+
+@pytest.mark.slow
+@both_backends
+def test_of_two_people_named_the_one_who_does_it_is_favoured(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """"What kind of dog did Ana tell Ben about?" names both speakers; Ana is who told,
+    so her turn comes first and Ben's says why it is lower."""
+    m = make_memory(embedder="local")
+    chat(m)
+    query = "What kind of dog did Ana tell Ben about?"
+    hits = m.search(query, user="u1", k=4)
+    assert hits[0].memory.content.startswith("I adopted a rescue dog")
+    ben = next(h for h in hits if h.memory.speaker == "Ben")
+    assert "said by another person than Ana" in ben.why
+    both = m.search("What kind of dog do Ana and Ben talk about?", user="u1", k=4)
+    assert not any("another person" in h.why for h in both)  # neither is favoured
+    monkeypatch.setattr(fusion, "OTHER_PERSON", 1.0)
+    monkeypatch.setattr(m.service.retriever.settings, "weight_context", 0.0)
+    assert m.search(query, user="u1", k=4)[0].memory.speaker == "Ben"

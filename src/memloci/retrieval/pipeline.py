@@ -77,6 +77,7 @@ from memloci.retrieval.query import (
     asks_only,
     key_form,
     labelled,
+    subjects,
 )
 from memloci.storage.base import NodeFilter, Store
 from memloci.words import says_nothing, terms, uncased
@@ -204,7 +205,7 @@ class Retriever:
         refined = recipe in REFINED
         head = fused[: max(want, QUESTION_WINDOW) if refined else want]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
-        person = self._person(flt, named, nodes) if refined and named else None
+        person = self._person(flt, query, named, nodes) if refined and named else None
         if person is None and refined and graphs:
             person = role_person(query, nodes.values()) or handle_person(query, nodes.values())
         if person is not None:  # over a wider head, so their memories further down move up
@@ -251,15 +252,24 @@ class Retriever:
         return hits
 
     def _person(
-        self, flt: NodeFilter, named: Sequence[tuple[str, Entity]], nodes: dict[str, MemoryNode]
+        self,
+        flt: NodeFilter,
+        query: str,
+        named: Sequence[tuple[str, Entity]],
+        nodes: dict[str, MemoryNode],
     ) -> tuple[str, str] | None:
         """The one person the query names, as ``nodes`` (the best hits) label them, and
-        the name the query calls them by: by their name (:func:`named_person`), else the
+        the name the query calls them by: by their name (:func:`named_person`; of two
+        people, the one it names as who does what it asks, :func:`subjects`), else the
         one speaker label of at least :data:`CALLED_MIN` of them whose memories are
         nearly all (:data:`CALLED_SHARE`) linked to a named person — a speaker labelled
         `user` or by a handle, whose turns the worker linked to the name the other
         speaker calls them by ("Thanks, Mel!"). None when there is no such one person."""
         person = named_person(named, nodes.values())
+        if person is None:  # "What did Jon say about Gina's store?": Jon's words
+            people = [n for n, e in named if e.type is EntityType.PERSON]
+            if len(people) > 1 and len(doer := subjects(query, people)) == 1:
+                person = named_person([(n, e) for n, e in named if n == doer[0]], nodes.values())
         if person is not None:
             return person, person
         people = [e.id for _, e in named if e.type is EntityType.PERSON]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from memloci.errors import ValidationError
@@ -85,6 +86,42 @@ BEFORE_PERSON = frozenset(
 FIRST_PERSON = re.compile(
     r"(?<![\w'’./-])(i|me|my|mine|myself)(?:(['’])(m|ve|d|ll))?(?![\w'’/-]|\.\w)", re.I
 )  # not a letter of "i.e.", "I/O", "-i", "I-95"
+
+
+# a name right after these words is not who does what a query asks: "recommend to Jon",
+# "with Melanie", "Nate and Joanna", "tell Gina"
+_NOT_SUBJECT_AFTER = frozenset(
+    {"to", "with", "for", "about", "from", "of", "at", "by", "on", "toward", "towards"}
+    | {"like", "than", "unlike", "into", "between", "among", "against", "without", "and"}
+    | {"or", "&", "both", "tell", "told", "tells", "ask", "asked", "asks", "give", "gave"}
+    | {"gives", "show", "showed", "shows", "send", "sent", "sends", "offer", "offered"}
+    | {"offers", "teach", "taught", "remind", "reminded", "thank", "thanked", "invite"}
+    | {"invited", "help", "helped", "helps", "meet", "met", "meets", "visit", "visited"}
+    | {"call", "called", "calls", "encourage", "encouraged", "advise", "advised", "let"}
+)
+_ACCORDING = re.compile(r"\baccording\s+to\s*$", re.IGNORECASE)
+
+
+def subjects(query: str, names: Sequence[str]) -> list[str]:
+    """Of ``names`` (as ``query`` writes them), those it names as who does or says what
+    it asks — "What did Jon say about Gina's store?" → Jon; "What book did Tim recommend
+    to John?" → Tim: not an owner ("Gina's"), not after a preposition or a verb it is the
+    object of ("to John", "tell Gina"), not joined to another ("Nate and Joanna" both
+    are, so neither is alone). "According to Gina, …" names Gina alone."""
+    out: list[str] = []
+    for name in dict.fromkeys(names):
+        for found in re.finditer(rf"(?<![\w'’])(?i:{re.escape(name)})(?![\w])", query):
+            before, after = query[: found.start()], query[found.end() :]
+            if _ACCORDING.search(before):
+                return [name]
+            last = re.findall(r"[\w&]+", before[-24:])
+            if (last and last[-1].lower() in _NOT_SUBJECT_AFTER) or re.match(
+                r"(['’]s?(?!\w)|\s+(and|or|&)\b)", after, re.IGNORECASE
+            ):
+                continue
+            out.append(name)
+            break
+    return out
 
 
 def third_person(text: str) -> str:
