@@ -223,6 +223,47 @@ def says_nothing(text: str) -> bool:
     return all(w in BACKCHANNEL or _STRETCHED.fullmatch(w) for w in _content_words(text))
 
 
+# praise that reacts to what was said: "Cool!", "That's awesome!", "Sounds great!"
+# fmt: off
+PRAISE = frozenset([
+    "great", "nice", "cool", "awesome", "amazing", "wonderful", "fantastic", "lovely",
+    "sweet", "neat", "incredible", "impressive", "brilliant", "excellent", "perfect",
+    "congrats", "congratulations", "glad", "sounds", "looks", "really", "so", "very",
+    "job", "well", "done", "work", "keep", "up", "hear", "fun",
+])
+# fmt: on
+_REPORT = re.compile(r"\s*(?:it|it's|it’s|it\s+has)\b", re.IGNORECASE)
+
+
+def only_reacts(text: str) -> bool:
+    """Whether a memory only reacts to what was said: it says nothing of its own
+    (:func:`says_nothing`) or only praises ("Cool!", "Wow, that's awesome!", "Sounds
+    great!", "Keep it up!", "Congrats!"). Not a report of how something went ("It was
+    great!" answers "How was the trip?")."""
+    if says_nothing(text):
+        return True
+    if _REPORT.match(text):
+        return False
+    words = list(_content_words(text))
+    return bool(words) and all(
+        w in BACKCHANNEL or w in PRAISE or _STRETCHED.fullmatch(w) for w in words
+    )
+
+
+_ASKS_REACTION = re.compile(
+    r"\b(?:think|thinks|thought|feel|feels|felt|react|reacts|reacted|reaction|respond"
+    r"|responds|responded|response|reply|replies|replied|say|says|said|opinion)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_reaction(query: str) -> bool:
+    """Whether ``query`` asks how someone took something ("What did Ben think of the
+    news?", "How did Mel react?", "What did Jon say about it?"): then praise answers it
+    (:func:`only_reacts` is no reason to rank a memory lower)."""
+    return _ASKS_REACTION.search(query) is not None
+
+
 def uncased(text: str) -> bool:
     """Whether ``text`` was typed all in lower case ("what did caroline paint?"): then its
     case says nothing, and a word in lower case may still be a name."""

@@ -11,7 +11,7 @@ import pytest
 from memloci import Memory
 from memloci.retrieval import fusion, pipeline
 from memloci.retrieval.fusion import ASKS_ONLY, SAYS_NOTHING, Fused, discount_questions
-from memloci.words import says_nothing
+from memloci.words import only_reacts, says_nothing
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -44,6 +44,60 @@ MakeMemory = Callable[..., Memory]
 )
 def test_says_nothing(text: str, nothing: bool) -> None:
     assert says_nothing(text) is nothing
+
+
+@pytest.mark.parametrize(
+    ("text", "reacts"),
+    [
+        ("lol", True),  # says nothing
+        ("Cool!", True),
+        ("Wow, that's awesome!", True),
+        ("Sounds great!", True),
+        ("Keep it up!", True),
+        ("Congrats!!", True),
+        ("Nice work 👏", True),
+        ("Great to hear from you.", True),
+        ("It was great!", False),  # how something went
+        ("It's been awesome!", False),
+        ("Great, the ryokan has a hot spring.", False),
+        ("Cool, I love Kyoto!", False),
+    ],
+)
+def test_only_reacts(text: str, reacts: bool) -> None:
+    assert only_reacts(text) is reacts
+
+
+@pytest.mark.slow
+@both_backends
+def test_praise_alone_does_not_push_what_was_said_out(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "Sounds great!" right after the hike holds it in its row and its context; it is
+    discounted like "lol", so what was said of the hike comes first — unless the query
+    asks how someone took it, where the praise is the answer."""
+    m = make_memory(embedder="local")
+    say(m, PRAISE_CHAT)
+    praise = {"Wow, that's awesome!", "Congrats!!", "Sounds great!"}
+    top = [h.memory.content for h in m.search("How was the hike?", user="u1", k=2)]
+    assert top == ["We went hiking in the hills on Sunday.", "The view of the valley was stunning."]
+    asked = m.search("What did Ben think of Ana's new job?", user="u1", k=2)
+    assert {h.memory.content for h in asked} & praise
+    monkeypatch.setattr(pipeline, "only_reacts", says_nothing)
+    plain = [h.memory.content for h in m.search("How was the hike?", user="u1", k=2)]
+    assert set(plain) & praise
+
+
+PRAISE_CHAT = [
+    ("Ana", "I got the job at the aquarium, I start in May!"),
+    ("Ben", "Wow, that's awesome!"),
+    ("Ben", "Congrats!!"),
+    ("Ana", "I will be feeding the sea turtles every morning."),
+    ("Ben", "My brother works at a zoo in Lisbon."),
+    ("Ana", "We went hiking in the hills on Sunday."),
+    ("Ben", "Sounds great!"),
+    ("Ana", "The view of the valley was stunning."),
+    ("Ben", "My cat knocked over a plant today."),
+]
 
 
 def test_discount_keeps_a_fraction_of_what_says_nothing_and_reorders() -> None:

@@ -80,7 +80,7 @@ from memloci.retrieval.query import (
     subjects,
 )
 from memloci.storage.base import NodeFilter, Store
-from memloci.words import says_nothing, terms, uncased
+from memloci.words import asks_reaction, only_reacts, says_nothing, terms, uncased
 
 RECIPES: dict[str, tuple[str, ...]] = {
     "hybrid": ("fulltext", "vector", "key", "graph"),
@@ -221,10 +221,12 @@ class Retriever:
             nodes |= {m.id: m for m in self.store.get_nodes(flt.namespaces, risen)}
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content, said=_said(m))}
         asked = set(terms(query))  # "lol" is found when asked for
+        # praise too says nothing, unless the query asks how someone took something
+        idles = says_nothing if asks_reaction(query) else only_reacts
         idle = {
             i
             for i, m in nodes.items()
-            if refined and says_nothing(m.content) and not asked & set(terms(m.content))
+            if refined and idles(m.content) and not asked & set(terms(m.content))
         }
         top = [f for f in discount_questions(head, asks, idle) if f.id in nodes]
         if "graph" in strategies:  # the sessions (or days) of the best hits
