@@ -308,8 +308,8 @@ def test_subjects_are_who_does_what_the_query_asks(
 def test_of_two_people_named_the_one_who_does_it_is_favoured(
     make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """"What kind of dog did Ana tell Ben about?" names both speakers; Ana is who told,
-    so her turn comes first and Ben's says why it is lower."""
+    """A question naming both speakers ("What kind of dog did Ana tell Ben about?")
+    favours the one who told: her turn comes first and Ben's says why it is lower."""
     m = make_memory(embedder="local")
     chat(m)
     query = "What kind of dog did Ana tell Ben about?"
