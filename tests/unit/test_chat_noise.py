@@ -72,7 +72,7 @@ def test_only_reacts(text: str, reacts: bool) -> None:
 def test_praise_alone_does_not_push_what_was_said_out(
     make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """ "Sounds great!" right after the hike holds it in its row and its context; it is
+    """A "Sounds great!" right after the hike holds it in its row and its context; it is
     discounted like "lol", so what was said of the hike comes first — unless the query
     asks how someone took it, where the praise is the answer."""
     m = make_memory(embedder="local")
