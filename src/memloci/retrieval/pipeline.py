@@ -269,8 +269,8 @@ class Retriever:
         speaker calls them by ("Thanks, Mel!"). None when there is no such one person."""
         person = named_person(named, nodes.values())
         if person is None:  # "What did Jon say about Gina's store?": Jon's words
-            names = [n for n, e in named if e.type is EntityType.PERSON]
-            if len(names) > 1 and len(doer := subjects(query, names)) == 1:
+            said = [n for n, e in named if e.type is EntityType.PERSON]
+            if len(said) > 1 and len(doer := subjects(query, said)) == 1:
                 person = named_person([(n, e) for n, e in named if n == doer[0]], nodes.values())
         if person is not None:
             return person, person
