@@ -119,6 +119,15 @@ def day(y: int, m: int, d: int) -> datetime:
         ("Which performances did John achieve in 2023?", day(2023, 1, 1), day(2024, 1, 1)),
         ("Where was John between August 11 and 15 2023?", day(2023, 8, 11), day(2023, 8, 16)),
         ("between 3 and 5 June 2023", day(2023, 6, 3), day(2023, 6, 6)),
+        ("What happened on 13/01/2024?", day(2024, 1, 13), day(2024, 1, 14)),
+        ("the party of 29.12.2023", day(2023, 12, 29), day(2023, 12, 30)),
+        ("on 1/13/2024 (month first, as it must be)", day(2024, 1, 13), day(2024, 1, 14)),
+        # a day without a year: the latest one begun by NOW (10 May 2024)
+        ("What did Fahim eat on 13th January?", day(2024, 1, 13), day(2024, 1, 14)),
+        ("What did she do on Jan 13?", day(2024, 1, 13), day(2024, 1, 14)),
+        ("the weekend of the 2nd of May", day(2024, 5, 2), day(2024, 5, 3)),
+        ("What did we cook on December 24th?", day(2023, 12, 24), day(2023, 12, 25)),
+        ("Where were you on May 20?", day(2023, 5, 20), day(2023, 5, 21)),
     ],
 )
 def test_time_window_dates_with_the_report_lag(query: str, start: datetime, end: datetime) -> None:
@@ -161,6 +170,21 @@ def test_time_window_bounds_relative_phrases_and_ambiguity() -> None:
     )
     assert may.yearless and not time_window("in May 2023", now=NOW).yearless  # type: ignore[union-attr]
     assert time_window("I moved to Mayfair", now=NOW) is None
+    # a day without a year is yearless; "may" not written as the month is the verb
+    jan = time_window("what did we do on 13 January?", now=NOW)
+    assert jan is not None and jan.yearless
+    assert (jan.year_before().start, jan.year_before().end) == (
+        day(2023, 1, 13),
+        day(2023, 1, 14) + REPORT_LAG,
+    )
+    leap = time_window("on Feb 29", now=NOW)
+    assert leap is not None and leap.year_before().start == day(2023, 2, 28)
+    until = time_window("before March 3", now=NOW)
+    assert until is not None and until.yearless and until.start is None
+    assert until.year_before().end == day(2023, 3, 3) + REPORT_LAG
+    assert time_window("what did we do on may 5", now=NOW) is None
+    assert time_window("you may 2 times", now=NOW) is None
+    assert time_window("on 31 April", now=NOW) is None
     assert time_window("on 31 February, 2023", now=NOW) is None
     assert time_window("no time here", now=NOW) is None
 
@@ -403,6 +427,24 @@ def test_a_month_without_a_year_is_the_latest_one_that_holds_a_match(
     assert len([h for h in hits if "time" in h.strategies]) == 1
     dated = mem.search(f"camping in June {june.year + 1}?", user="u")
     assert not any("time" in h.strategies for h in dated)  # a year named is that year
+
+
+@both_backends
+def test_a_day_without_a_year_is_the_latest_one_that_holds_a_match(
+    make_memory: MakeMemory,
+) -> None:
+    """A chat of a few weeks asked "Where did we have ramen on 13 January?": the day is looked
+    for in the latest January that holds a match, not only this year's."""
+    mem = make_memory(embedder=None)
+    year = datetime.now(UTC).year - 2
+    ramen = mem.add("we had ramen downtown", user="u", session="a", event_time=day(year, 1, 13))
+    mem.add("we had ramen at home", user="u", session="b", event_time=day(year, 2, 20))
+    hits = mem.search("Where did we have ramen on 13 January?", user="u", k=5)
+    assert hits[0].memory.id == ramen.id
+    assert "time: 13 January" in hits[0].why
+    assert len([h for h in hits if "time" in h.strategies]) == 1
+    numeric = mem.search(f"Where did we have ramen on 13/01/{year}?", user="u", k=5)
+    assert numeric[0].memory.id == ramen.id and "time" in numeric[0].strategies
 
 
 def test_graph_strategies_never_leak_other_users_memories(mem: Memory) -> None:

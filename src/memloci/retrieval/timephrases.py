@@ -9,7 +9,9 @@ comes from a phrase is kept open :data:`REPORT_LAG` longer. A month without a ye
 November, "in June" is this year's June, asked in March, last year's; when no memory
 of that June matches, the search looks a year earlier, and so on
 (:meth:`TimeWindow.year_before`, :data:`YEARS_BACK`): a chat imported from two years ago
-is asked about its own June.
+is asked about its own June. A day without a year ("on 13th January", "Jan 13", "the
+2nd of May") is the latest such day begun, looked for a year earlier likewise; a date
+in digits ("13/01/2024", "29.12.2023") is read day first, month first when it must be.
 
 Also here: "after the trip" / "before the move" (no date) give the direction the
 temporal chain walks.
@@ -45,13 +47,17 @@ _M = (
 )
 _D = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _Y = r"(?:19|20)\d{2}"
-# one date: "1 May, 2022" / "May 1, 2022" / "2022-05-01" / "May 2022" / "2022"
+# one date: "1 May, 2022" / "May 1, 2022" / "2022-05-01" / "13/01/2024" / "May 2022" /
+# "2022" / a day without a year: "13th January", "Jan 13", "the 13th of January"
 _DATE = (
     rf"(?P<d1>{_D})\s+(?:of\s+)?(?P<m1>{_M})\.?,?\s*(?P<y1>{_Y})"
     rf"|(?P<m2>{_M})\.?\s+(?P<d2>{_D}),?\s*(?P<y2>{_Y})"
     rf"|(?P<y3>{_Y})-(?P<m3>\d{{2}})-(?P<d3>\d{{2}})"
+    rf"|(?P<a6>\d{{1,2}})(?P<sep>[/.])(?P<b6>\d{{1,2}})(?P=sep)(?P<y6>{_Y})"
     rf"|(?P<m4>{_M})\.?,?\s+(?P<y4>{_Y})"
     rf"|(?P<y5>{_Y})"
+    rf"|(?P<d7>{_D})\s+(?:of\s+)?(?P<m7>{_M})(?![\w-])"
+    rf"|(?P<m8>{_M})\.?\s+(?P<d8>{_D})(?![\w:/.-])"
 )
 _DATE_RE = re.compile(rf"\b(?:{_DATE})\b", re.IGNORECASE)
 _RANGE = re.compile(
@@ -94,10 +100,20 @@ class TimeWindow:
 
     def year_before(self) -> TimeWindow:
         """The same window a year earlier: "in June" asked of a store whose memories
-        end before this June is the latest June that holds some."""
-        start = self.start.replace(year=self.start.year - 1) if self.start else None
+        end before this June is the latest June that holds some (29 February: the 28th
+        in a year without one)."""
+        start = _a_year_before(self.start) if self.start else None
         end = self.end - (self.start - start) if self.end and self.start and start else self.end
+        if self.start is None and self.end is not None:
+            end = _a_year_before(self.end)
         return replace(self, start=start, end=end)
+
+
+def _a_year_before(when: datetime) -> datetime:
+    try:
+        return when.replace(year=when.year - 1)
+    except ValueError:  # 29 February
+        return when.replace(year=when.year - 1, day=28)
 
 
 def _month(text: str) -> int:
@@ -108,10 +124,18 @@ def _day(text: str) -> int:
     return int(re.sub(r"\D", "", text))
 
 
-def _span(match: re.Match[str]) -> tuple[datetime, datetime] | None:
-    """The days a date phrase covers: ``(first instant, first instant after)``."""
+def _span(match: re.Match[str], now: datetime | None) -> tuple[datetime, datetime] | None:
+    """The days a date phrase covers: ``(first instant, first instant after)``. A day
+    without a year is the latest one begun by ``now`` (:func:`_yearless`)."""
     g = match.groupdict()
     try:
+        if g["m7"] or g["m8"]:
+            return _yearless(*((g["m7"], g["d7"]) if g["m7"] else (g["m8"], g["d8"])), now)
+        if g["y6"]:  # day first ("13/01/2024", "29.12.2023"); month first when it must be
+            a, b = int(g["a6"]), int(g["b6"])
+            y, m, d = (int(g["y6"]), a, b) if b > 12 else (int(g["y6"]), b, a)
+            start = datetime(y, m, d, tzinfo=UTC)
+            return start, start + timedelta(days=1)
         if g["y1"] or g["y2"] or g["y3"]:
             if g["y1"]:
                 y, m, d = int(g["y1"]), _month(g["m1"]), _day(g["d1"])
@@ -128,6 +152,25 @@ def _span(match: re.Match[str]) -> tuple[datetime, datetime] | None:
         return datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
     except ValueError:  # 31 February and the like
         return None
+
+
+def _yearless(month: str, day: str, now: datetime | None) -> tuple[datetime, datetime] | None:
+    """The latest ``day`` of ``month`` begun by ``now`` ("13th January" asked in March
+    is this year's, asked in January before the 13th last year's); None when the month
+    never has that day, or for "may" not written as the month ("May 5": a name of the
+    month is capitalised, the verb need not be)."""
+    if month.lower() == "may" and month != "May":
+        return None
+    at = now or datetime.now(UTC)
+    m, d = _month(month), _day(day)
+    for year in range(at.year, at.year - 5, -1):
+        try:
+            start = datetime(year, m, d, tzinfo=UTC)
+        except ValueError:  # 29 February in a year without one; 31 April never
+            continue
+        if start <= at:
+            return start, start + timedelta(days=1)
+    return None
 
 
 def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
@@ -149,21 +192,22 @@ def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
             return None
         return TimeWindow(a, end + REPORT_LAG, found.group(0))
     for found in _DATE_RE.finditer(text):
-        span = _span(found)
+        span = _span(found, now)
         if span is None:
             continue
         start, end = span
+        yearless = bool(found.group("m7") or found.group("m8"))
         bound = _BOUND.search(text[: found.start()])
         phrase = text[bound.start() if bound else found.start() : found.end()].strip()
         rel = bound.group("rel").lower() if bound else ""
         if rel in ("before", "prior to") and bound and _SHORTLY.search(text[: bound.start()]):
             # "the week before 16 November", "the Sunday before": shortly before, not ever
-            return TimeWindow(start - SHORTLY, start + REPORT_LAG, phrase)
+            return TimeWindow(start - SHORTLY, start + REPORT_LAG, phrase, yearless)
         if rel in ("before", "until", "by", "prior to"):
-            return TimeWindow(None, start + REPORT_LAG, phrase)
+            return TimeWindow(None, start + REPORT_LAG, phrase, yearless)
         if rel in ("after", "since"):
-            return TimeWindow(end if rel == "after" else start, None, phrase)
-        return TimeWindow(start, end + REPORT_LAG, phrase)
+            return TimeWindow(end if rel == "after" else start, None, phrase, yearless)
+        return TimeWindow(start, end + REPORT_LAG, phrase, yearless)
     bare = _BARE_MONTH.search(text)
     if bare:
         at = now or datetime.now(UTC)
