@@ -185,6 +185,34 @@ def test_time_window_bounds_relative_phrases_and_ambiguity() -> None:
     assert time_window("what did we do on may 5", now=NOW) is None
     assert time_window("you may 2 times", now=NOW) is None
     assert time_window("on 31 April", now=NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "days", "yearless"),
+    [
+        ("What did Fahim do on Christmas Eve?", day(2023, 12, 24), 1, True),
+        ("what did we do over Christmas", day(2023, 12, 24), 3, True),
+        ("on new years eve", day(2023, 12, 31), 1, True),
+        ("on New Year’s Day", day(2024, 1, 1), 1, True),
+        ("at Thanksgiving 2023", day(2023, 11, 23), 1, False),  # the fourth Thursday
+        ("on Thanksgiving", day(2023, 11, 23), 1, True),
+        ("around Halloween", day(2023, 10, 28), 7, True),
+        ("on Valentine's Day", day(2024, 2, 14), 1, True),
+        ("on the fourth of July", day(2023, 7, 4), 1, True),
+        ("during Christmas 2022", day(2022, 12, 24), 3, False),
+    ],
+)
+def test_a_holiday_said_as_when_is_its_days(
+    query: str, start: datetime, days: int, yearless: bool
+) -> None:
+    window = time_window(query, now=NOW)
+    assert window is not None and window.yearless is yearless
+    assert (window.start, window.end) == (start, start + timedelta(days=days) + REPORT_LAG)
+
+
+def test_a_holiday_that_is_not_when_is_no_window() -> None:
+    assert time_window("What did Ana buy for Christmas?", now=NOW) is None
+    assert time_window("Halloween costumes", now=NOW) is None
     assert time_window("on 31 February, 2023", now=NOW) is None
     assert time_window("no time here", now=NOW) is None
 

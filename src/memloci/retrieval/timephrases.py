@@ -12,6 +12,8 @@ of that June matches, the search looks a year earlier, and so on
 is asked about its own June. A day without a year ("on 13th January", "Jan 13", "the
 2nd of May") is the latest such day begun, looked for a year earlier likewise; a date
 in digits ("13/01/2024", "29.12.2023") is read day first, month first when it must be.
+A holiday said as when ("on Christmas Eve", "over New Year's", "around Halloween", "at
+Thanksgiving 2023") is its days (:func:`_holiday`; "for Christmas" is not when).
 
 Also here: "after the trip" / "before the move" (no date) give the direction the
 temporal chain walks.
@@ -81,6 +83,23 @@ _BARE_MONTH = re.compile(
     rf"\b(?:in|during)\s+(?:early\s+|late\s+|mid[- ]?)?(?P<m>{_M})\b(?!\.?,?\s*(?:{_D}|{_Y})\b)",
     re.IGNORECASE,
 )
+# a holiday said as when: "on Christmas Eve", "over New Year's", "at Halloween 2023"
+# ("for Christmas" is not when: a present is bought before)
+_HOLIDAY = re.compile(
+    r"\b(?P<pre>on|at|over|during|around)\s+(?:the\s+)?(?P<h>christmas(?:\s+(?:eve|day))?"
+    r"|new\s+year['’]?s(?:\s+(?:eve|day))?|valentine['’]?s(?:\s+day)?|halloween"
+    r"|thanksgiving(?:\s+day)?|independence\s+day|(?:the\s+)?(?:fourth|4th)\s+of\s+july)"
+    rf"(?:,?\s+(?P<y>{_Y}))?\b",
+    re.IGNORECASE,
+)
+# (month, first day, days) of each holiday; Thanksgiving's day is found per year
+_HOLIDAYS = {
+    "christmas": (12, 24, 3), "christmas eve": (12, 24, 1), "christmas day": (12, 25, 1),
+    "new year's": (12, 31, 2), "new year's eve": (12, 31, 1), "new year's day": (1, 1, 1),
+    "valentine's": (2, 14, 1), "valentine's day": (2, 14, 1), "halloween": (10, 31, 1),
+    "independence day": (7, 4, 1), "fourth of july": (7, 4, 1), "thanksgiving": (11, 0, 1),
+}  # fmt: skip
+AROUND = timedelta(days=3)  # "around Christmas": from a few days before
 _COUNT = {"a": 1, "one": 1, "two": 2, "three": 3}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _ORDER = re.compile(r"\b(?P<rel>after|before|prior to|following|since)\s+(?P<what>\w+)", re.I)
@@ -191,6 +210,9 @@ def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
         except ValueError:
             return None
         return TimeWindow(a, end + REPORT_LAG, found.group(0))
+    holiday = _holiday(text, now)
+    if holiday is not None:
+        return holiday
     for found in _DATE_RE.finditer(text):
         span = _span(found, now)
         if span is None:
@@ -240,6 +262,36 @@ def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
         half = timedelta(days=max(1, days // 4))  # "3 weeks ago" is roughly, not exactly
         return TimeWindow(at - half, at + half + timedelta(days=1), rel_found.group(0))
     return None
+
+
+def _holiday(text: str, now: datetime | None) -> TimeWindow | None:
+    """The days of a holiday the query names as when ("on Christmas Eve", "over New
+    Year's", "at Thanksgiving 2023"): in the year named, else the latest one begun
+    by ``now`` (yearless, looked for a year earlier as a month is)."""
+    found = _HOLIDAY.search(text)
+    if found is None:
+        return None
+    name = " ".join(found.group("h").lower().replace("’", "'").split()).removeprefix("the ")
+    name = name.replace("4th", "fourth").replace("years", "year's").replace("nes ", "ne's ")
+    if name.startswith(("thanksgiving", "valentine")):
+        name = name.removesuffix(" day").replace("valentines", "valentine's")
+    month, first, days = _HOLIDAYS[name]
+    at = now or datetime.now(UTC)
+
+    def start_in(year: int) -> datetime:
+        if first:
+            return datetime(year, month, first, tzinfo=UTC)
+        nov1 = datetime(year, 11, 1, tzinfo=UTC)  # the fourth Thursday of November
+        return nov1 + timedelta(days=(3 - nov1.weekday()) % 7 + 21)
+
+    year = int(found.group("y")) if found.group("y") else at.year
+    start = start_in(year)
+    if not found.group("y") and start > at:
+        start = start_in(year - 1)
+    if found.group("pre").lower() == "around":
+        start, days = start - AROUND, days + 2 * AROUND.days
+    end = start + timedelta(days=days) + REPORT_LAG
+    return TimeWindow(start, end, found.group(0), yearless=not found.group("y"))
 
 
 def chain_direction(text: str) -> str:
