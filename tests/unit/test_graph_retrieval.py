@@ -210,6 +210,28 @@ def test_a_holiday_said_as_when_is_its_days(
     assert (window.start, window.end) == (start, start + timedelta(days=days) + REPORT_LAG)
 
 
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [  # NOW is Friday 10 May 2024
+        ("what did we say last night?", day(2024, 5, 9), day(2024, 5, 10)),
+        ("the day before yesterday", day(2024, 5, 8), day(2024, 5, 9)),
+        ("what did I eat this morning", day(2024, 5, 10), None),
+        ("what did we do last weekend?", day(2024, 5, 4), day(2024, 5, 7)),
+        ("what did I tell you last Friday?", day(2024, 5, 3), day(2024, 5, 11)),
+        ("what happened on Monday?", day(2024, 5, 6), day(2024, 5, 11)),
+        ("this past Sunday", day(2024, 5, 5), day(2024, 5, 11)),
+        ("a few days ago", day(2024, 5, 5), day(2024, 5, 9)),
+        ("the other day", day(2024, 5, 3), day(2024, 5, 10)),
+    ],
+)
+def test_phrases_that_count_back_from_now(
+    query: str, start: datetime, end: datetime | None
+) -> None:
+    window = time_window(query, now=NOW)
+    assert window is not None and (window.start, window.end) == (start, end)
+    assert not window.yearless
+
+
 def test_a_holiday_that_is_not_when_is_no_window() -> None:
     assert time_window("What did Ana buy for Christmas?", now=NOW) is None
     assert time_window("Halloween costumes", now=NOW) is None
@@ -473,6 +495,20 @@ def test_a_day_without_a_year_is_the_latest_one_that_holds_a_match(
     assert len([h for h in hits if "time" in h.strategies]) == 1
     numeric = mem.search(f"Where did we have ramen on 13/01/{year}?", user="u", k=5)
     assert numeric[0].memory.id == ramen.id and "time" in numeric[0].strategies
+
+
+@both_backends
+def test_last_friday_is_the_latest_friday(make_memory: MakeMemory) -> None:
+    """An agent asked "what did I book last Friday?" ranks what was said that Friday (or
+    reported in the days after) above the same words said weeks before."""
+    mem = make_memory(embedder=None)
+    today = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+    friday = today - timedelta(days=(today.weekday() - 4 - 1) % 7 + 1)
+    mem.add("I booked a table at the harbour", user="u", event_time=friday - timedelta(days=21))
+    dentist = mem.add("I booked the dentist for June", user="u", event_time=friday)
+    hits = mem.search("what did I book last Friday?", user="u", k=5)
+    assert hits[0].memory.id == dentist.id and "time: last Friday" in hits[0].why
+    assert len([h for h in hits if "time" in h.strategies]) == 1
 
 
 def test_graph_strategies_never_leak_other_users_memories(mem: Memory) -> None:

@@ -68,8 +68,12 @@ _RANGE = re.compile(
     re.IGNORECASE,
 )
 _BOUND = re.compile(r"\b(?P<rel>before|after|since|until|by|prior to)\s+(?:the\s+)?$", re.I)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _RELATIVE = re.compile(
-    r"\b(?P<rel>yesterday|today|last\s+(?:week|month|year)|this\s+(?:week|month|year)"
+    r"\b(?P<rel>the\s+day\s+before\s+yesterday|yesterday|today|tonight|last\s+night"
+    r"|this\s+(?:morning|afternoon|evening)|last\s+(?:week|month|year|weekend)"
+    r"|this\s+(?:week|month|year)|a\s+few\s+days\s+ago|the\s+other\s+day"
+    rf"|(?:last|on|this\s+past)\s+(?P<wd>{'|'.join(_WEEKDAYS)})"
     r"|(?P<n>\d+|a|one|two|three)\s+(?P<unit>days?|weeks?|months?|years?)\s+ago)\b",
     re.IGNORECASE,
 )
@@ -238,30 +242,7 @@ def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
         start = datetime(year, month, 1, tzinfo=UTC)
         end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
         return TimeWindow(start, end + REPORT_LAG, bare.group(0), yearless=True)
-    rel_found = _RELATIVE.search(text)
-    if rel_found:
-        now = now or datetime.now(UTC)
-        today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        word = " ".join(rel_found.group("rel").lower().split())
-        starts = {
-            "today": today,
-            "yesterday": today - timedelta(days=1),
-            "last week": today - timedelta(days=7),
-            "last month": today - timedelta(days=30),
-            "last year": today - timedelta(days=365),
-            "this week": today - timedelta(days=today.weekday()),
-            "this month": today.replace(day=1),
-            "this year": today.replace(month=1, day=1),
-        }
-        if word in starts:
-            until = today if word == "yesterday" else None
-            return TimeWindow(starts[word], until, rel_found.group(0))
-        n = int(_COUNT.get(rel_found.group("n").lower(), 0) or rel_found.group("n"))
-        days = n * _UNIT_DAYS[rel_found.group("unit").lower().rstrip("s")]
-        at = today - timedelta(days=days)
-        half = timedelta(days=max(1, days // 4))  # "3 weeks ago" is roughly, not exactly
-        return TimeWindow(at - half, at + half + timedelta(days=1), rel_found.group(0))
-    return None
+    return _relative(text, now)
 
 
 def _holiday(text: str, now: datetime | None) -> TimeWindow | None:
@@ -292,6 +273,50 @@ def _holiday(text: str, now: datetime | None) -> TimeWindow | None:
         start, days = start - AROUND, days + 2 * AROUND.days
     end = start + timedelta(days=days) + REPORT_LAG
     return TimeWindow(start, end, found.group(0), yearless=not found.group("y"))
+
+
+def _relative(text: str, now: datetime | None) -> TimeWindow | None:
+    """A phrase that counts back from ``now``: "yesterday", "last night", "this
+    morning", "last week", "last weekend", "last Friday" / "on Friday" (the latest
+    Friday before today), "a few days ago", "3 weeks ago"."""
+    found = _RELATIVE.search(text)
+    if found is None:
+        return None
+    now = now or datetime.now(UTC)
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    day = timedelta(days=1)
+    word = " ".join(found.group("rel").lower().split())
+    phrase = found.group(0)
+    if found.group("wd"):  # the latest such weekday before today, and its reports after
+        back = (today.weekday() - _WEEKDAYS.index(found.group("wd").lower()) - 1) % 7 + 1
+        start = today - back * day
+        return TimeWindow(start, min(start + day + REPORT_LAG, today + day), phrase)
+    days = {  # word -> (first day back, days it spans)
+        "the day before yesterday": (2, 1), "yesterday": (1, 1), "last night": (1, 1),
+        "a few days ago": (5, 4), "the other day": (7, 7),
+        "last weekend": (today.weekday() + 2, 3),  # Saturday, Sunday, Monday's reports
+    }  # fmt: skip
+    if word in days:
+        back, span = days[word]
+        start = today - back * day
+        return TimeWindow(start, start + span * day, phrase)
+    starts = {
+        "today": today, "tonight": today, "this morning": today, "this afternoon": today,
+        "this evening": today,
+        "last week": today - 7 * day,
+        "last month": today - 30 * day,
+        "last year": today - 365 * day,
+        "this week": today - today.weekday() * day,
+        "this month": today.replace(day=1),
+        "this year": today.replace(month=1, day=1),
+    }  # fmt: skip
+    if word in starts:
+        return TimeWindow(starts[word], None, phrase)
+    n = int(_COUNT.get(found.group("n").lower(), 0) or found.group("n"))
+    back = n * _UNIT_DAYS[found.group("unit").lower().rstrip("s")]
+    at = today - back * day
+    half = timedelta(days=max(1, back // 4))  # "3 weeks ago" is roughly, not exactly
+    return TimeWindow(at - half, at + half + day, phrase)
 
 
 def chain_direction(text: str) -> str:
