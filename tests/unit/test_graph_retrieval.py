@@ -232,6 +232,34 @@ def test_phrases_that_count_back_from_now(
     assert not window.yearless
 
 
+@pytest.mark.parametrize(
+    ("query", "start", "end", "yearless"),
+    [  # a named week or third of a month, 3 days loose on each side; NOW is 10 May 2024
+        ("the second week of November 2023?", day(2023, 11, 5), day(2023, 11, 18), False),
+        ("in the second week of November", day(2023, 11, 5), day(2023, 11, 18), True),
+        ("the last week of July 2023", day(2023, 7, 22), day(2023, 8, 1), False),
+        ("in mid-August 2023", day(2023, 8, 8), day(2023, 8, 24), False),
+        ("late June 2023", day(2023, 6, 18), day(2023, 7, 1), False),
+        ("in early May", day(2024, 5, 1), day(2024, 5, 14), True),
+        ("the end of June", day(2023, 6, 18), day(2023, 7, 1), True),
+        ("in May 2023", day(2023, 5, 1), day(2023, 6, 1), False),  # the whole month
+    ],
+)
+def test_part_of_a_month(query: str, start: datetime, end: datetime, yearless: bool) -> None:
+    window = time_window(query, now=NOW)
+    assert window is not None and window.yearless is yearless
+    assert (window.start, window.end) == (start, end + REPORT_LAG)
+
+
+def test_the_edge_of_a_month_as_a_bound() -> None:
+    by_end = time_window("what had we saved by the end of May 2023?", now=NOW)
+    assert by_end is not None and (by_end.start, by_end.end) == (None, day(2023, 6, 1) + REPORT_LAG)
+    before = time_window("before the start of June 2023", now=NOW)
+    assert before is not None and (before.start, before.end) == (None, day(2023, 6, 1) + REPORT_LAG)
+    after = time_window("after the end of May 2023", now=NOW)
+    assert after is not None and (after.start, after.end) == (day(2023, 6, 1), None)
+
+
 def test_a_holiday_that_is_not_when_is_no_window() -> None:
     assert time_window("What did Ana buy for Christmas?", now=NOW) is None
     assert time_window("Halloween costumes", now=NOW) is None

@@ -13,7 +13,9 @@ is asked about its own June. A day without a year ("on 13th January", "Jan 13", 
 2nd of May") is the latest such day begun, looked for a year earlier likewise; a date
 in digits ("13/01/2024", "29.12.2023") is read day first, month first when it must be.
 A holiday said as when ("on Christmas Eve", "over New Year's", "around Halloween", "at
-Thanksgiving 2023") is its days (:func:`_holiday`; "for Christmas" is not when).
+Thanksgiving 2023") is its days (:func:`_holiday`; "for Christmas" is not when). A
+week or third of a month ("the second week of November", "mid-August", "the end of
+June") is that part of it (:func:`_part`).
 
 Also here: "after the trip" / "before the move" (no date) give the direction the
 temporal chain walks.
@@ -67,7 +69,11 @@ _RANGE = re.compile(
     rf"\s+and\s+(?:(?P<mc>{_M})\s+)?(?P<dd>{_D})),?\s*(?P<y>{_Y})\b",
     re.IGNORECASE,
 )
-_BOUND = re.compile(r"\b(?P<rel>before|after|since|until|by|prior to)\s+(?:the\s+)?$", re.I)
+_BOUND = re.compile(
+    r"\b(?P<rel>before|after|since|until|by|prior to)\s+(?:the\s+)?"
+    r"(?:(?P<edge>end|beginning|start)\s+of\s+(?:the\s+)?)?$",
+    re.IGNORECASE,
+)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _RELATIVE = re.compile(
     r"\b(?P<rel>the\s+day\s+before\s+yesterday|yesterday|today|tonight|last\s+night"
@@ -84,9 +90,21 @@ _SHORTLY = re.compile(
 )
 # "in May", "during June": a month named alone (no day, no year after it)
 _BARE_MONTH = re.compile(
-    rf"\b(?:in|during)\s+(?:early\s+|late\s+|mid[- ]?)?(?P<m>{_M})\b(?!\.?,?\s*(?:{_D}|{_Y})\b)",
+    rf"\b(?:(?:in|during)\s+(?:early\s+|late\s+|mid[- ]?)?|(?:early|mid|late)[- ]"
+    rf"|(?:week|beginning|start|end|middle)\s+of\s+)(?P<m>{_M})\b(?!\.?,?\s*(?:{_D}|{_Y})\b)",
     re.IGNORECASE,
 )
+# the part of a month a phrase names: "the second week of November", "early May 2023",
+# "mid-August", "the end of June"
+_PART = re.compile(
+    r"\b(?:(?P<nth>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+week"
+    r"|(?P<third>early|mid|middle|late|beginning|start|end))(?:\s+of)?(?:\s+the\s+month)?"
+    r"(?:\s+of)?[\s-]*$",
+    re.IGNORECASE,
+)
+_WEEK = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3}
+_THIRD = {"early": 0, "beginning": 0, "start": 0, "mid": 1, "middle": 1, "late": 2, "end": 2}
+LOOSE = timedelta(days=3)  # how far past a named week or third of a month people still mean
 # a holiday said as when: "on Christmas Eve", "over New Year's", "at Halloween 2023"
 # ("for Christmas" is not when: a present is bought before)
 _HOLIDAY = re.compile(
@@ -196,6 +214,25 @@ def _yearless(month: str, day: str, now: datetime | None) -> tuple[datetime, dat
     return None
 
 
+def _part(found: re.Match[str] | None, start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """The month ``[start, end)`` narrowed to the part of it ``found`` (a :data:`_PART`
+    match of the query's text up to the month) names — its first … fourth or last week,
+    its early / mid / late third — widened by :data:`LOOSE` on each side; the whole
+    month when none."""
+    if found is None:
+        return start, end
+    days = (end - start).days
+    if found.group("nth"):
+        nth = found.group("nth").lower()
+        first = days - 7 if nth == "last" else 7 * _WEEK[nth]
+        last = first + 7
+    else:
+        third = _THIRD[found.group("third").lower()]
+        first, last = (0, 10) if third == 0 else (10, 20) if third == 1 else (20, days)
+    day = timedelta(days=1)
+    return max(start, start + first * day - LOOSE), min(end, start + last * day + LOOSE)
+
+
 def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
     """The time window a query names, or None. ``now`` anchors "last week" etc."""
     found = _RANGE.search(text)
@@ -229,10 +266,16 @@ def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
         if rel in ("before", "prior to") and bound and _SHORTLY.search(text[: bound.start()]):
             # "the week before 16 November", "the Sunday before": shortly before, not ever
             return TimeWindow(start - SHORTLY, start + REPORT_LAG, phrase, yearless)
+        # "by the end of May": the end is the bound; "before the start of May": the start
+        edge = end if bound and (bound.group("edge") or "").lower() == "end" else start
         if rel in ("before", "until", "by", "prior to"):
-            return TimeWindow(None, start + REPORT_LAG, phrase, yearless)
+            return TimeWindow(None, edge + REPORT_LAG, phrase, yearless)
         if rel in ("after", "since"):
-            return TimeWindow(end if rel == "after" else start, None, phrase, yearless)
+            return TimeWindow(end if rel == "after" else edge, None, phrase, yearless)
+        if found.group("y4"):  # "the second week of November 2023", "early May 2023"
+            part = _PART.search(text[: found.start()])
+            start, end = _part(part, start, end)
+            phrase = text[part.start() if part else found.start() : found.end()].strip()
         return TimeWindow(start, end + REPORT_LAG, phrase, yearless)
     bare = _BARE_MONTH.search(text)
     if bare:
@@ -241,7 +284,10 @@ def time_window(text: str, *, now: datetime | None = None) -> TimeWindow | None:
         year = at.year if month <= at.month else at.year - 1  # the latest one begun
         start = datetime(year, month, 1, tzinfo=UTC)
         end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-        return TimeWindow(start, end + REPORT_LAG, bare.group(0), yearless=True)
+        part = _PART.search(text[: bare.start("m")])
+        start, end = _part(part, start, end)
+        phrase = text[min(part.start(), bare.start()) if part else bare.start() : bare.end()]
+        return TimeWindow(start, end + REPORT_LAG, phrase.strip(), yearless=True)
     return _relative(text, now)
 
 
