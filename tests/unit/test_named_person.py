@@ -295,6 +295,9 @@ def test_a_handle_nobody_calls_by_name_is_found_by_the_name_it_begins_with(
         ("What did Ana and Ben cook?", ["Ana", "Ben"], []),
         ("Did ana meet ben?", ["ana", "ben"], ["ana"]),
         ("What did Gina's friend tell Jon?", ["Gina", "Jon"], []),
+        ("What recommendations has Nate received from Joanna?", ["Nate", "Joanna"], ["Joanna"]),
+        ("What advice did Caroline get from Melanie?", ["Caroline", "Melanie"], ["Melanie"]),
+        ("What did Nate buy from Joanna?", ["Nate", "Joanna"], ["Nate"]),
     ],
 )
 def test_subjects_are_who_does_what_the_query_asks(

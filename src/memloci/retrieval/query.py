@@ -100,6 +100,12 @@ _NOT_SUBJECT_AFTER = frozenset(
     | {"call", "called", "calls", "encourage", "encouraged", "advise", "advised", "let"}
 )
 _ACCORDING = re.compile(r"\baccording\s+to\s*$", re.IGNORECASE)
+# "What advice did Caroline get from Melanie?": Melanie gave it, and said it
+_RECEIVED = re.compile(
+    r"\b(?:receive[sd]?|receiving|get|gets|got|gotten|getting|hear[sd]?|hearing|learn(?:s|ed|t)?"
+    r"|learning)\b.*\bfrom\s*$",
+    re.IGNORECASE,
+)
 
 
 def subjects(query: str, names: Sequence[str]) -> list[str]:
@@ -107,12 +113,13 @@ def subjects(query: str, names: Sequence[str]) -> list[str]:
     it asks — "What did Jon say about Gina's store?" → Jon; "What book did Tim recommend
     to John?" → Tim: not an owner ("Gina's"), not after a preposition or a verb it is the
     object of ("to John", "tell Gina"), not joined to another ("Nate and Joanna" both
-    are, so neither is alone). "According to Gina, …" names Gina alone."""
+    are, so neither is alone). "According to Gina, …" and "What did Jon get / hear /
+    learn from Gina?" name Gina alone: she said it."""
     out: list[str] = []
     for name in dict.fromkeys(names):
         for found in re.finditer(rf"(?<![\w'’])(?i:{re.escape(name)})(?![\w])", query):
             before, after = query[: found.start()], query[found.end() :]
-            if _ACCORDING.search(before):
+            if _ACCORDING.search(before) or _RECEIVED.search(before):
                 return [name]
             last = re.findall(r"[\w&]+", before[-24:])
             if (last and last[-1].lower() in _NOT_SUBJECT_AFTER) or re.match(
