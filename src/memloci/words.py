@@ -231,22 +231,29 @@ PRAISE = frozenset([
     "congrats", "congratulations", "glad", "sounds", "looks", "really", "so", "very",
     "job", "well", "done", "work", "keep", "up", "hear", "fun",
 ])
+# what closes a chat: "See you!", "Have a great weekend!", "Talk soon", "Good night"
+CLOSING = frozenset([
+    "see", "talk", "soon", "later", "tomorrow", "take", "care", "have", "day", "night",
+    "weekend", "evening", "morning", "chatting", "chat", "catching", "catch", "good",
+    "goodbye", "next", "time", "rest", "speak", "touch",
+])
 # fmt: on
 _REPORT = re.compile(r"\s*(?:it|it's|it’s|it\s+has)\b", re.IGNORECASE)
 
 
 def only_reacts(text: str) -> bool:
     """Whether a memory only reacts to what was said: it says nothing of its own
-    (:func:`says_nothing`) or only praises ("Cool!", "Wow, that's awesome!", "Sounds
-    great!", "Keep it up!", "Congrats!"). Not a report of how something went ("It was
-    great!" answers "How was the trip?")."""
+    (:func:`says_nothing`), only praises ("Cool!", "Wow, that's awesome!", "Sounds
+    great!", "Keep it up!", "Congrats!") or only closes the chat ("See you!", "Have a
+    great weekend!", "Talk soon"). Not a report of how something went ("It was great!"
+    answers "How was the trip?")."""
     if says_nothing(text):
         return True
     if _REPORT.match(text):
         return False
     words = list(_content_words(text))
     return bool(words) and all(
-        w in BACKCHANNEL or w in PRAISE or _STRETCHED.fullmatch(w) for w in words
+        w in BACKCHANNEL or w in PRAISE or w in CLOSING or _STRETCHED.fullmatch(w) for w in words
     )
 
 

@@ -61,6 +61,10 @@ def test_says_nothing(text: str, nothing: bool) -> None:
         ("It's been awesome!", False),
         ("Great, the ryokan has a hot spring.", False),
         ("Cool, I love Kyoto!", False),
+        ("See you!", True),  # closes the chat
+        ("Have a great weekend!", True),
+        ("Talk soon, good night", True),
+        ("See you at the ryokan on Friday!", False),
     ],
 )
 def test_only_reacts(text: str, reacts: bool) -> None:
