@@ -183,6 +183,8 @@ def test_time_window_bounds_relative_phrases_and_ambiguity() -> None:
     assert until is not None and until.yearless and until.start is None
     assert until.year_before().end == day(2023, 3, 3) + REPORT_LAG
     assert time_window("what did we do on may 5", now=NOW) is None
+    typed = time_window("what did we do on may 5th", now=NOW)
+    assert typed is not None and typed.start == day(2024, 5, 5)
     assert time_window("you may 2 times", now=NOW) is None
     assert time_window("on 31 April", now=NOW) is None
 

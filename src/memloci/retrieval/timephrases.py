@@ -199,8 +199,8 @@ def _yearless(month: str, day: str, now: datetime | None) -> tuple[datetime, dat
     """The latest ``day`` of ``month`` begun by ``now`` ("13th January" asked in March
     is this year's, asked in January before the 13th last year's); None when the month
     never has that day, or for "may" not written as the month ("May 5": a name of the
-    month is capitalised, the verb need not be)."""
-    if month.lower() == "may" and month != "May":
+    month is capitalised, the verb need not be; "may 5th" is the month all the same)."""
+    if month.lower() == "may" and month != "May" and day.isdigit():
         return None
     at = now or datetime.now(UTC)
     m, d = _month(month), _day(day)
