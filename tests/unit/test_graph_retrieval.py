@@ -219,6 +219,8 @@ def test_a_holiday_said_as_when_is_its_days(
         ("the day before yesterday", day(2024, 5, 8), day(2024, 5, 9)),
         ("what did I eat this morning", day(2024, 5, 10), None),
         ("what did we do last weekend?", day(2024, 5, 4), day(2024, 5, 7)),
+        ("what did you do over the weekend?", day(2024, 5, 4), day(2024, 5, 7)),
+        ("this past weekend", day(2024, 5, 4), day(2024, 5, 7)),
         ("what did I tell you last Friday?", day(2024, 5, 3), day(2024, 5, 11)),
         ("what happened on Monday?", day(2024, 5, 6), day(2024, 5, 11)),
         ("this past Sunday", day(2024, 5, 5), day(2024, 5, 11)),
@@ -260,6 +262,15 @@ def test_the_edge_of_a_month_as_a_bound() -> None:
     assert before is not None and (before.start, before.end) == (None, day(2023, 6, 1) + REPORT_LAG)
     after = time_window("after the end of May 2023", now=NOW)
     assert after is not None and (after.start, after.end) == (day(2023, 6, 1), None)
+
+
+def test_over_the_weekend_on_a_sunday_is_this_weekend() -> None:
+    sunday = datetime(2024, 5, 12, 18, tzinfo=UTC)
+    this = time_window("what did we do over the weekend?", now=sunday)
+    assert this is not None and (this.start, this.end) == (day(2024, 5, 11), day(2024, 5, 14))
+    last = time_window("what did we do last weekend?", now=sunday)
+    assert last is not None and last.start == day(2024, 5, 4)
+    assert time_window("what are we doing this weekend?", now=NOW) is None  # the next one
 
 
 def test_a_holiday_that_is_not_when_is_no_window() -> None:

@@ -78,6 +78,7 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _RELATIVE = re.compile(
     r"\b(?P<rel>the\s+day\s+before\s+yesterday|yesterday|today|tonight|last\s+night"
     r"|this\s+(?:morning|afternoon|evening)|last\s+(?:week|month|year|weekend)"
+    r"|(?:over\s+the|this\s+past)\s+weekend"
     r"|this\s+(?:week|month|year)|a\s+few\s+days\s+ago|the\s+other\s+day"
     rf"|(?:last|on|this\s+past)\s+(?P<wd>{'|'.join(_WEEKDAYS)})"
     r"|(?P<n>\d+|a|one|two|three)\s+(?P<unit>days?|weeks?|months?|years?)\s+ago)\b",
@@ -323,8 +324,9 @@ def _holiday(text: str, now: datetime | None) -> TimeWindow | None:
 
 def _relative(text: str, now: datetime | None) -> TimeWindow | None:
     """A phrase that counts back from ``now``: "yesterday", "last night", "this
-    morning", "last week", "last weekend", "last Friday" / "on Friday" (the latest
-    Friday before today), "a few days ago", "3 weeks ago"."""
+    morning", "last week", "last weekend", "over the weekend" (this one once it has
+    begun; "this weekend" may be the next, so it is none), "last Friday" / "on Friday"
+    (the latest Friday before today), "a few days ago", "3 weeks ago"."""
     found = _RELATIVE.search(text)
     if found is None:
         return None
@@ -342,6 +344,8 @@ def _relative(text: str, now: datetime | None) -> TimeWindow | None:
         "a few days ago": (5, 4), "the other day": (7, 7),
         "last weekend": (today.weekday() + 2, 3),  # Saturday, Sunday, Monday's reports
     }  # fmt: skip
+    if word in ("over the weekend", "this past weekend"):  # the latest weekend begun
+        days[word] = (today.weekday() - 5, 3) if today.weekday() >= 5 else days["last weekend"]
     if word in days:
         back, span = days[word]
         start = today - back * day
