@@ -115,12 +115,14 @@ _HOLIDAY = re.compile(
     rf"(?:,?\s+(?P<y>{_Y}))?\b",
     re.IGNORECASE,
 )
-# (month, first day, days) of each holiday; Thanksgiving's day is found per year
+# (month, first day, days) of each holiday, by its name in lower case without
+# apostrophes; Thanksgiving's day is found per year
 _HOLIDAYS = {
     "christmas": (12, 24, 3), "christmas eve": (12, 24, 1), "christmas day": (12, 25, 1),
-    "new year's": (12, 31, 2), "new year's eve": (12, 31, 1), "new year's day": (1, 1, 1),
-    "valentine's": (2, 14, 1), "valentine's day": (2, 14, 1), "halloween": (10, 31, 1),
-    "independence day": (7, 4, 1), "fourth of july": (7, 4, 1), "thanksgiving": (11, 0, 1),
+    "new years": (12, 31, 2), "new years eve": (12, 31, 1), "new years day": (1, 1, 1),
+    "valentines": (2, 14, 1), "valentines day": (2, 14, 1), "halloween": (10, 31, 1),
+    "independence day": (7, 4, 1), "fourth of july": (7, 4, 1), "4th of july": (7, 4, 1),
+    "thanksgiving": (11, 0, 1), "thanksgiving day": (11, 0, 1),
 }  # fmt: skip
 AROUND = timedelta(days=3)  # "around Christmas": from a few days before
 _COUNT = {"a": 1, "one": 1, "two": 2, "three": 3}
@@ -299,11 +301,8 @@ def _holiday(text: str, now: datetime | None) -> TimeWindow | None:
     found = _HOLIDAY.search(text)
     if found is None:
         return None
-    name = " ".join(found.group("h").lower().replace("’", "'").split()).removeprefix("the ")
-    name = name.replace("4th", "fourth").replace("years", "year's").replace("nes ", "ne's ")
-    if name.startswith(("thanksgiving", "valentine")):
-        name = name.removesuffix(" day").replace("valentines", "valentine's")
-    month, first, days = _HOLIDAYS[name]
+    name = " ".join(re.sub(r"['’]", "", found.group("h").lower()).split())
+    month, first, days = _HOLIDAYS[name.removeprefix("the ")]
     at = now or datetime.now(UTC)
 
     def start_in(year: int) -> datetime:
