@@ -13,6 +13,7 @@ import pytest
 
 from memloci import Memory
 from memloci.retrieval import graph
+from memloci.retrieval.forms import forms
 from memloci.retrieval.fusion import (
     ASKS_ONLY,
     IN_WINDOW,
@@ -27,7 +28,7 @@ from memloci.retrieval.fusion import (
     semantic,
     session_context,
 )
-from memloci.retrieval.graph import GraphLists, anchored, linked_to_named
+from memloci.retrieval.graph import GraphLists, anchored, fulltext_search, linked_to_named
 from memloci.retrieval.query import asks_only, fts_match
 from memloci.retrieval.timephrases import time_window
 from memloci.storage.base import NodeFilter
@@ -86,6 +87,50 @@ def test_scores_are_0_to_1_and_monotone_in_every_strategys_evidence() -> None:
 def test_role_words_are_not_searched_as_content() -> None:
     assert fts_match("where does the user live?") == '"live"'
     assert fts_match("what did the assistant suggest") == '"suggest"'
+
+
+@pytest.mark.parametrize(
+    ("word", "others"),
+    [
+        ("win", ("won",)),
+        ("won", ("win",)),
+        ("bought", ("buy",)),
+        ("go", ("went", "gone")),
+        ("children", ("child",)),
+        ("bit", ()),  # "a bit"
+        ("ground", ()),  # "the ground"
+        ("did", ()),  # the stopwords' business
+        ("walk", ()),  # stemming joins "walked"
+    ],
+)
+def test_forms_stemming_does_not_join(word: str, others: tuple[str, ...]) -> None:
+    assert forms(word) == others
+
+
+def test_the_full_text_search_looks_for_every_form_of_a_word() -> None:
+    assert fts_match("What did the team win?") == '"team" OR ("win" OR "won")'
+    assert fts_match("What did the team win?", other_forms=False) == '"team" OR "win"'
+
+
+@both_backends
+def test_a_question_in_the_present_finds_what_was_told_in_the_past(
+    make_memory: MakeMemory,
+) -> None:
+    """ "What did the team win?" is answered by "We even won a trophy!": full text alone
+    (no meaning) finds it, on both backends, and the query's weight is its words'."""
+    mem = make_memory(embedder=None)
+    trophy = mem.add("We even won a trophy!", user="u")
+    mem.add("The team trained hard all season", user="u")
+    mem.add("Practice starts at six", user="u")
+    mem.add("I bought new running shoes", user="u")
+    hits = mem.search("What did they win?", user="u", k=3)
+    assert hits and hits[0].memory.id == trophy.id and "full text #1" in hits[0].why
+    shoes = mem.search("what did I buy", user="u", k=3)
+    assert shoes and shoes[0].memory.content == "I bought new running shoes"
+    # "win" or "won" is one word of the query: its weight is read from the words alone
+    found = fulltext_search(mem.service.store, NodeFilter(("default",), user="u"), "win", limit=5)
+    assert (found.match, found.words) == ('("win" OR "won")', '"win"')
+    assert [i for i, _ in found.ranked] == [trophy.id]
 
 
 def test_hits_carry_a_readable_score_and_why(make_memory: MakeMemory) -> None:

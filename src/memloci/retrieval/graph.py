@@ -80,16 +80,20 @@ class GraphLists:
 
 @dataclass
 class Lexical:
-    """The query's full-text search: the FTS5 ``match`` it ran and its best ``ranked``."""
+    """The query's full-text search: the FTS5 ``match`` it ran, its best ``ranked`` and
+    ``words``, the match without the words' other forms (what its weight is read from:
+    "win" or "won" is one word of the query, not two)."""
 
     match: str
     ranked: list[tuple[str, float]]
+    words: str
 
 
 def fulltext_search(store: Store, flt: NodeFilter, query: str, *, limit: int) -> Lexical:
     """The full-text search for the whole query."""
     match = fts_match(query)
-    return Lexical(match, store.fulltext(flt, match, limit) if match else [])
+    found = store.fulltext(flt, match, limit) if match else []
+    return Lexical(match, found, fts_match(query, other_forms=False))
 
 
 def anchored(
@@ -272,7 +276,8 @@ def named_entities(
     is linked to them (so the name is searched as a word)."""
     rest = without_names(query, named)
     ids = [e.id for _, e in named]
-    match = fts_match(" ".join(rest))
+    words = " ".join(rest)
+    match = fts_match(words)
     found = store.fulltext(flt, match, limit * ENTITY_DEPTH) if match else []
     linked = store.linked_nodes(flt, [i for i, _ in found], ids) if found else {}
     ranked = [r for r in found if r[0] in linked][:limit]
@@ -284,7 +289,7 @@ def named_entities(
     if not ranked:
         return None
     out.add("entity", ranked, {i: _label(named, linked.get(i, set())) for i, _ in ranked})
-    return Lexical(match, found[:limit]) if match else None
+    return Lexical(match, found[:limit], fts_match(words, other_forms=False)) if match else None
 
 
 def _label(named: list[tuple[str, Entity]], linked: set[str], suffix: str = "") -> str:
@@ -359,7 +364,8 @@ def time_strategy(
     :data:`~memloci.retrieval.timephrases.YEARS_BACK` years. Returns the window that
     matched, else ``window``."""
     phrase = set(terms(window.phrase))
-    match = fts_match(" ".join(t for t in terms(query) if t not in phrase))
+    words = " ".join(t for t in terms(query) if t not in phrase)
+    match = fts_match(words)
     if not match:
         return window
     named = window
@@ -369,7 +375,7 @@ def time_strategy(
         if after is None or before is None or after < before:
             ranked = store.fulltext(replace(flt, after=after, before=before), match, limit)
             if ranked:
-                out.weights["time"] = store.match_weight(match)
+                out.weights["time"] = store.match_weight(fts_match(words, other_forms=False))
                 out.add("time", ranked, dict.fromkeys((i for i, _ in ranked), window.label()))
                 return window
         window = window.year_before()

@@ -169,7 +169,7 @@ class Retriever:
         if "fulltext" in strategies:
             lexical = lexical or fulltext_search(self.store, flt, query, limit=n)
             ranked["fulltext"] = lexical.ranked
-            query_weight = self.store.match_weight(lexical.match)
+            query_weight = self.store.match_weight(lexical.words)
         key = None  # also while the query is being embedded (listed after the vectors)
         if "key" in strategies and 0 < len(terms(query)) <= 6:
             key = self.store.key_search(flt, key_form(query), n)

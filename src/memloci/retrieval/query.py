@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from memloci.errors import ValidationError
 from memloci.models import normalize_key
+from memloci.retrieval.forms import forms
 from memloci.retrieval.mentions import speaker_name
 from memloci.words import terms
 
@@ -16,13 +17,20 @@ ROLE_WORDS = frozenset({"user", "assistant"})
 ROLE_PHRASE = re.compile(r"\bthe\s+(user|assistant)\b(['’]s)?(?![\w'’])", re.IGNORECASE)
 
 
-def fts_match(text: str, *, max_terms: int = 24) -> str:
-    """An FTS5 MATCH expression: any of the content words (quoted, so always valid).
+def fts_match(text: str, *, max_terms: int = 24, other_forms: bool = True) -> str:
+    """An FTS5 MATCH expression: any of the content words (quoted, so always valid),
+    each with its other forms that stemming does not join (:func:`forms`: "win" is
+    searched as ``("win" OR "won")``) unless ``other_forms`` is false.
 
     Role words ("the user", "the assistant") name the memory's owner or a speaker
     label, not what a memory is about, so they are not searched for."""
     words = [w for w in terms(text) if w not in ROLE_WORDS][:max_terms]
-    return " OR ".join(f'"{w}"' for w in words)
+    return " OR ".join(_any_form(w) if other_forms else f'"{w}"' for w in words)
+
+
+def _any_form(word: str) -> str:
+    others = forms(word)
+    return f'("{word}" OR ' + " OR ".join(f'"{w}"' for w in others) + ")" if others else f'"{word}"'
 
 
 def key_form(text: str) -> str:
