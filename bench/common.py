@@ -362,6 +362,39 @@ def with_relabelling(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _stems(text: str) -> set[str]:
+    """Crude stems of ``text``'s words of three letters or more (their first five)."""
+    return {w[:5] for w in re.findall(r"[a-z0-9]{3,}", text.lower())} - _COMMON
+
+
+_COMMON = {"the", "and", "for", "with", "that", "this", "from", "they", "their", "have"}
+
+
+def with_message_evidence(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with ids of their own (``D1:3.2``: the turn's second message) and each
+    question's evidence narrowed to the messages of its evidence turns that hold a word
+    of its answer ("Edinburgh, Scotland would be great …", not "Plus, it's a beautiful
+    city." of the same turn); when none does, every message of those turns. A real chat's
+    evidence names the message that says it: here the message next to the answer no
+    longer counts for it (``messages`` credits any message of an evidence turn)."""
+    out = []
+    for conv in convs:
+        turns, ids = [], {}
+        for t in conv["turns"]:
+            n = len(ids.setdefault(t["id"], [])) + 1
+            mid = f"{t['id']}.{n}"
+            ids[t["id"]].append((mid, t["text"]))
+            turns.append({**t, "id": mid})
+        questions = []
+        for q in conv["questions"]:
+            held = [m for e in q.get("evidence") or () for m in ids.get(e, ())]
+            answer = _stems(str(q.get("answer", "")))
+            said = [mid for mid, text in held if answer & _stems(text)]
+            questions.append({**q, "evidence": said or [mid for mid, _ in held]})
+        out.append({**conv, "turns": turns, "questions": questions})
+    return out
+
+
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """The conversations as ``split`` stores them: ``turns`` as they are, else cut into
     short messages (:func:`as_messages`) and then as :data:`CHAT_SPLITS` says."""
@@ -376,7 +409,8 @@ def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
 # by a shortened form of the speakers' names ("Caro" for "Caroline"); ``lowerlabels``
 # labelled by names in lower case ("caroline"); ``misspelt`` asked about by misspelt
 # names ("Carroline", "Melania"); ``relabelled`` labelled by the first name, then by a
-# full name ("Caroline", later "Caroline Okafor")
+# full name ("Caroline", later "Caroline Okafor"); ``pinpoint`` scored by the message that
+# holds the answer, not any message of its turn
 CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "messages": list,
     "roles": with_roles,
@@ -389,6 +423,7 @@ CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] =
     "lowerlabels": with_lowercase_labels,
     "misspelt": with_misspelt_names,
     "relabelled": with_relabelling,
+    "pinpoint": with_message_evidence,
 }
 
 

@@ -3,7 +3,7 @@
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
         [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,shortnames,
-                  misspelt,lowerlabels,relabelled]
+                  misspelt,lowerlabels,relabelled,pinpoint]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -24,7 +24,9 @@ a filler, "lol", "ok", an emoji, after about 30 % of them; never evidence), ``ch
 ``shortnames`` (the messages asked about by a shortened form of the speakers' names,
 "Caro" for "Caroline"), ``misspelt`` (asked about with the names misspelt, "Carroline",
 "Melania"), ``lowerlabels`` (the speakers labelled by their names in lower case,
-"caroline"), ``relabelled`` (labelled by the first name, later by a full name).
+"caroline"), ``relabelled`` (labelled by the first name, later by a full name),
+``pinpoint`` (the messages scored by the message that holds a word of the answer, not by
+any message of its turn).
 """
 
 from __future__ import annotations

@@ -114,6 +114,29 @@ def test_the_filler_split_adds_fillers_that_are_never_evidence() -> None:
     assert out == chat_split([conv], "fillers")[0]["turns"]  # the same every run
 
 
+def test_the_pinpoint_split_scores_the_message_that_holds_the_answer() -> None:
+    turns = [
+        {"id": "D1:9", "speaker": "John", "text": "Any suggestions for our team trip?"},
+        {
+            "id": "D1:10",
+            "speaker": "Tim",
+            "text": "Edinburgh, Scotland would be great. Plus, it's a beautiful city.",
+        },
+    ]
+    questions = [
+        {"question": "What city did Tim suggest?", "answer": "Edinburgh", "evidence": ["D1:10"]},
+        {"question": "What did Tim say?", "answer": "Yes", "evidence": ["D1:10"]},
+    ]
+    out = chat_split([{"conv_id": "c", "turns": turns, "questions": questions}], "pinpoint")[0]
+    assert [(t["id"], t["text"]) for t in out["turns"]] == [
+        ("D1:9.1", "Any suggestions for our team trip?"),
+        ("D1:10.1", "Edinburgh, Scotland would be great."),
+        ("D1:10.2", "Plus, it's a beautiful city."),
+    ]
+    # the message with a word of the answer; when none has one, every message of the turn
+    assert [q["evidence"] for q in out["questions"]] == [["D1:10.1"], ["D1:10.1", "D1:10.2"]]
+
+
 def test_the_benchmark_runs_on_a_corpus_in_another_format(tmp_path: Path) -> None:
     turns = [
         ("1", "Priya", "2024-02-01T10:00:00Z", "I adopted a greyhound called Pixel last week."),
