@@ -22,7 +22,7 @@ from memloci.retrieval.intent import (
     plan_query,
 )
 from memloci.retrieval.mentions import leading_name, mentions, speaker_name
-from memloci.retrieval.timephrases import REPORT_LAG, chain_direction, time_window
+from memloci.retrieval.timephrases import REPORT_LAG, _easter, chain_direction, time_window
 from memloci.worker import link_mentions
 from pgtest import both_backends
 
@@ -202,6 +202,16 @@ def test_time_window_bounds_relative_phrases_and_ambiguity() -> None:
         ("on Valentine's Day", day(2024, 2, 14), 1, True),
         ("on the fourth of July", day(2023, 7, 4), 1, True),
         ("during Christmas 2022", day(2022, 12, 24), 3, False),
+        # movable feasts: Easter Sunday 2024 was 31 March, 2023's 9 April
+        ("what did we do over Easter", day(2024, 3, 29), 4, True),  # Good Friday to Monday
+        ("on Easter Sunday 2023", day(2023, 4, 9), 1, False),
+        ("on Good Friday", day(2024, 3, 29), 1, True),
+        ("on Mother's Day", day(2023, 5, 14), 1, True),  # 12 May 2024 is still to come
+        ("on Father's Day 2023", day(2023, 6, 18), 1, False),
+        ("over Memorial Day weekend", day(2023, 5, 27), 3, True),
+        ("on Labor Day 2023", day(2023, 9, 4), 1, False),
+        ("on St. Patrick's Day", day(2024, 3, 17), 1, True),
+        ("on Boxing Day", day(2023, 12, 26), 1, True),
     ],
 )
 def test_a_holiday_said_as_when_is_its_days(
@@ -273,8 +283,19 @@ def test_over_the_weekend_on_a_sunday_is_this_weekend() -> None:
     assert time_window("what are we doing this weekend?", now=NOW) is None  # the next one
 
 
+def test_a_holiday_a_year_earlier_is_that_years_days() -> None:
+    easter = time_window("what did we do over Easter", now=NOW)
+    assert easter is not None and easter.start == day(2024, 3, 29)
+    earlier = easter.year_before()  # Easter 2023 was 9 April, not 31 March
+    assert (earlier.start, earlier.end) == (day(2023, 4, 7), day(2023, 4, 11) + REPORT_LAG)
+    assert earlier.year_before().start == day(2022, 4, 15) and earlier.label() == "over Easter"
+    thanksgiving = time_window("at Thanksgiving", now=NOW)
+    assert thanksgiving is not None and thanksgiving.year_before().start == day(2022, 11, 24)
+
+
 def test_a_holiday_that_is_not_when_is_no_window() -> None:
     assert time_window("What did Ana buy for Christmas?", now=NOW) is None
+    assert time_window("Where did the kids hunt Easter eggs?", now=NOW) is None
     assert time_window("Halloween costumes", now=NOW) is None
     assert time_window("on 31 February, 2023", now=NOW) is None
     assert time_window("no time here", now=NOW) is None
@@ -550,6 +571,19 @@ def test_last_friday_is_the_latest_friday(make_memory: MakeMemory) -> None:
     hits = mem.search("what did I book last Friday?", user="u", k=5)
     assert hits[0].memory.id == dentist.id and "time: last Friday" in hits[0].why
     assert len([h for h in hits if "time" in h.strategies]) == 1
+
+
+@both_backends
+def test_over_easter_is_that_years_easter(make_memory: MakeMemory) -> None:
+    """Easter moves: "what did we do over Easter?" finds what was said over the last
+    Easter (Good Friday to Easter Monday), not the same words a month later."""
+    mem = make_memory(embedder=None)
+    year = datetime.now(UTC).year - 1  # last year's: this year's holds no match, if begun
+    sunday = datetime.combine(_easter(year), datetime.min.time(), tzinfo=UTC)
+    mem.add("We painted eggs with the kids", user="u", event_time=sunday + timedelta(days=40))
+    hunt = mem.add("We painted eggs and hid them", user="u", event_time=sunday)
+    hits = mem.search("what did we paint over Easter?", user="u", k=5)
+    assert hits[0].memory.id == hunt.id and "time: over Easter" in hits[0].why
 
 
 def test_graph_strategies_never_leak_other_users_memories(mem: Memory) -> None:

@@ -13,7 +13,8 @@ is asked about its own June. A day without a year ("on 13th January", "Jan 13", 
 2nd of May") is the latest such day begun, looked for a year earlier likewise; a date
 in digits ("13/01/2024", "29.12.2023") is read day first, month first when it must be.
 A holiday said as when ("on Christmas Eve", "over New Year's", "around Halloween", "at
-Thanksgiving 2023") is its days (:func:`_holiday`; "for Christmas" is not when). A
+Thanksgiving 2023", "over Easter", "on Mother's Day") is its days (:func:`_holiday`;
+movable feasts found per year; "for Christmas" is not when). A
 week or third of a month ("the second week of November", "mid-August", "the end of
 June") is that part of it (:func:`_part`).
 
@@ -24,8 +25,9 @@ temporal chain walks.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 REPORT_LAG = timedelta(days=7)  # one week: how long after an event it is still "recent news"
 YEARS_BACK = 5  # earlier years a month named without a year is looked for in
@@ -111,18 +113,67 @@ LOOSE = timedelta(days=3)  # how far past a named week or third of a month peopl
 _HOLIDAY = re.compile(
     r"\b(?P<pre>on|at|over|during|around)\s+(?:the\s+)?(?P<h>christmas(?:\s+(?:eve|day))?"
     r"|new\s+year['’]?s(?:\s+(?:eve|day))?|valentine['’]?s(?:\s+day)?|halloween"
-    r"|thanksgiving(?:\s+day)?|independence\s+day|(?:the\s+)?(?:fourth|4th)\s+of\s+july)"
+    r"|thanksgiving(?:\s+day)?|independence\s+day|(?:the\s+)?(?:fourth|4th)\s+of\s+july"
+    r"|easter(?:\s+(?:sunday|monday|weekend))?|good\s+friday|boxing\s+day"
+    r"|(?:st\.?|saint)\s+patrick['’]?s(?:\s+day)?|mother['’]?s\s+day|father['’]?s\s+day"
+    r"|memorial\s+day(?:\s+weekend)?|labou?r\s+day(?:\s+weekend)?)"
     rf"(?:,?\s+(?P<y>{_Y}))?\b",
     re.IGNORECASE,
 )
-# (month, first day, days) of each holiday, by its name in lower case without
-# apostrophes; Thanksgiving's day is found per year
-_HOLIDAYS = {
-    "christmas": (12, 24, 3), "christmas eve": (12, 24, 1), "christmas day": (12, 25, 1),
-    "new years": (12, 31, 2), "new years eve": (12, 31, 1), "new years day": (1, 1, 1),
-    "valentines": (2, 14, 1), "valentines day": (2, 14, 1), "halloween": (10, 31, 1),
-    "independence day": (7, 4, 1), "fourth of july": (7, 4, 1), "4th of july": (7, 4, 1),
-    "thanksgiving": (11, 0, 1), "thanksgiving day": (11, 0, 1),
+
+
+def _easter(year: int) -> date:
+    """Easter Sunday of ``year`` (Gregorian; the anonymous algorithm)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = divmod(b, 4)
+    g = (8 * b + 13) // 25
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = divmod(c, 4)
+    l_ = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 22 * l_) // 451
+    month, day = divmod(h + l_ - 7 * m + 114, 31)
+    return date(year, month, day + 1)
+
+
+def _nth(year: int, month: int, weekday: int, n: int) -> date:
+    """The ``n``-th ``weekday`` (Monday 0) of ``month``; ``n`` -1: the last."""
+    if n < 0:
+        last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
+        return last - timedelta(days=(last.weekday() - weekday) % 7)
+    first = date(year, month, 1)
+    return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (n - 1))
+
+
+def _fixed(month: int, day: int) -> Callable[[int], date]:
+    return lambda year: date(year, month, day)
+
+
+# each holiday, by its name in lower case without apostrophes or "saint": its first
+# day in a year, and how many days it lasts (Easter: Good Friday to Easter Monday; a
+# Monday holiday's weekend: Saturday to Monday)
+_HOLIDAYS: dict[str, tuple[Callable[[int], date], int]] = {
+    "christmas": (_fixed(12, 24), 3), "christmas eve": (_fixed(12, 24), 1),
+    "christmas day": (_fixed(12, 25), 1), "boxing day": (_fixed(12, 26), 1),
+    "new years": (_fixed(12, 31), 2), "new years eve": (_fixed(12, 31), 1),
+    "new years day": (_fixed(1, 1), 1), "valentines": (_fixed(2, 14), 1),
+    "valentines day": (_fixed(2, 14), 1), "st patricks": (_fixed(3, 17), 1),
+    "st patricks day": (_fixed(3, 17), 1), "halloween": (_fixed(10, 31), 1),
+    "independence day": (_fixed(7, 4), 1), "fourth of july": (_fixed(7, 4), 1),
+    "4th of july": (_fixed(7, 4), 1),
+    "thanksgiving": (lambda y: _nth(y, 11, 3, 4), 1),
+    "thanksgiving day": (lambda y: _nth(y, 11, 3, 4), 1),
+    "easter": (lambda y: _easter(y) - timedelta(days=2), 4),
+    "easter weekend": (lambda y: _easter(y) - timedelta(days=2), 4),
+    "easter sunday": (_easter, 1),
+    "easter monday": (lambda y: _easter(y) + timedelta(days=1), 1),
+    "good friday": (lambda y: _easter(y) - timedelta(days=2), 1),
+    "mothers day": (lambda y: _nth(y, 5, 6, 2), 1),
+    "fathers day": (lambda y: _nth(y, 6, 6, 3), 1),
+    "memorial day": (lambda y: _nth(y, 5, 0, -1), 1),
+    "memorial day weekend": (lambda y: _nth(y, 5, 0, -1) - timedelta(days=2), 3),
+    "labor day": (lambda y: _nth(y, 9, 0, 1), 1), "labour day": (lambda y: _nth(y, 9, 0, 1), 1),
+    "labor day weekend": (lambda y: _nth(y, 9, 0, 1) - timedelta(days=2), 3),
+    "labour day weekend": (lambda y: _nth(y, 9, 0, 1) - timedelta(days=2), 3),
 }  # fmt: skip
 AROUND = timedelta(days=3)  # "around Christmas": from a few days before
 _COUNT = {"a": 1, "one": 1, "two": 2, "three": 3}
@@ -138,6 +189,8 @@ class TimeWindow:
     end: datetime | None
     phrase: str
     yearless: bool = False  # a month named without a year ("in June"): see :meth:`year_before`
+    # a holiday's (name, year, around): a year earlier its days are found again (Easter moves)
+    holiday: tuple[str, int, bool] | None = None
 
     def label(self) -> str:
         return self.phrase
@@ -145,7 +198,10 @@ class TimeWindow:
     def year_before(self) -> TimeWindow:
         """The same window a year earlier: "in June" asked of a store whose memories
         end before this June is the latest June that holds some (29 February: the 28th
-        in a year without one)."""
+        in a year without one); a holiday's days in the year before ("over Easter")."""
+        if self.holiday is not None:
+            name, year, around = self.holiday
+            return _holiday_window(name, year - 1, around, self.phrase, yearless=self.yearless)
         start = _a_year_before(self.start) if self.start else None
         end = self.end - (self.start - start) if self.end and self.start and start else self.end
         if self.start is None and self.end is not None:
@@ -301,24 +357,29 @@ def _holiday(text: str, now: datetime | None) -> TimeWindow | None:
     found = _HOLIDAY.search(text)
     if found is None:
         return None
-    name = " ".join(re.sub(r"['’]", "", found.group("h").lower()).split())
-    month, first, days = _HOLIDAYS[name.removeprefix("the ")]
+    name = " ".join(re.sub(r"['’.]", "", found.group("h").lower()).split())
+    name = re.sub(r"^saint ", "st ", name.removeprefix("the "))
+    around = found.group("pre").lower() == "around"
+    if found.group("y"):
+        return _holiday_window(name, int(found.group("y")), around, found.group(0))
     at = now or datetime.now(UTC)
+    window = _holiday_window(name, at.year, around, found.group(0), yearless=True)
+    first = _holiday_window(name, at.year, False, "").start
+    return window.year_before() if first is not None and first > at else window
 
-    def start_in(year: int) -> datetime:
-        if first:
-            return datetime(year, month, first, tzinfo=UTC)
-        nov1 = datetime(year, 11, 1, tzinfo=UTC)  # the fourth Thursday of November
-        return nov1 + timedelta(days=(3 - nov1.weekday()) % 7 + 21)
 
-    year = int(found.group("y")) if found.group("y") else at.year
-    start = start_in(year)
-    if not found.group("y") and start > at:
-        start = start_in(year - 1)
-    if found.group("pre").lower() == "around":
+def _holiday_window(
+    name: str, year: int, around: bool, phrase: str, *, yearless: bool = False
+) -> TimeWindow:
+    """The days of holiday ``name`` (a key of :data:`_HOLIDAYS`) in ``year``, and the
+    days after them while it is told (:data:`REPORT_LAG`); ``around``: from
+    :data:`AROUND` before to as long after."""
+    first_day, days = _HOLIDAYS[name]
+    start = datetime.combine(first_day(year), datetime.min.time(), tzinfo=UTC)
+    if around:
         start, days = start - AROUND, days + 2 * AROUND.days
     end = start + timedelta(days=days) + REPORT_LAG
-    return TimeWindow(start, end, found.group(0), yearless=not found.group("y"))
+    return TimeWindow(start, end, phrase, yearless=yearless, holiday=(name, year, around))
 
 
 def _relative(text: str, now: datetime | None) -> TimeWindow | None:
