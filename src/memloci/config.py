@@ -53,8 +53,8 @@ class Settings(BaseModel):
         0.9,
         ge=0,
         le=1,
-        description="fusion weight of a conversation turn's meaning together with the two "
-        "turns before it (hybrid; 0-1)",
+        description="fusion weight of a conversation turn's meaning together with the turn "
+        "it replies to, or the reply it got (hybrid; 0-1)",
     )
     weight_key: float = Field(0.9, ge=0, le=1, description="fusion weight of fuzzy key match (0-1)")
     candidates: int = Field(150, ge=5, le=1000, description="results each strategy contributes")
