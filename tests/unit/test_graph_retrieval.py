@@ -210,6 +210,7 @@ def test_time_window_bounds_relative_phrases_and_ambiguity() -> None:
         ("on Father's Day 2023", day(2023, 6, 18), 1, False),
         ("over Memorial Day weekend", day(2023, 5, 27), 3, True),
         ("on Labor Day 2023", day(2023, 9, 4), 1, False),
+        ("over Labour Day weekend", day(2023, 9, 2), 3, True),
         ("on St. Patrick's Day", day(2024, 3, 17), 1, True),
         ("on Boxing Day", day(2023, 12, 26), 1, True),
     ],

@@ -148,9 +148,9 @@ def _fixed(month: int, day: int) -> Callable[[int], date]:
     return lambda year: date(year, month, day)
 
 
-# each holiday, by its name in lower case without apostrophes or "saint": its first
-# day in a year, and how many days it lasts (Easter: Good Friday to Easter Monday; a
-# Monday holiday's weekend: Saturday to Monday)
+# each holiday, by its name in lower case without apostrophes (:func:`_holiday_name`):
+# its first day in a year, and how many days it lasts (Easter: Good Friday to Easter
+# Monday; a Monday holiday's weekend: Saturday to Monday)
 _HOLIDAYS: dict[str, tuple[Callable[[int], date], int]] = {
     "christmas": (_fixed(12, 24), 3), "christmas eve": (_fixed(12, 24), 1),
     "christmas day": (_fixed(12, 25), 1), "boxing day": (_fixed(12, 26), 1),
@@ -171,9 +171,8 @@ _HOLIDAYS: dict[str, tuple[Callable[[int], date], int]] = {
     "fathers day": (lambda y: _nth(y, 6, 6, 3), 1),
     "memorial day": (lambda y: _nth(y, 5, 0, -1), 1),
     "memorial day weekend": (lambda y: _nth(y, 5, 0, -1) - timedelta(days=2), 3),
-    "labor day": (lambda y: _nth(y, 9, 0, 1), 1), "labour day": (lambda y: _nth(y, 9, 0, 1), 1),
+    "labor day": (lambda y: _nth(y, 9, 0, 1), 1),
     "labor day weekend": (lambda y: _nth(y, 9, 0, 1) - timedelta(days=2), 3),
-    "labour day weekend": (lambda y: _nth(y, 9, 0, 1) - timedelta(days=2), 3),
 }  # fmt: skip
 AROUND = timedelta(days=3)  # "around Christmas": from a few days before
 _COUNT = {"a": 1, "one": 1, "two": 2, "three": 3}
@@ -357,8 +356,7 @@ def _holiday(text: str, now: datetime | None) -> TimeWindow | None:
     found = _HOLIDAY.search(text)
     if found is None:
         return None
-    name = " ".join(re.sub(r"['’.]", "", found.group("h").lower()).split())
-    name = re.sub(r"^saint ", "st ", name.removeprefix("the "))
+    name = _holiday_name(found.group("h"))
     around = found.group("pre").lower() == "around"
     if found.group("y"):
         return _holiday_window(name, int(found.group("y")), around, found.group(0))
@@ -366,6 +364,14 @@ def _holiday(text: str, now: datetime | None) -> TimeWindow | None:
     window = _holiday_window(name, at.year, around, found.group(0), yearless=True)
     first = _holiday_window(name, at.year, False, "").start
     return window.year_before() if first is not None and first > at else window
+
+
+def _holiday_name(text: str) -> str:
+    """A holiday as written → its key in :data:`_HOLIDAYS`: "St. Patrick's Day" → "st
+    patricks day", "Saint Patricks" → "st patricks", "the Fourth of July" → "fourth of
+    july", "Labour Day" → "labor day"."""
+    name = " ".join(re.sub(r"['’.]", "", text.lower()).split()).removeprefix("the ")
+    return re.sub(r"^saint ", "st ", name).replace("labour", "labor")
 
 
 def _holiday_window(
