@@ -97,6 +97,8 @@ def test_role_words_are_not_searched_as_content() -> None:
         ("bought", ("buy",)),
         ("go", ("went", "gone")),
         ("children", ("child",)),
+        ("favourite", ("favorite",)),  # spelt two ways
+        ("traveled", ("travelled",)),
         ("bit", ()),  # "a bit"
         ("ground", ()),  # "the ground"
         ("did", ()),  # the stopwords' business
@@ -127,6 +129,9 @@ def test_a_question_in_the_present_finds_what_was_told_in_the_past(
     assert hits and hits[0].memory.id == trophy.id and "full text #1" in hits[0].why
     shoes = mem.search("what did I buy", user="u", k=3)
     assert shoes and shoes[0].memory.content == "I bought new running shoes"
+    colour = mem.add("My favourite colour is teal", user="u")
+    hits = mem.search("favorite color", user="u", k=3)
+    assert hits and hits[0].memory.id == colour.id
     # "win" or "won" is one word of the query: its weight is read from the words alone
     found = fulltext_search(mem.service.store, NodeFilter(("default",), user="u"), "win", limit=5)
     assert (found.match, found.words) == ('("win" OR "won")', '"win"')

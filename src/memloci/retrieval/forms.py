@@ -7,9 +7,11 @@ team win?" is answered by "We even won a trophy!", "What did Mel buy?" by "I bou
 a chat tells in the past, so the words that would match never do. :func:`forms` gives a
 word's other forms, and the full-text search looks for any of them.
 
-The list holds common irregular verbs (base, past, past participle) and plurals; forms
-that are more often another word ("a bit", "a rose", "the ground", "LED lights") join
-nothing; "do" / "did" / "done" are left to the stopwords.
+The list holds common irregular verbs (base, past, past participle), irregular plurals
+and words spelt two ways ("favorite" / "favourite", "traveled" / "travelled",
+"organize" / "organise": a question typed in one spelling finds a chat typed in the
+other); forms that are more often another word ("a bit", "a rose", "the ground", "LED
+lights") join nothing; "do" / "did" / "done" are left to the stopwords.
 """
 
 from __future__ import annotations
@@ -39,6 +41,21 @@ _GROUPS = (
     "wear wore worn", "weep wept", "win won", "write wrote written",
     "child children", "man men", "woman women", "person people", "foot feet",
     "tooth teeth", "mouse mice", "goose geese",
+    # American and British spellings
+    "favorite favourite", "favorites favourites", "color colour", "colors colours",
+    "colorful colourful", "neighbor neighbour", "neighbors neighbours",
+    "neighborhood neighbourhood", "flavor flavour", "flavors flavours", "humor humour",
+    "honor honour", "behavior behaviour", "center centre", "theater theatre",
+    "traveling travelling", "traveled travelled", "traveler traveller",
+    "travelers travellers", "organize organise", "organized organised",
+    "organizing organising", "organization organisation", "realize realise",
+    "realized realised", "apologize apologise", "recognize recognise",
+    "recognized recognised", "gray grey", "mom mum", "moms mums", "jewelry jewellery",
+    "pajamas pyjamas", "cozy cosy", "canceled cancelled", "practicing practising",
+    "defense defence", "catalog catalogue", "program programme", "donut doughnut",
+    "donuts doughnuts", "math maths", "mold mould", "savor savour", "harbor harbour",
+    "labor labour", "rumor rumour", "fiber fibre", "liter litre", "aluminum aluminium",
+    "skeptical sceptical", "plow plough", "aging ageing", "judgment judgement",
 )
 # fmt: on
 # a form shared by two groups, or more often another word, joins nothing
