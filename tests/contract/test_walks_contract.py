@@ -167,10 +167,26 @@ def test_replies_name_the_nearest_earlier_turn_of_someone_else(
         t[4].id: t[2].id,
         t[5].id: t[4].id,
     }
-    # the turn after each turn asked about is answered for too
-    assert store.replies(ALL, [t[0].id], reach=4) == {t[0].id: None, t[1].id: t[0].id}
+    # the turns after each turn asked about are answered for too: the next one, and
+    # the rest of the other person's reply to it (not the asker's next turn)
+    assert store.replies(ALL, [t[0].id], reach=4) == {
+        t[0].id: None, t[1].id: t[0].id, t[2].id: t[0].id,
+    }  # fmt: skip
     assert store.replies(ALL, [t[3].id], reach=4) == {t[3].id: t[2].id, t[4].id: t[2].id}
+    assert store.replies(ALL, [t[4].id], reach=4) == {t[4].id: t[2].id, t[5].id: t[4].id}
     assert store.replies(ALL, [], reach=4) == {}
+
+
+def test_a_reply_burst_answers_the_turn_before_it_to_its_end(store: Store) -> None:
+    """ "How's the pup?" → "Awesome!", "Sounds great.", "The little one is doing great":
+    every message of the reply is found from the question, as far as ``reach`` goes."""
+    t = said_chain(store, ["john", "maria", "maria", "maria", "john", "maria"])
+    assert store.replies(ALL, [t[0].id], reach=4) == {
+        t[0].id: None, t[1].id: t[0].id, t[2].id: t[0].id, t[3].id: t[0].id,
+    }  # fmt: skip
+    assert store.replies(ALL, [t[0].id], reach=2) == {
+        t[0].id: None, t[1].id: t[0].id, t[2].id: t[0].id,
+    }  # fmt: skip
 
 
 def test_replies_reach_only_so_far_and_pass_over_turns_nobody_says(store: Store) -> None:

@@ -21,8 +21,10 @@ vector), search ranks conversation turns on one more list, ``meaning in context`
 The vectors are the stored ones (no text is embedded again), so an edited turn's
 exchanges change as soon as it is embedded again; until then its old vector is never
 used. The turns looked at are the best :data:`CONTEXT_SEEDS` own-vector matches, the
-turn after each (a reply whose question matched) and the turns they reply to (all 150
-give the same dev recall at three times the cost). Facts are on no chain and not on
+turns after each through the reply to it (a reply whose question matched, every message
+of it: "The little one is doing great" is the third of Maria's answer to "How's your
+new pup?") and the turns they reply to (all 150 give the same dev recall at three times
+the cost). Facts are on no chain and not on
 the list.
 """
 

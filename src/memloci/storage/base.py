@@ -486,8 +486,9 @@ class Store(Protocol):
         ...
 
     def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str | None]:
-        """Each of ``ids``, and the turn after each, that someone says (a speaker, and
-        not a message that says nothing) → the turn it replies to: the nearest earlier
+        """Each of ``ids``, and the turns after each through the reply to it (the next
+        turn, then while someone else speaks, at most ``reach``), that someone says (a
+        speaker, and not a message that says nothing) → the turn it replies to: the nearest earlier
         turn of its chain (current ``temporal`` edges, turns the filter admits) said by
         someone else, at most ``reach`` turns back; None when there is none
         (:mod:`memloci.storage.replies`)."""

@@ -10,9 +10,14 @@ burst. A turn without a speaker, or one that says nothing of its own ("lol",
 within ``reach`` turns before it (the first turn of a chat, a run of one person's
 notes).
 
+The turns asked about come with the turns after them that answer them: the next turn,
+and while someone else speaks, the rest of their reply ("How's the pup?" → "Awesome!",
+"Sounds great.", "The little one is doing great"), at most ``reach`` turns on.
+
 Each backend supplies two queries (:class:`Steps`): the speakers of given turns, and
 one step along the chain from given turns. The walk back from a turn stops at the first
-turn by someone else, so a chat of alternating turns costs one step.
+turn by someone else, so a chat of alternating turns costs one step back (and two
+forward: the reply, then the asker's next turn, where the walk stops).
 """
 
 from __future__ import annotations
@@ -43,16 +48,29 @@ class Steps(Protocol):
 
 
 def replies(steps: Steps, ids: Sequence[str], reach: int) -> dict[str, str | None]:
-    """Each of ``ids``, and the turn after each, that someone says (:func:`voice`) → the
-    turn it replies to, None when it replies to nobody (module docstring)."""
+    """Each of ``ids``, and the turns after each through the reply to it (the next
+    turn, then while someone else speaks, at most ``reach``), that someone says
+    (:func:`voice`) → the turn it replies to, None when it replies to nobody (module
+    docstring)."""
     speaker = steps.speakers(list(dict.fromkeys(ids)))
     origin = {t: said for t, said in speaker.items() if said}  # whose turn a walk is from
     before: dict[str, str] = {}
-    after: dict[str, str] = {}
-    for turn, nxt, said in steps.step(list(origin), forward=True):
-        after.setdefault(turn, nxt)
-        before.setdefault(nxt, turn)
-        speaker.setdefault(nxt, said)
+    later: list[str] = []  # the turns after each of ``ids``, through the reply to it
+    ahead = {t: who for t, who in origin.items() if who}  # turn → whose turn it walks from
+    for step in range(reach):
+        onward: dict[str, str] = {}
+        for turn, nxt, said in steps.step(list(ahead), forward=True):
+            if nxt in before or turn not in ahead:
+                continue
+            before[nxt] = turn
+            speaker.setdefault(nxt, said)
+            if step == 0 or said != ahead[turn]:  # the next turn, then the other's reply
+                later.append(nxt)
+            if said != ahead[turn]:
+                onward[nxt] = ahead[turn]
+        ahead = onward
+        if not ahead:
+            break
     # walk back from each turn while the turns are its own speaker's
     frontier = list(origin)
     for _ in range(reach):
@@ -69,7 +87,7 @@ def replies(steps: Steps, ids: Sequence[str], reach: int) -> dict[str, str | Non
         if not frontier:
             break
     out: dict[str, str | None] = {}
-    for turn in [*ids, *(after[t] for t in ids if t in after)]:
+    for turn in [*ids, *later]:
         who = speaker.get(turn)
         if turn in out or not who:
             continue
