@@ -455,3 +455,23 @@ def test_people_no_memory_names_are_embedded_as_pronouns_too(make_memory: MakeMe
     assert strangers(store, flt, "What did we see in Kyoto last spring?", []) == []  # a place
     mem.search("Where did Robin's sister travel?", user="u1")
     assert embedder.queries[-1] == "Where did their sister travel?"
+
+
+@both_backends
+def test_a_name_no_memory_holds_does_not_weigh_the_query_down(make_memory: MakeMemory) -> None:
+    mem = make_memory()
+    mem.add("My sister Ana traveled to Peru last spring.", user="u1", session="s1",
+            speaker="Caroline")  # fmt: skip
+    for i in range(30):
+        mem.add(f"We baked bread number {i} all weekend.", user="u1", session=f"s{i % 5}",
+                speaker="Melanie")  # fmt: skip
+    assert mem.flush(20)
+    # "Robin" is nobody the store knows: the question is the one about "their sister",
+    # so the answer matches it as well as it matches that one (no rarest word unmatched)
+    by_stranger = mem.search("Where did Robin's sister travel?", user="u1", k=1)[0]
+    as_pronoun = mem.search("Where did their sister travel?", user="u1", k=1)[0]
+    assert by_stranger.memory.content == as_pronoun.memory.content
+    assert by_stranger.memory.content.startswith("My sister Ana")
+    assert by_stranger.score == pytest.approx(as_pronoun.score, abs=1e-6)
+    lexical = re.search(r"full text #1 \(bm25 [\d.]+, evidence ([\d.]+)\)", by_stranger.why)
+    assert lexical is not None and lexical.group(0) in as_pronoun.why

@@ -103,20 +103,26 @@ def anchored(
     *,
     limit: int,
     named: list[tuple[str, Entity]] | None = None,
+    unknown: Sequence[str] = (),
 ) -> tuple[GraphLists, Lexical]:
     """Stage 1, before any seed is known: what the query itself names — its entities
     (any intent; kept in ``named``) and its time window — and the full-text search.
     When the entity list holds the memories of the names the query names, the names
     are its constraint, not words to match: the full-text search is for the other words
     (in one person's store their name is in most memories yet rare across everyone's,
-    so a memory sharing only the name would count as a strong match)."""
+    so a memory sharing only the name would count as a strong match). The people it
+    names that no memory does (``unknown``, :func:`strangers`) are no words to match
+    either: no memory can hold them, so they would only weigh the query down."""
     out = GraphLists()
     if named is None:  # ``named``: the entities the query names, when already looked up
         named = store.entities_in_text(flt.namespaces, query)
     out.named = named
-    lexical = named_entities(store, flt, query, named, out, limit=limit) if named else None
+    lexical = None
+    if named:
+        lexical = named_entities(store, flt, query, named, out, limit=limit, unknown=unknown)
     if lexical is None:
-        lexical = fulltext_search(store, flt, query, limit=limit)
+        words = " ".join(without_names(query, [], unknown)) if unknown else query
+        lexical = fulltext_search(store, flt, words, limit=limit)
     window = time_window(query)
     if window is not None:
         out.window = time_strategy(store, flt, query, window, out, limit=limit)
@@ -266,6 +272,7 @@ def named_entities(
     out: GraphLists,
     *,
     limit: int,
+    unknown: Sequence[str] = (),
 ) -> Lexical | None:
     """Memories linked to the entities the query names, ranked by the rest of the query
     (the name is now a constraint, so it no longer counts as a matching word); when the
@@ -274,7 +281,7 @@ def named_entities(
     entities) and the full-text list, returned; None when the full-text search must be
     for the whole query: nothing but the names to search, or no memory the caller sees
     is linked to them (so the name is searched as a word)."""
-    rest = without_names(query, named)
+    rest = without_names(query, named, unknown)
     ids = [e.id for _, e in named]
     words = " ".join(rest)
     match = fts_match(words)

@@ -152,11 +152,12 @@ class Retriever:
         if graphs:  # and the people it calls otherwise: "Mel" for a speaker "Melanie"
             named += nicknamed(self.store, flt, query, named)
             named = with_surnames(self.store, flt, query, named)
+        # the people it names that no memory does: neither embedded nor weighed as words
+        unknown = strangers(self.store, flt, query, named) if graphs else []
         if qv is not None:
             # embed the query on another core (onnxruntime releases the GIL) and scan the
             # vectors right after, there too, while SQLite runs the full-text search and
             # the graph's first stage here; None while the embedder is known to be down
-            unknown = strangers(self.store, flt, query, named) if graphs else []
             vector = qv.start(meaning_query(query, named, unknown), then=scan)
         graph = GraphLists()
         lexical = None
@@ -164,7 +165,7 @@ class Retriever:
             # stage 1, still while the query is being embedded: what the query names,
             # and the full-text search with it (names the entity list holds are its
             # constraint, not words to match)
-            graph, lexical = anchored(self.store, flt, query, limit=n, named=named)
+            graph, lexical = anchored(self.store, flt, query, limit=n, named=named, unknown=unknown)
         query_weight = 0.0
         if "fulltext" in strategies:
             lexical = lexical or fulltext_search(self.store, flt, query, limit=n)
