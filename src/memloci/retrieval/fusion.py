@@ -185,7 +185,7 @@ def fuse_lists(
     ``calibration`` the embedder's (how its cosines become evidence)."""
     lists: dict[str, Scored] = {}
     for name, results in ranked.items():
-        if name in ("vector", "context"):
+        if name in ("vector", "context", "feedback"):
             lists[name] = semantic(
                 results, unrelated=calibration.unrelated, decisive=calibration.decisive
             )

@@ -49,6 +49,7 @@ from memloci.models import (
 )
 from memloci.providers.base import Embedder, Reranker, calibration_of, load_reranker
 from memloci.retrieval.embedding import QueryEmbedding, degraded_note
+from memloci.retrieval.feedback import FEEDBACK_WEIGHT, feedback_vector
 from memloci.retrieval.fusion import (
     Fused,
     Group,
@@ -88,7 +89,13 @@ RECIPES: dict[str, tuple[str, ...]] = {
     "fulltext": ("fulltext",),
     "vector": ("vector",),
 }
-_RAW = {"fulltext": "bm25", "vector": "cosine", "context": "cosine", "rerank": "p"}
+_RAW = {
+    "fulltext": "bm25",
+    "vector": "cosine",
+    "context": "cosine",
+    "feedback": "cosine",
+    "rerank": "p",
+}
 REFINED = ("hybrid", "core")  # get the last stages (questions, reranker); baselines stay as is
 QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discounted)
 PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_person)
@@ -100,6 +107,7 @@ _LABELS = {
     "fulltext": "full text",
     "vector": "meaning",
     "context": "meaning in context",
+    "feedback": "meaning of the best facts",
     "key": "key",
     "temporal": "",
     "causal": "",
@@ -191,6 +199,13 @@ class Retriever:
             "key": self.settings.weight_key,
         }
         fused = self._fuse(ranked, weights, graph, query_weight=query_weight)
+        if graphs and query_vector is not None and not unknown:
+            # the best hits are facts: meaning searched again from where they are
+            moved = feedback_vector(self.store, flt, [f.id for f in fused], query_vector)
+            if moved is not None:
+                ranked["feedback"] = self.store.vector_search(flt, moved, n)
+                weights["feedback"] = FEEDBACK_WEIGHT
+                fused = self._fuse(ranked, weights, graph, query_weight=query_weight)
         if graphs:
             # stage 2: walks from the seeds, the top hits so far
             plan = self.plan(query, vector)
