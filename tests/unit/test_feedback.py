@@ -84,5 +84,5 @@ def test_the_query_moves_toward_the_mean_of_the_best_facts(make_memory: MakeMemo
     # an episode among the best hits: none
     turn = mem.add("I have turtles.", user="u1", session="s1", speaker="Nate")
     assert mem.flush(20)
-    assert feedback_vector(store, flt, [ids[0], turn.id], query) is None
-    assert feedback_vector(store, flt, [], query) is None
+    assert feedback_vector(store, flt, [ids[0], turn.id, ids[1]], query) is None
+    assert feedback_vector(store, flt, ids[:2], query) is None  # fewer than three

@@ -40,10 +40,10 @@ def feedback_vector(
     store: Store, flt: NodeFilter, best: Sequence[str], query: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.float32] | None:
     """The query's vector moved toward the vectors of ``best`` (the best fused hits, best
-    first; the first :data:`FEEDBACK_HITS` are used), unit length; None when any of them
-    is an episode or none has a current vector."""
+    first; the first :data:`FEEDBACK_HITS` are used), unit length; None when there are
+    fewer, when any of them is an episode, or when none has a current vector."""
     ids = list(best[:FEEDBACK_HITS])
-    if not ids:
+    if len(ids) < FEEDBACK_HITS:  # a store of one or two: nothing to learn from
         return None
     nodes = store.get_nodes(flt.namespaces, ids)
     if len(nodes) < len(ids) or any(m.type is NodeType.EPISODIC for m in nodes):
