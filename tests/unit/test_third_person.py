@@ -32,6 +32,10 @@ MakeMemory = Callable[..., Memory]
         ("We moved", "We moved"),  # only the first person singular
         ("i.e. I/O, the -i flag, I-95", "i.e. I/O, the -i flag, I-95"),  # not a pronoun
         ("Did I? Me too.", "Did they? them too."),
+        # typed without the apostrophe
+        ("im so tired, ive been up", "they're so tired, they've been up"),
+        ("Im going. IM me", "they're going. IM them"),  # "IM" (a message) stays
+        ("Jony Ive's design, a whim", "Jony Ive's design, a whim"),
     ],
 )
 def test_third_person(text: str, embedded: str) -> None:

@@ -124,10 +124,11 @@ def reembed(
         memory.close()
         if not yes:
             confirm_or_refuse(
-                "This store's vectors were embedded before memories were embedded in the "
-                'third person ("I moved" as "they moved", 2026-11-27), so its older '
-                "memories rank a little lower by meaning. Rebuild every vector?",
-                "refusing to rebuild the store's vectors (embedded before the third-person "
+                "This store's vectors were embedded in an older form than memories are "
+                'embedded now (the third person: "I moved" as "they moved", "im" as '
+                '"they\'re"; 2026-11-27), so its older memories rank a little lower by '
+                "meaning. Rebuild every vector?",
+                "refusing to rebuild the store's vectors (embedded in an older third-person "
                 "form) without confirmation",
             )
         memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)

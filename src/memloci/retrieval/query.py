@@ -139,9 +139,14 @@ def subjects(query: str, names: Sequence[str]) -> list[str]:
     return out
 
 
+# "im" and "ive", as a chat types "I'm" and "I've" (not "IM", nor the name "Ive")
+_TYPED_FIRST = re.compile(r"(?<![\w'’])(im|Im|ive)(?![\w'’])")
+
+
 def third_person(text: str) -> str:
     """``text`` with the first person singular as the third ("I moved to Lisbon" → "they
-    moved to Lisbon", "my" → "their", "I'm" → "they're"): how memories and queries are
+    moved to Lisbon", "my" → "their", "I'm" → "they're", "im" typed without its
+    apostrophe too): how memories and queries are
     embedded. People say "I" in a chat, and a question asks about them ("Where does the
     user live?" is embedded "Where does they live?", :func:`~memloci.retrieval.graph.
     meaning_query`): the same person is then the same word on both sides."""
@@ -152,13 +157,15 @@ def third_person(text: str) -> str:
             return word + (found.group(2) or "") + (found.group(3) or "")
         return f"they{found.group(2)}{'re' if found.group(3).lower() == 'm' else found.group(3)}"
 
+    text = _TYPED_FIRST.sub(lambda m: "they're" if m.group(1).lower() == "im" else "they've", text)
     return FIRST_PERSON.sub(swap, text)
 
 
 # what :func:`document_text` embeds, recorded in a store with its first vectors
-# (``document_form``): "2" since memories are embedded in the third person (2026-11-27);
-# a store without the record holds form "1" and ``memloci reembed`` rebuilds it
-DOCUMENT_FORM = "2"
+# (``document_form``): "2" since memories are embedded in the third person (2026-11-27),
+# "3" since "im" / "ive" are too (the same day); a store without the record holds form
+# "1"; ``memloci reembed`` rebuilds an older one
+DOCUMENT_FORM = "3"
 
 
 def document_text(content: str, speaker: str | None, key: str | None, subject: str | None) -> str:
