@@ -146,10 +146,10 @@ _TYPED_FIRST = re.compile(r"(?<![\w'’])(im|Im|ive)(?![\w'’])")
 def third_person(text: str) -> str:
     """``text`` with the first person singular as the third ("I moved to Lisbon" → "they
     moved to Lisbon", "my" → "their", "I'm" → "they're", "im" typed without its
-    apostrophe too): how memories and queries are
-    embedded. People say "I" in a chat, and a question asks about them ("Where does the
-    user live?" is embedded "Where does they live?", :func:`~memloci.retrieval.graph.
-    meaning_query`): the same person is then the same word on both sides."""
+    apostrophe too): how memories and queries are embedded. People say "I" in a chat,
+    and a question asks about them ("Where does the user live?" is embedded "Where does
+    they live?", :func:`~memloci.retrieval.graph.meaning_query`): the same person is then
+    the same word on both sides."""
 
     def swap(found: re.Match[str]) -> str:
         word = _THIRD[found.group(1).lower()]
