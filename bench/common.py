@@ -395,6 +395,30 @@ def with_message_evidence(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+# the names questions call the speakers by in ``renamed_questions``: names no memory holds
+STRANGER_NAMES = ("Robin", "Kim", "Sasha", "Noor")
+
+
+def renamed_questions(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations with their questions calling the speakers by names no memory
+    holds ("Robin", "Kim" for Caroline and Melanie), as in real chats whose questions do
+    not use the names the speakers are labelled by: entity lists and speaker labels stop
+    helping, the rest of the ranking must carry."""
+    out = []
+    for conv in convs:
+        speakers = conv.get("speakers") or list(
+            dict.fromkeys(t["speaker"] for t in conv["turns"] if t.get("speaker"))
+        )
+        questions = []
+        for q in conv["questions"]:
+            text = q["question"]
+            for name, alias in zip(speakers, STRANGER_NAMES, strict=False):
+                text = re.sub(rf"\b{re.escape(name)}\b", alias, text)
+            questions.append({**q, "question": text})
+        out.append({**conv, "questions": questions})
+    return out
+
+
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """The conversations as ``split`` stores them: ``turns`` as they are, else cut into
     short messages (:func:`as_messages`) and then as :data:`CHAT_SPLITS` says."""
@@ -410,7 +434,8 @@ def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
 # labelled by names in lower case ("caroline"); ``misspelt`` asked about by misspelt
 # names ("Carroline", "Melania"); ``relabelled`` labelled by the first name, then by a
 # full name ("Caroline", later "Caroline Okafor"); ``pinpoint`` scored by the message that
-# holds the answer, not any message of its turn
+# holds the answer, not any message of its turn; ``renamed`` those asked about by names no
+# memory holds ("Robin" for Caroline)
 CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "messages": list,
     "roles": with_roles,
@@ -424,6 +449,7 @@ CHAT_SPLITS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] =
     "misspelt": with_misspelt_names,
     "relabelled": with_relabelling,
     "pinpoint": with_message_evidence,
+    "renamed": lambda convs: renamed_questions(with_message_evidence(convs)),
 }
 
 

@@ -3,7 +3,7 @@
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
         [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,shortnames,
-                  misspelt,lowerlabels,relabelled,pinpoint]
+                  misspelt,lowerlabels,relabelled,pinpoint,renamed]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -26,13 +26,13 @@ a filler, "lol", "ok", an emoji, after about 30 % of them; never evidence), ``ch
 "Melania"), ``lowerlabels`` (the speakers labelled by their names in lower case,
 "caroline"), ``relabelled`` (labelled by the first name, later by a full name),
 ``pinpoint`` (the messages scored by the message that holds a word of the answer, not by
-any message of its turn).
+any message of its turn), ``renamed`` (pinpoint asked about by names no memory holds,
+"Robin" for Caroline; ``--rename-speakers`` asks any split so).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
@@ -42,6 +42,7 @@ from common import (
     chat_split,
     ingest_turn,
     load_conversations,
+    renamed_questions,
 )
 from memloci import Memory
 
@@ -65,16 +66,6 @@ def open_split(
                 ingest_turn(mem, conv, t, facts)
         mem.flush()
     return mem, convs
-
-
-def rename_speakers(convs: list[dict]) -> None:
-    """Name the speakers differently in the questions than in the turns (Robin, Kim), as
-    in real chats whose questions do not use the speakers' names: entity lists and
-    speaker labels stop helping, the rest of the ranking must carry."""
-    for conv in convs:
-        for q in conv["questions"]:
-            for name, alias in zip(conv["speakers"], ("Robin", "Kim"), strict=False):
-                q["question"] = re.sub(rf"\b{re.escape(name)}\b", alias, q["question"])
 
 
 def evaluate(
@@ -125,11 +116,13 @@ def main() -> int:
     for split in args.splits.split(","):
         data = FACTS if split == "facts" else DEFAULT_DATA
         mem, convs = open_split(
-            base / f"{split}.db", data, split == "facts", args.reranker, args.embedder,
+            # the renamed split stores what pinpoint stores: one store for both
+            base / f"{'pinpoint' if split == 'renamed' else split}.db",
+            data, split == "facts", args.reranker, args.embedder,
             split=split,
         )  # fmt: skip
         if args.rename_speakers:
-            rename_speakers(convs)
+            convs = renamed_questions(convs)
         for recipe in args.recipes.split(","):
             t = time.perf_counter()
             cats: dict[str, list[int]] = {}

@@ -5,7 +5,7 @@ plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
         [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,
-                  shortnames,misspelt,lowerlabels,relabelled,pinpoint,first]
+                  shortnames,misspelt,lowerlabels,relabelled,pinpoint,renamed,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
@@ -31,6 +31,8 @@ Relabelled: by the first name in the first half of the sessions, by a full name 
 rest, "Caroline" then "Caroline Okafor" (``common.with_relabelling``). Pinpoint: the
 messages scored by the message that holds the answer (a word of it), not by any message
 of its turn, as a real chat's evidence names one message (``common.with_message_evidence``).
+Renamed: pinpoint with the questions calling the speakers by names no memory holds,
+"Robin" for Caroline (``common.renamed_questions``), as a real chat's questions may.
 Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
@@ -161,7 +163,7 @@ def main() -> int:
     ap.add_argument(
         "--splits",
         default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,"
-        "shortnames,misspelt,lowerlabels,relabelled,pinpoint,first",
+        "shortnames,misspelt,lowerlabels,relabelled,pinpoint,renamed,first",
         help="which tables to run",
     )
     ap.add_argument(

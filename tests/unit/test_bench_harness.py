@@ -137,6 +137,26 @@ def test_the_pinpoint_split_scores_the_message_that_holds_the_answer() -> None:
     assert [q["evidence"] for q in out["questions"]] == [["D1:10.1"], ["D1:10.1", "D1:10.2"]]
 
 
+def test_the_renamed_split_asks_by_names_no_memory_holds() -> None:
+    turns = [
+        {"id": "D1:1", "speaker": "Caroline", "text": "I went to a support group. Melanie?"},
+        {"id": "D1:2", "speaker": "Melanie", "text": "I painted a sunrise."},
+    ]
+    questions = [
+        {"question": "What did Melanie paint?", "answer": "a sunrise", "evidence": ["D1:2"]},
+        {"question": "Where did Caroline go?", "answer": "support group", "evidence": ["D1:1"]},
+    ]
+    conv = {"conv_id": "c", "speakers": ["Caroline", "Melanie"], "turns": turns}
+    out = chat_split([{**conv, "questions": questions}], "renamed")[0]
+    assert [q["question"] for q in out["questions"]] == [
+        "What did Kim paint?",
+        "Where did Robin go?",
+    ]
+    # the messages and their evidence as in pinpoint; the memories keep their names
+    assert [q["evidence"] for q in out["questions"]] == [["D1:2.1"], ["D1:1.1"]]
+    assert out["turns"][0]["speaker"] == "Caroline" and "Melanie?" in out["turns"][1]["text"]
+
+
 def test_the_benchmark_runs_on_a_corpus_in_another_format(tmp_path: Path) -> None:
     turns = [
         ("1", "Priya", "2024-02-01T10:00:00Z", "I adopted a greyhound called Pixel last week."),
