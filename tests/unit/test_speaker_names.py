@@ -460,11 +460,12 @@ def test_people_no_memory_names_are_embedded_as_pronouns_too(make_memory: MakeMe
 @both_backends
 def test_a_name_no_memory_holds_does_not_weigh_the_query_down(make_memory: MakeMemory) -> None:
     mem = make_memory()
+    may = datetime(2023, 5, 8, tzinfo=UTC)
     mem.add("My sister Ana traveled to Peru last spring.", user="u1", session="s1",
-            speaker="Caroline")  # fmt: skip
+            speaker="Caroline", event_time=may)  # fmt: skip
     for i in range(30):
         mem.add(f"We baked bread number {i} all weekend.", user="u1", session=f"s{i % 5}",
-                speaker="Melanie")  # fmt: skip
+                speaker="Melanie", event_time=may)  # fmt: skip
     assert mem.flush(20)
     # "Robin" is nobody the store knows: the question is the one about "their sister",
     # so the answer matches it as well as it matches that one (no rarest word unmatched)
@@ -475,3 +476,9 @@ def test_a_name_no_memory_holds_does_not_weigh_the_query_down(make_memory: MakeM
     assert by_stranger.score == pytest.approx(as_pronoun.score, abs=1e-6)
     lexical = re.search(r"full text #1 \(bm25 [\d.]+, evidence ([\d.]+)\)", by_stranger.why)
     assert lexical is not None and lexical.group(0) in as_pronoun.why
+    # nor the time list's, inside the window the question names
+    by_stranger = mem.search("Where did Robin's sister travel in May 2023?", user="u1", k=1)[0]
+    as_pronoun = mem.search("Where did their sister travel in May 2023?", user="u1", k=1)[0]
+    timed = re.search(r"time: May 2023 \([\d.]+\)", by_stranger.why)
+    assert timed is not None and timed.group(0) in as_pronoun.why
+    assert by_stranger.score == pytest.approx(as_pronoun.score, abs=1e-6)

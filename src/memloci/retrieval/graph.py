@@ -112,20 +112,22 @@ def anchored(
     (in one person's store their name is in most memories yet rare across everyone's,
     so a memory sharing only the name would count as a strong match). The people it
     names that no memory does (``unknown``, :func:`strangers`) are no words to match
-    either: no memory can hold them, so they would only weigh the query down."""
+    either, here or in the time list: no memory can hold them, so they would only weigh
+    the query down."""
     out = GraphLists()
     if named is None:  # ``named``: the entities the query names, when already looked up
         named = store.entities_in_text(flt.namespaces, query)
     out.named = named
+    # the words to match: the query's, less the people no memory names
+    asked = " ".join(without_names(query, [], unknown)) if unknown else query
     lexical = None
     if named:
         lexical = named_entities(store, flt, query, named, out, limit=limit, unknown=unknown)
     if lexical is None:
-        words = " ".join(without_names(query, [], unknown)) if unknown else query
-        lexical = fulltext_search(store, flt, words, limit=limit)
+        lexical = fulltext_search(store, flt, asked, limit=limit)
     window = time_window(query)
     if window is not None:
-        out.window = time_strategy(store, flt, query, window, out, limit=limit)
+        out.window = time_strategy(store, flt, asked, window, out, limit=limit)
     return out, lexical
 
 
