@@ -93,8 +93,9 @@ def reembed(
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
 ) -> None:
-    """Embed everything pending; after switching models (or for vectors embedded in an
-    older form), rebuild every vector."""
+    """Embed what is pending, or rebuild every vector after switching models.
+
+    A store whose vectors were embedded in an older form is offered a rebuild too."""
     from memloci.worker import outdated_form
 
     if embedder is EmbedderName.NONE:

@@ -59,12 +59,11 @@ LAZY: dict[str, Lazy] = {
     "chat": Lazy(_CLI + "cli_chat", "chat",
                  "Talk to an agent with memory (a REPL, or one run with -p).", "CHAT_EXAMPLES"),
     "run": Lazy(_CLI + "cli_run", "run",
-                "Run an agent without a person: one task (-p), or on triggers (--every, "
-                "--webhook,\nthe role's triggers:).", "RUN_EXAMPLES"),
+                "Run an agent without a person: one task (-p), or on triggers.",
+                "RUN_EXAMPLES"),
     "migrate": Lazy(_CLI + "cli_migrate", "migrate",
-                    "Copy everything (memories, vectors, versions, edges, entities, users, "
-                    "threads,\nsessions, knowledge, API keys) from one store to another, then "
-                    "verify the counts.", "MIGRATE_EXAMPLES"),
+                    "Copy one store into another (SQLite or PostgreSQL), then verify the "
+                    "counts.", "MIGRATE_EXAMPLES"),
 }  # fmt: skip
 
 

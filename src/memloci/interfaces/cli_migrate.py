@@ -46,10 +46,11 @@ def migrate(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Copy everything (memories, vectors, versions, edges, entities, users, threads,
-    sessions, knowledge, API keys) from one store to another, then verify the counts.
+    """Copy one store into another (SQLite or PostgreSQL), then verify the counts.
 
-    The target must be empty unless --force. Passwords in URLs are never printed."""
+    Everything is copied: memories, vectors, versions, edges, entities, users, threads,
+    sessions, knowledge and API keys. The target must be empty unless --force.
+    Passwords in URLs are never printed."""
     with progress_bar(quiet=as_json) as bar:
         task = bar.add_task("reading the source", total=None)
 

@@ -83,8 +83,9 @@ def run(
                      show_default=False),
     ] = None,
 ) -> None:  # fmt: skip
-    """Run an agent without a person: one task (-p), or on triggers (--every, --webhook,
-    the role's triggers:)."""
+    """Run an agent without a person: one task (-p), or on triggers.
+
+    Triggers: a schedule (--every), a webhook (--webhook), or the role file's triggers:."""
     role = load_role(role_file, agent=agent)
     triggers = _triggers(role, prompt, every, webhook)
     if not triggers and prompt is None:
