@@ -41,6 +41,19 @@ def test_each_listed_help_line_is_the_commands_own(name: str) -> None:
     assert LAZY[name].help == _help_line(name)
 
 
+@pytest.mark.parametrize("name", [*LAZY, "reembed", "demo"])
+def test_each_listed_help_line_is_one_sentence_on_one_line(name: str) -> None:
+    """The root help lists a command by its summary: one line, so it never breaks
+    mid-sentence ("(--every, --webhook," then the rest on a line of its own)."""
+    if name in LAZY:
+        line = LAZY[name].help
+    else:
+        from memloci.interfaces import cli
+
+        line = (inspect.getdoc(getattr(cli, name)) or "").split("\n\n")[0]
+    assert line and "\n" not in line, repr(line)
+
+
 def test_root_help_imports_no_command_module() -> None:
     done = help_loading(
         ["--help"],
