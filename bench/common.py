@@ -118,6 +118,16 @@ def ingest_turn(mem: Any, conv: dict[str, Any], turn: dict[str, Any], facts: boo
     )
 
 
+def settle(mem: Any) -> None:
+    """Wait until a store written by the benchmarks has caught up: every memory embedded,
+    the sessions left behind consolidated in the background (``flush()`` waits for the
+    embedding only, and on PostgreSQL the last sessions' facts came later), and the facts
+    drawn from them embedded too — so both backends are scored on the same store."""
+    mem.flush()
+    mem.service.wait_for_consolidation()
+    mem.flush()
+
+
 def turn_text(turn: dict[str, Any]) -> str:
     text = str(turn.get("text", "")).strip()
     caption = turn.get("image_caption")

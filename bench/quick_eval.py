@@ -43,6 +43,7 @@ from common import (
     ingest_turn,
     load_conversations,
     renamed_questions,
+    settle,
 )
 from memloci import Memory
 
@@ -64,7 +65,7 @@ def open_split(
         for conv in convs:
             for t in conv["turns"]:
                 ingest_turn(mem, conv, t, facts)
-        mem.flush()
+        settle(mem)
     return mem, convs
 
 

@@ -60,6 +60,7 @@ from common import (
     data_path,
     ingest_turn,
     load_conversations,
+    settle,
     table,
     turn_text,
 )
@@ -198,7 +199,7 @@ def run_split(
         t0 = time.perf_counter()
         for conv in convs:
             ingest(mem, conv, facts)
-        mem.flush()
+        settle(mem)
         ingest_s = time.perf_counter() - t0
         turns = sum(len(c["turns"]) for c in convs)
         plain = PlainBM25(convs)

@@ -191,3 +191,25 @@ def test_the_benchmark_runs_on_a_corpus_in_another_format(tmp_path: Path) -> Non
     figures = json.loads(out.read_text())
     for split in ("turns", "facts", "roles"):
         assert figures[split]["hybrid"]["any@10"] == 1.0, (split, figures[split])
+
+
+def test_a_settled_bench_store_has_consolidated_the_sessions_left_behind(
+    tmp_path: Path,
+) -> None:
+    """``flush()`` waits for the embedding only; the benchmarks score a store whose
+    earlier sessions the background has consolidated too (on PostgreSQL their facts came
+    after ``flush()``), so both backends are scored on the same store."""
+    from common import settle
+
+    from memloci import Memory
+
+    mem = Memory(str(tmp_path / "b.db"), reinforce_on_search=False)
+    try:
+        for session in ("s1", "s2", "s3"):
+            for text in ("I adopted a puppy named Max", "My sister lives in Porto"):
+                mem.add(text, user="c1", session=session, speaker="Ana")
+        settle(mem)
+        pending = mem.service.store.pending_sessions("default", user="c1")
+        assert [p.session for p in pending] == ["s3"]  # only the current one waits
+    finally:
+        mem.close()
