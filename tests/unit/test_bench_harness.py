@@ -200,7 +200,6 @@ def test_a_settled_bench_store_has_consolidated_the_sessions_left_behind(
     earlier sessions the background has consolidated too (on PostgreSQL their facts came
     after ``flush()``), so both backends are scored on the same store."""
     from common import settle
-
     from memloci import Memory
 
     mem = Memory(str(tmp_path / "b.db"), reinforce_on_search=False)
