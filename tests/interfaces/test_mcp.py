@@ -177,6 +177,13 @@ def test_http_respects_api_keys_and_namespaces(mem: Memory) -> None:
             f"{url}?user=%20", json={}, headers={"Authorization": f"Bearer {writer}"}
         )
         assert blank.status_code == 400 and blank.json()["error"]["code"] == "invalid_input"
+        for empty in ("user=", "agent=", "namespace=team-a&user="):
+            # an unfilled template must not drop the binding and open every user's memories
+            unbound = httpx.post(
+                f"{url}?{empty}", json={}, headers={"Authorization": f"Bearer {writer}"}
+            )
+            assert unbound.status_code == 400, empty
+            assert unbound.json()["error"]["code"] == "invalid_input"
 
         async def scenario() -> tuple[str, str, str]:
             async with _keyed(f"{url}?user=sam", writer) as client:  # first namespace: team-a

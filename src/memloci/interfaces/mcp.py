@@ -204,6 +204,8 @@ async def _http_caller(service: MemoryService, request: Request) -> McpCaller:
         first = key.namespaces[0] if key is not None and key.namespaces else "*"
         namespace = service.settings.namespace if first == "*" else first
     namespace = key_caller.check(namespace, write=False)
-    user, agent = query.get("user") or None, query.get("agent") or None
+    # a parameter given empty ("?user=", an unfilled template) is refused by the id check,
+    # never read as "no binding": that would open every user's memories
+    user, agent = query.get("user"), query.get("agent")
     tools = Tools(service, namespace=namespace, user=user, agent=agent)
     return McpCaller(tools, may_write=key is None or bool(key.allows(namespace, True)))
