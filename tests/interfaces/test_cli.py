@@ -251,6 +251,14 @@ def test_clear_one_user_with_yes(db: Path) -> None:
     assert ids(db, "--include-forgotten") == [mine]
 
 
+def test_clear_without_a_store_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "none.db"
+    result = run(missing, "memory", "clear", "--yes")
+    assert result.exit_code == 0 and result.stdout.strip() == "No memory store found."
+    assert json.loads(ok(missing, "memory", "clear", "--json").stdout)["found"] is False
+    assert not missing.exists()
+
+
 # ---------------------------------------------------------------------- reembed
 def test_reembed_switches_models_only_with_yes(db: Path) -> None:
     add(db, "first turn")

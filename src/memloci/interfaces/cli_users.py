@@ -63,8 +63,10 @@ def forget(
     namespace: NsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Forget a person: every memory, version, vector, edge, thread, identifier and entity
-    only they mention, in one transaction; then scrub the file of their text. Needs --yes."""
+    """Forget a person completely; asks first (or --yes).
+
+    Every memory, version, vector, edge, thread, identifier and entity only they
+    mention goes in one transaction; then the file is scrubbed of their text."""
     with open_memory(db, namespace, EmbedderName.NONE, must_exist=True) as m:
         ns = m.settings.namespace
         if not yes:

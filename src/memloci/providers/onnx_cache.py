@@ -9,11 +9,14 @@ optimisation off. The computation is the same graph: embeddings are identical.
 
 Where: ``$MEMLOCI_CACHE_DIR/onnx`` if that variable is set (``off`` turns the cache
 off), else ``$XDG_CACHE_HOME/memloci/onnx``, else ``~/.cache/memloci/onnx``; one folder
-(~90 MB for MiniLM) per model file, onnxruntime version and machine type. A new version
-of either replaces the old folder. Safe across processes: a copy is written to a
-private folder and renamed into place whole; a copy that fails its check (the model's
-output for a probe input, stored beside it) is deleted and the model opened from its
-original file. Any failure to write or read the cache only costs the time it would save.
+(35–90 MB) per model, onnxruntime version and machine type. A model is known by its
+file's name, size and first and last 64 KiB, not by where it is installed, so every
+virtualenv holding the same wheel shares one folder; a new onnxruntime version replaces
+the model's old folder, and folders of an older layout of the cache are removed. Safe
+across processes: a copy is written to a private folder and renamed into place whole; a
+copy that fails its check (the model's output for a probe input, stored beside it) is
+deleted and the model opened from its original file. Any failure to write or read the
+cache only costs the time it would save.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import hashlib
 import logging
 import os
 import platform
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -32,7 +36,7 @@ import numpy as np
 
 log = logging.getLogger("memloci.providers")
 
-FORMAT = 1  # bump when what is saved, or how, changes
+FORMAT = 2  # bump when what is saved, or how, changes
 _OFF = {"", "0", "off", "false", "no", "none"}
 _MODEL, _WEIGHTS, _PROBE = "model.onnx", "weights.bin", "probe.npy"
 _STALE_TMP_S = 3600.0
@@ -52,12 +56,23 @@ def cache_root() -> Path | None:
     return Path(base).expanduser() / "memloci" / "onnx"
 
 
+_SAMPLE = 64 * 1024
+# a folder of FORMAT 1, named after the model's install path (one per virtualenv)
+_OLD_LAYOUT = re.compile(r"[0-9a-f]{12}-[0-9a-f]{16}")
+
+
 def _names(model: Path, version: str) -> tuple[str, str]:
-    """(prefix naming the model file, full folder name naming this copy of it)."""
-    resolved = str(model.resolve())
-    stat = model.stat()
-    prefix = hashlib.sha256(resolved.encode()).hexdigest()[:12]
-    ident = f"{FORMAT}|{resolved}|{stat.st_size}|{stat.st_mtime_ns}|{version}|{platform.machine()}"
+    """(prefix naming the model, full folder name naming this copy of it). The model is
+    named by its content (name, size, first and last 64 KiB), wherever it is installed;
+    a copy that matches by name but not by output is rebuilt (the probe check)."""
+    size = model.stat().st_size
+    digest = hashlib.sha256(f"{model.name}|{size}|".encode())
+    with model.open("rb") as f:
+        digest.update(f.read(_SAMPLE))
+        f.seek(max(0, size - _SAMPLE))
+        digest.update(f.read(_SAMPLE))
+    prefix = f"v{FORMAT}-{digest.hexdigest()[:12]}"
+    ident = f"{version}|{platform.machine()}"
     return prefix, f"{prefix}-{hashlib.sha256(ident.encode()).hexdigest()[:16]}"
 
 
@@ -163,11 +178,13 @@ def _build(
 
 
 def _drop_stale(root: Path, prefix: str, *, keep: str) -> None:
-    """Remove older copies of the same model file and abandoned private folders."""
+    """Remove older copies of the same model, copies of the cache's older layout and
+    abandoned private folders."""
     now = time.time()
     for path in root.iterdir():
         name = path.name
         old_copy = name.startswith(prefix + "-") and name != keep
+        old_copy = old_copy or bool(_OLD_LAYOUT.fullmatch(name))
         try:
             abandoned = name.startswith(".tmp-") and now - path.stat().st_mtime > _STALE_TMP_S
         except OSError:
