@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
@@ -89,7 +90,7 @@ class AsyncMemory:
 
     def __init__(
         self,
-        path: str | None = None,
+        path: str | os.PathLike[str] | None = None,
         *,
         namespace: str | None = None,
         embedder: Embedder | str | None = "local",
@@ -99,6 +100,8 @@ class AsyncMemory:
         **options: Any,
     ) -> None:
         overrides: dict[str, Any] = dict(options)
+        if isinstance(path, os.PathLike):  # a pathlib.Path, as a user would pass
+            path = os.fspath(path)
         if path is not None:
             overrides["path"] = path
         if namespace is not None:
@@ -408,7 +411,7 @@ class Memory:
     """Long-term memory for an agent (sync). Same arguments and methods as
     :class:`AsyncMemory`; ``Memory()`` opens ``./memloci.db``."""
 
-    def __init__(self, path: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
@@ -531,5 +534,5 @@ class Memory:
         self.close()
 
 
-async def _build(path: str | None, kwargs: dict[str, Any]) -> AsyncMemory:
+async def _build(path: str | os.PathLike[str] | None, kwargs: dict[str, Any]) -> AsyncMemory:
     return AsyncMemory(path, **kwargs)

@@ -76,6 +76,20 @@ def test_add_then_search_finds_it(db: Path) -> None:
     assert turn not in ok(db, "memory", "search", "greyhound", "--type", "semantic").stdout
 
 
+def test_context_prints_the_block_the_sdk_builds(db: Path) -> None:
+    from memloci import Memory
+
+    mid = remember(db, "Sam is vegetarian", "--user", "sam")["memory"]["id"]
+    remember(db, "Alex eats everything", "--user", "alex", "--scope", "user")
+    printed = ok(db, "memory", "context", "Plan a dinner", "--user", "sam").stdout
+    with Memory(db, embedder="fake") as m:
+        assert printed == m.context("Plan a dinner", user="sam") + "\n"
+    assert f"[id:{mid}] Sam is vegetarian" in printed and "Alex" not in printed
+    small = as_json(db, "memory", "context", "--user", "sam", "--budget", "300")
+    assert 0 < small["tokens"] <= 300 and small["context"] in printed
+    assert run(db, "memory", "context", "--budget", "0").exit_code == 2
+
+
 def test_add_options_are_stored(db: Path) -> None:
     meta = '{"source": "email"}'
     turn = add(db, "Flight at nine", "--speaker", "Sam", "--event-time", "2024-05-01T09:00:00",

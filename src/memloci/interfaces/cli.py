@@ -218,6 +218,7 @@ def demo(
     for line in (
         f"memloci memory search 'weekend trip with the dog' --user sam {flags}",
         f"memloci memory list --type semantic {flags}",
+        f"memloci memory context 'Can you plan a Saturday for me?' --user sam {flags}",
         f"memloci memory remember 'Sam is learning Portuguese' --user sam {flags}",
         f"memloci memory stats {flags}",
         f"memloci serve {flags}   (the web UI: every tab filled)",

@@ -393,6 +393,45 @@ def search(
 
 
 @memory_app.command(
+    "context",
+    epilog=examples(
+        "memloci memory context 'Can you plan a Saturday for me?' --user sam",
+        "memloci memory context --user sam --budget 500",
+        "memloci memory context 'deploy the API' --json",
+    ),
+)
+def context(
+    prompt: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[PROMPT]",
+            help="The message the block is for (left out: the cacheable part only).",
+        ),
+    ] = None,
+    user: UserOpt = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(help="Tokens the block may use (default: the store's context_budget)."),
+    ] = None,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The memory block an agent puts in its prompt, within a token budget."""
+    from memloci.context import estimate_tokens
+
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        block = m.context(prompt, user=user, budget=budget)
+    if as_json:
+        emit_json({"context": block, "tokens": estimate_tokens(block)})
+    elif block:
+        typer.echo(block)
+    else:
+        note("No memories to put in the context.")
+
+
+@memory_app.command(
     "list",
     epilog=examples(
         "memloci memory list role.yaml",
