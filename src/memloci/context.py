@@ -3,13 +3,15 @@
 The cacheable part (learned procedures, then "Your Memory" grouped by category)
 comes first. It gets a fixed 40 % of the budget and depends only on the memory set:
 when not every fact fits, the ones kept are chosen by a rule that ignores the prompt
-and anything a read changes (protected facts first, then the most recently written),
-then shown by category and creation time — so the same memories give byte-identical
-text whatever the prompt, however often they are searched or decayed. The parts that
-depend on the prompt come last, each within its share of the budget: entity profiles
-("People and Things", 25 %), temporal context ("Timeline", 25 %) and evidence
-("Relevant Past Conversations", 10 %); relevant facts that did not fit in the cacheable
-part ("Relevant Facts") take what those sections leave.
+and anything a read changes (protected facts first, then the most recently written,
+in that order until the room is full), then shown by category and creation time — so
+the same memories give byte-identical text whatever the prompt, however often they are
+searched or decayed. The parts that depend on the prompt come last, each within its
+share of the budget and the room left: entity profiles ("People and Things", 25 %),
+temporal context ("Timeline", 25 %) and evidence (10 %: triggered procedures for the
+task first, then "Relevant Past Conversations"); relevant facts that did not fit in the
+cacheable part ("Relevant Facts") take what those sections leave. The shares add up to
+the budget, and the whole block never exceeds it by :func:`estimate_tokens`.
 """
 
 from __future__ import annotations
@@ -57,21 +59,34 @@ def _memory_block(facts: Sequence[MemoryNode]) -> str:
 def _fit(facts: Sequence[MemoryNode], chars: int) -> list[MemoryNode]:
     """The facts kept when not all fit in ``chars``: protected ones (confirmed, decay rate
     0) first, then the most recently written. Nothing a read changes (confidence,
-    access counts) and nothing the prompt says takes part, so the choice is stable."""
-    ranked = sorted(facts, key=lambda n: (n.decay_rate > 0, -n.updated_at.timestamp(), n.id))
-    spent = len(_memory_block([]))
+    access counts) and nothing the prompt says takes part, so the choice is stable.
+
+    The kept facts are a prefix of that ranking: the first fact that does not fit in the
+    room left ends the list, so an older, shorter fact never takes the place of a newer
+    one. Only a fact too long for the whole room (it could never be shown) is passed over.
+    """
+    ranked = sorted(facts, key=_keep_rank)
+    empty = len(_memory_block([]))
+    spent = empty
     seen: set[str] = set()
     chosen: list[MemoryNode] = []
     for node in ranked:
-        cost = len(_fact_line(node)) + 1
-        if node.category not in seen:
-            cost += len(f"### {node.category.replace('_', ' ').title()}") + 2
+        line = len(_fact_line(node)) + 1
+        header = len(f"### {node.category.replace('_', ' ').title()}") + 2
+        cost = line + (header if node.category not in seen else 0)
         if spent + cost > chars:
-            continue
+            if empty + line + header > chars:
+                continue  # too long to show at this budget at all
+            break
         chosen.append(node)
         seen.add(node.category)
         spent += cost
     return chosen
+
+
+def _keep_rank(node: MemoryNode) -> tuple[bool, float, str]:
+    """Protected first, then the most recently written (the stores' ``"protected"`` order)."""
+    return (node.decay_rate > 0, -node.updated_at.timestamp(), node.id)
 
 
 def _stable_order(nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
@@ -139,8 +154,11 @@ def build_context_parts(
     — entity profiles 25 %, temporal context 25 %, evidence 10 % of ``budget`` scaled
     to it, then ``relevant`` facts not shown above in what is left. ``task_procedures``
     (triggered procedures that apply to the prompt) come first, within the evidence
-    share. Same inputs, same
-    bytes; the cacheable part depends on ``facts``, ``procedures`` and ``budget`` only.
+    share (the evidence gets what they leave of it). No section takes more than the
+    room left, so without ``dynamic_budget`` the whole block (headers and separators
+    included) is at most ``budget`` tokens by :func:`estimate_tokens`; with it, at most
+    ``STABLE_SHARE`` of ``budget`` plus ``dynamic_budget``. Same inputs, same bytes;
+    the cacheable part depends on ``facts``, ``procedures`` and ``budget`` only.
     """
     stable_room = int(budget * STABLE_SHARE)
     stable, shown = _stable_part(facts, procedures, stable_room)
@@ -153,25 +171,29 @@ def build_context_parts(
         (
             "## Procedures for This Task",
             [_fact_line(p) for p in task_procedures],
-            SHARES["evidence"],
+            "evidence",
         ),
         (
             "## People and Things",
             [_entity_line(p) for p in entities if p.entity.summary or p.facts],
-            SHARES["entities"],
+            "entities",
         ),
-        ("## Timeline", [_episode_line(n, 240) for n in _by_time(timeline)], SHARES["timeline"]),
+        ("## Timeline", [_episode_line(n, 240) for n in _by_time(timeline)], "timeline"),
         (
             "## Relevant Past Conversations",
             [_episode_line(n, 600) for n in _by_time(evidence)],
-            SHARES["evidence"],
+            "evidence",
         ),
     )
+    # each section's share, of which it may use no more than the room left; the task's
+    # procedures and the evidence share one (the procedures first)
+    shares = {name: int(scale * share) for name, share in SHARES.items() if name != "facts"}
     for title, lines, share in sections:
-        text = _section(title, lines, int(scale * share)) if lines and scale else ""
+        text = _section(title, lines, min(shares[share], room)) if lines and scale else ""
         if text:
             parts[title] = text
             room -= estimate_tokens(text) + 1
+            shares[share] -= estimate_tokens(text) + 1
     extra = [_fact_line(n) for n in relevant if n.id not in shown]
     if extra and room > 0:
         text = _section("## Relevant Facts", extra, room)

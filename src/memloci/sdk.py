@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -16,6 +16,7 @@ from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import (
+    Explanation,
     KnowledgeHit,
     MemoryNode,
     MemoryVersion,
@@ -24,6 +25,16 @@ from memloci.models import (
     WriteResult,
 )
 from memloci.providers.base import Embedder
+from memloci.sdk_args import (
+    CONTEXT,
+    SEARCH,
+    TURN,
+    ContextFilters,
+    SearchFilters,
+    TurnOptions,
+    keywords,
+    known,
+)
 from memloci.service import MemoryService
 from memloci.storage.base import NodeFilter, Store
 
@@ -42,40 +53,6 @@ if TYPE_CHECKING:  # loaded on first use: a plain search needs none of these
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-class TurnOptions(TypedDict, total=False):
-    """Where a conversation turn belongs and who said it (all optional)."""
-
-    user: str | None
-    session: str | None
-    speaker: str | None
-    role: str | None
-    agent: str | None
-    event_time: datetime | None
-    metadata: Mapping[str, Any] | None
-    namespace: str | None
-
-
-class ContextFilters(TypedDict, total=False):
-    """Who is asking: the memories they may see."""
-
-    user: str | None
-    agent: str | None
-    session: str | None
-    namespace: str | Sequence[str] | None
-
-
-class SearchFilters(ContextFilters, total=False):
-    """Search filters (all optional)."""
-
-    type: Any
-    category: Any
-    scope: Any
-    after: str | datetime | None
-    before: str | datetime | None
-    min_confidence: float | None
-    as_of: str | datetime | None
 
 
 class AsyncMemory:
@@ -145,6 +122,7 @@ class AsyncMemory:
         Options: ``user``, ``session``, ``speaker``, ``role``, ``agent``, ``event_time``,
         ``metadata``, ``namespace``.
         """
+        known("add", turn, TURN)
         nodes = await self.service.add(content, **turn)
         return nodes[0] if isinstance(content, str) else nodes
 
@@ -157,6 +135,7 @@ class AsyncMemory:
         several), ``type``, ``category``, ``scope``, ``after`` / ``before`` (``last_week``,
         ``7d``, ISO dates…), ``min_confidence``, ``as_of``.
         """
+        known("search", filters, SEARCH)
         return await self.service.search(query, self._flt(**filters), k=k, recipe=recipe)
 
     async def context(
@@ -167,7 +146,21 @@ class AsyncMemory:
         **filters: Unpack[ContextFilters],
     ) -> str:
         """A markdown block for the system prompt, within ``budget`` tokens."""
+        known("context", filters, CONTEXT)
         return await self.service.context(prompt, self._flt(**filters), budget=budget)
+
+    async def context_parts(
+        self,
+        prompt: str | None = None,
+        *,
+        budget: int | None = None,
+        **filters: Unpack[ContextFilters],
+    ) -> tuple[str, str]:
+        """:meth:`context` in two parts, ``(cacheable, dynamic)``: the cacheable part
+        (procedures without triggers and "Your Memory") changes only when the memory set
+        does; the dynamic part is what the prompt brings up."""
+        known("context_parts", filters, CONTEXT)
+        return await self.service.context_parts(prompt, self._flt(**filters), budget=budget)
 
     async def clear(
         self, *, owner: str | None = None, namespace: str | None = None, type: Any = None
@@ -194,16 +187,19 @@ class AsyncMemory:
 
     async def remember(self, /, content: str, **kwargs: Any) -> WriteResult:
         """Store a fact; see :meth:`MemoryService.remember` for the options."""
+        known("remember", kwargs, keywords(MemoryService.remember))
         return await self.service.remember(content, **kwargs)
 
     async def update(
         self, /, memory_id: str, content: str | None = None, **kwargs: Any
     ) -> WriteResult:
         """Change a memory: same id, new version."""
+        known("update", kwargs, keywords(MemoryService.update))
         return await self.service.update(memory_id, content, **kwargs)
 
     async def correct(self, /, memory_id: str, content: str, **kwargs: Any) -> WriteResult:
         """Replace a fact by a new one that supersedes it."""
+        known("correct", kwargs, keywords(MemoryService.correct))
         return await self.service.correct(memory_id, content, **kwargs)
 
     async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
@@ -230,17 +226,42 @@ class AsyncMemory:
 
     async def lookup(self, /, key: str, **kwargs: Any) -> MemoryNode | None:
         """The fact under ``key``, walking session → user → agent → global."""
+        known("lookup", kwargs, keywords(MemoryService.lookup))
         return await self.service.lookup(key, **kwargs)
 
     async def learn_procedure(self, /, content: str, **kwargs: Any) -> WriteResult:
+        """A standing instruction, or with ``triggers={"goal_contains": [...]}`` one for
+        the goals that mention those words; see :meth:`MemoryService.learn_procedure`."""
+        known("learn_procedure", kwargs, keywords(MemoryService.learn_procedure))
         return await self.service.learn_procedure(content, **kwargs)
 
     async def record_episode(self, /, content: str, **kwargs: Any) -> WriteResult:
+        known("record_episode", kwargs, keywords(MemoryService.record_episode))
         return await self.service.record_episode(content, **kwargs)
 
     async def record_procedure_use(self, /, memory_id: str, **kwargs: Any) -> MemoryNode:
         """Count one use of a procedure (``success=``, ``duration_ms=`` when known)."""
+        known("record_procedure_use", kwargs, keywords(MemoryService.record_procedure_use))
         return await self.service.record_procedure_use(memory_id, **kwargs)
+
+    async def explain(self, memory_id: str, *, namespace: str | None = None) -> Explanation:
+        """Where a memory comes from: its versions, what it supersedes and what superseded
+        it, the episodes it was derived from, its entities and edges."""
+        return await self.service.explain(memory_id, namespace=namespace)
+
+    async def weak_facts(
+        self,
+        *,
+        user: str | None = None,
+        namespace: str | None = None,
+        limit: int = 20,
+        threshold: float = 0.3,
+    ) -> list[tuple[MemoryNode, float]]:
+        """Current facts (visible to ``user``, if given) that are fading: retention below
+        ``threshold``, weakest first, as ``(memory, retention)`` pairs."""
+        return await self.service.weak_facts(
+            namespace=namespace, user=user, limit=limit, threshold=threshold
+        )
 
     async def stats(self, namespace: str | Sequence[str] | None = None) -> StoreStats:
         nss = [namespace] if isinstance(namespace, str) else namespace
@@ -284,6 +305,11 @@ class AsyncMemory:
                 return text.splitlines(keepends=True)
             except FileNotFoundError:
                 raise NotFoundError(f"no file {path!r}", hint="check the path") from None
+            except IsADirectoryError:
+                raise ValidationError(
+                    f"{path!r} is a directory, not an export file",
+                    hint="give the path of a `memloci memory export` file",
+                ) from None
             except (OSError, UnicodeDecodeError) as exc:
                 raise ValidationError(f"cannot read {path!r}: {exc}") from None
 
@@ -357,7 +383,12 @@ class AsyncMemory:
         return ConversationMemory(self.service, user=user, **options)
 
     async def aclose(self) -> None:
+        """Finish background embedding and close the store."""
         await asyncio.to_thread(self.service.close)
+
+    async def close(self) -> None:
+        """The same as :meth:`aclose` (``await memory.close()``)."""
+        await self.aclose()
 
     async def __aenter__(self) -> AsyncMemory:
         return self
@@ -448,6 +479,7 @@ class Memory:
     ) -> MemoryNode | list[MemoryNode]:
         # The hot path: runs in the calling thread, one short transaction, no LLM, no
         # embedding (that follows in the background).
+        known("add", turn, TURN)
         nodes = self.service.add_now(content, **turn)
         return nodes[0] if isinstance(content, str) else nodes
 
@@ -456,6 +488,7 @@ class Memory:
     def search(
         self, query: str, *, k: int = 10, recipe: str = "hybrid", **filters: Unpack[SearchFilters]
     ) -> list[SearchHit]:
+        known("search", filters, SEARCH)
         return self.service.search_now(query, self._async._flt(**filters), k=k, recipe=recipe)
 
     def context(
@@ -465,7 +498,21 @@ class Memory:
         budget: int | None = None,
         **filters: Unpack[ContextFilters],
     ) -> str:
+        known("context", filters, CONTEXT)
         return self.service.context_now(prompt, self._async._flt(**filters), budget=budget)
+
+    def context_parts(
+        self,
+        prompt: str | None = None,
+        *,
+        budget: int | None = None,
+        **filters: Unpack[ContextFilters],
+    ) -> tuple[str, str]:
+        known("context_parts", filters, CONTEXT)
+        flt = self._async._flt(**filters)
+        return self.service.context_parts_now(prompt, flt, budget=budget)
+
+    context_parts.__doc__ = AsyncMemory.context_parts.__doc__
 
     def search_knowledge(
         self,
@@ -498,6 +545,8 @@ class Memory:
     learn_procedure = _sync(AsyncMemory.learn_procedure)
     record_episode = _sync(AsyncMemory.record_episode)
     record_procedure_use = _sync(AsyncMemory.record_procedure_use)
+    explain = _sync(AsyncMemory.explain)
+    weak_facts = _sync(AsyncMemory.weak_facts)
     stats = _sync(AsyncMemory.stats)
     flush = _sync(AsyncMemory.flush)
     export = _sync(AsyncMemory.export)

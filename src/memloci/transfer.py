@@ -16,21 +16,25 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
-import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pydantic
 
+from memloci import validate as v
 from memloci.errors import MemlociError, ValidationError
 from memloci.models import (
+    ALPHABET,
     TURN_MAX,
     Edge,
     MemoryNode,
     MemoryUser,
     MemoryVersion,
+    NodeType,
     check_id,
     short_id,
     utcnow,
@@ -107,7 +111,8 @@ def array_lines(text: str) -> list[str]:
             "a JSON import must be an array of memories",
             hint="give a `memloci memory export` file (a JSON array or JSON Lines)",
         )
-    lines = [json.dumps({"kind": "header", "format": FORMAT, "version": VERSION})]
+    header = {"kind": "header", "format": FORMAT, "version": VERSION, "array": True}
+    lines = [json.dumps(header)]  # "array": errors name the memory, not the line
     for number, record in enumerate(data, start=1):
         if not isinstance(record, dict) or not isinstance(record.get("content"), str):
             raise ValidationError(
@@ -123,11 +128,14 @@ def array_lines(text: str) -> list[str]:
         node.setdefault("updated_at", node["created_at"])
         node.setdefault("event_time", node["created_at"])
         node.setdefault("valid_from", node["created_at"])
-        if "scope" not in node:
-            owner = next((s for s in ("session", "user", "agent") if node.get(s)), "global")
-            node["scope"] = owner
+        node.setdefault("scope", _narrowest(node))
         lines.append(json.dumps({"kind": "node", "node": node, "vector": None}))
     return lines
+
+
+def _narrowest(node: dict[str, Any]) -> str:
+    """The scope of a memory whose record gives none: its narrowest owner."""
+    return next((s for s in ("session", "user", "agent") if node.get(s)), "global")
 
 
 @dataclass
@@ -142,12 +150,49 @@ class ImportReport:
     errors: list[str] = field(default_factory=list)
 
 
-def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[Any]]:
+@dataclass
+class _Line:
+    """One record of an import and where it is (``line 3``, or ``memory 2 of the array``)."""
+
+    where: str
+    record: Any  # MemoryNode, MemoryVersion, Edge or MemoryUser
+    vector: Any = None  # a memory's float32 vector, if the export holds one
+
+
+def _where(number: int, header: dict[str, Any]) -> str:
+    if header.get("array"):  # array_lines: line 1 is its header, memory n is line n + 1
+        return f"memory {number - 1} of the array"
+    return f"line {number} of the import"
+
+
+def _invalid(where: str, problem: str, what: str = "") -> ValidationError:
+    return ValidationError(
+        f"{where} is invalid{f' ({what})' if what else ''}: {problem}",
+        hint="nothing was imported; fix the file and retry",
+    )
+
+
+def _problem(exc: Exception) -> str:
+    """What is wrong, in one line naming the field."""
+    if isinstance(exc, MemlociError):
+        return exc.message
+    if isinstance(exc, pydantic.ValidationError):
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"])
+        return f"{loc}: {first['msg']}" if loc else str(first["msg"])
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text
+
+
+def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[_Line]]:
+    """Every line parsed and checked as the write API checks its input (see
+    :mod:`memloci.validate`); the first problem is raised, naming the line and field."""
     header: dict[str, Any] = {}
-    records: list[Any] = []
+    records: list[_Line] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        where, what = _where(number, header), ""
         try:
             data = json.loads(line)
             # the line's own 2 levels (record, node) + what metadata / values may hold
@@ -160,29 +205,77 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[A
                     raise ValueError("not a memloci export")
                 header = data
             elif kind == "node":
-                node = _checked(MemoryNode.model_validate(data["node"]))
+                raw = data["node"]
+                what = _label("memory", raw)
+                if isinstance(raw, dict) and "scope" not in raw:  # as a write would: the
+                    raw = {**raw, "scope": _narrowest(raw)}  # narrowest owner given
+                node = _checked(MemoryNode.model_validate(raw))
                 vector = data.get("vector")
                 if vector is not None:
                     vector = np.frombuffer(base64.b64decode(vector, validate=True), np.float32)
-                records.append((node.model_copy(update={"namespace": namespace}), vector))
+                node = node.model_copy(update={"namespace": namespace})
+                records.append(_Line(where, node, vector))
             elif kind == "version":
-                records.append(MemoryVersion.model_validate(data))
+                what = _label("version of memory", data, "node_id")
+                records.append(_Line(where, _checked_version(MemoryVersion.model_validate(data))))
             elif kind == "edge":
-                records.append(Edge.model_validate({**data, "namespace": namespace}))
+                what = _label("edge", data)
+                edge = Edge.model_validate({**data, "namespace": namespace})
+                records.append(_Line(where, _checked_edge(edge)))
             elif kind == "user":
-                records.append(MemoryUser.model_validate({**data, "namespace": namespace}))
+                what = _label("user", data)
+                user = MemoryUser.model_validate({**data, "namespace": namespace})
+                records.append(_Line(where, _checked_user(user)))
             else:
                 raise ValueError(f"unknown record kind {kind!r}")
         except (
             ValueError, KeyError, TypeError, AttributeError, binascii.Error, MemlociError,
             RecursionError,
         ) as exc:  # fmt: skip
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValidationError(
-                f"line {number} of the import is invalid: {first}",
-                hint="nothing was imported; fix the file and retry",
-            ) from None
+            raise _invalid(where, _problem(exc), what) from None
+    _check_file(records)
     return header, records
+
+
+def _label(kind: str, data: Any, field: str = "id") -> str:
+    """``memory 'a1B2c3D4'``: which record a problem is in (its id, if it has one)."""
+    ref = data.get(field) if isinstance(data, dict) else None
+    return f"{kind} {ref!r}" if isinstance(ref, str | int) and not isinstance(ref, bool) else kind
+
+
+def _check_file(records: list[_Line]) -> None:
+    """What no single line shows: an id given twice (two memories, users or edges with
+    one id, two copies of a version), and a fact's old versions within the fact bounds."""
+    seen: dict[tuple[str, Any], str] = {}
+    types: dict[str, NodeType] = {}
+    for line in records:
+        rec = line.record
+        key: tuple[str, Any]
+        if isinstance(rec, MemoryNode):
+            key, what = ("memory", rec.id), f"memory {rec.id!r}"
+            types[rec.id] = rec.type
+        elif isinstance(rec, MemoryVersion):
+            key = ("version", (rec.node_id, rec.version))
+            what = f"version {rec.version} of memory {rec.node_id!r}"
+        elif isinstance(rec, Edge):
+            key, what = ("edge", rec.id), f"edge {rec.id!r}"
+        else:
+            key, what = ("user", rec.id), f"user {rec.id!r}"
+        if key in seen:
+            raise _invalid(line.where, f"{what} is given twice (also on {seen[key]})")
+        seen[key] = line.where.removesuffix(" of the import")
+    for line in records:
+        rec = line.record
+        if (
+            isinstance(rec, MemoryVersion)
+            and rec.node_id in types
+            and (types[rec.node_id] is not NodeType.EPISODIC)
+        ):
+            try:
+                v.fact(rec.content)
+            except ValidationError as exc:
+                what = f"version {rec.version} of memory {rec.node_id!r}"
+                raise _invalid(line.where, exc.message, what) from None
 
 
 def import_lines(
@@ -194,31 +287,48 @@ def import_lines(
     dimension: int | None,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Validate everything, then write nodes (new ids only), versions, edges, users and
-    reusable vectors in one transaction."""
+    """Validate everything, then write nodes, versions, edges, users and reusable vectors
+    in one transaction. A memory whose id the target namespace holds is skipped (importing
+    a file twice adds nothing). Ids are unique across the store, so one whose id another
+    namespace holds is copied under an id derived from it and the target namespace (a
+    second import finds that copy and skips it), its versions and edges following it."""
     header, records = _parse(lines, namespace)
     report = ImportReport()
+    nodes = [(line.record, line.vector) for line in records if isinstance(line.record, MemoryNode)]
     with store.batch():  # all records land, or none
-        nodes = [r for r in records if isinstance(r, tuple)]
-        fresh = [(n, vec) for n, vec in nodes if not store.id_exists(n.id)]
+        in_file = {n.id for n, _ in nodes}
+        _check_edge_ends(store, namespace, records, in_file)
+        _check_merged_users(store, namespace, records)
+        held = store.id_namespaces(list(in_file))
+        elsewhere = [i for i in in_file if i in held and held[i] != namespace]
+        renamed, copied = _copy_ids(store, namespace, elsewhere, avoid=in_file)
+        fresh = [
+            (n.model_copy(update={"id": renamed.get(n.id, n.id)}), vec)
+            for n, vec in nodes
+            if held.get(n.id) != namespace and n.id not in copied
+        ]
         report.skipped = len(nodes) - len(fresh)
-        keep = {n.id for n, _ in fresh}
-        _check_edge_ends(store, namespace, records, keep)
+        keep = {n.id for n, _ in nodes if held.get(n.id) != namespace and n.id not in copied}
         store.insert_nodes([n.model_copy(update={"embedded": False}) for n, _ in fresh])
         report.nodes = len(fresh)
         if progress:
             progress(len(nodes))
-        versions = [r for r in records if isinstance(r, MemoryVersion) and r.node_id in keep]
+        versions = [
+            r.model_copy(update={"node_id": renamed.get(r.node_id, r.node_id)})
+            for line in records
+            if isinstance(r := line.record, MemoryVersion) and r.node_id in keep
+        ]
         store.import_versions(versions)
         report.versions = len(versions)
         edges = [
             r
-            for r in records
-            if isinstance(r, Edge) and (r.source_id in keep or r.target_id in keep)
+            for line in records
+            if isinstance(r := line.record, Edge) and (r.source_id in keep or r.target_id in keep)
         ]
+        edges = _moved_edges(store, edges, renamed)
         store.insert_edges(edges)
         report.edges = len(edges)
-        for user in (r for r in records if isinstance(r, MemoryUser)):
+        for user in (line.record for line in records if isinstance(line.record, MemoryUser)):
             if store.get_user(namespace, user.id) is None:
                 store.upsert_user(user)
                 report.users += 1
@@ -242,11 +352,62 @@ def import_lines(
     return report
 
 
-def _check_edge_ends(store: Store, namespace: str, records: list[Any], fresh: set[str]) -> None:
-    """Refuse an import with an edge whose end is neither a node the import adds nor a
-    node already in the target namespace (an edge only joins memories of one namespace)."""
-    ends = {i for r in records if isinstance(r, Edge) for i in (r.source_id, r.target_id)}
-    outside = sorted(ends - fresh)
+def _copy_ids(
+    store: Store, namespace: str, ids: list[str], *, avoid: set[str]
+) -> tuple[dict[str, str], set[str]]:
+    """The id of the copy in ``namespace`` of each of ``ids`` (memories another namespace
+    holds): derived from the id and the namespace, so the same import finds its copy
+    again; the next derivation when that id is taken elsewhere (or by the file). Returns
+    the new ids and which of ``ids`` already have their copy in ``namespace``."""
+    renamed: dict[str, str] = {}
+    copied: set[str] = set()
+    attempt = dict.fromkeys(ids, 0)
+    todo = list(ids)
+    while todo:
+        offers = {old: _derived_id(namespace, old, attempt[old]) for old in todo}
+        held = store.id_namespaces(list(offers.values()))
+        chosen = set(renamed.values())
+        todo = []
+        for old, new in offers.items():
+            if held.get(new) == namespace:  # an earlier import's copy
+                renamed[old] = new
+                copied.add(old)
+            elif new in held or new in avoid or new in chosen:
+                attempt[old] += 1
+                todo.append(old)
+            else:
+                renamed[old] = new
+                chosen.add(new)
+    return renamed, copied
+
+
+def _derived_id(namespace: str, old: str, attempt: int) -> str:
+    digest = hashlib.sha256(f"{namespace}\x00{old}\x00{attempt}".encode()).digest()
+    return "".join(ALPHABET[b % len(ALPHABET)] for b in digest[:8])
+
+
+def _moved_edges(store: Store, edges: list[Edge], renamed: dict[str, str]) -> list[Edge]:
+    """Edges with their ends renamed as the memories were; an edge whose id the store holds
+    already (another namespace's copy) gets a new one, so no other edge is replaced."""
+    held = set(store.id_namespaces([e.id for e in edges], edges=True)) if edges else set()
+    out = []
+    for edge in edges:
+        update: dict[str, Any] = {
+            "source_id": renamed.get(edge.source_id, edge.source_id),
+            "target_id": renamed.get(edge.target_id, edge.target_id),
+        }
+        if edge.id in held:
+            update["id"] = short_id() + short_id()
+        out.append(edge.model_copy(update=update))
+    return out
+
+
+def _check_edge_ends(store: Store, namespace: str, records: list[_Line], in_file: set[str]) -> None:
+    """Refuse an import with an edge whose end is neither a memory of the import nor one
+    already in the target namespace (an edge only joins memories of one namespace)."""
+    edges = [line.record for line in records if isinstance(line.record, Edge)]
+    ends = {i for e in edges for i in (e.source_id, e.target_id)}
+    outside = sorted(ends - in_file)
     known = {n.id for n in store.get_nodes(namespace, outside)} if outside else set()
     missing = [i for i in outside if i not in known]
     if missing:
@@ -257,17 +418,117 @@ def _check_edge_ends(store: Store, namespace: str, records: list[Any], fresh: se
         )
 
 
+def _check_merged_users(store: Store, namespace: str, records: list[_Line]) -> None:
+    """A user merged into another needs that other user, in the import or the namespace."""
+    users = [line for line in records if isinstance(line.record, MemoryUser)]
+    ids = {line.record.id for line in users}
+    for line in users:
+        user: MemoryUser = line.record
+        target = user.merged_into
+        if target is None or (target in ids and target != user.id):
+            continue
+        if target != user.id and store.get_user(namespace, target) is not None:
+            continue
+        problem = (
+            "merged_into names the user itself"
+            if target == user.id
+            else f"merged_into {target!r} is not a user in the import or in namespace {namespace!r}"
+        )
+        raise _invalid(line.where, problem, f"user {user.id!r}")
+
+
 def _same_size(rows: list[tuple[MemoryNode, Any]]) -> bool:
     return len({len(v) for _, v in rows}) == 1
 
 
+_NODE_TIMES = (
+    "event_time", "created_at", "updated_at", "valid_from", "valid_until", "last_accessed",
+    "consolidated_at",
+)  # fmt: skip
+
+
 def _checked(node: MemoryNode) -> MemoryNode:
-    """The bounds the write API enforces, applied to imported nodes too."""
+    """The checks the write API makes (:mod:`memloci.validate`), applied to an imported
+    memory; returns it cleaned as a write stores it (text trimmed, category normalised,
+    times in UTC)."""
     check_id(node.id)
-    if not node.content.strip() or len(node.content) > TURN_MAX:
-        raise ValueError(f"content must be 1–{TURN_MAX} characters")
-    for name in ("confidence", "decay_rate"):
-        value = getattr(node, name)
-        if not math.isfinite(value) or value < 0 or (name == "confidence" and value > 1):
-            raise ValueError(f"{name} {value} is out of range")
-    return node
+    user, agent = v.ident(node.user, "user"), v.ident(node.agent, "agent")
+    session = v.ident(node.session)
+    content = v.turn(node.content) if node.type is NodeType.EPISODIC else v.fact(node.content)
+    v.scope(node.scope, user=user, agent=agent, session=session)
+    v.json_value(node.value)
+    if node.procedure is not None:
+        proc = node.procedure
+        v.metadata(proc.triggers, "procedure.triggers")
+        v.whole(proc.times_used, "procedure.times_used")
+        if proc.success_rate is not None:
+            v.unit(proc.success_rate, "procedure.success_rate")
+        if proc.avg_duration_ms is not None:
+            v.non_negative(proc.avg_duration_ms, "procedure.avg_duration_ms")
+    if node.episode is not None and node.episode.duration_ms is not None:
+        v.non_negative(node.episode.duration_ms, "episode.duration_ms")
+    update: dict[str, Any] = {
+        "content": content,
+        "key": v.key(node.key),
+        "category": v.category(node.category),
+        "subject": v.label(node.subject, "subject", 200),
+        "speaker": v.label(node.speaker, "speaker"),
+        "source_role": v.label(node.source_role, "source_role", 40),
+        "confidence": v.unit(node.confidence, "confidence"),
+        "decay_rate": v.non_negative(node.decay_rate, "decay_rate"),
+        "version": v.whole(node.version, "version", 1),
+        "times_confirmed": v.whole(node.times_confirmed, "times_confirmed"),
+        "times_contradicted": v.whole(node.times_contradicted, "times_contradicted"),
+        "access_count": v.whole(node.access_count, "access_count"),
+        "metadata": v.metadata(node.metadata),
+    }
+    for name in _NODE_TIMES:
+        update[name] = v.when(getattr(node, name), name)
+    return node.model_copy(update=update)
+
+
+def _checked_version(version: MemoryVersion) -> MemoryVersion:
+    """A memory's past version: its id, number, text (a fact's within the fact bounds:
+    see :func:`_check_file`), value and session, as the write API checks them."""
+    check_id(version.node_id)
+    v.json_value(version.value)
+    return version.model_copy(
+        update={
+            "version": v.whole(version.version, "version", 1),
+            "content": v.turn(version.content),
+            "source_session": v.ident(version.source_session),
+            "created_at": v.when(version.created_at, "created_at"),
+        }
+    )
+
+
+def _checked_edge(edge: Edge) -> Edge:
+    check_id(edge.source_id)
+    check_id(edge.target_id)
+    for text in edge.evidence:
+        v.label(text, "evidence", TURN_MAX)
+    return edge.model_copy(
+        update={
+            "id": v.ident(edge.id, "edge"),
+            "predicate": v.label(edge.predicate, "predicate"),
+            "confidence": v.unit(edge.confidence, "confidence"),
+            "valid_from": v.when(edge.valid_from, "valid_from"),
+            "valid_until": v.when(edge.valid_until, "valid_until"),
+            "created_at": v.when(edge.created_at, "created_at"),
+        }
+    )
+
+
+def _checked_user(user: MemoryUser) -> MemoryUser:
+    return user.model_copy(
+        update={
+            "id": v.required(user.id, "user"),
+            "display_name": v.label(user.display_name, "display_name", 200),
+            "identifiers": v.identifiers(user.identifiers),
+            "preferences": v.metadata(user.preferences, "preferences"),
+            "conversation_count": v.whole(user.conversation_count, "conversation_count"),
+            "merged_into": v.ident(user.merged_into, "merged_into user"),
+            "last_seen": v.when(user.last_seen, "last_seen"),
+            "created_at": v.when(user.created_at, "created_at"),
+        }
+    )

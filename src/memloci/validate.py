@@ -14,6 +14,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
+from pydantic import ValidationError as PydanticValidationError
+
 from memloci.errors import ValidationError
 from memloci.models import (
     CONTENT_MAX,
@@ -272,6 +274,9 @@ def scope(value: Any, *, user: str | None, agent: str | None, session: str | Non
     return sc
 
 
+MESSAGE_FIELDS = frozenset({"role", "content", "name"})
+
+
 def messages(value: Any) -> list[tuple[str, str | None, str | None]]:
     """``[{"role", "content"[, "name"]}, …]`` → turns; system prompts are dropped."""
     if not isinstance(value, Sequence) or isinstance(value, str | bytes):
@@ -280,6 +285,12 @@ def messages(value: Any) -> list[tuple[str, str | None, str | None]]:
     for i, msg in enumerate(value):
         if not isinstance(msg, Mapping) or "content" not in msg:
             raise ValidationError(f"message {i} needs 'role' and 'content'")
+        extra = set(msg) - MESSAGE_FIELDS
+        if extra:
+            raise ValidationError(
+                f"message {i} has unknown fields {sorted(map(str, extra))}",
+                hint="a message takes role, content and name (who said it)",
+            )
         role = label(msg.get("role", "user"), f"message {i} role", 40)
         if role is not None and role.lower() in _SYSTEM_ROLES:
             continue
@@ -300,14 +311,78 @@ def episode(value: Any) -> EpisodeDetails | None:
     json_data(value, "details")
     try:
         return EpisodeDetails.model_validate(value)
-    except Exception as exc:
-        raise ValidationError(f"invalid episode details: {exc}") from None
+    except PydanticValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(['details', *map(str, e['loc'])])}: "
+            + (
+                "unknown field"
+                if e["type"] == "extra_forbidden"
+                else e["msg"][:1].lower() + e["msg"][1:]
+            )
+            for e in exc.errors(include_url=False)
+        )
+        raise ValidationError(
+            f"invalid episode details: {problems}",
+            hint=f"details take {', '.join(EpisodeDetails.model_fields)}",
+        ) from None
+
+
+TRIGGER_KEYS = ("goal_contains",)
+TRIGGER_WORDS_MAX = 50
+
+
+def triggers(value: Any) -> dict[str, list[str]]:
+    """A procedure's trigger conditions: ``{"goal_contains": ["deploy", …]}`` (a single
+    phrase may be given as text); ``None`` or ``{}``: none (a standing instruction).
+    An unknown key, an empty list or a phrase that is not text is refused: each would
+    silently turn a triggered procedure into one that is always in the prompt."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            "triggers must be an object", hint='e.g. {"goal_contains": ["deploy"]}'
+        )
+    out: dict[str, list[str]] = {}
+    for k, words in value.items():
+        if k not in TRIGGER_KEYS:
+            raise ValidationError(
+                f"unknown trigger {k!r}",
+                hint=f'use {", ".join(TRIGGER_KEYS)}, e.g. {{"goal_contains": ["deploy"]}}',
+            )
+        items = [words] if isinstance(words, str) else words
+        if not isinstance(items, list | tuple) or not items:
+            raise ValidationError(
+                f"triggers.{k} must be a non-empty list of words or phrases",
+                hint='e.g. ["deploy", "release"]',
+            )
+        if len(items) > TRIGGER_WORDS_MAX:
+            raise ValidationError(f"triggers.{k} has more than {TRIGGER_WORDS_MAX} entries")
+        phrases = []
+        for j, word in enumerate(items):
+            if not isinstance(word, str):
+                raise ValidationError(f"triggers.{k}[{j}] must be text, not {type(word).__name__}")
+            phrase = _text(word, f"triggers.{k}[{j}]", 1, 100)
+            if not re.search(r"\w", phrase):
+                raise ValidationError(f"triggers.{k}[{j}] {phrase!r} has no letters or digits")
+            phrases.append(phrase)
+        out[k] = list(dict.fromkeys(phrases))
+    return out
 
 
 def _many(value: Any, field: str) -> tuple[str, ...] | None:
+    """One value or a list of them (text or enum members); anything else is refused."""
     if value is None:
         return None
     items: Iterable[Any] = [value] if isinstance(value, str | Enum) else value
+    if not isinstance(items, list | tuple | set | frozenset):
+        raise ValidationError(
+            f"{field} must be text or a list of texts, not {type(value).__name__}"
+        )
+    for i in items:
+        if not isinstance(i, str | Enum):
+            raise ValidationError(
+                f"{field} must be text or a list of texts; {i!r} ({type(i).__name__}) is not text"
+            )
     return tuple(str(i.value if isinstance(i, Enum) else i) for i in items) or None
 
 
@@ -456,10 +531,15 @@ def thread_messages(values: Any) -> list[ThreadMessage]:
                 f"message {i} role {role!r} is not allowed", hint="use user, assistant or tool"
             )
         content = data["content"]
-        if not isinstance(content, str) or len(content) > TURN_MAX or "\x00" in content:
+        if not isinstance(content, str):
+            raise ValidationError(f"message {i} content must be text, not {type(content).__name__}")
+        if len(content) > TURN_MAX:
             raise ValidationError(
-                f"message {i} content must be text of at most {TURN_MAX} characters"
+                f"message {i} content is {len(content)} characters; the limit is {TURN_MAX}",
+                hint="split it or summarise it",
             )
+        if "\x00" in content:
+            raise ValidationError(f"message {i} content contains a NUL character")
         unicode_text(content, f"message {i} content")
         out.append(
             ThreadMessage(

@@ -177,3 +177,33 @@ def test_concurrent_forgets_remove_each_memory_once(store_factory: StoreFactory)
         t.join()
     assert sorted(r["memories"] for r in reports) == [0, 0, 200]
     assert len(everything(first, "default")) == 200
+
+
+def test_hard_deletes_drop_entities_no_memory_mentions_any_more(store: Store) -> None:
+    """``purge_node``, ``clear`` and pruning remove the entities only the deleted memories
+    linked (with their names); an entity another memory still links stays, its mention
+    count lowered by the links removed but never below the memories linking it."""
+    ns = "default"
+    lone, shared, other = node("Zebulon Quartzfield visited"), node("Ana met Bo"), node("Bo ran")
+    store.insert_nodes([lone, shared, other])
+    zeb = store.insert_entity(entity("Zebulon Quartzfield", ns, mention_count=1))
+    bo = store.insert_entity(entity("Bo", ns, mention_count=3))
+    ana = store.insert_entity(entity("Ana", ns, mention_count=1))
+    store.link_entities(ns, lone.id, [zeb.id])
+    store.link_entities(ns, shared.id, [bo.id, ana.id])
+    store.link_entities(ns, other.id, [bo.id])
+    assert store.purge_node(ns, lone.id)
+    assert store.get_entity(ns, zeb.id) is None
+    assert store.find_entity(ns, "Zebulon Quartzfield") is None
+    assert store.purge_node(ns, shared.id)
+    assert store.get_entity(ns, ana.id) is None
+    kept = store.get_entity(ns, bo.id)
+    assert kept is not None and kept.mention_count == 2
+    every = NodeFilter(namespaces=(ns,), include_invalid=True)
+    assert [n.id for n in store.entity_nodes(every, bo.id)] == [other.id]
+    assert store.clear(ns) == 1
+    assert store.get_entity(ns, bo.id) is None
+    manual = store.insert_entity(entity("Nobody links me", ns))  # never linked: stays
+    store.insert_node(node("an unrelated memory"))
+    store.clear(ns)
+    assert store.get_entity(ns, manual.id) is not None

@@ -346,6 +346,27 @@ def test_list_orders_and_paging(store: Store, world) -> None:
         store.list_nodes(f, order="nonsense")
 
 
+def test_protected_order_puts_protected_then_most_recently_written_first(store: Store) -> None:
+    """``protected``: decay rate 0 first, then ``updated_at`` descending (not creation),
+    ties by id — so a limit keeps the newest writes, not the oldest rows."""
+    spec = [  # (name, created hour, updated hour, decay rate)
+        ("old_protected", 0, 0, 0.0), ("newer_protected", 1, 5, 0.0), ("oldest", 2, 2, 0.1),
+        ("edited_late", 3, 9, 0.1), ("newest", 8, 8, 0.1), ("tie_b", 4, 6, 0.1),
+        ("tie_a", 4, 6, 0.1),
+    ]  # fmt: skip
+    ids = {}
+    for name, created, updated, rate in spec:
+        node = make_node(f"fact {name}", when=at(created), updated_at=at(updated), decay_rate=rate)
+        # ties by id in code-point order ("Z" < "a", as in Python), whatever the locale
+        node = node.model_copy(update={"id": ("Z" if name == "tie_a" else "a") + node.id[1:]})
+        ids[store.insert_node(node).id] = name
+    got = [ids[n.id] for n in store.list_nodes(flt(), limit=100, order="protected")]
+    assert got == [
+        "newer_protected", "old_protected", "edited_late", "newest", "tie_a", "tie_b", "oldest",
+    ]  # fmt: skip
+    assert [ids[n.id] for n in store.list_nodes(flt(), limit=3, order="protected")] == got[:3]
+
+
 # ---------------------------------------------------------------------------- changes
 
 

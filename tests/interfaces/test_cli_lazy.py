@@ -168,3 +168,24 @@ def test_a_missing_store_is_not_prewarmed_for(
     monkeypatch.setenv("MEMLOCI_PATH", str(tmp_path / "there.db"))
     assert not store_missing(["q"])
     assert store_missing(["q", "--db"])  # no value: cannot tell
+
+
+@pytest.mark.parametrize(
+    ("args", "sentence"),
+    [
+        (["migrate", "--help"], "entities, users, threads, sessions, knowledge and API keys"),
+        (["users", "forget", "--help"], "identifier and entity only they mention goes"),
+        (["knowledge", "add", "--help"], "--glob '*.md' --glob '*.markdown'"),
+    ],
+)
+def test_help_paragraphs_reflow_and_examples_show_as_typed(args: list[str], sentence: str) -> None:
+    """A docstring wrapped in the source reads as one paragraph in ``--help`` (no line
+    broken mid-sentence), and an example's glob keeps its ``*``."""
+    from typer.testing import CliRunner
+
+    from memloci.interfaces.cli import app
+
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert sentence in result.output, result.output
+    assert "--install-completion" not in result.output

@@ -52,3 +52,21 @@ def test_init_rejects_bad_input(tmp_path: Path) -> None:
     assert folder.exit_code == 2 and "is a folder" in folder.stderr
     unknown = runner.invoke(app, ["init", "--template", "chatbot", str(tmp_path / "r.yaml")])
     assert unknown.exit_code == 2
+
+
+def test_the_template_writes_every_key_the_readme_documents() -> None:
+    """``memloci init`` promises a role file "with every key": each key of the README's
+    role-file table (its first name; the others are aliases) is in the template."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Role file", 1)[1].split("\n## ", 1)[0]
+    template = memory_template()
+    keys = [
+        re.findall(r"`([^`]+)`", row.split("|")[1])[0]
+        for row in table.splitlines()
+        if row.startswith("| `")
+    ]
+    assert len(keys) > 20
+    missing = [k for k in keys if not re.search(rf"\b{re.escape(k.split('.')[-1])}\b", template)]
+    assert missing == []

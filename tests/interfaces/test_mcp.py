@@ -145,6 +145,36 @@ def test_invalid_binding_is_refused_when_building(service: MemoryService) -> Non
         build_server(service, namespace="Not A Namespace")
 
 
+def test_memory_stats_counts_only_what_the_bound_caller_sees(service: MemoryService) -> None:
+    """Bound to u2, ``memory_stats`` never reports u1's memories or entities (MCP and the
+    SDK's tools alike); unbound, it reports the namespace."""
+
+    async def scenario() -> tuple[str, str, str, str]:
+        svc = service
+        for i in range(3):
+            await svc.remember(f"u1 private fact number {i} about Sarah", user="u1")
+        await svc.add("u1 talks about Sarah and the locker", user="u1")
+        sarah = await svc.save_entity("Sarah", type="person")
+        u1_fact = (await svc.list_nodes(svc.filter(owner_user="u1", type="semantic")))[0]
+        await svc.link_entities(u1_fact.id, [sarah.id])
+        await svc.remember("u2 likes green tea", user="u2")
+        await svc.remember("The office is in Lisbon")  # shared (global)
+        async with Client(build_server(service, user="u2")) as client:
+            bound = text(await client.call_tool("memory_stats", {}))
+        sdk_bound = await Tools(service, user="u2").call("memory_stats")
+        owner = await Tools(service, user="u1").call("memory_stats")
+        return bound, sdk_bound, owner, await Tools(service).call("memory_stats")
+
+    bound, sdk_bound, owner, unbound = run(scenario)
+    assert "1 episodic, 4 semantic current" in owner and "1 entity mentioned" in owner, owner
+    assert bound == sdk_bound
+    assert "2 semantic current (2 including forgotten)" in bound, bound
+    assert "episodic" not in bound and "0 entities" in bound, bound
+    assert "users" not in bound and "Storage size" not in bound
+    assert "1 episodic, 5 semantic current" in unbound, unbound
+    assert "1 entities" in unbound or "1 entity" in unbound
+
+
 # ---------------------------------------------------------------------- HTTP, API keys
 @asynccontextmanager
 async def _keyed(url: str, key: str) -> AsyncIterator[Client]:

@@ -149,3 +149,95 @@ def test_bad_input_is_one_400_and_writes_nothing(
     exported = http.get("/api/v1/export")
     assert exported.status_code == 200
     assert "garden shed" in exported.text
+
+
+def _procedure(triggers: Any) -> tuple[str, str, Any]:
+    return ("POST", "/api/v1/procedures/", {"content": "Always be kind", "triggers": triggers})
+
+
+def _checkpoint(*messages: Any) -> tuple[str, str, Any]:
+    return ("POST", "/api/v1/checkpoints/t1/messages", {"messages": list(messages)})
+
+
+LAX = [  # values pydantic's lax mode would coerce, unknown names: each must be a 400
+    ("POST", "/api/v1/search", {"query": "shed", "k": True}),
+    ("POST", "/api/v1/search", {"query": "shed", "k": "5"}),
+    ("POST", "/api/v1/search", {"query": "shed", "k": 5.0}),
+    ("POST", "/api/v1/search", {"query": "shed", "min_confidence": True}),
+    ("POST", "/api/v1/search", {"query": "shed", "min_confidence": "0.5"}),
+    ("POST", "/api/v1/facts/", {"content": "a valid fact text", "confidence": True}),
+    ("POST", "/api/v1/facts/", {"content": "a valid fact text", "confidence": "1"}),
+    ("POST", "/api/v1/context", {"prompt": "shed", "budget": True}),
+    ("POST", "/api/v1/context", {"prompt": "shed", "budget": "500"}),
+    ("GET", "/api/v1/facts/?usr=u1", None),  # a typo is not "no filter"
+    ("GET", "/api/v1/search?q=shed&kk=3", None),
+    ("GET", "/api/memory/?usr=u1", None),
+    ("GET", "/api/v1/memory-users/?query=sam", None),
+    ("POST", "/api/v1/turns/", {"messages": [{"role": "user", "content": "t", "extra": 1}]}),
+    ("POST", "/api/v1/turns/", {"messages": [{"role": "user", "content": "t", "speaker": "x"}]}),
+    _procedure({"bogus": ["x"]}),
+    _procedure({"goal_contain": ["deploy"]}),  # a typo must not make it always-on
+    _procedure({"goal_contains": [1, 2]}),
+    _procedure({"goal_contains": []}),
+    _procedure({"goal_contains": ["  "]}),
+    _checkpoint({"role": "user", "content": ""}),
+    _checkpoint({"role": "user", "content": "   "}),
+    _checkpoint({"role": "system", "content": "be brief"}),
+    _checkpoint(),
+    _checkpoint({"role": "user", "content": "a\x00b"}),
+    ("POST", "/api/v1/episodes/", {"content": "ran the job", "details": {"duration_ms": "slow"}}),
+    ("POST", "/api/v1/episodes/", {"content": "ran the job", "details": {"outcom": {}}}),
+]
+
+
+def test_strict_types_unknown_parameters_and_fields_are_400s(
+    http: httpx.Client, mem: Memory, seeded: dict[str, str]
+) -> None:
+    before = _snapshot(mem)
+    failures = []
+    for method, path, body in LAX:
+        r = send(http, method, path, body)
+        if r.status_code != 400 or r.json()["error"]["code"] != "invalid_input":
+            failures.append(f"{method} {path} {body}: {r.status_code} {r.text[:200]}")
+    assert not failures, "\n".join(failures)
+    assert _snapshot(mem) == before
+    assert http.get("/api/v1/checkpoints/t1").status_code == 404  # no empty thread either
+    # the messages name the problem plainly
+    r = send(http, "GET", "/api/v1/facts/?usr=u1")
+    assert "unknown query parameter 'usr'" in r.json()["error"]["message"]
+    assert "user" in r.json()["error"]["hint"]
+    nul = {"messages": [{"role": "user", "content": "a\x00b"}]}
+    r = send(http, "POST", "/api/v1/checkpoints/t1/messages", nul)
+    assert "NUL" in r.json()["error"]["message"]
+    r = send(http, "POST", "/api/v1/episodes/", {"content": "ran", "details": {"duration_ms": "x"}})
+    message = r.json()["error"]["message"]
+    assert "details.duration_ms" in message and "pydantic" not in message, message
+    bogus = {"content": "Always be kind", "triggers": {"bogus": ["x"]}}
+    r = send(http, "POST", "/api/v1/procedures/", bogus)
+    assert "unknown trigger 'bogus'" in r.json()["error"]["message"]
+    # the good forms still work
+    ok = [
+        ("POST", "/api/v1/search", {"query": "shed", "k": 5, "min_confidence": 0}),
+        ("POST", "/api/v1/context", {"prompt": "shed", "budget": 500}),
+        ("GET", "/api/v1/facts/?user=u1&limit=5", None),
+        ("POST", "/api/v1/facts/", {"content": "another valid fact", "confidence": 1}),
+    ]
+    for method, path, body in ok:
+        assert send(http, method, path, body).status_code in (200, 201), path
+
+
+def test_triggered_procedures_over_rest(http: httpx.Client, mem: Memory) -> None:
+    body = {"content": "Run the tests before deploying", "triggers": {"goal_contains": ["deploy"]}}
+    r = send(http, "POST", "/api/v1/procedures/", body)
+    assert r.status_code == 201, r.text
+    ctx = send(http, "POST", "/api/v1/context", {"prompt": "what should I cook"}).json()
+    assert "Run the tests" not in ctx["context"]
+    ctx = send(http, "POST", "/api/v1/context", {"prompt": "deploy the app"}).json()
+    assert "Run the tests" in ctx["context"]
+    # the same text with other triggers: the known procedure changes, as a new version
+    again = {"content": body["content"], "triggers": {"goal_contains": ["release"]}}
+    r = send(http, "POST", "/api/v1/procedures/", again)
+    assert r.status_code in (200, 201) and r.json()["action"] == "updated", r.text
+    assert r.json()["memory"]["procedure"]["triggers"] == {"goal_contains": ["release"]}
+    assert r.json()["memory"]["version"] == 2
+    assert mem.count(type="procedural") == 1

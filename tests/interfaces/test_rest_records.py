@@ -146,3 +146,41 @@ def test_namespaces_listing(http: httpx.Client, mem: Memory) -> None:
     mem.remember("A fact in team one", namespace="team-one")
     mem.remember("A fact in team two", namespace="team-two")
     assert {"team-one", "team-two"} <= set(http.get("/api/v1/namespaces").json())
+
+
+def test_ids_with_a_slash_are_reachable(http: httpx.Client, mem: Memory) -> None:
+    """A user or thread id may hold "/" (the SDK, turns and checkpoints write such ids):
+    every path that names one reaches it, percent-encoded (%2F) or not."""
+    assert http.post("/api/v1/memory-users/", json={"id": "mail/sam"}).status_code == 201
+    http.post("/api/v1/turns/", json={"messages": [{"role": "user", "content": "hi"}],
+                                      "user": "mail/sam"})  # fmt: skip
+    mem.remember("mail/sam prefers short answers", user="mail/sam")
+    for path in ("/api/v1/memory-users/mail%2Fsam", "/api/v1/memory-users/mail/sam"):
+        r = http.get(path)
+        assert r.status_code == 200 and r.json()["id"] == "mail/sam", r.text
+    r = http.patch("/api/v1/memory-users/mail%2Fsam", json={"display_name": "Sam"})
+    assert r.status_code == 200 and r.json()["display_name"] == "Sam"
+    # a double-encoded id is another (unknown) id: 404, never a 200 that did nothing
+    unknown = http.post("/api/v1/memory-users/mail%252Fsam/forget")
+    assert unknown.status_code == 404, unknown.text
+    assert "mail%2Fsam" in unknown.json()["error"]["message"]
+    assert mem.count(owner="mail/sam") == 2
+    report = http.post("/api/v1/memory-users/mail%2Fsam/forget")
+    assert report.status_code == 200, report.text
+    assert (report.json()["user"], report.json()["memories"], report.json()["users"]) == (
+        "mail/sam", 2, 1,
+    )  # fmt: skip
+    assert mem.count(owner="mail/sam", include_forgotten=True) == 0
+    assert http.get("/api/v1/memory-users/mail%2Fsam").status_code == 404
+    http.post("/api/v1/memory-users/", json={"id": "a/b"})
+    http.post("/api/v1/memory-users/", json={"id": "c/d"})
+    merged = http.post("/api/v1/memory-users/a/b/merge", json={"into": "c/d"})
+    assert merged.status_code == 200 and merged.json()["id"] == "c/d", merged.text
+    assert http.delete("/api/v1/memory-users/c%2Fd").json() == {"deleted": 1, "ids": ["c/d"]}
+
+    body = {"messages": [{"role": "user", "content": "hello"}], "user": "mail/sam"}
+    r = http.post("/api/v1/checkpoints/mail%2Fsam%7Cchat/messages", json=body)
+    assert r.status_code == 200 and r.json()["id"] == "mail/sam|chat", r.text
+    assert http.get("/api/v1/checkpoints/mail%2Fsam%7Cchat").json()["message_count"] == 1
+    assert http.get("/api/v1/threads/mail/sam|chat").status_code == 200
+    assert http.delete("/api/v1/checkpoints/mail%2Fsam%7Cchat").json()["deleted"] == 1

@@ -21,7 +21,7 @@ from fastapi.routing import APIRoute
 
 NAMESPACES = ("team-a", "team-b")
 USERS = ("u1", "u2")
-PATH_PARAM = re.compile(r"{([a-z_]+)}")
+PATH_PARAM = re.compile(r"{([a-z_]+)(?::[a-z_]+)?}")
 
 
 def marker(namespace: str, user: str) -> str:

@@ -155,3 +155,102 @@ def test_import_refuses_bad_records_and_imports_nothing(
         mem.import_file(str(bad))
     assert snapshot(mem) == before
     keeps_working(mem, tmp_path)
+
+
+def test_wrong_types_and_unknown_keywords_name_the_public_method(seeded: Memory) -> None:
+    mem = seeded
+    before = snapshot(mem)
+    for call in (
+        lambda: mem.search("bees", category=5),
+        lambda: mem.list(category=5),
+        lambda: mem.search("bees", category=["garden", 5]),
+        lambda: mem.list(type=3.5),
+        lambda: mem.count(type=[None]),
+    ):
+        with pytest.raises(ValidationError, match="must be text or a list of texts"):
+            call()
+    calls = {
+        "add": lambda: mem.add("hello there", foo=1),
+        "remember": lambda: mem.remember("a valid fact text", bogus=1),
+        "search": lambda: mem.search("bees", usr="u1"),
+        "context": lambda: mem.context("bees", usr="u1"),
+        "learn_procedure": lambda: mem.learn_procedure("a valid procedure", trigger={}),
+        "record_episode": lambda: mem.record_episode("ran it", detail={}),
+        "update": lambda: mem.update(mem.list()[0].id, "new text here", conten="x"),
+        "lookup": lambda: mem.lookup("k", usr="u1"),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword") as info:
+            call()
+        assert "MemoryService" not in str(info.value) and "_turn_nodes" not in str(info.value)
+    assert snapshot(mem) == before
+
+    async def scenario() -> None:
+        from memloci import AsyncMemory
+
+        am = AsyncMemory(mem.settings.path, embedder=None)
+        try:
+            with pytest.raises(ValidationError):
+                await am.search("bees", category=5)
+            with pytest.raises(ValidationError):
+                await am.list(category=5)
+            with pytest.raises(TypeError, match=r"^add\(\) got an unexpected keyword"):
+                await am.add("hello there", foo=1)
+        finally:
+            await am.aclose()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    "triggers",
+    [
+        {"bogus": ["x"]},
+        {"goal_contain": ["deploy"]},  # a typo must not make it an always-on procedure
+        {"goal_contains": [1, 2]},
+        {"goal_contains": []},
+        {"goal_contains": ["", "  "]},
+        {"goal_contains": ["!!!"]},
+        {"goal_contains": {"deploy": 1}},
+        ["deploy"],
+    ],
+)
+def test_procedure_triggers_are_validated(mem: Memory, triggers: Any) -> None:
+    with pytest.raises(ValidationError, match="trigger"):
+        mem.learn_procedure("Run the tests before deploying", triggers=triggers)
+    assert mem.count(include_forgotten=True) == 0
+    bound = mem.tools(user="u1")
+    answer = bound.call("learn_procedure", {"content": "Run the tests first", "triggers": ["!!"]})
+    assert answer.startswith("Error:") and mem.count(include_forgotten=True) == 0
+
+
+def test_relearning_a_procedure_applies_new_triggers(mem: Memory) -> None:
+    text = "Run the tests before deploying"
+    first = mem.learn_procedure(text, user="u1")
+    assert first.action == "created" and "Run the tests" in mem.context("lunch", user="u1")
+    again = mem.learn_procedure(text, user="u1", triggers={"goal_contains": "deploy"})
+    assert again.action == "updated" and again.memory.id == first.memory.id
+    assert again.memory.procedure is not None
+    assert again.memory.procedure.triggers == {"goal_contains": ["deploy"]}
+    assert again.memory.version == 2 and "triggers" in again.message
+    assert "Run the tests" not in mem.context("lunch", user="u1")
+    assert "Run the tests" in mem.context("deploy the site", user="u1")
+    same = mem.learn_procedure(text, user="u1", triggers={"goal_contains": ["deploy"]})
+    assert same.action == "confirmed"
+    kept = mem.learn_procedure(text, user="u1")  # no triggers given: the known ones stay
+    assert kept.action == "confirmed" and kept.memory.procedure is not None
+    assert kept.memory.procedure.triggers == {"goal_contains": ["deploy"]}
+    # another user's same text is their own procedure, never a change to u1's
+    other = mem.learn_procedure(text, user="u2", triggers={"goal_contains": ["release"]})
+    assert other.action == "created" and other.memory.id != first.memory.id
+    mine = mem.get(first.memory.id)
+    assert mine.procedure is not None and mine.procedure.triggers == {"goal_contains": ["deploy"]}
+
+
+def test_episode_details_errors_name_the_field_plainly(mem: Memory) -> None:
+    with pytest.raises(ValidationError) as info:
+        mem.record_episode("ran the job", details={"duration_ms": "slow", "outcom": {}})
+    message = info.value.message
+    assert "details.duration_ms" in message and "details.outcom: unknown field" in message
+    assert "pydantic" not in message and "validation error for" not in message
+    assert "outcome" in (info.value.hint or "")

@@ -141,3 +141,31 @@ def test_near_duplicate_with_the_bundled_model(tmp_path: Path) -> None:
         assert again.action == "confirmed" and again.memory.id == first.memory.id
         other = mem.remember("The user's car is a blue station wagon")
         assert other.action == "created"
+
+
+def test_readme_promised_methods(tmp_path: Path) -> None:
+    """What the README's SDK section promises exists on both classes: ``close()`` (also
+    awaitable on AsyncMemory), ``explain(id)``, ``weak_facts()``, ``context_parts()``."""
+    with Memory(str(tmp_path / "s.db"), embedder=FakeEmbedder()) as m:
+        fact = m.remember("The user prefers Friday due dates", user="u1").memory
+        m.learn_procedure("Always confirm the time zone first")
+        why = m.explain(fact.id)
+        assert why.memory.id == fact.id and [v.version for v in why.versions] == [1]
+        assert m.weak_facts(user="u1") == []
+        assert m.weak_facts(user="u1", threshold=1.0)[0][0].id == fact.id
+        cacheable, dynamic = m.context_parts("due dates", user="u1", budget=1000)
+        assert "Friday due dates" in cacheable and "time zone" in cacheable
+        assert isinstance(dynamic, str)
+        assert cacheable in m.context("due dates", user="u1", budget=1000)
+
+    async def scenario(path: str) -> None:
+        am = AsyncMemory(path, embedder=FakeEmbedder())
+        fact = (await am.remember("The user owns two kayaks", user="u1")).memory
+        assert (await am.explain(fact.id)).memory.id == fact.id
+        assert (await am.weak_facts(threshold=1.0))[0][0].id == fact.id
+        cacheable, _ = await am.context_parts(user="u1")
+        assert "two kayaks" in cacheable
+        await am.close()  # the README's close(), as a coroutine
+        await am.close()  # twice is fine
+
+    asyncio.run(scenario(str(tmp_path / "a.db")))

@@ -279,3 +279,167 @@ def test_import_is_one_transaction_a_failure_midway_writes_nothing(
             dst.get(first.id)
     finally:
         dst.close()
+
+
+# ---------------------------------------------------------------- the write API's checks
+
+
+def _line_of(lines: list[str], kind: str, **match: Any) -> int:
+    """The 1-based number of the first ``kind`` line whose record (a node's: its node)
+    has these field values."""
+    for number, line in enumerate(lines, 1):
+        record = json.loads(line)
+        fields = record.get("node", {}) if kind == "node" else record
+        if record["kind"] == kind and all(fields.get(k) == v for k, v in match.items()):
+            return number
+    raise AssertionError(f"no {kind} line with {match}")
+
+
+@pytest.mark.parametrize(
+    "kind, match, field, value, problem",
+    [
+        ("node", {"type": "episodic"}, "content", "nul \x00 here", "content contains a NUL"),
+        ("node", {"type": "semantic"}, "content", "x" * 600, "content is 600 characters"),
+        ("node", {"type": "semantic"}, "key", "!!!", "key needs at least one letter"),
+        ("node", {"type": "episodic"}, "session", "  ", "invalid session id"),
+        ("node", {}, "category", "c" * 300, "category is longer than 50"),
+        ("node", {}, "version", -3, "version must be a whole number from 1"),
+        ("node", {"user": "alice"}, "user", "x\x00y", "invalid user id"),
+        ("node", {}, "speaker", "[" * 101, "speaker is 101 characters"),
+        ("version", {}, "version", -3, "version must be a whole number from 1"),
+        ("version", {}, "source_session", "\x1b[2J", "invalid session id"),
+        ("edge", {}, "confidence", 7.5, "confidence must be between 0 and 1"),
+        ("user", {}, "id", "bad\x00user", "invalid user id"),
+        ("user", {}, "conversation_count", -5, "conversation_count must be a whole number"),
+        ("user", {}, "merged_into", "nobody", "merged_into 'nobody' is not a user"),
+    ],
+    ids=[
+        "NUL in content", "600-char fact", "key !!!", "blank session", "300-char category",
+        "node version -3", "NUL in owner", "long speaker", "version -3", "escape in session",
+        "edge confidence", "NUL in user id", "negative count", "merged into nobody",
+    ],
+)  # fmt: skip
+def test_import_runs_the_write_apis_checks_and_writes_nothing(
+    make_memory, tmp_path: Path, exported, kind: str, match: dict, field: str, value: Any,
+    problem: str,
+) -> None:  # fmt: skip
+    _, _, path = exported
+    lines = path.read_text().splitlines()
+    number = _line_of(lines, kind, **match)
+    record = json.loads(lines[number - 1])
+    (record["node"] if kind == "node" else record)[field] = value
+    lines[number - 1] = json.dumps(record)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    target = make_memory(str(tmp_path / "target.db"))
+    with pytest.raises(ValidationError) as exc:
+        target.import_file(str(bad))
+    assert exc.value.message.startswith(f"line {number} of the import is invalid")
+    assert problem in exc.value.message
+    assert target.stats().nodes_by_type == {}
+    assert target.service.store.list_users("default") == []
+
+
+def test_a_fact_version_longer_than_a_fact_is_refused(
+    make_memory, tmp_path: Path, exported
+) -> None:
+    _, ids, path = exported
+    lines = path.read_text().splitlines()
+    number = _line_of(lines, "version", node_id=ids["fact"])
+    record = json.loads(lines[number - 1])
+    record["content"] = "y" * 501
+    lines[number - 1] = json.dumps(record)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    target = make_memory(str(tmp_path / "target.db"))
+    with pytest.raises(ValidationError, match=f"line {number} .*content is 501 characters"):
+        target.import_file(str(bad))
+    assert target.stats().nodes_by_type == {}
+
+
+@pytest.mark.parametrize("kind", ["node", "user", "edge", "version"])
+def test_an_id_given_twice_in_one_file_is_refused(
+    make_memory, tmp_path: Path, exported, kind: str
+) -> None:
+    """Two memories with one id were both written, the second under a new id."""
+    _, _, path = exported
+    lines = path.read_text().splitlines()
+    first = _line_of(lines, kind)
+    copy = json.loads(lines[first - 1])
+    if kind == "node":
+        copy["node"]["content"] = "A different memory under the same id"
+    lines.append(json.dumps(copy))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    target = make_memory(str(tmp_path / "target.db"))
+    with pytest.raises(ValidationError) as exc:
+        target.import_file(str(bad))
+    assert exc.value.message.startswith(f"line {len(lines)} of the import is invalid")
+    assert f"given twice (also on line {first})" in exc.value.message
+    assert target.stats().nodes_by_type == {}
+
+
+def test_a_json_array_import_names_the_memory(make_memory, tmp_path: Path) -> None:
+    array = tmp_path / "memories.json"
+    array.write_text(
+        json.dumps(
+            [
+                {"content": "The user likes green tea", "memory_type": "semantic"},
+                {"content": "z" * 600, "memory_type": "semantic", "id": "a1B2c3D4"},
+            ]
+        )
+    )
+    target = make_memory(str(tmp_path / "target.db"))
+    with pytest.raises(ValidationError) as exc:
+        target.import_file(str(array))
+    assert exc.value.message == (
+        "memory 2 of the array is invalid (memory 'a1B2c3D4'): content is 600 characters; "
+        "the limit is 500"
+    )
+    assert target.count(include_forgotten=True) == 0
+
+
+def test_a_record_without_a_scope_takes_its_narrowest_owner(make_memory, tmp_path: Path) -> None:
+    """A hand-written JSON Lines record may leave ``scope`` out, as a write may."""
+    now = "2024-01-01T00:00:00+00:00"
+    times = {"event_time": now, "created_at": now, "updated_at": now, "valid_from": now}
+    lines = [json.dumps({"kind": "header", "format": "memloci", "version": 1})]
+    for mid, owner in (("Sc0peUs1", {"user": "sam"}), ("Sc0peGl1", {})):
+        node = {"id": mid, "type": "semantic", "content": f"Fact {mid} stands", **times, **owner}
+        lines.append(json.dumps({"kind": "node", "node": node}))
+    path = tmp_path / "hand.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    target = make_memory(str(tmp_path / "target.db"))
+    assert target.import_file(str(path)).nodes == 2
+    assert target.get("Sc0peUs1").scope.value == "user"
+    assert target.get("Sc0peGl1").scope.value == "global"
+
+
+def test_a_directory_is_named_as_such(make_memory, tmp_path: Path) -> None:
+    target = make_memory(str(tmp_path / "target.db"))
+    with pytest.raises(ValidationError, match="is a directory"):
+        target.import_file(str(tmp_path))
+
+
+def test_copying_a_namespace_into_another_in_one_store(make_memory, tmp_path: Path) -> None:
+    """An export of namespace alpha imported into beta of the same store: a full copy
+    (it imported nothing: every id "already present", in alpha), alpha untouched."""
+    mem = make_memory(str(tmp_path / "one.db"))
+    build_rich(mem)
+    want = dump_namespace(mem)
+    path = tmp_path / "default.jsonl"
+    mem.export(str(path))
+    report = mem.import_file(str(path), namespace="beta")
+    assert report.nodes == 9 and report.skipped == 0
+    assert report.edges == len(want["edges"]) and report.versions == len(want["versions"])
+    assert dump_namespace(mem) == want  # the source namespace did not change
+    copy = dump_namespace(mem, "beta")
+    assert set(copy["nodes"]).isdisjoint(want["nodes"])
+    assert len(copy["versions"]) == len(want["versions"])
+    ends = {i for e in copy["edges"] for i in (e["source_id"], e["target_id"])}
+    assert ends <= set(copy["nodes"])  # the edges join the copies
+    assert {v["node_id"] for v in copy["versions"]} <= set(copy["nodes"])
+    assert mem.lookup("employer", namespace="beta").content == "The user works at Globex Inc"
+    again = mem.import_file(str(path), namespace="beta")
+    assert again.nodes == 0 and again.skipped == 9
+    assert dump_namespace(mem, "beta") == copy

@@ -41,6 +41,7 @@ from memloci.consolidation.dedupe import (
     fact_lock,
     fact_owner,
     match_fact,
+    same_text,
 )
 from memloci.consolidation.entities import EntityResolver
 from memloci.errors import MemlociError, ValidationError
@@ -358,7 +359,7 @@ class Consolidator:
                 # "no longer lives in Paris" says nothing about the key's "lives in Lisbon"
                 hit, key = None, None
                 new = new.model_copy(update={"key": None})
-            same = hit is not None and content_hash(hit.content) == content_hash(text)
+            same = hit is not None and same_text(hit.content, text)
             replaces = found.kind is MatchKind.KEY or (
                 found.kind is MatchKind.NEAR and fact.fact_type is FactType.CORRECTION
             )  # a correction close to a known fact replaces it rather than confirming it
@@ -368,20 +369,41 @@ class Consolidator:
                 run.made[made_text] = hit
                 return hit
             old = hit if replaces else self._corrected(run, fact, owner)
-        if old is not None:
+        if old is not None and new.event_time < old.event_time:  # said before it: history
+            current, new = old, self._historical(run, new, old)
+        elif old is not None:
             self.store.supersede(ns, old.id, new, now=run.now)
             run.ended.add(old.id)
             run.report.superseded.append(old.id)
+            current = new
         else:
-            new = self.store.insert_node(new)
+            new = current = self.store.insert_node(new)
         if vector is not None:
             item = PendingEmbedding(new.id, content_hash(text), text, None, key, new.subject)
             self.store.save_embeddings([item], vector[None, :])
         run.report.created.append(new.id)
         run.made[made_text] = new
         if made_key:
-            run.made[made_key] = new
+            run.made[made_key] = current
         return new
+
+    def _historical(self, run: _Run, new: MemoryNode, newer: MemoryNode) -> MemoryNode:
+        """A fact drawn from turns older than the current fact it conflicts with (a
+        session consolidated late): stored as already superseded by that fact — its
+        validity ends where the newer one's begins — so an older statement never replaces
+        a newer one."""
+        until = max(newer.valid_from, new.valid_from)
+        stored = self.store.insert_node(new.model_copy(update={"valid_until": until}))
+        run.edges.append(
+            Edge(
+                id=short_id() + short_id(), namespace=run.namespace, source_id=newer.id,
+                target_id=stored.id, relation=EdgeType.SUPERSEDES, valid_from=run.now,
+                created_at=run.now,
+            )
+        )  # fmt: skip
+        run.ended.add(stored.id)
+        run.report.superseded.append(stored.id)
+        return stored
 
     def _corrected(self, run: _Run, fact: ExtractedFact, owner: NodeFilter) -> MemoryNode | None:
         """The fact a ``correction`` replaces: the newest current one about the same

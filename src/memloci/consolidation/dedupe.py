@@ -2,23 +2,26 @@
 
 One rule for every write path: ``remember`` and consolidation both ask
 :func:`match_fact` whether a new fact is already known — the same key in the same
-owner scope, the same text (case and whitespace folded), or a near-identical meaning
-(cosine ≥ the duplicate threshold *and* :func:`same_details`: the same numbers, dates,
-names and negations) — and only differ in what they do about it. Both run the check
-and the write inside one ``store.exclusive(fact_lock(namespace))`` transaction, so
-concurrent writers (threads, processes, servers) never store the same fact twice.
+owner scope, the same text (:func:`same_text`: case and whitespace folded, but not
+in tokens such as "Pa55word"), or a near-identical meaning (cosine ≥ the duplicate
+threshold *and* :func:`same_details`: the same numbers with sign and unit, names, in
+order, literal tokens, negations, comparison words and word order, see
+:mod:`memloci.consolidation.details`) — and only differ in what they do about it. Both
+run the check and the write inside one ``store.exclusive(fact_lock(namespace))``
+transaction, so concurrent writers (threads, processes, servers) never store the same
+fact twice.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from memloci.consolidation.details import details as details  # re-exported
+from memloci.consolidation.details import same_details as same_details  # re-exported
+from memloci.consolidation.details import same_text as same_text  # re-exported
 from memloci.models import MemoryNode, NodeType, Scope, normalize_key
 from memloci.providers.base import Vector, calibration_of
 from memloci.storage.base import NodeFilter, Store
@@ -62,79 +65,6 @@ def fact_lock(namespace: str) -> str:
     return f"facts:{namespace}"
 
 
-# ---------------------------------------------------------------------- same details
-_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-_DIGITS = re.compile(r"\d+")
-_NEGATIONS = {
-    "not", "no", "never", "without", "nobody", "nothing", "none", "neither", "nor",
-    "nowhere", "cannot", "cant", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt",
-    "werent", "wont", "wouldnt", "shouldnt", "couldnt", "hasnt", "havent", "hadnt",
-    "mustnt", "neednt", "aint",
-}  # fmt: skip
-_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen"
-_TEENS = "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
-_NUMBER_WORDS: dict[str, float] = {w: i for i, w in enumerate(f"{_ONES} {_TEENS}".split(" "))}
-_NUMBER_WORDS.update(
-    {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-     "ninety": 90, "hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9,
-     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
-     "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "once": 1, "twice": 2,
-     "half": 0.5, "dozen": 12}
-)  # fmt: skip
-_CALENDAR_WORDS = (
-    "january february march april may june july august september october november "
-    "december monday tuesday wednesday thursday friday saturday sunday today tomorrow "
-    "yesterday"
-)
-_CALENDAR = set(_CALENDAR_WORDS.split(" "))
-# capitalised only because they open a sentence (or are "I"): not names
-_STARTER_WORDS = (
-    "a an the this that these those i i'm i've i'd i'll my our your his her its their he "
-    "she it we you they user users assistant someone everyone there here in on at for "
-    "from to of by with as if when while after before during since until also and but "
-    "or so then now all every each some any most many both one it's they're we're "
-    "what which who whom whose where why how please note"
-)
-_STARTERS = set(_STARTER_WORDS.split(" "))
-
-
-def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).replace("’", "'")
-    return re.sub(r"n't\b", " not", text, flags=re.IGNORECASE)
-
-
-def details(text: str) -> tuple[frozenset[str], frozenset[str], Counter[str]]:
-    """What a paraphrase must keep: numbers (digits anywhere in a token — "3i",
-    "12th", "2024-05-01" — number words, calendar words), names (capitalised tokens,
-    except a common word opening a sentence) and negations (counted)."""
-    folded = _fold(text)
-    numbers: set[str] = {d.lstrip("0") or "0" for d in _DIGITS.findall(folded)}
-    names: set[str] = set()
-    negations: Counter[str] = Counter()
-    sentence_start = True
-    for match in _TOKEN.finditer(folded):
-        token = match.group()
-        low = token.casefold().replace("'", "")
-        if low in _NUMBER_WORDS:
-            numbers.add(str(_NUMBER_WORDS[low]))
-        elif low in _CALENDAR:
-            numbers.add(low)
-        if low in _NEGATIONS:
-            negations["not"] += 1
-        opener = sentence_start and token.casefold() in _STARTERS
-        if token[:1].isupper() and not opener and low not in _CALENDAR | _NUMBER_WORDS.keys():
-            names.add(re.sub(r"'s$", "", token.casefold()))
-        tail = folded[match.end() : match.end() + 2]
-        sentence_start = bool(re.match(r"\s*[.!?:;]", tail))
-    return frozenset(numbers), frozenset(names), negations
-
-
-def same_details(a: str, b: str) -> bool:
-    """Whether two near-identical texts agree on every number, date, name and negation;
-    a difference in any of them makes them different facts, however close in meaning."""
-    return details(a) == details(b)
-
-
 def match_fact(
     store: Store,
     owner: NodeFilter,
@@ -152,10 +82,10 @@ def match_fact(
         same_key = store.list_nodes(replace(owner, key_norm=normalize_key(key)), limit=1)
         if same_key:
             old = same_key[0]
-            if content_hash(old.content) == digest and old.value == value:
+            if same_text(old.content, text) and old.value == value:
                 return FactMatch(MatchKind.SAME, old, "already known")
             return FactMatch(MatchKind.KEY, old, f"holds key {key!r}")
-    dupes = store.find_by_hash(owner, digest)
+    dupes = [n for n in store.find_by_hash(owner, digest) if same_text(n.content, text)]
     if dupes:
         return FactMatch(MatchKind.DUPLICATE, dupes[0], "already known")
     if embed is None:

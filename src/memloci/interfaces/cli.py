@@ -27,6 +27,7 @@ from memloci.interfaces.cli_common import (
     EmbOpt,
     NsOpt,
     YesOpt,
+    cell,
     confirm_or_refuse,
     embed_all,
     err,
@@ -44,6 +45,9 @@ if TYPE_CHECKING:  # loaded on use
     from memloci.sdk import Memory
 
 app = typer.Typer(
+    # help paragraphs are markdown: a docstring wrapped at 88 columns reflows to the
+    # terminal instead of breaking mid-sentence (rich mode keeps single line breaks)
+    rich_markup_mode="markdown",
     name="memloci",
     cls=LazyGroup,  # the other commands (memloci/interfaces/cli_lazy.py) load on use
     help="memloci: long-term memory for LLM agents (embedded SQLite, hybrid recall).",
@@ -208,11 +212,10 @@ def demo(
         flt = m.service.filter(namespace=ns, user=DEMO_USER)
         stable, dynamic = m.service.context_parts_now(DEMO_PROMPT, flt, budget=900)
     from rich.panel import Panel
-    from rich.text import Text
 
     say(f"\nThe context block for the prompt {DEMO_PROMPT!r} (memloci memory context):", "bold")
-    out.print(Panel(Text(stable), title="cacheable: the same for every prompt", expand=False))
-    out.print(Panel(Text(dynamic), title=f"brought up by {DEMO_PROMPT!r}", expand=False))
+    out.print(Panel(cell(stable), title="cacheable: the same for every prompt", expand=False))
+    out.print(Panel(cell(dynamic), title=f"brought up by {DEMO_PROMPT!r}", expand=False))
     flags = _flags(db, ns, m.settings.embedder)
     say("\nTry next:", "bold")
     for line in (

@@ -23,11 +23,13 @@ from memloci.consolidation.consolidator import ConsolidationReport
 from memloci.errors import MemlociError, ProviderError, ValidationError
 from memloci.interfaces.chat_commands import answer_memory_command
 from memloci.interfaces.cli_common import (
+    cell,
     err,
     examples,
     interactive,
     note,
     out,
+    plain,
     report_error,
     role_settings,
 )
@@ -127,7 +129,7 @@ def chat(
             bot = Agent(
                 memory.service, role, model, user=user or _default_user(),
                 commands=memory_command_handler(answer_memory_command), on_tool=_show_tool,
-                warn=lambda line: err.print(Text(line, style="yellow"), soft_wrap=True),
+                warn=lambda line: err.print(cell(line, "yellow"), soft_wrap=True),
             )  # fmt: skip
             session = runner.run(bot.start(resume=resume))
             retry = _retry_command(role_file, db, agent)
@@ -169,7 +171,7 @@ def _one_shot(runner: asyncio.Runner, bot: Agent, prompt: str, retry: str) -> No
     except (MemlociError, KeyboardInterrupt):
         runner.run(bot.finish(autonomous=True, consolidate=False))
         raise
-    typer.echo(reply.text)
+    typer.echo(plain(reply.text, lines=True))
     _show_consolidation(runner.run(bot.finish(autonomous=True)), retry)
 
 
@@ -180,9 +182,9 @@ def _autonomous(runner: asyncio.Runner, bot: Agent, prompt: str, retry: str) -> 
     result = runner.run(run_autonomous(bot, prompt))
     _show_consolidation(runner.run(bot.finish(autonomous=True)), retry)
     if not result.finished:
-        err.print(Text(result.summary, style="yellow"), soft_wrap=True)
+        err.print(cell(result.summary, "yellow"), soft_wrap=True)
         raise typer.Exit(ProviderError.exit_code if result.error else 10)
-    typer.echo(result.summary)
+    typer.echo(plain(result.summary, lines=True))
 
 
 # ---------------------------------------------------------------------- the REPL
@@ -228,9 +230,9 @@ def _repl(runner: asyncio.Runner, bot: Agent, spec: ModelSpec, session: str, ret
 
 def _show_reply(reply: Reply) -> None:
     if interactive() and not reply.local:
-        out.print(Text.assemble(("assistant> ", "bold green"), reply.text), soft_wrap=True)
+        out.print(Text("assistant> ", "bold green") + cell(reply.text), soft_wrap=True)
     else:
-        out.print(Text(reply.text), soft_wrap=True)
+        out.print(cell(reply.text), soft_wrap=True)
 
 
 def _show_tool(run: ToolRun) -> None:
@@ -238,7 +240,7 @@ def _show_tool(run: ToolRun) -> None:
     first = (run.result.splitlines() or [""])[0]
     first = first if len(first) <= 160 else first[:159] + "…"
     style = "dim" if run.ok else "yellow"
-    err.print(Text(f"  [{run.name}] {first}", style=style), soft_wrap=True)
+    err.print(cell(f"  [{run.name}] {first}", style), soft_wrap=True)
 
 
 def _show_consolidation(report: ConsolidationReport | None, retry: str) -> None:
@@ -253,7 +255,7 @@ def _show_consolidation(report: ConsolidationReport | None, retry: str) -> None:
     if report.failed:
         first = next(iter(report.failed.values()))
         err.print(
-            Text(f"memloci: consolidation left {len(report.failed)} session(s) pending ({first}); "
+            cell(f"memloci: consolidation left {len(report.failed)} session(s) pending ({first}); "
                  f"`{retry}` retries", style="yellow"),
             soft_wrap=True,
         )  # fmt: skip

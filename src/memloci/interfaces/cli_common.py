@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
@@ -99,15 +100,61 @@ RoleArg = Annotated[
 
 
 def examples(*lines: str) -> str:
-    """An epilog listing example invocations, one a line in ``--help``."""
-    return "\n\n".join(("Examples:", *(f"  $ {line}" for line in lines)))
+    """An epilog listing example invocations, one a line in ``--help`` (help is rendered
+    as markdown: a glob's ``*`` or a name's ``_`` is shown as typed)."""
+    return "\n\n".join(("Examples:", *(f"  $ {_literal(line)}" for line in lines)))
+
+
+def _literal(line: str) -> str:
+    return "".join(f"\\{c}" if c in "\\`*_[]<>#" else c for c in line)
+
+
+# ---------------------------------------------------------------------- safe text
+# control characters (C0 but newline and tab, DEL, C1) and the bidirectional marks and
+# overrides: what can clear the screen, retitle the window or reorder what is shown
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL_IN_LINES = re.compile(f"[{_CONTROLS}]")
+_CONTROL = re.compile(f"[\t\n{_CONTROLS}]")
+
+
+def plain(text: str, *, lines: bool = False) -> str:
+    """Stored text made safe to print on a terminal: each control character (ESC, which
+    starts the sequences that clear the screen or retitle the window, BEL, CR, the C1
+    set, bidirectional overrides) becomes a visible ``\\x1b`` / ``\\u202e`` escape;
+    ``lines`` keeps newlines and tabs (multi-line text)."""
+    return (_CONTROL_IN_LINES if lines else _CONTROL).sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def cell(text: str, style: str = "") -> Text:
+    """Stored text for a table cell or a line: printed as it is (no console markup:
+    ``[bold]`` in a memory stays ``[bold]``), control characters escaped (:func:`plain`)."""
+    return Text(plain(text, lines=True), style=style)
+
+
+class Table(RichTable):
+    """A rich table whose text cells and title are :func:`cell` s: stored text in it
+    prints literally, whatever markup or control characters it holds."""
+
+    def __init__(self, *headers: Any, title: Any = None, **kwargs: Any) -> None:
+        if isinstance(title, str):
+            title = cell(title, "table.title")
+        super().__init__(*headers, title=title, **kwargs)
+
+    def add_row(self, *renderables: Any, style: Any = None, end_section: bool = False) -> None:
+        cells = [cell(r) if isinstance(r, str) else r for r in renderables]
+        super().add_row(*cells, style=style, end_section=end_section)
 
 
 # ---------------------------------------------------------------------- errors
 def report_error(message: str, hint: str | None = None) -> None:
-    err.print(Text("error: ", style="bold red") + Text(message, style="red"), soft_wrap=True)
+    err.print(Text("error: ", style="bold red") + cell(message, "red"), soft_wrap=True)
     if hint:
-        err.print(Text("hint: ", style="bold yellow") + Text(hint), soft_wrap=True)
+        err.print(Text("hint: ", style="bold yellow") + cell(hint), soft_wrap=True)
 
 
 class QuickHelpGroup(TyperGroup):
@@ -378,12 +425,14 @@ def emit_json(data: Any) -> None:
 
 
 def say(message: str, style: str | None = None) -> None:
-    out.print(Text(message, style=style or ""), soft_wrap=True)
+    """A line (or lines) for people on stdout: printed literally, control characters
+    escaped (:func:`cell`)."""
+    out.print(cell(message, style or ""), soft_wrap=True)
 
 
 def note(message: str) -> None:
     """A notice on stderr (keeps stdout clean)."""
-    err.print(Text(message, style="dim"), soft_wrap=True)
+    err.print(cell(message, "dim"), soft_wrap=True)
 
 
 def snippet(text: str, width: int = 90) -> str:
@@ -417,7 +466,7 @@ def hits_table(hits: Sequence[SearchHit], title: str | None = None) -> Table:
         if wide:
             cells += [snippet(node.content), hit.why]
         else:
-            cells.append(Text(snippet(node.content)) + Text("\n" + hit.why, style="dim"))
+            cells.append(cell(snippet(node.content)) + cell("\n" + hit.why, "dim"))
         table.add_row(*cells)
     return table
 
@@ -450,7 +499,7 @@ def fields_table(data: dict[str, Any]) -> Table:
     table.add_column("value")
     for name, value in data.items():
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        table.add_row(name, Text(shown))
+        table.add_row(name, cell(shown))
     return table
 
 

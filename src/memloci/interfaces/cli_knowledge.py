@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from memloci.interfaces.cli_common import (
     DbOpt,
     EmbOpt,
     JsonOpt,
     NsOpt,
+    Table,
+    cell,
     emit_json,
     err,
     examples,
@@ -34,6 +34,7 @@ from memloci.knowledge import DEFAULT_GLOBS, KnowledgeReport
 from memloci.models import KnowledgeHit, KnowledgeSource
 
 knowledge_app = typer.Typer(
+    rich_markup_mode="markdown",
     name="knowledge",
     help="The knowledge tier: read-only documents (text, markdown, reST) searched by meaning.",
     no_args_is_help=True,
@@ -185,7 +186,7 @@ def hits_table(hits: list[KnowledgeHit], title: str | None = None) -> Table:
     table.add_column("source / heading", overflow="fold", ratio=1)
     table.add_column("text", min_width=20, ratio=3)
     for h in hits:
-        where = Text(f"{shown(h.path)}") + Text(f"\n{h.heading}" if h.heading else "", "dim")
+        where = cell(shown(h.path)) + cell(f"\n{h.heading}" if h.heading else "", "dim")
         table.add_row(f"{h.score:.3f}", where, snippet(h.text, 240))
     return table
 
@@ -262,6 +263,6 @@ def remove(
         emit_json({"action": "removed", "sources": [s.model_dump(mode="json") for s in gone]})
         return
     for s in gone:
-        err.print(Text(f"removed [{s.id}] {shown(s.path)}", style="dim"))
+        err.print(cell(f"removed [{s.id}] {shown(s.path)}", "dim"))
     chunks = sum(s.chunk_count for s in gone)
     say(f"removed: {len(gone)} source(s) and their {chunks} chunks.")

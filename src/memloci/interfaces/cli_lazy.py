@@ -89,7 +89,7 @@ def load(name: str) -> Any:
     else:
         epilog = spec.epilog
         text = getattr(module, epilog) if isinstance(epilog, str) else examples(*epilog or ())
-        holder = typer.Typer()
+        holder = typer.Typer(add_completion=False, rich_markup_mode="markdown")
         holder.command(name, epilog=text or None)(obj)
         command = typer.main.get_command(holder)
     command.name = name

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
@@ -20,6 +19,7 @@ from memloci.interfaces.cli_common import (
     JsonOpt,
     NsOpt,
     RoleArg,
+    Table,
     UserOpt,
     emit_json,
     err,
@@ -28,6 +28,7 @@ from memloci.interfaces.cli_common import (
     open_memory,
     out,
     progress_bar,
+    report_error,
     role_settings,
     say,
 )
@@ -151,7 +152,7 @@ def consolidate(
             "pending; run it again for the next ones."
         )
     for sid, problem in total.failed.items():
-        err.print(f"error: session {sid!r} stays pending: {problem}", style="red")
+        report_error(f"session {sid!r} stays pending: {problem}")
     if total.failed:
         raise typer.Exit(1)
 
@@ -207,7 +208,7 @@ def maintain(
     else:
         out.print(maintenance_table(report))
     for problem in report.errors:
-        err.print(f"error: {problem}", style="red")
+        report_error(problem)
     if report.errors:
         raise typer.Exit(1)
 

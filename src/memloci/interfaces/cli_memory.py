@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
-from rich.table import Table
 
 from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.cli_common import (
@@ -21,6 +20,7 @@ from memloci.interfaces.cli_common import (
     NsOpt,
     QuickHelpGroup,
     RoleArg,
+    Table,
     UserOpt,
     YesOpt,
     confirm_or_refuse,
@@ -35,6 +35,7 @@ from memloci.interfaces.cli_common import (
     open_memory,
     out,
     parse_json,
+    plain,
     prewarm,
     say,
     stats_table,
@@ -65,6 +66,7 @@ class MemoryGroup(QuickHelpGroup):
 
 
 memory_app = typer.Typer(
+    rich_markup_mode="markdown",
     name="memory",
     cls=MemoryGroup,
     help="Add, search, inspect, change and move memories.",
@@ -147,7 +149,7 @@ def remember(
     subject: Annotated[str | None, typer.Option(help="What the fact is about.")] = None,
     fact_type: Annotated[FactType | None, typer.Option(show_default=False)] = None,
     scope: Annotated[Scope | None, typer.Option(show_default=False)] = None,
-    confidence: Annotated[float, typer.Option(min=0.0, max=1.0)] = 1.0,
+    confidence: Annotated[float, typer.Option(help="How sure it is, 0–1.")] = 1.0,
     user: UserOpt = None,
     db: DbOpt = None,
     namespace: NsOpt = None,
@@ -155,6 +157,11 @@ def remember(
     as_json: JsonOpt = False,
 ) -> None:
     """Store a fact; a duplicate confirms the existing one, a known key updates it."""
+    if not 0.0 <= confidence <= 1.0:  # NaN too (click's range check let it through)
+        raise ValidationError(
+            f"--confidence must be a number between 0 and 1, not {confidence}",
+            hint="e.g. --confidence 0.8",
+        )
     options: dict[str, Any] = {
         "key": key, "category": category, "subject": subject, "fact_type": fact_type,
         "scope": scope, "confidence": confidence, "user": user,
@@ -426,7 +433,7 @@ def context(
     if as_json:
         emit_json({"context": block, "tokens": estimate_tokens(block)})
     elif block:
-        typer.echo(block)
+        typer.echo(plain(block, lines=True))
     else:
         note("No memories to put in the context.")
 

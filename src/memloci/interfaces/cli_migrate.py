@@ -6,9 +6,8 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from memloci.interfaces.cli_common import JsonOpt, emit_json, err, out, progress_bar, say
+from memloci.interfaces.cli_common import JsonOpt, Table, emit_json, err, out, progress_bar, say
 from memloci.migrate import KINDS
 from memloci.migrate import migrate as run_migration
 

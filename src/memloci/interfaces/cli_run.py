@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.text import Text
 
 from memloci.errors import ProviderError, ValidationError
-from memloci.interfaces.cli_common import err, examples, note, role_settings
+from memloci.interfaces.cli_common import cell, err, examples, note, plain, role_settings
 from memloci.providers.chat import ChatModel, load_chat_model
 from memloci.runtime.agent import Agent
 from memloci.runtime.agent import model_spec as resolve_model
@@ -131,7 +130,7 @@ async def _main(
     try:
         bot = Agent(
             memory.service, role, model, user=user, channel="autonomous",
-            warn=lambda line: err.print(Text(line, style="yellow"), soft_wrap=True),
+            warn=lambda line: err.print(cell(line, "yellow"), soft_wrap=True),
         )  # fmt: skip
 
         async def execute(task: str, trigger: Mapping[str, Any] | None) -> RunResult:
@@ -142,9 +141,9 @@ async def _main(
                 await bot.finish(autonomous=True)
             label = f"[{trigger['trigger_type']}] " if trigger else ""
             if result.finished:
-                typer.echo(f"{label}{result.summary}")
+                typer.echo(plain(f"{label}{result.summary}", lines=True))
             else:
-                err.print(Text(f"{label}{result.summary}", style="yellow"), soft_wrap=True)
+                err.print(cell(f"{label}{result.summary}", "yellow"), soft_wrap=True)
             return result
 
         if not triggers:
@@ -154,7 +153,7 @@ async def _main(
                 return 0
             return ProviderError.exit_code if result.error else STOPPED_EXIT
         runner = TriggerRunner(execute, triggers, max_runs=max_runs, on_ready=note,
-                               warn=lambda line: err.print(Text(line, style="yellow")))  # fmt: skip
+                               warn=lambda line: err.print(cell(line, "yellow")))  # fmt: skip
         done = await runner.serve()
         note(f"memloci run: stopped after {done} run(s)")
         return 0

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from memloci._extras import require
 from memloci.config import Settings
@@ -22,6 +21,7 @@ from memloci.interfaces.cli_common import (
     EmbOpt,
     JsonOpt,
     NsOpt,
+    Table,
     embed_all,
     emit_json,
     err,
@@ -36,6 +36,7 @@ from memloci.interfaces.hosts import is_loopback
 from memloci.storage.location import describe
 
 keys_app = typer.Typer(
+    rich_markup_mode="markdown",
     help="API keys for the server: each maps to the namespaces it may read or write.",
     no_args_is_help=True,
     epilog=examples(

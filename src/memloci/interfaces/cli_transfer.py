@@ -179,6 +179,11 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Load an export into the namespace (all-or-nothing), then embed what needs it."""
+    if Path(file).is_dir():
+        raise ValidationError(
+            f"{file} is a directory, not a file",
+            hint="give the path of a `memloci memory export` file inside it",
+        )
     if not Path(file).is_file():
         raise ValidationError(
             f"no such file: {file}", hint="give the path of a `memloci memory export` file"

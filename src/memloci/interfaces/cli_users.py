@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from memloci.interfaces.cli_common import (
     DbOpt,
     EmbedderName,
     JsonOpt,
     NsOpt,
+    Table,
     YesOpt,
     confirm_or_refuse,
     emit_json,
@@ -30,6 +30,7 @@ from memloci.interfaces.cli_common import (
 from memloci.service.privacy import ForgetReport
 
 users_app = typer.Typer(
+    rich_markup_mode="markdown",
     name="users",
     help="People the memory knows: forget one completely.",
     no_args_is_help=True,

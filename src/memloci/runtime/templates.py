@@ -30,9 +30,18 @@ model:
   # api_key_env: OPENAI_API_KEY          # variable holding the API key
   temperature: 0.7
   max_tokens: 1024
+  system_as_user: false      # true: send the system prompt as the first user message
+
+autonomy:                    # memloci run / chat --autonomous
+  max_steps: 10              # model calls a run may make before it is stopped
+
+triggers: []                 # what `memloci run role.yaml` waits for, e.g.
+  # - {{type: cron, every: 10m, prompt: "Summarise new tickets"}}
+  # - {{type: webhook, port: 8080}}
 
 memory:
   # store_path: memory.db    # default: $MEMLOCI_PATH, else ./memloci.db (relative to this file)
+  store_backend: sqlite      # sqlite | postgres (store_path: postgresql://user:pass@host/db)
   max_sessions: 10           # conversation sessions kept per user and chat; oldest pruned
   max_resume_messages: 20    # messages loaded by --resume
   embeddings:

@@ -93,7 +93,8 @@ class ContextMixin(ServiceCore):
         known_facts: list[MemoryNode] = []
         if facts:
             fact_flt = replace(flt, types=FACT_TYPES)
-            known_facts = self.store.list_nodes(fact_flt, limit=2000, order="category")
+            # the 2000 facts the cacheable part would keep first (protected, then newest)
+            known_facts = self.store.list_nodes(fact_flt, limit=2000, order="protected")
         known: list[MemoryNode] = []
         if procedures:
             procedural = replace(flt, types=(NodeType.PROCEDURAL,))

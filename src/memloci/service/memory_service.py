@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
@@ -44,6 +44,7 @@ from memloci.service import runtime as service_runtime
 from memloci.service.admin import AdminMixin
 from memloci.service.consolidation import ConsolidationMixin
 from memloci.service.context import ContextMixin
+from memloci.service.edits import EditsMixin, restatement
 from memloci.service.knowledge import KnowledgeMixin
 from memloci.service.privacy import PrivacyMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
@@ -51,12 +52,24 @@ from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker, bind_embedder, stale_vectors
 
 log = logging.getLogger("memloci.service")
+
+
+@dataclass(frozen=True)
+class VisibleStats:
+    """Counts of the memories one caller may see (see :meth:`MemoryService.visible_stats`)."""
+
+    current_by_type: dict[str, int]
+    nodes_by_type: dict[str, int]  # current or not
+    entities: int  # entities the current ones mention
+
+
 P = ParamSpec("P")
 T = TypeVar("T")
 FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 
 
 class MemoryService(
+    EditsMixin,
     service_records.RecordsMixin,
     AdminMixin,
     ContextMixin,
@@ -212,7 +225,9 @@ class MemoryService(
         suggest_on_subject: bool = False,
         source_type: SourceType | str = SourceType.USER,
     ) -> WriteResult:
-        """Store a fact. Duplicates confirm the existing one; a known key updates it."""
+        """Store a fact. Duplicates confirm the existing one (and set a key or value it
+        lacks or holds otherwise, or a category it lacks: ``updated``); a known key
+        updates it."""
         ns = self._ns(namespace)
         text = v.fact(content)
         ntype = v.enum(NodeType, type, "type")
@@ -242,8 +257,9 @@ class MemoryService(
             valid_from=when or now, confidence=conf, decay_rate=self.settings.decay_rate_default,
             source_type=src, metadata=meta,
         )  # fmt: skip
-        found, similar, stored = await self._run(
-            self._remember_atomic, owner, node, vector, suggest_on_subject
+        given = {"key": key, "value": value, "category": cat if category is not None else None}
+        found, similar, stored, changes = await self._run(
+            self._remember_atomic, owner, node, vector, suggest_on_subject, given
         )
         old = found.node
         if old is not None and found.kind is MatchKind.KEY:
@@ -257,11 +273,12 @@ class MemoryService(
                 old.id, text, namespace=ns, value=value, set_value=True, session=session,
                 confirmed=True,
             )  # fmt: skip
-        if old is not None:
+        if old is not None:  # with a key, value or category it lacked: set them
+            told = f" and set {', '.join(changes)} (version {old.version})" if changes else ""
             return WriteResult(
-                action="confirmed", memory=old,
+                action="updated" if changes else "confirmed", memory=old,
                 message=f"Already remembered as [{old.id}] ({found.why}); confirmed it "
-                f"({old.times_confirmed}x).",
+                f"({old.times_confirmed}x){told}.",
             )  # fmt: skip
         if similar and suggest_on_subject:
             ids = ", ".join(n.id for n in similar[:3])
@@ -282,13 +299,16 @@ class MemoryService(
         return WriteResult(action="created", memory=memory, message=message, similar=similar)
 
     def _remember_atomic(
-        self, owner: NodeFilter, node: MemoryNode, vector: Any, suggest: bool
-    ) -> tuple[FactMatch, list[MemoryNode], MemoryNode | None]:
+        self, owner: NodeFilter, node: MemoryNode, vector: Any, suggest: bool,
+        given: Mapping[str, Any],
+    ) -> tuple[FactMatch, list[MemoryNode], MemoryNode | None, list[str]]:  # fmt: skip
         """Check and write as one unit (``store.exclusive``): a concurrent ``remember`` of
         the same fact — another thread, process or server — waits, then sees this one's
-        row and vector. Returns the match (a confirmed duplicate comes back updated) and
-        the same-subject memories; with no match and no suggestion, ``node`` is stored
-        together with its vector."""
+        row and vector. Returns the match (a confirmed duplicate comes back updated, with
+        the key, value and category ``given`` that it lacked: see
+        :func:`~memloci.service.edits.restatement`), the same-subject memories, the stored
+        node and the changes made to a confirmed one; with no match and no suggestion,
+        ``node`` is stored together with its vector."""
         store = self.store
         with store.exclusive(fact_lock(node.namespace)):
             found = match_fact(
@@ -297,17 +317,17 @@ class MemoryService(
                 threshold=_threshold(self.settings.duplicate_threshold, self.embedder),
             )  # fmt: skip
             if found.node is not None and found.kind is not MatchKind.KEY:
-                patch = NodePatch(times_confirmed_delta=1)
+                patch, changes = restatement(found.node, given)
                 updated = store.update_node(found.node.namespace, found.node.id, patch)
-                return replace(found, node=updated), [], None
+                return replace(found, node=updated), [], None, changes
             if found.node is not None:
-                return found, [], None
+                return found, [], None, []
             similar: list[MemoryNode] = []
             if node.subject:  # the newest memories about the same subject, however many
                 about = replace(owner, subject=node.subject)
                 similar = store.list_nodes(about, limit=20, order="-created")
                 if similar and suggest:
-                    return found, similar, None
+                    return found, similar, None, []
             stored = store.insert_node(node)
             if vector is not None:
                 item = PendingEmbedding(
@@ -315,77 +335,7 @@ class MemoryService(
                     node.subject,
                 )  # fmt: skip
                 store.save_embeddings([item], vector[None, :])
-            return found, similar, stored
-
-    async def update(
-        self,
-        memory_id: str,
-        content: str | None = None,
-        *,
-        namespace: str | None = None,
-        value: Any = None,
-        set_value: bool = False,
-        category: str | None = None,
-        subject: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        session: str | None = None,
-        confirmed: bool = False,
-    ) -> WriteResult:
-        """Change a memory in place: same id, a new version in its history. ``confirmed``:
-        the change also counts as a confirmation (``times_confirmed`` + 1), as when
-        ``remember`` overwrites a key."""
-        ns, mid = self._ns(namespace), v.memory_id(memory_id)
-        old = await self.get(mid, namespace=ns)
-        if old.valid_until is not None:
-            raise ValidationError(f"memory {mid} was forgotten; it can no longer change")
-        text = None
-        if content is not None:
-            text = v.turn(content) if old.type is NodeType.EPISODIC else v.fact(content)
-        if set_value:
-            v.json_value(value)
-        patch = NodePatch(
-            content=text, value=value, set_value=set_value,
-            category=v.category(category) if category is not None else None,
-            subject=v.label(subject, "subject", 200),
-            metadata=v.metadata(metadata) if metadata is not None else None,
-            times_confirmed_delta=1 if confirmed else 0,
-        )  # fmt: skip
-        new = await self._run(self.store.update_node, ns, mid, patch, session=v.ident(session))
-        if self.worker:
-            self.worker.wake()
-        msg = f"Updated [{mid}] to version {new.version}"
-        if text is not None and text != old.content:
-            msg += f": {old.content!r} → {new.content!r}"
-        return WriteResult(action="updated", memory=new, message=msg + ".")
-
-    async def correct(
-        self, memory_id: str, content: str, *, namespace: str | None = None, value: Any = None
-    ) -> WriteResult:
-        """Replace a fact with a new one that ``supersedes`` it; the old one stops being valid."""
-        ns, mid = self._ns(namespace), v.memory_id(memory_id)
-        text = v.fact(content)
-        v.json_value(value)
-        old = await self.get(mid, namespace=ns)
-        if old.valid_until is not None:
-            raise ValidationError(f"memory {mid} is no longer current; correct the current one")
-        now = utcnow()
-        new = old.model_copy(
-            update={
-                "id": short_id(), "content": text, "value": value if value is not None
-                else old.value, "created_at": now, "updated_at": now, "valid_from": now,
-                "event_time": now, "version": 1, "confidence": 1.0, "times_confirmed": 0,
-                "times_contradicted": 0, "access_count": 0, "last_accessed": None,
-                "source_type": SourceType.USER, "embedded": False,
-            }
-        )  # fmt: skip
-        await self._run(self.store.supersede, ns, mid, new, now=now)
-        if self.worker:
-            self.worker.wake()
-        return WriteResult(
-            action="corrected",
-            memory=await self.get(new.id, namespace=ns),
-            message=f"Corrected: [{new.id}] supersedes [{mid}] ({old.content!r} → {text!r}).",
-        )
+            return found, similar, stored, []
 
     async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
         """Mark a fact as certain and protected from decay."""
@@ -426,15 +376,23 @@ class MemoryService(
         scope: Scope | str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> WriteResult:
-        """Store a how-to / standing instruction (injected into every context)."""
+        """Store a how-to / standing instruction: without ``triggers`` it is injected into
+        every context; with ``triggers={"goal_contains": [...]}`` only when the prompt
+        mentions one of the phrases (see :func:`memloci.validate.triggers`).
+
+        The same text again in the same scope (and for the same user / agent) confirms
+        the known procedure; given ``triggers`` that differ from its own replace them,
+        as a new version (``action="updated"``)."""
         ns, text = self._ns(namespace), v.fact(content)
         user, agent = v.ident(user, "user"), v.ident(agent, "agent")
         sc = v.scope(scope, user=user, agent=agent, session=None)
+        wanted = None if triggers is None else v.triggers(triggers)
         details = ProcedureDetails(
             procedure_type=v.enum(ProcedureType, procedure_type, "procedure_type"),
-            triggers=v.metadata(triggers, "triggers"),
+            triggers=wanted or {},
         )
-        owner = NodeFilter(namespaces=(ns,), types=(NodeType.PROCEDURAL,), scopes=(sc,))
+        types = (NodeType.PROCEDURAL,)
+        owner = fact_owner(ns, types, sc, user=user, agent=agent, session=None)
         now = utcnow()
         node = MemoryNode(
             id=short_id(), namespace=ns, type=NodeType.PROCEDURAL, content=text,
@@ -443,20 +401,34 @@ class MemoryService(
             decay_rate=self.settings.decay_rate_default, metadata=v.metadata(metadata),
         )  # fmt: skip
 
-        def check_and_insert() -> tuple[MemoryNode, bool]:  # one unit, like remember
+        def check_and_insert() -> tuple[MemoryNode, str, dict[str, Any]]:  # one unit
             with self.store.exclusive(fact_lock(ns)):
                 dupes = self.store.find_by_hash(owner, content_hash(text))
-                if dupes:
+                if not dupes:
+                    return self.store.insert_node(node), "created", {}
+                old = dupes[0]
+                known = old.procedure or ProcedureDetails()
+                if wanted is None or wanted == known.triggers:
                     patch = NodePatch(times_confirmed_delta=1)
-                    return self.store.update_node(ns, dupes[0].id, patch), False
-                return self.store.insert_node(node), True
+                    return self.store.update_node(ns, old.id, patch), "confirmed", {}
+                new = known.model_copy(update={"triggers": wanted})
+                extra = {"procedure": new, "version": old.version + 1}
+                patch = NodePatch(times_confirmed_delta=1, extra=extra)
+                return self.store.update_node(ns, old.id, patch), "updated", known.triggers
 
-        node, created = await self._run(check_and_insert)
-        if not created:
+        node, action, before = await self._run(check_and_insert)
+        if action == "confirmed":
             return WriteResult(
                 action="confirmed", memory=node,
                 message=f"Already remembered as [{node.id}] (already known); confirmed it "
                 f"({node.times_confirmed}x).",
+            )  # fmt: skip
+        if action == "updated":
+            now_on = node.procedure.triggers if node.procedure else {}
+            return WriteResult(
+                action="updated", memory=node,
+                message=f"Already known as [{node.id}]; its triggers changed (version "
+                f"{node.version}): {before or 'none'} → {now_on or 'none'}.",
             )  # fmt: skip
         if self.worker:
             self.worker.wake()
@@ -584,6 +556,34 @@ class MemoryService(
     async def stats(self, namespaces: Sequence[str] | None = None) -> StoreStats:
         nss = [v.namespace(n) for n in (namespaces or [self.settings.namespace])]
         return await self._run(self.store.stats, nss)
+
+    async def visible_stats(self, flt: NodeFilter) -> VisibleStats:
+        """What one caller may see (``flt``: their memories and shared ones): memories
+        by type, current and including forgotten ones, and how many entities the current
+        ones mention. Unlike :meth:`stats` it never counts other users' memories."""
+
+        def run() -> VisibleStats:
+            current: dict[str, int] = {}
+            total: dict[str, int] = {}
+            for kind in flt.types or tuple(NodeType):
+                one = replace(flt, types=(kind,))
+                if n := self.store.count_nodes(replace(one, include_invalid=True)):
+                    total[kind.value] = n
+                    current[kind.value] = self.store.count_nodes(one)
+            entities: set[str] = set()
+            for ns in flt.namespaces:
+                own, offset = replace(flt, namespaces=(ns,), include_invalid=False), 0
+                while page := self.store.list_nodes(own, limit=1000, offset=offset, order="rowid"):
+                    offset += len(page)
+                    linked = self.store.node_entities(ns, [n.id for n in page])
+                    entities.update(e.id for found in linked.values() for e in found)
+            return VisibleStats(
+                current_by_type={k: n for k, n in current.items() if n},
+                nodes_by_type=total,
+                entities=len(entities),
+            )
+
+        return await self._run(run)
 
     # ------------------------------------------------------------------ lifecycle
     async def flush(self, timeout: float | None = None) -> bool:

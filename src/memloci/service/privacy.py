@@ -41,6 +41,12 @@ class ForgetReport(BaseModel):
         "connection held an old snapshot; forgetting the user again finishes the scrub)"
     )
 
+    @property
+    def removed(self) -> bool:
+        """Whether anything was stored for the user (False: unknown or already forgotten)."""
+        kinds = set(type(self).model_fields) - {"namespace", "user", "scrubbed"}
+        return any(getattr(self, kind) for kind in kinds)
+
 
 class PrivacyMixin(ServiceCore):
     """``forget_user``: the "forget a person" operation."""

@@ -224,6 +224,8 @@ async def explain_fact(b: Bound, a: MemoryIdArgs) -> str:
 
 
 async def memory_stats(b: Bound, a: NoArgs) -> str:
+    if (b.user, b.agent, b.session, b.types) != (None, None, None, None):
+        return await _visible_stats(b)
     s = await b.service.stats([b.namespace])
     current = ", ".join(f"{n} {t}" for t, n in sorted(s.current_by_type.items())) or "none"
     total = sum(s.nodes_by_type.values())
@@ -247,6 +249,24 @@ async def memory_stats(b: Bound, a: NoArgs) -> str:
         else "Maintenance has not run yet."
     )
     return "\n".join(out)
+
+
+async def _visible_stats(b: Bound) -> str:
+    """A bound caller's view: only what it may see (its memories and shared ones), never
+    namespace-wide figures that count other users' memories."""
+    s = await b.service.visible_stats(b.filter())
+    who = ", ".join(
+        f"{kind} {name!r}"
+        for kind, name in (("user", b.user), ("agent", b.agent), ("session", b.session))
+        if name is not None
+    )
+    current = ", ".join(f"{n} {t}" for t, n in sorted(s.current_by_type.items())) or "none"
+    total = sum(s.nodes_by_type.values())
+    return (
+        f"Memory you can see in namespace {b.namespace!r}{f' (as {who})' if who else ''}: "
+        f"{current} current ({total} including forgotten); "
+        f"{r.count(s.entities, 'entity', 'entities')} mentioned in them."
+    )
 
 
 def _size(n: int) -> str:

@@ -90,7 +90,9 @@ def write(result: WriteResult, *, previous: str | None = None) -> str:
             f"the existing memory was confirmed ({node.times_confirmed}x)."
         )
     if action == "updated":
-        change = f"{quote(previous)} → {quote(node.content)}" if previous else quote(node.content)
+        change = quote(node.content)
+        if previous and previous != node.content:  # not when only its key or value did
+            change = f"{quote(previous)} → {change}"
         where = f" (key {node.key})" if node.key else ""
         return f"Updated {ref(node)}{where} to version {node.version}: {change}."
     if action == "exists":

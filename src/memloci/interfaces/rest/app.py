@@ -21,6 +21,7 @@ from starlette.routing import Match
 
 from memloci import __version__
 from memloci.errors import MemlociError
+from memloci.interfaces.rest.deps import KnownQuery
 from memloci.interfaces.rest.security import CatchAll, HostPolicy, HttpGuard
 from memloci.service import MemoryService
 
@@ -201,8 +202,8 @@ def create_app(
     async def root() -> RedirectResponse:
         return RedirectResponse("/memories")
 
-    app.include_router(routes_nodes.router)
-    app.include_router(routes_memory.router)
+    app.include_router(routes_nodes.router, dependencies=[KnownQuery])
+    app.include_router(routes_memory.router, dependencies=[KnownQuery])
     _include_optional(app)
     if mcp_app is not None:
         app.mount("/mcp", mcp_app)
@@ -214,6 +215,6 @@ def _include_optional(app: FastAPI) -> None:
     from memloci.interfaces.rest import docs, routes_records
     from memloci.interfaces.web import pages
 
-    app.include_router(routes_records.router)
+    app.include_router(routes_records.router, dependencies=[KnownQuery])
     pages.install(app)
     docs.install(app, title="memloci")

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 
-from memloci.errors import PermissionDeniedError, UnauthorizedError
+from memloci.errors import PermissionDeniedError, UnauthorizedError, ValidationError
 from memloci.interfaces.rest.security import REQUIRE_KEY
 from memloci.models import check_namespace
 from memloci.service import MemoryService
@@ -110,3 +110,35 @@ async def write_namespace(
 
 ReadNS = Annotated[str, Depends(read_namespace)]
 WriteNS = Annotated[str, Depends(write_namespace)]
+
+
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters an endpoint takes, its dependencies' included."""
+    names: set[str] = set()
+    stack = [dependant]
+    while stack:
+        dep = stack.pop()
+        names.update(f.alias for f in dep.query_params)
+        stack.extend(dep.dependencies)
+    return names
+
+
+async def known_query(request: Request) -> None:
+    """Refuse a query parameter the endpoint does not take: ``GET /facts/?usr=u1`` is a
+    typo, and ignoring it would list every user's facts."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    allowed = _query_names(dependant)
+    unknown = sorted(set(request.query_params) - allowed)
+    if unknown:
+        takes = ", ".join(sorted(allowed)) or "none"
+        raise ValidationError(
+            f"unknown query parameter {unknown[0]!r}",
+            hint=f"this endpoint takes: {takes}",
+            errors=[{"field": name, "problem": "unknown query parameter"} for name in unknown],
+        )
+
+
+KnownQuery = Depends(known_query)

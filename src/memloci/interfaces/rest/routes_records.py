@@ -13,13 +13,41 @@ from typing import Any
 
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, Field
+from starlette.convertors import Convertor, register_url_convertor
 
+from memloci import validate as v
+from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.rest.deps import CallerDep, ReadNS, Service, WriteNS
 from memloci.interfaces.rest.schemas import BatchDeleted, Body, Flag, Page
 from memloci.models import Entity, MemoryUser, Thread
 from memloci.service.privacy import ForgetReport
 
 router = APIRouter(prefix="/api/v1")
+
+
+class _PathId(Convertor[str]):
+    """An id in a URL path that may hold ``/`` (sent as is or as ``%2F``: user
+    ``mail/sam``, a thread of chat ``team/ops``), but never one a sibling route's path
+    would make (``…/forget``, ``batch-delete``): a method those routes lack then answers
+    405, as it should, instead of looking up a strange id."""
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+class _UserId(_PathId):
+    regex = r"(?!batch-delete/?$)[^/].*(?<!/forget)(?<!/merge)"
+
+
+class _ThreadId(_PathId):
+    regex = r"(?!batch-delete/?$)[^/].*(?<!/messages)"
+
+
+register_url_convertor("memloci_user", _UserId())
+register_url_convertor("memloci_thread", _ThreadId())
 
 
 class IdsBody(Body):
@@ -88,6 +116,26 @@ class KeyOut(BaseModel):
     last_used_at: datetime | None
 
 
+SYSTEM_ROLES = ("system", "developer")
+
+
+def _checkpoint(messages: list[dict[str, Any]]) -> None:
+    """What a checkpoint adds, checked like turns: text in every message (never blank)
+    and at least one message that is not a system prompt (those are dropped)."""
+    kept = v.thread_messages(messages)
+    for i, msg in enumerate(messages):
+        content, role = msg.get("content"), str(msg.get("role", "")).strip().lower()
+        if isinstance(content, str) and not content.strip() and role not in SYSTEM_ROLES:
+            raise ValidationError(
+                f"message {i}: content is empty", hint="give 1–20000 characters of text"
+            )
+    if not kept:
+        raise ValidationError(
+            "no user, assistant or tool messages to add (system prompts are not stored)",
+            hint="send the conversation's messages; instructions go to learn_procedure",
+        )
+
+
 def _deleted(count: int, ids: list[str]) -> BatchDeleted:
     return BatchDeleted(deleted=count, ids=ids)
 
@@ -116,7 +164,7 @@ async def list_users(
     return Page[MemoryUser](items=items, total=total, limit=limit, offset=offset)
 
 
-@router.get("/memory-users/{user_id}", tags=USERS)
+@router.get("/memory-users/{user_id:memloci_user}", tags=USERS)
 async def get_user(user_id: str, service: Service, ns: ReadNS) -> MemoryUser:
     return await service.get_user(user_id, namespace=ns)
 
@@ -127,13 +175,13 @@ async def create_user(body: UserCreate, service: Service, ns: WriteNS) -> Memory
     return await service.save_user(data.pop("id"), namespace=ns, **data)
 
 
-@router.patch("/memory-users/{user_id}", tags=USERS)
+@router.patch("/memory-users/{user_id:memloci_user}", tags=USERS)
 async def update_user(user_id: str, body: UserUpdate, service: Service, ns: WriteNS) -> MemoryUser:
     await service.get_user(user_id, namespace=ns)
     return await service.save_user(user_id, namespace=ns, **body.model_dump())
 
 
-@router.delete("/memory-users/{user_id}", tags=USERS)
+@router.delete("/memory-users/{user_id:memloci_user}", tags=USERS)
 async def delete_user(user_id: str, service: Service, ns: WriteNS) -> BatchDeleted:
     return await _delete_all(service.delete_users, [user_id], ns, service.get_user)
 
@@ -143,20 +191,30 @@ async def batch_delete_users(body: IdsBody, service: Service, ns: WriteNS) -> Ba
     return await _delete_all(service.delete_users, body.ids, ns, service.get_user)
 
 
-@router.post("/memory-users/{user_id}/merge", tags=USERS)
+@router.post("/memory-users/{user_id:memloci_user}/merge", tags=USERS)
 async def merge_user(user_id: str, body: MergeBody, service: Service, ns: WriteNS) -> MemoryUser:
     """Merge ``user_id`` into ``into``: identifiers, preferences and memories move over."""
     return await service.merge_users(user_id, body.into, namespace=ns)
 
 
-@router.post("/memory-users/{user_id}/forget", tags=USERS)
+@router.post("/memory-users/{user_id:memloci_user}/forget", tags=USERS)
 async def forget_user(user_id: str, service: Service, ns: WriteNS) -> ForgetReport:
     """Forget a person: their memories (every type, with versions, vectors, edges and
     entity links), entities only they mention, threads, user record and identifiers (and
     users merged into them) and session state, in one transaction; then the store is
     scrubbed so none of their text stays on disk. Needs a write key for the namespace.
-    An unknown user removes nothing (all counts 0); a merged-away user answers 409."""
-    return await service.forget_user(user_id, namespace=ns)
+    A user with nothing stored (unknown, mistyped or already forgotten) answers 404 —
+    the scrub still runs, so a retry finishes an interrupted one (``details.scrubbed``);
+    a merged-away user answers 409."""
+    report = await service.forget_user(user_id, namespace=ns)
+    if not report.removed:
+        raise NotFoundError(
+            f"nothing stored for memory user {report.user!r} in namespace {ns!r}: no user "
+            "record, memories or threads (already forgotten, or a mistyped id)",
+            hint="list users to see their ids; send an id once percent-encoded (/ as %2F)",
+            scrubbed=report.scrubbed,
+        )
+    return report
 
 
 # ---------------------------------------------------------------- checkpoints / threads
@@ -164,6 +222,8 @@ THREADS: list[str | Enum] = ["checkpoints"]
 
 
 def _thread_routes(prefix: str, include_in_schema: bool) -> None:
+    one = f"/{prefix}/{{thread_id:memloci_thread}}"  # a thread id may hold "/"
+
     @router.get(f"/{prefix}/", tags=THREADS, include_in_schema=include_in_schema)
     async def list_threads(
         service: Service,
@@ -179,20 +239,24 @@ def _thread_routes(prefix: str, include_in_schema: bool) -> None:
         total = await service.count_threads(namespace=ns, user=user, agent=agent)
         return Page[Thread](items=items, total=total, limit=limit, offset=offset)
 
-    @router.get(f"/{prefix}/{{thread_id}}", tags=THREADS, include_in_schema=include_in_schema)
+    @router.get(one, tags=THREADS, include_in_schema=include_in_schema)
     async def get_thread(thread_id: str, service: Service, ns: ReadNS) -> Thread:
         return await service.get_thread(thread_id, namespace=ns)
 
     @router.post(
-        f"/{prefix}/{{thread_id}}/messages", tags=THREADS, include_in_schema=include_in_schema
+        f"{one}/messages",
+        tags=THREADS,
+        include_in_schema=include_in_schema,
     )
     async def append(thread_id: str, body: MessagesBody, service: Service, ns: WriteNS) -> Thread:
-        """Checkpoint messages onto a thread (created when new)."""
+        """Checkpoint messages onto a thread (created when new); as strict as turns: each
+        message needs non-blank content, and system prompts alone are nothing to add."""
+        _checkpoint(body.messages)
         return await service.append_messages(
             thread_id, body.messages, namespace=ns, user=body.user, agent=body.agent
         )
 
-    @router.delete(f"/{prefix}/{{thread_id}}", tags=THREADS, include_in_schema=include_in_schema)
+    @router.delete(one, tags=THREADS, include_in_schema=include_in_schema)
     async def delete_thread(thread_id: str, service: Service, ns: WriteNS) -> BatchDeleted:
         return await _delete_all(service.delete_threads, [thread_id], ns, service.get_thread)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictInt
 
 from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
 
@@ -17,9 +17,10 @@ T = TypeVar("T")
 
 
 class Body(BaseModel):
-    """A request body: unknown fields refused (``Flag`` and ``When`` refuse the lax
-    coercions — ``0`` is not ``false``, a number is not a time — so a body matches the
-    OpenAPI schema or is refused)."""
+    """A request body: unknown fields refused (``Flag``, ``Int``, ``Number`` and ``When``
+    refuse the lax coercions — ``0`` is not ``false``, ``true`` and ``"5"`` are not
+    numbers, a number is not a time — so a body matches the OpenAPI schema or is
+    refused)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -31,6 +32,8 @@ def _iso_only(value: Any) -> Any:
 
 
 Flag = StrictBool
+Int = StrictInt
+Number = Annotated[float, Strict()]  # an int or a float; never a bool or a string
 When = Annotated[datetime, BeforeValidator(_iso_only)]
 
 
@@ -52,7 +55,7 @@ class FactCreate(Body):
     fact_type: str | None = Field(None, description="user_preference, world_knowledge, …")
     type: str = Field("semantic", description="semantic or opinion")
     scope: str | None = Field(None, description="user, agent, session or global")
-    confidence: float = Field(1.0, description="0–1")
+    confidence: Number = Field(1.0, description="0–1")
     user: str | None = None
     agent: str | None = None
     session: str | None = None
@@ -87,7 +90,9 @@ class ProcedureCreate(Body):
 class TurnsCreate(Body):
     """Conversation turns for the hot path (episodes linked in order)."""
 
-    messages: list[dict[str, Any]] = Field(description="[{role, content, speaker?}, …]")
+    messages: list[dict[str, Any]] = Field(
+        description="[{role, content, name?}, …]: name is who said it; other fields are refused"
+    )
     user: str | None = None
     agent: str | None = None
     session: str | None = None
@@ -140,9 +145,9 @@ class SearchRequest(Body):
     scope: list[str] | None = None
     after: str | None = Field(None, description="ISO time or phrase: last_week, 7d, …")
     before: str | None = None
-    min_confidence: float | None = None
+    min_confidence: Number | None = None
     as_of: When | None = None
-    k: int = Field(10, description="results, 1–200")
+    k: Int = Field(10, description="results, 1–200")
     recipe: str = Field(
         "hybrid",
         description="hybrid (with the graph), core (hybrid without it), fulltext or vector",
@@ -159,7 +164,7 @@ class ContextRequest(Body):
     user: str | None = None
     agent: str | None = None
     session: str | None = None
-    budget: int | None = Field(None, description="token budget (default: server setting)")
+    budget: Int | None = Field(None, description="token budget (default: server setting)")
 
 
 class ContextResponse(BaseModel):

@@ -9,6 +9,7 @@ the server on its own schedule, outside the store's control.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from memloci.errors import StorageError
@@ -110,6 +111,46 @@ class PostgresPrivacy(PostgresBase):
                 f"DELETE FROM {table} WHERE namespace = %s AND {column} = ANY(%s)", (ns, users)
             ).rowcount
         return {k: int(v) for k, v in out.items()}
+
+    def _unlink_entities(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
+        """Before memories ``ids`` are hard-deleted (``purge``, ``clear``, pruning): drop
+        their entity links; an entity no remaining memory links is deleted (names,
+        vectors), the others lose the mentions the removed links counted (never below
+        the memories still linking them). Returns how many entities were deleted."""
+        removed = c.execute(
+            "DELETE FROM node_entities WHERE node_id = ANY(%s) RETURNING entity_id",
+            (list(ids),),
+        ).fetchall()
+        counts: dict[str, int] = {}
+        for (entity_id,) in removed:
+            counts[entity_id] = counts.get(entity_id, 0) + 1
+        if not counts:
+            return 0
+        c.execute(
+            "UPDATE entities e SET mention_count = GREATEST(e.mention_count - r.links, l.n_left)"
+            " FROM unnest(%s::text[], %s::int[]) AS r(id, links),"
+            " LATERAL (SELECT COUNT(*)::int AS n_left FROM node_entities ne"
+            " WHERE ne.entity_id = r.id) l"
+            " WHERE e.namespace = %s AND e.id = r.id AND l.n_left > 0",
+            (list(counts), list(counts.values()), namespace),
+        )
+        gone = [
+            r[0]
+            for r in c.execute(
+                "SELECT e.id FROM entities e WHERE e.namespace = %s AND e.id = ANY(%s)"
+                " AND NOT EXISTS (SELECT 1 FROM node_entities ne WHERE ne.entity_id = e.id)",
+                (namespace, list(counts)),
+            )
+        ]
+        if not gone:
+            return 0
+        c.execute("DELETE FROM entity_names WHERE entity_id = ANY(%s)", (gone,))
+        c.execute("DELETE FROM entity_vectors WHERE entity_id = ANY(%s)", (gone,))
+        return int(
+            c.execute(
+                "DELETE FROM entities WHERE namespace = %s AND id = ANY(%s)", (namespace, gone)
+            ).rowcount
+        )
 
     def scrub(self) -> bool:
         """``VACUUM`` the tables that held memories and records. False when another

@@ -49,6 +49,7 @@ _ORDERS = {
     "confidence": "n.confidence, n.seq",
     "-confidence": "n.confidence DESC, n.created_at DESC, n.seq DESC",
     "rowid": "n.seq",
+    "protected": 'n.decay_rate > 0, n.updated_at DESC, n.id COLLATE "C"',
 }
 assert set(_ORDERS) == set(NODE_ORDERS)
 _JSON_COLS = {"value", "metadata", "details"}
@@ -87,6 +88,16 @@ class PostgresStore(
     def id_exists(self, node_id: str) -> bool:
         with self._reading() as c:
             return c.execute("SELECT 1 FROM nodes WHERE id = %s", (node_id,)).fetchone() is not None
+
+    def id_namespaces(self, ids: Sequence[str], *, edges: bool = False) -> dict[str, str]:
+        if not ids:
+            return {}
+        table = "edges" if edges else "nodes"
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT id, namespace FROM {table} WHERE id = ANY(%s)", (list(ids),)
+            ).fetchall()
+        return {str(i): str(ns) for i, ns in rows}
 
     def _insert(self, c: Any, node: MemoryNode, context: str = "") -> MemoryNode:
         for _ in range(8):
@@ -323,7 +334,7 @@ class PostgresStore(
             if not mine:
                 continue
             c.execute("DELETE FROM versions WHERE node_id = ANY(%s)", (mine,))
-            c.execute("DELETE FROM node_entities WHERE node_id = ANY(%s)", (mine,))
+            self._unlink_entities(c, namespace, mine)  # and entities no memory mentions
             c.execute(
                 "DELETE FROM edges WHERE namespace = %s AND (source_id = ANY(%s)"
                 " OR target_id = ANY(%s))",

@@ -39,6 +39,56 @@ def _connect(path: str, busy_timeout: float = 30.0) -> Any:
         )
     except sqlite3.Error as exc:
         raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+    try:
+        _prepare(conn, busy_timeout)
+    except sqlite3.DatabaseError as exc:  # the first read of the file: is it SQLite?
+        conn.close()
+        if "not a database" in str(exc):
+            raise StorageError(
+                f"{path!r} is not a memloci store: it is not a SQLite database",
+                hint=NOT_A_STORE_HINT,
+            ) from None
+        raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+NOT_A_STORE_HINT = (
+    "check the path (--db, MEMLOCI_PATH or Memory(path)): give a memloci store, or a new "
+    "file to create one"
+)
+
+
+def schema_in(conn: Any) -> int:
+    """The schema version a file holds (0: none, a new file or not memloci's)."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+    except (OperationalError, ValueError):  # no meta table (a new file), or not ours
+        return 0
+
+
+def refuse_foreign(conn: Any, path: str) -> None:
+    """A file without a schema version is a new store only when it is empty: refuse to
+    add memloci's tables to another application's database (or to write to it at all)."""
+    if schema_in(conn):
+        return
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite%' ORDER BY name"
+    ).fetchall()
+    if rows:
+        names = [str(r[0]) for r in rows]
+        shown = ", ".join(names[:5]) + (", …" if len(names) > 5 else "")
+        raise StorageError(
+            f"{path!r} is not a memloci store: it is a SQLite database of something else "
+            f"(it holds {shown}); memloci adds nothing to it",
+            hint=NOT_A_STORE_HINT,
+        )
+
+
+def _prepare(conn: Any, busy_timeout: float) -> None:
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     # deleted rows and freed pages are overwritten with zeros (forgotten text leaves the file)
@@ -59,7 +109,6 @@ def _connect(path: str, busy_timeout: float = 30.0) -> Any:
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.nodes_fts_vocab"
         " USING fts5vocab(main, nodes_fts, 'row')"
     )
-    return conn
 
 
 def scratch_connection() -> Any:
@@ -102,6 +151,11 @@ class SQLiteBase:
         self._index_in_tx = False  # the vector cache read this transaction's own rows
         self._index_lock = threading.Lock()
         self._writer = _connect(self.path, self._busy_timeout)
+        try:  # before WAL mode (kept in the file): another application's file stays as it is
+            refuse_foreign(self._writer, self.path)
+        except BaseException:
+            self._writer.close()
+            raise
         self._writer.execute("PRAGMA journal_mode = WAL")
         self._writer.execute("PRAGMA synchronous = NORMAL")
         self._checkpoints: Checkpointer | None = None
@@ -119,7 +173,11 @@ class SQLiteBase:
         self._dim: int | None = None
         self._commits = 0  # write transactions since the index's row count was set
         self._totals_due = fts_totals.EVERY[0]  # and how many until it is set again
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
         dim = self.get_meta("dimension")
         if dim:
             self._dim = int(dim)
@@ -246,12 +304,8 @@ class SQLiteBase:
 
     def _stored_schema(self) -> int:
         """The schema version in the file, read without a write lock (0: none yet)."""
-        try:
-            with self._reading() as c:
-                row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except OperationalError:  # no meta table: a new file
-            return 0
-        return int(row[0]) if row else 0
+        with self._reading() as c:
+            return schema_in(c)
 
     def _migrate(self) -> None:
         """Bring the schema up to date. Opening an up-to-date file takes no write lock
@@ -261,6 +315,7 @@ class SQLiteBase:
         if self._stored_schema() >= max((n for n, _ in scripts), default=0):
             return
         with self._tx() as c:
+            refuse_foreign(c, self.path)  # another process may have written it meanwhile
             c.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row else 0

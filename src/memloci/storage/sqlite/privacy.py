@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from memloci.errors import StorageError
-from memloci.storage.sqlite.base import OperationalError, SQLiteBase
+from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
 from memloci.storage.windows import SQLChain, restart
 
 # The tables and counts of a forget report (kinds of things removed).
@@ -166,6 +167,40 @@ class SQLitePrivacy(SQLiteBase):
         chain = SQLChain(c, ns)
         out["neighbours_blanked"] = sum(restart(chain, i, column) for i, column in stay)
         return out
+
+    def _unlink_entities(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
+        """Before memories ``ids`` are hard-deleted (``purge``, ``clear``, pruning): drop
+        their entity links; an entity no remaining memory links is deleted (names,
+        vectors), the others lose the mentions the removed links counted (never below
+        the memories still linking them). Returns how many entities were deleted."""
+        removed: dict[str, int] = {}
+        for chunk in chunks(list(ids), 400):
+            q = qs(chunk)
+            for entity_id, links in c.execute(
+                f"SELECT entity_id, COUNT(*) FROM node_entities WHERE node_id IN ({q})"
+                " GROUP BY entity_id",
+                chunk,
+            ).fetchall():
+                removed[entity_id] = removed.get(entity_id, 0) + int(links)
+            c.execute(f"DELETE FROM node_entities WHERE node_id IN ({q})", chunk)
+        gone = 0
+        for entity_id, links in removed.items():
+            left = c.execute(
+                "SELECT COUNT(*) FROM node_entities WHERE entity_id = ?", (entity_id,)
+            ).fetchone()[0]
+            if left:
+                c.execute(
+                    "UPDATE entities SET mention_count = MAX(mention_count - ?, ?)"
+                    " WHERE namespace = ? AND id = ?",
+                    (links, left, namespace, entity_id),
+                )
+                continue
+            c.execute("DELETE FROM entity_names WHERE entity_id = ?", (entity_id,))
+            c.execute("DELETE FROM entity_vectors WHERE entity_id = ?", (entity_id,))
+            gone += c.execute(
+                "DELETE FROM entities WHERE namespace = ? AND id = ?", (namespace, entity_id)
+            ).rowcount
+        return gone
 
     def scrub(self) -> bool:
         """Make deleted text unreadable from the files: merge the full-text index (drops

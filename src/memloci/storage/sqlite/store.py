@@ -53,6 +53,7 @@ _ORDERS = {
     "confidence": "n.confidence, n.rowid",
     "-confidence": "n.confidence DESC, n.created_at DESC, n.rowid DESC",
     "rowid": "n.rowid",
+    "protected": "n.decay_rate > 0, n.updated_at DESC, n.id",
 }
 assert set(_ORDERS) == set(NODE_ORDERS)
 
@@ -74,6 +75,18 @@ class SQLiteStore(
     def id_exists(self, node_id: str) -> bool:
         with self._reading() as c:
             return c.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone() is not None
+
+    def id_namespaces(self, ids: Sequence[str], *, edges: bool = False) -> dict[str, str]:
+        if not ids:
+            return {}
+        table = "edges" if edges else "nodes"
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT t.id, t.namespace FROM json_each(?) j CROSS JOIN {table} t"
+                " ON t.id = j.value",
+                (json.dumps(list(ids)),),
+            ).fetchall()
+        return {str(i): str(ns) for i, ns in rows}
 
     def _insert(self, c: Any, node: MemoryNode, context: str = "") -> MemoryNode:
         for _ in range(8):
@@ -297,7 +310,7 @@ class SQLiteStore(
             self._drop_vectors(c, rowids)
             q = qs(chunk)
             c.execute(f"DELETE FROM versions WHERE node_id IN ({q})", chunk)
-            c.execute(f"DELETE FROM node_entities WHERE node_id IN ({q})", chunk)
+            self._unlink_entities(c, namespace, chunk)  # and entities no memory mentions
             c.execute(
                 f"DELETE FROM edges WHERE namespace = ? AND (source_id IN ({q})"
                 f" OR target_id IN ({q}))",

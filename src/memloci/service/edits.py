@@ -1,0 +1,193 @@
+"""Changing a stored memory (layer: service): ``update`` and ``correct``, and what a
+confirmed restatement brings to the fact it repeats.
+
+A mixin of MemoryService. A change of text is embedded in the write path, as
+``remember`` embeds a new fact: the new text's vector is stored with it, under the same
+dedupe lock (``store.exclusive(fact_lock(namespace))``), so a ``remember`` right after
+an edit compares against the new text, not against a fact with no vector until the
+background worker catches up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memloci import validate as v
+from memloci.consolidation.dedupe import fact_lock
+from memloci.errors import ProviderError, ValidationError
+from memloci.models import (
+    MemoryNode,
+    NodeType,
+    SourceType,
+    WriteResult,
+    normalize_key,
+    short_id,
+    utcnow,
+)
+from memloci.providers.base import Embedder, Vector
+from memloci.retrieval.query import document_text
+from memloci.service.core import ServiceCore
+from memloci.storage.base import NodePatch, PendingEmbedding
+from memloci.storage.rows import content_hash
+from memloci.worker import EmbeddingWorker
+
+log = logging.getLogger("memloci.service")
+
+
+def restatement(
+    old: MemoryNode, given: Mapping[str, Any]
+) -> tuple[NodePatch, list[str]]:  # fmt: skip
+    """The patch a confirmed duplicate applies to the fact it repeats: one confirmation
+    more, the ``key`` and ``value`` it was given (``given``: those not None) where the
+    fact lacks them or holds others — a new key or value is a new version, as
+    ``update`` makes — and its ``category`` where the fact has none (``general``); a
+    category the fact already has stays (REST's ``POST /api/memory/`` reports it as not
+    applied). Returns the patch and the changes, described."""
+    extra: dict[str, Any] = {}
+    changes: list[str] = []
+    key, value, category = given.get("key"), given.get("value"), given.get("category")
+    if key is not None and (old.key is None or normalize_key(key) != normalize_key(old.key)):
+        extra = {"key": key, "version": old.version + 1}
+        changes.append(f"key {key!r}")
+    set_value = value is not None and value != old.value
+    if set_value:
+        changes.append(f"value {value!r}")
+    if category is not None and category != old.category and old.category == "general":
+        changes.append(f"category {category!r}")
+    else:
+        category = None
+    patch = NodePatch(
+        value=value if set_value else None, set_value=set_value, category=category,
+        times_confirmed_delta=1, extra=extra,
+    )  # fmt: skip
+    return patch, changes
+
+
+class EditsMixin(ServiceCore):
+    """``update`` (in place, a new version) and ``correct`` (a new fact that supersedes)."""
+
+    embedder: Embedder | None
+    worker: EmbeddingWorker | None
+    if TYPE_CHECKING:  # provided by MemoryService
+
+        async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode: ...
+
+    async def update(
+        self,
+        memory_id: str,
+        content: str | None = None,
+        *,
+        namespace: str | None = None,
+        value: Any = None,
+        set_value: bool = False,
+        category: str | None = None,
+        subject: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        session: str | None = None,
+        confirmed: bool = False,
+    ) -> WriteResult:
+        """Change a memory in place: same id, a new version in its history. ``confirmed``:
+        the change also counts as a confirmation (``times_confirmed`` + 1), as when
+        ``remember`` overwrites a key. New text is embedded before this returns (when
+        the embedder is reachable)."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        old = await self.get(mid, namespace=ns)
+        if old.valid_until is not None:
+            raise ValidationError(f"memory {mid} was forgotten; it can no longer change")
+        text = None
+        if content is not None:
+            text = v.turn(content) if old.type is NodeType.EPISODIC else v.fact(content)
+        if set_value:
+            v.json_value(value)
+        patch = NodePatch(
+            content=text, value=value, set_value=set_value,
+            category=v.category(category) if category is not None else None,
+            subject=v.label(subject, "subject", 200),
+            metadata=v.metadata(metadata) if metadata is not None else None,
+            times_confirmed_delta=1 if confirmed else 0,
+        )  # fmt: skip
+        vector = None
+        if text is not None and text != old.content:
+            vector = await self._embed_now(text, old.speaker, old.key, patch.subject or old.subject)
+        who = v.ident(session)
+
+        def write() -> MemoryNode:
+            with self.store.exclusive(fact_lock(ns)):
+                new = self.store.update_node(ns, mid, patch, session=who)
+                self._save_vector(new, vector)
+                return new
+
+        new = await self._run(write)
+        if self.worker:
+            self.worker.wake()
+        msg = f"Updated [{mid}] to version {new.version}"
+        if text is not None and text != old.content:
+            msg += f": {old.content!r} → {new.content!r}"
+        return WriteResult(action="updated", memory=new, message=msg + ".")
+
+    async def correct(
+        self, memory_id: str, content: str, *, namespace: str | None = None, value: Any = None
+    ) -> WriteResult:
+        """Replace a fact with a new one that ``supersedes`` it; the old one stops being
+        valid. The new text is embedded before this returns (when the embedder is
+        reachable)."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        text = v.fact(content)
+        v.json_value(value)
+        old = await self.get(mid, namespace=ns)
+        if old.valid_until is not None:
+            raise ValidationError(f"memory {mid} is no longer current; correct the current one")
+        now = utcnow()
+        new = old.model_copy(
+            update={
+                "id": short_id(), "content": text, "value": value if value is not None
+                else old.value, "created_at": now, "updated_at": now, "valid_from": now,
+                "event_time": now, "version": 1, "confidence": 1.0, "times_confirmed": 0,
+                "times_contradicted": 0, "access_count": 0, "last_accessed": None,
+                "source_type": SourceType.USER, "embedded": False,
+            }
+        )  # fmt: skip
+        vector = await self._embed_now(text, new.speaker, new.key, new.subject)
+
+        def write() -> None:
+            with self.store.exclusive(fact_lock(ns)):
+                self.store.supersede(ns, mid, new, now=now)
+                self._save_vector(new, vector)
+
+        await self._run(write)
+        if self.worker:
+            self.worker.wake()
+        return WriteResult(
+            action="corrected",
+            memory=await self.get(new.id, namespace=ns),
+            message=f"Corrected: [{new.id}] supersedes [{mid}] ({old.content!r} → {text!r}).",
+        )
+
+    async def _embed_now(
+        self, text: str, speaker: str | None, key: str | None, subject: str | None
+    ) -> Vector | None:
+        """The vector of a memory's new text, or None (no embedder, or it is down: the
+        worker embeds it later)."""
+        if self.embedder is None:
+            return None
+        doc = document_text(text, speaker, key, subject)
+        try:
+            vectors = await self._run(self.embedder.embed, [doc])
+        except ProviderError as exc:
+            log.warning("edit: not embedded now (%s); the worker embeds it later", exc)
+            return None
+        return np.asarray(vectors[0], dtype=np.float32)
+
+    def _save_vector(self, node: MemoryNode, vector: Vector | None) -> None:
+        """Store ``vector`` as ``node``'s (skipped if its text changed meanwhile)."""
+        if vector is None:
+            return
+        item = PendingEmbedding(
+            node.id, content_hash(node.content), node.content, node.speaker, node.key,
+            node.subject,
+        )  # fmt: skip
+        self.store.save_embeddings([item], vector[None, :])

@@ -1,0 +1,198 @@
+"""The context block's budget: the whole block never exceeds it, whatever the section mix,
+and the facts kept when not all fit are the protected then the newest, whatever the store
+size."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memloci import Memory
+from memloci.context import (
+    STABLE_SHARE,
+    EntityProfile,
+    build_context_parts,
+    estimate_tokens,
+    join_parts,
+)
+from memloci.models import Entity, EntityType, MemoryNode, NodeType, Scope
+
+T0 = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
+HANDLE = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
+
+
+def node(i: int, text: str, *, type: NodeType = NodeType.SEMANTIC, **fields: Any) -> MemoryNode:
+    when = T0 + timedelta(minutes=i)
+    data: dict[str, Any] = {
+        "id": f"n{i:07d}",
+        "type": type,
+        "content": text,
+        "event_time": when,
+        "created_at": when,
+        "updated_at": when,
+        "valid_from": when,
+    }
+    data.update(fields)
+    return MemoryNode(**data)
+
+
+def entity(i: int, summary: str) -> EntityProfile:
+    e = Entity(
+        id=f"e{i:07d}",
+        canonical_name=f"Person {i}",
+        type=EntityType.PERSON,
+        summary=summary,
+        first_seen=T0,
+        last_seen=T0,
+    )
+    return EntityProfile(e)
+
+
+# Text of any length from a word to well over a section's share; a section's lines come
+# in runs of one text, from none to well over what fits (many short lines fill a share).
+TEXT = st.builds(
+    lambda word, n: " ".join([word] * n),
+    st.sampled_from(["deploy", "payments", "a", "migration-failed", "Sarah"]),
+    st.one_of(st.integers(1, 6), st.integers(1, 120)),
+)
+LINES = st.lists(st.tuples(TEXT, st.integers(1, 60)), max_size=3).map(
+    lambda runs: [f"{text} {i}" for text, count in runs for i in range(count)]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    facts=LINES,
+    procedures=LINES,
+    task=LINES,
+    people=LINES,
+    timeline=LINES,
+    evidence=LINES,
+    relevant=LINES,
+    protected=st.sets(st.integers(0, 29)),
+    categories=st.integers(1, 6),
+    budget=st.integers(1, 4000),
+)
+def test_whole_block_stays_within_the_budget_whatever_the_mix(
+    facts: list[str],
+    procedures: list[str],
+    task: list[str],
+    people: list[str],
+    timeline: list[str],
+    evidence: list[str],
+    relevant: list[str],
+    protected: set[int],
+    categories: int,
+    budget: int,
+) -> None:
+    fact_nodes = [
+        node(i, t, category=f"cat_{i % categories}", decay_rate=0.0 if i in protected else 0.1)
+        for i, t in enumerate(facts)
+    ]
+    proc = NodeType.PROCEDURAL
+    procs = [node(100 + i, t, type=proc) for i, t in enumerate(procedures)]
+    kwargs: dict[str, Any] = {
+        "facts": fact_nodes,
+        "procedures": procs,
+        "task_procedures": [node(200 + i, t, type=proc) for i, t in enumerate(task)],
+        "entities": [entity(i, t) for i, t in enumerate(people)],
+        "timeline": [node(300 + i, t, type=NodeType.EPISODIC) for i, t in enumerate(timeline)],
+        "evidence": [node(400 + i, t, type=NodeType.EPISODIC) for i, t in enumerate(evidence)],
+        "relevant": fact_nodes[::2] + [node(500 + i, t) for i, t in enumerate(relevant)],
+    }
+    cacheable, dynamic = build_context_parts(**kwargs, budget=budget)
+    assert estimate_tokens(join_parts(cacheable, dynamic)) <= budget
+    # the cacheable part is the same whatever the prompt brought up
+    assert build_context_parts(facts=fact_nodes, procedures=procs, budget=budget)[0] == cacheable
+    # with a separate budget for the prompt's part: within the stable share plus it
+    extra = budget // 2
+    both = join_parts(*build_context_parts(**kwargs, budget=budget, dynamic_budget=extra))
+    assert estimate_tokens(both) <= int(budget * STABLE_SHARE) + extra
+
+
+def seed_busy_store(mem: Memory) -> None:
+    """Short facts, long person facts, many triggered and standing procedures, turns."""
+    names = ["Sarah", "Marcus", "Priya", "Tom", "Elena", "Nina", "Omar", "Lee"]
+    for i in range(60):
+        mem.remember(f"Short fact {i} about item {i * 7}", user="u")
+    for i, name in enumerate(names):
+        mem.remember(
+            f"{name} is a payments engineer who led migration {i}; they care about deploy "
+            "safety and careful rollouts, and worked on billing, ledgers, reconciliation, "
+            f"fraud checks and the on-call rota for the payments platform, team {i}",
+            user="u",
+            category="person",
+            subject=name,
+        )
+    for i in range(25):
+        mem.learn_procedure(
+            f"Deploy rule {i}: before a payments deploy check step {i} and the migration log",
+            triggers={"goal_contains": ["deploy"]},
+            user="u",
+        )
+    for i in range(10):
+        mem.learn_procedure(f"Standing rule {i}: keep answers short, number {i}", user="u")
+    for i in range(80):
+        mem.add(
+            f"Turn {i}: {names[i % 8]} said the payments deploy migration failed at step {i}",
+            user="u",
+            session="s1",
+            speaker=names[i % 8],
+        )
+    mem.flush()
+
+
+def test_busy_store_context_stays_within_the_budget(mem: Memory) -> None:
+    seed_busy_store(mem)
+    prompt = "Sarah Marcus Priya Tom Elena deploy payments engineer migration failed"
+    for budget in (150, 300, 600, 800, 1000, 1200, 1500, 3000):
+        text = mem.context(prompt, user="u", budget=budget)
+        assert estimate_tokens(text) <= budget, budget
+        assert "## Procedures for This Task" in text or budget < 600
+        assert text.startswith(mem.context(None, user="u", budget=budget))  # same cacheable
+
+
+def test_newest_fact_is_shown_past_two_thousand_facts(mem: Memory) -> None:
+    """More facts than the context loads (2000): the newest and the protected are kept."""
+    store = mem.service.store
+    old = [
+        node(
+            i,
+            f"Inventory record {i}: shelf A{i} holds box number {i}",
+            scope=Scope.USER,
+            user="u",
+            decay_rate=0.0 if i == 0 else 0.1,  # the oldest of all is protected
+        )
+        for i in range(2100)
+    ]
+    store.insert_nodes(old)
+    new = mem.remember("User's new phone number is 555-0199", user="u")
+    mem.flush()
+    text = mem.context(None, user="u", budget=1000)
+    shown = HANDLE.findall(text)
+    assert new.memory.id in shown
+    assert old[0].id in shown  # protected first
+    records = sorted(int(n) for n in re.findall(r"Inventory record (\d+)", text))
+    assert records[0] == 0 and records[1:] == list(range(2100 - len(records) + 1, 2100))
+
+
+def test_kept_facts_are_a_prefix_of_newest_first(mem: Memory) -> None:
+    """An older, shorter fact does not take the room a newer, longer one did not fit in."""
+    store = mem.service.store
+    facts = [
+        node(i, f"Record {i}: " + ("a long note about the shelf " * 6 if i % 3 else "short"),
+             scope=Scope.USER, user="u")
+        for i in range(200)
+    ]  # fmt: skip
+    store.insert_nodes(facts)
+    # one fact too long for the whole room at this budget is passed over, not a stop
+    huge = node(300, "Huge " + "x" * 2000, scope=Scope.USER, user="u")
+    store.insert_nodes([huge])
+    text = mem.context(None, user="u", budget=600)
+    shown = [int(n) for n in re.findall(r"Record (\d+)", text)]
+    assert shown and huge.id not in text
+    assert sorted(shown) == list(range(200 - len(shown), 200))  # the newest, none skipped
