@@ -618,3 +618,39 @@ def test_a_question_gives_way_to_its_answer(tmp_path: Path) -> None:
         dense = mem.search("do you have pets", user="u1", k=3, recipe="vector")
         assert dense[0].memory.content == "Do you have any pets?"
         assert "asks" not in dense[0].why
+
+
+def _moved(mem: Memory, ns: str) -> None:
+    """Lisbon in one session, Porto the next; the earlier session consolidated last."""
+    day = datetime(2024, 5, 1, tzinfo=UTC)
+    mem.add("I live in Lisbon", user="u", session="s1", speaker="user", event_time=day,
+            namespace=ns)  # fmt: skip
+    for minute, text in enumerate(["I no longer live in Lisbon", "I live in Porto now"]):
+        when = day.replace(day=2, minute=minute)
+        mem.add(text, user="u", session="s2", speaker="user", event_time=when, namespace=ns)
+    mem.flush()
+    mem.service.consolidate_now("s2", namespace=ns, user="u")
+    mem.service.consolidate_now("s1", namespace=ns, user="u")
+    facts = [m.content for m in mem.list(user="u", namespace=ns, type="semantic")]
+    assert facts == ["User lives in Porto"]
+
+
+@both_backends
+def test_a_turn_whose_facts_were_replaced_says_so(make_memory: MakeMemory) -> None:
+    mem = make_memory()
+    _moved(mem, "moved")
+    hits = {h.memory.content: h for h in mem.search("live Lisbon Porto", user="u", k=5,
+                                                     namespace="moved")}  # fmt: skip
+    assert "since replaced by [" in hits["I live in Lisbon"].why
+    assert "since replaced by" not in hits["I live in Porto now"].why
+
+
+@pytest.mark.slow
+def test_what_holds_now_ranks_above_what_was_replaced(real: Memory) -> None:
+    """The audit's case: "where do I live?" after a move answers Porto first, although
+    "I live in Lisbon" is as close by meaning; the Lisbon turn stays findable below."""
+    _moved(real, "movedreal")
+    hits = real.search("where do I live?", user="u", k=4, namespace="movedreal")
+    contents = [h.memory.content for h in hits]
+    assert contents[0] == "I live in Porto now", [(h.memory.content, h.why) for h in hits]
+    assert "I live in Lisbon" in contents
