@@ -210,6 +210,11 @@ def test_stats(db: Path) -> None:
     assert stats["embedding_model"] == "fake:64" and stats["namespaces"] == ["default"]
     table = ok(db, "memory", "stats").stdout
     assert "pending embeddings" in table and "fake:64" in table and "episodic" in table
+    assert "last maintenance" in table and "never" in table
+    ok(db, "maintain")
+    done = as_json(db, "memory", "stats")["last_maintenance"][:19]  # to the second
+    after = ok(db, "memory", "stats").stdout
+    assert done in after and "never" not in after
 
 
 def test_json_output_is_only_json(db: Path, tmp_path: Path) -> None:

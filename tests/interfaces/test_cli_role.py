@@ -100,6 +100,35 @@ def test_memory_list_takes_the_role_file(tmp_path: Path) -> None:
     assert other.exit_code == 0 and json.loads(other.stdout) == []
 
 
+def test_list_clear_and_export_pick_one_agent_of_an_agents_file(tmp_path: Path) -> None:
+    """A role file listing several agents: --agent picks one (its store and namespace)."""
+    agents = [
+        {"name": name, "system_prompt": "You help.",
+         "memory": {"store_path": "team.db", "embeddings": {"provider": "fake"}}}
+        for name in ("support", "sales")
+    ]  # fmt: skip
+    (tmp_path / "agents.yaml").write_text(yaml.safe_dump({"agents": agents}), encoding="utf-8")
+    with Memory(str(tmp_path / "team.db"), namespace="sales", embedder="fake") as m:
+        mid = m.remember("Sales closes the quarter on Friday").memory.id
+    unpicked = runner.invoke(app, ["memory", "list", "agents.yaml"])
+    assert unpicked.exit_code == 2 and "choose one by name" in unpicked.stderr
+    sales = runner.invoke(app, ["memory", "list", "agents.yaml", "--agent", "sales", "--json"])
+    assert sales.exit_code == 0, sales.output
+    assert [n["id"] for n in json.loads(sales.stdout)] == [mid]
+    support = runner.invoke(app, ["memory", "list", "agents.yaml", "--agent", "support", "--json"])
+    assert json.loads(support.stdout) == []
+    out = tmp_path / "sales.json"
+    done = runner.invoke(
+        app, ["memory", "export", "agents.yaml", "--agent", "sales", "-o", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    assert [m["id"] for m in json.loads(out.read_text())] == [mid]
+    cleared = runner.invoke(app, ["memory", "clear", "agents.yaml", "--agent", "sales", "--yes"])
+    assert cleared.exit_code == 0 and "Erased 1 memory" in cleared.stdout
+    stray = runner.invoke(app, ["memory", "list", "--agent", "sales"])
+    assert stray.exit_code == 2 and "give the role file first" in stray.stderr
+
+
 # ---------------------------------------------------------------------- clear
 def counts(tmp_path: Path) -> tuple[int, int, int]:
     with store(tmp_path) as m:

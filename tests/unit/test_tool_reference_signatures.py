@@ -49,7 +49,7 @@ def test_remember_key_value_as_reference_000(service: MemoryService) -> None:
     (fact,) = stored(service, type="semantic")
     assert (fact.value, fact.version) == ("green", 2)
     kept = call(tools, "remember", {"key": "color", "value": "red", "overwrite": False})
-    assert kept.startswith("Remembered: color = red (exists)")
+    assert kept.startswith("Not changed: color = green (exists; overwrite is false)")
     assert stored(service, type="semantic")[0].value == "green"
     assert call(tools, "recall", {"key": "color"}).startswith("color → [id:")
     assert "content is required (or key and value)" in call(tools, "remember", {"key": "x"})

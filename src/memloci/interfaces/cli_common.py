@@ -88,6 +88,12 @@ ForceOpt = Annotated[
 ]
 UserOpt = Annotated[str | None, typer.Option("--user", "-u", help="User id.")]
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Memory id (8 letters/digits).")]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent", help="The agent, when the role file lists several.", show_default=False
+    ),
+]
 RoleArg = Annotated[
     Path | None,
     typer.Argument(
@@ -97,6 +103,18 @@ RoleArg = Annotated[
         show_default=False,
     ),
 ]
+
+
+def role_of(role_file: Path | None, agent: str | None) -> Role | None:
+    """The role a command's ``ROLE`` argument names (``--agent`` picks one agent of a file
+    that lists several); None without a role file."""
+    if role_file is None:
+        if agent is not None:
+            raise ValidationError("--agent picks an agent of a role file; give the role file first")
+        return None
+    from memloci.runtime.role import load_role
+
+    return load_role(role_file, agent=agent)
 
 
 def examples(*lines: str) -> str:
@@ -522,6 +540,8 @@ def stats_table(stats: StoreStats) -> Table:
     model = stats.embedding_model or "none"
     table.add_row("embedding model", f"{model} ({stats.dimension}-d)" if stats.dimension else model)
     table.add_row("namespaces", ", ".join(stats.namespaces) or "-")
+    last = stats.last_maintenance
+    table.add_row("last maintenance", last.isoformat(timespec="seconds") if last else "never")
     return table
 
 

@@ -14,6 +14,7 @@ import typer
 
 from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
+    AgentOpt,
     DbOpt,
     EmbOpt,
     JsonOpt,
@@ -29,6 +30,7 @@ from memloci.interfaces.cli_common import (
     out,
     progress_bar,
     report_error,
+    role_of,
     role_settings,
     say,
 )
@@ -63,12 +65,7 @@ def consolidate(
             "without a role file and without MEMLOCI_LLM).",
         ),
     ] = False,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--agent", help="The agent, when the role file lists several.", show_default=False
-        ),
-    ] = None,
+    agent: AgentOpt = None,
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
@@ -81,13 +78,7 @@ def consolidate(
     With a role file: its store and namespace, its model as the extractor (the one
     `memloci chat` uses, or consolidation.model_override) and at most
     consolidation.max_episodes_per_run episodes, oldest first."""
-    if agent is not None and role_file is None:
-        raise ValidationError("--agent picks an agent of a role file; give the role file first")
-    role: Role | None = None
-    if role_file is not None:
-        from memloci.runtime.role import load_role
-
-        role = load_role(role_file, agent=agent)
+    role = role_of(role_file, agent)
     cap: int | None = None
     settings: Settings | None = None
     if role is not None:

@@ -12,6 +12,7 @@ import typer
 
 from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.cli_common import (
+    AgentOpt,
     DbOpt,
     EmbOpt,
     ForceOpt,
@@ -37,6 +38,7 @@ from memloci.interfaces.cli_common import (
     parse_json,
     plain,
     prewarm,
+    role_of,
     say,
     stats_table,
     store_missing,
@@ -46,7 +48,6 @@ from memloci.kinds import FactType, NodeType, Scope
 
 if TYPE_CHECKING:
     from memloci.models import WriteResult
-    from memloci.runtime.role import Role
     from memloci.sdk import Memory
 
 
@@ -281,6 +282,7 @@ def clear(
         bool, typer.Option("--memories-only", help="Only the long-term memories.")
     ] = False,
     yes: ForceOpt = False,
+    agent_name: AgentOpt = None,
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
@@ -292,11 +294,7 @@ def clear(
             "--sessions-only clears no memories; it goes with neither --memories-only nor --type",
             hint="give one of --sessions-only, --memories-only or --type",
         )
-    role: Role | None = None
-    if role_file is not None:
-        from memloci.runtime.role import load_role
-
-        role = load_role(role_file)
+    role = role_of(role_file, agent_name)
     agent = role.name if role is not None else None  # a role clears its own agent's sessions
     try:
         opened = open_memory(db, namespace, embedder, must_exist=True, role=role)
@@ -458,13 +456,15 @@ def list_(
     include_forgotten: Annotated[
         bool, typer.Option("--include-forgotten", help="Also forgotten and replaced ones.")
     ] = False,
+    agent: AgentOpt = None,
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List memories, oldest first."""
-    with open_memory(db, namespace, embedder, must_exist=True, role=role_file) as m:
+    role = role_of(role_file, agent)
+    with open_memory(db, namespace, embedder, must_exist=True, role=role) as m:
         nodes = m.list(
             user=user, type=type_, category=category, limit=limit, offset=offset,
             include_forgotten=include_forgotten,

@@ -19,6 +19,7 @@ import typer
 
 from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
+    AgentOpt,
     DbOpt,
     EmbOpt,
     JsonOpt,
@@ -31,6 +32,7 @@ from memloci.interfaces.cli_common import (
     note,
     open_memory,
     progress_bar,
+    role_of,
     say,
 )
 
@@ -80,6 +82,7 @@ def export(
             show_default=False,
         ),
     ] = None,
+    agent: AgentOpt = None,
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
@@ -98,7 +101,8 @@ def export(
         output = target
     file = output if output is not None else Path("memories.json")
     kind = fmt or (ExportFormat.JSONL if file.suffix.lower() == ".jsonl" else ExportFormat.JSON)
-    with open_memory(db, namespace, embedder, must_exist=True, role=role_file) as m:
+    role = role_of(role_file, agent)
+    with open_memory(db, namespace, embedder, must_exist=True, role=role) as m:
         ns = m.settings.namespace
         with nullcontext() if as_json else err.status(f"Exporting {ns}…"):
             try:

@@ -304,6 +304,9 @@ async def remember(b: Bound, a: RememberArgs) -> str:
         agent=b.agent, session=b.session,
     )  # fmt: skip
     if a.content is None:  # reference 000: "Remembered: color = blue (created)"
+        if result.action == "exists":  # the model must not read that red was stored
+            held = result.memory.content
+            return f"Not changed: {held} (exists; overwrite is false) {r.ref(result.memory)}"
         return f"Remembered: {a.text} ({result.action}) {r.ref(result.memory)}"
     previous = None
     if result.action == "updated":
