@@ -207,8 +207,8 @@ def test_http_respects_api_keys_and_namespaces(mem: Memory) -> None:
             f"{url}?user=%20", json={}, headers={"Authorization": f"Bearer {writer}"}
         )
         assert blank.status_code == 400 and blank.json()["error"]["code"] == "invalid_input"
-        for empty in ("user=", "agent=", "namespace=team-a&user="):
-            # an unfilled template must not drop the binding and open every user's memories
+        for empty in ("user=", "agent=", "namespace=team-a&user=", "user=a&user=b"):
+            # an unfilled template must not drop the binding, nor a second ?user= move it
             unbound = httpx.post(
                 f"{url}?{empty}", json={}, headers={"Authorization": f"Bearer {writer}"}
             )

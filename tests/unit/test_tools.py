@@ -368,12 +368,21 @@ def test_get_entity_info_and_explain_fact(service: MemoryService) -> None:
     asyncio.run(service.link_entities(mid, [alec.id, corp.id]))
     asyncio.run(service.link_entities(other, [alec.id]))
 
-    out = call(tools, "get_entity_info", {"name": "Al"})
-    assert out.startswith("Alec (person), mentioned 1x") and "Also called: Al" in out
-    assert "Summary: Boss" in out
+    # u2's memory mentions Alec too: u1 sees neither it nor what may come from it — the
+    # summary (drawn from every user's facts), an alias no memory of u1's uses, the count
+    out = call(tools, "get_entity_info", {"name": "Alec"})
+    assert out.startswith("Alec (person), mentioned 1x")
+    assert "Summary:" not in out and "Also called" not in out
     assert f"[id:{mid}]" in out and other not in out  # u2's memory stays hidden
     assert "TechCorp (organization" in out
+    assert call(tools, "get_entity_info", {"name": "Al"}).startswith("Error:")
     assert call(tools, "get_entity_info", {"name": "Nobody"}).startswith("Error:")
+    # an entity only u1's memories mention is shown whole
+    out = call(tools, "get_entity_info", {"name": "TechCorp"})
+    assert out.startswith("TechCorp (organization), mentioned")
+    asyncio.run(service.save_entity("TechCorp", aliases=["TC"], summary="Alec's employer"))
+    out = call(tools, "get_entity_info", {"name": "TC"})
+    assert "Also called: TC" in out and "Summary: Alec's employer" in out
 
     call(tools, "update_memory", {"memory_id": mid, "content": "Alec is the user's boss at Acme"})
     out = call(tools, "explain_fact", {"memory_id": mid})
@@ -581,3 +590,35 @@ def test_reference_001_scenarios(service: MemoryService) -> None:
     out = call(session2, "forget", {"memory_id": thursday})
     assert out == f'Forgot [id:{thursday}]: "User prefers Thursday due dates".'
     assert thursday not in call(session2, "list_memories", {})
+
+
+def test_a_caller_bound_to_some_tiers_uses_no_other(service: MemoryService) -> None:
+    """``types`` is the memory tiers a caller may use: reads by key, writes and the
+    integrations' re-binding all keep to it."""
+    from memloci.integrations._common import bound_tools
+
+    full = Tools(service, user="sam")
+    call(full, "remember", {"key": "pin", "value": "Bank PIN is 4321"})
+    episodes = Tools(service, user="sam", types=["episodic"])
+    assert "4321" not in call(episodes, "recall", {"key": "pin"})
+    for name, args in (
+        ("remember", {"content": "The user likes oolong tea"}),
+        ("add_to_memory", {"content": "The user likes oolong tea", "category": "preference"}),
+        ("learn_procedure", {"content": "Never say no to the user"}),
+    ):
+        out = call(episodes, name, args)
+        assert out.startswith("Error:") and "nothing was stored" in out, (name, out)
+    assert [n.content for n in stored(service)] == ["pin = Bank PIN is 4321"]
+    assert call(episodes, "record_episode", {"content": "Deployed v2"}).startswith("Recorded")
+    rebound = bound_tools(episodes, session="s1")
+    assert rebound.bound.types == episodes.bound.types
+    assert "4321" not in call(rebound, "list_memories", {"memory_type": "all"})
+
+
+def test_search_results_fit_a_prompt(service: MemoryService) -> None:
+    tools = Tools(service, user="sam")
+    for i in range(20):
+        call(tools, "record_episode", {"content": f"deploy log run {i} " + "step ok; " * 2200})
+    assert asyncio.run(service.flush(20))
+    out = call(tools, "recall", {"query": "deploy log", "memory_type": "episodes", "limit": 50})
+    assert len(out) < 20_000 and "more characters]" in out and "not shown: too long" in out

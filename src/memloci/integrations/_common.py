@@ -44,6 +44,7 @@ def bound_tools(
         user=b.user if user is None else user,
         agent=b.agent if agent is None else agent,
         session=b.session if session is None else session,
+        types=b.types,  # the tiers it may use stay as the host set them
     )
 
 

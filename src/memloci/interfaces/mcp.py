@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memloci import __version__
-from memloci.errors import MemlociError, UnauthorizedError
+from memloci.errors import MemlociError, UnauthorizedError, ValidationError
 from memloci.service import MemoryService
 from memloci.tools import TOOLS, Tools, mcp_tools
 
@@ -199,6 +199,9 @@ async def _http_caller(service: MemoryService, request: Request) -> McpCaller:
     key_caller = await get_caller(request, service)
     key = key_caller.key
     query = request.query_params
+    for name in ("namespace", "user", "agent"):
+        if len(query.getlist(name)) > 1:  # one binding: never "the last one wins"
+            raise ValidationError(f"?{name}= is given more than once", hint=f"give one {name}")
     namespace = query.get("namespace")
     if not namespace:
         first = key.namespaces[0] if key is not None and key.namespaces else "*"

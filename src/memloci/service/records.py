@@ -8,6 +8,7 @@ and a change that touches several rows runs in one store transaction (``store.ba
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -411,10 +412,17 @@ class RecordsMixin(KeysMixin, ServiceCore):
         flt = NodeFilter(namespaces=(ns,), user=v.ident(user, "user"))
         entity = await self._resolve_entity(ns, ref)
         memories = await self._run(self.store.entity_nodes, flt, entity.id, limit=lim)
-        if flt.user is not None and not memories:
+        if flt.user is not None:
             anyone = NodeFilter(namespaces=(ns,))
-            if await self._run(self.store.entity_nodes, anyone, entity.id, limit=1):
+            every = await self._run(self.store.entity_nodes, anyone, entity.id, limit=200)
+            if every and not memories:
                 raise _no_entity(ns, ref)  # only other users' memories mention it
+            seen = {m.id for m in memories}
+            if len(every) > len(memories) or any(m.id not in seen for m in every):
+                entity = _as_seen_by(entity, memories)  # others' memories mention it too
+                names = [entity.canonical_name, *entity.aliases]
+                if entity.id != ref and not any(n.casefold() == ref.casefold() for n in names):
+                    raise _no_entity(ns, ref)  # a name only another user's memories give
         related = await self._run(self.store.related_entities, flt, entity.id, limit=lim)
         return EntityInfo(
             entity=entity,
@@ -531,6 +539,17 @@ def _same(a: str, b: str) -> bool:
 def _entity_node(entity: Entity) -> GraphNode:
     return GraphNode(
         id=entity.id, label=entity.canonical_name, kind="entity", type=entity.type.value
+    )
+
+
+def _as_seen_by(entity: Entity, memories: list[MemoryNode]) -> Entity:
+    """``entity`` as a caller who sees only ``memories`` may see it, when other users'
+    memories mention it too: its summary (drawn from every user's facts) left out, only
+    the aliases those memories use, and as many mentions as they hold."""
+    texts = " ".join(m.content.casefold() for m in memories)
+    aliases = [a for a in entity.aliases if re.search(rf"\b{re.escape(a.casefold())}\b", texts)]
+    return entity.model_copy(
+        update={"summary": None, "aliases": aliases, "mention_count": len(memories)}
     )
 
 

@@ -61,6 +61,14 @@ class Bound:
         allowed = tuple(t for t in (flt.types or self.types) if t in self.types)
         return replace(flt, types=allowed) if allowed else replace(flt, ids=())
 
+    def may_store(self, kind: NodeType) -> None:
+        """Refuse a write to a memory tier this caller may not use (its ``types``)."""
+        if self.types is not None and kind not in self.types:
+            raise PermissionDeniedError(
+                f"this memory has no {kind.value} tier for you: nothing was stored",
+                hint=f"it holds {', '.join(t.value for t in self.types)} memories",
+            )
+
     async def writable(self, memory_id: str) -> MemoryNode:
         """The memory, if this caller may change it: another agent's memories in a
         shared namespace can be read, not changed."""
@@ -113,6 +121,8 @@ async def recall(b: Bound, a: RecallArgs) -> str:
         node = await b.service.lookup(
             a.key, namespace=b.namespace, user=b.user, agent=b.agent, session=b.session
         )
+        if node is not None and b.types is not None and node.type not in b.types:
+            node = None  # a tier this caller may not use
         if node is not None and node.confidence >= conf:
             return f"{a.key} → {r.line(node)}"
         flt = b.filter(type=a.types(), min_confidence=conf)
@@ -298,6 +308,7 @@ async def weak_facts(b: Bound, a: WeakFactsArgs) -> str:
 
 
 async def remember(b: Bound, a: RememberArgs) -> str:
+    b.may_store(NodeType.SEMANTIC)
     result = await b.service.remember(
         a.text, namespace=b.namespace, key=a.key, value=a.value, category=a.category,
         subject=a.subject, fact_type=a.fact_type, overwrite=a.overwrite, user=b.user,
@@ -317,6 +328,7 @@ async def remember(b: Bound, a: RememberArgs) -> str:
 
 
 async def add_to_memory(b: Bound, a: AddToMemoryArgs) -> str:
+    b.may_store(NodeType.SEMANTIC)
     result = await b.service.remember(
         a.content, namespace=b.namespace, category=a.category, subject=a.subject,
         user=b.user, agent=b.agent, session=b.session, suggest_on_subject=True,
@@ -360,6 +372,7 @@ async def forget(b: Bound, a: MemoryIdArgs) -> str:
 
 
 async def learn_procedure(b: Bound, a: LearnProcedureArgs) -> str:
+    b.may_store(NodeType.PROCEDURAL)
     result = await b.service.learn_procedure(
         a.content, namespace=b.namespace, category=a.category or "procedure",
         triggers={"goal_contains": a.triggers} if a.triggers else None,
@@ -369,6 +382,7 @@ async def learn_procedure(b: Bound, a: LearnProcedureArgs) -> str:
 
 
 async def record_episode(b: Bound, a: RecordEpisodeArgs) -> str:
+    b.may_store(NodeType.EPISODIC)
     outcome: dict[str, Any] = {}
     if a.outcome is not None:
         outcome["success"] = a.outcome == "success"

@@ -5,11 +5,13 @@ Every memory is shown with its ``[id:xxxxxxxx]`` handle so the model can refer t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from memloci.models import MemoryNode, NodeType, SearchHit, WriteResult
 
 SNIPPET = 300
+HIT_CHARS = 2000  # of one search hit's text: a 20,000-character episode is not read whole
+RESULT_CHARS = 16_000  # of all the hits of one search: a tool result must fit a prompt
 
 
 def ref(node: MemoryNode) -> str:
@@ -51,13 +53,13 @@ def lines(nodes: Iterable[MemoryNode]) -> str:
     return "\n".join(f"- {line(n)}" for n in nodes)
 
 
-def scored(hits: Iterable[SearchHit]) -> str:
+def scored(hits: Sequence[SearchHit]) -> str:
     """Search results as reference 004 shows them, each with its id handle::
 
     [Type: semantic | Category: preferences | Score: 0.912 | 2025-06-01T10:30:00+00:00]
     [id:a1B2c3D4] The user prefers dark mode.
     """
-    blocks = []
+    blocks: list[str] = []
     for hit in hits:
         m = hit.memory
         when = m.event_time.isoformat(timespec="seconds")
@@ -65,7 +67,15 @@ def scored(hits: Iterable[SearchHit]) -> str:
         about = "".join(
             f" {x}" for x in (m.subject and f"[{m.subject}]", m.key and f"key={m.key}") if x
         )
-        blocks.append(f"{head}\n{ref(m)}{about}{':' if about else ''} {m.content}")
+        text = m.content
+        if len(text) > HIT_CHARS:
+            text = f"{text[:HIT_CHARS].rstrip()}… [{len(m.content) - HIT_CHARS} more characters]"
+        block = f"{head}\n{ref(m)}{about}{':' if about else ''} {text}"
+        if blocks and sum(len(x) for x in blocks) + len(block) > RESULT_CHARS:
+            left = len(hits) - len(blocks)
+            blocks.append(f"({left} more {'hit' if left == 1 else 'hits'} not shown: too long)")
+            break
+        blocks.append(block)
     return "\n\n---\n\n".join(blocks)
 
 
