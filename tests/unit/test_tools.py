@@ -227,6 +227,9 @@ def test_remember_recall_update_correct_confirm_forget(service: MemoryService) -
     out = call(tools, "update_memory", {"memory_id": mid, "content": "The user prefers light mode"})
     assert out.startswith("No change")
 
+    same = call(tools, "correct_fact", {"memory_id": mid, "content": "The user prefers light mode"})
+    assert same.startswith(f"No change: [id:{mid}]")  # no new fact replaces an equal one
+    assert asyncio.run(service.get(mid)).valid_until is None
     out = call(tools, "correct_fact", {"memory_id": mid, "content": "The user prefers sepia mode"})
     new_id = ID_IN_TEXT.findall(out)[0]
     assert out.startswith("Corrected:") and new_id != mid and f"[id:{mid}]" in out

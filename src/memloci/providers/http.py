@@ -63,7 +63,7 @@ class Wording:
     timed_out_hint: str = "check the server, or raise the timeout option"
     unreachable: str = "cannot reach {where}: {reason}"
     unreachable_hint: str = "is the server running? check base_url"
-    invalid_hint: str = "make sure base_url points at a {provider} API"
+    invalid_hint: str = "make sure base_url points at the {provider} API"
     auth_hint: str = "set {api_key_env} to a valid API key (or pass api_key=)"
     not_found_hint: str = "check base_url and that model {model!r} exists on the server"
     rate_limited_hint: str = "rate limited: wait, or raise max_retries"

@@ -346,6 +346,8 @@ async def update_memory(b: Bound, a: UpdateMemoryArgs) -> str:
 
 async def correct_fact(b: Bound, a: CorrectFactArgs) -> str:
     old = await b.writable(a.memory_id)
+    if a.content.split() == old.content.split():  # nothing to correct: no new fact
+        return f"No change: {r.ref(old)} already says {r.quote(old.content)}."
     new = (await b.service.correct(old.id, a.content, namespace=b.namespace)).memory
     return (
         f"Corrected: {r.ref(new)} replaces {r.ref(old)}: {r.quote(old.content)} → "

@@ -85,7 +85,9 @@ def _strict_description(node: JsonSchema) -> JsonSchema:
         notes.append(f"{node['minLength']}-{node['maxLength']} characters")
     if "default" in node:
         notes.append(f"default {json.dumps(node['default'])}")
-    if notes and "description" in node and f"({notes[0]})" not in node["description"]:
+    if "description" in node:  # a note the description already gives is not repeated
+        notes = [n for n in notes if n not in node["description"]]
+    if notes and "description" in node:
         node["description"] = f"{node['description']} ({'; '.join(notes)})"
     return node
 
