@@ -625,3 +625,25 @@ def test_search_results_fit_a_prompt(service: MemoryService) -> None:
     assert asyncio.run(service.flush(20))
     out = call(tools, "recall", {"query": "deploy log", "memory_type": "episodes", "limit": 50})
     assert len(out) < 20_000 and "more characters]" in out and "not shown: too long" in out
+
+
+def test_a_user_bound_caller_reads_shared_memories_but_does_not_change_them(
+    service: MemoryService,
+) -> None:
+    """On a server many users share, alice's tools must not rewrite or forget the facts
+    every user reads (global scope): bob would read her change."""
+    shared = first_id(call(Tools(service), "remember", {"content": "The office is in Berlin"}))
+    alice, bob = Tools(service, user="alice"), Tools(service, user="bob")
+    assert "Berlin" in call(alice, "recall", {"query": "office"})
+    for name, args in (
+        ("update_memory", {"memory_id": shared, "content": "The office is in Paris"}),
+        ("correct_fact", {"memory_id": shared, "content": "The office is in Paris"}),
+        ("forget", {"memory_id": shared}),
+        ("confirm_fact", {"memory_id": shared}),
+    ):
+        out = call(alice, name, args)
+        assert out.startswith("Error:") and "is shared with every user" in out, (name, out)
+    assert "Berlin" in call(bob, "recall", {"query": "office"})
+    own = first_id(call(alice, "remember", {"content": "Alice sits on the third floor"}))
+    assert call(alice, "forget", {"memory_id": own}).startswith("Forgot")
+    assert call(Tools(service), "forget", {"memory_id": shared}).startswith("Forgot")

@@ -71,11 +71,18 @@ class Bound:
 
     async def writable(self, memory_id: str) -> MemoryNode:
         """The memory, if this caller may change it: another agent's memories in a
-        shared namespace can be read, not changed."""
+        shared namespace, and for a caller bound to a user the memories every user shares
+        (no owner user), can be read, not changed."""
         node = await self.node(memory_id)
         if self.agent is not None and node.agent not in (None, self.agent):
             raise PermissionDeniedError(
                 f"memory {node.id} belongs to agent {node.agent!r}: you can read it, not change it"
+            )
+        if self.user is not None and node.user != self.user:  # every user reads it
+            raise PermissionDeniedError(
+                f"memory {node.id} is shared with every user ({node.scope.value} scope): you "
+                "can read it, not change it",
+                hint="store what this user says with remember; it then holds for them",
             )
         return node
 
