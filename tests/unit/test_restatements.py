@@ -139,3 +139,26 @@ def test_a_duplicate_with_a_key_value_or_category_sets_them(mem: Memory) -> None
     plain = mem.remember("sam lives in lisbon", user="sam")  # nothing new: kept as is
     assert plain.action == "confirmed" and plain.memory.key == "home_city"
     assert plain.memory.category == "person" and plain.memory.value == "Lisbon"
+
+
+def test_overwriting_a_key_embeds_the_new_text_once(tmp_path: Path) -> None:
+    """``remember`` embeds the new text to look for duplicates; the key's update then
+    stores that vector rather than embedding the same text again."""
+    from memloci.providers.fake import FakeEmbedder
+
+    embedded: list[str] = []
+
+    class Counting(FakeEmbedder):
+        def embed(self, texts: list[str]) -> object:
+            embedded.extend(texts)
+            return super().embed(texts)
+
+    with Memory(str(tmp_path / "m.db"), embedder=Counting()) as m:
+        m.remember("User's home city is Lisbon", key="home_city", user="u")
+        embedded.clear()
+        done = m.remember("User's home city is Porto", key="home_city", user="u")
+        assert done.action == "updated" and done.memory.content == "User's home city is Porto"
+        assert len(embedded) == 1, embedded
+        m.flush()
+        hits = m.search("home city Porto", user="u", recipe="vector")
+        assert hits[0].memory.id == done.memory.id

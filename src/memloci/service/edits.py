@@ -94,6 +94,29 @@ class EditsMixin(ServiceCore):
         the change also counts as a confirmation (``times_confirmed`` + 1), as when
         ``remember`` overwrites a key. New text is embedded before this returns (when
         the embedder is reachable)."""
+        return await self._update(
+            memory_id, content, namespace=namespace, value=value, set_value=set_value,
+            category=category, subject=subject, metadata=metadata, session=session,
+            confirmed=confirmed,
+        )  # fmt: skip
+
+    async def _update(
+        self,
+        memory_id: str,
+        content: str | None = None,
+        *,
+        namespace: str | None = None,
+        value: Any = None,
+        set_value: bool = False,
+        category: str | None = None,
+        subject: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        session: str | None = None,
+        confirmed: bool = False,
+        embedded: tuple[str, Vector] | None = None,
+    ) -> WriteResult:
+        """:meth:`update`; ``embedded``: a document and its vector the caller already has
+        (``remember`` overwriting a key), used when the new text's document is that one."""
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
         old = await self.get(mid, namespace=ns)
         if old.valid_until is not None:
@@ -112,7 +135,8 @@ class EditsMixin(ServiceCore):
         )  # fmt: skip
         vector = None
         if text is not None and text != old.content:
-            vector = await self._embed_now(text, old.speaker, old.key, patch.subject or old.subject)
+            doc = document_text(text, old.speaker, old.key, patch.subject or old.subject)
+            vector = embedded[1] if embedded and embedded[0] == doc else await self._embed_doc(doc)
         who = v.ident(session)
 
         def write() -> MemoryNode:
@@ -151,7 +175,7 @@ class EditsMixin(ServiceCore):
                 "source_type": SourceType.USER, "embedded": False,
             }
         )  # fmt: skip
-        vector = await self._embed_now(text, new.speaker, new.key, new.subject)
+        vector = await self._embed_doc(document_text(text, new.speaker, new.key, new.subject))
 
         def write() -> None:
             with self.store.exclusive(fact_lock(ns)):
@@ -167,14 +191,11 @@ class EditsMixin(ServiceCore):
             message=f"Corrected: [{new.id}] supersedes [{mid}] ({old.content!r} → {text!r}).",
         )
 
-    async def _embed_now(
-        self, text: str, speaker: str | None, key: str | None, subject: str | None
-    ) -> Vector | None:
-        """The vector of a memory's new text, or None (no embedder, or it is down: the
-        worker embeds it later)."""
+    async def _embed_doc(self, doc: str) -> Vector | None:
+        """The vector of a memory's new document (:func:`document_text`), or None (no
+        embedder, or it is down: the worker embeds it later)."""
         if self.embedder is None:
             return None
-        doc = document_text(text, speaker, key, subject)
         try:
             vectors = await self._run(self.embedder.embed, [doc])
         except ProviderError as exc:

@@ -243,9 +243,8 @@ class MemoryService(
         v.json_value(value)
         when, now = v.when(event_time), utcnow()
         owner = fact_owner(ns, FACT_TYPES, sc, user=user, agent=agent, session=session)
-        vector = None
+        vector, doc = None, document_text(text, None, key, subj)
         if self.embedder is not None:  # embed first: no lock is held while the model runs
-            doc = document_text(text, None, key, subj)
             try:
                 vector = (await self._run(self.embedder.embed, [doc]))[0]
             except ProviderError as exc:  # embedder down: store it now, embed it later
@@ -269,9 +268,9 @@ class MemoryService(
                     message=f"[{old.id}] already holds key {key!r}; pass overwrite=True "
                     "or update it",
                 )  # fmt: skip
-            return await self.update(
+            return await self._update(
                 old.id, text, namespace=ns, value=value, set_value=True, session=session,
-                confirmed=True,
+                confirmed=True, embedded=(doc, vector) if vector is not None else None,
             )  # fmt: skip
         if old is not None:  # with a key, value or category it lacked: set them
             told = f" and set {', '.join(changes)} (version {old.version})" if changes else ""
