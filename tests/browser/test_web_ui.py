@@ -365,9 +365,9 @@ def test_api_key_is_asked_for_and_sent(locked_page: Page, locked_server: Server)
 def test_a_request_answered_after_the_key_was_saved_uses_it(
     locked_page: Page, locked_server: Server
 ) -> None:
-    """The list and the stats go out together without a key: the stats' 401 asks for it,
-    and the list's 401, held back until the key is saved, retries with the new key
-    instead of asking again."""
+    """The list and the namespaces go out together without a key: the namespaces' 401
+    asks for it, and the list's 401, held back until the key is saved, retries with the
+    new key instead of asking again."""
     page = locked_page
     held: list[Route] = []
 

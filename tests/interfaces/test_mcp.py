@@ -235,6 +235,70 @@ def test_http_respects_api_keys_and_namespaces(mem: Memory) -> None:
     assert stored(svc) == [] and stored(svc, namespace="team-b") == []
 
 
+# ---------------------------------------------------------------------- HTTP guards
+INIT = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "probe", "version": "1"}},
+}  # fmt: skip
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def _error(r: httpx.Response, status: int, code: str) -> str:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/json"
+    body = r.json()
+    assert set(body) == {"error"} and body["error"]["code"] == code, body
+    return str(body["error"]["message"])
+
+
+def test_http_answers_the_same_hosts_as_the_rest_api(mem: Memory) -> None:
+    """One host check (the REST app's) for /mcp too, and every refusal in the JSON error
+    shape — not the SDK's 421 for a Host without a port, nor its plain-text errors."""
+    with running(mem.service) as base:
+        url = f"{base}/mcp/"
+        port = base.rsplit(":", 1)[1]
+        for host in ("127.0.0.1", "localhost", f"127.0.0.1:{port}", f"localhost:{port}"):
+            r = httpx.post(url, json=INIT, headers={**ACCEPT, "Host": host}, timeout=10)
+            assert r.status_code == 200, (host, r.text)
+            assert httpx.get(f"{base}/api/v1/stats", headers={"Host": host}).status_code == 200
+        r = httpx.post(url, json=INIT, headers={**ACCEPT, "Host": "rebind.example"})
+        _error(r, 421, "misdirected_request")
+        evil = {"Origin": "http://evil.example"}
+        _error(httpx.options(url, headers=evil), 403, "forbidden")
+        _error(httpx.get(url, headers={**ACCEPT, **evil}), 403, "forbidden")
+        _error(httpx.post(url, json=INIT, headers={**ACCEPT, **evil}), 403, "forbidden")
+        _error(httpx.post(url, json=INIT, headers={**ACCEPT, "Sec-Fetch-Site": "cross-site"}),
+               403, "forbidden")  # fmt: skip
+        # the SDK's own plain-text refusals get the one shape
+        assert "Content-Type" in _error(httpx.post(url), 400, "invalid_input")
+        r = httpx.get(url, headers={"MCP-Protocol-Version": "2026-07-28"})  # an empty 405
+        _error(r, 405, "method_not_allowed")
+        assert r.headers["allow"] == "POST"
+    assert stored(mem.service) == []
+
+
+def test_a_standalone_http_app_has_the_same_guards(service: MemoryService) -> None:
+    """``http_app(service)`` outside the REST app: the same Host, Origin and size checks."""
+    from memloci.interfaces.mcp import http_app
+
+    async def scenario() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=http_app(service))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            return [
+                await c.post("/", json=INIT, headers={"Host": "rebind.example"}),
+                await c.post("/", json=INIT, headers={"Origin": "http://evil.example"}),
+                await c.post("/", content=b"x" * (service.settings.max_request_bytes + 1),
+                             headers={"content-type": "application/json"}),
+            ]  # fmt: skip
+
+    host, origin, size = run(scenario)
+    _error(host, 421, "misdirected_request")
+    _error(origin, 403, "forbidden")
+    _error(size, 413, "request_too_large")
+    assert host.headers["x-content-type-options"] == "nosniff"
+
+
 # ---------------------------------------------------------------------- real servers
 def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}

@@ -122,6 +122,49 @@ def test_turns_episodes_procedures(http: httpx.Client) -> None:
     assert procs["items"][0]["content"] == "Always answer in British English"
 
 
+def _turns(http: httpx.Client, text: str, user: str, session: str) -> list[str]:
+    r = http.post(
+        "/api/v1/turns/",
+        json={"messages": [{"role": "user", "content": text}], "user": user, "session": session},
+    )
+    assert r.status_code == 201, r.text
+    return [m["id"] for m in r.json()]
+
+
+def test_list_owner_and_in_session_match_exactly(http: httpx.Client) -> None:
+    """``user`` / ``session`` are the reader (plus shared memories); ``owner`` and
+    ``in_session`` keep only what was recorded for that user / in that session."""
+    s9 = _turns(http, "I adopted a beagle named Rex", "sam", "s9")
+    other = _turns(http, "We talked about the garden", "ana", "s7")
+    ep = http.post("/api/v1/episodes/", json={"content": "Ana planted tulips", "session": "s7"})
+    other.append(ep.json()["memory"]["id"])
+
+    def ids(kind: str, **params: str) -> set[str]:
+        body = http.get(f"/api/v1/{kind}/", params=params).json()
+        assert body["total"] == len(body["items"])
+        return {m["id"] for m in body["items"]}
+
+    # the reader's context: turns of scope "user" are not tied to the reader's session
+    assert ids("episodes", session="s9") >= set(s9) | set(other[:1])
+    assert ids("episodes", in_session="s9") == set(s9)
+    assert ids("episodes", in_session="s7") == set(other)
+    assert ids("episodes", in_session="zzz") == set()
+    assert ids("episodes", owner="sam") == set(s9)
+    assert ids("episodes", owner="sam", in_session="s7") == set()
+    for body in ({"in_session": "s7"}, {"owner": "ana"}):
+        found = http.post("/api/v1/search", json={"query": "garden beagle tulips", **body})
+        hits = {h["memory"]["id"] for h in found.json()["hits"]}
+        assert hits and hits <= set(other), body
+
+    shared = _fact(http, "Alice says the office is in Porto", scope="global")["memory"]["id"]
+    pu = _fact(http, "Pu likes oolong tea", user="pu")["memory"]["id"]
+    assert ids("facts", user="nobody-at-all") == {shared}  # shared facts are visible
+    assert ids("facts", owner="nobody-at-all") == set()
+    assert ids("facts", owner="pu") == {pu}
+    bad = http.get("/api/v1/facts/", params={"in_session": " "})
+    assert bad.status_code == 400
+
+
 def test_search_context_stats(http: httpx.Client) -> None:
     _fact(http, "Sam's dog is called Rex", category="person", user="sam")
     _fact(http, "Sam lives in Lisbon", category="context", user="sam")

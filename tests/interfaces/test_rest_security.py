@@ -1,14 +1,16 @@
 """HTTP security over a real server: the auth mode survives revoking every key, keys are
-minted only with an admin key, cross-site writes and foreign Host headers are refused,
-a 500 leaks nothing and leaves the keep-alive connection usable, 405 names what is
-allowed, an agent tool does not confirm another user's entity, and an import cannot
-plant edges into another namespace."""
+minted only with an admin key, cross-site requests (writes, and reads that reinforce)
+and foreign Host headers are refused, no page can be framed, an oversized chunked body
+is a 413, a 500 leaks nothing and leaves the keep-alive connection usable, 405 names
+what is allowed, an agent tool does not confirm another user's entity, and an import
+cannot plant edges into another namespace."""
 
 from __future__ import annotations
 
 import json
 import logging
 import socket
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -109,7 +111,101 @@ def test_cross_site_writes_are_refused(http: httpx.Client, mem: Memory, server: 
         "/api/v1/facts/", json={"content": "Same-site fact"}, headers={"Origin": server}
     )
     assert own.status_code == 201  # the web UI's own pages
-    assert http.get("/api/v1/facts/", headers={"Origin": "https://evil.example"}).status_code == 200
+    # a read from a foreign page is refused too (a search reinforces what it finds)
+    assert_error_shape(http.get("/api/v1/facts/", headers={"Origin": "https://evil.example"}), 403)
+
+
+def _accessed(mem: Memory, memory_id: str) -> int:
+    mem._call(mem.service.flush(timeout=10))  # touches are applied in the background
+    node = mem.get(memory_id)
+    assert node is not None
+    return node.access_count
+
+
+def test_cross_site_reads_are_refused(http: httpx.Client, mem: Memory, server: str) -> None:
+    """A foreign page's ``fetch(url, {mode: "no-cors"})`` carries no Origin, only
+    Sec-Fetch-Site; a search it triggered would still reinforce every hit."""
+    fact = mem.remember("The spare key is under the blue flowerpot").memory.id
+    search = "/api/v1/search?q=spare+key+flowerpot"
+    before = _accessed(mem, fact)
+    refused = [
+        {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "empty"},
+        {"Sec-Fetch-Site": "same-site"},  # another port on localhost
+        {
+            "Sec-Fetch-Site": "cross-site",
+            "Sec-Fetch-Mode": "navigate",
+            "Sec-Fetch-Dest": "document",
+        },
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+    ]
+    for headers in refused:
+        r = http.get(search, headers=headers)
+        assert "cross-site" in assert_error_shape(r, 403, "forbidden")["message"], headers
+    preflight = http.options(search, headers={"Origin": "https://evil.example"})
+    assert_error_shape(preflight, 403, "forbidden")
+    assert _accessed(mem, fact) == before
+    # the UI's own calls, a typed address and non-browser clients pass (and do reinforce)
+    for headers in ({"Sec-Fetch-Site": "same-origin", "Origin": server},
+                    {"Sec-Fetch-Site": "none"}, {}):  # fmt: skip
+        assert http.get(search, headers=headers).status_code == 200, headers
+        assert _accessed(mem, fact) > before, headers
+        before = _accessed(mem, fact)
+    # a link from another site to a page opens it; framing it or an API call does not
+    link = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}
+    for path in ("/memories", "/docs", "/"):
+        r = http.get(path, headers={**link, "Sec-Fetch-Dest": "document"}, follow_redirects=True)
+        assert r.status_code == 200 and r.url.path != "/", path
+        assert_error_shape(http.get(path, headers={**link, "Sec-Fetch-Dest": "iframe"}), 403)
+
+
+def test_no_page_can_be_framed_and_nothing_is_sniffed(http: httpx.Client) -> None:
+    for path in ("/docs", "/docs/oauth2-redirect", "/memories"):
+        r = http.get(path)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+        assert "frame-ancestors 'none'" in r.headers["content-security-policy"], path
+        assert r.headers["x-frame-options"] == "DENY", path
+        assert r.headers["x-content-type-options"] == "nosniff", path
+    answers = [
+        http.get("/healthz"), http.get("/openapi.json"), http.get("/api/v1/facts/"),
+        http.get("/api/v1/nope"), http.get("/static/app.js"),
+        http.get("/docs/assets/swagger-ui.css"),
+        http.get("/api/v1/facts/", headers={"Host": "evil.example"}),
+        http.post("/api/v1/facts/", content=b"x", headers={"content-type": "text/plain"}),
+        http.post("/mcp/", json={}), http.get("/"),
+    ]  # fmt: skip
+    for r in answers:
+        assert r.headers["x-content-type-options"] == "nosniff", r.request.url
+        assert r.headers["x-frame-options"] == "DENY", r.request.url
+
+
+def _chunked(size: int) -> Iterator[bytes]:
+    """A JSON body of about ``size`` bytes, streamed without a Content-Length."""
+    yield b'{"content": "A long fact'
+    for _ in range(size // 65536 + 1):
+        yield b" " * 65536
+    yield b'"}'
+
+
+def test_an_oversized_chunked_body_is_a_413(mem: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    settings = mem.service.settings.model_copy(update={"max_request_bytes": 200_000})
+    mem.service.settings = settings
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    with (
+        caplog.at_level(logging.WARNING),
+        running(mem.service) as base,
+        client(base) as http,
+    ):
+        for path in ("/api/v1/facts/", "/mcp/", "/api/v1/import", "/api/memory/"):
+            r = http.post(path, content=_chunked(300_000), headers=headers)
+            assert "200000 bytes" in assert_error_shape(r, 413, "request_too_large")["message"]
+        small = http.post(
+            "/api/v1/facts/", content=iter([b'{"content": "A chunked', b' fact"}']), headers=headers
+        )
+        assert small.status_code == 201, small.text  # under the limit: read whole, then served
+        assert http.get("/healthz").status_code == 200
+    assert mem.count() == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 # ---------------------------------------------------------------- item 6: DNS rebinding
@@ -144,6 +240,28 @@ def test_host_policy() -> None:
     bound = HostPolicy("10.0.0.2", ["memory.lan"])
     assert bound.allows("10.0.0.2:8765") and bound.allows("memory.lan")
     assert not bound.allows("10.0.0.3") and HostPolicy("127.0.0.1", ["*"]).allows("any.where")
+    assert HostPolicy("127.0.0.1", ["*"]).require_key  # no Host check: a key takes its place
+    assert not HostPolicy("127.0.0.1", ["memory.lan"]).require_key
+
+
+def test_a_server_answering_any_host_needs_a_key(mem: Memory) -> None:
+    """``--allowed-host '*'`` turns off the DNS-rebinding check: a page at
+    attacker.example re-pointed at 127.0.0.1 sends Host and Origin attacker.example.
+    ``memloci serve`` refuses it without keys (test_serve_lifecycle); an app built
+    directly demands a key all the same."""
+    mem.remember("The alarm code is 4711")
+    mem.service.settings = mem.service.settings.model_copy(update={"allowed_hosts": ["*"]})
+    rebound = {"Host": "attacker.example", "Origin": "http://attacker.example"}
+    with running(mem.service) as base, client(base) as anon:
+        assert_error_shape(anon.get("/api/v1/stats", headers=rebound), 401, "unauthorized")
+        r = anon.post("/api/v1/facts/", json={"content": "Planted by a rebinding page"},
+                      headers=rebound)  # fmt: skip
+        assert_error_shape(r, 401)
+        assert_error_shape(anon.post("/mcp/", json={}, headers=rebound), 401)
+        _, key = mem._call(mem.service.create_key("agent", ["default"]))
+        with client(base, key) as keyed:  # behind a proxy, the operator's clients have keys
+            assert keyed.get("/api/v1/stats", headers={"Host": "mem.example.org"}).is_success
+    assert mem.count(include_forgotten=True) == 1
 
 
 # ---------------------------------------------------------------- items 9 and 10: 500s

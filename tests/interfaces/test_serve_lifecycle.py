@@ -1,5 +1,6 @@
 """``memloci serve`` lifecycle, as real subprocesses: a busy port fails before anything
-loads, the throw-away ``--demo`` store is removed on exit, exit codes as documented."""
+loads, the throw-away ``--demo`` store is removed on exit, exit codes as documented, an
+open server answering any Host is refused."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import httpx
 import pytest
 from rest_server import free_port
 
-from memloci.errors import ConflictError, ValidationError
+from memloci.errors import ConflictError, PermissionDeniedError, ValidationError
+from memloci.interfaces.cli_server import guard_public
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -65,6 +67,26 @@ def test_a_host_that_is_not_this_machine_is_a_clear_error(tmp_path: Path) -> Non
     assert proc.returncode == ValidationError.exit_code, out
     assert "cannot listen on 192.0.2.1" in out and "Traceback" not in out
     assert not db.exists()
+
+
+def test_answering_any_host_without_keys_is_refused(tmp_path: Path) -> None:
+    """``--allowed-host '*'`` turns the DNS-rebinding check off: as open to any web page
+    as listening on a public address, so refused the same way (same exit code)."""
+    db = tmp_path / "nokey.db"
+    proc = _serve(tmp_path, "--port", str(free_port()), "--db", str(db), "--allowed-host", "*")
+    try:
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # it served: stop it before failing
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == PermissionDeniedError.exit_code, out
+    assert "refusing to answer any Host" in out and "memloci keys create" in out
+    assert "Traceback" not in out and "serving" not in out
+    with pytest.raises(PermissionDeniedError, match="any Host"):
+        guard_public("127.0.0.1", has_keys=False, allowed_hosts=["mem.lan", " * "])
+    guard_public("127.0.0.1", has_keys=True, allowed_hosts=["*"])
+    guard_public("127.0.0.1", has_keys=False, allowed_hosts=["mem.example.org"])
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

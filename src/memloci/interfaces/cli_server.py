@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -74,7 +75,8 @@ def serve(
         typer.Option(
             "--allowed-host",
             help="Also answer requests for this Host name (repeat; e.g. behind a proxy). "
-            "Others get 421 (DNS-rebinding protection); '*' turns the check off.",
+            "Others get 421 (DNS-rebinding protection); '*' turns the check off "
+            "(then API keys are required).",
         ),
     ] = None,
 ) -> None:
@@ -125,7 +127,8 @@ def _serve(
     memory = AsyncMemory(settings=settings, embedder=settings.embedder)
     service = memory.service
     try:
-        guard_public(settings.host, has_keys=asyncio.run(service.has_keys()))
+        has_keys = asyncio.run(service.has_keys())
+        guard_public(settings.host, has_keys=has_keys, allowed_hosts=settings.allowed_hosts)
     except BaseException:
         service.close()
         raise
@@ -204,14 +207,23 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def guard_public(host: str, *, has_keys: bool) -> None:
-    """Refuse to serve an open API on anything but loopback."""
+def guard_public(host: str, *, has_keys: bool, allowed_hosts: Iterable[str] = ()) -> None:
+    """Refuse to serve an open API on anything but loopback — or to any ``Host``
+    (``--allowed-host '*'``): that turns off the DNS-rebinding check, so any web page
+    could reach a loopback server through a name of its own."""
     if not is_loopback(host) and not has_keys:
         raise PermissionDeniedError(
             f"refusing to listen on {host} without API keys: anyone who can reach it could "
             "read and change every memory",
             hint="create a key first (memloci keys create NAME -n NAMESPACE), "
             "or listen on 127.0.0.1",
+        )
+    if "*" in (a.strip() for a in allowed_hosts) and not has_keys:
+        raise PermissionDeniedError(
+            "refusing to answer any Host ('--allowed-host *') without API keys: any web "
+            "page could then read and change every memory (DNS rebinding)",
+            hint="create a key first (memloci keys create NAME -n NAMESPACE), or allow "
+            "the proxy's own name instead: --allowed-host memory.example.org",
         )
 
 

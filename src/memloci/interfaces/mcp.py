@@ -12,7 +12,10 @@ tool's schema from a Python signature and cannot take one as JSON.
 Over HTTP (:func:`http_app`, mounted at ``/mcp`` by the REST app) the server's API
 keys apply as in the REST API: once a key exists, each request needs
 ``Authorization: Bearer <key>`` and the tools act in one of the key's namespaces
-(``?namespace=``, else its first); ``?user=`` / ``?agent=`` bind the calls.
+(``?namespace=``, else its first); ``?user=`` / ``?agent=`` bind the calls. The REST
+app's HTTP guards apply too — the same Host allow-list (not the SDK's own, which wants
+a port in ``Host``), Origin / ``Sec-Fetch-Site`` and body-size checks — and every error,
+the SDK's plain-text ones included, leaves in the REST API's JSON error shape.
 """
 
 from __future__ import annotations
@@ -148,25 +151,32 @@ def run_stdio(service: MemoryService, *, user: str | None = None, agent: str | N
     anyio.run(serve)
 
 
-def http_app(service: MemoryService) -> Starlette:
+def http_app(service: MemoryService, *, guard: bool = True) -> Starlette:
     """Streamable HTTP at the app's root, meant to be mounted (``app.mount("/mcp", …)``).
 
     The caller must run ``app.router.lifespan_context(app)`` (it runs the MCP session
     manager), as the REST app does. Every request is checked against the API keys.
+    ``guard``: wrap the app in the REST app's HTTP guards (Host, Origin, content type,
+    body size; :func:`memloci.interfaces.rest.app.add_guards`) — off only when it is
+    mounted in an app that has them, as ``create_app`` does.
     """
+    from memloci.interfaces.rest.security import JsonErrors
+
     server = build_server(service)
-    # loopback: the SDK's own DNS-rebinding protection is on; with an operator's host
-    # allow-list the REST app's HttpGuard (in front of this mount) applies it instead
-    listed = service.settings.allowed_hosts
+    # the SDK's DNS-rebinding check is off: the guards (HttpGuard) check Host and Origin
+    # for /mcp exactly as for /api, and answer in the JSON error shape
     app = server.streamable_http_app(
         streamable_http_path="/",
         host=service.settings.host,
         max_request_body_size=service.settings.max_request_bytes,
-        transport_security=(
-            TransportSecuritySettings(enable_dns_rebinding_protection=False) if listed else None
-        ),
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     app.add_middleware(_KeyAuth, service=service)
+    app.add_middleware(JsonErrors)  # the SDK's plain-text 400 / 406 / 413
+    if guard:
+        from memloci.interfaces.rest.app import add_guards
+
+        add_guards(app, service.settings)
     return app
 
 

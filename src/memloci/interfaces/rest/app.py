@@ -16,13 +16,21 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from memloci import __version__
+from memloci.config import Settings
 from memloci.errors import MemlociError
 from memloci.interfaces.rest.deps import KnownQuery
-from memloci.interfaces.rest.security import CatchAll, HostPolicy, HttpGuard
+from memloci.interfaces.rest.security import (
+    ERROR_CODES,
+    CatchAll,
+    HostPolicy,
+    HttpGuard,
+    SecurityHeaders,
+)
 from memloci.service import MemoryService
 
 log = logging.getLogger("memloci.server")
@@ -32,17 +40,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_STATUS_CODES = {
-    400: "invalid_input",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    409: "conflict",
-    413: "request_too_large",
-    415: "unsupported_media_type",
-    421: "misdirected_request",
-}
+_STATUS_CODES = ERROR_CODES
 
 
 def error_body(code: str, message: str, hint: str | None = None, **details: Any) -> dict[str, Any]:
@@ -55,7 +53,10 @@ def error_body(code: str, message: str, hint: str | None = None, **details: Any)
 
 
 class BodyLimit:
-    """Refuse request bodies over ``limit`` bytes with 413 (declared or streamed)."""
+    """Refuse request bodies over ``limit`` bytes with 413, before any route (or mounted
+    app, like MCP) runs: a declared ``Content-Length`` is checked as is; a body without
+    one (``Transfer-Encoding: chunked``) is read here, up to the limit, and handed on
+    whole — a route never starts on a body that turns out too large midway."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -65,24 +66,36 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+        if declared is not None:  # the server holds the body to its declared length
+            if declared.strip().isdigit() and int(declared) > self.limit:
+                await self._reject(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
+            return
+        read = await self._read(receive)
+        if read is None:
             await self._reject(scope, receive, send)
             return
-        seen = 0
+        queued: list[Message] = read
 
-        async def counted() -> Message:
-            nonlocal seen
+        async def replay() -> Message:
+            return queued.pop(0) if queued else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _read(self, receive: Receive) -> list[Message] | None:
+        """The whole body as one message (plus a disconnect that came with it), or None
+        once it passes the limit."""
+        body = bytearray()
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._reject(scope, receive, send)
+            if message["type"] != "http.request":
+                return [{"type": "http.request", "body": bytes(body), "more_body": False}, message]
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                return None
+            if not message.get("more_body", False):
+                return [{"type": "http.request", "body": bytes(body), "more_body": False}]
 
     async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = error_body(
@@ -93,8 +106,13 @@ class BodyLimit:
         await JSONResponse(body, status_code=413)(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+def add_guards(app: Starlette, settings: Settings) -> None:
+    """The HTTP guards around every route of ``app`` (see ``security``): body limit,
+    Host / Origin / content-type checks, the catch-all 500 and the security headers."""
+    app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
+    app.add_middleware(HttpGuard, policy=HostPolicy(settings.host, settings.allowed_hosts))
+    app.add_middleware(CatchAll)  # no exception reaches the server
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, a 500 included
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
@@ -159,7 +177,7 @@ def create_app(
     if mcp:
         from memloci.interfaces.mcp import http_app
 
-        mcp_app = http_app(service)
+        mcp_app = http_app(service, guard=False)  # this app's guards cover the mount
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -189,10 +207,7 @@ def create_app(
     app.state.service = service
     install_error_handlers(app)
     openapi.install(app)
-    settings = service.settings
-    app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
-    app.add_middleware(HttpGuard, policy=HostPolicy(settings.host, settings.allowed_hosts))
-    app.add_middleware(CatchAll)  # outermost: no exception reaches the server
+    add_guards(app, service.settings)
 
     @app.get("/healthz", tags=["server"])
     async def healthz() -> dict[str, str]:

@@ -3,6 +3,10 @@
 Swagger UI's assets come from the ``swagger-ui-py`` package (Apache-2.0; part of the
 ``server`` extra) and are served under ``/docs/assets``, so the page works with no
 internet access: nothing is loaded from a CDN. ReDoc is not offered (no offline copy).
+
+No other site may frame the pages (``frame-ancestors 'none'``, ``X-Frame-Options:
+DENY``): "Try it out → Execute" sends requests with this server's own Origin, so a
+framed page could be clicked into changing memories (clickjacking).
 """
 
 from __future__ import annotations
@@ -18,6 +22,13 @@ from fastapi.staticfiles import StaticFiles
 from memloci._extras import require
 
 ASSETS = "/docs/assets"
+# Swagger UI's page has an inline script, so no script-src here; framing is what matters.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "frame-ancestors 'none'; object-src 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 def swagger_ui_dir() -> Path:
@@ -37,7 +48,7 @@ def install(app: FastAPI, *, title: str) -> None:
 
     @app.get("/docs", include_in_schema=False)
     async def swagger_page() -> HTMLResponse:
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url=openapi_url,
             title=f"{title} — API docs",
             swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
@@ -45,9 +56,13 @@ def install(app: FastAPI, *, title: str) -> None:
             swagger_favicon_url=f"{ASSETS}/favicon-32x32.png",
             oauth2_redirect_url="/docs/oauth2-redirect",
         )
+        page.headers.update(PAGE_HEADERS)
+        return page
 
     @app.get("/docs/oauth2-redirect", include_in_schema=False)
     async def swagger_redirect() -> HTMLResponse:
-        return get_swagger_ui_oauth2_redirect_html()
+        page = get_swagger_ui_oauth2_redirect_html()
+        page.headers.update(PAGE_HEADERS)
+        return page
 
     app.mount(ASSETS, StaticFiles(directory=swagger_ui_dir()), name="docs-assets")

@@ -56,9 +56,15 @@ def _register(kind: str) -> None:
     async def list_kind(
         service: Service,
         ns: ReadNS,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
+        user: str | None = Query(
+            None, description="the reader: their memories plus shared (wider-scope) ones"
+        ),
+        agent: str | None = Query(None, description="the reader's agent (as user)"),
+        session: str | None = Query(
+            None, description="the reader's session: its memories plus wider-scope ones"
+        ),
+        owner: str | None = Query(None, description="only memories recorded for this user"),
+        in_session: str | None = Query(None, description="only memories recorded in this session"),
         category: Many = None,
         scope: Many = None,
         type: Many = None,
@@ -75,7 +81,8 @@ def _register(kind: str) -> None:
             if len(wanted) != len(type):
                 raise ValidationError(f"type must be one of {[t.value for t in types]} for {kind}")
         flt = service.filter(
-            namespace=ns, user=user, agent=agent, session=session, category=category,
+            namespace=ns, user=user, agent=agent, session=session, owner_user=owner,
+            sessions=None if in_session is None else [in_session], category=category,
             scope=scope, type=type or list(types), after=after, before=before,
             min_confidence=min_confidence, include_forgotten=include_forgotten,
         )  # fmt: skip
@@ -181,9 +188,10 @@ async def explain(memory_id: str, service: Service, ns: ReadNS) -> Any:
 def _search_filter(service: MemoryService, body: s.SearchRequest, ns: str, caller: Any) -> Any:
     nss = [caller.check(n, write=False) for n in body.namespaces] if body.namespaces else [ns]
     return service.filter(
-        namespace=nss, user=body.user, agent=body.agent, session=body.session, type=body.type,
-        category=body.category, scope=body.scope, after=body.after, before=body.before,
-        min_confidence=body.min_confidence, as_of=body.as_of,
+        namespace=nss, user=body.user, agent=body.agent, session=body.session,
+        owner_user=body.owner, sessions=None if body.in_session is None else [body.in_session],
+        type=body.type, category=body.category, scope=body.scope, after=body.after,
+        before=body.before, min_confidence=body.min_confidence, as_of=body.as_of,
     )  # fmt: skip
 
 

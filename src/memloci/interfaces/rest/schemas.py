@@ -137,9 +137,11 @@ class MemoryDetail(BaseModel):
 class SearchRequest(Body):
     query: str
     namespaces: list[str] | None = Field(None, description="several namespaces (all checked)")
-    user: str | None = None
+    user: str | None = Field(None, description="the reader: their memories plus shared ones")
     agent: str | None = None
     session: str | None = None
+    owner: str | None = Field(None, description="only memories recorded for this user")
+    in_session: str | None = Field(None, description="only memories recorded in this session")
     type: list[str] | None = None
     category: list[str] | None = None
     scope: list[str] | None = None

@@ -2,14 +2,23 @@
 
 - ``Host`` must name this server (DNS rebinding): loopback names, the bound address, any
   IP address when bound to all interfaces, and the configured ``allowed_hosts`` (``*``
-  turns the check off, for a proxy that rewrites Host) — else 421.
-- a state-changing request (POST, PUT, PATCH, DELETE) that carries an ``Origin`` header
-  must come from this server's own origin — else 403 (another site's page in the user's
-  browser cannot write, even without a CORS preflight).
+  turns the check off, for a proxy that rewrites Host; such a server always demands an
+  API key, as one bound beyond loopback does) — else 421.
+- a request of any method from another site's page is refused — else 403: an ``Origin``
+  header that is not this server's own origin, or ``Sec-Fetch-Site: cross-site`` /
+  ``same-site`` (browsers send it even on a ``no-cors`` GET, which has no Origin). So
+  another page in the user's browser can neither write nor cause a write through a
+  read (a search reinforces what it finds). A page link to the UI or the docs (a
+  top-level navigation) is the one cross-site request let through; requests without
+  these headers (curl, the SDKs, agents) and ``Sec-Fetch-Site: none`` / ``same-origin``
+  pass.
 - a request with a body must declare a JSON content type (``/api/v1/import`` also takes
   JSON Lines) — else 415, so a ``text/plain`` form post is never read.
 - an unexpected failure becomes a 500 with a generic message and an error id (logged with
   the traceback); the connection stays usable for the next request.
+- every response carries ``X-Content-Type-Options: nosniff`` and ``X-Frame-Options:
+  DENY`` (:class:`SecurityHeaders`); a mounted app's plain-text errors (the MCP SDK's)
+  get the one error shape (:class:`JsonErrors`).
 
 Every refusal uses the one error shape and happens before any route runs.
 """
@@ -17,9 +26,11 @@ Every refusal uses the one error shape and happens before any route runs.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,12 +47,26 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "127.0.0.1", "::1"})
 WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]"})
-UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+FOREIGN_FETCH_SITES = frozenset({b"cross-site", b"same-site"})  # same-site: another port
+NOT_PAGES = ("/api", "/mcp")  # a cross-site navigation never reaches these
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 JSON_TYPES = frozenset({"application/json"})
 IMPORT_PATH = "/api/v1/import"
 IMPORT_TYPES = frozenset({"application/json", "application/x-ndjson", "application/jsonl"})
 REQUIRE_KEY = "memloci.require_key"  # scope key: this server always demands an API key
+ERROR_CODES = {
+    400: "invalid_input",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    421: "misdirected_request",
+    500: "internal_error",
+}
 
 
 def _is_ip(name: str) -> bool:
@@ -65,7 +90,8 @@ def host_name(value: str) -> str:
 
 class HostPolicy:
     """Which ``Host`` headers a server bound to ``bound`` answers, and whether it always
-    demands an API key (it does when bound to anything but loopback)."""
+    demands an API key (it does when bound to anything but loopback, and when it answers
+    any host: ``*`` gives up the DNS-rebinding check, so a key must take its place)."""
 
     def __init__(self, bound: str, allowed: Iterable[str] = ()) -> None:
         extra = [a.strip() for a in allowed if a.strip()]
@@ -75,7 +101,8 @@ class HostPolicy:
         self.names = set(LOOPBACK_NAMES) | self.listed
         if not self.wildcard:
             self.names.add(host_name(bound))
-        self.require_key = not is_loopback(host_name(bound)) if bound.strip() else True
+        public = not is_loopback(host_name(bound)) if bound.strip() else True
+        self.require_key = public or self.any_host
 
     def allows(self, host: str | None) -> bool:
         if self.any_host:
@@ -103,6 +130,19 @@ def _media_type(value: str | None) -> str:
 def _json_like(media: str, path: str) -> bool:
     allowed = IMPORT_TYPES if path.rstrip("/") == IMPORT_PATH else JSON_TYPES
     return media in allowed or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _page_navigation(scope: Scope, headers: dict[bytes, bytes]) -> bool:
+    """A top-level navigation (a followed link) to a page: the web UI, the docs. It cannot
+    read the answer, and these pages change nothing by being loaded (their own API calls
+    are same-origin); framing one is a ``Sec-Fetch-Dest: iframe`` and is refused."""
+    path = scope.get("path", "")
+    return (
+        scope.get("method", "GET") in ("GET", "HEAD")
+        and headers.get(b"sec-fetch-mode") == b"navigate"
+        and headers.get(b"sec-fetch-dest") == b"document"
+        and not any(path == p or path.startswith(p + "/") for p in NOT_PAGES)
+    )
 
 
 def _has_body(headers: dict[bytes, bytes]) -> bool:
@@ -141,15 +181,21 @@ class HttpGuard:
             return
         method = scope.get("method", "GET")
         origin = headers.get(b"origin")
-        if (
-            method in UNSAFE_METHODS
-            and origin is not None
-            and not self.policy.same_site(origin.decode("latin-1"), host)
-        ):
+        if origin is not None and not self.policy.same_site(origin.decode("latin-1"), host):
             await _refuse(
                 scope, receive, send, 403, "forbidden",
                 "cross-site request refused: its Origin is not this server",
                 "call the API from a server-side client, or from this server's own pages",
+            )  # fmt: skip
+            return
+        fetch_site = headers.get(b"sec-fetch-site", b"").strip().lower()
+        if fetch_site in FOREIGN_FETCH_SITES and not _page_navigation(scope, headers):
+            await _refuse(
+                scope, receive, send, 403, "forbidden",
+                f"cross-site request refused: it comes from another site's page "
+                f"(Sec-Fetch-Site: {fetch_site.decode('latin-1')})",
+                "open this server's pages directly (/memories, /docs), or call the API "
+                "from a server-side client",
             )  # fmt: skip
             return
         if method in BODY_METHODS and _has_body(headers):
@@ -208,3 +254,104 @@ class CatchAll:
                 }
             }
             await JSONResponse(body, status_code=500)(scope, receive, send)
+
+
+class SecurityHeaders:
+    """``X-Content-Type-Options: nosniff`` and ``X-Frame-Options: DENY`` on every response
+    that does not set them itself (JSON, errors, pages, assets, MCP): no answer is
+    sniffed as another type, and no other site can frame a page of this server."""
+
+    HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"))
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                present = {bytes(k).lower() for k, _ in headers}
+                headers += [(k, v) for k, v in self.HEADERS if k not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+_HINTS = {
+    400: "send 'Content-Type: application/json' and a JSON body",
+    406: "send 'Accept: application/json, text/event-stream'",
+    413: "send less per request or raise MEMLOCI_MAX_REQUEST_BYTES",
+}
+
+
+class JsonErrors:
+    """Give an error response that is not JSON — a mounted app's plain-text or empty 4xx /
+    5xx, like the MCP SDK's ``406`` or ``Invalid Content-Type header`` — the one error
+    shape, keeping its status and other headers (``Allow``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        chunks: list[bytes] = []
+
+        async def reshaped(message: Message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start":
+                if message["status"] >= 400 and not _is_json(message.get("headers") or []):
+                    held = message
+                    return
+            elif held is not None and message["type"] == "http.response.body":
+                chunks.append(bytes(message.get("body", b"")))
+                if not message.get("more_body", False):
+                    start, held = held, None
+                    await _send_json_error(send, start, b"".join(chunks))
+                return
+            await send(message)
+
+        await self.app(scope, receive, reshaped)
+
+
+def _is_json(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    media = next(
+        (
+            _media_type(bytes(v).decode("latin-1"))
+            for k, v in headers
+            if k.lower() == b"content-type"
+        ),
+        "",
+    )
+    return media == "application/json" or media.endswith("+json")
+
+
+async def _send_json_error(send: Send, start: Message, text: bytes) -> None:
+    status = int(start["status"])
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "HTTP error"
+    message = text.decode("utf-8", "replace").strip()[:300] or phrase
+    err: dict[str, Any] = {"code": ERROR_CODES.get(status, "http_error"), "message": message}
+    if status in _HINTS:
+        err["hint"] = _HINTS[status]
+    body = json.dumps({"error": err}).encode()
+    headers = [
+        (k, v)
+        for k, v in start.get("headers") or []
+        if k.lower() not in (b"content-type", b"content-length")
+    ]
+    headers += [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

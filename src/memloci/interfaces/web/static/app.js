@@ -7,13 +7,18 @@ import { ask, clear, fmtTime, h, truncate } from "./dom.js";
 
 const PAGE_SIZE = 25;
 const ENTITY_TYPES = ["person", "project", "organization", "place", "concept", "tool"];
+// Memory filters match exactly: `owner` keeps the memories recorded for that user and
+// `in_session` those recorded in that session (the API's `user` / `session` are the
+// reader's context, which also shows shared memories of other users and sessions).
 const user = { name: "user", label: "User", placeholder: "user id" };
+const owner = { ...user, param: "owner" };
+const session = { name: "session", label: "Session", placeholder: "session id", param: "in_session" };
 const category = { name: "category", label: "Category", placeholder: "category" };
 
 const TABS = {
   facts: {
     plural: "facts", endpoint: "/api/v1/facts/", memory: true, types: ["semantic", "opinion"],
-    filters: [user, category,
+    filters: [owner, category,
       { name: "type", label: "Type", options: ["semantic", "opinion"] }],
     columns: [
       ["Content", (m) => truncate(m.content), "content"], ["Category", (m) => m.category],
@@ -24,7 +29,7 @@ const TABS = {
   },
   episodes: {
     plural: "episodes", endpoint: "/api/v1/episodes/", memory: true, types: ["episodic"],
-    filters: [user, { name: "session", label: "Session", placeholder: "session id" }],
+    filters: [owner, session],
     columns: [
       ["Content", (m) => truncate(m.content), "content"], ["Speaker", (m) => m.speaker || m.source_role],
       ["Session", (m) => m.session], ["User", (m) => m.user], ["When", (m) => fmtTime(m.event_time), "when"],
@@ -42,7 +47,7 @@ const TABS = {
   },
   procedures: {
     plural: "procedures", endpoint: "/api/v1/procedures/", memory: true, types: ["procedural"],
-    filters: [user, category],
+    filters: [owner, category],
     columns: [
       ["Content", (m) => truncate(m.content), "content"],
       ["Kind", (m) => m.procedure?.procedure_type], ["Used", (m) => m.procedure?.times_used],
@@ -117,7 +122,14 @@ async function confirmDialog(title, lines, okLabel = "Delete") {
 // ------------------------------------------------------------------ routing
 function parseHash() {
   const [tab, ...rest] = window.location.hash.replace(/^#\/?/, "").split("/");
-  const id = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  let id = null;
+  try {
+    id = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  } catch {
+    // a malformed address (e.g. "%E0%A4%A"): show the list instead of failing to start
+    window.history.replaceState(null, "", "#facts");
+    return { tab: "facts", id: null };
+  }
   return { tab: TABS[tab] ? tab : "facts", id };
 }
 
@@ -197,13 +209,22 @@ function readToolbar() {
 }
 
 // ------------------------------------------------------------------ list
+/** The toolbar's filters as API parameters (a filter may send another name). */
+function filterParams(t, filters) {
+  const params = {};
+  for (const f of t.filters) {
+    if (filters[f.name]) params[f.param || f.name] = filters[f.name];
+  }
+  return params;
+}
+
 async function fetchRows(t, ts) {
   if (t.memory && ts.query) {
     const f = ts.filters;
     const res = await api("/api/v1/search", {
       method: "POST",
       body: {
-        query: ts.query, k: 50, user: f.user || null, session: f.session || null,
+        query: ts.query, k: 50, owner: f.user || null, in_session: f.session || null,
         type: f.type ? [f.type] : t.types, category: f.category ? [f.category] : null,
       },
     });
@@ -212,7 +233,7 @@ async function fetchRows(t, ts) {
     }));
     return { items, total: items.length, searching: true };
   }
-  const params = { ...ts.filters, limit: PAGE_SIZE, offset: ts.offset };
+  const params = { ...filterParams(t, ts.filters), limit: PAGE_SIZE, offset: ts.offset };
   if (ts.query) params.q = ts.query;
   const page = await api(t.endpoint, { params });
   return { items: page.items, total: page.total, searching: false };
@@ -340,7 +361,14 @@ async function deleteSelected() {
   const label = (id) => {
     const row = state.rows.find((r) => r.id === id);
     const text = row && (row.content || row.canonical_name || row.display_name);
-    return text ? `${id} — ${truncate(text, 80)}` : id;
+    const line = text ? `${id} — ${truncate(text, 80)}` : id;
+    if (!t.memory || !row) return line;
+    // whose memory it is, so a selection that reaches past the filter shows it
+    const whose = [
+      row.user ? `user ${row.user}` : "no user", row.session ? `session ${row.session}` : "",
+      row.scope ? `scope ${row.scope}` : "",
+    ].filter(Boolean).join(" · ");
+    return [line, " ", h("span", { class: "muted", testid: "confirm-owner" }, `(${whose})`)];
   };
   const what = `${ids.length} ${ids.length === 1 ? t.plural.replace(/s$/, "") : t.plural}`;
   if (!(await confirmDialog(`Delete ${what}?`, ids.map(label)))) return;
@@ -391,8 +419,8 @@ async function loadDetail(tab, id) {
 // ------------------------------------------------------------------ namespaces
 async function loadNamespaces() {
   try {
-    const stats = await api("/api/v1/stats");
-    const names = new Set([...(stats.namespaces || []), getNamespace()].filter(Boolean));
+    const reported = await api("/api/v1/namespaces");
+    const names = new Set([...(reported || []), getNamespace()].filter(Boolean));
     clear($("namespace-list"), [...names].sort().map((n) => h("option", { value: n })));
   } catch {
     // The list is only a convenience: the box still takes any namespace.
@@ -447,8 +475,10 @@ function start() {
   $("banner-close").addEventListener("click", hideError);
   $("key-button").addEventListener("click", async () => {
     if (await promptForKey()) {
+      hideError();
       loadList();
       loadDetail(state.tab, state.detailId);
+      loadNamespaces();
     }
   });
   window.addEventListener("hashchange", route);

@@ -143,6 +143,10 @@ async function provenance(ctx, id, into) {
   }
 }
 
+// A textarea turns "\r\n" (and a lone "\r") into "\n": compare in that form, so an
+// untouched text is not sent back (which would make a new version of the same words).
+const lines = (text) => String(text ?? "").replace(/\r\n?/g, "\n");
+
 function editForm(ctx, kind, m, onSaved) {
   const content = h("textarea", { testid: "edit-content", rows: 4, required: true });
   content.value = m.content;
@@ -152,7 +156,7 @@ function editForm(ctx, kind, m, onSaved) {
     onsubmit: async (e) => {
       e.preventDefault();
       const body = {};
-      if (content.value !== m.content) body.content = content.value;
+      if (lines(content.value) !== lines(m.content)) body.content = content.value;
       if (category.value.trim() && category.value.trim() !== m.category) {
         body.category = category.value.trim();
       }
@@ -183,23 +187,29 @@ export async function memoryDetail(ctx, kind, id) {
   const m = data.memory;
   const singular = { facts: "Fact", episodes: "Episode", procedures: "Procedure" }[kind];
   const prov = h("div", { testid: "provenance-body" }, h("p", { class: "muted" }, "Loading…"));
-  const form = editForm(ctx, kind, m, () => ctx.open(kind, m.id, { force: true }));
+  // a forgotten (soft-deleted) memory can no longer change: no Edit, no Delete
+  const forgotten = Boolean(m.valid_until);
+  const form = forgotten ? "" : editForm(ctx, kind, m, () => ctx.open(kind, m.id, { force: true }));
   const node = h("article", { class: "detail", "data-kind": kind },
-    header(singular, m.id, `v${m.version}`, m.valid_until ? "forgotten" : null),
+    header(singular, m.id, `v${m.version}`, forgotten ? "forgotten" : null),
     h("p", { class: "content", testid: "detail-content" }, m.content),
-    actions(
-      h("button", {
-        type: "button", testid: "edit-button",
-        onclick: () => {
-          form.hidden = !form.hidden;
-          if (!form.hidden) form.querySelector("textarea").focus();
-        },
-      }, "Edit"),
-      deleteButton(ctx, {
-        what: `this ${singular.toLowerCase()}`, path: `/api/v1/${kind}/${enc(m.id)}`,
-        label: truncate(m.content, 120),
-      }),
-    ),
+    forgotten
+      ? h("p", { class: "muted", testid: "forgotten-note" },
+        `Not current since ${fmtTime(m.valid_until)} (forgotten or superseded): it is out ` +
+        "of the lists and search and can no longer be edited; its history is kept.")
+      : actions(
+        h("button", {
+          type: "button", testid: "edit-button",
+          onclick: () => {
+            form.hidden = !form.hidden;
+            if (!form.hidden) form.querySelector("textarea").focus();
+          },
+        }, "Edit"),
+        deleteButton(ctx, {
+          what: `this ${singular.toLowerCase()}`, path: `/api/v1/${kind}/${enc(m.id)}`,
+          label: truncate(m.content, 120),
+        }),
+      ),
     form,
     section("Fields", "fields-section", memoryFields(m)),
     section(`History (${data.versions.length} version${data.versions.length === 1 ? "" : "s"})`,
