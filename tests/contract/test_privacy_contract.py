@@ -207,3 +207,20 @@ def test_hard_deletes_drop_entities_no_memory_mentions_any_more(store: Store) ->
     store.insert_node(node("an unrelated memory"))
     store.clear(ns)
     assert store.get_entity(ns, manual.id) is not None
+
+
+def test_forgetting_a_user_takes_what_they_gave_an_entity_others_mention(store: Store) -> None:
+    """An entity bob's memories mention too stays, but alice's part goes with her: her
+    mentions, and the summary drawn from every user's facts (it held her secret)."""
+    ns = "default"
+    mine = [node(f"Alice interviews at Initech, round {i}", user="alice", scope=Scope.USER)
+            for i in (1, 2)]  # fmt: skip
+    bobs = node("Initech makes TPS reports", user="bob", scope=Scope.USER)
+    store.insert_nodes([*mine, bobs])
+    summary = "Initech makes TPS reports. Alice is secretly interviewing there."
+    initech = store.insert_entity(entity("Initech", ns, mention_count=3, summary=summary))
+    for n in (*mine, bobs):
+        store.link_entities(ns, n.id, [initech.id])
+    store.delete_user_data(ns, "alice")
+    kept = store.get_entity(ns, initech.id)
+    assert kept is not None and kept.summary is None and kept.mention_count == 1

@@ -75,15 +75,27 @@ class PostgresPrivacy(PostgresBase):
             (ns, ids, ids),
         ).rowcount
         # entities their memories link to, dropped when no other memory links them
-        linked = [
-            r[0]
-            for r in c.execute(
-                "SELECT DISTINCT entity_id FROM node_entities WHERE node_id = ANY(%s)", (ids,)
-            )
-        ]
+        counted = c.execute(
+            "SELECT entity_id, COUNT(*)::int FROM node_entities WHERE node_id = ANY(%s)"
+            " GROUP BY entity_id",
+            (ids,),
+        ).fetchall()
+        linked = [r[0] for r in counted]
         out["entity_links"] = c.execute(
             "DELETE FROM node_entities WHERE node_id = ANY(%s)", (ids,)
         ).rowcount
+        # those other memories link too lose what the user gave them: their mentions, and
+        # the summary drawn from every user's facts (maintenance writes it again from the
+        # memories left)
+        c.execute(
+            "UPDATE entities e SET summary = NULL,"
+            " mention_count = GREATEST(e.mention_count - r.links, l.n_left)"
+            " FROM unnest(%s::text[], %s::int[]) AS r(id, links),"
+            " LATERAL (SELECT COUNT(*)::int AS n_left FROM node_entities ne"
+            " WHERE ne.entity_id = r.id) l"
+            " WHERE e.namespace = %s AND e.id = r.id AND l.n_left > 0",
+            ([r[0] for r in counted], [int(r[1]) for r in counted], ns),
+        )
         gone = [
             r[0]
             for r in c.execute(

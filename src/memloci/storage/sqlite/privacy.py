@@ -80,7 +80,9 @@ class SQLitePrivacy(SQLiteBase):
             "CREATE TEMP TABLE IF NOT EXISTS forget_nodes (rowid INTEGER PRIMARY KEY,"
             " id TEXT NOT NULL UNIQUE, session_id TEXT)"
         )
-        c.execute("CREATE TEMP TABLE IF NOT EXISTS forget_entities (id TEXT PRIMARY KEY)")
+        c.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS forget_entities (id TEXT PRIMARY KEY, links INTEGER)"
+        )
         try:
             c.executemany(
                 "INSERT OR IGNORE INTO forget_users (id) VALUES (?)", [(u,) for u in users]
@@ -144,12 +146,23 @@ class SQLitePrivacy(SQLiteBase):
         ).rowcount
         # entities: those their memories link to, dropped when no other memory links them
         c.execute(
-            "INSERT OR IGNORE INTO forget_entities (id) SELECT DISTINCT ne.entity_id"
-            f" FROM node_entities ne WHERE ne.node_id IN ({mine})"
+            "INSERT OR IGNORE INTO forget_entities (id, links) SELECT ne.entity_id, COUNT(*)"
+            f" FROM node_entities ne WHERE ne.node_id IN ({mine}) GROUP BY ne.entity_id"
         )
         out["entity_links"] = c.execute(
             f"DELETE FROM node_entities WHERE node_id IN ({mine})"
         ).rowcount
+        # those other memories link too lose what the user gave them: their mentions, and
+        # the summary drawn from every user's facts (maintenance writes it again from the
+        # memories left)
+        c.execute(
+            "UPDATE entities SET summary = NULL, mention_count = MAX(mention_count -"
+            " (SELECT f.links FROM forget_entities f WHERE f.id = entities.id),"
+            " (SELECT COUNT(*) FROM node_entities ne WHERE ne.entity_id = entities.id))"
+            " WHERE namespace = ? AND id IN (SELECT id FROM forget_entities)"
+            " AND id IN (SELECT entity_id FROM node_entities)",
+            (ns,),
+        )
         c.execute(
             "DELETE FROM forget_entities WHERE id IN (SELECT entity_id FROM node_entities)"
             " OR id NOT IN (SELECT id FROM entities WHERE namespace = ?)",
