@@ -11,6 +11,7 @@ import pytest
 
 from memloci import Memory
 from memloci.consolidation.dedupe import details, same_details, same_text
+from memloci.errors import ValidationError
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -162,3 +163,27 @@ def test_overwriting_a_key_embeds_the_new_text_once(tmp_path: Path) -> None:
         m.flush()
         hits = m.search("home city Porto", user="u", recipe="vector")
         assert hits[0].memory.id == done.memory.id
+
+
+@both_backends
+def test_an_edit_racing_a_forget_is_refused_not_lost(make_memory: Callable[..., Memory]) -> None:
+    """Another process forgets the memory between an update's check and its write: the
+    update is refused under the lock, never written onto a memory no longer current."""
+    from memloci.models import utcnow
+    from memloci.storage.base import NodePatch
+
+    mem = make_memory()
+    mid = mem.remember("The office is on the second floor", user="u").memory.id
+    service = mem.service
+    real = service._embed_doc
+
+    async def forget_meanwhile(doc: str) -> object:  # runs between the check and the write
+        service.store.update_node("default", mid, NodePatch(valid_until=utcnow()))
+        return await real(doc)
+
+    service._embed_doc = forget_meanwhile  # type: ignore[method-assign]
+    with pytest.raises(ValidationError, match="no longer current"):
+        mem.update(mid, "The office is on the third floor")
+    service._embed_doc = real  # type: ignore[method-assign]
+    assert [v.content for v in mem.history(mid)] == ["The office is on the second floor"]
+    assert mem.forget(mid).action == "unchanged"

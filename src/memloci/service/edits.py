@@ -1,24 +1,26 @@
-"""Changing a stored memory (layer: service): ``update`` and ``correct``, and what a
-confirmed restatement brings to the fact it repeats.
+"""Changing a stored memory (layer: service): ``update``, ``correct``, ``confirm`` and
+``forget``, and what a confirmed restatement brings to the fact it repeats.
 
 A mixin of MemoryService. A change of text is embedded in the write path, as
 ``remember`` embeds a new fact: the new text's vector is stored with it, under the same
 dedupe lock (``store.exclusive(fact_lock(namespace))``), so a ``remember`` right after
 an edit compares against the new text, not against a fact with no vector until the
-background worker catches up.
+background worker catches up. Every change checks, under that lock, that the memory is
+still current: another process may have forgotten or replaced it since the caller
+looked.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memloci import validate as v
 from memloci.consolidation.dedupe import fact_lock
-from memloci.errors import ProviderError, ValidationError
+from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import (
     MemoryNode,
     NodeType,
@@ -141,6 +143,7 @@ class EditsMixin(ServiceCore):
 
         def write() -> MemoryNode:
             with self.store.exclusive(fact_lock(ns)):
+                self._still_current(ns, mid, "it can no longer change")
                 new = self.store.update_node(ns, mid, patch, session=who)
                 self._save_vector(new, vector)
                 return new
@@ -179,7 +182,11 @@ class EditsMixin(ServiceCore):
 
         def write() -> None:
             with self.store.exclusive(fact_lock(ns)):
-                self.store.supersede(ns, mid, new, now=now)
+                self._still_current(ns, mid, "correct the current one")
+                at = utcnow()  # after any change that held the lock before this one
+                times = ("created_at", "updated_at", "valid_from", "event_time")
+                self.store.supersede(ns, mid, new.model_copy(update=dict.fromkeys(times, at)),
+                                     now=at)  # fmt: skip
                 self._save_vector(new, vector)
 
         await self._run(write)
@@ -190,6 +197,52 @@ class EditsMixin(ServiceCore):
             memory=await self.get(new.id, namespace=ns),
             message=f"Corrected: [{new.id}] supersedes [{mid}] ({old.content!r} → {text!r}).",
         )
+
+    async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
+        """Mark a fact as certain and protected from decay."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        if (await self.get(mid, namespace=ns)).valid_until is not None:
+            raise ValidationError(f"memory {mid} was forgotten; it cannot be confirmed")
+
+        def patch() -> NodePatch:
+            return NodePatch(confidence=1.0, decay_rate=0.0, times_confirmed_delta=1)
+
+        node = await self._run(self.change_current, ns, mid, patch, "it cannot be confirmed")
+        return WriteResult(action="confirmed", memory=node, message=f"Confirmed [{mid}].")
+
+    async def forget(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
+        """Soft delete: the memory stops being current; its history stays."""
+        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        old = await self.get(mid, namespace=ns)
+        if old.valid_until is not None:
+            return WriteResult(action="unchanged", memory=old, message=f"[{mid}] was forgotten.")
+        try:  # under the fact lock: an edit racing it lands before it or is refused
+            node = await self._run(
+                self.change_current, ns, mid, lambda: NodePatch(valid_until=utcnow()), "forgotten"
+            )
+        except ValidationError:  # forgotten or replaced meanwhile
+            old = await self.get(mid, namespace=ns)
+            return WriteResult(action="unchanged", memory=old, message=f"[{mid}] was forgotten.")
+        return WriteResult(action="forgotten", memory=node, message=f"Forgot [{mid}].")
+
+    def change_current(
+        self, ns: str, mid: str, patch: Callable[[], NodePatch], refused: str
+    ) -> MemoryNode:
+        """``patch()`` (made once the lock is held: its times come after any change made
+        before) applied to memory ``mid`` if it is current when the fact lock is held
+        (``refused`` ends the error otherwise): a check made before the lock is only a
+        hint, since another process may forget or replace the memory in between."""
+        with self.store.exclusive(fact_lock(ns)):
+            self._still_current(ns, mid, refused)
+            return self.store.update_node(ns, mid, patch())
+
+    def _still_current(self, ns: str, mid: str, refused: str) -> None:
+        """Under the fact lock: the memory exists and is current, or an error says why."""
+        node = self.store.get_node(ns, mid)
+        if node is None:
+            raise NotFoundError(f"no memory {mid!r} in namespace {ns!r}")
+        if node.valid_until is not None:
+            raise ValidationError(f"memory {mid} is no longer current; {refused}")
 
     async def _embed_doc(self, doc: str) -> Vector | None:
         """The vector of a memory's new document (:func:`document_text`), or None (no

@@ -336,26 +336,6 @@ class MemoryService(
                 store.save_embeddings([item], vector[None, :])
             return found, similar, stored, []
 
-    async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
-        """Mark a fact as certain and protected from decay."""
-        ns, mid = self._ns(namespace), v.memory_id(memory_id)
-        if (await self.get(mid, namespace=ns)).valid_until is not None:
-            raise ValidationError(f"memory {mid} was forgotten; it cannot be confirmed")
-        node = await self._run(
-            self.store.update_node, ns, mid,
-            NodePatch(confidence=1.0, decay_rate=0.0, times_confirmed_delta=1),
-        )  # fmt: skip
-        return WriteResult(action="confirmed", memory=node, message=f"Confirmed [{mid}].")
-
-    async def forget(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
-        """Soft delete: the memory stops being current; its history stays."""
-        ns, mid = self._ns(namespace), v.memory_id(memory_id)
-        old = await self.get(mid, namespace=ns)
-        if old.valid_until is not None:
-            return WriteResult(action="unchanged", memory=old, message=f"[{mid}] was forgotten.")
-        node = await self._run(self.store.update_node, ns, mid, NodePatch(valid_until=utcnow()))
-        return WriteResult(action="forgotten", memory=node, message=f"Forgot [{mid}].")
-
     async def purge(self, memory_id: str, *, namespace: str | None = None) -> None:
         """Hard delete (privacy): the memory, its history, edges and vector are gone."""
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
