@@ -14,7 +14,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memloci.compose import build_service
 from memloci.config import Settings
-from memloci.errors import NotFoundError, ValidationError
+from memloci.errors import ValidationError
 from memloci.models import (
     Explanation,
     KnowledgeHit,
@@ -39,6 +39,8 @@ from memloci.service import MemoryService
 from memloci.storage.base import NodeFilter, Store
 
 if TYPE_CHECKING:  # loaded on first use: a plain search needs none of these
+    from memloci.consolidation.consolidator import ConsolidationReport as Consolidated
+    from memloci.consolidation.maintenance import MaintenanceReport as Maintained
     from memloci.knowledge import KnowledgeReport, PathLike
     from memloci.runtime.conversation import (
         ConversationMemory,
@@ -263,25 +265,29 @@ class AsyncMemory:
             namespace=namespace, user=user, limit=limit, threshold=threshold
         )
 
+    async def end_session(self, session: str, *, namespace: str | None = None) -> Consolidated:
+        """The session is over: consolidate its episodes into facts now."""
+        return await self.service.end_session(session, namespace=namespace)
+
+    async def consolidate(
+        self, session: str | None = None, *, user: str | None = None, namespace: str | None = None
+    ) -> Consolidated:
+        """Episodes into facts: one session, or every pending one (of ``user``)."""
+        return await self.service.consolidate(session, namespace=namespace, user=user)
+
+    async def maintain(self) -> Maintained:
+        """The nightly job now: consolidate, decay, enrich, infer causes, embed."""
+        return await self.service.maintain()
+
     async def stats(self, namespace: str | Sequence[str] | None = None) -> StoreStats:
         nss = [namespace] if isinstance(namespace, str) else namespace
         return await self.service.stats(nss)
 
     async def export(self, path: str, *, namespace: str | None = None) -> int:
         """Write the namespace to a JSON Lines file; returns the number of lines."""
+        from memloci.transfer import write_lines
 
-        def write() -> int:
-            count = 0
-            try:
-                with open(path, "w", encoding="utf-8") as fh:
-                    for line in self.service.export_lines(namespace):
-                        fh.write(line + "\n")
-                        count += 1
-            except OSError as exc:
-                raise ValidationError(f"cannot write {path!r}: {exc.strerror or exc}") from None
-            return count
-
-        return await asyncio.to_thread(write)
+        return await asyncio.to_thread(write_lines, path, self.service.export_lines(namespace))
 
     async def import_file(
         self,
@@ -294,26 +300,9 @@ class AsyncMemory:
         (``memloci memory export -o file.json``) — validated whole before anything is
         written."""
 
-        def read() -> list[str]:
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-                if text.lstrip().startswith("["):
-                    from memloci.transfer import array_lines
+        from memloci.transfer import read_lines
 
-                    return array_lines(text)
-                return text.splitlines(keepends=True)
-            except FileNotFoundError:
-                raise NotFoundError(f"no file {path!r}", hint="check the path") from None
-            except IsADirectoryError:
-                raise ValidationError(
-                    f"{path!r} is a directory, not an export file",
-                    hint="give the path of a `memloci memory export` file",
-                ) from None
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ValidationError(f"cannot read {path!r}: {exc}") from None
-
-        lines = await asyncio.to_thread(read)
+        lines = await asyncio.to_thread(read_lines, path)
         return await self.service.import_lines(lines, namespace, progress)
 
     async def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
@@ -546,6 +535,9 @@ class Memory:
     record_episode = _sync(AsyncMemory.record_episode)
     record_procedure_use = _sync(AsyncMemory.record_procedure_use)
     explain = _sync(AsyncMemory.explain)
+    end_session = _sync(AsyncMemory.end_session)
+    consolidate = _sync(AsyncMemory.consolidate)
+    maintain = _sync(AsyncMemory.maintain)
     weak_facts = _sync(AsyncMemory.weak_facts)
     stats = _sync(AsyncMemory.stats)
     flush = _sync(AsyncMemory.flush)

@@ -26,7 +26,7 @@ import numpy as np
 import pydantic
 
 from memloci import validate as v
-from memloci.errors import MemlociError, ValidationError
+from memloci.errors import MemlociError, NotFoundError, ValidationError
 from memloci.models import (
     ALPHABET,
     TURN_MAX,
@@ -133,6 +133,39 @@ def array_lines(text: str) -> list[str]:
     return lines
 
 
+def write_lines(path: str, lines: Iterable[str]) -> int:
+    """Write an export's ``lines`` to ``path``; returns how many."""
+    count = 0
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(line + "\n")
+                count += 1
+    except OSError as exc:
+        raise ValidationError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    return count
+
+
+def read_lines(path: str) -> list[str]:
+    """The import lines of an export file: JSON Lines (the full backup) or a JSON array
+    of memories (``memloci memory export -o file.json``, see :func:`array_lines`)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise NotFoundError(f"no file {path!r}", hint="check the path") from None
+    except IsADirectoryError:
+        raise ValidationError(
+            f"{path!r} is a directory, not an export file",
+            hint="give the path of a `memloci memory export` file",
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"cannot read {path!r}: {exc}") from None
+    if text.lstrip().startswith("["):
+        return array_lines(text)
+    return text.splitlines(keepends=True)
+
+
 def _narrowest(node: dict[str, Any]) -> str:
     """The scope of a memory whose record gives none: its narrowest owner."""
     return next((s for s in ("session", "user", "agent") if node.get(s)), "global")
@@ -196,7 +229,8 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[_
         try:
             data = json.loads(line)
             # the line's own 2 levels (record, node) + what metadata / values may hold
-            json_data(data, "the record", depth=JSON_DEPTH_MAX + 2)
+            # shape only: each field's own check names a NUL in it
+            json_data(data, "the record", depth=JSON_DEPTH_MAX + 2, nul=True)
             if not isinstance(data, dict) or "kind" not in data:
                 raise ValueError('not a memloci export record (no "kind")')
             kind = data.pop("kind")

@@ -55,9 +55,10 @@ def unicode_text(value: str, field: str) -> str:
     return value
 
 
-def json_data(value: Any, field: str, *, depth: int = JSON_DEPTH_MAX) -> None:
+def json_data(value: Any, field: str, *, depth: int = JSON_DEPTH_MAX, nul: bool = False) -> None:
     """Walk a JSON value without recursion: at most ``depth`` levels of nesting, object
-    keys are text, numbers are finite and fit 64 bits, no text holds a lone surrogate.
+    keys are text, numbers are finite and fit 64 bits, no text holds a lone surrogate
+    (nor, unless ``nul``, a NUL: PostgreSQL's JSONB cannot hold it).
     Checked before anything is encoded, so a 1,000-deep value never reaches ``json``."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -72,12 +73,16 @@ def json_data(value: Any, field: str, *, depth: int = JSON_DEPTH_MAX) -> None:
                 for k, sub in item.items():
                     if not isinstance(k, str):
                         raise ValidationError(f"{field} keys must be text, not {k!r}")
-                    unicode_text(k, field)
+                    stack.append((k, level))  # a key is text like any other
                     stack.append((sub, level + 1))
             else:
                 stack.extend((sub, level + 1) for sub in item)
         elif isinstance(item, str):
             unicode_text(item, field)
+            if not nul and "\x00" in item:  # one rule on both backends
+                raise ValidationError(
+                    f"{field} contains a NUL character", hint="remove it from the text"
+                )
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):

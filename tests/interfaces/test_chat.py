@@ -223,6 +223,20 @@ def test_one_shot_records_an_episode_and_consolidates(
     assert "Consolidated 1 session(s): 1 new memory." in result.stderr
 
 
+def test_consolidation_after_a_run_keeps_to_max_episodes_per_run(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    """Reference 004: each run consolidates at most ``max_episodes_per_run`` episodes,
+    oldest first; the rest wait for the next run (as `memory consolidate` does)."""
+    role = write_role(tmp_path, model, memory={"consolidation": {"max_episodes_per_run": 2}})
+    with store(tmp_path) as m:
+        for i in range(5):
+            m.add(f"Old turn number {i}", user="sam", session="old1", speaker="user")
+    ok(role, "-p", "I moved to Porto last month")
+    with store(tmp_path) as m:
+        assert m.service.store.pending_sessions(NS) != []  # 6 episodes, 2 a run
+
+
 def test_manual_consolidation_leaves_the_episode_pending(
     model: FakeModelServer, tmp_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from memloci import Memory
 from memloci.errors import NotFoundError, ValidationError
+from pgtest import both_backends
 
 BAD = "bad \ud800 text"
 
@@ -254,3 +255,19 @@ def test_episode_details_errors_name_the_field_plainly(mem: Memory) -> None:
     assert "details.duration_ms" in message and "details.outcom: unknown field" in message
     assert "pydantic" not in message and "validation error for" not in message
     assert "outcome" in (info.value.hint or "")
+
+
+@both_backends
+def test_a_nul_in_metadata_or_a_value_is_refused_alike(make_memory: Callable[..., Memory]) -> None:
+    """PostgreSQL's JSONB cannot hold a NUL: both backends refuse it before writing, so a
+    store never holds what `memloci migrate` could not copy."""
+    mem = make_memory()
+    for kwargs in (
+        {"metadata": {"a": "x\x00y"}},
+        {"metadata": {"a\x00": 1}},
+        {"metadata": {"deep": [{"x": "\x00"}]}},
+        {"key": "k", "value": "a\x00"},
+    ):
+        with pytest.raises(ValidationError, match="contains a NUL character"):
+            mem.remember("A fact with odd metadata", user="sam", **kwargs)
+    assert mem.count(include_forgotten=True) == 0

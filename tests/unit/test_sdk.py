@@ -169,3 +169,20 @@ def test_readme_promised_methods(tmp_path: Path) -> None:
         await am.close()  # twice is fine
 
     asyncio.run(scenario(str(tmp_path / "a.db")))
+
+
+def test_consolidation_and_maintenance_run_from_the_sync_sdk(tmp_path: Path) -> None:
+    """The README's ``end_session`` / ``consolidate`` / ``maintain`` on ``Memory`` do the
+    work (``m.service``'s are coroutines: called from sync code they did nothing)."""
+    with Memory(str(tmp_path / "c.db"), embedder=FakeEmbedder()) as m:
+        m.add("I moved to Porto last month", user="u1", session="s1", speaker="user")
+        m.flush()
+        report = m.end_session("s1")
+        assert report.sessions == ["s1"]
+        assert [f.content for f in m.list(user="u1", type="semantic")] == [
+            "User moved to Porto last month"
+        ]
+        m.add("My sister Ana is a nurse", user="u1", session="s2", speaker="user")
+        m.flush()
+        assert m.consolidate(user="u1").sessions == ["s2"]
+        assert m.maintain().ran

@@ -22,10 +22,9 @@ raise :class:`~memloci.errors.ProviderError` (nothing of the turn is recorded).
 
 When the session ends (:meth:`Agent.finish`): an autonomous run (``memloci run``, see
 ``autonomous.py``; ``memloci chat -p``) records an episode of category ``autonomous_run``
-(``episodic.auto_capture``; interactive sessions do not), and consolidation runs when
-``consolidation.interval`` says so —
-``after_session`` at the end of any session, ``after_autonomous`` after autonomous
-runs only, ``manual`` never.
+(``episodic.auto_capture``; interactive sessions do not), and consolidation of at most
+``max_episodes_per_run`` episodes runs when ``consolidation.interval`` says so:
+``after_session`` always, ``after_autonomous`` after autonomous runs, ``manual`` never.
 """
 
 from __future__ import annotations
@@ -412,20 +411,16 @@ class Agent:
 
             await capture_episode(self)
         await self.conversation.end()
-        if not (consolidate and self._consolidates(autonomous)):
+        cap = self.role.episodes_per_run(autonomous) if consolidate else None
+        if cap is None:
             return None
-        try:
-            return await self.service.consolidate(namespace=self.namespace, user=self.user)
+        try:  # at most the role's max_episodes_per_run, oldest first (reference 004)
+            return await self.service.consolidate(
+                namespace=self.namespace, user=self.user, max_episodes=cap
+            )
         except Exception as exc:
             self._report("consolidate this session's episodes", exc)
             return None
-
-    def _consolidates(self, autonomous: bool) -> bool:
-        mem = self.role.memory
-        if mem is None or not mem.consolidation.enabled:
-            return False
-        interval = mem.consolidation.interval
-        return interval == "after_session" or (interval == "after_autonomous" and autonomous)
 
     # ------------------------------------------------------------------ a turn
     async def ask(self, text: str) -> Reply:

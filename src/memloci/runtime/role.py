@@ -306,6 +306,16 @@ class Role(_Block):
             out["llm"], out["llm_options"] = llm
         return out
 
+    def episodes_per_run(self, autonomous: bool) -> int | None:
+        """Episodes the end of a session consolidates (``max_episodes_per_run``); None
+        when ``consolidation.interval`` says not now (or memory or consolidation is off)."""
+        mem = self.memory
+        if mem is None or not mem.consolidation.enabled:
+            return None
+        interval = mem.consolidation.interval
+        now = interval == "after_session" or (interval == "after_autonomous" and autonomous)
+        return mem.consolidation.max_episodes_per_run if now else None
+
     def consolidation_llm(self) -> tuple[str, dict[str, Any]] | None:
         """``(llm, llm_options)`` of the model that consolidates this agent's episodes:
         ``consolidation.model_override`` if set, else ``model``; None without a model."""
