@@ -15,9 +15,12 @@ from typing import Any, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memloci.errors import ValidationError
 from memloci.models import check_namespace
 
 ENV_PREFIX = "MEMLOCI_"
+# a setting as reference 002's manifest names it -> memloci's name
+REFERENCE_NAMES = {"causal_inference_batch_size": "causal_batch_size"}
 
 
 class Settings(BaseModel):
@@ -26,7 +29,13 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
     def __init__(self, **values: Any) -> None:
-        """Arguments win over ``MEMLOCI_*`` variables, which win over the defaults."""
+        """Arguments win over ``MEMLOCI_*`` variables, which win over the defaults. The
+        reference designs' names of a setting (:data:`REFERENCE_NAMES`) are taken too."""
+        for theirs, ours in REFERENCE_NAMES.items():
+            if theirs in values:
+                if ours in values:
+                    raise ValidationError(f"{theirs} and {ours} are one setting: give one")
+                values[ours] = values.pop(theirs)
         super().__init__(**{**_from_environment(type(self)), **values})
 
     path: str = Field(

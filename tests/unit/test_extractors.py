@@ -134,6 +134,22 @@ NEGATIVE = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("Remember that my sister Ana lives in Porto",
+         ["Ana is the user's sister", "User's sister Ana lives in Porto"]),
+        ("Don't forget that my boss Alec hates long emails",
+         ["Alec is the user's boss", "User's boss Alec hates long emails"]),
+        ("Please remember that my dog is called Rex", ["Rex is the user's dog"]),
+    ],
+)  # fmt: skip
+def test_an_explicit_ask_keeps_all_it_says(sentence: str, expected: list[str]) -> None:
+    """A cue that takes part of an explicit ask ("my sister Ana") does not drop the rest
+    ("lives in Porto"): what the user asked to keep is kept as they put it too."""
+    assert contents(RuleExtractor().extract(conversation(sentence))) == expected
+
+
 @pytest.mark.parametrize(("sentence", "expected"), POSITIVE)
 def test_rules_positive(sentence: str, expected: str) -> None:
     result = RuleExtractor().extract(conversation(sentence))

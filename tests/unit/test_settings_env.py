@@ -46,3 +46,10 @@ def test_a_bad_variable_is_a_clear_error_naming_the_setting(
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError, match=f"invalid.*{field}"):
         Memory(":memory:", embedder="none")
+
+
+def test_the_reference_name_of_a_setting_is_taken() -> None:
+    """Reference 002's manifest calls it ``causal_inference_batch_size``."""
+    assert Settings(causal_inference_batch_size=10).causal_batch_size == 10
+    with pytest.raises(ValidationError, match="one setting"):
+        Settings(causal_inference_batch_size=10, causal_batch_size=3)

@@ -291,7 +291,9 @@ def _analyse(sentence: str, source: str) -> list[_Found]:
         rest = explicit["rest"].strip()
         if _NOT_A_FACT.match(rest) or _HEDGE.search(rest) or len(rest) < 5:
             return []
-        found = _statement(rest, source) or _generic(rest, source)
+        found = _statement(rest, source)
+        if not found or _left_out(rest, found):  # "my sister Ana lives in Porto": more
+            found += _generic(rest, source)  # than "Ana is the user's sister" was asked
         for item in found:
             item.fact.confidence = 0.95
         return found
@@ -472,6 +474,18 @@ def _opinion_key(obj: str, *, choice: bool = False) -> str | None:
         slugs.append("_".join(words))
     slugs = sorted(s for s in slugs if s) if len(slugs) > 1 else slugs
     return "opinion_" + "_vs_".join(slugs) if slugs and slugs[0] else None
+
+
+def _left_out(rest: str, found: list[_Found]) -> bool:
+    """Whether a word of an explicit ask (four letters or more) is in none of the facts
+    found in it: the cues took part of what the user asked to keep."""
+    kept = " ".join(f.fact.content.casefold() for f in found)
+    words = re.findall(r"[^\W\d_]{4,}", rest.casefold())
+    return any(w not in kept for w in words if w not in _ASK_WORDS)
+
+
+_ASK_WORDS = {"that", "this", "these", "those", "remember", "please", "also", "about"}
+_ASK_WORDS |= {"called", "named"}  # "my dog is called Rex": "Rex is the user's dog" says it
 
 
 def _generic(rest: str, source: str) -> list[_Found]:
