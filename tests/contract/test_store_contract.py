@@ -342,8 +342,9 @@ def test_list_orders_and_paging(store: Store, world) -> None:
     assert cats == sorted(cats)
     pages = [n.id for off in range(0, 12, 5) for n in store.list_nodes(f, limit=5, offset=off)]
     assert pages == created
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError) as refused:
         store.list_nodes(f, order="nonsense")
+    assert refused.value.hint == f"use one of {', '.join(NODE_ORDERS)}"  # alike on both
 
 
 def test_protected_order_puts_protected_then_most_recently_written_first(store: Store) -> None:
@@ -998,6 +999,13 @@ def test_stats(store: Store, world) -> None:
     assert s.nodes_by_type == {"episodic": 3, "semantic": 9, "procedural": 1, "opinion": 1}
     assert s.current_by_type == {"episodic": 3, "semantic": 8, "procedural": 1, "opinion": 1}
     assert s.edges_by_type == {"temporal": 1}
+    a, b = store.list_nodes(flt(), limit=2)
+    store.insert_edge(
+        Edge(id=short_id() + short_id(), source_id=a.id, target_id=b.id,
+             relation=EdgeType.CAUSAL, valid_from=at(3), created_at=at(3))
+    )  # fmt: skip
+    edges = store.stats(["default"]).edges_by_type
+    assert list(edges.items()) == [("causal", 1), ("temporal", 1)]  # by relation, alike
     assert s.users == 1 and s.entities == 0
     assert s.pending_embeddings == 14
     assert (s.embedding_model, s.dimension) == (EMBED_MODEL, EMBED_DIM)

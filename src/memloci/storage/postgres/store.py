@@ -217,7 +217,9 @@ class PostgresStore(
         where, params = filter_sql(flt, ph="%s")
         order_sql = _ORDERS.get(order)
         if order_sql is None:
-            raise ValidationError(f"unknown order {order!r}", hint=f"use one of {sorted(_ORDERS)}")
+            raise ValidationError(
+                f"unknown order {order!r}", hint=f"use one of {', '.join(NODE_ORDERS)}"
+            )
         with self._reading() as c:
             rows = c.execute(
                 f"{_SELECT_NODE} WHERE {where} ORDER BY {order_sql} LIMIT %s OFFSET %s",
@@ -532,8 +534,8 @@ class PostgresStore(
         nss = list(namespaces)
         with self._reading() as c:
 
-            def counts(sql: str) -> dict[str, int]:
-                return {str(k): int(v) for k, v in c.execute(sql, (nss,)).fetchall()}
+            def counts(sql: str) -> dict[str, int]:  # by key, as SQLite's GROUP BY gives
+                return {str(k): int(v) for k, v in sorted(c.execute(sql, (nss,)).fetchall())}
 
             def one(sql: str) -> int:
                 return int(c.execute(sql, (nss,)).fetchone()[0])
