@@ -187,3 +187,19 @@ def test_an_edit_racing_a_forget_is_refused_not_lost(make_memory: Callable[..., 
     service._embed_doc = real  # type: ignore[method-assign]
     assert [v.content for v in mem.history(mid)] == ["The office is on the second floor"]
     assert mem.forget(mid).action == "unchanged"
+
+
+@both_backends
+def test_a_search_as_of_a_past_time_reads_the_memory_as_it_was(make_memory: MakeMemory) -> None:
+    from memloci.models import utcnow
+
+    mem = make_memory()
+    mid = mem.remember("Sarah works on the Platform team", user="u").memory.id
+    then = utcnow()
+    mem.update(mid, "Sarah works on the Design team")
+    mem.update(mid, "Sarah is the Design team lead")
+    mem.flush()
+    [past] = [h for h in mem.search("Sarah team", user="u", as_of=then) if h.memory.id == mid]
+    assert (past.memory.content, past.memory.version) == ("Sarah works on the Platform team", 1)
+    [now] = [h for h in mem.search("Sarah team", user="u") if h.memory.id == mid]
+    assert (now.memory.content, now.memory.version) == ("Sarah is the Design team lead", 3)

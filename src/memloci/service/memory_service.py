@@ -523,6 +523,8 @@ class MemoryService(
             if self.worker is not None and recipe != "fulltext":
                 self.worker.catch_up()  # a few memories just written: embed them first
             hits = self.retriever.search(text, flt, k, recipe=recipe)
+        if flt.as_of is not None:  # each memory as it read then, not as it reads now
+            hits = [self._as_it_was(h, flt.as_of) for h in hits]
         if hits and self.settings.reinforce_on_search:
             for ns in flt.namespaces:
                 ids = [h.memory.id for h in hits if h.memory.namespace == ns]
@@ -531,6 +533,19 @@ class MemoryService(
                 elif ids:
                     self.store.touch(ns, ids, now=utcnow())
         return hits
+
+    def _as_it_was(self, hit: SearchHit, when: datetime) -> SearchHit:
+        """``hit`` with its memory's text and value of the version current at ``when``."""
+        m = hit.memory
+        if m.version == 1 or m.updated_at <= when:
+            return hit
+        then = [x for x in self.store.versions(m.namespace, m.id) if x.created_at <= when]
+        if not then or then[-1].version == m.version:
+            return hit
+        old = then[-1]
+        memory = m.model_copy(update={"content": old.content, "value": old.value,
+                                      "version": old.version})  # fmt: skip
+        return hit.model_copy(update={"memory": memory})
 
     async def stats(self, namespaces: Sequence[str] | None = None) -> StoreStats:
         nss = [v.namespace(n) for n in (namespaces or [self.settings.namespace])]
