@@ -409,6 +409,7 @@ def test_fact_types_survive(mem: Memory) -> None:
     mem._call(mem.service.consolidate("s1", extractor=Scripted({"s1": [item]})))
     (node,) = mem.list(type="semantic")
     assert node.fact_type is FactType.SELF_KNOWLEDGE and node.source_type.value == "consolidation"
+    assert node.metadata == {"source": "consolidation"}  # reference 004
     assert node.decay_rate == mem.settings.decay_rate_default
 
 
