@@ -292,8 +292,25 @@ def test_without_an_embedder_full_text_scores_in_0_1(make_memory: MakeMemory, do
     assert report.embedding_model is None and report.added == 2
     hits = mem.search_knowledge("whistles descale", threshold=0.0)
     assert hits[0].heading == "Guide > Troubleshooting" and hits[0].match == "fulltext"
-    assert all(0.0 < h.score < 1.0 for h in hits)
-    assert mem.search_knowledge("whistles descale", threshold=0.999) == []
+    assert all(0.0 < h.score <= 1.0 for h in hits)
+    whole = mem.search_knowledge("whistles descale", threshold=0.999)  # holds both words
+    assert [h.chunk_id for h in whole] == [hits[0].chunk_id]
+
+
+def test_a_small_collection_without_an_embedder_finds_what_it_says(
+    make_memory: MakeMemory, tmp_path: Path
+) -> None:
+    """BM25 gives a word in half the chunks no weight: in a two-section FAQ the chunk that
+    says every word of the query scored 0 and no default threshold let it through."""
+    (tmp_path / "faq.md").write_text(
+        "# FAQ\n\n## Refunds\n\nRefunds are processed within 14 days of the return.\n\n"
+        "## Shipping\n\nShipping takes 3 to 5 business days within the EU.\n"
+    )
+    mem = make_memory(embedder=None)
+    mem.add_knowledge(tmp_path / "faq.md")
+    hits = mem.search_knowledge("Refunds are processed within 14 days", threshold=0.7)
+    assert [h.heading for h in hits] == ["FAQ > Refunds"] and hits[0].score == 1.0
+    assert mem.search_knowledge("how long do refunds take")[0].heading == "FAQ > Refunds"
 
 
 def test_adding_again_with_an_embedder_embeds_old_chunks(

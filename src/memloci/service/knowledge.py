@@ -9,9 +9,10 @@ and ``_ns`` from MemoryService.
 
 Scores are higher-is-better. With an embedder, a hit's score is the cosine similarity of
 query and chunk (only chunks embedded by that same model are searched; re-add the files
-after switching models). Without one, full text ranks chunks and the score is
-``b / (1 + b)`` with ``b = -bm25`` (0–1, not comparable with cosine). Hits below
-``threshold`` are dropped either way.
+after switching models). Without one, full text finds chunks and the score is the
+better of ``b / (1 + b)`` with ``b = -bm25`` and the share of the query's words the
+chunk holds (0–1, not comparable with cosine; BM25 alone gives nothing to a word in
+half of a small collection's chunks). Hits below ``threshold`` are dropped either way.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from memloci.providers.base import Embedder
 from memloci.retrieval.query import fts_match
 from memloci.service.core import ServiceCore
 from memloci.storage.base import Store
+from memloci.words import terms
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -215,7 +217,12 @@ class KnowledgeMixin(ServiceCore):
             )
         else:
             raw = self.store.knowledge_fulltext(nss, fts_match(text), limit=lim, collections=colls)
-            hits = [h.model_copy(update={"score": _squash(h.score)}) for h in raw]
+            wanted = terms(text)
+            hits = [
+                h.model_copy(update={"score": max(_squash(h.score), _coverage(wanted, h.text))})
+                for h in raw
+            ]
+            hits.sort(key=lambda h: -h.score)  # stable: full text's order among equals
         return [h for h in hits if h.score >= floor]
 
     def _namespaces(self, namespace: str | Sequence[str] | None) -> list[str]:
@@ -277,3 +284,18 @@ def _unchanged(old: KnowledgeSource, doc: kb.Document, collection: str, model: s
 def _squash(bm25: float) -> float:
     b = max(bm25, 0.0)
     return b / (1.0 + b)
+
+
+def _coverage(wanted: list[str], text: str) -> float:
+    """The share of the query's words ``text`` holds (a word's first five letters suffice:
+    "refunds" finds "refund"). BM25 gives a word in half of a small collection's chunks
+    no weight at all, so in a collection of two files a chunk that says every word of the
+    query would score 0 by BM25 alone."""
+    if not wanted:
+        return 0.0
+    have = terms(text)
+
+    def holds(word: str) -> bool:
+        return any(h == word or (min(len(h), len(word)) > 4 and h[:5] == word[:5]) for h in have)
+
+    return sum(holds(w) for w in wanted) / len(wanted)
