@@ -12,9 +12,11 @@ from typing import Any, TypedDict
 
 @functools.cache
 def keywords(method: Callable[..., Any]) -> frozenset[str]:
-    """The keyword arguments a service method takes (its ``**kwargs`` callers pass on)."""
+    """The keyword arguments a service method takes (its ``**kwargs`` callers pass on);
+    a private one (``_name``, internal to the service) is not the SDK's."""
     params = inspect.signature(method).parameters.values()
-    return frozenset(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    kinds = (p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(p.name for p in kinds if not p.name.startswith("_"))
 
 
 def known(name: str, given: Mapping[str, Any], allowed: Iterable[str]) -> None:

@@ -268,9 +268,9 @@ class MemoryService(
                     message=f"[{old.id}] already holds key {key!r}; pass overwrite=True "
                     "or update it",
                 )  # fmt: skip
-            return await self._update(
+            return await self.update(
                 old.id, text, namespace=ns, value=value, set_value=True, session=session,
-                confirmed=True, embedded=(doc, vector) if vector is not None else None,
+                confirmed=True, _embedded=(doc, vector) if vector is not None else None,
             )  # fmt: skip
         if old is not None:  # with a key, value or category it lacked: set them
             told = f" and set {', '.join(changes)} (version {old.version})" if changes else ""
