@@ -45,7 +45,7 @@ class KnowledgeFile(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     path: str
-    action: Literal["added", "updated", "unchanged", "skipped"]
+    action: Literal["added", "updated", "unchanged", "skipped", "removed"]
     source_id: str | None = None
     chunks: int = 0
     reason: str | None = None
@@ -63,6 +63,7 @@ class KnowledgeReport(BaseModel):
     updated: int = 0
     unchanged: int = 0
     skipped: int = 0
+    removed: int = 0  # sources of a folder's files deleted since it was added
     chunks: int = 0  # chunks written (added + updated files)
     files: list[KnowledgeFile] = Field(default_factory=list)
 
@@ -70,10 +71,10 @@ class KnowledgeReport(BaseModel):
     def of(
         cls, namespace: str, collection: str, model: str | None, files: list[KnowledgeFile]
     ) -> KnowledgeReport:
-        count = {a: sum(f.action == a for f in files) for a in ("added", "updated", "unchanged")}
+        kinds = ("added", "updated", "unchanged", "skipped", "removed")
+        count = {a: sum(f.action == a for f in files) for a in kinds}
         return cls(
             namespace=namespace, collection=collection, embedding_model=model, files=files,
-            skipped=sum(f.action == "skipped" for f in files),
             chunks=sum(f.chunks for f in files if f.action in ("added", "updated")), **count,
         )  # fmt: skip
 

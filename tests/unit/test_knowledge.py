@@ -406,3 +406,24 @@ New starters receive a laptop and a monitor on their first day.
     assert hits[0].score >= 0.3
     money = mem.search_knowledge("when will I be paid back for a business trip?", limit=1)
     assert money and money[0].heading == "Handbook > Expenses"
+
+
+def test_a_folder_added_again_drops_its_deleted_files(
+    make_memory: MakeMemory, tmp_path: Path
+) -> None:
+    folder = tmp_path / "wiki"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Apples\n\nApples grow on trees in the orchard.\n")
+    (folder / "b.md").write_text("# Bananas\n\nBananas grow in bunches in the tropics.\n")
+    elsewhere = tmp_path / "notes.md"
+    elsewhere.write_text("# Notes\n\nApples keep for weeks in a cold cellar.\n")
+    mem = make_memory(embedder=None)
+    mem.add_knowledge([folder, elsewhere])
+    (folder / "a.md").unlink()
+    elsewhere.unlink()  # a file named on its own is not the folder's: it stays
+    report = mem.add_knowledge(folder)
+    assert (report.removed, report.unchanged) == (1, 1)
+    assert [f.path for f in report.files if f.action == "removed"] == [str(folder / "a.md")]
+    left = sorted(Path(s.path).name for s in mem.service.store.knowledge_sources("default"))
+    assert left == ["b.md", "notes.md"]
+    assert all("orchard" not in h.text for h in mem.search_knowledge("apples", threshold=0))

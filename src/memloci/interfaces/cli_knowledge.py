@@ -113,13 +113,14 @@ def add(
     if report.added or report.updated:
         out.print(_files_table(report))
     for f in report.files:
-        if f.action == "skipped":
-            note(f"skipped {shown(f.path)}: {f.reason}")
-    if not report.files:
+        if f.action in ("skipped", "removed"):
+            note(f"{f.action} {shown(f.path)}: {f.reason}")
+    if not any(f.action != "removed" for f in report.files):
         note(f"No files matched {', '.join(glob or DEFAULT_GLOBS)}; nothing was added.")
+    gone = f", {report.removed} removed (deleted since)" if report.removed else ""
     say(
         f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-        f"{report.skipped} skipped; {report.chunks} chunks written to collection "
+        f"{report.skipped} skipped{gone}; {report.chunks} chunks written to collection "
         f"{report.collection!r} ({report.embedding_model or 'no embedder: full text only'})."
     )
 

@@ -86,7 +86,9 @@ class KnowledgeMixin(ServiceCore):
         model = self.embedder.model_id if self.embedder is not None else None
         files: list[KnowledgeFile] = []
         todo: list[tuple[int, kb.Document, KnowledgeSource | None]] = []
-        for path in kb.collect_files(paths, globs):
+        found = kb.collect_files(paths, globs)
+        files += self._drop_deleted(namespace, paths, found)
+        for path in found:
             doc = kb.read_document(path)
             if isinstance(doc, str):
                 files.append(KnowledgeFile(path=str(path), action="skipped", reason=doc))
@@ -120,6 +122,28 @@ class KnowledgeMixin(ServiceCore):
                 update={"action": "updated" if old else "added", "chunks": len(pieces)}
             )
         return KnowledgeReport.of(namespace, collection, model, files)
+
+    def _drop_deleted(
+        self, namespace: str, paths: PathLike | Sequence[PathLike], found: list[Path]
+    ) -> list[KnowledgeFile]:
+        """A folder added again loses the sources of its files deleted since (a re-sync
+        of a docs folder keeps no answer from a page that is gone)."""
+        items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+        folders = [Path(os.fspath(p)).expanduser().resolve() for p in items]
+        under = [os.path.join(str(f), "") for f in folders if f.is_dir()]
+        kept = {str(p) for p in found}
+        gone = [
+            src for src in self.store.knowledge_sources(namespace)
+            if src.path.startswith(tuple(under)) and src.path not in kept
+            and not os.path.exists(src.path)
+        ] if under else []  # fmt: skip
+        if gone:
+            self.store.delete_knowledge(namespace, [src.id for src in gone])
+        return [
+            KnowledgeFile(path=src.path, action="removed", source_id=src.id,
+                          reason="the file is gone")
+            for src in gone
+        ]  # fmt: skip
 
     def _embed_pieces(
         self,
