@@ -647,3 +647,19 @@ def test_a_user_bound_caller_reads_shared_memories_but_does_not_change_them(
     own = first_id(call(alice, "remember", {"content": "Alice sits on the third floor"}))
     assert call(alice, "forget", {"memory_id": own}).startswith("Forgot")
     assert call(Tools(service), "forget", {"memory_id": shared}).startswith("Forgot")
+
+
+def test_true_or_false_is_not_a_number(service: MemoryService) -> None:
+    """pydantic reads ``"limit": true`` as 1; a model that sends it gets told, as the SDK
+    and REST refuse a boolean for a number."""
+    tools = Tools(service, user="sam")
+    for name, args in (
+        ("recall", {"query": "tea", "limit": True}),
+        ("recall", {"query": "tea", "min_confidence": False}),
+        ("record_episode", {"content": "Deployed v2", "duration_ms": True}),
+    ):
+        out = call(tools, name, args)
+        assert out.startswith("Error:") and "is not a number" in out, (name, out)
+    assert call(tools, "remember", {"key": "dark_mode", "value": True}).startswith(
+        "Remembered: dark_mode = true"
+    )  # a fact's value may be true: it is kept as text

@@ -8,7 +8,7 @@ both, and OpenAI's strict mode sends ``null`` for every argument it leaves out.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -83,6 +83,13 @@ KIND_HELP = (
 )
 
 
+def _a_number(annotation: Any) -> bool:
+    """Whether a field takes a number and not ``true`` / ``false`` (pydantic would read
+    ``"limit": true`` as 1)."""
+    kinds = {annotation, *get_args(annotation)}
+    return bool(kinds & {int, float}) and not kinds & {bool, Any}
+
+
 class ToolArgs(BaseModel):
     """Base of every tool's arguments: unknown arguments are refused, text is trimmed."""
 
@@ -99,6 +106,8 @@ class ToolArgs(BaseModel):
             field = fields.get(name)
             if value is None and field is not None:
                 continue
+            if isinstance(value, bool) and field is not None and _a_number(field.annotation):
+                raise ValueError(f"{name}: {str(value).lower()} is not a number")
             blank = isinstance(value, str) and not value.strip()
             if blank and field is not None and not field.is_required() and field.default is None:
                 continue
