@@ -179,6 +179,13 @@ def test_fulltext_scores_are_higher_is_better(store: Store) -> None:
     assert store.knowledge_fulltext(["default"], "   ", limit=5) == []
 
 
+def test_fulltext_folds_accents(store: Store) -> None:
+    put(store, source("AAAAAAAA", n=2), ["Crème brûlée recipe", "creme brulee notes"])
+    for match in ('"creme"', '"crème"', '"brûlée"'):
+        hits = store.knowledge_fulltext(["default"], match, limit=5)
+        assert ids(hits) and set(ids(hits)) == {"AAAAAAAA-0", "AAAAAAAA-1"}, match
+
+
 def test_search_sees_writes_from_another_connection(store_factory: StoreFactory) -> None:
     first, second = store_factory.open(), store_factory.open()
     put(first, source("AAAAAAAA"), ["one"], [unit(0)])

@@ -787,6 +787,16 @@ def test_fulltext_scores_higher_is_better_and_stems(store: Store) -> None:
     assert len(store.fulltext(flt(), '"coffee"', 1)) == 1
 
 
+def test_fulltext_folds_accents_both_ways(store: Store) -> None:
+    """Names are typed with or without their accents: "cafe" finds "Café", "José"
+    finds "Jose", and a prefix does too."""
+    cafe = store.insert_node(make_node("We met at the Café Flore with José"))
+    plain = store.insert_node(make_node("Jose said the cafe was closed"))
+    for match in ('"cafe"', '"café"', '"CAFÉ"', '"jose"', '"José"', '"caf"*', '"josé"*'):
+        assert {h[0] for h in store.fulltext(flt(), match, 10)} == {cafe.id, plain.id}, match
+    assert store.match_weight('"café"') == pytest.approx(store.match_weight('"cafe"'))
+
+
 def test_match_weight_is_the_sum_of_the_words_idf(store: Store) -> None:
     """The bm25 of a memory holding each query word once: Σ ln((N − df + ½) / (df + ½))
     over the whole index, words as the index holds them (stemmed); 0 when empty."""

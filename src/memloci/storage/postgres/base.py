@@ -47,6 +47,10 @@ EF_SEARCH = 800  # HNSW candidates per scan (400: recall 0.86-0.96 at 100k turns
 DEADLOCK_RETRIES = 3  # runs of a write the server may roll back to break a deadlock
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+_OPTIONAL_EXTENSIONS = (
+    ("btree_gin", "the full-text index keys words only"),
+    ("unaccent", "full text matches accents exactly"),
+)
 _LOCK_CLASS = 0x6D6C  # first key of memloci's two-key advisory locks ("ml")
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")  # unquoted-identifier form
 
@@ -154,19 +158,20 @@ class PostgresBase:
                         f"the pgvector extension is missing in {self.url}: {redact_url(str(exc))}",
                         hint="run `CREATE EXTENSION vector` as a superuser first",
                     ) from None
-            # optional: a GIN operator class for text, so the full-text index can key
-            # each row's owner too (migration 0007); a trusted extension, but a role
-            # without CREATE on the database still runs, only slower on big tables
-            gin = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'")
-            if gin.fetchone() is None:
+            # optional, both trusted extensions; a role without CREATE on the database
+            # still runs without them: btree_gin gives text a GIN operator class, so the
+            # full-text index keys each row's owner too (migration 0007; else only slower
+            # on big tables); unaccent folds accents in full text (migration 0012; else
+            # "cafe" does not find "Café")
+            for name, without in _OPTIONAL_EXTENSIONS:
+                has = conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,))
+                if has.fetchone() is not None:
+                    continue
                 try:
                     with conn.transaction():
-                        conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public")
+                        conn.execute(f"CREATE EXTENSION IF NOT EXISTS {name} SCHEMA public")
                 except psycopg.Error as exc:
-                    log.info(
-                        "btree_gin not available (%s): the full-text index keys words only",
-                        redact_url(str(exc)),
-                    )
+                    log.info("%s not available (%s): %s", name, redact_url(str(exc)), without)
 
     def _configure(self, conn: Any) -> None:
         register_vector(conn)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from memloci.errors import ValidationError
+from memloci.storage.names import unaccented
 
 CONFIG = "memloci"
 _TOKEN = re.compile(r'\s*(?:(?P<phrase>"(?:[^"]|"")*")|(?P<word>[\w]+)|(?P<op>[()*]))', re.UNICODE)
@@ -108,7 +109,17 @@ class _Parser:
             words = [w.lower() for w in re.findall(r"\w+", tok[1])]
             if not words:
                 raise self.fail()
-            self.params.append(" <-> ".join(f"'{w}'" for w in words) + ":*")
+            # the stored words are unaccented when the store has unaccent (migration
+            # 0012), as typed when not: either form matches
+            phrases = list(
+                dict.fromkeys(
+                    " <-> ".join(f"'{w}'" for w in form) + ":*"
+                    for form in (words, [unaccented(w) for w in words])
+                )
+            )
+            self.params.append(
+                " | ".join(f"({p})" for p in phrases) if len(phrases) > 1 else phrases[0]
+            )
             return "to_tsquery('simple', %s)"
         self.params.append(tok[1])
         return f"phraseto_tsquery('{CONFIG}', %s)"
