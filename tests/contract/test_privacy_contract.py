@@ -224,3 +224,33 @@ def test_forgetting_a_user_takes_what_they_gave_an_entity_others_mention(store: 
     store.delete_user_data(ns, "alice")
     kept = store.get_entity(ns, initech.id)
     assert kept is not None and kept.summary is None and kept.mention_count == 1
+
+
+@pytest.mark.parametrize("how", ["forget", "purge"])
+def test_hard_deletes_take_the_aliases_only_the_removed_memories_used(
+    store: Store, how: str
+) -> None:
+    """Alice called Ana Silva "Anita"; once Alice is forgotten (or that memory purged) the
+    entity bob's memories keep no longer holds her word, nor is it found by it. An alias
+    the remaining memories still use stays, and one no memory ever used (given through
+    the API) too."""
+    ns = "default"
+    alices = node("Alice went climbing with Anita again", user="alice", scope=Scope.USER)
+    bobs = node("Bob's colleague Ana Silva codes in Go", user="bob", scope=Scope.USER)
+    store.insert_nodes([alices, bobs])
+    ana = store.insert_entity(
+        entity("Ana Silva", ns, mention_count=2, aliases=["Anita", "Ana", "A. Silva"])
+    )
+    for n in (alices, bobs):
+        store.link_entities(ns, n.id, [ana.id])
+    assert store.find_entity(ns, "anita") is not None
+    if how == "forget":
+        store.delete_user_data(ns, "alice")
+    else:
+        assert store.purge_node(ns, alices.id)
+    kept = store.get_entity(ns, ana.id)
+    assert kept is not None and kept.aliases == ["Ana", "A. Silva"]
+    assert store.find_entity(ns, "Anita") is None
+    for name in ("Ana", "a. silva", "Ana Silva"):
+        found = store.find_entity(ns, name)
+        assert found is not None and found.id == ana.id, name

@@ -8,7 +8,6 @@ and a change that touches several rows runs in one store transaction (``store.ba
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -39,6 +38,7 @@ from memloci.models import (
 )
 from memloci.service.core import ServiceCore
 from memloci.service.keys import KeysMixin
+from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter, Store
 
 P = ParamSpec("P")
@@ -546,8 +546,7 @@ def _as_seen_by(entity: Entity, memories: list[MemoryNode]) -> Entity:
     """``entity`` as a caller who sees only ``memories`` may see it, when other users'
     memories mention it too: its summary (drawn from every user's facts) left out, only
     the aliases those memories use, and as many mentions as they hold."""
-    texts = " ".join(m.content.casefold() for m in memories)
-    aliases = [a for a in entity.aliases if re.search(rf"\b{re.escape(a.casefold())}\b", texts)]
+    aliases = names_in_use(entity.aliases, (m.content for m in memories))
     return entity.model_copy(
         update={"summary": None, "aliases": aliases, "mention_count": len(memories)}
     )

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memloci.errors import StorageError
+from memloci.storage.aliases import aliases_used, drop_unused_aliases
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.windows import SQLChain, restart
 
@@ -81,12 +82,14 @@ class PostgresPrivacy(PostgresBase):
             (ids,),
         ).fetchall()
         linked = [r[0] for r in counted]
+        used = aliases_used(c, ns, ids, "%s")
         out["entity_links"] = c.execute(
             "DELETE FROM node_entities WHERE node_id = ANY(%s)", (ids,)
         ).rowcount
-        # those other memories link too lose what the user gave them: their mentions, and
-        # the summary drawn from every user's facts (maintenance writes it again from the
-        # memories left)
+        drop_unused_aliases(c, ns, used, "%s")  # the names only their words gave
+        # those other memories link too lose what the user gave them: their mentions, the
+        # aliases only their words used (above), and the summary drawn from every user's
+        # facts (maintenance writes it again from the memories left)
         c.execute(
             "UPDATE entities e SET summary = NULL,"
             " mention_count = GREATEST(e.mention_count - r.links, l.n_left)"
@@ -129,10 +132,12 @@ class PostgresPrivacy(PostgresBase):
         their entity links; an entity no remaining memory links is deleted (names,
         vectors), the others lose the mentions the removed links counted (never below
         the memories still linking them). Returns how many entities were deleted."""
+        used = aliases_used(c, namespace, ids, "%s")
         removed = c.execute(
             "DELETE FROM node_entities WHERE node_id = ANY(%s) RETURNING entity_id",
             (list(ids),),
         ).fetchall()
+        drop_unused_aliases(c, namespace, used, "%s")  # the names only their words gave
         counts: dict[str, int] = {}
         for (entity_id,) in removed:
             counts[entity_id] = counts.get(entity_id, 0) + 1

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memloci.errors import StorageError
+from memloci.storage.aliases import aliases_used, drop_unused_aliases
 from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
 from memloci.storage.windows import SQLChain, restart
 
@@ -131,7 +132,8 @@ class SQLitePrivacy(SQLiteBase):
             (ns, ns),
         ).rowcount
         # the turns that stay next to removed ones hold their words in their windows
-        stay = SQLChain(c, ns).beside([r[0] for r in c.execute(mine).fetchall()])
+        removed = [r[0] for r in c.execute(mine).fetchall()]
+        stay = SQLChain(c, ns).beside(removed)
         out["vectors"] = c.execute(
             "DELETE FROM node_vectors WHERE rowid IN (SELECT rowid FROM forget_nodes)"
         ).rowcount
@@ -149,12 +151,14 @@ class SQLitePrivacy(SQLiteBase):
             "INSERT OR IGNORE INTO forget_entities (id, links) SELECT ne.entity_id, COUNT(*)"
             f" FROM node_entities ne WHERE ne.node_id IN ({mine}) GROUP BY ne.entity_id"
         )
+        used = aliases_used(c, ns, removed)
         out["entity_links"] = c.execute(
             f"DELETE FROM node_entities WHERE node_id IN ({mine})"
         ).rowcount
-        # those other memories link too lose what the user gave them: their mentions, and
-        # the summary drawn from every user's facts (maintenance writes it again from the
-        # memories left)
+        drop_unused_aliases(c, ns, used)  # the names only their words gave
+        # those other memories link too lose what the user gave them: their mentions, the
+        # aliases only their words used (above), and the summary drawn from every user's
+        # facts (maintenance writes it again from the memories left)
         c.execute(
             "UPDATE entities SET summary = NULL, mention_count = MAX(mention_count -"
             " (SELECT f.links FROM forget_entities f WHERE f.id = entities.id),"
@@ -186,6 +190,7 @@ class SQLitePrivacy(SQLiteBase):
         their entity links; an entity no remaining memory links is deleted (names,
         vectors), the others lose the mentions the removed links counted (never below
         the memories still linking them). Returns how many entities were deleted."""
+        used = aliases_used(c, namespace, ids)
         removed: dict[str, int] = {}
         for chunk in chunks(list(ids), 400):
             q = qs(chunk)
@@ -196,6 +201,7 @@ class SQLitePrivacy(SQLiteBase):
             ).fetchall():
                 removed[entity_id] = removed.get(entity_id, 0) + int(links)
             c.execute(f"DELETE FROM node_entities WHERE node_id IN ({q})", chunk)
+        drop_unused_aliases(c, namespace, used)  # the names only their words gave
         gone = 0
         for entity_id, links in removed.items():
             left = c.execute(

@@ -1,0 +1,102 @@
+"""The aliases an entity keeps when memories that link it are hard-deleted (layer:
+storage), for both SQL backends.
+
+An entity's aliases come from the words of the memories that mention it ("Ana met
+Anita" gives "Ana Silva" the alias "Anita"). When memories are deleted for good —
+``purge``, ``clear``, pruning, and forgetting a person — an alias that only their words
+used goes with them, from the entity and from its lookup names: forgetting a person
+leaves none of their words behind in an entity another user's memories keep. An alias
+no memory's words ever used (given through the API, or by an LLM extractor) stays.
+
+Call :func:`aliases_used` before the links of the removed memories are deleted and
+:func:`drop_unused_aliases` after, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memloci.storage.names import lookup_names
+
+_CHUNK = 400  # ids per IN list
+
+
+def names_in_use(names: Sequence[str], texts: Iterable[str]) -> list[str]:
+    """Those of ``names`` some text uses as a whole word or phrase (case folded), in
+    their order; ``texts`` is read only until every name is found."""
+    todo = {n: re.compile(rf"(?<!\w){re.escape(n.casefold())}(?!\w)") for n in names}
+    found: set[str] = set()
+    for text in texts:
+        folded = text.casefold()
+        found.update(n for n, pattern in todo.items() if pattern.search(folded))
+        for n in found:
+            todo.pop(n, None)
+        if not todo:
+            break
+    return [n for n in names if n in found]
+
+
+def _json(ph: str) -> tuple[str, str]:
+    """How an aliases column is read and written: as text on PostgreSQL's jsonb."""
+    return ("::text", "::jsonb") if ph == "%s" else ("", "")
+
+
+def aliases_used(c: Any, namespace: str, ids: Sequence[str], ph: str = "?") -> dict[str, set[str]]:
+    """Before memories ``ids`` lose their entity links: per entity they link that has
+    aliases, those the memories' words use."""
+    read, _ = _json(ph)
+    out: dict[str, set[str]] = {}
+    for i in range(0, len(ids), _CHUNK):
+        chunk = list(ids[i : i + _CHUNK])
+        marks = ", ".join([ph] * len(chunk))
+        rows = c.execute(
+            f"SELECT e.id, e.aliases{read}, n.content FROM node_entities ne"
+            " JOIN entities e ON e.id = ne.entity_id JOIN nodes n ON n.id = ne.node_id"
+            f" WHERE e.namespace = {ph} AND e.aliases{read} <> '[]'"
+            f" AND ne.node_id IN ({marks})",
+            [namespace, *chunk],
+        ).fetchall()
+        for entity_id, aliases, content in rows:
+            used = names_in_use(json.loads(aliases), [content])
+            if used:
+                out.setdefault(entity_id, set()).update(used)
+    return out
+
+
+def drop_unused_aliases(c: Any, namespace: str, used: dict[str, set[str]], ph: str = "?") -> None:
+    """After the links are deleted: each entity of ``used`` still linked drops those of
+    its ``used`` aliases no memory linking it uses any more, and their lookup names."""
+    read, write = _json(ph)
+    for entity_id, names in used.items():
+        row = c.execute(
+            f"SELECT canonical_name, aliases{read} FROM entities WHERE namespace = {ph}"
+            f" AND id = {ph}",
+            (namespace, entity_id),
+        ).fetchone()
+        if row is None:
+            continue
+        texts = c.execute(
+            "SELECT n.content FROM node_entities ne JOIN nodes n ON n.id = ne.node_id"
+            f" WHERE ne.entity_id = {ph}",
+            (entity_id,),
+        ).fetchall()
+        if not texts:
+            continue  # no memory links it: the caller deletes it
+        gone = names - set(names_in_use(sorted(names), (t[0] for t in texts)))
+        if not gone:
+            continue
+        aliases = [a for a in json.loads(row[1]) if a not in gone]
+        c.execute(
+            f"UPDATE entities SET aliases = {ph}{write} WHERE namespace = {ph} AND id = {ph}",
+            (json.dumps(aliases), namespace, entity_id),
+        )
+        c.execute(f"DELETE FROM entity_names WHERE entity_id = {ph}", (entity_id,))
+        for name in lookup_names([row[0], *aliases]):
+            c.execute(
+                "INSERT INTO entity_names (namespace, name_norm, entity_id)"
+                f" VALUES ({ph}, {ph}, {ph}) ON CONFLICT DO NOTHING",
+                (namespace, name, entity_id),
+            )
