@@ -545,6 +545,23 @@ def test_prune_oldest_keeps_the_newest(store: Store) -> None:
         store.prune_oldest(flt("default", "other"), 1, now=at(10))
 
 
+def test_prune_oldest_drops_records_no_longer_current_first(store: Store) -> None:
+    """A cap protects what holds now: a superseded or forgotten record goes (oldest first)
+    before any current memory, however old that one is."""
+    oldest = store.insert_node(make_node("User is allergic to penicillin", when=at(0)))
+    ended = [
+        store.insert_node(make_node(f"replaced fact {i}", when=at(i), valid_until=at(5)))
+        for i in (1, 2)
+    ]
+    newer = [store.insert_node(make_node(f"current fact {i}", when=at(i))) for i in (3, 4)]
+    assert store.prune_oldest(flt(include_invalid=True), 4, now=at(10)) == 1
+    left = {n.id for n in store.list_nodes(flt(include_invalid=True), limit=100)}
+    assert left == {oldest.id, ended[1].id, *(n.id for n in newer)}
+    assert store.prune_oldest(flt(include_invalid=True), 2, now=at(10)) == 2
+    left = {n.id for n in store.list_nodes(flt(include_invalid=True), limit=100)}
+    assert left == {n.id for n in newer}  # then the oldest current ones
+
+
 def test_touch_counts_accesses_and_reinforces_confidence(store: Store) -> None:
     node = store.insert_node(make_node("a memory that gets read", confidence=0.5))
     expected = 0.5

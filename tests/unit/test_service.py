@@ -605,6 +605,50 @@ def test_memory_limit_prunes_oldest_facts_and_opinions(make_memory) -> None:
     assert contents(mem.list(type="episodic")) == ["turns are not facts"]
 
 
+def test_memory_limit_never_drops_a_current_fact_to_keep_an_ended_one(make_memory) -> None:
+    """With a cap of 3, a forgotten and a replaced record go before the oldest fact
+    that still holds (which used to be deleted to keep them)."""
+    from memloci.errors import NotFoundError
+
+    mem = make_memory(max_memories=3)
+    allergy = mem.remember("User is allergic to penicillin", user="u1").memory
+    team = mem.remember("User's favourite team is Benfica", user="u1").memory
+    car = mem.remember("User drives a Volvo", user="u1").memory
+    mem.forget(team.id)
+    mem.remember("User plays chess on Sundays", user="u1")
+    assert contents(mem.list(user="u1", type="semantic", include_forgotten=True)) == [
+        "User is allergic to penicillin", "User drives a Volvo", "User plays chess on Sundays",
+    ]  # fmt: skip
+    mem.correct(car.id, "User drives a Tesla")
+    mem.remember("User's sister is called Ana", user="u1")
+    assert contents(mem.list(user="u1", type="semantic", include_forgotten=True)) == [
+        "User plays chess on Sundays",
+        "User drives a Tesla",
+        "User's sister is called Ana",
+    ]  # fmt: skip  (the replaced Volvo first, then the oldest fact: four held)
+    with pytest.raises(NotFoundError):
+        mem.get(allergy.id)
+
+
+def test_fact_cap_of_consolidation_counts_each_users_facts_apart(make_memory) -> None:
+    """Facts a session's consolidation creates prune their owner's facts only, and a
+    shared fact prunes the shared ones only: never another user's."""
+    mem = make_memory(max_memories=2)
+    mine = [mem.remember(t, user="ana").memory for t in ("Ana likes tea", "Ana owns a bike")]
+    shared = mem.remember("The office opens at nine", scope="global").memory
+    mem.add("I live in Lisbon", user="ben", session="b1")
+    mem.add("I work as a nurse", user="ben", session="b1")
+    mem.add("My favourite colour is green", user="ben", session="b1")
+    assert mem.end_session("b1").created
+    assert len(mem.list(user="ben", type="semantic")) == 2
+    for fact in (*mine, shared):
+        assert mem.get(fact.id).is_current
+    mem.remember("The office closes at six", scope="global")
+    mem.remember("The wifi password is on the fridge", scope="global")
+    assert mem.list(user="ana", type="semantic", scope="user")  # shared facts never evict
+    assert len(mem.list(user="ana", type="semantic", scope="user")) == 2
+
+
 def test_procedure_limit_prunes_oldest(make_memory) -> None:
     mem = make_memory(max_procedures=1)
     mem.learn_procedure("Always greet the user")

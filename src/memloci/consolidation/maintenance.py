@@ -28,7 +28,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from memloci.config import Settings
 from memloci.consolidation.consolidator import ConsolidationReport, Consolidator
@@ -72,8 +72,14 @@ class MaintenanceReport(BaseModel):
     causal_edges: int = 0
     embedded: int = 0
     errors: list[str] = Field(default_factory=list)
+    _created: dict[str, list[str]] = PrivateAttr(default_factory=dict)  # ids, by namespace
+
+    def created_ids(self, namespace: str) -> list[str]:
+        """The ids of the facts this run's consolidation created in ``namespace``."""
+        return list(self._created.get(namespace, ()))
 
     def add(self, report: ConsolidationReport) -> None:
+        self._created.setdefault(report.namespace, []).extend(report.created)
         self.sessions_consolidated += len(report.sessions)
         self.sessions_failed += len(report.failed)
         self.facts_created += len(report.created)

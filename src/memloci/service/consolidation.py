@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -151,6 +151,7 @@ class ConsolidationMixin(ServiceCore):
     if TYPE_CHECKING:  # provided by MemoryService
 
         def _prune(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None: ...
+        def _prune_facts(self, ns: str, created: Sequence[str]) -> None: ...
 
     # ------------------------------------------------------------------ providers
     @property
@@ -248,7 +249,7 @@ class ConsolidationMixin(ServiceCore):
             ns, sessions, max_episodes=max_episodes, keep_going=keep_going
         )
         if report.created:
-            self._prune(ns, FACT_TYPES, self.settings.max_memories)
+            self._prune_facts(ns, report.created)
             self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
             if self.worker:
                 self.worker.wake()
@@ -389,7 +390,7 @@ class ConsolidationMixin(ServiceCore):
             report.errors.insert(0, problem)
         if report.ran:
             for ns in report.namespaces:
-                self._prune(ns, FACT_TYPES, self.settings.max_memories)
+                self._prune_facts(ns, report.created_ids(ns))
                 self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
         return report
 

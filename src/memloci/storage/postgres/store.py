@@ -416,9 +416,9 @@ class PostgresStore(
             ids = [
                 r[0]
                 for r in c.execute(
-                    f"SELECT n.id FROM nodes n WHERE {where}"
-                    " ORDER BY n.created_at DESC, n.seq DESC OFFSET %s",
-                    [*params, keep],
+                    f"SELECT n.id FROM nodes n WHERE {where} ORDER BY (n.valid_until IS NULL"
+                    " OR n.valid_until > %s) DESC, n.created_at DESC, n.seq DESC OFFSET %s",
+                    [*params, ts(now), keep],
                 )
             ]
             return self._purge(c, flt.namespaces[0], ids) if ids else 0

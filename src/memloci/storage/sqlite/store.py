@@ -386,9 +386,10 @@ class SQLiteStore(
             ids = [
                 r[0]
                 for r in c.execute(
-                    f"SELECT n.id FROM nodes n WHERE {where}"
-                    " ORDER BY n.created_at DESC, n.rowid DESC LIMIT -1 OFFSET ?",
-                    [*params, keep],
+                    f"SELECT n.id FROM nodes n WHERE {where} ORDER BY (n.valid_until IS NULL"
+                    " OR n.valid_until > ?) DESC, n.created_at DESC, n.rowid DESC"
+                    " LIMIT -1 OFFSET ?",
+                    [*params, ts(now), keep],
                 )
             ]
             return self._purge(c, flt.namespaces[0], ids) if ids else 0
