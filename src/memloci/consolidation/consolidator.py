@@ -41,6 +41,7 @@ from memloci.consolidation.dedupe import (
     fact_lock,
     fact_owner,
     match_fact,
+    restatement,
     same_text,
 )
 from memloci.consolidation.entities import EntityResolver
@@ -60,7 +61,7 @@ from memloci.models import (
 )
 from memloci.providers.base import Embedder, Vector, calibration_of
 from memloci.retrieval.query import document_text
-from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, PendingSession, Store
+from memloci.storage.base import NodeFilter, PendingEmbedding, PendingSession, Store
 from memloci.storage.rows import content_hash
 
 log = logging.getLogger("memloci.consolidation")
@@ -364,15 +365,21 @@ class Consolidator:
                 found.kind is MatchKind.NEAR and fact.fact_type is FactType.CORRECTION
             )  # a correction close to a known fact replaces it rather than confirming it
             if hit is not None and (same or not replaces):
-                self.store.update_node(ns, hit.id, NodePatch(times_confirmed_delta=1))
+                # one confirmation more (a restated fact no longer decays), and the key
+                # and category the restatement brings where the fact has none
+                given = {"key": key if hit.key is None else None, "category": new.category}
+                self.store.update_node(ns, hit.id, restatement(hit, given)[0])
                 run.report.confirmed += 1
                 run.made[made_text] = hit
                 return hit
             old = hit if replaces else self._corrected(run, fact, owner)
-        if old is not None and new.event_time < old.event_time:  # said before it: history
-            current, new = old, self._historical(run, new, old)
+        stated = self._stated(ns, old) if old is not None else None
+        if old is not None and stated is not None and new.event_time < stated:
+            current, new = old, self._historical(run, new, old, stated)  # said before it
         elif old is not None:
-            self.store.supersede(ns, old.id, new, now=run.now)
+            # the old fact held until the new one was said (turns may be dated in the past)
+            until = min(run.now, max(new.valid_from, stated or new.valid_from))
+            self.store.supersede(ns, old.id, new, now=until)
             run.ended.add(old.id)
             run.report.superseded.append(old.id)
             current = new
@@ -387,12 +394,22 @@ class Consolidator:
             run.made[made_key] = current
         return new
 
-    def _historical(self, run: _Run, new: MemoryNode, newer: MemoryNode) -> MemoryNode:
+    def _stated(self, ns: str, fact: MemoryNode) -> datetime:
+        """When a fact's current wording was stated: when it was said, or when it was last
+        edited (``update``, a key overwrite: a version after the first)."""
+        if fact.version <= 1:
+            return fact.event_time
+        edits = [v.created_at for v in self.store.versions(ns, fact.id)]
+        return max([fact.event_time, *edits])
+
+    def _historical(
+        self, run: _Run, new: MemoryNode, newer: MemoryNode, stated: datetime
+    ) -> MemoryNode:
         """A fact drawn from turns older than the current fact it conflicts with (a
-        session consolidated late): stored as already superseded by that fact — its
-        validity ends where the newer one's begins — so an older statement never replaces
-        a newer one."""
-        until = max(newer.valid_from, new.valid_from)
+        session consolidated late, or a fact edited since): stored as already superseded
+        by that fact — its validity ends where the newer wording was ``stated`` — so an
+        older statement never replaces a newer one."""
+        until = max(stated, new.valid_from)
         stored = self.store.insert_node(new.model_copy(update={"valid_until": until}))
         run.edges.append(
             Edge(

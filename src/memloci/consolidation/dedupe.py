@@ -14,7 +14,7 @@ fact twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -24,7 +24,7 @@ from memloci.consolidation.details import same_details as same_details  # re-exp
 from memloci.consolidation.details import same_text as same_text  # re-exported
 from memloci.models import MemoryNode, NodeType, Scope, normalize_key
 from memloci.providers.base import Vector, calibration_of
-from memloci.storage.base import NodeFilter, Store
+from memloci.storage.base import NodeFilter, NodePatch, Store
 from memloci.storage.rows import content_hash
 
 
@@ -105,3 +105,32 @@ def duplicate_threshold(configured: float | None, embedder: object | None) -> fl
     """The cosine at which a new fact restates a stored one: the configured
     ``duplicate_threshold``, else the embedder's calibrated one (0.92 for MiniLM)."""
     return configured if configured is not None else calibration_of(embedder).duplicate
+
+
+def restatement(
+    old: MemoryNode, given: Mapping[str, Any]
+) -> tuple[NodePatch, list[str]]:  # fmt: skip
+    """The patch a confirmed duplicate applies to the fact it repeats: one confirmation
+    more, the ``key`` and ``value`` it was given (``given``: those not None) where the
+    fact lacks them or holds others — a new key or value is a new version, as
+    ``update`` makes — and its ``category`` where the fact has none (``general``); a
+    category the fact already has stays (REST's ``POST /api/memory/`` reports it as not
+    applied). Returns the patch and the changes, described."""
+    extra: dict[str, Any] = {}
+    changes: list[str] = []
+    key, value, category = given.get("key"), given.get("value"), given.get("category")
+    if key is not None and (old.key is None or normalize_key(key) != normalize_key(old.key)):
+        extra = {"key": key, "version": old.version + 1}
+        changes.append(f"key {key!r}")
+    set_value = value is not None and value != old.value
+    if set_value:
+        changes.append(f"value {value!r}")
+    if category is not None and category != old.category and old.category == "general":
+        changes.append(f"category {category!r}")
+    else:
+        category = None
+    patch = NodePatch(
+        value=value if set_value else None, set_value=set_value, category=category,
+        times_confirmed_delta=1, extra=extra,
+    )  # fmt: skip
+    return patch, changes

@@ -221,8 +221,8 @@ class RuleExtractor:
     def extract(
         self, episodes: Sequence[MemoryNode], *, known: Sequence[MemoryNode] = ()
     ) -> Extraction:
-        """Facts and entities stated explicitly in ``episodes``; nothing in ``known``."""
-        known_texts = {_norm(n.content) for n in known}
+        """Facts and entities stated explicitly in ``episodes``, those ``known`` already
+        too: a restatement is returned so the consolidator confirms the fact it repeats."""
         found: list[_Found] = []
         # each speaker's candidates of their previous turn: in a chat between two people
         # one person's "no, don't remember that" declines only what they said
@@ -252,7 +252,7 @@ class RuleExtractor:
                     current.append(item)
             found.extend(current)
             previous[who], asked = current, False
-        kept = [f for f in found if not f.dropped and _norm(f.fact.content) not in known_texts]
+        kept = [f for f in found if not f.dropped]
         return finalize([f.fact for f in kept], [e for f in kept for e in f.entities])
 
 

@@ -26,7 +26,6 @@ from memloci.models import (
     NodeType,
     SourceType,
     WriteResult,
-    normalize_key,
     short_id,
     utcnow,
 )
@@ -38,35 +37,6 @@ from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker
 
 log = logging.getLogger("memloci.service")
-
-
-def restatement(
-    old: MemoryNode, given: Mapping[str, Any]
-) -> tuple[NodePatch, list[str]]:  # fmt: skip
-    """The patch a confirmed duplicate applies to the fact it repeats: one confirmation
-    more, the ``key`` and ``value`` it was given (``given``: those not None) where the
-    fact lacks them or holds others — a new key or value is a new version, as
-    ``update`` makes — and its ``category`` where the fact has none (``general``); a
-    category the fact already has stays (REST's ``POST /api/memory/`` reports it as not
-    applied). Returns the patch and the changes, described."""
-    extra: dict[str, Any] = {}
-    changes: list[str] = []
-    key, value, category = given.get("key"), given.get("value"), given.get("category")
-    if key is not None and (old.key is None or normalize_key(key) != normalize_key(old.key)):
-        extra = {"key": key, "version": old.version + 1}
-        changes.append(f"key {key!r}")
-    set_value = value is not None and value != old.value
-    if set_value:
-        changes.append(f"value {value!r}")
-    if category is not None and category != old.category and old.category == "general":
-        changes.append(f"category {category!r}")
-    else:
-        category = None
-    patch = NodePatch(
-        value=value if set_value else None, set_value=set_value, category=category,
-        times_confirmed_delta=1, extra=extra,
-    )  # fmt: skip
-    return patch, changes
 
 
 class EditsMixin(ServiceCore):

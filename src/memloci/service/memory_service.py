@@ -15,7 +15,14 @@ from typing import Any, ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
-from memloci.consolidation.dedupe import FactMatch, MatchKind, fact_lock, fact_owner, match_fact
+from memloci.consolidation.dedupe import (
+    FactMatch,
+    MatchKind,
+    fact_lock,
+    fact_owner,
+    match_fact,
+    restatement,
+)
 from memloci.consolidation.dedupe import duplicate_threshold as _threshold
 from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import (
@@ -44,7 +51,7 @@ from memloci.service import runtime as service_runtime
 from memloci.service.admin import AdminMixin
 from memloci.service.consolidation import ConsolidationMixin
 from memloci.service.context import ContextMixin
-from memloci.service.edits import EditsMixin, restatement
+from memloci.service.edits import EditsMixin
 from memloci.service.knowledge import KnowledgeMixin
 from memloci.service.privacy import PrivacyMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
