@@ -17,6 +17,9 @@ class NodeType(StrEnum):
     OPINION = "opinion"
 
 
+FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)  # what facts are: the fact cap, dedupe
+
+
 class Scope(StrEnum):
     """Visibility, from most to least specific."""
 

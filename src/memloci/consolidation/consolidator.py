@@ -46,6 +46,7 @@ from memloci.consolidation.dedupe import (
 )
 from memloci.consolidation.entities import EntityResolver
 from memloci.errors import MemlociError, ValidationError
+from memloci.kinds import FACT_TYPES
 from memloci.models import (
     Edge,
     EdgeType,
@@ -69,7 +70,6 @@ log = logging.getLogger("memloci.consolidation")
 EPISODE_BATCH = 200  # episodes per extraction call and transaction
 MAX_BATCHES = 50  # per session and run: a session that keeps growing waits for the next run
 KNOWN_FACTS = 50  # stored memories shown to the extractor (newest first)
-FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 
 
 class ConsolidationReport(BaseModel):

@@ -24,14 +24,14 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from memloci.errors import NotFoundError, ValidationError
-from memloci.models import ID_RE, MemoryNode, NodeType, sanitize_category
+from memloci.kinds import FACT_TYPES
+from memloci.models import ID_RE, MemoryNode, sanitize_category
 from memloci.service import MemoryService
 from memloci.storage.base import NodeFilter
 
 LIST_LIMIT = 50  # memories shown by /memory before "…and N more"
 SEARCH_LIMIT = 5  # hits shown by /memory search
 CONTENT_WIDTH = 200  # longer contents are clipped in listings
-FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 
 USAGE = "Usage: /memory [list [category] | search <query> | delete <id> | help]"
 HELP = "\n".join(

@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # loaded when consolidation or maintenance first runs, not by
     from memloci.providers.llm import LLM
 
 log = logging.getLogger("memloci.consolidation")
-FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 _Owner = tuple[str, str | None, str | None]  # namespace, user, agent
 
 

@@ -21,6 +21,7 @@ from memloci.context import (
     join_parts,
 )
 from memloci.errors import NotFoundError
+from memloci.kinds import FACT_TYPES
 from memloci.models import EdgeType, MemoryNode, NodeType, ProcedureDetails, SearchHit
 from memloci.procedures import has_triggers, matching, record_use
 from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
@@ -29,7 +30,6 @@ from memloci.storage.base import NodeFilter, NodePatch, Store
 
 P = ParamSpec("P")
 T = TypeVar("T")
-FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 EVIDENCE = 3  # top episodes quoted as evidence; the rest (and their neighbours) form the timeline
 ENTITIES = 6  # entity profiles at most
 

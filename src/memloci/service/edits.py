@@ -13,14 +13,16 @@ looked.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memloci import validate as v
-from memloci.consolidation.dedupe import fact_lock
-from memloci.errors import NotFoundError, ProviderError, ValidationError
+from memloci.consolidation.dedupe import fact_lock, fact_owner, same_text
+from memloci.errors import ConflictError, NotFoundError, ProviderError, ValidationError
+from memloci.kinds import FACT_TYPES
 from memloci.models import (
     MemoryNode,
     NodeType,
@@ -37,6 +39,23 @@ from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker
 
 log = logging.getLogger("memloci.service")
+
+
+def value_still_holds(value: Any, text: str) -> bool:
+    """Whether a fact's ``value`` still goes with its new ``text``: a word, phrase or
+    number the text still holds (case folded; "red" is gone from "User's favourite
+    colour is blue"). A value the text cannot show (true/false, a list, an object)
+    stays."""
+    if value is None:
+        return False
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return True
+    if isinstance(value, str):
+        said = value.strip()
+    else:
+        said = str(int(value)) if float(value).is_integer() else repr(value)
+    edges = rf"(?<![\w.]){re.escape(said.casefold())}(?!\w|\.\d)"
+    return bool(said) and re.search(edges, text.casefold()) is not None
 
 
 class EditsMixin(ServiceCore):
@@ -77,6 +96,8 @@ class EditsMixin(ServiceCore):
             text = v.turn(content) if old.type is NodeType.EPISODIC else v.fact(content)
         if set_value:
             v.json_value(value)
+        elif text is not None and old.value is not None and not value_still_holds(old.value, text):
+            value, set_value = None, True  # the new text no longer says it
         patch = NodePatch(
             content=text, value=value, set_value=set_value,
             category=v.category(category) if category is not None else None,
@@ -95,6 +116,8 @@ class EditsMixin(ServiceCore):
         def write() -> MemoryNode:
             with self.store.exclusive(fact_lock(ns)):
                 self._still_current(ns, mid, "it can no longer change")
+                if text is not None and text != old.content:
+                    self._not_a_copy(old, text)
                 new = self.store.update_node(ns, mid, patch, session=who)
                 self._save_vector(new, vector)
                 return new
@@ -106,6 +129,22 @@ class EditsMixin(ServiceCore):
         if text is not None and text != old.content:
             msg += f": {old.content!r} → {new.content!r}"
         return WriteResult(action="updated", memory=new, message=msg + ".")
+
+    def _not_a_copy(self, old: MemoryNode, text: str) -> None:
+        """Under the fact lock: refuse an edit that would make fact ``old`` say word for
+        word what another current fact of the same owner says (one fact, stored twice)."""
+        if old.type is NodeType.EPISODIC:
+            return
+        types = FACT_TYPES if old.type in FACT_TYPES else (old.type,)
+        owner = fact_owner(
+            old.namespace, types, old.scope, user=old.user, agent=old.agent, session=old.session
+        )
+        for other in self.store.find_by_hash(owner, content_hash(text)):
+            if other.id != old.id and same_text(other.content, text):
+                raise ConflictError(
+                    f"[{other.id}] already says {other.content!r}; [{old.id}] was not changed",
+                    hint=f"forget [{old.id}] instead, or confirm [{other.id}]",
+                )
 
     async def correct(
         self, memory_id: str, content: str, *, namespace: str | None = None, value: Any = None
@@ -120,13 +159,15 @@ class EditsMixin(ServiceCore):
         if old.valid_until is not None:
             raise ValidationError(f"memory {mid} is no longer current; correct the current one")
         now = utcnow()
+        if value is None and value_still_holds(old.value, text):
+            value = old.value  # else the new text no longer says it
         new = old.model_copy(
             update={
-                "id": short_id(), "content": text, "value": value if value is not None
-                else old.value, "created_at": now, "updated_at": now, "valid_from": now,
-                "event_time": now, "version": 1, "confidence": 1.0, "times_confirmed": 0,
-                "times_contradicted": 0, "access_count": 0, "last_accessed": None,
-                "source_type": SourceType.USER, "embedded": False,
+                "id": short_id(), "content": text, "value": value, "created_at": now,
+                "updated_at": now, "valid_from": now, "event_time": now, "version": 1,
+                "confidence": 1.0, "times_confirmed": 0, "times_contradicted": 0,
+                "access_count": 0, "last_accessed": None, "source_type": SourceType.USER,
+                "embedded": False,
             }
         )  # fmt: skip
         vector = await self._embed_doc(document_text(text, new.speaker, new.key, new.subject))
@@ -134,6 +175,7 @@ class EditsMixin(ServiceCore):
         def write() -> None:
             with self.store.exclusive(fact_lock(ns)):
                 self._still_current(ns, mid, "correct the current one")
+                self._not_a_copy(old, text)
                 at = utcnow()  # after any change that held the lock before this one
                 times = ("created_at", "updated_at", "valid_from", "event_time")
                 self.store.supersede(ns, mid, new.model_copy(update=dict.fromkeys(times, at)),

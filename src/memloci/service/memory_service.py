@@ -25,6 +25,7 @@ from memloci.consolidation.dedupe import (
 )
 from memloci.consolidation.dedupe import duplicate_threshold as _threshold
 from memloci.errors import NotFoundError, ProviderError, ValidationError
+from memloci.kinds import FACT_TYPES
 from memloci.models import (
     SCOPE_ORDER,
     EpisodeDetails,
@@ -72,7 +73,6 @@ class VisibleStats:
 
 P = ParamSpec("P")
 T = TypeVar("T")
-FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 
 
 class MemoryService(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from memloci import validate as v
 from memloci.decay import weakest
 from memloci.errors import ConflictError, NotFoundError, ValidationError
+from memloci.kinds import FACT_TYPES
 from memloci.models import (
     ID_RE,
     TURN_MAX,
@@ -29,7 +30,6 @@ from memloci.models import (
     GraphView,
     MemoryNode,
     MemoryUser,
-    NodeType,
     RelatedEntity,
     Thread,
     ThreadMessage,
@@ -44,7 +44,6 @@ from memloci.storage.base import NodeFilter, Store
 P = ParamSpec("P")
 T = TypeVar("T")
 CHAIN_MAX = 100  # supersedes / merged_into chains followed at most this far
-FACT_TYPES = (NodeType.SEMANTIC, NodeType.OPINION)
 
 
 class RecordsMixin(KeysMixin, ServiceCore):
