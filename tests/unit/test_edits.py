@@ -73,3 +73,26 @@ def test_an_edit_never_makes_a_fact_a_copy_of_another(make_memory: MakeMemory) -
     assert other.id != tom.id
     assert mem.update(rex.id, "User has a dog named Rex Junior").action == "updated"
     assert mem.update(tom.id, "User has a cat named Tom").action == "updated"  # itself: fine
+
+
+def test_a_fact_said_again_gets_back_the_confidence_decay_took(make_memory: MakeMemory) -> None:
+    """Decay lowered the allergy fact below what ``recall`` shows; the user saying it
+    again (``remember``, or in a session) makes it as certain as it is said now."""
+    from memloci.storage.base import NodePatch
+
+    mem = make_memory(consolidate_on_session_switch=False)
+    store = mem.service.store
+    fact = mem.remember("User is allergic to penicillin", user="u1").memory
+    store.update_node("default", fact.id, NodePatch(confidence=0.333))  # as decay leaves it
+    again = mem.remember("User is allergic to penicillin", user="u1")
+    assert again.action == "confirmed" and again.memory.confidence == 1.0
+    store.update_node("default", fact.id, NodePatch(confidence=0.2))
+    mem.add("Remember that I am allergic to penicillin", user="u1", session="s1", role="user")
+    report = mem.end_session("s1")
+    assert report.confirmed == 1
+    restored = mem.get(fact.id)
+    assert restored.confidence > 0.5 and restored.times_confirmed == 2
+    low = mem.remember("User keeps a spare key under the mat", user="u1", confidence=0.6)
+    said = mem.remember("User keeps a spare key under the mat", user="u1", confidence=0.4)
+    assert said.memory.confidence == 0.6  # never lowered by a less certain restatement
+    assert low.memory.id == said.memory.id

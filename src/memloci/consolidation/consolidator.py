@@ -365,9 +365,12 @@ class Consolidator:
                 found.kind is MatchKind.NEAR and fact.fact_type is FactType.CORRECTION
             )  # a correction close to a known fact replaces it rather than confirming it
             if hit is not None and (same or not replaces):
-                # one confirmation more (a restated fact no longer decays), and the key
-                # and category the restatement brings where the fact has none
-                given = {"key": key if hit.key is None else None, "category": new.category}
+                # one confirmation more, the confidence it was said with (what decay
+                # took comes back), and the key and category it brings where it has none
+                given = {
+                    "key": key if hit.key is None else None, "category": new.category,
+                    "confidence": new.confidence,
+                }  # fmt: skip
                 self.store.update_node(ns, hit.id, restatement(hit, given)[0])
                 run.report.confirmed += 1
                 run.made[made_text] = hit

@@ -115,7 +115,8 @@ def restatement(
     fact lacks them or holds others — a new key or value is a new version, as
     ``update`` makes — and its ``category`` where the fact has none (``general``); a
     category the fact already has stays (REST's ``POST /api/memory/`` reports it as not
-    applied). Returns the patch and the changes, described."""
+    applied); its ``confidence`` where the fact's is lower (decay took it: a fact said
+    again is as certain as it is said now). Returns the patch and the changes, described."""
     extra: dict[str, Any] = {}
     changes: list[str] = []
     key, value, category = given.get("key"), given.get("value"), given.get("category")
@@ -129,8 +130,10 @@ def restatement(
         changes.append(f"category {category!r}")
     else:
         category = None
+    said = given.get("confidence")  # said again: as certain as it is said now, at least
     patch = NodePatch(
         value=value if set_value else None, set_value=set_value, category=category,
+        confidence=said if said is not None and said > old.confidence else None,
         times_confirmed_delta=1, extra=extra,
     )  # fmt: skip
     return patch, changes

@@ -279,7 +279,10 @@ class MemoryService(
             valid_from=when or now, confidence=conf, decay_rate=self.settings.decay_rate_default,
             source_type=src, metadata=meta,
         )  # fmt: skip
-        given = {"key": key, "value": value, "category": cat if category is not None else None}
+        given = {
+            "key": key, "value": value, "category": cat if category is not None else None,
+            "confidence": conf,
+        }  # fmt: skip
         found, similar, stored, changes = await self._run(
             self._remember_atomic, owner, node, vector, suggest_on_subject, given
         )
