@@ -476,6 +476,27 @@ def test_tiers_that_are_off_do_not_act(tmp_path: Path) -> None:
         assert m.get(theirs.id).is_current
 
 
+def test_with_episodes_off_no_past_turn_reaches_the_prompt(tmp_path: Path) -> None:
+    role = load_role(write_role(tmp_path, None, memory={"episodic": {"enabled": False}}))
+    with store(tmp_path) as m:
+        m.add("I adopted a cat named Miso", user="sam", session="old")
+        m.add("Miso loves tuna", user="sam", session="old")
+        m.remember("Sam's cat is called Miso", user="sam")
+        m.flush()
+        model = _RecordingModel()
+        agent = Agent(m.service, role, model, user="sam")
+
+        async def talk() -> None:
+            await agent.start()
+            await agent.ask("what does Miso like to eat?")
+            await agent.finish(consolidate=False)
+
+        asyncio.run(talk())
+        (system,) = model.systems
+        assert "Sam's cat is called Miso" in system  # facts still come
+        assert "tuna" not in system and "Relevant Past Conversations" not in system
+
+
 def test_another_agents_memory_can_be_read_not_changed(tmp_path: Path) -> None:
     with store(tmp_path) as m:
         theirs = m.remember("The deploy window is Friday", agent="ops-agent", scope="global")

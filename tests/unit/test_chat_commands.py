@@ -202,6 +202,20 @@ def test_delete_other_users_memory_deletes_nothing(mem: Memory) -> None:
     assert ids["other"] in current_ids(mem)
 
 
+def test_a_user_cannot_delete_a_fact_every_user_shares(mem: Memory) -> None:
+    """The agent tools' rule: a chat user reads the shared facts, changes their own."""
+    ids = _fixture(mem)
+    reply = answer(mem, f"/memory delete {ids['shared']}", user="sam")
+    assert reply.startswith("⚠️") and "shared with every user" in reply
+    assert ids["shared"] in current_ids(mem)
+    other_agent = mem.remember("Replies are signed Bot A", agent="bot-a", scope="agent").memory
+    reply = answer(mem, f"/memory delete {other_agent.id}", agent="bot-b")
+    assert other_agent.id in current_ids(mem, agent="bot-a")
+    assert answer(mem, f"/memory delete {ids['shared']}") == (
+        "Deleted: 'The office closes on Fridays'"
+    )  # an operator's chat, bound to no user, may
+
+
 def test_delete_episode_or_forgotten_memory_deletes_nothing(mem: Memory) -> None:
     ids = _fixture(mem)
     episode = mem.list(type="episodic")[0]

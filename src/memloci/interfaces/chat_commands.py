@@ -28,6 +28,7 @@ from memloci.kinds import FACT_TYPES
 from memloci.models import ID_RE, MemoryNode, sanitize_category
 from memloci.service import MemoryService
 from memloci.storage.base import NodeFilter
+from memloci.tools.handlers import change_refused
 
 LIST_LIMIT = 50  # memories shown by /memory before "…and N more"
 SEARCH_LIMIT = 5  # hits shown by /memory search
@@ -185,13 +186,16 @@ async def run_memory_command(
             total = await service.count(flt) if len(nodes) >= limit else len(nodes)
             return format_memory_list(nodes, total=total, category=command.argument)
         if action is MemoryAction.DELETE:
-            return await _delete(service, flt, command.argument or "")
+            return await _delete(service, flt, command.argument or "", user=user, agent=agent)
         return await _search(service, flt, command.argument or "")
     except ValidationError as exc:
         return f"⚠️ {exc}"
 
 
-async def _delete(service: MemoryService, flt: NodeFilter, memory_id: str) -> str:
+async def _delete(
+    service: MemoryService, flt: NodeFilter, memory_id: str, *, user: str | None,
+    agent: str | None,
+) -> str:  # fmt: skip
     missing = f"No memory with id {memory_id}."
     if not ID_RE.match(memory_id):
         return missing
@@ -200,6 +204,9 @@ async def _delete(service: MemoryService, flt: NodeFilter, memory_id: str) -> st
     if not found:
         return missing
     node = found[0]
+    refused = change_refused(node, user=user, agent=agent)  # the agent tools' rule
+    if refused is not None:
+        return f"⚠️ {refused}"
     try:
         result = await service.forget(node.id, namespace=node.namespace)
     except NotFoundError:  # purged in the meantime

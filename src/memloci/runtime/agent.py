@@ -502,8 +502,9 @@ class Agent:
                     session=self.session,
                 )  # fmt: skip
                 cacheable, dynamic = await self.service.context_parts(
-                    text, flt, facts=mem.semantic_enabled, procedures=mem.procedural.enabled
-                )
+                    text, flt, facts=mem.semantic_enabled, procedures=mem.procedural.enabled,
+                    episodes=mem.episodic.enabled,
+                )  # fmt: skip
                 if loaded is None:
                     loaded = self._loaded = (self._who(), cacheable)
             except Exception as exc:

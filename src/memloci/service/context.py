@@ -54,14 +54,15 @@ class ContextMixin(ServiceCore):
 
     async def context_parts(
         self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None,
-        facts: bool = True, procedures: bool = True,
+        facts: bool = True, procedures: bool = True, episodes: bool = True,
     ) -> tuple[str, str]:  # fmt: skip
         """:meth:`context` in two parts: ``(cacheable, dynamic)``. The cacheable part is
         what a conversation loads once (it changes only when the memory set does).
-        ``facts`` / ``procedures`` False: leave that tier out (an agent that has it off)."""
+        ``facts`` / ``procedures`` / ``episodes`` False: leave that tier out (an agent
+        that has it off)."""
         return await self._run(
             self.context_parts_now, prompt, flt, budget=budget, facts=facts,
-            procedures=procedures,
+            procedures=procedures, episodes=episodes,
         )  # fmt: skip
 
     def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
@@ -70,7 +71,7 @@ class ContextMixin(ServiceCore):
 
     def context_parts_now(
         self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None,
-        facts: bool = True, procedures: bool = True,
+        facts: bool = True, procedures: bool = True, episodes: bool = True,
     ) -> tuple[str, str]:  # fmt: skip
         """:meth:`context_parts` in the caller's thread.
 
@@ -88,7 +89,8 @@ class ContextMixin(ServiceCore):
         )
         shown = {
             t for t, on in ((NodeType.SEMANTIC, facts), (NodeType.OPINION, facts),
-                            (NodeType.PROCEDURAL, procedures), (NodeType.EPISODIC, True)) if on
+                            (NodeType.PROCEDURAL, procedures), (NodeType.EPISODIC, episodes))
+            if on
         }  # fmt: skip
         known_facts: list[MemoryNode] = []
         if facts:
@@ -104,7 +106,9 @@ class ContextMixin(ServiceCore):
             return build_context_parts(facts=known_facts, procedures=procs, budget=budget)
         # a long prompt is searched by its most recent part
         query = prompt.strip()[-v.QUERY_MAX :]
-        hits = self.search_now(query, replace(flt, types=tuple(sorted(shown))), k=12)
+        hits = (
+            self.search_now(query, replace(flt, types=tuple(sorted(shown))), k=12) if shown else []
+        )
         episodes = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
         evidence = episodes[:EVIDENCE]
         dynamic = None

@@ -37,6 +37,25 @@ from memloci.tools.args import (
 FIND_IDS = "use recall or list_memories to find memory ids"
 
 
+def change_refused(
+    node: MemoryNode, *, user: str | None, agent: str | None
+) -> PermissionDeniedError | None:
+    """Why a caller bound to ``user`` / ``agent`` may read ``node`` but not change it
+    (None: they may): another agent's memory in a shared namespace, or, for a caller
+    bound to a user, a memory every user shares (no owner user)."""
+    if agent is not None and node.agent not in (None, agent):
+        return PermissionDeniedError(
+            f"memory {node.id} belongs to agent {node.agent!r}: you can read it, not change it"
+        )
+    if user is not None and node.user != user:  # every user reads it
+        return PermissionDeniedError(
+            f"memory {node.id} is shared with every user ({node.scope.value} scope): you "
+            "can read it, not change it",
+            hint="store what this user says with remember; it then holds for them",
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Bound:
     """Who is calling: applied to every tool call, whatever the arguments say."""
@@ -74,16 +93,9 @@ class Bound:
         shared namespace, and for a caller bound to a user the memories every user shares
         (no owner user), can be read, not changed."""
         node = await self.node(memory_id)
-        if self.agent is not None and node.agent not in (None, self.agent):
-            raise PermissionDeniedError(
-                f"memory {node.id} belongs to agent {node.agent!r}: you can read it, not change it"
-            )
-        if self.user is not None and node.user != self.user:  # every user reads it
-            raise PermissionDeniedError(
-                f"memory {node.id} is shared with every user ({node.scope.value} scope): you "
-                "can read it, not change it",
-                hint="store what this user says with remember; it then holds for them",
-            )
+        refused = change_refused(node, user=self.user, agent=self.agent)
+        if refused is not None:
+            raise refused
         return node
 
     async def node(self, memory_id: str) -> MemoryNode:
