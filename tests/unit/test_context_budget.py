@@ -156,6 +156,20 @@ def test_busy_store_context_stays_within_the_budget(mem: Memory) -> None:
         assert text.startswith(mem.context(None, user="u", budget=budget))  # same cacheable
 
 
+def test_a_small_context_budget_setting_is_kept(make_memory: Any) -> None:
+    """``context_budget`` 200: a simple prompt's block stays within 200 tokens, a complex
+    one's within 600 (it used to be lifted to 1000 / 3000)."""
+    mem = make_memory(context_budget=200)
+    seed_busy_store(mem)
+    simple = mem.context("Sarah", user="u")
+    assert 0 < estimate_tokens(simple) <= 200
+    complex_ = mem.context(
+        "Why did the payments deploy migration fail, and who told Sarah and Marcus about it?",
+        user="u",
+    )
+    assert estimate_tokens(complex_) <= 600
+
+
 def test_newest_fact_is_shown_past_two_thousand_facts(mem: Memory) -> None:
     """More facts than the context loads (2000): the newest and the protected are kept."""
     store = mem.service.store

@@ -35,7 +35,7 @@ from memloci.providers.openai_llm import OpenAILLM
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     requests: list[dict[str, Any]]
-    script: list[tuple[int, Any]]  # canned (status, body) answers, used first
+    script: list[tuple[Any, ...]]  # canned (status, body[, headers]) answers, used first
     reply: Any  # what the default behaviour answers with (text, or JSON for tools)
     reject_formats: set[str]  # response_format types answered with HTTP 400
     delay: float
@@ -47,9 +47,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # keep pytest output clean
         pass
 
-    def _send(self, status: int, body: Any) -> None:
+    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -281,6 +283,58 @@ def test_timeouts_are_provider_errors(server: _Server, make: Make) -> None:
     server.delay = 0.5
     with pytest.raises(ProviderError, match=r"did not answer within 0\.1 s"):
         make(OpenAILLM, timeout=0.1, max_retries=0).complete(USER)
+
+
+def test_retry_after_is_waited_out_beyond_the_backoff_cap(
+    server: _Server, make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
+    monkeypatch.setattr("memloci.providers.http.time.sleep", waits.append)
+    slow = {"error": {"message": "slow down"}}
+    server.script = [(429, slow, {"Retry-After": "45"}), (429, slow, {"Retry-After": "2"})]
+    client = make(OpenAILLM, max_retries=2)
+    assert client.max_backoff < 45
+    assert client.complete(USER) == "hi"
+    assert waits == [45.0, 2.0] and len(server.requests) == 3
+
+
+def test_a_retry_after_too_long_to_wait_fails_at_once(
+    server: _Server, make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
+    monkeypatch.setattr("memloci.providers.http.time.sleep", waits.append)
+    server.script = [(429, {"error": {"message": "quota"}}, {"Retry-After": "3600"})]
+    with pytest.raises(ProviderError, match="asks to retry in 3600 s") as info:
+        make(OpenAILLM, max_retries=3).complete(USER)
+    assert waits == [] and len(server.requests) == 1 and info.value.hint
+
+
+def test_closing_the_client_cancels_the_request_without_retrying(
+    server: _Server, make: Make
+) -> None:
+    """Ctrl-C in a chat closes the model's client under its request: that request is
+    abandoned, not sent again on a fresh connection."""
+    server.delay = 1.0
+    client = make(OpenAILLM, max_retries=3)
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            client.complete(USER)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    while not server.requests:
+        time.sleep(0.01)
+    client.close()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], ProviderError)
+    assert "cancelled" in str(outcome[0])
+    time.sleep(1.2)  # a retry would have reached the server by now
+    assert len(server.requests) == 1
 
 
 def test_client_options_are_validated() -> None:

@@ -290,6 +290,8 @@ def test_facts_and_semantic_keys_are_one_setting() -> None:
         ("memory: {consolidation: {max_episodes_per_run: 0}}",
          "memory.consolidation.max_episodes_per_run: must be ≥ 1"),
         ("memory: {max_sessions: 0}", "memory.max_sessions: must be ≥ 1"),
+        ("triggers: [{type: cron, every: 0m, prompt: hi}]",
+         "role.yaml: triggers[0]: every '0m' never comes round"),
         ("memory: {max_resume_messages: 0}", "memory.max_resume_messages: must be ≥ 1"),
         ("memory: {store_backend: mysql}", "memory.store_backend: must be one of"),
         ("memory: {embeddings: {provider: anthropic}}",

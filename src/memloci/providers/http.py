@@ -87,7 +87,8 @@ class HTTPClient:
     retry_bad_replies: ClassVar[bool] = True  # retry 2xx replies that do not parse
     honour_retry_after: ClassVar[bool] = True  # wait at least what Retry-After asks
     retry_backoff: float = 0.5  # seconds before the first retry; doubles each time
-    max_backoff: float = 30.0
+    max_backoff: float = 30.0  # seconds between two attempts at most, unless Retry-After asks more
+    max_retry_after: float = 120.0  # a Retry-After longer than this fails at once
 
     def __init__(
         self,
@@ -159,26 +160,19 @@ class HTTPClient:
         words = self.wording
         where = words.where.format(url=url)
         attempt = 0
+        client = self._http()
+        cancelled = ProviderError(
+            f"{where}: the request was cancelled (the client was closed)",
+            hint="nothing was retried",
+        )
         while True:
-            wait = self.retry_backoff * 2**attempt
+            wait = min(self.retry_backoff * 2**attempt, self.max_backoff)
             try:
-                response = self._http().post(url, json=payload)
-            except httpx.TimeoutException:
-                failure = ProviderError(
-                    words.timed_out.format(where=where, url=url, timeout=self.timeout),
-                    hint=words.timed_out_hint,
-                )
+                response = client.post(url, json=payload)
             except httpx.HTTPError as exc:
-                reason = "connection refused" if "refused" in str(exc).lower() else str(exc)
-                failure = ProviderError(
-                    words.unreachable.format(
-                        where=where,
-                        url=url,
-                        reason=reason or type(exc).__name__,
-                        error=f"{type(exc).__name__}: {exc}",
-                    ),
-                    hint=words.unreachable_hint,
-                )
+                if self._client is not client:  # closed under the request: cancelled
+                    raise cancelled from None
+                failure = self._transport_failure(exc, url, where)
             else:
                 if response.status_code < 400:
                     try:
@@ -195,12 +189,36 @@ class HTTPClient:
                     failure = self._http_error(response, where)
                     if response.status_code not in self.retry_status:
                         raise failure
-                    if self.honour_retry_after:
-                        wait = max(wait, retry_after(response))
+                    asked = retry_after(response) if self.honour_retry_after else 0.0
+                    if asked > self.max_retry_after:  # not worth a blocked caller's wait
+                        raise ProviderError(
+                            f"{failure.message}; it asks to retry in {asked:.0f} s",
+                            hint=failure.hint,
+                        )
+                    wait = max(wait, asked)
             if attempt >= self.max_retries:
                 raise failure
-            time.sleep(min(wait, self.max_backoff))
+            time.sleep(wait)
+            if self._client is not client:  # closed while waiting: no more attempts
+                raise cancelled
             attempt += 1
+
+    def _transport_failure(self, exc: httpx.HTTPError, url: str, where: str) -> ProviderError:
+        """A ``ProviderError`` for a request that got no reply (timeout, refused, …)."""
+        words = self.wording
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderError(
+                words.timed_out.format(where=where, url=url, timeout=self.timeout),
+                hint=words.timed_out_hint,
+            )
+        reason = "connection refused" if "refused" in str(exc).lower() else str(exc)
+        return ProviderError(
+            words.unreachable.format(
+                where=where, url=url, reason=reason or type(exc).__name__,
+                error=f"{type(exc).__name__}: {exc}",
+            ),
+            hint=words.unreachable_hint,
+        )  # fmt: skip
 
     def _http_error(self, response: httpx.Response, where: str) -> ProviderError:
         """A ``ProviderError`` for an HTTP error reply, with a hint by status."""

@@ -72,6 +72,11 @@ class TriggerConfig(_Block):
     def _complete(self) -> Self:
         if self.type == "cron" and self.every is None:
             raise ValueError("a cron trigger needs every: (e.g. every: 10m)")
+        if self.every is not None:
+            try:
+                parse_every(self.every)  # "0m" matches the pattern but never comes round
+            except ValidationError:
+                raise ValueError(f"every {self.every!r} never comes round; e.g. 10m") from None
         if self.type == "webhook" and self.port is None:
             raise ValueError("a webhook trigger needs port: (e.g. port: 8080)")
         return self

@@ -81,8 +81,8 @@ class ContextMixin(ServiceCore):
 
         The cacheable part gets 40 % of ``budget`` (default ``context_budget``) and does
         not depend on the prompt. Without an explicit budget, the prompt-dependent part is
-        sized by the query's complexity: a simple prompt's total is ``context_budget`` or
-        1000 tokens, a complex one's 3000 (whichever is larger)."""
+        sized by the query's complexity: a simple prompt's total is ``context_budget``
+        (1000 tokens by default), a complex one's three times that (3000)."""
         fixed = budget is not None
         budget = v.limit(
             self.settings.context_budget if budget is None else budget, "budget", 100_000
@@ -112,9 +112,9 @@ class ContextMixin(ServiceCore):
         episodes = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
         evidence = episodes[:EVIDENCE]
         dynamic = None
-        if not fixed:
-            adaptive = (COMPLEX if is_complex(query) else SIMPLE)["budget"]
-            dynamic = max(budget, int(adaptive)) - int(budget * STABLE_SHARE)
+        if not fixed:  # a complex prompt gets more: 3000 to a simple one's 1000
+            grow = COMPLEX["budget"] / SIMPLE["budget"] if is_complex(query) else 1
+            dynamic = int(budget * grow) - int(budget * STABLE_SHARE)
         return build_context_parts(
             facts=known_facts,
             procedures=procs,
