@@ -34,6 +34,13 @@ DIFFERENT = [
     ("User's email is ana@example.com", "User's email is ana@example.org"),
     ("User's password is Pa55word", "User's password is pa55word"),
     ("User's API key is sk-ABC", "User's API key is sk-abc"),
+    ("User lives in Lisbon", "User lived in Lisbon"),
+    ("User is a nurse", "User was a nurse"),
+    ("User has a dog", "User had a dog"),
+    ("User works at Initech", "User worked at Initech"),
+    ("User likes coffee", "User likes coffee a lot"),
+    ("User likes spicy food", "User likes very spicy food"),
+    ("User runs on Sundays", "User sometimes runs on Sundays"),
     # kept apart before, still apart
     ("The meeting is in room 12", "The meeting is in room 9"),
     ("User likes jazz", "User doesn't like jazz"),
@@ -50,6 +57,9 @@ SAME = [
     ("The dose is 3.5 mg", "The dose is 3.50 mg"),
     ("Rent is $1,200 a month", "Rent is $1200 a month"),
     ("I have 2 cats", "I have two cats"),
+    ("User's favourite colour is green", "User's favorite color is green"),
+    ("User moved to Porto", "The user moved to Porto"),
+    ("User is married", "The user is married"),
 ]
 
 

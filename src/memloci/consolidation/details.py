@@ -15,7 +15,10 @@ Two texts close in meaning are the same fact only when (:func:`same_details`):
   ``@`` or a dot between letters (addresses, domains), a trailing sign ("O+"); other
   words fold their case ("GREEN" is "green");
 - their **negations** agree in number, and their **comparison words** (least, most,
-  over, under, before, after, from, to…) in order;
+  over, under, before, after, from, to…) and **degree words** (very, a lot, slightly,
+  sometimes, always…) in order;
+- their **tense** agrees: "User was a nurse" is not "User is a nurse", "lived in
+  Lisbon" not "lives in Lisbon";
 - the content words they share come in the same order ("tea over coffee" is not "coffee
   over tea"), while words only one of them uses are free ("favourite colour" restates
   "favorite color").
@@ -52,7 +55,17 @@ _RELATION_WORDS = (
     "from to into onto out off up down only exactly all every each some any many few "
     "several max maximum min minimum"
 )
-_RELATIONS = set(_RELATION_WORDS.split(" "))
+# degree, frequency and hedging: "likes very spicy food" is not "likes spicy food"
+_DEGREE_WORDS = (
+    "very really extremely quite rather somewhat slightly barely hardly totally absolutely "
+    "completely highly deeply truly lot little bit mostly mainly partly usually always "
+    "sometimes often rarely seldom occasionally almost nearly especially particularly "
+    "probably maybe perhaps"
+)
+_RELATIONS = set(_RELATION_WORDS.split(" ")) | set(_DEGREE_WORDS.split(" "))
+# the tense of "to be" / "to have": "User was a nurse" is not "User is a nurse"
+_PAST_AUX = {"was": "be", "were": "be", "had": "have"}
+_PRESENT_AUX = {"is": "be", "are": "be", "am": "be", "has": "have", "have": "have"}
 _ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen"
 _TEENS = "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
 _NUMBER_WORDS: dict[str, float] = {w: i for i, w in enumerate(f"{_ONES} {_TEENS}".split(" "))}
@@ -209,6 +222,33 @@ def _first(items: tuple[str, ...] | list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+def _tenses(words: tuple[str, ...], *, flip: bool = False) -> set[tuple[str, bool]]:
+    """The auxiliaries' tenses: ``("be", True)`` for "was"; ``flip`` swaps past and present
+    (so one text's past meets the other's present in a set intersection)."""
+    out = {(verb, not flip) for w in words if (verb := _PAST_AUX.get(w))}
+    return out | {(verb, flip) for w in words if (verb := _PRESENT_AUX.get(w))}
+
+
+def _stems(word: str) -> set[str]:
+    """The stems a word may be an inflection of ("lived": "liv", "live")."""
+    out = {word}
+    for ending in ("ed", "es", "d", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            out.add(word[: -len(ending)])
+    return out
+
+
+def _inflected(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether a word only one text uses is the other's word in another tense: "lives"
+    and "lived", "works" and "worked" (a past form against a present one)."""
+    only_a, only_b = set(a) - set(b), set(b) - set(a)
+    return any(
+        wa.endswith("ed") != wb.endswith("ed") and _stems(wa) & _stems(wb)
+        for wa in only_a
+        for wb in only_b
+    )
+
+
 def same_details(a: str, b: str) -> bool:
     """Whether two near-identical texts state the same fact: the same numbers (in order,
     with sign, decimals and unit), names (in order), literal tokens (case kept),
@@ -220,6 +260,8 @@ def same_details(a: str, b: str) -> bool:
         rb.numbers, rb.literals, rb.relations, rb.negations,
     ):  # fmt: skip
         return False
+    if _tenses(ra.words) & _tenses(rb.words, flip=True) or _inflected(ra.words, rb.words):
+        return False  # one says it is so, the other that it was
     names = set(ra.capitals) | set(rb.capitals)  # "sarah's" is Sarah when the other says so
     if _first([w for w in ra.words if w in names]) != _first([w for w in rb.words if w in names]):
         return False
