@@ -39,6 +39,32 @@ def test_a_later_opposite_opinion_supersedes_the_earlier(mem: Memory) -> None:
     assert _current(mem) == ["User dislikes Python", "User loves Rust"]
 
 
+def test_an_opinion_that_has_ended_replaces_it(mem: Memory) -> None:
+    turns(mem, "s1", "I love Python")
+    _end(mem, "s1")
+    turns(mem, "s2", "I don't love Python anymore")
+    _end(mem, "s2")
+    assert _current(mem) == ["User no longer loves Python"]
+    turns(mem, "s3", "I like jazz", "I no longer like jazz.")
+    _end(mem, "s3")
+    assert _current(mem) == ["User no longer likes jazz", "User no longer loves Python"]
+    turns(mem, "s4", "I don't enjoy running any more")
+    _end(mem, "s4")
+    assert "User no longer enjoys running" in _current(mem)
+
+
+def test_a_new_language_to_answer_in_replaces_the_old(mem: Memory) -> None:
+    turns(mem, "s1", "From now on, always answer in French")
+    _end(mem, "s1")
+    turns(mem, "s2", "From now on, always answer in Spanish", "Always use metric units")
+    _end(mem, "s2")
+    rules = mem.list(type="procedural", user="sam")
+    assert sorted(n.content for n in rules) == [
+        "User instruction: always answer in Spanish",
+        "User instruction: always use metric units",
+    ]  # fmt: skip  (other instructions stand beside it)
+
+
 def test_a_reversed_choice_supersedes(mem: Memory) -> None:
     turns(mem, "s1", "I prefer tea over coffee")
     _end(mem, "s1")

@@ -167,11 +167,18 @@ _ENDED = [
 _PREFERENCE = _rx(
     r"^i\s+(?:(?:really|much|generally|usually|definitely|strongly|absolutely|also)\s+)*"
     r"(?P<verb>prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|can't stand|cannot stand|"
-    r"don't like|do not like|don't enjoy|would rather|would prefer)\s+(?P<obj>.+)$",
+    r"don't like|do not like|don't enjoy|do not enjoy|don't love|do not love|"
+    r"no longer (?:like|love|enjoy|prefer)|would rather|would prefer)\s+(?P<obj>.+)$",
 )
 _VERB3 = {"can't stand": "can't stand", "cannot stand": "can't stand", "don't like": "dislikes",
-          "do not like": "dislikes", "don't enjoy": "doesn't enjoy", "would rather": "would rather",
+          "do not like": "dislikes", "don't enjoy": "doesn't enjoy",
+          "do not enjoy": "doesn't enjoy", "don't love": "doesn't love",
+          "do not love": "doesn't love", "would rather": "would rather",
           "would prefer": "would prefer"}  # fmt: skip
+# "… any more": an opinion that has ended ("I don't like Python anymore")
+_ANY_MORE = _rx(r"\s*,?\s+any\s?more[.!]*$")
+_ENDED_OPINION = {"dislikes": "no longer likes", "doesn't enjoy": "no longer enjoys",
+                  "doesn't love": "no longer loves"}  # fmt: skip
 _DEICTIC = _rx(r"^(?:it|this|that|these|those|them|you|your|him|her|the idea|what|how)\b")
 _FAVOURITE = _rx(
     r"^my\s+(?:all-time\s+)?favou?rite\s+(?P<what>[a-z][a-z -]{1,30}?)\s+is\s+(?P<obj>.+)$"
@@ -351,15 +358,31 @@ def _found(
     return _Found(fact, entities)
 
 
+_LANGUAGE_WORDS = (
+    "english french spanish portuguese german italian dutch swedish norwegian danish "
+    "finnish polish czech greek turkish russian ukrainian arabic hebrew hindi bengali urdu "
+    "chinese mandarin cantonese japanese korean vietnamese thai indonesian malay tagalog "
+    "swahili romanian hungarian catalan basque galician irish welsh persian farsi"
+)
+_LANGUAGES = set(_LANGUAGE_WORDS.split(" "))
+_IN_LANGUAGE = _rx(
+    r"\b(?:answer|reply|respond|write|speak|talk|chat|communicate)\b[^.!?]*?\bin\s+"
+    r"(?P<language>[a-z]+)\b"
+)
+
+
 def _procedure(text: str, source: str) -> _Found | None:
     for pattern in _PROCEDURE:
         match = pattern.match(text)
         if match and (match.groupdict().get("verb") or "").lower() not in _NOT_IMPERATIVE:
             rest = _third_person(match["rest"])
+            # one language to answer in: "… in Spanish" replaces "… in French"
+            said = _IN_LANGUAGE.search(rest)
+            key = "reply_language" if said and said["language"].lower() in _LANGUAGES else None
             return _found(
                 f"User instruction: {rest[:1].lower()}{rest[1:]}", source, 0.9,
                 _mentions(match["rest"]), type="procedural", category="preference",
-                fact_type=FactType.USER_PREFERENCE,
+                fact_type=FactType.USER_PREFERENCE, key=key,
             )  # fmt: skip
     return None
 
@@ -443,11 +466,15 @@ def _preference(text: str, source: str) -> _Found | None:
     text = re.sub(r"^i'd (rather|prefer)\b", r"i would \1", text, flags=_I)
     match = _PREFERENCE.match(text)
     if match and not _DEICTIC.match(match["obj"]) and len(match["obj"]) >= 2:
-        verb = match["verb"].lower()
+        verb = " ".join(match["verb"].lower().split())
         verb = _VERB3.get(verb, verb + "s")
-        key = _opinion_key(match["obj"], choice=verb.startswith(("pref", "would")))
+        obj = match["obj"]
+        if _ANY_MORE.search(obj):  # "I don't like Python anymore": no longer so
+            obj = _ANY_MORE.sub("", obj)
+            verb = _ENDED_OPINION.get(verb, verb)
+        key = _opinion_key(obj, choice=verb.startswith(("pref", "would")))
         return _found(
-            f"User {verb} {_third_person(match['obj'])}", source, 0.8, _mentions(match["obj"]),
+            f"User {verb} {_third_person(obj)}", source, 0.8, _mentions(obj),
             type="opinion", category="preference", fact_type=FactType.USER_PREFERENCE,
             subject="user", key=key,
         )  # fmt: skip
