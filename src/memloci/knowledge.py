@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
+from stat import S_ISREG
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memloci.context import estimate_tokens
 from memloci.errors import NotFoundError, ValidationError
@@ -49,6 +50,11 @@ class KnowledgeFile(BaseModel):
     source_id: str | None = None
     chunks: int = 0
     reason: str | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _printable(cls, value: str) -> str:  # a file name that is not UTF-8
+        return printable_path(value)
 
 
 class KnowledgeReport(BaseModel):
@@ -166,19 +172,27 @@ class Document:
 
 
 def read_document(path: Path) -> Document | str:
-    """The file as a :class:`Document`, or why it is skipped (binary, PDF, not UTF-8 …)."""
+    """The file as a :class:`Document`, or why it is skipped: not a regular file (a pipe,
+    a device), a name that is not UTF-8, too large, binary (a NUL byte anywhere), a PDF,
+    not UTF-8 text."""
     if path.suffix.lower() == ".pdf":
         return "PDF is not supported: convert it to text or markdown first"
-    try:
-        stat = path.stat()
-        if stat.st_size > MAX_FILE_BYTES:
-            return f"larger than {MAX_FILE_BYTES // 1_000_000} MB"
-        raw = path.read_bytes()
+    if not _utf8(str(path)):
+        return "its name is not UTF-8 text: rename it"
+    try:  # without blocking on a pipe: it is refused, not waited on
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            stat = os.fstat(fh.fileno())
+            if not S_ISREG(stat.st_mode):
+                return "not a regular file (a pipe, a device or a socket)"
+            raw = fh.read(MAX_FILE_BYTES + 1)  # bounded, whatever the size said
     except OSError as exc:
         return f"cannot read it: {exc.strerror or exc}"
+    if len(raw) > MAX_FILE_BYTES:
+        return f"larger than {MAX_FILE_BYTES // 1_000_000} MB"
     if raw.startswith(b"%PDF"):
         return "PDF is not supported: convert it to text or markdown first"
-    if b"\x00" in raw[:8192]:
+    if b"\x00" in raw:  # anywhere: no text file holds one (and PostgreSQL text cannot)
         return "binary file (only text, markdown and reST files are supported)"
     try:
         text = raw.decode("utf-8-sig")
@@ -195,9 +209,31 @@ def read_document(path: Path) -> Document | str:
     )  # fmt: skip
 
 
+def _utf8(text: str) -> bool:
+    """Whether ``text`` is UTF-8 text: a file name that is not decodes to lone surrogates."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable_path(path: str) -> str:
+    """``path`` as text that can be stored and printed: the bytes of a name that is not
+    UTF-8 shown as ``\\xe9`` escapes."""
+    if _utf8(path):
+        return path
+    try:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def source_id(path: str) -> str:
-    """A stable 8-character id (A–Z a–z 0–9) for a source path."""
-    value = int.from_bytes(hashlib.sha256(path.encode("utf-8")).digest()[:12], "big")
+    """A stable 8-character id (A–Z a–z 0–9) for a source path (any text: a name that
+    is not UTF-8 holds lone surrogates)."""
+    digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).digest()
+    value = int.from_bytes(digest[:12], "big")
     out = []
     for _ in range(8):
         value, digit = divmod(value, len(ALPHABET))

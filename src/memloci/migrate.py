@@ -10,15 +10,21 @@ and chunk vectors; then API keys (hashes only) and the store metadata that is no
 backend-specific (embedding model, ``last_maintenance``, the key-required marker).
 Not copied: decay anchors and maintenance cursors (rebuilt by the next maintenance run).
 
-The target must be empty unless ``force``: then records whose id it already holds are
-skipped (memories, entities, keys) or replaced (users, threads, knowledge sources,
-sessions), so an interrupted migration can be run again. Each batch is one transaction.
-At the end both stores are counted (:func:`inventory`) and a difference is an error.
+The target must be empty unless ``force``: then records whose id the namespace already
+holds are skipped (memories, versions, edges, entities, keys) or replaced (users,
+threads, knowledge sources, sessions), so an interrupted migration can be run again and
+completes: the versions and edges of every memory are copied, whichever run copied the
+memory. Ids of memories and edges are unique across a store, so one that another
+namespace of the target holds is copied under an id derived from it (as an import does,
+:mod:`memloci.copies`), and found again by the next run. Each batch is one transaction.
+At the end both stores are counted namespace by namespace (:func:`inventory`) and a
+namespace holding less than it does in the source is an error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
@@ -28,8 +34,9 @@ from typing import TypeVar
 import numpy as np
 
 from memloci.compose import open_store
+from memloci.copies import copy_edges, copy_ids
 from memloci.errors import ConflictError, NotFoundError, StorageError
-from memloci.models import Edge, MemoryNode
+from memloci.models import MemoryNode, MemoryVersion
 from memloci.storage.base import PendingEmbedding, Store
 from memloci.storage.location import describe, is_database_url
 from memloci.storage.rows import content_hash
@@ -75,27 +82,42 @@ def _batches(items: Iterator[T], size: int = BATCH) -> Iterator[list[T]]:
         yield batch
 
 
-def inventory(store: Store) -> dict[str, int]:
-    """How many records of each kind (:data:`KINDS`) the store holds, all namespaces."""
+def namespace_counts(store: Store, ns: str) -> dict[str, int]:
+    """How many records of each kind (:data:`KINDS`, but ``keys``) namespace ``ns`` holds."""
     out = dict.fromkeys(KINDS, 0)
+    del out["keys"]
     model = store.get_meta("embedding_model")
+    for nodes in _batches(store.iter_nodes(ns)):
+        ids = [n.id for n in nodes]
+        out["nodes"] += len(nodes)
+        out["vectors"] += len(store.vectors(ns, ids))
+        out["links"] += sum(len(v) for v in store.node_entities(ns, ids).values())
+    out["versions"] += sum(1 for _ in store.iter_versions(ns))
+    out["edges"] += sum(1 for _ in store.iter_edges(ns))
+    out["entities"] += store.count_entities(ns)
+    out["entity_vectors"] += len(store.entity_vectors(ns, model)) if model else 0
+    out["users"] += store.count_users(ns)
+    out["threads"] += store.count_threads(ns)
+    out["sessions"] += len(store.sessions(ns))
+    for src in store.knowledge_sources(ns):
+        out["knowledge_sources"] += 1
+        out["knowledge_chunks"] += len(store.knowledge_chunks(ns, src.id))
+        out["knowledge_vectors"] += len(store.knowledge_vectors(ns, src.id))
+    return out
+
+
+def inventory(
+    store: Store, *, by_namespace: dict[str, dict[str, int]] | None = None
+) -> dict[str, int]:
+    """How many records of each kind (:data:`KINDS`) the store holds, all namespaces;
+    ``by_namespace``, if given, is filled with each namespace's own counts."""
+    out = dict.fromkeys(KINDS, 0)
     for ns in store.record_namespaces():
-        for nodes in _batches(store.iter_nodes(ns)):
-            ids = [n.id for n in nodes]
-            out["nodes"] += len(nodes)
-            out["vectors"] += len(store.vectors(ns, ids))
-            out["links"] += sum(len(v) for v in store.node_entities(ns, ids).values())
-        out["versions"] += sum(1 for _ in store.iter_versions(ns))
-        out["edges"] += sum(1 for _ in store.iter_edges(ns))
-        out["entities"] += store.count_entities(ns)
-        out["entity_vectors"] += len(store.entity_vectors(ns, model)) if model else 0
-        out["users"] += store.count_users(ns)
-        out["threads"] += store.count_threads(ns)
-        out["sessions"] += len(store.sessions(ns))
-        for src in store.knowledge_sources(ns):
-            out["knowledge_sources"] += 1
-            out["knowledge_chunks"] += len(store.knowledge_chunks(ns, src.id))
-            out["knowledge_vectors"] += len(store.knowledge_vectors(ns, src.id))
+        counts = namespace_counts(store, ns)
+        if by_namespace is not None:
+            by_namespace[ns] = counts
+        for kind, n in counts.items():
+            out[kind] += n
     out["keys"] = len(store.list_keys(include_revoked=True))
     return out
 
@@ -111,6 +133,7 @@ class _Copier:
         self.progress = progress
         self.report = MigrationReport("", "")
         self.model = source.get_meta("embedding_model")
+        self.empty = False  # the target held nothing when the copy began
 
     def done(self, kind: str, n: int, skipped: int = 0) -> None:
         self.report.copied[kind] = self.report.copied.get(kind, 0) + n
@@ -125,8 +148,9 @@ class _Copier:
             self.dst.bind_embedder(self.model, int(dim))  # refuses another model
         namespaces = self.src.record_namespaces()
         self.report.namespaces = namespaces
+        self.empty = is_empty(self.dst)
         # into an empty PostgreSQL store: the HNSW index is built once, after the copy
-        bulk = getattr(self.dst, "bulk_load", None) if is_empty(self.dst) else None
+        bulk = getattr(self.dst, "bulk_load", None) if self.empty else None
         with bulk() if bulk is not None else contextlib.nullcontext():
             for ns in namespaces:
                 self.namespace(ns)
@@ -139,30 +163,20 @@ class _Copier:
 
     def namespace(self, ns: str) -> None:
         src, dst = self.src, self.dst
-        for entities in _batches(
-            _pages(lambda o: src.list_entities(ns, limit=BATCH, offset=o))
-        ):  # fmt: skip
-            with dst.batch():
-                fresh = [e for e in entities if dst.get_entity(ns, e.id) is None]
-                for entity in fresh:
-                    dst.insert_entity(entity)
-            self.done("entities", len(fresh), len(entities) - len(fresh))
-        copied: set[str] = set()
+        entity_ids = self.entities(ns)
+        renamed: dict[str, str] = {}  # memories copied under a derived id (this run or before)
+        mine: set[str] = set()  # memories the target held in ns that differ from the source's
         for nodes in _batches(src.iter_nodes(ns)):
-            copied |= self.nodes(ns, nodes)
-        versions = (v for v in src.iter_versions(ns) if v.node_id in copied)
-        for batch in _batches(versions):
-            dst.import_versions(batch)
-            self.done("versions", len(batch))
-        edges = (e for e in src.iter_edges(ns) if self._keeps(e, copied))
-        for edge_batch in _batches(edges):
-            dst.insert_edges(edge_batch)
-            self.done("edges", len(edge_batch))
+            renamed |= self.nodes(ns, nodes, entity_ids, mine)
+        self.versions(ns, renamed, mine)
+        self.edges(ns, renamed)
         if self.model:
             vectors = src.entity_vectors(ns, self.model)
             with dst.batch():
                 for entity_id, blob in vectors.items():
-                    dst.save_entity_vector(ns, entity_id, self.model, blob)
+                    dst.save_entity_vector(
+                        ns, entity_ids.get(entity_id, entity_id), self.model, blob
+                    )
             self.done("entity_vectors", len(vectors))
         for users in _batches(_pages(lambda o: src.list_users(ns, limit=BATCH, offset=o))):
             with dst.batch():
@@ -181,40 +195,102 @@ class _Copier:
         self.done("sessions", len(sessions))
         self.knowledge(ns)
 
-    @staticmethod
-    def _keeps(edge: Edge, copied: set[str]) -> bool:
-        return edge.source_id in copied or edge.target_id in copied
+    def entities(self, ns: str) -> dict[str, str]:
+        """Copy the entities the target lacks; returns those stored under another id
+        (their id was another namespace's)."""
+        src, dst = self.src, self.dst
+        moved: dict[str, str] = {}
+        for entities in _batches(
+            _pages(lambda o: src.list_entities(ns, limit=BATCH, offset=o))
+        ):  # fmt: skip
+            with dst.batch():
+                fresh = [e for e in entities if dst.get_entity(ns, e.id) is None]
+                for entity in fresh:
+                    stored = dst.insert_entity(entity)
+                    if stored.id != entity.id:
+                        moved[entity.id] = stored.id
+            self.done("entities", len(fresh), len(entities) - len(fresh))
+        return moved
 
-    def nodes(self, ns: str, nodes: list[MemoryNode]) -> set[str]:
+    def _taken(self, ids: list[str], *, edges: bool = False) -> set[str]:
+        """Ids the source holds (memories or edges still to copy): no copy takes one."""
+        return set(self.src.id_namespaces(ids, edges=edges))
+
+    def nodes(
+        self, ns: str, nodes: list[MemoryNode], entity_ids: dict[str, str], mine: set[str]
+    ) -> dict[str, str]:
         """Copy one batch of memories with their vectors and entity links (one
-        transaction); returns the ids copied (those the target did not hold)."""
+        transaction): those the namespace does not hold, under a derived id when another
+        namespace holds theirs. Returns the derived ids (of copies made now or before);
+        adds to ``mine`` the memories the namespace holds that differ from the source's."""
         src, dst = self.src, self.dst
         ids = [n.id for n in nodes]
         vectors = src.vectors(ns, ids)
         links = src.node_entities(ns, ids)
         with dst.batch():
-            fresh = [n for n in nodes if not dst.id_exists(n.id)]
-            dst.insert_nodes([n.model_copy(update={"embedded": False}) for n in fresh])
+            held = dst.id_namespaces(ids)
+            elsewhere = [i for i in ids if i in held and held[i] != ns]
+            renamed, copied = copy_ids(dst, ns, elsewhere, taken=self._taken)
+            fresh = [n for n in nodes if held.get(n.id) != ns and n.id not in copied]
+            mine |= _changed(dst, ns, [n for n in nodes if held.get(n.id) == ns])
+            dst.insert_nodes(
+                [n.model_copy(update={"id": renamed.get(n.id, n.id), "embedded": False})
+                 for n in fresh]
+            )  # fmt: skip
             with_vec = [n for n in fresh if n.id in vectors]
             saved = 0
             if with_vec:
                 items = [
                     PendingEmbedding(
-                        n.id, content_hash(n.content), n.content, n.speaker, n.key, n.subject
+                        renamed.get(n.id, n.id), content_hash(n.content), n.content, n.speaker,
+                        n.key, n.subject,
                     )
                     for n in with_vec
-                ]
+                ]  # fmt: skip
                 matrix = np.stack([np.frombuffer(vectors[n.id], np.float32) for n in with_vec])
                 saved = dst.save_embeddings(items, matrix)
             linked = 0
             for n in fresh:
-                entity_ids = [e.id for e in links.get(n.id, [])]
-                if entity_ids:
-                    linked += dst.link_entities(ns, n.id, entity_ids)
+                targets = [entity_ids.get(e.id, e.id) for e in links.get(n.id, [])]
+                if targets:
+                    linked += dst.link_entities(ns, renamed.get(n.id, n.id), targets)
         self.done("nodes", len(fresh), len(nodes) - len(fresh))
         self.done("vectors", saved)
         self.done("links", linked)
-        return {n.id for n in fresh}
+        return renamed
+
+    def versions(self, ns: str, renamed: dict[str, str], mine: set[str]) -> None:
+        """Every version of the namespace's memories, whichever run copied them, but
+        those the target holds as they are; a memory the target held changed (``mine``)
+        keeps its own versions and gains only those it lacks."""
+        src, dst = self.src, self.dst
+        have = {} if self.empty else {(v.node_id, v.version): _digest(v)
+                                      for v in dst.iter_versions(ns)}  # fmt: skip
+
+        def wanted(v: MemoryVersion) -> bool:
+            held = have.get((v.node_id, v.version))
+            return held is None or (v.node_id not in mine and held != _digest(v))
+
+        for batch in _batches(src.iter_versions(ns)):
+            mapped = [v.model_copy(update={"node_id": renamed.get(v.node_id, v.node_id)})
+                      for v in batch]  # fmt: skip
+            keep = [v for v in mapped if wanted(v)]
+            dst.import_versions(keep)
+            self.done("versions", len(keep), len(batch) - len(keep))
+
+    def edges(self, ns: str, renamed: dict[str, str]) -> None:
+        """Every edge of the namespace that the target lacks (its turns' full-text
+        windows follow, see :meth:`~memloci.storage.base.Store.insert_edges`)."""
+        src, dst = self.src, self.dst
+
+        def taken(ids: list[str]) -> set[str]:
+            return self._taken(ids, edges=True)
+
+        for batch in _batches(src.iter_edges(ns)):
+            with dst.batch():
+                fresh = copy_edges(dst, ns, batch, renamed, taken=taken)
+                dst.insert_edges(fresh)
+            self.done("edges", len(fresh), len(batch) - len(fresh))
 
     def threads(self, ns: str) -> None:
         src, dst = self.src, self.dst
@@ -253,6 +329,23 @@ class _Copier:
         self.done("keys", fresh, skipped)
 
 
+def _digest(version: MemoryVersion) -> bytes:
+    return hashlib.sha256(version.model_dump_json().encode()).digest()
+
+
+def _changed(store: Store, ns: str, nodes: list[MemoryNode]) -> set[str]:
+    """Which of ``nodes`` (the source's) the store holds in ``ns`` with other text or
+    another version number: its own memory under that id, not a copy of this one."""
+    if not nodes:
+        return set()
+    theirs = {n.id: n for n in store.get_nodes(ns, [n.id for n in nodes])}
+    return {
+        n.id
+        for n in nodes
+        if (t := theirs.get(n.id)) is None or (t.content, t.version) != (n.content, n.version)
+    }
+
+
 def copy_store(source: Store, target: Store, *, progress: Progress | None = None
                ) -> MigrationReport:  # fmt: skip
     """Copy every record of ``source`` into ``target`` (see the module docstring)."""
@@ -271,15 +364,23 @@ def migrate_stores(
             hint="migrate into an empty store, or pass --force to copy into it anyway "
             "(records it already holds are skipped)",
         )
-    counts = inventory(source)
+    before: dict[str, dict[str, int]] = {}
+    counts = inventory(source, by_namespace=before)
     report = copy_store(source, target, progress=progress)
     report.source, report.target = source_name, target_name
-    report.source_counts, report.target_counts = counts, inventory(target)
-    short = [k for k in KINDS if report.target_counts[k] < counts[k]]
+    after: dict[str, dict[str, int]] = {}
+    report.source_counts, report.target_counts = counts, inventory(target, by_namespace=after)
+    short = []
+    for ns, want in before.items():  # per namespace: another one's records make up nothing
+        got = after.get(ns, {})
+        lacking = [f"{k} {got.get(k, 0)}/{n}" for k, n in want.items() if got.get(k, 0) < n]
+        if lacking:
+            short.append(f"namespace {ns!r}: {', '.join(lacking)}")
+    if report.target_counts["keys"] < counts["keys"]:
+        short.append(f"keys {report.target_counts['keys']}/{counts['keys']}")
     if short:
-        detail = ", ".join(f"{k} {report.target_counts[k]}/{counts[k]}" for k in short)
         raise StorageError(
-            f"the migration to {target_name} is incomplete: {detail}",
+            f"the migration to {target_name} is incomplete: {'; '.join(short)}",
             hint="run it again with --force to copy what is missing",
         )
     return report

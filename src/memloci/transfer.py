@@ -2,22 +2,29 @@
 
 Format (one JSON object a line)::
 
-    {"kind": "header", "format": "memloci", "version": 1, "namespace": …, "embedding_model": …}
+    {"kind": "header", "format": "memloci", "version": 2, "namespace": …, "embedding_model": …}
     {"kind": "node", "node": {…MemoryNode…}, "vector": "<base64 float32>" | null}
     {"kind": "version", …MemoryVersion…}
     {"kind": "edge", …Edge…}
     {"kind": "user", …MemoryUser…}
+    {"kind": "end", "records": 42}
 
-Import validates every line before it writes anything; vectors are reused when
-the file's embedding model is the store's, otherwise the memories are re-embedded.
+The ``end`` line (format version 2) counts the records since the header, so a file cut
+short, even at a line boundary, is refused; version 1 files have none and still import.
+Lines may follow it (records added by hand, another export appended). Import validates
+every line before it writes anything; vectors are reused when the file's embedding
+model is the store's, otherwise (or when a vector is not finite) the memories are
+re-embedded.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
+import contextlib
 import json
+import os
+import secrets
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,29 +33,29 @@ import numpy as np
 import pydantic
 
 from memloci import validate as v
+from memloci.copies import copy_edges, copy_ids
 from memloci.errors import MemlociError, NotFoundError, ValidationError
 from memloci.models import (
-    ALPHABET,
-    TURN_MAX,
     Edge,
     MemoryNode,
     MemoryUser,
     MemoryVersion,
     NodeType,
-    check_id,
     short_id,
     utcnow,
 )
 from memloci.storage.base import PendingEmbedding, Store
 from memloci.storage.rows import content_hash
+from memloci.transfer_checks import checked_edge, checked_node, checked_user, checked_version
 from memloci.validate import JSON_DEPTH_MAX, json_data
 
-FORMAT, VERSION = "memloci", 1
+FORMAT, VERSION = "memloci", 2  # 2: the "end" line
 Progress = Callable[[int], None]
 
 
 def export_lines(store: Store, namespace: str, *, vectors: bool = True) -> Iterator[str]:
-    """Every record of a namespace as JSON lines (header first)."""
+    """Every record of a namespace as JSON lines: the header, the records, the ``end``
+    line counting them."""
     header = {
         "kind": "header", "format": FORMAT, "version": VERSION, "namespace": namespace,
         "embedding_model": store.get_meta("embedding_model"),
@@ -56,6 +63,14 @@ def export_lines(store: Store, namespace: str, *, vectors: bool = True) -> Itera
         "exported_at": utcnow().isoformat(),
     }  # fmt: skip
     yield json.dumps(header)
+    records = 0
+    for line in _records(store, namespace, vectors=vectors):
+        records += 1
+        yield line
+    yield json.dumps({"kind": "end", "records": records})
+
+
+def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
     batch: list[MemoryNode] = []
 
     def flush() -> Iterator[str]:
@@ -134,13 +149,36 @@ def array_lines(text: str) -> list[str]:
 
 
 def write_lines(path: str, lines: Iterable[str]) -> int:
-    """Write an export's ``lines`` to ``path``; returns how many."""
+    """Write an export's ``lines`` to ``path``; returns how many. They go to a file beside
+    it, renamed over ``path`` once all are written: a failure (a full disk, the store
+    failing mid-way) leaves the previous file as it was and no half file. A pipe or a
+    device (``/dev/stdout``) is written to directly."""
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        return _write(path, path, lines)
+    folder, name = os.path.split(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+    try:
+        count = _write(tmp, path, lines, new=True)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise ValidationError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):  # gone once renamed
+            os.unlink(tmp)
+    return count
+
+
+def _write(file: str, path: str, lines: Iterable[str], *, new: bool = False) -> int:
     count = 0
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(file, "x" if new else "w", encoding="utf-8") as fh:
             for line in lines:
                 fh.write(line + "\n")
                 count += 1
+            fh.flush()
+            if new:
+                os.fsync(fh.fileno())
     except OSError as exc:
         raise ValidationError(f"cannot write {path!r}: {exc.strerror or exc}") from None
     return count
@@ -150,7 +188,7 @@ def read_lines(path: str) -> list[str]:
     """The import lines of an export file: JSON Lines (the full backup) or a JSON array
     of memories (``memloci memory export -o file.json``, see :func:`array_lines`)."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a byte order mark is not a line
             text = fh.read()
     except FileNotFoundError:
         raise NotFoundError(f"no file {path!r}", hint="check the path") from None
@@ -190,6 +228,7 @@ class _Line:
     where: str
     record: Any  # MemoryNode, MemoryVersion, Edge or MemoryUser
     vector: Any = None  # a memory's float32 vector, if the export holds one
+    note: str | None = None  # a warning for the report (a vector left out)
 
 
 def _where(number: int, header: dict[str, Any]) -> str:
@@ -219,10 +258,14 @@ def _problem(exc: Exception) -> str:
 
 def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[_Line]]:
     """Every line parsed and checked as the write API checks its input (see
-    :mod:`memloci.validate`); the first problem is raised, naming the line and field."""
+    :mod:`memloci.validate`); the first problem is raised, naming the line and field.
+    An export of format version 2 must end with its ``end`` line, counting its records."""
     header: dict[str, Any] = {}
     records: list[_Line] = []
+    export: _Export | None = None  # the export (header) the lines belong to
     for number, line in enumerate(lines, start=1):
+        if number == 1:
+            line = line.lstrip("\ufeff")  # a byte order mark (a body sent over REST)
         if not line.strip():
             continue
         where, what = _where(number, header), ""
@@ -235,31 +278,32 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[_
                 raise ValueError('not a memloci export record (no "kind")')
             kind = data.pop("kind")
             if kind == "header":
-                if data.get("format") != FORMAT:
-                    raise ValueError("not a memloci export")
-                header = data
+                _check_ended(export, len(records))
+                header = _header(data)
+                export = _Export(where, header, len(records))
+            elif kind == "end":
+                if export is None or export.ended:
+                    raise ValueError("an end line without a header before it")
+                export.end(_whole(data.get("records")), len(records))
             elif kind == "node":
                 raw = data["node"]
                 what = _label("memory", raw)
                 if isinstance(raw, dict) and "scope" not in raw:  # as a write would: the
                     raw = {**raw, "scope": _narrowest(raw)}  # narrowest owner given
-                node = _checked(MemoryNode.model_validate(raw))
-                vector = data.get("vector")
-                if vector is not None:
-                    vector = np.frombuffer(base64.b64decode(vector, validate=True), np.float32)
+                node = checked_node(MemoryNode.model_validate(raw))
                 node = node.model_copy(update={"namespace": namespace})
-                records.append(_Line(where, node, vector))
+                records.append(_Line(where, node, *_vector(data.get("vector"))))
             elif kind == "version":
                 what = _label("version of memory", data, "node_id")
-                records.append(_Line(where, _checked_version(MemoryVersion.model_validate(data))))
+                records.append(_Line(where, checked_version(MemoryVersion.model_validate(data))))
             elif kind == "edge":
                 what = _label("edge", data)
                 edge = Edge.model_validate({**data, "namespace": namespace})
-                records.append(_Line(where, _checked_edge(edge)))
+                records.append(_Line(where, checked_edge(edge)))
             elif kind == "user":
                 what = _label("user", data)
                 user = MemoryUser.model_validate({**data, "namespace": namespace})
-                records.append(_Line(where, _checked_user(user)))
+                records.append(_Line(where, checked_user(user)))
             else:
                 raise ValueError(f"unknown record kind {kind!r}")
         except (
@@ -267,8 +311,73 @@ def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[_
             RecursionError,
         ) as exc:  # fmt: skip
             raise _invalid(where, _problem(exc), what) from None
+        if export is not None and export.header["version"] > VERSION:
+            raise ValidationError(
+                f"{where} is the header of format version {export.header['version']}, newer "
+                f"than this memloci reads (1 to {VERSION})",
+                hint="nothing was imported; upgrade memloci (pip install -U memloci) to import it",
+            )
+    _check_ended(export, len(records))
     _check_file(records)
     return header, records
+
+
+def _header(data: dict[str, Any]) -> dict[str, Any]:
+    """An export's header: format ``memloci``, a version number (1 when it gives none)."""
+    if data.get("format") != FORMAT:
+        raise ValueError("not a memloci export")
+    _whole(data.setdefault("version", 1))  # a newer one is refused by the caller
+    return data
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{value!r} is not a count (a whole number)")
+    return value
+
+
+def _vector(value: Any) -> tuple[Any, str | None]:
+    """A memory's vector from its base64 text, or None and why it is left out: a vector
+    with a NaN or an infinity is embedded again, as one of another model is."""
+    if value is None:
+        return None, None
+    vector = np.frombuffer(base64.b64decode(value, validate=True), np.float32)
+    if not np.isfinite(vector).all():
+        return None, "its vector is not finite (NaN or infinity): it is embedded again"
+    return vector, None
+
+
+@dataclass
+class _Export:
+    """One export of an import (a file may hold several, one after another): where its
+    header is, the header, and how many records came before it."""
+
+    where: str
+    header: dict[str, Any]
+    start: int
+    ended: bool = False
+
+    def end(self, count: int, records: int) -> None:
+        """Its end line, counting ``count`` records; ``records`` were read in all."""
+        held = records - self.start
+        if held != count:
+            cut = "the file is cut short" if held < count else "records were added to it"
+            raise ValueError(f"it counts {count} records, the export holds {held}: {cut}")
+        self.ended = True
+
+
+def _check_ended(export: _Export | None, records: int) -> None:
+    """A file cut short at a line boundary is refused: an export of format version 2
+    ends with its end line (version 1 files, and JSON arrays, have none)."""
+    if export is None or export.ended or export.header.get("array"):
+        return
+    if export.header["version"] >= 2:
+        raise ValidationError(
+            f"the import is cut short: the export whose header is on "
+            f"{export.where.removesuffix(' of the import')} (format version "
+            f"{export.header['version']}) has no end line ({records - export.start} records read)",
+            hint="nothing was imported; export it again, or give the whole file",
+        )
 
 
 def _label(kind: str, data: Any, field: str = "id") -> str:
@@ -335,7 +444,7 @@ def import_lines(
         _check_merged_users(store, namespace, records)
         held = store.id_namespaces(list(in_file))
         elsewhere = [i for i in in_file if i in held and held[i] != namespace]
-        renamed, copied = _copy_ids(store, namespace, elsewhere, avoid=in_file)
+        renamed, copied = copy_ids(store, namespace, elsewhere, taken=in_file.intersection)
         fresh = [
             (n.model_copy(update={"id": renamed.get(n.id, n.id)}), vec)
             for n, vec in nodes
@@ -359,8 +468,9 @@ def import_lines(
             for line in records
             if isinstance(r := line.record, Edge) and (r.source_id in keep or r.target_id in keep)
         ]
-        edges = _moved_edges(store, edges, renamed)
-        store.insert_edges(edges)
+        edge_ids = {e.id for e in edges}
+        edges = copy_edges(store, namespace, edges, renamed, taken=edge_ids.intersection)
+        store.insert_edges(edges)  # with the full-text windows of the turns they join
         report.edges = len(edges)
         for user in (line.record for line in records if isinstance(line.record, MemoryUser)):
             if store.get_user(namespace, user.id) is None:
@@ -383,57 +493,12 @@ def import_lines(
             if mat is not None and mat.shape[1] == dimension:
                 report.vectors_reused = store.save_embeddings(items, mat)
         report.needs_embedding = report.nodes - report.vectors_reused
+    report.errors += [
+        f"{line.where.removesuffix(' of the import')} (memory {line.record.id!r}): {line.note}"
+        for line in records
+        if line.note and isinstance(line.record, MemoryNode) and line.record.id in keep
+    ]
     return report
-
-
-def _copy_ids(
-    store: Store, namespace: str, ids: list[str], *, avoid: set[str]
-) -> tuple[dict[str, str], set[str]]:
-    """The id of the copy in ``namespace`` of each of ``ids`` (memories another namespace
-    holds): derived from the id and the namespace, so the same import finds its copy
-    again; the next derivation when that id is taken elsewhere (or by the file). Returns
-    the new ids and which of ``ids`` already have their copy in ``namespace``."""
-    renamed: dict[str, str] = {}
-    copied: set[str] = set()
-    attempt = dict.fromkeys(ids, 0)
-    todo = list(ids)
-    while todo:
-        offers = {old: _derived_id(namespace, old, attempt[old]) for old in todo}
-        held = store.id_namespaces(list(offers.values()))
-        chosen = set(renamed.values())
-        todo = []
-        for old, new in offers.items():
-            if held.get(new) == namespace:  # an earlier import's copy
-                renamed[old] = new
-                copied.add(old)
-            elif new in held or new in avoid or new in chosen:
-                attempt[old] += 1
-                todo.append(old)
-            else:
-                renamed[old] = new
-                chosen.add(new)
-    return renamed, copied
-
-
-def _derived_id(namespace: str, old: str, attempt: int) -> str:
-    digest = hashlib.sha256(f"{namespace}\x00{old}\x00{attempt}".encode()).digest()
-    return "".join(ALPHABET[b % len(ALPHABET)] for b in digest[:8])
-
-
-def _moved_edges(store: Store, edges: list[Edge], renamed: dict[str, str]) -> list[Edge]:
-    """Edges with their ends renamed as the memories were; an edge whose id the store holds
-    already (another namespace's copy) gets a new one, so no other edge is replaced."""
-    held = set(store.id_namespaces([e.id for e in edges], edges=True)) if edges else set()
-    out = []
-    for edge in edges:
-        update: dict[str, Any] = {
-            "source_id": renamed.get(edge.source_id, edge.source_id),
-            "target_id": renamed.get(edge.target_id, edge.target_id),
-        }
-        if edge.id in held:
-            update["id"] = short_id() + short_id()
-        out.append(edge.model_copy(update=update))
-    return out
 
 
 def _check_edge_ends(store: Store, namespace: str, records: list[_Line], in_file: set[str]) -> None:
@@ -473,96 +538,3 @@ def _check_merged_users(store: Store, namespace: str, records: list[_Line]) -> N
 
 def _same_size(rows: list[tuple[MemoryNode, Any]]) -> bool:
     return len({len(v) for _, v in rows}) == 1
-
-
-_NODE_TIMES = (
-    "event_time", "created_at", "updated_at", "valid_from", "valid_until", "last_accessed",
-    "consolidated_at",
-)  # fmt: skip
-
-
-def _checked(node: MemoryNode) -> MemoryNode:
-    """The checks the write API makes (:mod:`memloci.validate`), applied to an imported
-    memory; returns it cleaned as a write stores it (text trimmed, category normalised,
-    times in UTC)."""
-    check_id(node.id)
-    user, agent = v.ident(node.user, "user"), v.ident(node.agent, "agent")
-    session = v.ident(node.session)
-    content = v.turn(node.content) if node.type is NodeType.EPISODIC else v.fact(node.content)
-    v.scope(node.scope, user=user, agent=agent, session=session)
-    v.json_value(node.value)
-    if node.procedure is not None:
-        proc = node.procedure
-        v.metadata(proc.triggers, "procedure.triggers")
-        v.whole(proc.times_used, "procedure.times_used")
-        if proc.success_rate is not None:
-            v.unit(proc.success_rate, "procedure.success_rate")
-        if proc.avg_duration_ms is not None:
-            v.non_negative(proc.avg_duration_ms, "procedure.avg_duration_ms")
-    if node.episode is not None and node.episode.duration_ms is not None:
-        v.non_negative(node.episode.duration_ms, "episode.duration_ms")
-    update: dict[str, Any] = {
-        "content": content,
-        "key": v.key(node.key),
-        "category": v.category(node.category),
-        "subject": v.label(node.subject, "subject", 200),
-        "speaker": v.label(node.speaker, "speaker"),
-        "source_role": v.label(node.source_role, "source_role", 40),
-        "confidence": v.unit(node.confidence, "confidence"),
-        "decay_rate": v.non_negative(node.decay_rate, "decay_rate"),
-        "version": v.whole(node.version, "version", 1),
-        "times_confirmed": v.whole(node.times_confirmed, "times_confirmed"),
-        "times_contradicted": v.whole(node.times_contradicted, "times_contradicted"),
-        "access_count": v.whole(node.access_count, "access_count"),
-        "metadata": v.metadata(node.metadata),
-    }
-    for name in _NODE_TIMES:
-        update[name] = v.when(getattr(node, name), name)
-    return node.model_copy(update=update)
-
-
-def _checked_version(version: MemoryVersion) -> MemoryVersion:
-    """A memory's past version: its id, number, text (a fact's within the fact bounds:
-    see :func:`_check_file`), value and session, as the write API checks them."""
-    check_id(version.node_id)
-    v.json_value(version.value)
-    return version.model_copy(
-        update={
-            "version": v.whole(version.version, "version", 1),
-            "content": v.turn(version.content),
-            "source_session": v.ident(version.source_session),
-            "created_at": v.when(version.created_at, "created_at"),
-        }
-    )
-
-
-def _checked_edge(edge: Edge) -> Edge:
-    check_id(edge.source_id)
-    check_id(edge.target_id)
-    for text in edge.evidence:
-        v.label(text, "evidence", TURN_MAX)
-    return edge.model_copy(
-        update={
-            "id": v.ident(edge.id, "edge"),
-            "predicate": v.label(edge.predicate, "predicate"),
-            "confidence": v.unit(edge.confidence, "confidence"),
-            "valid_from": v.when(edge.valid_from, "valid_from"),
-            "valid_until": v.when(edge.valid_until, "valid_until"),
-            "created_at": v.when(edge.created_at, "created_at"),
-        }
-    )
-
-
-def _checked_user(user: MemoryUser) -> MemoryUser:
-    return user.model_copy(
-        update={
-            "id": v.required(user.id, "user"),
-            "display_name": v.label(user.display_name, "display_name", 200),
-            "identifiers": v.identifiers(user.identifiers),
-            "preferences": v.metadata(user.preferences, "preferences"),
-            "conversation_count": v.whole(user.conversation_count, "conversation_count"),
-            "merged_into": v.ident(user.merged_into, "merged_into user"),
-            "last_seen": v.when(user.last_seen, "last_seen"),
-            "created_at": v.when(user.created_at, "created_at"),
-        }
-    )

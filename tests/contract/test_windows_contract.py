@@ -6,13 +6,17 @@ removed is never found through another row — on any backend, through the proto
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+from memloci.migrate import copy_store
 from memloci.models import MemoryNode, NodeType, Scope, short_id
 from memloci.storage.base import NodeFilter, NodePatch, Store
 from memloci.storage.windows import WINDOW
+from memloci.transfer import export_lines, import_lines
+
+from .conftest import EMBED_DIM, EMBED_MODEL
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
-MINE = NodeFilter(namespaces=("default",), user="u1")
 
 
 def chat(store: Store, *said: tuple[str, str], session: str | None = "s1") -> list[str]:
@@ -29,8 +33,9 @@ def chat(store: Store, *said: tuple[str, str], session: str | None = "s1") -> li
     return ids
 
 
-def found(store: Store, word: str) -> set[str]:
-    return {i for i, _ in store.fulltext(MINE, f'"{word}"', 50)}
+def found(store: Store, word: str, namespace: str = "default") -> set[str]:
+    mine = NodeFilter(namespaces=(namespace,), user="u1")
+    return {i for i, _ in store.fulltext(mine, f'"{word}"', 50)}
 
 
 SHORT = (
@@ -141,3 +146,43 @@ def test_a_removed_turn_is_found_through_no_row_past_a_run_of_fillers(store: Sto
     assert found(store, "mango") == set(ids)
     assert store.purge_node("default", ids[0])
     assert found(store, "mango") == set()
+
+
+LONG_CHAT = (
+    *SHORT,
+    ("Bo", "lol"),
+    *[("Ana" if i % 2 else "Bo", f"ok word{i}") for i in range(12)],
+    ("Ana", "I keep my board in the garage next to the kayak."),
+)
+WORDS = ("surfing", "calming", "ocean", "nice", "beach", "weekends", "word3", "word9", "kayak")
+
+
+def texts_found(store: Store, namespace: str = "default") -> dict[str, list[str]]:
+    """Which turns (by their text) each of :data:`WORDS` finds."""
+    text = {n.id: n.content for n in store.iter_nodes(namespace)}
+    return {w: sorted(text[i] for i in found(store, w, namespace)) for w in WORDS}
+
+
+def test_an_import_gives_the_turns_their_windows(store: Store) -> None:
+    """An imported chat is found as the original is: its turns come unlinked and their
+    temporal edges join their windows (here into another namespace, under new ids)."""
+    chat(store, *LONG_CHAT)
+    want = texts_found(store)
+    assert len(want["surfing"]) > 1  # found through the windows
+    lines = list(export_lines(store, "default"))
+    import_lines(store, lines, "copy", embedding_model=EMBED_MODEL, dimension=EMBED_DIM)
+    assert texts_found(store, "copy") == want
+
+
+def test_a_migration_gives_the_turns_their_windows(store: Store, tmp_path: Path) -> None:
+    from memloci.storage.sqlite import SQLiteStore
+
+    source = SQLiteStore(str(tmp_path / "source.db"))
+    try:
+        source.bind_embedder(EMBED_MODEL, EMBED_DIM)
+        chat(source, *LONG_CHAT)
+        want = texts_found(source)
+        copy_store(source, store)
+    finally:
+        source.close()
+    assert texts_found(store) == want

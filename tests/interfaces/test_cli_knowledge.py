@@ -117,3 +117,23 @@ def test_errors_are_clear_and_write_nothing(db: Path, docs: Path) -> None:
     assert nothing.stdout == "" and "No knowledge chunk scored 0.99" in nothing.stderr
     no_store = runner.invoke(app, ["knowledge", "list", "--db", str(db.parent / "new.db")])
     assert no_store.exit_code == 3
+
+
+def test_a_folder_with_odd_files_adds_the_rest(db: Path, tmp_path: Path) -> None:
+    """A name that is not UTF-8, a NUL past the first 8 KB, a named pipe: each is
+    skipped with a note on stderr, and the rest of the folder is added (exit 0)."""
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nThe kettle is in the kitchen.\n", "utf-8")
+    (folder / "log.txt").write_bytes(b"A" * 9000 + b"\n\nNUL \x00 here\n")
+    try:
+        (folder / os.fsdecode(b"caf\xe9.md")).write_text("# Caf\n\nOn floor two.\n", "utf-8")
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system does not take file names that are not UTF-8")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(folder / "pipe.md")
+    result = ok(db, "add", str(folder), str(folder / "pipe.md"))
+    assert "skipped" in result.stderr and "caf\\xe9.md: its name is not UTF-8" in result.stderr
+    assert "log.txt: binary file" in result.stderr
+    assert "pipe.md: not a regular file" in result.stderr
+    assert [Path(s["path"]).name for s in as_json(db, "list")] == ["good.md"]

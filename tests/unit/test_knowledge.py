@@ -5,6 +5,8 @@ paraphrase search with the real bundled model)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -181,6 +183,57 @@ def test_unreadable_files_are_reported_not_raised(tmp_path: Path) -> None:
     crlf.write_bytes(b"\xef\xbb\xbf# T\r\n\r\nbody\r\n")
     got = kb.read_document(crlf)
     assert isinstance(got, kb.Document) and got.text == "# T\n\nbody\n" and got.kind == "markdown"
+
+
+def test_a_nul_byte_anywhere_makes_a_file_binary(tmp_path: Path) -> None:
+    """One rule on every backend (PostgreSQL text cannot hold a NUL): not only the first
+    8 KB are looked at."""
+    late = tmp_path / "log.txt"
+    late.write_bytes(b"A" * 9000 + b"\n\nNUL \x00 here\n")
+    assert "binary" in str(kb.read_document(late))
+
+
+def _read_soon(path: Path) -> kb.Document | str:
+    """read_document in a thread, failing the test (not hanging it) after 10 s."""
+    done: list[kb.Document | str] = []
+    worker = threading.Thread(target=lambda: done.append(kb.read_document(path)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert done, f"reading {path} did not return"
+    return done[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_pipe_or_a_device_is_skipped_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "notes.md"
+    os.mkfifo(fifo)
+    assert "not a regular file" in str(_read_soon(fifo))  # never waits for a writer
+    if os.path.exists("/dev/zero"):  # endless: never read
+        assert "not a regular file" in str(_read_soon(Path("/dev/zero")))
+
+
+def _odd_name(folder: Path) -> Path:
+    """A file whose name is not UTF-8 (café.md saved by a Latin-1 tool), or skip."""
+    path = Path(os.fsdecode(os.path.join(os.fsencode(folder), "caf\xe9.md".encode("latin-1"))))
+    try:
+        path.write_text("# Café\n\nThe espresso machine is on floor two.\n", "utf-8")
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system does not take file names that are not UTF-8")
+    return path
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped(mem: Memory, tmp_path: Path) -> None:
+    folder = tmp_path / "names"
+    write(folder, "good.md", "# Good\n\nThe kettle is in the kitchen.\n")
+    odd = _odd_name(folder)
+    report = mem.add_knowledge(folder)  # the rest of the folder is added
+    assert (report.added, report.skipped) == (1, 1)
+    (skipped,) = [f for f in report.files if f.action == "skipped"]
+    assert "not UTF-8" in str(skipped.reason)
+    assert skipped.path.endswith("caf\\xe9.md") and skipped.path.encode("utf-8")
+    assert report.model_dump_json()  # printable and storable
+    assert "not UTF-8" in str(kb.read_document(odd))
+    assert kb.source_id(str(odd)) != kb.source_id(str(folder / "good.md"))
 
 
 # ---------------------------------------------------------------------- add / search (SDK)

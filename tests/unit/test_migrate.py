@@ -179,3 +179,105 @@ def test_round_trip_through_postgres_gives_an_identical_store(tmp_path: Path) ->
     assert home.target_counts == home.source_counts
     assert _snapshot_of(src) == _snapshot_of(back)
     assert _snapshot_of(url)["counts"] == _snapshot_of(src)["counts"]
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_force_completes_an_interrupted_migration(tmp_path: Path) -> None:
+    """A migration that dies after copying memories leaves their versions and edges
+    behind; running it again with --force copies those too."""
+    src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    populate(src, tmp_path)
+
+    def stop(kind: str, n: int) -> None:
+        if kind == "nodes":  # right after the first batch of memories is committed
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        migrate(src, dst, progress=stop)
+    report = migrate(src, dst, force=True)
+    assert report.target_counts == report.source_counts
+    assert report.skipped["nodes"] > 0 and report.copied["versions"] > 0
+    assert _snapshot_of(src) == _snapshot_of(dst)
+    again = migrate(src, dst, force=True)  # nothing left to copy
+    assert sum(again.copied.get(k, 0) for k in ("nodes", "versions", "edges")) == 0
+
+
+def _write(path: str, lines: list[str]) -> str:
+    Path(path).write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def _namespace(location: str, ns: str) -> dict[str, Any]:
+    """What a namespace holds, with its ids replaced by the memories' texts."""
+    from memloci.compose import open_store
+
+    store = open_store(location)
+    try:
+        nodes = {n.id: n.content for n in store.iter_nodes(ns)}
+        return {
+            "ids": set(nodes),
+            "nodes": sorted(nodes.values()),
+            "versions": sorted(
+                (nodes[v.node_id], v.version, v.content) for v in store.iter_versions(ns)
+            ),
+            "edges": sorted(
+                (nodes[e.source_id], nodes[e.target_id], e.relation.value)
+                for e in store.iter_edges(ns)
+            ),
+            "vectors": len(store.vectors(ns, list(nodes))),
+        }
+    finally:
+        store.close()
+
+
+def test_force_copies_a_namespace_whose_ids_another_namespace_holds(tmp_path: Path) -> None:
+    """Two stores restored from one backup into namespaces alice and bob hold the same
+    ids: merged with --force, bob's memories are copied under new ids, not skipped."""
+    origin = str(tmp_path / "origin.db")
+    populate(origin, tmp_path)
+    with Memory(origin, embedder=FakeEmbedder()) as m:
+        lines = list(m.service.export_lines("default"))
+    one, two, merged = (str(tmp_path / f"{n}.db") for n in ("one", "two", "merged"))
+    for path, ns in ((one, "alice"), (two, "bob")):
+        with Memory(path, embedder=FakeEmbedder()) as m:
+            m.import_file(_write(path + ".jsonl", lines), namespace=ns)
+            m.flush(30)
+    migrate(one, merged)
+    report = migrate(two, merged, force=True)
+    assert report.copied["nodes"] == report.source_counts["nodes"] > 0
+    alice, bob = _namespace(merged, "alice"), _namespace(merged, "bob")
+    assert bob["ids"].isdisjoint(alice["ids"])
+    for got in (alice, bob):
+        assert {k: v for k, v in got.items() if k != "ids"} == {
+            k: v for k, v in _namespace(two, "bob").items() if k != "ids"
+        }
+    assert _namespace(merged, "alice") == _namespace(one, "alice")  # untouched
+    again = migrate(two, merged, force=True)  # finds its copies: nothing is added
+    assert sum(again.copied.get(k, 0) for k in ("nodes", "versions", "edges")) == 0
+    assert _namespace(merged, "bob") == bob
+
+
+def test_verification_counts_each_namespace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace left out is an error even when the target's other namespaces hold
+    as many records in all."""
+    from memloci.errors import StorageError
+    from memloci.migrate import _Copier
+
+    src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    populate(src, tmp_path)
+    with Memory(dst, embedder=FakeEmbedder()) as m:  # more than namespace team holds
+        for text in ("Kim likes the harbour", "Kim walks there daily"):
+            m.add(text, namespace="other", session="o1", user="kim")
+        m.flush(30)
+    copy_namespace = _Copier.namespace
+    monkeypatch.setattr(
+        _Copier, "namespace", lambda self, ns: None if ns == "team" else copy_namespace(self, ns)
+    )
+    with pytest.raises(StorageError) as exc:
+        migrate(src, dst, force=True)
+    assert "namespace 'team'" in exc.value.message and "nodes 0/1" in exc.value.message

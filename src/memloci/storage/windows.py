@@ -16,6 +16,8 @@ The windows are defined step by step along the chain — a turn's ``context`` is
 anywhere is carried along by :func:`carry` until a window comes out as it was: a new
 turn (its predecessors' ``next_context``), an edited turn, and a removed one (the turns
 beyond it then start afresh), whose words must never stay findable through another row.
+Temporal edges written as records (an import, a migration: :func:`linked`) set the
+windows of the turns they join as if each turn had arrived after the one before it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from memloci.models import short_id
+from memloci.models import Edge, EdgeType, short_id
 from memloci.words import says_nothing
 
 WINDOW = 160  # characters: further turns join a window while they fit in this many
@@ -202,3 +204,93 @@ class SQLChain:
             self._rows[node_id] = (
                 (old[0], value, old[2]) if column == "context" else (old[0], old[1], value)
             )
+
+
+def linked(c: Any, edges: Sequence[Edge], ph: str = "?") -> None:
+    """``edges`` were just written in the transaction of ``c`` (the records of an import
+    or a migration, whose turns were inserted unlinked): the windows of the turns their
+    temporal edges join, on both sides, carried as :func:`carry` carries a change. Each
+    chain is walked in order (``context`` from its first turn on, ``next_context`` from
+    its last turn back), so every window is written from final ones: the rows come out
+    as adding the turns one after another makes them."""
+    chains: dict[str, list[tuple[str, str]]] = {}
+    for edge in edges:
+        if edge.relation is EdgeType.TEMPORAL:
+            chains.setdefault(edge.namespace, []).append((edge.source_id, edge.target_id))
+    for namespace, pairs in chains.items():
+        ordered = _in_chain_order(pairs)
+        chain = _Links(c, namespace, ph, ordered)
+        for before, _ in ordered:
+            carry(chain, before, "context")
+        for _, after in reversed(ordered):
+            carry(chain, after, "next_context")
+        chain.flush()
+
+
+class _Links(SQLChain):
+    """:class:`SQLChain` for many links at once (a batch of a migration): the turns they
+    join read in a few queries, their neighbours known from the links, the rows written
+    together at the end — a few round trips, not a few per turn."""
+
+    def __init__(self, c: Any, namespace: str, ph: str, pairs: Sequence[tuple[str, str]]) -> None:
+        super().__init__(c, namespace, ph)
+        self.after: dict[str, str] = {}
+        self.before: dict[str, str] = {}
+        for source, target in pairs:
+            self.after.setdefault(source, target)
+            self.before.setdefault(target, source)
+        self.writes: dict[tuple[str, str], str] = {}
+        ids = list(dict.fromkeys([*self.after, *self.before]))
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            for node_id, speaker, content, context, next_context in c.execute(
+                "SELECT id, speaker, content, context, next_context FROM nodes"
+                f" WHERE namespace = {ph} AND id IN ({', '.join([ph] * len(chunk))})",
+                (namespace, *chunk),
+            ).fetchall():
+                self._rows[str(node_id)] = (said(speaker, content), context, next_context)
+
+    def neighbour(self, node_id: str, column: str) -> str | None:
+        known = (self.after if column == "context" else self.before).get(node_id)
+        return known if known is not None else super().neighbour(node_id, column)
+
+    def write(self, node_id: str, column: str, value: str) -> None:
+        self.row(node_id)  # cached before it changes
+        self.writes[(node_id, column)] = value
+        old = self._rows.get(node_id)
+        if old is not None:
+            self._rows[node_id] = (
+                (old[0], value, old[2]) if column == "context" else (old[0], old[1], value)
+            )
+
+    def flush(self) -> None:
+        for column in ("context", "next_context"):
+            rows = [(v, i, self.namespace) for (i, col), v in self.writes.items() if col == column]
+            if rows:
+                self.c.cursor().executemany(
+                    f"UPDATE nodes SET {column} = {self.ph} WHERE id = {self.ph}"
+                    f" AND namespace = {self.ph}",
+                    rows,
+                )
+        self.writes.clear()
+
+
+def _in_chain_order(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(before, after)`` links, each chain from its first link on; links the walk does
+    not reach (a cycle, a second link from one turn) follow in their own order."""
+    after: dict[str, str] = {}
+    for source, target in pairs:
+        after.setdefault(source, target)
+    targets = {target for _, target in pairs}
+    order: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for head, _ in pairs:
+        node = head
+        if node in targets:
+            continue
+        while node in after and node not in seen:
+            seen.add(node)
+            order.append((node, after[node]))
+            node = after[node]
+    walked = set(order)
+    return order + [p for p in pairs if p not in walked]

@@ -36,7 +36,7 @@ from memloci.storage.postgres.search import PostgresSearch
 from memloci.storage.postgres.walks import PostgresWalks
 from memloci.storage.rows import edge_from_row, node_from_row, node_to_row, version_from_row
 from memloci.storage.sqlfilter import filter_sql, ts
-from memloci.storage.windows import SQLChain, edited, restart, said, window
+from memloci.storage.windows import SQLChain, edited, linked, restart, said, window
 
 _SELECT_NODE = f"SELECT {NODE_COLS} FROM nodes n"
 BULK = 1000  # rows per pipelined batch of a bulk insert
@@ -475,6 +475,7 @@ class PostgresStore(
                     for edge in edges
                 ],
             )
+            linked(c, edges, "%s")  # a temporal edge joins its turns' windows
 
     def edges(self, namespace: str, node_id: str, relation: str | None = None) -> list[Edge]:
         sql = (

@@ -41,7 +41,7 @@ from memloci.storage.sqlite.privacy import SQLitePrivacy
 from memloci.storage.sqlite.records import SQLiteRecords
 from memloci.storage.sqlite.search import SQLiteSearch
 from memloci.storage.sqlite.walks import SQLiteWalks
-from memloci.storage.windows import SQLChain, edited, restart, said, window
+from memloci.storage.windows import SQLChain, edited, linked, restart, said, window
 
 _SELECT_NODE = f"SELECT {', '.join('n.' + c for c in NODE_COLUMNS)} FROM nodes n"
 _ORDERS = {
@@ -440,6 +440,7 @@ class SQLiteStore(
                     for edge in edges
                 ],
             )
+            linked(c, edges)  # a temporal edge joins its turns' windows
 
     def edges(self, namespace: str, node_id: str, relation: str | None = None) -> list[Edge]:
         sql = (
