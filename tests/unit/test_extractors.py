@@ -289,7 +289,7 @@ def test_a_named_speakers_facts_are_about_them() -> None:
         ("Caroline hates camping", "Caroline", "caroline.opinion_camping"),
         ("Alec is Caroline's boss", "Alec", "caroline.boss"),
         ("Anna is Melanie's sister", "Anna", None),
-        ("Melanie's instruction: always reply in French", "Melanie", None),
+        ("Melanie's instruction: always reply in French", "Melanie", "melanie.reply_language"),
         ("User loves jazz", "user", "opinion_jazz"),
         (
             "Melanie loves helping the user community",
@@ -322,7 +322,8 @@ def test_repeated_facts_merge_sources_and_known_ones_are_returned_to_be_confirme
     assert result.facts[0].confidence == 0.95
     known = [node(9, "User hates long meetings.", None, kind=NodeType.OPINION)]
     assert contents(RuleExtractor().extract(turns, known=known)) == [
-        "User prefers tea", "User hates long meetings",
+        "User prefers tea",
+        "User hates long meetings",
     ]  # fmt: skip  (the consolidator confirms the known one)
 
 

@@ -325,3 +325,25 @@ def test_of_two_people_named_the_one_who_does_it_is_favoured(
     monkeypatch.setattr(fusion, "OTHER_PERSON", 1.0)
     monkeypatch.setattr(m.service.retriever.settings, "weight_context", 0.0)
     assert m.search(query, user="u1", k=4)[0].memory.speaker == "Ben"
+
+
+def test_a_fact_about_someone_answers_a_question_about_my_life(make_memory: MakeMemory) -> None:
+    """ "who is my partner?" means the user (a speaker label): what the assistant said is
+    another speaker's, but a fact about the partner is not "said by another person"."""
+    mem = make_memory()
+    chat = [
+        ("user", "Hey, I'm Tom. I live in Berlin with my partner."),
+        ("assistant", "Nice to meet you, Tom!"),
+        ("user", "My partner is a nurse and works nights."),
+        ("assistant", "That sounds demanding."),
+        ("user", "I work as a carpenter."),
+        ("assistant", "A lovely craft."),
+    ]
+    for role, text in chat:
+        mem.add(text, user="tom", session="s1", role=role)
+    fact = mem.remember("Tom's partner is called Lena", user="tom", subject="Lena").memory
+    mem.flush()
+    hits = {h.memory.id: h for h in mem.search("who is my partner?", user="tom")}
+    assert fact.id in hits and "another person" not in hits[fact.id].why
+    assistant = [h for h in hits.values() if h.memory.speaker == "assistant"]
+    assert assistant and all("another person than the user" in h.why for h in assistant)

@@ -16,6 +16,7 @@ from memloci.retrieval import graph
 from memloci.retrieval.forms import forms
 from memloci.retrieval.fusion import (
     ASKS_ONLY,
+    CONFIDENT,
     IN_WINDOW,
     LEXICAL_FLOOR,
     NAME_ONLY,
@@ -523,6 +524,24 @@ def test_session_context_lifts_the_strongest_sessions_memories() -> None:
         kept = session_context(head(), same, 0.5)
         assert [(f.id, f.score) for f in kept] == [(f.id, f.score) for f in head()]
     assert [f.score for f in session_context(head(), sessions, 0.0)] == [f.score for f in head()]
+
+
+def test_the_session_of_a_weak_best_hit_says_little() -> None:
+    """A best hit of 0.4 (nothing answers well) lends its session half the evidence one
+    of 0.8 or more would: a query nothing answers keeps low scores."""
+    groups: dict[str, tuple[str, str] | None] = {
+        "a1": ("session", "A"), "a2": ("session", "A"), "b1": ("session", "B"),
+    }  # fmt: skip
+
+    def head(top: float) -> list[Fused]:
+        scores = {"a1": top, "a2": 0.0, "b1": 0.1}
+        return [Fused(i, score=v, ranks={"vector": n}) for n, (i, v) in enumerate(scores.items())]
+
+    weak = {f.id: f for f in session_context(head(0.4), groups, 0.5)}
+    assert weak["a2"].evidence["session"] == pytest.approx(0.4 / CONFIDENT)
+    assert weak["a2"].score == pytest.approx(0.5 * 0.4 / CONFIDENT)
+    strong = {f.id: f for f in session_context(head(0.9), groups, 0.5)}
+    assert strong["a2"].evidence["session"] == pytest.approx(1.0)
 
 
 def test_session_context_never_moves_the_best_hit_down() -> None:

@@ -75,6 +75,7 @@ ASKS_ONLY = 0.5  # what a memory that only asks a question keeps of its score
 SAYS_NOTHING = 0.3  # what a memory that says nothing of its own ("lol", "Thanks!") keeps
 OTHER_PERSON = 0.7  # what another person's memory keeps when the query names one speaker
 IN_WINDOW = 0.5  # least evidence of a time-list match when the query names a narrow window
+CONFIDENT = 0.8  # a best hit this strong lends its session and neighbours full weight
 NARROW = timedelta(days=62)  # a window this short is narrow ("on 1 May", "in May 2023")
 
 
@@ -277,6 +278,14 @@ def favour_person(
 Group = tuple[str, str]  # (kind, key): ("session", "s3") or ("day", "2023-05-08")
 
 
+def confident(best: float) -> float:
+    """How far evidence drawn from the best hits counts (their sessions, the meaning of
+    the best facts): fully when the best hit scores :data:`CONFIDENT` or more, in
+    proportion below — what goes with a weak best hit is no evidence of relevance, and
+    a query nothing answers keeps low scores."""
+    return min(1.0, best / CONFIDENT)
+
+
 def session_context(
     head: list[Fused], groups: Mapping[str, Group | None], weight: float
 ) -> list[Fused]:
@@ -285,7 +294,8 @@ def session_context(
     ``"day"``).
 
     A group's strength is its best score in ``head``; a memory's evidence is where its
-    group's strength stands between the weakest group's and the strongest's (0–1). So
+    group's strength stands between the weakest group's and the strongest's (0–1), times
+    :func:`confident` of the strongest's (the session of a weak best hit says little). So
     when the best hits all share one group, or none has one, nothing changes; otherwise
     a memory of the strongest group gains ``weight`` of its remaining headroom, like any
     strategy of the noisy-OR. Memories without a group get nothing. The best hit is in
@@ -305,7 +315,10 @@ def session_context(
     rank = {g: i for i, g in enumerate(order, start=1)}
     for entry in head:
         group = groups.get(entry.id)
-        evidence = (strength[group] - low) / (top - low) if group else 0.0
+        # as far as the group stands toward the strongest; the session of a weak best hit
+        # says little (a query nothing answers stays low)
+        lead = (strength[group] - low) / (top - low) if group else 0.0
+        evidence = confident(top) * lead
         if group and evidence > 0:
             entry.ranks[group[0]] = rank[group]
             entry.evidence[group[0]] = evidence

@@ -53,6 +53,7 @@ from memloci.retrieval.feedback import FEEDBACK_WEIGHT, feedback_vector
 from memloci.retrieval.fusion import (
     Fused,
     Group,
+    confident,
     discount_questions,
     favour_person,
     fuse_lists,
@@ -205,7 +206,7 @@ class Retriever:
             moved = feedback_vector(self.store, flt, [f.id for f in fused], query_vector)
             if moved is not None:
                 ranked["feedback"] = self.store.vector_search(flt, moved, n)
-                weights["feedback"] = FEEDBACK_WEIGHT
+                weights["feedback"] = FEEDBACK_WEIGHT * confident(fused[0].score)
                 fused = self._fuse(ranked, weights, graph, query_weight=query_weight)
         if graphs:
             # stage 2: walks from the seeds, the top hits so far
@@ -223,12 +224,22 @@ class Retriever:
         head = fused[: max(want, QUESTION_WINDOW) if refined else want]
         nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
         person = self._person(flt, query, named, nodes) if refined and named else None
+        by_role = False
         if person is None and refined and graphs:
             person = role_person(query, nodes.values()) or handle_person(query, nodes.values())
+            by_role = person is not None
         if person is not None:  # over a wider head, so their memories further down move up
             wide = fused[:PERSON_WINDOW]
-            people = self.store.people_of(flt.namespaces, [f.id for f in wide[len(head) :]])
-            people |= {i: p for i, m in nodes.items() if (p := person_of(m))}
+            beyond = [f.id for f in wide[len(head) :]]
+            if by_role:
+                # a label meant by a role or handle ("my", "the user") is a speaker's: what
+                # another speaker said is discounted, never a fact about someone ("Tom's
+                # partner is Lena" answers "who is my partner?")
+                said = [*nodes.values(), *self.store.get_nodes(flt.namespaces, beyond)]
+                people = {m.id: m.speaker for m in said if m.speaker}
+            else:
+                people = self.store.people_of(flt.namespaces, beyond)
+                people |= {i: p for i, m in nodes.items() if (p := person_of(m))}
             # the labels the person goes by ("Fahim", then "Fahim Khan") are all theirs
             theirs = {p for p in set(people.values()) if p and same_person(p, person[0])}
             people = {i: person[0] if p in theirs else p for i, p in people.items()}

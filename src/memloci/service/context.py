@@ -109,8 +109,8 @@ class ContextMixin(ServiceCore):
         hits = (
             self.search_now(query, replace(flt, types=tuple(sorted(shown))), k=12) if shown else []
         )
-        episodes = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
-        evidence = episodes[:EVIDENCE]
+        turns = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
+        evidence = turns[:EVIDENCE]
         dynamic = None
         if not fixed:  # a complex prompt gets more: 3000 to a simple one's 1000
             grow = COMPLEX["budget"] / SIMPLE["budget"] if is_complex(query) else 1
@@ -119,7 +119,7 @@ class ContextMixin(ServiceCore):
             facts=known_facts,
             procedures=procs,
             entities=self._profiles(hits, flt) if facts else [],
-            timeline=self._timeline(episodes, flt, exclude={n.id for n in evidence}),
+            timeline=self._timeline(turns, flt, exclude={n.id for n in evidence}),
             evidence=evidence,
             relevant=[h.memory for h in hits if h.memory.type in FACT_TYPES],
             task_procedures=matching(known, prompt)[:MAX_PROCEDURES],
