@@ -610,3 +610,27 @@ def test_graph_weight_zero_is_the_core_engine(make_memory: MakeMemory) -> None:
     conversation(mem, "u", [("user", "the marathon was hard"), ("assistant", "well done")])
     for hit in mem.search("When was the marathon?", user="u"):
         assert set(hit.strategies) <= {"fulltext", "key"}
+
+
+@both_backends
+def test_what_a_day_holds_answers_what_did_i_do_then(make_memory: Callable[..., Memory]) -> None:
+    """ "what did I do yesterday?" has no other word to match: the day's memories are the
+    time list, and the one from yesterday comes first."""
+    mem = make_memory()
+    now = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+    said = [
+        (12, "I spent the afternoon baking sourdough bread"),
+        (5, "Went hiking in the hills, the views were stunning"),
+        (1, "I finally fixed the leaking kitchen tap myself"),
+    ]
+    for days, text in said:
+        mem.add(text, user="u1", session=f"s{days}", role="user", event_time=now - timedelta(days))
+    mem.flush()
+    hits = mem.search("what did I do yesterday?", user="u1", k=3)
+    assert hits[0].memory.content.startswith("I finally fixed")
+    assert "time: yesterday" in hits[0].why
+    day = (now - timedelta(5)).strftime("%d %B")
+    told = mem.search(f"what did I tell you on {day}?", user="u1")  # "tell" matches nothing
+    timed = {h.memory.content for h in told if "time: " in h.why}
+    assert "Went hiking in the hills, the views were stunning" in timed
+    assert "I spent the afternoon baking sourdough bread" not in timed

@@ -60,11 +60,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from memloci.providers.base import DEFAULT_CALIBRATION, Calibration
 from memloci.retrieval.graph import GraphLists
-from memloci.retrieval.timephrases import TimeWindow
+from memloci.retrieval.timephrases import NARROW as NARROW  # re-exported
+from memloci.retrieval.timephrases import narrow
 
 LEXICAL_HALF = 1.0  # bm25 of one content word found in ~27% of the memories (idf = 1)
 LEXICAL_FLOOR = 0.1  # any match counts a little: in a store of 1-2 memories idf is ~0
@@ -76,7 +76,6 @@ SAYS_NOTHING = 0.3  # what a memory that says nothing of its own ("lol", "Thanks
 OTHER_PERSON = 0.7  # what another person's memory keeps when the query names one speaker
 IN_WINDOW = 0.5  # least evidence of a time-list match when the query names a narrow window
 CONFIDENT = 0.8  # a best hit this strong lends its session and neighbours full weight
-NARROW = timedelta(days=62)  # a window this short is narrow ("on 1 May", "in May 2023")
 
 
 @dataclass
@@ -205,6 +204,10 @@ def fuse_lists(
                 # inside a window of days or weeks the query names, and matching its
                 # other words: at least as strong as a name-only entity match
                 lists[name] = Scored([(i, r, max(e, IN_WINDOW)) for i, r, e in lists[name].items])
+        elif name == "time" and narrow(graph.window):
+            # the query asks what the window holds ("what did I do yesterday?"): all of
+            # it, the newest first, at :data:`IN_WINDOW`; meaning orders it
+            lists[name] = Scored([(i, r, IN_WINDOW) for i, r in results])
         elif name == "entity" and not walked:
             lists[name] = Scored([(i, r, NAME_ONLY) for i, r in results])
         else:
@@ -223,14 +226,6 @@ def _with_meaning(entity: Scored, vector: Scored, linked: set[str]) -> Scored:
     listed = {i for i, _, _ in items}
     items += [(i, 0.0, NAME_ONLY * e) for i, _, e in vector.items if i in linked - listed]
     return Scored(sorted(items, key=lambda item: -item[2]))
-
-
-def narrow(window: TimeWindow | None) -> bool:
-    """Whether ``window`` is closed and at most :data:`NARROW` long: a day, a week, a
-    month — not a year or an open "before June"."""
-    if window is None or window.start is None or window.end is None:
-        return False
-    return window.end - window.start <= NARROW
 
 
 def discount_questions(

@@ -42,7 +42,13 @@ from memloci.models import Entity
 from memloci.retrieval.intent import Intent, QueryPlan
 from memloci.retrieval.mentions import is_name_word
 from memloci.retrieval.query import BEFORE_PERSON, ROLE_PHRASE, fts_match, third_person
-from memloci.retrieval.timephrases import YEARS_BACK, TimeWindow, chain_direction, time_window
+from memloci.retrieval.timephrases import (
+    YEARS_BACK,
+    TimeWindow,
+    chain_direction,
+    narrow,
+    time_window,
+)
 from memloci.storage.base import NodeFilter, Store
 from memloci.words import terms, uncased
 
@@ -370,22 +376,39 @@ def time_strategy(
 ) -> TimeWindow:
     """Memories inside the query's time window, ranked by the rest of the query. A month
     named without a year whose window holds no match is looked for a year earlier, up to
-    :data:`~memloci.retrieval.timephrases.YEARS_BACK` years. Returns the window that
-    matched, else ``window``."""
+    :data:`~memloci.retrieval.timephrases.YEARS_BACK` years. When the rest of the query
+    matches nothing in a narrow window (a day, a week, a month: "what did I do
+    yesterday?"), the window's memories are the list, newest first. Returns the window
+    that matched, else ``window``."""
     phrase = set(terms(window.phrase))
     words = " ".join(t for t in terms(query) if t not in phrase)
     match = fts_match(words)
-    if not match:
-        return window
     named = window
-    for _ in range(1 + (YEARS_BACK if window.yearless else 0)):
-        after = max((t for t in (flt.after, window.start) if t is not None), default=None)
-        before = min((t for t in (flt.before, window.end) if t is not None), default=None)
-        if after is None or before is None or after < before:
-            ranked = store.fulltext(replace(flt, after=after, before=before), match, limit)
+    for _ in range(1 + (YEARS_BACK if window.yearless and match else 0)):
+        inside = _inside(flt, window)
+        if match and inside is not None:
+            ranked = store.fulltext(inside, match, limit)
             if ranked:
                 out.weights["time"] = store.match_weight(fts_match(words, other_forms=False))
                 out.add("time", ranked, dict.fromkeys((i for i, _ in ranked), window.label()))
                 return window
         window = window.year_before()
+    inside = _inside(flt, named)
+    if narrow(named) and inside is not None:
+        # the query asks what the window holds ("what did I do yesterday?", "what did I
+        # tell you on 21 November?"), its other words matching nothing there: all of it,
+        # the newest first (the fusion gives each the same evidence; meaning orders them)
+        held = store.list_nodes(inside, limit=limit, order="-event")
+        out.add(
+            "time", [(m.id, 0.0) for m in held], dict.fromkeys((m.id for m in held), named.label())
+        )
     return named
+
+
+def _inside(flt: NodeFilter, window: TimeWindow) -> NodeFilter | None:
+    """``flt`` narrowed to ``window``; None when the two leave no time between them."""
+    after = max((t for t in (flt.after, window.start) if t is not None), default=None)
+    before = min((t for t in (flt.before, window.end) if t is not None), default=None)
+    if after is not None and before is not None and after >= before:
+        return None
+    return replace(flt, after=after, before=before)

@@ -446,3 +446,14 @@ def chain_direction(text: str) -> str:
         rel = found.group("rel").lower()
         ways.add("forward" if rel in ("after", "following", "since") else "backward")
     return ways.pop() if len(ways) == 1 else "both"
+
+
+NARROW = timedelta(days=62)  # a window this short is narrow ("on 1 May", "in May 2023")
+
+
+def narrow(window: TimeWindow | None) -> bool:
+    """Whether ``window`` is closed and at most :data:`NARROW` long: a day, a week, a
+    month — not a year or an open "before June"."""
+    if window is None or window.start is None or window.end is None:
+        return False
+    return window.end - window.start <= NARROW
