@@ -38,7 +38,7 @@ DIFFERENT = [
     ("User is a nurse", "User was a nurse"),
     ("User has a dog", "User had a dog"),
     ("User works at Initech", "User worked at Initech"),
-    ("User likes coffee", "User likes coffee a lot"),
+    ("User drinks coffee", "User rarely drinks coffee"),
     ("User likes spicy food", "User likes very spicy food"),
     ("User runs on Sundays", "User sometimes runs on Sundays"),
     # kept apart before, still apart
@@ -60,6 +60,8 @@ SAME = [
     ("User's favourite colour is green", "User's favorite color is green"),
     ("User moved to Porto", "The user moved to Porto"),
     ("User is married", "The user is married"),
+    ("The user loves hiking", "The user really loves hiking"),  # emphasis only
+    ("User likes coffee", "User likes coffee a lot"),
 ]
 
 

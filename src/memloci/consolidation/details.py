@@ -15,8 +15,8 @@ Two texts close in meaning are the same fact only when (:func:`same_details`):
   ``@`` or a dot between letters (addresses, domains), a trailing sign ("O+"); other
   words fold their case ("GREEN" is "green");
 - their **negations** agree in number, and their **comparison words** (least, most,
-  over, under, before, after, from, to…) and **degree words** (very, a lot, slightly,
-  sometimes, always…) in order;
+  over, under, before, after, from, to…) and **degree words** (very, slightly,
+  sometimes, always…; not mere emphasis: "really", "a lot") in order;
 - their **tense** agrees: "User was a nurse" is not "User is a nurse", "lived in
   Lisbon" not "lives in Lisbon";
 - the content words they share come in the same order ("tea over coffee" is not "coffee
@@ -56,11 +56,11 @@ _RELATION_WORDS = (
     "several max maximum min minimum"
 )
 # degree, frequency and hedging: "likes very spicy food" is not "likes spicy food"
+# (mere emphasis is free: "really loves hiking" restates "loves hiking")
 _DEGREE_WORDS = (
-    "very really extremely quite rather somewhat slightly barely hardly totally absolutely "
-    "completely highly deeply truly lot little bit mostly mainly partly usually always "
-    "sometimes often rarely seldom occasionally almost nearly especially particularly "
-    "probably maybe perhaps"
+    "very extremely quite rather somewhat slightly barely hardly highly little bit mostly "
+    "mainly partly usually always sometimes often rarely seldom occasionally almost nearly "
+    "especially particularly probably maybe perhaps"
 )
 _RELATIONS = set(_RELATION_WORDS.split(" ")) | set(_DEGREE_WORDS.split(" "))
 # the tense of "to be" / "to have": "User was a nurse" is not "User is a nurse"
