@@ -294,10 +294,12 @@ def link_mentions(
         people = [p for p in (person, called.pop((namespace, node_id), None)) if p]
         names = [(p, EntityType.PERSON, True) for p in people]
         names += [(m, EntityType.CONCEPT, register) for m in mentions(content) if m not in people]
-        # a fact without a subject is about the name it begins with ("Caroline attended…")
-        lead = None if speaker else leading_name(content)
+        # a fact without a subject is about the name it begins with ("Caroline attended…");
+        # so is a turn, when that name is a known entity ("Ana got promoted already!")
+        lead = leading_name(content)
         if lead and all(lead[0] != n for n, _, _ in names):
-            names.append((lead[0], EntityType.CONCEPT, lead[1] or register))
+            create = False if speaker else lead[1] or register
+            names.append((lead[0], EntityType.CONCEPT, create))
         if names:
             found.append((node_id, namespace, names))
     found += [(i, ns, [(name, EntityType.PERSON, True)]) for (ns, i), name in called.items()]

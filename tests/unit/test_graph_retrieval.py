@@ -368,6 +368,22 @@ def test_the_worker_links_speakers_and_known_names(mem: Memory) -> None:
     assert store.find_entity("default", "Melanie").mention_count == 3  # type: ignore[union-attr]
 
 
+def test_a_turn_beginning_with_a_known_name_is_linked_to_it(mem: Memory) -> None:
+    """ "Ana got promoted already!" is about Ana once she is known; a turn beginning with
+    a name nobody knows makes no entity of it."""
+    store = mem.service.store
+    mem.add("My best friend is Ana", speaker="user", user="u", session="s")
+    mem.remember("Ana is the user's best friend", user="u", subject="Ana")
+    assert mem.flush(20)
+    assert store.find_entity("default", "Ana") is not None
+    told = mem.add("Ana got promoted to senior designer already!", speaker="user", user="u")
+    other = mem.add("Zorblat arrived late again today", speaker="user", user="u")
+    assert mem.flush(20)
+    linked = store.node_entities("default", [told.id, other.id])
+    assert [e.canonical_name for e in linked.get(told.id, [])] == ["Ana"]
+    assert not linked.get(other.id) and store.find_entity("default", "Zorblat") is None
+
+
 def test_registering_mentions_is_opt_in(mem: Memory) -> None:
     store = mem.service.store
     node = mem.add("We flew to Rome with Oscar", speaker="user", user="u", session="s")
