@@ -673,3 +673,28 @@ def test_what_holds_now_ranks_above_what_was_replaced(real: Memory) -> None:
     contents = [h.memory.content for h in hits]
     assert contents[0] == "I live in Porto now", [(h.memory.content, h.why) for h in hits]
     assert "I live in Lisbon" in contents
+
+
+@pytest.mark.slow
+def test_the_fact_that_replaced_a_hit_holds_its_place(real: Memory) -> None:
+    """ "I moved to Porto last week" shares no word with "where does the user live?" and
+    is further by meaning than "I live in Lisbon"; once consolidation says the move
+    replaced Lisbon, the move holds Lisbon's place and comes first."""
+    ns = "movedaway"
+    chat = [
+        ("s1", datetime(2024, 5, 1, 9, tzinfo=UTC), "I live in Lisbon, in a flat in Alfama."),
+        ("s1", datetime(2024, 5, 1, 9, 1, tzinfo=UTC), "I work as a nurse."),
+        ("s2", datetime(2024, 6, 3, 9, tzinfo=UTC), "I moved to Porto last week, new flat."),
+        ("s2", datetime(2024, 6, 3, 9, 1, tzinfo=UTC), "I adopted a cat called Miso."),
+    ]  # fmt: skip
+    for session, when, text in chat:
+        real.add(text, user="u", session=session, speaker="user", event_time=when, namespace=ns)
+    real.flush()
+    for session in ("s1", "s2"):
+        real.service.consolidate_now(session, namespace=ns, user="u")
+    hits = real.search("where does the user live?", user="u", k=3, namespace=ns)
+    assert hits[0].memory.content.startswith("I moved to Porto"), [
+        (h.memory.content, h.why) for h in hits
+    ]
+    lisbon = [h for h in hits if "Lisbon" in h.memory.content]
+    assert lisbon and "since replaced by" in lisbon[0].why

@@ -31,7 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +81,7 @@ from memloci.retrieval.query import (
     labelled,
     subjects,
 )
+from memloci.retrieval.replaced import replaced
 from memloci.storage.base import NodeFilter, Store
 from memloci.words import asks_reaction, only_reacts, says_nothing, terms, uncased
 
@@ -98,7 +99,6 @@ _RAW = {
     "rerank": "p",
 }
 REFINED = ("hybrid", "core")  # get the last stages (questions, reranker); baselines stay as is
-REPLACED = 0.8  # a turn all of whose facts were since superseded keeps this of its score
 QUESTION_WINDOW = 30  # fused hits read to find the ones that only ask (discounted)
 PERSON_WINDOW = 100  # fused hits read when the query names one speaker (favour_person)
 CALLED_MIN, CALLED_SHARE = 3, 0.9  # a label is the named person's (see Retriever._person)
@@ -118,6 +118,7 @@ _LABELS = {
     "session": "session",  # "session #1": the strongest session among the best hits
     "day": "day",  # "day #1": the same, by the day of memories without a session
     "rerank": "reranker",
+    "replaces": "holds now in place of the hit",  # replaced.py: the newer fact of a hit
 }
 
 
@@ -260,7 +261,7 @@ class Retriever:
         if "graph" in strategies:  # the sessions (or days) of the best hits
             top = session_context(top, _groups(nodes), self.settings.weight_session)
         if refined:
-            top = self._said_once(self._replaced(top, nodes, flt), nodes, flt)
+            top = self._said_once(replaced(self.store, top, nodes, flt), nodes, flt)
             if len(top) < want and len(head) < len(fused):
                 # facts merged into their turns: the next hits fill their places
                 more = fused[len(head) : len(head) + want - len(top)]
@@ -320,44 +321,6 @@ class Retriever:
         names = {e for i in by_label[label] for e in links.get(i, ())}
         shown = [e.canonical_name for _, e in named if e.id in names]
         return label, shown[0] if len(shown) == 1 else label
-
-    def _replaced(
-        self, head: list[Fused], nodes: dict[str, MemoryNode], flt: NodeFilter
-    ) -> list[Fused]:
-        """``head`` with each turn whose every fact consolidation drew from it has since
-        been superseded by a current one ("I live in Lisbon", then "I live in Porto now"
-        a session later) keeping :data:`REPLACED` of its score, so what holds now ranks
-        above what no longer does; ``why`` names the newer fact. The turn stays: it is
-        what was said then (a question about the past still finds it)."""
-        turns = [f.id for f in head if nodes[f.id].type is NodeType.EPISODIC]
-        if not turns:
-            return head
-        every = replace(flt, include_invalid=True, types=None, ids=None)
-        drawn: dict[str, list[str]] = {}
-        for fact, turn, _, _ in self.store.walk(
-            every, turns, EdgeType.DERIVED_FROM, depth=1, direction="backward",
-            limit=len(turns) * 4,
-        ):  # fmt: skip
-            drawn.setdefault(turn, []).append(fact)
-        facts = {f for fs in drawn.values() for f in fs}
-        if not facts:
-            return head
-        newer: dict[str, str] = {}  # superseded fact -> the current fact that replaced it
-        for old in sorted(facts):  # one walk each: a walk returns a node once, and one
-            # current fact may have replaced several ("no longer in Lisbon", "in Lisbon")
-            for fact, _, _, _ in self.store.walk(
-                flt, [old], EdgeType.SUPERSEDES, depth=1, direction="backward", limit=1
-            ):
-                newer[old] = fact
-        replaced = {t: newer[fs[0]] for t, fs in drawn.items() if all(f in newer for f in fs)}
-        if not replaced:
-            return head
-        for entry in head:
-            if entry.id in replaced:
-                entry.score *= REPLACED
-                note = f"since replaced by [{replaced[entry.id]}]"
-                entry.note = "; ".join(filter(None, [entry.note, note]))
-        return sorted(head, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 
     def _said_once(
         self, head: list[Fused], nodes: dict[str, MemoryNode], flt: NodeFilter
