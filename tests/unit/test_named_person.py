@@ -347,3 +347,25 @@ def test_a_fact_about_someone_answers_a_question_about_my_life(make_memory: Make
     assert fact.id in hits and "another person" not in hits[fact.id].why
     assistant = [h for h in hits.values() if h.memory.speaker == "assistant"]
     assert assistant and all("another person than the user" in h.why for h in assistant)
+
+
+def test_turns_about_someone_who_never_speaks_are_not_anothers(
+    make_memory: MakeMemory,
+) -> None:
+    """Ana is only talked about (the subject of a fact, never a speaker): the user's turns
+    about her are not "said by another person than Ana"; a fact about someone else is."""
+    mem = make_memory()
+    for role, text in [
+        ("user", "My best friend Ana Souza started her new job at Spotify."),
+        ("assistant", "That's exciting for Ana!"),
+        ("user", "I work as a product manager."),
+        ("assistant", "Nice."),
+    ]:
+        mem.add(text, user="u1", session="s1", role=role)
+    mem.remember("Ana Souza is the user's best friend", user="u1", subject="Ana Souza")
+    mem.remember("Rui works at the bakery", user="u1", subject="Rui")
+    mem.flush()
+    hits = {h.memory.content: h for h in mem.search("where does Ana work?", user="u1", k=10)}
+    spotify = hits["My best friend Ana Souza started her new job at Spotify."]
+    assert "another person" not in spotify.why
+    assert "another person" in hits["Rui works at the bakery"].why

@@ -232,12 +232,16 @@ class Retriever:
         if person is not None:  # over a wider head, so their memories further down move up
             wide = fused[:PERSON_WINDOW]
             beyond = [f.id for f in wide[len(head) :]]
-            if by_role:
+            speaks = any(m.speaker and same_person(m.speaker, person[0]) for m in nodes.values())
+            if by_role or not speaks:
                 # a label meant by a role or handle ("my", "the user") is a speaker's: what
                 # another speaker said is discounted, never a fact about someone ("Tom's
-                # partner is Lena" answers "who is my partner?")
-                said = [*nodes.values(), *self.store.get_nodes(flt.namespaces, beyond)]
-                people = {m.id: m.speaker for m in said if m.speaker}
+                # partner is Lena" answers "who is my partner?"); a person who says none
+                # of the hits, only the subject of facts ("Ana Souza is the user's
+                # friend"), is talked about: facts about others are discounted, never
+                # the turns that talk about her
+                seen = [*nodes.values(), *self.store.get_nodes(flt.namespaces, beyond)]
+                people = {m.id: p for m in seen if (p := m.speaker if by_role else _subject_of(m))}
             else:
                 people = self.store.people_of(flt.namespaces, beyond)
                 people |= {i: p for i, m in nodes.items() if (p := person_of(m))}
@@ -453,6 +457,11 @@ def _hit(node: MemoryNode, fused: Fused, graph: GraphLists) -> SearchHit:
     return SearchHit(
         memory=node, score=round(fused.score, 4), strategies=fused.ranks, why="; ".join(parts)
     )
+
+
+def _subject_of(memory: MemoryNode) -> str | None:
+    """Whom a memory that nobody says is about (a fact's subject); None for a turn."""
+    return None if memory.speaker else memory.subject
 
 
 def person_of(memory: MemoryNode) -> str | None:
