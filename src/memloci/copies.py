@@ -1,6 +1,6 @@
 """Ids for a namespace's copies of records another namespace holds (layer: service helpers).
 
-Memory and edge ids are unique across a store, so an import (:mod:`memloci.transfer`)
+Memory, edge and entity ids are unique across a store, so an import (:mod:`memloci.transfer`)
 or a migration (:mod:`memloci.migrate`) that copies records into a namespace while
 another namespace of the target holds their ids gives the copies ids derived from the
 old id and the namespace: the same copy made again finds its earlier copy under that id
@@ -28,13 +28,14 @@ def derived_id(namespace: str, old: str, attempt: int, size: int = NODE_ID_SIZE)
 
 
 def copy_ids(
-    store: Store, namespace: str, ids: Sequence[str], *, taken: Taken, edges: bool = False
-) -> tuple[dict[str, str], set[str]]:
-    """The id of the copy in ``namespace`` of each of ``ids`` (memories, or ``edges``,
-    another namespace holds): derived from the id and the namespace, so the same copy
-    finds its earlier one again; the next derivation when that id is taken elsewhere,
-    or by ``taken``. Returns the new ids and which of ``ids`` already have their copy
-    in ``namespace``."""
+    store: Store, namespace: str, ids: Sequence[str], *, taken: Taken, edges: bool = False,
+    entities: bool = False,
+) -> tuple[dict[str, str], set[str]]:  # fmt: skip
+    """The id of the copy in ``namespace`` of each of ``ids`` (memories, or ``edges``, or
+    ``entities``, another namespace holds): derived from the id and the namespace, so the
+    same copy finds its earlier one again; the next derivation when that id is taken
+    elsewhere, or by ``taken``. Returns the new ids and which of ``ids`` already have
+    their copy in ``namespace``."""
     size = EDGE_ID_SIZE if edges else NODE_ID_SIZE
     renamed: dict[str, str] = {}
     copied: set[str] = set()
@@ -42,7 +43,7 @@ def copy_ids(
     todo = list(ids)
     while todo:
         offers = {old: derived_id(namespace, old, attempt[old], size) for old in todo}
-        held = store.id_namespaces(list(offers.values()), edges=edges)
+        held = store.id_namespaces(list(offers.values()), edges=edges, entities=entities)
         busy = set(taken(list(offers.values())))
         chosen = set(renamed.values())
         todo = []
@@ -82,3 +83,16 @@ def copy_edges(
         for edge in edges
         if held.get(edge.id) != namespace and edge.id not in copied
     ]
+
+
+def entity_copies(
+    store: Store, namespace: str, ids: Sequence[str], *, taken: Taken
+) -> tuple[dict[str, str], set[str]]:
+    """Entities to copy into ``namespace``: the id of each copy whose id another namespace
+    holds (derived, :func:`copy_ids`; an earlier copy is found again), and which of
+    ``ids`` need not be written (the namespace holds them, under their id or as that
+    earlier copy)."""
+    held = store.id_namespaces(list(ids), entities=True)
+    elsewhere = [i for i in ids if i in held and held[i] != namespace]
+    renamed, copied = copy_ids(store, namespace, elsewhere, taken=taken, entities=True)
+    return renamed, copied | {i for i in ids if held.get(i) == namespace}

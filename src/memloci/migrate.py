@@ -7,14 +7,15 @@ goes through the :class:`~memloci.storage.base.Store` protocol, so any backend p
 vectors, versions, edges, entities and the memory ↔ entity links, entity name vectors,
 users, conversation threads, consolidation sessions, knowledge sources with their chunks
 and chunk vectors; then API keys (hashes only) and the store metadata that is not
-backend-specific (embedding model, ``last_maintenance``, the key-required marker).
+backend-specific (embedding model, the form its vectors are embedded in
+(``document_form``), ``last_maintenance``, the key-required marker).
 Not copied: decay anchors and maintenance cursors (rebuilt by the next maintenance run).
 
 The target must be empty unless ``force``: then records whose id the namespace already
 holds are skipped (memories, versions, edges, entities, keys) or replaced (users,
 threads, knowledge sources, sessions), so an interrupted migration can be run again and
 completes: the versions and edges of every memory are copied, whichever run copied the
-memory. Ids of memories and edges are unique across a store, so one that another
+memory. Ids of memories, edges and entities are unique across a store, so one that another
 namespace of the target holds is copied under an id derived from it (as an import does,
 :mod:`memloci.copies`), and found again by the next run. Each batch is one transaction.
 At the end both stores are counted namespace by namespace (:func:`inventory`) and a
@@ -34,7 +35,7 @@ from typing import TypeVar
 import numpy as np
 
 from memloci.compose import open_store
-from memloci.copies import copy_edges, copy_ids
+from memloci.copies import copy_edges, copy_ids, entity_copies
 from memloci.errors import ConflictError, NotFoundError, StorageError
 from memloci.models import MemoryNode, MemoryVersion
 from memloci.storage.base import PendingEmbedding, Store
@@ -144,11 +145,13 @@ class _Copier:
 
     def run(self) -> MigrationReport:
         dim = self.src.get_meta("dimension")
+        self.empty = is_empty(self.dst)
         if self.model and dim:
+            unbound = self.dst.get_meta("embedding_model") is None
             self.dst.bind_embedder(self.model, int(dim))  # refuses another model
+            self.dst.set_meta("document_form", _form(self.src, self.dst, self.empty or unbound))
         namespaces = self.src.record_namespaces()
         self.report.namespaces = namespaces
-        self.empty = is_empty(self.dst)
         # into an empty PostgreSQL store: the HNSW index is built once, after the copy
         bulk = getattr(self.dst, "bulk_load", None) if self.empty else None
         with bulk() if bulk is not None else contextlib.nullcontext():
@@ -197,24 +200,33 @@ class _Copier:
 
     def entities(self, ns: str) -> dict[str, str]:
         """Copy the entities the target lacks; returns those stored under another id
-        (their id was another namespace's)."""
+        (their id was another namespace's: an id derived from it, found again by the
+        next run, :func:`~memloci.copies.entity_copies`)."""
         src, dst = self.src, self.dst
         moved: dict[str, str] = {}
+
+        def taken(ids: list[str]) -> set[str]:
+            return self._taken(ids, entities=True)
+
         for entities in _batches(
             _pages(lambda o: src.list_entities(ns, limit=BATCH, offset=o))
         ):  # fmt: skip
             with dst.batch():
-                fresh = [e for e in entities if dst.get_entity(ns, e.id) is None]
+                renamed, present = entity_copies(dst, ns, [e.id for e in entities], taken=taken)
+                moved |= renamed
+                fresh = [e for e in entities if e.id not in present]
                 for entity in fresh:
-                    stored = dst.insert_entity(entity)
+                    wanted = renamed.get(entity.id, entity.id)
+                    stored = dst.insert_entity(entity.model_copy(update={"id": wanted}))
                     if stored.id != entity.id:
                         moved[entity.id] = stored.id
             self.done("entities", len(fresh), len(entities) - len(fresh))
         return moved
 
-    def _taken(self, ids: list[str], *, edges: bool = False) -> set[str]:
-        """Ids the source holds (memories or edges still to copy): no copy takes one."""
-        return set(self.src.id_namespaces(ids, edges=edges))
+    def _taken(self, ids: list[str], *, edges: bool = False, entities: bool = False) -> set[str]:
+        """Ids the source holds (memories, edges or entities still to copy): no copy
+        takes one."""
+        return set(self.src.id_namespaces(ids, edges=edges, entities=entities))
 
     def nodes(
         self, ns: str, nodes: list[MemoryNode], entity_ids: dict[str, str], mine: set[str]
@@ -327,6 +339,18 @@ class _Copier:
             self.dst.insert_key(*found)
             fresh += 1
         self.done("keys", fresh, skipped)
+
+
+def _form(source: Store, target: Store, fresh: bool) -> str:
+    """The form the target's vectors are in once the source's are copied
+    (:data:`~memloci.retrieval.query.DOCUMENT_FORM`; a store without the record holds
+    form "1"): the source's into a ``fresh`` target, else the older of the two, so
+    ``memloci reembed`` offers to rebuild vectors of an older form."""
+    theirs = source.get_meta("document_form") or "1"
+    if fresh:
+        return theirs
+    ours = target.get_meta("document_form") or "1"
+    return min(theirs, ours, key=lambda form: int(form) if form.isdigit() else 0)
 
 
 def _digest(version: MemoryVersion) -> bytes:

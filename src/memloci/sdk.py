@@ -309,6 +309,11 @@ class AsyncMemory:
         """Embed everything that is waiting now (e.g. after ``reembed=True``), with progress."""
         return await self.service.embed_pending(progress)
 
+    async def reembed_knowledge(self, progress: KnowledgeProgress | None = None) -> int:
+        """Embed the knowledge chunks of another model (or of none) with this embedder,
+        e.g. after ``reembed=True``; ``progress(done, total)`` counts chunks."""
+        return await self.service.reembed_knowledge(progress=progress)
+
     async def add_knowledge(
         self,
         paths: PathLike | Sequence[PathLike],
@@ -546,6 +551,7 @@ class Memory:
     count = _sync(AsyncMemory.count)
     import_file = _sync(AsyncMemory.import_file)
     embed_pending = _sync(AsyncMemory.embed_pending)
+    reembed_knowledge = _sync(AsyncMemory.reembed_knowledge)
     add_knowledge = _sync(AsyncMemory.add_knowledge)
 
     identify_user = _sync(AsyncMemory.identify_user)

@@ -1,26 +1,38 @@
-"""Export / import as JSON Lines, and re-embedding (layer: service).
+"""Export / import as JSON Lines (layer: service).
 
 Format (one JSON object a line)::
 
-    {"kind": "header", "format": "memloci", "version": 2, "namespace": …, "embedding_model": …}
+    {"kind": "header", "format": "memloci", "version": 3, "namespace": …,
+     "embedding_model": …, "dimension": …, "document_form": …, "exported_at": …}
     {"kind": "node", "node": {…MemoryNode…}, "vector": "<base64 float32>" | null}
+    {"kind": "link", "node_id": …, "entity_id": …}
     {"kind": "version", …MemoryVersion…}
     {"kind": "edge", …Edge…}
     {"kind": "user", …MemoryUser…}
+    {"kind": "entity", …Entity…, "vector": "<base64 float32>" | null}
+    {"kind": "thread", …Thread (with its messages)…}
+    {"kind": "session", "session": …, "user": …, "agent": …, "first_seen_at": …,
+     "consolidated_at": …}
+    {"kind": "knowledge", …KnowledgeSource…}
+    {"kind": "chunk", …KnowledgeChunk…, "vector": "<base64 float32>" | null}
     {"kind": "end", "records": 42}
 
 The ``end`` line (format version 2) counts the records since the header, so a file cut
 short, even at a line boundary, is refused; version 1 files have none and still import.
-Lines may follow it (records added by hand, another export appended). Import validates
-every line before it writes anything; vectors are reused when the file's embedding
-model is the store's, otherwise (or when a vector is not finite) the memories are
-re-embedded.
+Version 3 adds entities (with their name vectors), the memory ↔ entity links, threads,
+consolidation sessions and knowledge (sources, chunks, chunk vectors), and the header's
+``document_form``: the form the memories' vectors were embedded in
+(:data:`~memloci.retrieval.query.DOCUMENT_FORM`). Lines may follow the end line (records
+added by hand, another export appended). Import validates every line before it writes
+anything (:mod:`memloci.transfer_parse`); memory vectors are reused when the file's
+embedding model and form are the store's model and the current form, otherwise (or
+when a vector is not finite) the memories are re-embedded; knowledge chunks keep their
+vectors when their model is the store's, else they are embedded after the import.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import json
 import os
@@ -30,36 +42,41 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pydantic
 
-from memloci import validate as v
 from memloci.copies import copy_edges, copy_ids
-from memloci.errors import MemlociError, NotFoundError, ValidationError
+from memloci.errors import NotFoundError, ValidationError
 from memloci.models import (
     Edge,
+    Entity,
     MemoryNode,
     MemoryUser,
     MemoryVersion,
-    NodeType,
     short_id,
     utcnow,
 )
+from memloci.retrieval.query import DOCUMENT_FORM
 from memloci.storage.base import PendingEmbedding, Store
 from memloci.storage.rows import content_hash
-from memloci.transfer_checks import checked_edge, checked_node, checked_user, checked_version
-from memloci.validate import JSON_DEPTH_MAX, json_data
+from memloci.transfer_parse import FORMAT, VERSION, Line, invalid, narrowest, parse
+from memloci.transfer_records import check_store, link_lines, record_lines, write_records
 
-FORMAT, VERSION = "memloci", 2  # 2: the "end" line
+__all__ = [
+    "FORMAT", "VERSION", "ImportReport", "Progress", "array_lines", "export_lines",
+    "import_lines", "read_lines", "write_lines",
+]  # fmt: skip
 Progress = Callable[[int], None]
 
 
 def export_lines(store: Store, namespace: str, *, vectors: bool = True) -> Iterator[str]:
     """Every record of a namespace as JSON lines: the header, the records, the ``end``
     line counting them."""
+    model = store.get_meta("embedding_model")
     header = {
         "kind": "header", "format": FORMAT, "version": VERSION, "namespace": namespace,
-        "embedding_model": store.get_meta("embedding_model"),
+        "embedding_model": model,
         "dimension": int(store.get_meta("dimension") or 0) or None,
+        # the form the vectors are in (a store without the record holds form "1")
+        "document_form": (store.get_meta("document_form") or "1") if model else None,
         "exported_at": utcnow().isoformat(),
     }  # fmt: skip
     yield json.dumps(header)
@@ -74,7 +91,8 @@ def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
     batch: list[MemoryNode] = []
 
     def flush() -> Iterator[str]:
-        vecs = store.vectors(namespace, [n.id for n in batch]) if vectors else {}
+        ids = [n.id for n in batch]
+        vecs = store.vectors(namespace, ids) if vectors else {}
         for node in batch:
             blob = vecs.get(node.id)
             yield json.dumps(
@@ -84,6 +102,7 @@ def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
                     "vector": base64.b64encode(blob).decode() if blob else None,
                 }
             )
+        yield from link_lines(store, namespace, ids)
         batch.clear()
 
     for node in store.iter_nodes(namespace):
@@ -100,11 +119,13 @@ def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
         for user in users:
             yield json.dumps({"kind": "user", **user.model_dump(mode="json")})
         offset += len(users)
+    yield from record_lines(store, namespace, vectors=vectors)
 
 
 ARRAY_FIELDS = (
     "content", "category", "created_at", "updated_at", "metadata", "user", "agent",
     "session", "subject", "key", "value", "confidence", "version", "scope", "id",
+    "event_time", "speaker", "fact_type", "procedure",
 )  # fmt: skip
 
 
@@ -112,8 +133,10 @@ def array_lines(text: str) -> list[str]:
     """A JSON array export (``memloci memory export -o file.json``, reference 004's
     format: one object per current memory) as import lines: each object becomes a
     node without a vector (it is embedded after the import). Memories keep their id,
-    content, category, type, times, owner, subject, key / value, confidence, version
-    and metadata; the scope is the exported one, or the narrowest owner given."""
+    content, category, type, times (``event_time``: ``created_at`` when not given),
+    owner, speaker, subject, key / value, fact type, confidence, version, metadata and a
+    procedure's details (its triggers); the scope is the exported one, or the narrowest
+    owner given."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -143,7 +166,7 @@ def array_lines(text: str) -> list[str]:
         node.setdefault("updated_at", node["created_at"])
         node.setdefault("event_time", node["created_at"])
         node.setdefault("valid_from", node["created_at"])
-        node.setdefault("scope", _narrowest(node))
+        node.setdefault("scope", narrowest(node))
         lines.append(json.dumps({"kind": "node", "node": node, "vector": None}))
     return lines
 
@@ -204,13 +227,10 @@ def read_lines(path: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def _narrowest(node: dict[str, Any]) -> str:
-    """The scope of a memory whose record gives none: its narrowest owner."""
-    return next((s for s in ("session", "user", "agent") if node.get(s)), "global")
-
-
 @dataclass
 class ImportReport:
+    """What an import wrote (and skipped: memories the namespace held already)."""
+
     nodes: int = 0
     skipped: int = 0
     versions: int = 0
@@ -218,207 +238,16 @@ class ImportReport:
     users: int = 0
     vectors_reused: int = 0
     needs_embedding: int = 0
+    entities: int = 0
+    links: int = 0
+    threads: int = 0
+    sessions: int = 0
+    knowledge_sources: int = 0
+    knowledge_chunks: int = 0
+    chunks_to_embed: int = 0  # knowledge chunks stored without a vector (another model)
     errors: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _Line:
-    """One record of an import and where it is (``line 3``, or ``memory 2 of the array``)."""
-
-    where: str
-    record: Any  # MemoryNode, MemoryVersion, Edge or MemoryUser
-    vector: Any = None  # a memory's float32 vector, if the export holds one
-    note: str | None = None  # a warning for the report (a vector left out)
-
-
-def _where(number: int, header: dict[str, Any]) -> str:
-    if header.get("array"):  # array_lines: line 1 is its header, memory n is line n + 1
-        return f"memory {number - 1} of the array"
-    return f"line {number} of the import"
-
-
-def _invalid(where: str, problem: str, what: str = "") -> ValidationError:
-    return ValidationError(
-        f"{where} is invalid{f' ({what})' if what else ''}: {problem}",
-        hint="nothing was imported; fix the file and retry",
-    )
-
-
-def _problem(exc: Exception) -> str:
-    """What is wrong, in one line naming the field."""
-    if isinstance(exc, MemlociError):
-        return exc.message
-    if isinstance(exc, pydantic.ValidationError):
-        first = exc.errors()[0]
-        loc = ".".join(str(part) for part in first["loc"])
-        return f"{loc}: {first['msg']}" if loc else str(first["msg"])
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text
-
-
-def _parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[_Line]]:
-    """Every line parsed and checked as the write API checks its input (see
-    :mod:`memloci.validate`); the first problem is raised, naming the line and field.
-    An export of format version 2 must end with its ``end`` line, counting its records."""
-    header: dict[str, Any] = {}
-    records: list[_Line] = []
-    export: _Export | None = None  # the export (header) the lines belong to
-    for number, line in enumerate(lines, start=1):
-        if number == 1:
-            line = line.lstrip("\ufeff")  # a byte order mark (a body sent over REST)
-        if not line.strip():
-            continue
-        where, what = _where(number, header), ""
-        try:
-            data = json.loads(line)
-            # the line's own 2 levels (record, node) + what metadata / values may hold
-            # shape only: each field's own check names a NUL in it
-            json_data(data, "the record", depth=JSON_DEPTH_MAX + 2, nul=True)
-            if not isinstance(data, dict) or "kind" not in data:
-                raise ValueError('not a memloci export record (no "kind")')
-            kind = data.pop("kind")
-            if kind == "header":
-                _check_ended(export, len(records))
-                header = _header(data)
-                export = _Export(where, header, len(records))
-            elif kind == "end":
-                if export is None or export.ended:
-                    raise ValueError("an end line without a header before it")
-                export.end(_whole(data.get("records")), len(records))
-            elif kind == "node":
-                raw = data["node"]
-                what = _label("memory", raw)
-                if isinstance(raw, dict) and "scope" not in raw:  # as a write would: the
-                    raw = {**raw, "scope": _narrowest(raw)}  # narrowest owner given
-                node = checked_node(MemoryNode.model_validate(raw))
-                node = node.model_copy(update={"namespace": namespace})
-                records.append(_Line(where, node, *_vector(data.get("vector"))))
-            elif kind == "version":
-                what = _label("version of memory", data, "node_id")
-                records.append(_Line(where, checked_version(MemoryVersion.model_validate(data))))
-            elif kind == "edge":
-                what = _label("edge", data)
-                edge = Edge.model_validate({**data, "namespace": namespace})
-                records.append(_Line(where, checked_edge(edge)))
-            elif kind == "user":
-                what = _label("user", data)
-                user = MemoryUser.model_validate({**data, "namespace": namespace})
-                records.append(_Line(where, checked_user(user)))
-            else:
-                raise ValueError(f"unknown record kind {kind!r}")
-        except (
-            ValueError, KeyError, TypeError, AttributeError, binascii.Error, MemlociError,
-            RecursionError,
-        ) as exc:  # fmt: skip
-            raise _invalid(where, _problem(exc), what) from None
-        if export is not None and export.header["version"] > VERSION:
-            raise ValidationError(
-                f"{where} is the header of format version {export.header['version']}, newer "
-                f"than this memloci reads (1 to {VERSION})",
-                hint="nothing was imported; upgrade memloci (pip install -U memloci) to import it",
-            )
-    _check_ended(export, len(records))
-    _check_file(records)
-    return header, records
-
-
-def _header(data: dict[str, Any]) -> dict[str, Any]:
-    """An export's header: format ``memloci``, a version number (1 when it gives none)."""
-    if data.get("format") != FORMAT:
-        raise ValueError("not a memloci export")
-    _whole(data.setdefault("version", 1))  # a newer one is refused by the caller
-    return data
-
-
-def _whole(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{value!r} is not a count (a whole number)")
-    return value
-
-
-def _vector(value: Any) -> tuple[Any, str | None]:
-    """A memory's vector from its base64 text, or None and why it is left out: a vector
-    with a NaN or an infinity is embedded again, as one of another model is."""
-    if value is None:
-        return None, None
-    vector = np.frombuffer(base64.b64decode(value, validate=True), np.float32)
-    if not np.isfinite(vector).all():
-        return None, "its vector is not finite (NaN or infinity): it is embedded again"
-    return vector, None
-
-
-@dataclass
-class _Export:
-    """One export of an import (a file may hold several, one after another): where its
-    header is, the header, and how many records came before it."""
-
-    where: str
-    header: dict[str, Any]
-    start: int
-    ended: bool = False
-
-    def end(self, count: int, records: int) -> None:
-        """Its end line, counting ``count`` records; ``records`` were read in all."""
-        held = records - self.start
-        if held != count:
-            cut = "the file is cut short" if held < count else "records were added to it"
-            raise ValueError(f"it counts {count} records, the export holds {held}: {cut}")
-        self.ended = True
-
-
-def _check_ended(export: _Export | None, records: int) -> None:
-    """A file cut short at a line boundary is refused: an export of format version 2
-    ends with its end line (version 1 files, and JSON arrays, have none)."""
-    if export is None or export.ended or export.header.get("array"):
-        return
-    if export.header["version"] >= 2:
-        raise ValidationError(
-            f"the import is cut short: the export whose header is on "
-            f"{export.where.removesuffix(' of the import')} (format version "
-            f"{export.header['version']}) has no end line ({records - export.start} records read)",
-            hint="nothing was imported; export it again, or give the whole file",
-        )
-
-
-def _label(kind: str, data: Any, field: str = "id") -> str:
-    """``memory 'a1B2c3D4'``: which record a problem is in (its id, if it has one)."""
-    ref = data.get(field) if isinstance(data, dict) else None
-    return f"{kind} {ref!r}" if isinstance(ref, str | int) and not isinstance(ref, bool) else kind
-
-
-def _check_file(records: list[_Line]) -> None:
-    """What no single line shows: an id given twice (two memories, users or edges with
-    one id, two copies of a version), and a fact's old versions within the fact bounds."""
-    seen: dict[tuple[str, Any], str] = {}
-    types: dict[str, NodeType] = {}
-    for line in records:
-        rec = line.record
-        key: tuple[str, Any]
-        if isinstance(rec, MemoryNode):
-            key, what = ("memory", rec.id), f"memory {rec.id!r}"
-            types[rec.id] = rec.type
-        elif isinstance(rec, MemoryVersion):
-            key = ("version", (rec.node_id, rec.version))
-            what = f"version {rec.version} of memory {rec.node_id!r}"
-        elif isinstance(rec, Edge):
-            key, what = ("edge", rec.id), f"edge {rec.id!r}"
-        else:
-            key, what = ("user", rec.id), f"user {rec.id!r}"
-        if key in seen:
-            raise _invalid(line.where, f"{what} is given twice (also on {seen[key]})")
-        seen[key] = line.where.removesuffix(" of the import")
-    for line in records:
-        rec = line.record
-        if (
-            isinstance(rec, MemoryVersion)
-            and rec.node_id in types
-            and (types[rec.node_id] is not NodeType.EPISODIC)
-        ):
-            try:
-                v.fact(rec.content)
-            except ValidationError as exc:
-                what = f"version {rec.version} of memory {rec.node_id!r}"
-                raise _invalid(line.where, exc.message, what) from None
+    # entities whose name vector came from another model: embedded after the import
+    names_to_embed: list[str] = field(default_factory=list)
 
 
 def import_lines(
@@ -430,18 +259,27 @@ def import_lines(
     dimension: int | None,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Validate everything, then write nodes, versions, edges, users and reusable vectors
-    in one transaction. A memory whose id the target namespace holds is skipped (importing
-    a file twice adds nothing). Ids are unique across the store, so one whose id another
-    namespace holds is copied under an id derived from it and the target namespace (a
-    second import finds that copy and skips it), its versions and edges following it."""
-    header, records = _parse(lines, namespace)
+    """Validate everything, then write every record and the reusable vectors in one
+    transaction. A memory whose id the target namespace holds is skipped (importing a
+    file twice adds nothing), as are entities, threads, sessions and knowledge sources it
+    holds. Memory, edge and entity ids are unique across the store, so one whose id
+    another namespace holds is copied under an id derived from it and the target
+    namespace (a second import finds that copy and skips it), its versions, edges and
+    links following it."""
+    header, records = parse(lines, namespace)
     report = ImportReport()
     nodes = [(line.record, line.vector) for line in records if isinstance(line.record, MemoryNode)]
+    same_model = (
+        embedding_model is not None
+        and header.get("embedding_model") == embedding_model
+        and header.get("dimension") == dimension
+    )
     with store.batch():  # all records land, or none
         in_file = {n.id for n, _ in nodes}
         _check_edge_ends(store, namespace, records, in_file)
         _check_merged_users(store, namespace, records)
+        entity_ids = {line.record.id for line in records if isinstance(line.record, Entity)}
+        check_store(store, namespace, records, in_file, entity_ids)
         held = store.id_namespaces(list(in_file))
         elsewhere = [i for i in in_file if i in held and held[i] != namespace]
         renamed, copied = copy_ids(store, namespace, elsewhere, taken=in_file.intersection)
@@ -476,12 +314,13 @@ def import_lines(
             if store.get_user(namespace, user.id) is None:
                 store.upsert_user(user)
                 report.users += 1
-        same_model = (
-            embedding_model is not None
-            and header.get("embedding_model") == embedding_model
-            and header.get("dimension") == dimension
-        )
-        with_vec = [(n, v) for n, v in fresh if v is not None] if same_model else []
+        write_records(
+            store, namespace, records, renamed, report, model=embedding_model,
+            dimension=dimension, same_model=same_model,
+        )  # fmt: skip
+        # vectors of another form than the worker embeds now are embedded again
+        current = same_model and header.get("document_form") == DOCUMENT_FORM
+        with_vec = [(n, v) for n, v in fresh if v is not None] if current else []
         if with_vec and dimension:
             items = [
                 PendingEmbedding(
@@ -494,14 +333,14 @@ def import_lines(
                 report.vectors_reused = store.save_embeddings(items, mat)
         report.needs_embedding = report.nodes - report.vectors_reused
     report.errors += [
-        f"{line.where.removesuffix(' of the import')} (memory {line.record.id!r}): {line.note}"
+        f"{line.where.removesuffix(' of the import')} ({line.what}): {line.note}"
         for line in records
-        if line.note and isinstance(line.record, MemoryNode) and line.record.id in keep
+        if line.note and (not isinstance(line.record, MemoryNode) or line.record.id in keep)
     ]
     return report
 
 
-def _check_edge_ends(store: Store, namespace: str, records: list[_Line], in_file: set[str]) -> None:
+def _check_edge_ends(store: Store, namespace: str, records: list[Line], in_file: set[str]) -> None:
     """Refuse an import with an edge whose end is neither a memory of the import nor one
     already in the target namespace (an edge only joins memories of one namespace)."""
     edges = [line.record for line in records if isinstance(line.record, Edge)]
@@ -517,7 +356,7 @@ def _check_edge_ends(store: Store, namespace: str, records: list[_Line], in_file
         )
 
 
-def _check_merged_users(store: Store, namespace: str, records: list[_Line]) -> None:
+def _check_merged_users(store: Store, namespace: str, records: list[Line]) -> None:
     """A user merged into another needs that other user, in the import or the namespace."""
     users = [line for line in records if isinstance(line.record, MemoryUser)]
     ids = {line.record.id for line in users}
@@ -533,7 +372,7 @@ def _check_merged_users(store: Store, namespace: str, records: list[_Line]) -> N
             if target == user.id
             else f"merged_into {target!r} is not a user in the import or in namespace {namespace!r}"
         )
-        raise _invalid(line.where, problem, f"user {user.id!r}")
+        raise invalid(line.where, problem, f"user {user.id!r}")
 
 
 def _same_size(rows: list[tuple[MemoryNode, Any]]) -> bool:

@@ -1,21 +1,32 @@
 """The write API's checks applied to an import's records (layer: service helpers).
 
 Each record of a :mod:`memloci.transfer` import is checked as the write commands check
-their input (:mod:`memloci.validate`) and returned cleaned as a write stores it.
+their input (:mod:`memloci.validate`) and returned cleaned as a write stores it. Also the
+two record kinds of an export that are no model of their own: :class:`Link` (a memory
+mentions an entity) and :class:`SessionRecord` (a session as consolidation records it).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from memloci import validate as v
+from memloci.errors import ValidationError
+from memloci.knowledge import MAX_FILE_BYTES, check_collection
 from memloci.models import (
     TURN_MAX,
     Edge,
+    Entity,
+    KnowledgeChunk,
+    KnowledgeSource,
     MemoryNode,
     MemoryUser,
     MemoryVersion,
     NodeType,
+    Thread,
     check_id,
 )
 
@@ -111,5 +122,123 @@ def checked_user(user: MemoryUser) -> MemoryUser:
             "merged_into": v.ident(user.merged_into, "merged_into user"),
             "last_seen": v.when(user.last_seen, "last_seen"),
             "created_at": v.when(user.created_at, "created_at"),
+        }
+    )
+
+
+def checked_entity(entity: Entity) -> Entity:
+    """An entity as ``save_entity`` checks one: its id, name, aliases, summary and
+    attributes."""
+    name = v.name(entity.canonical_name, "canonical_name")
+    return entity.model_copy(
+        update={
+            "id": v.short_ref(entity.id, "entity"),
+            "canonical_name": name,
+            "aliases": v.aliases(entity.aliases, name),
+            "summary": v.label(entity.summary, "summary", 2000),
+            "mention_count": v.whole(entity.mention_count, "mention_count"),
+            "attributes": v.metadata(entity.attributes, "attributes"),
+            "first_seen": v.when(entity.first_seen, "first_seen"),
+            "last_seen": v.when(entity.last_seen, "last_seen"),
+        }
+    )
+
+
+class Link(BaseModel):
+    """A memory ↔ entity link (``node_entities``): the memory mentions the entity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node_id: str
+    entity_id: str
+
+
+def checked_link(link: Link) -> Link:
+    check_id(link.node_id)
+    v.short_ref(link.entity_id, "entity")
+    return link
+
+
+def checked_thread(thread: Thread) -> Thread:
+    """A conversation thread as ``save_thread`` checks one (system messages dropped)."""
+    messages = v.thread_messages(thread.messages)
+    return thread.model_copy(
+        update={
+            "id": v.required(thread.id, "thread"),
+            "user": v.ident(thread.user, "user"),
+            "agent": v.ident(thread.agent, "agent"),
+            "messages": messages,
+            "message_count": len(messages),
+            "summary": v.label(thread.summary, "summary", TURN_MAX),
+            "created_at": v.when(thread.created_at, "created_at"),
+            "updated_at": v.when(thread.updated_at, "updated_at"),
+        }
+    )
+
+
+class SessionRecord(BaseModel):
+    """A session as consolidation records it: first seen, and consolidated (or pending)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session: str
+    user: str | None = None
+    agent: str | None = None
+    first_seen_at: datetime
+    consolidated_at: datetime | None = None
+
+
+def checked_session(record: SessionRecord) -> SessionRecord:
+    return record.model_copy(
+        update={
+            "session": v.required(record.session, "session"),
+            "user": v.ident(record.user, "user"),
+            "agent": v.ident(record.agent, "agent"),
+            "first_seen_at": v.when(record.first_seen_at, "first_seen_at"),
+            "consolidated_at": v.when(record.consolidated_at, "consolidated_at"),
+        }
+    )
+
+
+def checked_source(source: KnowledgeSource) -> KnowledgeSource:
+    """A knowledge source (a file of the knowledge tier) as ``knowledge add`` stores one."""
+    check_id(source.id)
+    return source.model_copy(
+        update={
+            "collection": check_collection(source.collection),
+            "path": v.label(source.path, "path", 4096),
+            "title": v.label(source.title, "title", 1000) if source.title else "",
+            "content_hash": v.label(source.content_hash, "content_hash", 200),
+            "size_bytes": v.whole(source.size_bytes, "size_bytes"),
+            "chunk_count": v.whole(source.chunk_count, "chunk_count"),
+            "embedding_model": v.label(source.embedding_model, "embedding_model", 200),
+            "mtime": v.when(source.mtime, "mtime"),
+            "added_at": v.when(source.added_at, "added_at"),
+            "updated_at": v.when(source.updated_at, "updated_at"),
+        }
+    )
+
+
+def checked_chunk(chunk: KnowledgeChunk) -> KnowledgeChunk:
+    """A chunk of a knowledge source: its id (``<source id>-<ordinal>``), text (kept as
+    it is: its offsets point into the file) and offsets."""
+    check_id(chunk.source_id)
+    ordinal = v.whole(chunk.ordinal, "ordinal")
+    if chunk.id != f"{chunk.source_id}-{ordinal}":
+        raise ValidationError(f"a chunk's id is <source id>-<ordinal>, not {chunk.id!r}")
+    text = chunk.text
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_FILE_BYTES:
+        raise ValidationError(f"text must be 1 to {MAX_FILE_BYTES} characters")
+    if "\x00" in text:
+        raise ValidationError("text contains a NUL character")
+    v.unicode_text(text, "text")
+    start, end = v.whole(chunk.start_char, "start_char"), v.whole(chunk.end_char, "end_char")
+    if end < start:
+        raise ValidationError(f"end_char {end} is before start_char {start}")
+    return chunk.model_copy(
+        update={
+            "collection": check_collection(chunk.collection),
+            "heading": v.label(chunk.heading, "heading", 2000) if chunk.heading.strip() else "",
+            "embedding_model": v.label(chunk.embedding_model, "embedding_model", 200),
         }
     )

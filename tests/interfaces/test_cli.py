@@ -296,6 +296,36 @@ def test_reembed_switches_models_only_with_yes(db: Path) -> None:
     assert run(db, "reembed", "--embedder", "none").exit_code == 2
 
 
+def test_reembed_embeds_the_knowledge_with_the_new_model(db: Path, tmp_path: Path) -> None:
+    """Knowledge search with an embedder finds only chunks of its model: reembed embeds
+    the chunks of another model (or of none) again."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "keys.md").write_text("# Keys\n\nRotate API keys every month.\n", encoding="utf-8")
+    (docs / "tea.md").write_text("# Tea\n\nSteep green tea for two minutes.\n", "utf-8")
+    ok(db, "knowledge", "add", str(docs / "keys.md"))
+    runner.invoke(app, ["knowledge", "add", str(docs / "tea.md"), "--db", str(db),
+                        "--embedder", "none"])  # fmt: skip
+    opts = '{"dimension": 16}'
+
+    def search(query: str) -> list[Any]:
+        found = run(db, "knowledge", "search", query, "--threshold", "0", "--json",
+                    MEMLOCI_EMBEDDER_OPTIONS=opts)  # fmt: skip
+        assert found.exit_code == 0, found.output
+        return list(json.loads(found.stdout))
+
+    done = run(db, "reembed", "--yes", MEMLOCI_EMBEDDER_OPTIONS=opts)
+    assert done.exit_code == 0, done.output
+    assert "2 knowledge chunks embedded with fake:16." in done.stdout
+    assert {h["path"].rsplit("/", 1)[1] for h in search("rotate api keys")} == {"keys.md", "tea.md"}
+    listed = json.loads(
+        run(db, "knowledge", "list", "--json", MEMLOCI_EMBEDDER_OPTIONS=opts).stdout
+    )
+    assert {s["embedding_model"] for s in listed} == {"fake:16"}
+    again = run(db, "reembed", MEMLOCI_EMBEDDER_OPTIONS=opts)  # nothing left to embed
+    assert again.exit_code == 0 and "knowledge" not in again.stdout
+
+
 # ---------------------------------------------------------------------- bad input
 BAD_ID, UNKNOWN_ID = "not-an-id", "abcdEFGH"
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,47 @@ def test_the_json_array_export_imports_into_another_store(tmp_path: Path) -> Non
               "--embedder", "fake"],
     )  # fmt: skip
     assert again.exit_code == 0 and "Imported 0 memories" in again.stdout
+
+
+def test_the_json_array_keeps_triggers_speakers_fact_types_and_event_times(
+    tmp_path: Path,
+) -> None:
+    """A triggered procedure must not come back as a standing instruction (injected into
+    every prompt), nor a turn lose its speaker and the day it was said."""
+    write_role(tmp_path)
+    said = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+    with store(tmp_path) as m:
+        proc = m.learn_procedure(
+            "Check the forecast before outdoor plans", triggers={"goal_contains": ["weather"]}
+        ).memory.id
+        turn = m.add("I went kayaking on the Tagus", user="sam", speaker="sam", event_time=said)
+        assert not isinstance(turn, list)
+        fact = m.remember(
+            "The API limit is 100 requests a minute", scope="global", fact_type="world_knowledge"
+        ).memory.id
+        assert "forecast" not in m.context("what should I cook tonight")
+    assert reference("initrunner memory export role.yaml -o my-export.json").exit_code == 0
+    by_id = {r["id"]: r for r in json.loads((tmp_path / "my-export.json").read_text("utf-8"))}
+    assert by_id[proc]["procedure"]["triggers"] == {"goal_contains": ["weather"]}
+    assert (by_id[turn.id]["speaker"], by_id[turn.id]["event_time"]) == (
+        "sam",
+        "2024-03-01T09:00:00Z",
+    )
+    assert by_id[fact]["fact_type"] == "world_knowledge"
+    loaded = runner.invoke(
+        app, ["memory", "import", "my-export.json", "--db", "copy.db", "-n", NS,
+              "--embedder", "fake"],
+    )  # fmt: skip
+    assert loaded.exit_code == 0, loaded.output
+    with Memory(str(tmp_path / "copy.db"), namespace=NS, embedder="fake") as m:
+        procedure = m.get(proc).procedure
+        assert procedure is not None and procedure.triggers == {"goal_contains": ["weather"]}
+        assert "forecast" not in m.context("what should I cook tonight")
+        copied = m.get(turn.id)
+        assert (copied.speaker, copied.event_time) == ("sam", said)
+        assert (
+            m.get(fact).fact_type is not None and m.get(fact).fact_type.value == "world_knowledge"
+        )
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 
 from memloci import Memory
@@ -184,3 +186,35 @@ def test_ids_with_a_slash_are_reachable(http: httpx.Client, mem: Memory) -> None
     assert http.get("/api/v1/checkpoints/mail%2Fsam%7Cchat").json()["message_count"] == 1
     assert http.get("/api/v1/threads/mail/sam|chat").status_code == 200
     assert http.delete("/api/v1/checkpoints/mail%2Fsam%7Cchat").json()["deleted"] == 1
+
+
+def test_export_and_import_carry_entities_threads_and_sessions(
+    http: httpx.Client, mem: Memory
+) -> None:
+    """The JSON Lines backup over REST holds the records beside the memories too; an
+    import into another namespace copies them (entities under ids of their own), twice
+    adds nothing, and two unmerged users with one channel id are a 409."""
+    mem.add("Remember that my boss is Dana Whitfield", user="u1", session="s1", speaker="user")
+    mem.consolidate()
+    mem._call(mem.service.append_messages("t1", [{"role": "user", "content": "hi"}], user="u1"))
+    body = http.get("/api/v1/export").content
+    kinds = {json.loads(line)["kind"] for line in body.decode().splitlines()}
+    assert {"entity", "link", "thread", "session"} <= kinds
+    ndjson = {"content-type": "application/x-ndjson"}
+    first = http.post("/api/v1/import?namespace=copy", content=body, headers=ndjson).json()
+    assert first["entities"] >= 1 and first["links"] >= 1
+    assert (first["threads"], first["sessions"]) == (1, 1)
+    again = http.post("/api/v1/import?namespace=copy", content=body, headers=ndjson).json()
+    assert (again["entities"], again["links"], again["threads"], again["sessions"]) == (0, 0, 0, 0)
+    copied = http.get("/api/v1/entities/", params={"namespace": "copy"}).json()
+    names = [e["canonical_name"] for e in copied.get("items", copied)]
+    assert "Dana Whitfield" in names
+    users = [
+        {"kind": "header", "format": "memloci", "version": 1},
+        *({"kind": "user", "id": u, "identifiers": {"telegram": "555"},
+           "created_at": "2024-01-01T00:00:00Z"} for u in ("alice", "bob")),
+    ]  # fmt: skip
+    clash = http.post(
+        "/api/v1/import", content="\n".join(json.dumps(u) for u in users), headers=ndjson
+    )
+    assert clash.status_code == 409 and "belongs to memory user 'alice'" in clash.text

@@ -103,7 +103,7 @@ def snapshot(store: Store) -> dict[str, Any]:
             ],
         }
     out["keys"] = [store.get_key(k.id) for k in store.list_keys(include_revoked=True)]
-    out["meta"] = {k: store.get_meta(k) for k in ("embedding_model", "dimension")}
+    out["meta"] = {k: store.get_meta(k) for k in ("embedding_model", "dimension", "document_form")}
     return out
 
 
@@ -281,3 +281,74 @@ def test_verification_counts_each_namespace(
     with pytest.raises(StorageError) as exc:
         migrate(src, dst, force=True)
     assert "namespace 'team'" in exc.value.message and "nodes 0/1" in exc.value.message
+
+
+def _meta(location: str, key: str) -> str | None:
+    from memloci.compose import open_store
+
+    store = open_store(location)
+    try:
+        return store.get_meta(key)
+    finally:
+        store.close()
+
+
+def test_the_form_of_the_vectors_is_carried_over(tmp_path: Path) -> None:
+    """A copy of a current store is not told its vectors are of an older form; a store
+    of an older form stays one (``memloci reembed`` offers the rebuild), and so does a
+    current one that copies of an older form's vectors were merged into."""
+    from memloci.compose import open_store
+    from memloci.retrieval.query import DOCUMENT_FORM
+    from memloci.worker import outdated_form
+
+    src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    populate(src, tmp_path)
+    migrate(src, dst)
+    assert _meta(src, "document_form") == _meta(dst, "document_form") == DOCUMENT_FORM
+    store = open_store(dst)
+    try:
+        assert not outdated_form(store)
+    finally:
+        store.close()
+    older, copy = str(tmp_path / "older.db"), str(tmp_path / "copy.db")
+    with Memory(older, embedder=FakeEmbedder()) as m:
+        m.add("I moved to Porto in June", user="sam", namespace="old")
+        m.flush(30)
+        m.service.store.set_meta("document_form", "2")
+    migrate(older, copy)
+    assert _meta(copy, "document_form") == "2"
+    migrate(older, dst, force=True)  # merged into a current store: the older form wins
+    assert _meta(dst, "document_form") == "2"
+
+
+def test_force_copies_entities_whose_ids_another_namespace_holds(tmp_path: Path) -> None:
+    """Entity ids are unique across a store: an entity of namespace bob whose id alice
+    holds in the target is copied under an id derived from it, found again by a re-run."""
+    one, two, merged = (str(tmp_path / f"{n}.db") for n in ("one", "two", "merged"))
+    eid, now = short_id(), utcnow()
+    for path, ns in ((one, "alice"), (two, "bob")):
+        with Memory(path, embedder=FakeEmbedder()) as m:
+            node = m.add("Ada wrote the first program", namespace=ns, user="sam")
+            assert not isinstance(node, list)
+            store = m.service.store
+            store.insert_entity(Entity(id=eid, namespace=ns, canonical_name="Ada",
+                                       first_seen=now, last_seen=now))  # fmt: skip
+            store.link_entities(ns, node.id, [eid])
+            m.flush(30)
+    migrate(one, merged)
+    first = migrate(two, merged, force=True)
+    assert first.copied["entities"] == 1
+    again = migrate(two, merged, force=True)
+    assert again.copied.get("entities", 0) == 0 and again.skipped["entities"] == 1
+    from memloci.compose import open_store
+
+    store = open_store(merged)
+    try:
+        (copy,) = store.list_entities("bob")
+        assert copy.id != eid and store.get_entity("alice", eid) is not None
+        ids = [n.id for n in store.iter_nodes("bob")]
+        assert [e.id for links in store.node_entities("bob", ids).values() for e in links] == [
+            copy.id
+        ]
+    finally:
+        store.close()

@@ -82,7 +82,7 @@ def test_a_write_error_is_a_validation_error_and_leaves_no_file(tmp_path: Path) 
 # ---------------------------------------------------------------------- the end line
 def test_an_export_ends_with_a_line_counting_its_records(backup: Path) -> None:
     rows = records(backup)
-    assert rows[0]["kind"] == "header" and rows[0]["version"] == VERSION == 2
+    assert rows[0]["kind"] == "header" and rows[0]["version"] == VERSION == 3
     assert rows[-1] == {"kind": "end", "records": len(rows) - 2}
 
 

@@ -37,6 +37,7 @@ from memloci.interfaces.cli_common import (
     note,
     open_memory,
     out,
+    progress_bar,
     say,
 )
 from memloci.interfaces.cli_lazy import LazyGroup
@@ -139,10 +140,34 @@ def reembed(
         memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)
     with memory as m:
         pending = embed_all(m, "Embedding")
+        chunks = _reembed_knowledge(m)
         stats = m.stats(m.stats().namespaces or None)
     total = sum(stats.nodes_by_type.values())
     model = stats.embedding_model or "no embedder"
     say(f"{memories(total - pending)} embedded with {model}; {pending} pending.")
+    if chunks:
+        say(f"{chunks} knowledge chunk{'s' if chunks != 1 else ''} embedded with {model}.")
+
+
+def _reembed_knowledge(memory: Memory) -> int:
+    """Embed the knowledge chunks that are not from the memory's embedder (another
+    model's vectors, or none), with a progress bar; returns how many."""
+    service = memory.service
+    if service.embedder is None:
+        return 0
+    bar = progress_bar()
+    task = bar.add_task("Embedding knowledge", total=None)
+
+    def tick(done: int, total: int) -> None:
+        if total and not bar.live.is_started:  # shown once there is something to embed
+            bar.start()
+        bar.update(task, completed=done, total=total)
+
+    try:
+        return service.reembed_knowledge_now(progress=tick)
+    finally:
+        if bar.live.is_started:
+            bar.stop()
 
 
 def _kept_minilm(memory: Memory) -> bool:

@@ -77,8 +77,9 @@ def export(
         typer.Option(
             "--format",
             help="json: an array of the current memories (id, content, category, created_at, "
-            "memory_type, metadata, …); jsonl: every record with versions, edges and vectors, "
-            "for `memloci memory import` (default: jsonl for a .jsonl file, else json).",
+            "memory_type, metadata, …); jsonl: every record of the namespace (versions, edges, "
+            "entities, threads, knowledge, vectors, …), for `memloci memory import` (default: "
+            "jsonl for a .jsonl file, else json).",
             show_default=False,
         ),
     ] = None,
@@ -158,6 +159,10 @@ def _exported(node: MemoryNode) -> dict[str, Any]:
         "confidence": node.confidence,
         "version": node.version,
         "updated_at": data["updated_at"],
+        "event_time": data["event_time"],
+        "speaker": node.speaker,
+        "fact_type": data["fact_type"],
+        "procedure": data["procedure"],  # a procedure's triggers: when it applies
     }
 
 
@@ -203,12 +208,15 @@ def import_(
         pending = embed_all(m, "Embedding", quiet=as_json)
     embedded = max(0, report.needs_embedding - pending)
     data = {**asdict(report), "embedded": embedded}
+    del data["names_to_embed"]  # entity ids, embedded by the import itself
     if as_json:
         emit_json(data)
         return
     say(
         f"Imported {report.nodes} memories ({report.skipped} already present), "
-        f"{report.versions} versions, {report.edges} edges, {report.users} users; "
+        f"{report.versions} versions, {report.edges} edges, {report.users} users, "
+        f"{report.entities} entities ({report.links} links), {report.threads} threads, "
+        f"{report.sessions} sessions, {report.knowledge_sources} knowledge sources; "
         f"reused {report.vectors_reused} vectors, embedded {embedded}."
     )
     for problem in report.errors:

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
+import numpy as np
+
 from memloci import validate as v
-from memloci.errors import NotFoundError, ValidationError
+from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
 from memloci.service.core import ServiceCore
@@ -105,7 +107,27 @@ class AdminMixin(ServiceCore):
         )  # fmt: skip
         if self.worker:
             self.worker.wake()
+        if self.embedder is not None and (report.chunks_to_embed or report.names_to_embed):
+            await self._run(self._embed_imported, ns, report)
         return report
+
+    def _embed_imported(self, namespace: str, report: transfer.ImportReport) -> None:
+        """Embed what an import brought with vectors of another model: knowledge chunks
+        and entity names. An embedder that fails leaves a warning in the report; the
+        records are imported either way (``memloci reembed`` embeds the chunks later)."""
+        from memloci.service.knowledge import embed_sources
+
+        assert self.embedder is not None
+        try:
+            if report.chunks_to_embed:
+                batch = self.settings.embed_batch_size
+                embed_sources(self.store, self.embedder, [namespace], batch=batch)
+            embed_entity_names(self.store, self.embedder, namespace, report.names_to_embed)
+        except ProviderError as exc:
+            report.errors.append(
+                f"the embedder failed ({exc.message}): knowledge chunks or entity names "
+                "were left without vectors (`memloci reembed` embeds the chunks)"
+            )
 
     async def embed_pending(self, progress: transfer.Progress | None = None) -> int:
         """Embed everything still waiting, reporting progress; returns how many."""
@@ -115,3 +137,19 @@ class AdminMixin(ServiceCore):
         while n := await self._run(self.worker.run_once, progress):
             done += n
         return done
+
+
+def embed_entity_names(store: Store, embedder: Embedder, namespace: str, ids: list[str]) -> int:
+    """Embed the names of entities ``ids`` of the namespace with ``embedder``'s model (as
+    consolidation embeds a new entity's name, to match mentions by meaning); returns how
+    many."""
+    model = embedder.model_id
+    entities = [e for e in (store.get_entity(namespace, i) for i in ids) if e is not None]
+    for i in range(0, len(entities), 64):
+        part = entities[i : i + 64]
+        vectors = embedder.embed([e.canonical_name for e in part])
+        with store.batch():
+            for entity, vec in zip(part, vectors, strict=True):
+                blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+                store.save_entity_vector(namespace, entity.id, model, blob)
+    return len(entities)

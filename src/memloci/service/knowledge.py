@@ -8,11 +8,12 @@ in one transaction (each file is its own transaction). A mixin, like
 and ``_ns`` from MemoryService.
 
 Scores are higher-is-better. With an embedder, a hit's score is the cosine similarity of
-query and chunk (only chunks embedded by that same model are searched; re-add the files
-after switching models). Without one, full text finds chunks and the score is the
-better of ``b / (1 + b)`` with ``b = -bm25`` and the share of the query's words the
-chunk holds (0–1, not comparable with cosine; BM25 alone gives nothing to a word in
-half of a small collection's chunks). Hits below ``threshold`` are dropped either way.
+query and chunk (only chunks embedded by that same model are searched; ``memloci
+reembed`` embeds them again after switching models, :meth:`reembed_knowledge`).
+Without one, full text finds chunks and the score is the better of ``b / (1 + b)``
+with ``b = -bm25`` and the share of the query's words the chunk holds (0–1, not
+comparable with cosine; BM25 alone gives nothing to a word in half of a small
+collection's chunks). Hits below ``threshold`` are dropped either way.
 """
 
 from __future__ import annotations
@@ -155,14 +156,27 @@ class KnowledgeMixin(ServiceCore):
     ) -> npt.NDArray[np.float32] | None:
         if self.embedder is None or not pieces:
             return None
-        texts = [kb.embedding_text(title, p) for p in pieces]
-        size = max(1, self.settings.embed_batch_size)
-        parts = []
-        for i in range(0, len(texts), size):
-            parts.append(np.asarray(self.embedder.embed(texts[i : i + size]), dtype=np.float32))
-            if progress is not None:
-                progress(done + min(i + size, len(texts)), total)
-        return np.concatenate(parts)
+        batch = self.settings.embed_batch_size
+        return _embed(self.embedder, title, pieces, batch, done, total, progress)
+
+    # ------------------------------------------------------------------ re-embed
+    async def reembed_knowledge(self, *, progress: KnowledgeProgress | None = None) -> int:
+        """Embed the knowledge chunks (of every namespace) that the service's embedder did
+        not embed: stored without vectors, or with another model's (``memloci reembed``
+        runs it after switching models). Returns how many chunks were embedded."""
+        return await self._run(self.reembed_knowledge_now, None, progress)
+
+    def reembed_knowledge_now(
+        self, namespaces: Sequence[str] | None = None, progress: KnowledgeProgress | None = None
+    ) -> int:
+        """:meth:`reembed_knowledge` in the caller's thread (``namespaces``: only those)."""
+        if self.embedder is None:
+            return 0
+        nss = self.store.record_namespaces() if namespaces is None else namespaces
+        return embed_sources(
+            self.store, self.embedder, nss, batch=self.settings.embed_batch_size,
+            progress=progress,
+        )  # fmt: skip
 
     def _store_source(
         self,
@@ -297,6 +311,50 @@ class KnowledgeMixin(ServiceCore):
             return gone
 
         return await self._run(run)
+
+
+def embed_sources(
+    store: Store, embedder: Embedder, namespaces: Sequence[str], *, batch: int,
+    progress: KnowledgeProgress | None = None,
+) -> int:  # fmt: skip
+    """Embed, source by source (a transaction each), the knowledge chunks of
+    ``namespaces`` that ``embedder`` did not embed (no vectors, or another model's): a
+    knowledge search with an embedder finds only chunks of its model. Returns how many."""
+    model = embedder.model_id
+    stale = [
+        src for ns in namespaces for src in store.knowledge_sources(ns)
+        if src.embedding_model != model and src.chunk_count
+    ]  # fmt: skip
+    total, done = sum(src.chunk_count for src in stale), 0
+    if progress is not None and stale:
+        progress(0, total)
+    for src in stale:
+        chunks = store.knowledge_chunks(src.namespace, src.id)
+        pieces = [kb.Piece(c.text, c.heading, c.start_char, c.end_char) for c in chunks]
+        vectors = (
+            _embed(embedder, src.title, pieces, batch, done, total, progress) if chunks else None
+        )
+        done += len(chunks)
+        store.replace_knowledge(
+            src.model_copy(update={"embedding_model": model if chunks else None}),
+            [c.model_copy(update={"embedding_model": model}) for c in chunks],
+            vectors,
+        )
+    return done
+
+
+def _embed(
+    embedder: Embedder, title: str, pieces: Sequence[kb.Piece], batch: int, done: int,
+    total: int, progress: KnowledgeProgress | None,
+) -> npt.NDArray[np.float32]:  # fmt: skip
+    texts = [kb.embedding_text(title, p) for p in pieces]
+    size = max(1, batch)
+    parts = []
+    for i in range(0, len(texts), size):
+        parts.append(np.asarray(embedder.embed(texts[i : i + size]), dtype=np.float32))
+        if progress is not None:
+            progress(done + min(i + size, len(texts)), total)
+    return np.concatenate(parts)
 
 
 def _unchanged(old: KnowledgeSource, doc: kb.Document, collection: str, model: str | None) -> bool:

@@ -267,7 +267,8 @@ async def chat_command(body: s.ChatCommand, service: Service, ns: WriteNS) -> s.
 async def export(
     service: Service, ns: ReadNS, vectors: bool = Query(True, description="include vectors")
 ) -> StreamingResponse:
-    """The namespace as JSON Lines (memories, versions, edges)."""
+    """The namespace as JSON Lines (every record: memories, versions, edges, users,
+    entities and their links, threads, sessions, knowledge)."""
     lines = service.export_lines(ns, vectors=vectors)
 
     def step() -> list[str]:

@@ -182,6 +182,13 @@ class ImportResult(BaseModel):
     users: int
     vectors_reused: int
     needs_embedding: int
+    entities: int = 0
+    links: int = 0
+    threads: int = 0
+    sessions: int = 0
+    knowledge_sources: int = 0
+    knowledge_chunks: int = 0
+    chunks_to_embed: int = 0
 
 
 class ChatCommand(Body):

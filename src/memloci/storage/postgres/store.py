@@ -89,10 +89,12 @@ class PostgresStore(
         with self._reading() as c:
             return c.execute("SELECT 1 FROM nodes WHERE id = %s", (node_id,)).fetchone() is not None
 
-    def id_namespaces(self, ids: Sequence[str], *, edges: bool = False) -> dict[str, str]:
+    def id_namespaces(
+        self, ids: Sequence[str], *, edges: bool = False, entities: bool = False
+    ) -> dict[str, str]:
         if not ids:
             return {}
-        table = "edges" if edges else "nodes"
+        table = "edges" if edges else "entities" if entities else "nodes"
         with self._reading() as c:
             rows = c.execute(
                 f"SELECT id, namespace FROM {table} WHERE id = ANY(%s)", (list(ids),)

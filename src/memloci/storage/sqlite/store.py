@@ -76,10 +76,12 @@ class SQLiteStore(
         with self._reading() as c:
             return c.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone() is not None
 
-    def id_namespaces(self, ids: Sequence[str], *, edges: bool = False) -> dict[str, str]:
+    def id_namespaces(
+        self, ids: Sequence[str], *, edges: bool = False, entities: bool = False
+    ) -> dict[str, str]:
         if not ids:
             return {}
-        table = "edges" if edges else "nodes"
+        table = "edges" if edges else "entities" if entities else "nodes"
         with self._reading() as c:
             rows = c.execute(
                 f"SELECT t.id, t.namespace FROM json_each(?) j CROSS JOIN {table} t"

@@ -1,0 +1,235 @@
+"""A namespace's records beside its memories, in an export (layer: service helpers):
+entities with their name vectors, memory ↔ entity links, conversation threads,
+consolidation sessions, and knowledge sources with their chunks and chunk vectors.
+
+:mod:`memloci.transfer` writes their lines after the memories' (:func:`record_lines`,
+:func:`link_lines`) and, importing, checks them against the store (:func:`check_store`)
+and writes them (:func:`write_records`) in its one transaction. Entity ids are unique
+across a store, so an entity whose id another namespace holds is copied under an id
+derived from it (:func:`~memloci.copies.entity_copies`), as memories are; threads,
+sessions and knowledge sources are the namespace's own (their ids are per namespace).
+What the namespace holds already is left as it is, so importing twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memloci.copies import entity_copies
+from memloci.models import Entity, KnowledgeChunk, KnowledgeSource, MemoryUser, Thread
+from memloci.storage.base import Store
+from memloci.transfer_checks import Link, SessionRecord
+from memloci.transfer_parse import Line, check_channels, conflict, invalid, root
+
+if TYPE_CHECKING:
+    from memloci.transfer import ImportReport
+
+
+def _b64(blob: bytes | None) -> str | None:
+    return base64.b64encode(blob).decode() if blob else None
+
+
+# ---------------------------------------------------------------------- export
+def link_lines(store: Store, namespace: str, ids: Sequence[str]) -> Iterator[str]:
+    """The links of memories ``ids`` to the entities they mention."""
+    for node_id, entities in store.node_entities(namespace, ids).items():
+        for entity in entities:
+            yield json.dumps({"kind": "link", "node_id": node_id, "entity_id": entity.id})
+
+
+def record_lines(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
+    """The namespace's entities (with their name vectors of the store's model), threads,
+    consolidation sessions and knowledge sources (each followed by its chunks)."""
+    model = store.get_meta("embedding_model")
+    names = store.entity_vectors(namespace, model) if vectors and model else {}
+    offset = 0
+    while entities := store.list_entities(namespace, limit=500, offset=offset):
+        for entity in entities:
+            data = entity.model_dump(mode="json")
+            yield json.dumps({"kind": "entity", **data, "vector": _b64(names.get(entity.id))})
+        offset += len(entities)
+    offset = 0
+    while threads := store.list_threads(namespace, limit=200, offset=offset):
+        for listed in threads:
+            thread = store.get_thread(namespace, listed.id)
+            if thread is not None:
+                yield json.dumps({"kind": "thread", **thread.model_dump(mode="json")})
+        offset += len(threads)
+    for state in store.sessions(namespace):
+        session = SessionRecord(
+            session=state.session, user=state.user, agent=state.agent,
+            first_seen_at=state.first_seen_at, consolidated_at=state.consolidated_at,
+        )  # fmt: skip
+        yield json.dumps({"kind": "session", **session.model_dump(mode="json")})
+    for source in store.knowledge_sources(namespace):
+        yield json.dumps({"kind": "knowledge", **source.model_dump(mode="json")})
+        blobs = store.knowledge_vectors(namespace, source.id) if vectors else {}
+        for chunk in store.knowledge_chunks(namespace, source.id):
+            data = chunk.model_dump(mode="json")
+            yield json.dumps({"kind": "chunk", **data, "vector": _b64(blobs.get(chunk.id))})
+
+
+# ---------------------------------------------------------------------- import
+def check_store(
+    store: Store, namespace: str, records: list[Line], nodes: set[str], entities: set[str]
+) -> None:
+    """What the import may only hold given the namespace: a link's memory and entity in
+    the import (``nodes``, ``entities``) or the namespace; a new user's channel ids not
+    another user's of the namespace (as ``save_user`` refuses them)."""
+    links = [line for line in records if isinstance(line.record, Link)]
+    outside = sorted({line.record.node_id for line in links} - nodes)
+    known = {n.id for n in store.get_nodes(namespace, outside)} if outside else set()
+    for line in links:
+        link: Link = line.record
+        if link.node_id not in nodes and link.node_id not in known:
+            problem = f"memory {link.node_id!r} is neither in the import nor in namespace"
+            raise invalid(line.where, f"{problem} {namespace!r}", line.what)
+        if link.entity_id not in entities and store.get_entity(namespace, link.entity_id) is None:
+            problem = f"entity {link.entity_id!r} is neither in the import nor in namespace"
+            raise invalid(line.where, f"{problem} {namespace!r}", line.what)
+    users = [line for line in records if isinstance(line.record, MemoryUser)]
+    by_id: dict[str, MemoryUser] = {line.record.id: line.record for line in users}
+    held = {i for i in by_id if store.get_user(namespace, i) is not None}  # left as they are
+
+    def lookup(user_id: str) -> MemoryUser | None:
+        if user_id in by_id and user_id not in held:
+            return by_id[user_id]
+        return store.get_user(namespace, user_id)
+
+    new = [line for line in users if line.record.id not in held]
+    check_channels(new, lookup)
+    for line in new:
+        user: MemoryUser = line.record
+        for channel, ref in user.identifiers.items():
+            holder = store.find_user(namespace, channel, ref)
+            if holder is None or holder.id == user.id:
+                continue
+            if root(holder.id, lookup) != root(user.id, lookup):
+                raise conflict(line, channel, ref, holder.id, f" of namespace {namespace!r}")
+
+
+def write_records(
+    store: Store, namespace: str, records: list[Line], renamed: dict[str, str],
+    report: ImportReport, *, model: str | None, dimension: int | None, same_model: bool,
+) -> None:  # fmt: skip
+    """Write the entities (with their name vectors when ``same_model``; those whose name
+    vector is of another model are listed in ``report.names_to_embed``), links (their
+    memories renamed as ``renamed`` says), threads, sessions and knowledge sources the
+    namespace lacks; knowledge vectors are kept when their model is ``model``."""
+    of = _by_kind(records)
+    entities = _write_entities(store, namespace, of[Entity], report)
+    for line in of[Entity]:
+        if line.record.id not in entities.fresh or (line.vector is None and not line.note):
+            continue
+        stored = entities.ids[line.record.id]
+        if same_model and model and dimension and _fits(line.vector, dimension):
+            blob = np.asarray(line.vector, np.float32).tobytes()
+            store.save_entity_vector(namespace, stored, model, blob)
+        else:  # a name vector of another model (or not finite): embedded after the import
+            report.names_to_embed.append(stored)
+    targets: dict[str, list[str]] = {}
+    for line in of[Link]:
+        link: Link = line.record
+        node = renamed.get(link.node_id, link.node_id)
+        targets.setdefault(node, []).append(entities.ids.get(link.entity_id, link.entity_id))
+    for node, ids in targets.items():
+        report.links += store.link_entities(namespace, node, ids)
+    for line in of[Thread]:
+        if store.get_thread(namespace, line.record.id) is None:
+            store.upsert_thread(line.record)
+            report.threads += 1
+    have = {s.session for s in store.sessions(namespace)}
+    for line in of[SessionRecord]:
+        s: SessionRecord = line.record
+        if s.session in have:
+            continue
+        store.register_session(namespace, s.session, user=s.user, agent=s.agent,
+                               now=s.first_seen_at)  # fmt: skip
+        if s.consolidated_at is not None:
+            store.finish_session(namespace, s.session, user=s.user, agent=s.agent,
+                                 now=s.consolidated_at)  # fmt: skip
+        report.sessions += 1
+    _write_knowledge(store, namespace, of, report, model=model, dimension=dimension)
+
+
+def _by_kind(records: list[Line]) -> dict[type, list[Line]]:
+    out: dict[type, list[Line]] = {
+        kind: [] for kind in (Entity, Link, Thread, SessionRecord, KnowledgeSource, KnowledgeChunk)
+    }
+    for line in records:
+        if type(line.record) in out:
+            out[type(line.record)].append(line)
+    return out
+
+
+class _Entities:
+    """The import's entities: the id each is stored under, and those written now."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, str] = {}
+        self.fresh: set[str] = set()
+
+
+def _write_entities(
+    store: Store, namespace: str, lines: list[Line], report: ImportReport
+) -> _Entities:
+    out = _Entities()
+    ids = [line.record.id for line in lines]
+    renamed, present = entity_copies(store, namespace, ids, taken=set(ids).intersection)
+    out.ids.update(renamed)
+    for line in lines:
+        entity: Entity = line.record
+        if entity.id in present:
+            continue
+        stored = store.insert_entity(
+            entity.model_copy(update={"id": renamed.get(entity.id, entity.id)})
+        )
+        out.ids[entity.id] = stored.id
+        out.fresh.add(entity.id)
+    report.entities += len(out.fresh)
+    return out
+
+
+def _write_knowledge(
+    store: Store, namespace: str, of: dict[type, list[Line]], report: ImportReport, *,
+    model: str | None, dimension: int | None,
+) -> None:  # fmt: skip
+    """Each knowledge source the namespace lacks, with its chunks: their vectors when
+    they come from ``model`` (all of them, finite, of its dimension), else none (the
+    chunks are embedded after the import, :attr:`ImportReport.chunks_to_embed`)."""
+    chunks: dict[str, list[Line]] = {}
+    for line in of[KnowledgeChunk]:
+        chunks.setdefault(line.record.source_id, []).append(line)
+    for line in of[KnowledgeSource]:
+        source: KnowledgeSource = line.record
+        if store.knowledge_source(namespace, source.id) is not None:
+            continue
+        mine = sorted(chunks.get(source.id, []), key=lambda c: c.record.ordinal)
+        reuse = (
+            model is not None
+            and dimension is not None
+            and source.embedding_model == model
+            and all(_fits(c.vector, dimension) for c in mine)
+        )
+        kept = model if reuse else None
+        rows: list[KnowledgeChunk] = [
+            c.record.model_copy(update={"collection": source.collection, "embedding_model": kept})
+            for c in mine
+        ]
+        matrix = None
+        if reuse and mine:
+            matrix = np.stack([np.asarray(c.vector, np.float32) for c in mine])
+        store.replace_knowledge(source.model_copy(update={"embedding_model": kept}), rows, matrix)
+        report.knowledge_sources += 1
+        report.knowledge_chunks += len(rows)
+        if not reuse:
+            report.chunks_to_embed += len(rows)
+
+
+def _fits(vector: Any, dimension: int) -> bool:
+    return vector is not None and len(vector) == dimension
