@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -130,6 +131,23 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
+
+class _Reader:
+    """One thread's reader connection: closed when the thread ends (its thread-local
+    holder goes), so a server that starts a thread per request keeps no connection of
+    a finished one."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        weakref.finalize(self, _close_quietly, conn)
+
+
+def _close_quietly(conn: Any) -> None:
+    with contextlib.suppress(Exception):
+        conn.close()
+
 class SQLiteBase:
     """Connections, transactions, migrations and store metadata."""
 
@@ -163,7 +181,12 @@ class SQLiteBase:
             self._writer.execute(f"PRAGMA wal_autocheckpoint = {WAL_BOUND}")
             self._checkpoints = Checkpointer(lambda: _connect(self.path, self._busy_timeout))
         self._local = threading.local()
-        self._readers: list[Any] = []
+        # each thread's reader connection, held by its thread-local ``_Reader`` (closed
+        # when the thread ends) and listed here so close() closes those still open;
+        # registered under a lock of its own: a thread holding the index lock opens its
+        # first reader while another holds the write lock and waits for the index lock
+        self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
+        self._readers_lock = threading.Lock()
         self._closed = False
         self._active_reads = 0  # reads running on per-thread connections (see close)
         self._reads_done = threading.Condition()
@@ -269,14 +292,14 @@ class SQLiteBase:
             raise StorageError("the store is closed")
         if self._memory:
             return self._writer
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
+        reader = getattr(self._local, "reader", None)
+        if reader is None:
             conn = _connect(self.path, self._busy_timeout)
             conn.execute("PRAGMA query_only = ON")
-            self._local.conn = conn
-            with self._wlock:
-                self._readers.append(conn)
-        return conn
+            reader = self._local.reader = _Reader(conn)
+            with self._readers_lock:
+                self._readers.add(reader)
+        return reader.conn
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Any]:
@@ -346,10 +369,12 @@ class SQLiteBase:
         with self._wlock:
             with contextlib.suppress(Exception):  # refresh planner statistics (cheap)
                 self._writer.execute("PRAGMA optimize")
-            for conn in [*self._readers, self._writer]:
+            with self._readers_lock:
+                readers = [r.conn for r in self._readers]
+                self._readers.clear()
+            for conn in [*readers, self._writer]:
                 with contextlib.suppress(Exception):
                     conn.close()
-            self._readers.clear()
 
     # ------------------------------------------------------------------ meta
     def get_meta(self, key: str) -> str | None:

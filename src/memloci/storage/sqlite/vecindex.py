@@ -49,6 +49,22 @@ class _Part:
 Row = tuple[int, bytes, str, str | None, str]  # rowid, vector blob, scope, user, type
 
 
+@dataclass(frozen=True)
+class _View:
+    """A part's arrays as they stood together (taken under the index's lock): a search
+    reads these while ``append`` builds the next, longer ones."""
+
+    rowids: npt.NDArray[np.int64]
+    mat: npt.NDArray[np.float32]
+    codes: npt.NDArray[np.uint64]
+    owner: npt.NDArray[np.int32]
+    tcode: npt.NDArray[np.int8]
+
+    @classmethod
+    def of(cls, part: _Part) -> _View:
+        return cls(part.rowids, part.mat, part.codes, part.owner, part.tcode)
+
+
 def _codes(mat: npt.NDArray[np.float32]) -> npt.NDArray[np.uint64]:
     bits = np.packbits(mat > 0, axis=1)
     pad = (-bits.shape[1]) % 8
@@ -140,8 +156,8 @@ class VectorIndex:
         qcode = _codes(q[None, :])[0]
         out: list[tuple[int, float]] = []
         truncated = False
-        with self._lock:
-            parts = [self._parts[ns] for ns in namespaces if ns in self._parts]
+        with self._lock:  # the arrays as one consistent set: ``append`` replaces them
+            parts = [_View.of(self._parts[ns]) for ns in namespaces if ns in self._parts]
         with BLAS.limit(1):
             for part in parts:
                 truncated = self._search_part(part, q, qcode, limit, user, types, out) or truncated
@@ -152,7 +168,7 @@ class VectorIndex:
 
     def _search_part(
         self,
-        part: _Part,
+        part: _View,
         q: npt.NDArray[np.float32],
         qcode: npt.NDArray[np.uint64],
         limit: int,
