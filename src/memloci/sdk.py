@@ -6,7 +6,6 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from concurrent.futures import Future
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Unpack
 
@@ -35,6 +34,7 @@ from memloci.sdk_args import (
     keywords,
     known,
 )
+from memloci.sdk_loop import LoopThread
 from memloci.service import MemoryService
 from memloci.storage.base import NodeFilter, Store
 
@@ -428,7 +428,9 @@ def _sync(
         return self._call(method(self._async, *args, **kwargs))
 
     call.__name__ = method.__name__
+    call.__qualname__ = f"Memory.{method.__name__}"
     call.__doc__ = method.__doc__
+    call.__wrapped__ = method  # type: ignore[attr-defined]  # help() shows its parameters
     return call
 
 
@@ -437,9 +439,8 @@ class Memory:
     :class:`AsyncMemory`; ``Memory()`` opens ``./memloci.db``."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
+        self._close_lock = threading.Lock()  # one close() at a time; the others wait
+        self._loop = LoopThread()
         try:
             self._async = self._call(_build(path, kwargs))
         except BaseException:
@@ -460,13 +461,10 @@ class Memory:
         return self._tools
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        return fut.result()
+        return self._loop.call(coro)
 
     def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        self._loop.close()
+        self._loop.stop()
 
     def add(
         self, content: str | Sequence[Mapping[str, Any]], **turn: Unpack[TurnOptions]
@@ -566,13 +564,15 @@ class Memory:
     conversation.__doc__ = AsyncMemory.conversation.__doc__
 
     def close(self) -> None:
-        """Finish background embedding and close the store."""
-        if self._loop.is_closed():
-            return
-        try:
-            self._call(self._async.aclose())
-        finally:
-            self._stop_loop()
+        """Finish background embedding and close the store (again, or from several
+        threads at once: the first closes, the others wait for it)."""
+        with self._close_lock:
+            if self._loop.stopped:
+                return
+            try:
+                self._call(self._async.aclose())
+            finally:
+                self._stop_loop()
 
     def __enter__(self) -> Memory:
         return self

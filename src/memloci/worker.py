@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from memloci.consolidation.speakers import SpeakerNames
-from memloci.errors import MemlociError, NotFoundError
+from memloci.errors import MemlociError, NotFoundError, StorageError
 from memloci.models import Entity, EntityType, short_id
 from memloci.providers.base import Embedder
 from memloci.retrieval.mentions import leading_name, mentions, speaker_name
@@ -127,17 +127,27 @@ class EmbeddingWorker:
         self.wake()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every pending memory is embedded; False on timeout."""
+        """Wait until every pending memory is embedded; False on timeout. A closed store
+        is a :class:`StorageError`, also for a caller still waiting when it closes."""
+        if self._stop.is_set():
+            raise StorageError("the store is closed")
         self.wake()
-        return self._idle.wait(timeout)
+        done = self._idle.wait(timeout)
+        if self._stop.is_set():  # closed meanwhile: close() released the waiters
+            raise StorageError("the store was closed while waiting for embeddings")
+        return done
 
     def close(self, timeout: float = 30.0) -> None:
         # while the embedder is down, do not hold the caller for long: the pending
         # memories stay pending in the store and are embedded on the next open
-        self.flush(timeout if self.last_error is None else min(timeout, 2.0))
+        if self._stop.is_set():
+            return
+        with contextlib.suppress(StorageError):  # another thread closed it meanwhile
+            self.flush(timeout if self.last_error is None else min(timeout, 2.0))
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout)
+        self._idle.set()  # whoever still waits in flush() wakes, and learns it closed
 
     def catch_up(self, limit: int = CATCH_UP, *, wait: float = CATCH_UP_WAIT) -> int:
         """Embed a small backlog now, in the caller's thread, so a query right after a

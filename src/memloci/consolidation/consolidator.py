@@ -45,7 +45,7 @@ from memloci.consolidation.dedupe import (
     same_text,
 )
 from memloci.consolidation.entities import EntityResolver
-from memloci.errors import MemlociError, ValidationError
+from memloci.errors import MemlociError, StorageError, ValidationError
 from memloci.kinds import FACT_TYPES
 from memloci.models import (
     Edge,
@@ -164,6 +164,8 @@ class Consolidator:
                 done = self.session(namespace, target, report, max_episodes=left)
             except SessionTaken:
                 report.skipped.append(label)
+            except StorageError:  # the store itself (closed, busy): no session would pass
+                raise
             except Exception as exc:  # the extractor is third-party code: contain it
                 if not isinstance(exc, MemlociError):
                     log.warning("consolidating %s/%s failed", namespace, label, exc_info=True)

@@ -220,11 +220,6 @@ class MemoryService(
         if any(n.scope is not Scope.USER or n.user is None for n in nodes):
             self._prune(ns, FACT_TYPES, cap)
 
-    async def _enforce_limit(
-        self, ns: str, types: tuple[NodeType, ...], cap: int | None, user: str | None = None
-    ) -> None:
-        await self._run(self._prune, ns, types, cap, user)
-
     # ------------------------------------------------------------------ explicit writes
     async def remember(
         self,
@@ -283,9 +278,16 @@ class MemoryService(
             "key": key, "value": value, "category": cat if category is not None else None,
             "confidence": conf,
         }  # fmt: skip
-        found, similar, stored, changes = await self._run(
-            self._remember_atomic, owner, node, vector, suggest_on_subject, given
-        )
+        owner_user = user if sc is Scope.USER else None  # caps count per user
+
+        def write() -> tuple[FactMatch, list[MemoryNode], MemoryNode | None, list[str]]:
+            done = self._remember_atomic(owner, node, vector, suggest_on_subject, given)
+            if done[2] is not None:  # stored: the cap too, in this thread, so a caller
+                # that stops waiting (a timeout) never leaves the store over it
+                self._prune(ns, FACT_TYPES, self.settings.max_memories, owner_user)
+            return done
+
+        found, similar, stored, changes = await self._run(write)
         old = found.node
         if old is not None and found.kind is MatchKind.KEY:
             if not overwrite:
@@ -315,8 +317,6 @@ class MemoryService(
             self.worker.wake()  # embeds it, then links it
         elif self.worker:
             self.worker.link([node.id])  # its subject and the names it mentions
-        owner_user = user if sc is Scope.USER else None  # caps count per user
-        await self._enforce_limit(ns, FACT_TYPES, self.settings.max_memories, owner_user)
         message = f"Remembered [{node.id}]."
         if similar:
             message += f" Related memories about {subj}: " + ", ".join(n.id for n in similar[:3])
@@ -410,7 +410,9 @@ class MemoryService(
             with self.store.exclusive(fact_lock(ns)):
                 dupes = self.store.find_by_hash(owner, content_hash(text))
                 if not dupes:
-                    return self.store.insert_node(node), "created", {}
+                    created = self.store.insert_node(node)
+                    self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
+                    return created, "created", {}
                 old = dupes[0]
                 known = old.procedure or ProcedureDetails()
                 if wanted is None or wanted == known.triggers:
@@ -437,7 +439,6 @@ class MemoryService(
             )  # fmt: skip
         if self.worker:
             self.worker.wake()
-        await self._enforce_limit(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
         return WriteResult(action="created", memory=node, message=f"Learned [{node.id}].")
 
     async def record_episode(
@@ -467,10 +468,14 @@ class MemoryService(
             valid_from=when or now, decay_rate=0.0, source_type=SourceType.TOOL_RESULT,
             episode=episode, metadata=v.metadata(metadata),
         )  # fmt: skip
-        node = await self._run(self.store.insert_node, node, link_previous=session is not None)
+        def write() -> MemoryNode:  # the cap in the same thread (see remember)
+            stored = self.store.insert_node(node, link_previous=session is not None)
+            self._prune(ns, (NodeType.EPISODIC,), self.settings.max_episodes)
+            return stored
+
+        node = await self._run(write)
         if self.worker:
             self.worker.wake()
-        await self._enforce_limit(ns, (NodeType.EPISODIC,), self.settings.max_episodes)
         return WriteResult(action="created", memory=node, message=f"Recorded [{node.id}].")
 
     # ------------------------------------------------------------------ reads

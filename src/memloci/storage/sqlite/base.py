@@ -211,6 +211,8 @@ class SQLiteBase:
         if self._closed:
             raise StorageError("the store is closed")
         with self._wlock:
+            if self._closed:  # closed while this thread waited for the lock
+                raise StorageError("the store is closed")
             conn = self._writer
             if self._depth:  # inside batch(): join the open transaction
                 yield conn
