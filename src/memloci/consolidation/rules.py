@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError as PydanticValidationError
 
 from memloci.consolidation.base import ExtractedEntity, ExtractedFact, Extraction, finalize
+from memloci.consolidation.slots import language_key, opinion_key
 from memloci.consolidation.speakers import named_speaker, said_by
 from memloci.models import EntityType, FactType, MemoryNode, NodeType, SourceType
 
@@ -209,8 +210,6 @@ _NOT_TAIL = _rx(
     r"(?:at\s+|in\s+|for\s+|with\s+)?(?P<old>[^,;]+?)(?:\s+any\s?more)?$"
 )
 _NOW_TAIL = _rx(r"\s+(?:now|these days|nowadays)$")
-_CHOICE = _rx(r"\s+(?:over|to|rather than|instead of|than)\s+")
-_ARTICLE = _rx(r"^(?:the|a|an|some|all|any)\s+")
 
 
 @dataclass
@@ -358,27 +357,13 @@ def _found(
     return _Found(fact, entities)
 
 
-_LANGUAGE_WORDS = (
-    "english french spanish portuguese german italian dutch swedish norwegian danish "
-    "finnish polish czech greek turkish russian ukrainian arabic hebrew hindi bengali urdu "
-    "chinese mandarin cantonese japanese korean vietnamese thai indonesian malay tagalog "
-    "swahili romanian hungarian catalan basque galician irish welsh persian farsi"
-)
-_LANGUAGES = set(_LANGUAGE_WORDS.split(" "))
-_IN_LANGUAGE = _rx(
-    r"\b(?:answer|reply|respond|write|speak|talk|chat|communicate)\b[^.!?]*?\bin\s+"
-    r"(?P<language>[a-z]+)\b"
-)
-
-
 def _procedure(text: str, source: str) -> _Found | None:
     for pattern in _PROCEDURE:
         match = pattern.match(text)
         if match and (match.groupdict().get("verb") or "").lower() not in _NOT_IMPERATIVE:
             rest = _third_person(match["rest"])
             # one language to answer in: "… in Spanish" replaces "… in French"
-            said = _IN_LANGUAGE.search(rest)
-            key = "reply_language" if said and said["language"].lower() in _LANGUAGES else None
+            key = language_key(rest)
             return _found(
                 f"User instruction: {rest[:1].lower()}{rest[1:]}", source, 0.9,
                 _mentions(match["rest"]), type="procedural", category="preference",
@@ -472,7 +457,7 @@ def _preference(text: str, source: str) -> _Found | None:
         if _ANY_MORE.search(obj):  # "I don't like Python anymore": no longer so
             obj = _ANY_MORE.sub("", obj)
             verb = _ENDED_OPINION.get(verb, verb)
-        key = _opinion_key(obj, choice=verb.startswith(("pref", "would")))
+        key = opinion_key(obj, choice=verb.startswith(("pref", "would")))
         return _found(
             f"User {verb} {_third_person(obj)}", source, 0.8, _mentions(obj),
             type="opinion", category="preference", fact_type=FactType.USER_PREFERENCE,
@@ -487,20 +472,6 @@ def _preference(text: str, source: str) -> _Found | None:
             key=f"favourite_{re.sub(r'[^a-z0-9]+', '_', what)}", fact_type=FactType.USER_PREFERENCE,
         )  # fmt: skip
     return None
-
-
-def _opinion_key(obj: str, *, choice: bool = False) -> str | None:
-    """The slot of the user's opinion of ``obj``: "Python" → ``opinion_python``; one
-    opinion per object, so a later "I hate Python" supersedes "I love Python". A choice
-    ("I prefer tea over coffee") is keyed by both options in a fixed order, so "I prefer
-    coffee over tea" supersedes it."""
-    options = _CHOICE.split(obj, maxsplit=1) if choice else [obj]
-    slugs = []
-    for option in options:
-        words = re.sub(r"[^a-z0-9]+", " ", _ARTICLE.sub("", option.casefold())).split()[:6]
-        slugs.append("_".join(words))
-    slugs = sorted(s for s in slugs if s) if len(slugs) > 1 else slugs
-    return "opinion_" + "_vs_".join(slugs) if slugs and slugs[0] else None
 
 
 def _left_out(rest: str, found: list[_Found]) -> bool:

@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -147,10 +147,6 @@ class ConsolidationMixin(ServiceCore):
     settings: Settings
     worker: EmbeddingWorker | None
     extractor: Extractor | None = None  # set to use another extractor everywhere
-    if TYPE_CHECKING:  # provided by MemoryService
-
-        def _prune(self, ns: str, types: tuple[NodeType, ...], cap: int | None) -> None: ...
-        def _prune_facts(self, ns: str, created: Sequence[str]) -> None: ...
 
     # ------------------------------------------------------------------ providers
     @property

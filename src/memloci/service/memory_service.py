@@ -192,34 +192,6 @@ class MemoryService(
         self._prune(nodes[0].namespace, (NodeType.EPISODIC,), self.settings.max_episodes)
         return nodes
 
-    def _prune(
-        self, ns: str, types: tuple[NodeType, ...], cap: int | None, user: str | None = None
-    ) -> None:
-        """Keep at most ``cap`` memories of these types in the namespace (records no longer
-        current go first, then the oldest);
-        with ``user``, count that user's own memories only, so one customer's new facts
-        never evict another's."""
-        if cap is not None:
-            flt = NodeFilter(namespaces=(ns,), types=types, include_invalid=True)
-            if user is not None:
-                flt = replace(flt, owner_user=user, scopes=(Scope.USER,))
-            elif types == FACT_TYPES:  # shared facts count together
-                flt = replace(flt, scopes=(Scope.SESSION, Scope.AGENT, Scope.GLOBAL))
-            self.store.prune_oldest(flt, cap, now=utcnow())
-
-    def _prune_facts(self, ns: str, created: Sequence[str]) -> None:
-        """The fact cap after facts ``created`` (consolidation): each owner of user facts
-        among them keeps ``max_memories`` of their own, shared facts count together."""
-        cap = self.settings.max_memories
-        if cap is None or not created:
-            return
-        nodes = self.store.get_nodes(ns, list(created))
-        owners = {n.user for n in nodes if n.scope is Scope.USER and n.user is not None}
-        for owner in sorted(owners):
-            self._prune(ns, FACT_TYPES, cap, owner)
-        if any(n.scope is not Scope.USER or n.user is None for n in nodes):
-            self._prune(ns, FACT_TYPES, cap)
-
     # ------------------------------------------------------------------ explicit writes
     async def remember(
         self,
@@ -468,6 +440,7 @@ class MemoryService(
             valid_from=when or now, decay_rate=0.0, source_type=SourceType.TOOL_RESULT,
             episode=episode, metadata=v.metadata(metadata),
         )  # fmt: skip
+
         def write() -> MemoryNode:  # the cap in the same thread (see remember)
             stored = self.store.insert_node(node, link_previous=session is not None)
             self._prune(ns, (NodeType.EPISODIC,), self.settings.max_episodes)

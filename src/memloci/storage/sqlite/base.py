@@ -131,7 +131,6 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-
 class _Reader:
     """One thread's reader connection: closed when the thread ends (its thread-local
     holder goes), so a server that starts a thread per request keeps no connection of
@@ -147,6 +146,7 @@ class _Reader:
 def _close_quietly(conn: Any) -> None:
     with contextlib.suppress(Exception):
         conn.close()
+
 
 class SQLiteBase:
     """Connections, transactions, migrations and store metadata."""
