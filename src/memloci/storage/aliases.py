@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from memloci.storage.names import lookup_names
@@ -78,14 +78,17 @@ def drop_unused_aliases(c: Any, namespace: str, used: dict[str, set[str]], ph: s
         ).fetchone()
         if row is None:
             continue
-        texts = c.execute(
+        cursor = c.execute(
             "SELECT n.content FROM node_entities ne JOIN nodes n ON n.id = ne.node_id"
             f" WHERE ne.entity_id = {ph}",
             (entity_id,),
-        ).fetchall()
-        if not texts:
+        )
+        first = cursor.fetchmany(_CHUNK)
+        if not first:
             continue  # no memory links it: the caller deletes it
-        gone = names - set(names_in_use(sorted(names), (t[0] for t in texts)))
+        # read in batches, only until every name is found (an entity may have many links)
+        gone = names - set(names_in_use(sorted(names), _texts(cursor, first)))
+        cursor.close()
         if not gone:
             continue
         aliases = [a for a in json.loads(row[1]) if a not in gone]
@@ -100,3 +103,11 @@ def drop_unused_aliases(c: Any, namespace: str, used: dict[str, set[str]], ph: s
                 f" VALUES ({ph}, {ph}, {ph}) ON CONFLICT DO NOTHING",
                 (namespace, name, entity_id),
             )
+
+
+def _texts(cursor: Any, first: list[Any]) -> Iterator[str]:
+    """The first column of ``first`` and of the cursor's further rows, batch by batch."""
+    batch = first
+    while batch:
+        yield from (row[0] for row in batch)
+        batch = cursor.fetchmany(_CHUNK)
