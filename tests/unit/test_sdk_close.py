@@ -126,3 +126,12 @@ def test_sync_methods_show_their_parameters() -> None:
     params = inspect.signature(Memory.remember).parameters
     assert "content" in params and "P" not in str(inspect.signature(Memory.remember))
     assert Memory.remember.__qualname__ == "Memory.remember"
+
+
+def test_an_in_memory_store_after_close_is_a_storage_error() -> None:
+    mem = Memory(":memory:", embedder=FakeEmbedder())
+    mem.add("I live in Lisbon", user="u1")
+    store = mem.service.store
+    mem.close()
+    with pytest.raises(StorageError, match="closed"):
+        store.get_meta("schema_version")

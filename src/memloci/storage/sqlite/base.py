@@ -309,6 +309,8 @@ class SQLiteBase:
             yield self._writer
         elif self._memory:
             with self._wlock:
+                if self._closed:
+                    raise StorageError("the store is closed")
                 yield self._writer
         else:
             with self._reads_done:  # checked and counted as one step: close() waits for it
