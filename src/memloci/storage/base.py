@@ -195,7 +195,6 @@ class Store(Protocol):
     def batch(self) -> AbstractContextManager[None]:
         """Several writes as one transaction: all land or none (nested writes join it).
         Reads made inside it by the same thread see the transaction's own writes."""
-        ...
 
     def exclusive(self, key: str) -> AbstractContextManager[None]:
         """One write transaction for a check-then-write (dedupe): it holds a lock on
@@ -206,7 +205,6 @@ class Store(Protocol):
         ``batch()`` it joins the open transaction and takes the lock there. SQLite:
         the file's one writer lock (``BEGIN IMMEDIATE``); PostgreSQL: an advisory
         transaction lock on ``key``."""
-        ...
 
     # nodes
     def insert_node(self, node: MemoryNode, *, link_previous: bool = False) -> MemoryNode: ...
@@ -223,7 +221,6 @@ class Store(Protocol):
     def people_of(self, namespace: str | Sequence[str], ids: Sequence[str]) -> dict[str, str]:
         """Who each of ``ids`` is by: its speaker, else its subject (ids with neither, or
         not in ``namespace``, are left out). A light read for ranking many hits."""
-        ...
 
     def list_nodes(
         self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created"
@@ -262,7 +259,6 @@ class Store(Protocol):
     def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, bytes]:
         """The current float32 vectors (raw bytes) of those of ``ids`` that have one: not
         the vector of content since edited that waits to be embedded again."""
-        ...
 
     # search primitives (higher score = better)
     def fulltext(self, flt: NodeFilter, match: str, limit: int) -> list[tuple[str, float]]: ...
@@ -270,7 +266,6 @@ class Store(Protocol):
         """The bm25 of a memory holding each word of ``match`` (a :meth:`fulltext`
         expression) once: the sum of the words' IDF over the whole full-text index (as
         bm25 computes it; 0 for an empty match). Fusion scales lexical evidence by it."""
-        ...
 
     def vector_search(
         self, flt: NodeFilter, query: npt.NDArray[np.float32], limit: int
@@ -289,12 +284,10 @@ class Store(Protocol):
     def count_users(self, namespace: str, *, query: str | None = None) -> int: ...
     def find_user(self, namespace: str, channel: str, identifier: str) -> MemoryUser | None:
         """A user holding that channel id (not following ``merged_into``; unmerged first)."""
-        ...
 
     def delete_users(self, namespace: str, ids: Sequence[str]) -> int: ...
     def reassign_user(self, namespace: str, source_id: str, target_id: str) -> int:
         """Move memories (with their full-text owner) and threads of one user to another."""
-        ...
 
     # conversation threads (listings carry no messages, only ``message_count``)
     def upsert_thread(self, thread: Thread) -> Thread: ...
@@ -316,13 +309,11 @@ class Store(Protocol):
     # entities and their links to memories (node_entities)
     def insert_entity(self, entity: Entity) -> Entity:
         """Store a new entity (a fresh id if the given one is taken); returns it."""
-        ...
 
     def update_entity(self, entity: Entity) -> Entity: ...
     def get_entity(self, namespace: str, entity_id: str) -> Entity | None: ...
     def find_entity(self, namespace: str, name: str) -> Entity | None:
         """By canonical name or alias, case-insensitive; a canonical match wins."""
-        ...
 
     def list_entities(
         self,
@@ -344,7 +335,6 @@ class Store(Protocol):
     ) -> dict[str, set[str]]:
         """Which of ``node_ids`` (visible through ``flt``) are linked to any of
         ``entity_ids``: node id → the ``entity_ids`` it is linked to."""
-        ...
 
     def entity_nodes(
         self, flt: NodeFilter, entity_id: str, *, limit: int = 20
@@ -357,7 +347,6 @@ class Store(Protocol):
     def insert_key(self, key: ApiKey, key_hash: str) -> None: ...
     def get_key(self, key_id: str) -> tuple[ApiKey, str] | None:
         """The key and the stored sha256 hex of its secret."""
-        ...
 
     def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]: ...
     def revoke_key(self, key_id: str, *, now: datetime) -> ApiKey: ...
@@ -371,7 +360,6 @@ class Store(Protocol):
         now: datetime,
     ) -> None:  # fmt: skip
         """Record a session the first time it is seen (no-op when known)."""
-        ...
 
     def pending_sessions(
         self, namespace: str, *, user: str | None = None, limit: int = 1000
@@ -379,11 +367,9 @@ class Store(Protocol):
         """Sessions with unconsolidated episodes, oldest first, and per owner the
         unconsolidated turns stored without a session (``session`` None); see
         :func:`pending_groups`."""
-        ...
 
     def count_pending_sessions(self, namespaces: Sequence[str]) -> int:
         """How many entries :meth:`pending_sessions` would list over ``namespaces``."""
-        ...
 
     def session_episodes(
         self, namespace: str, session: str | None, *, limit: int,
@@ -392,24 +378,20 @@ class Store(Protocol):
         """Unconsolidated episodes of a session (forgotten ones too), oldest first;
         ``session`` None: those ``user`` and ``agent`` (exactly: None is no user) stored
         without a session."""
-        ...
 
     def claim_episodes(self, namespace: str, ids: Sequence[str], *, now: datetime) -> int:
         """Mark episodes consolidated unless they already are; returns how many it marked."""
-        ...
 
     def finish_session(
         self, namespace: str, session: str, *, user: str | None, agent: str | None,
         now: datetime,
     ) -> None:  # fmt: skip
         """Record that a session was consolidated at ``now``."""
-        ...
 
     def decay_candidates(
         self, namespace: str, type: NodeType, *, after: int, limit: int
     ) -> list[DecayCandidate]:
         """Current memories of ``type`` with a decay rate > 0, in ``cursor`` order."""
-        ...
 
     def apply_decay(
         self, namespace: str, updates: Sequence[DecayUpdate], forget: Sequence[str], *,
@@ -417,7 +399,6 @@ class Store(Protocol):
     ) -> None:  # fmt: skip
         """Store decayed confidences (not an edit: ``updated_at`` stays) and soft-delete
         ``forget``; episodes and protected memories are never touched."""
-        ...
 
     def drop_orphans(self) -> int: ...
     def entities_to_enrich(
@@ -431,12 +412,10 @@ class Store(Protocol):
         self, namespace: str, *, after: int, limit: int
     ) -> list[tuple[int, str, str]]:
         """``(cursor, earlier id, later id)`` of consecutive episodes after ``cursor``."""
-        ...
 
     def acquire_lock(self, name: str, owner: str, *, now: datetime, ttl: timedelta) -> bool:
         """Take (or renew) a named lock in a write transaction; False if another owner
         holds it and it has not expired."""
-        ...
 
     def lock_holder(self, name: str, *, now: datetime) -> tuple[str, datetime] | None: ...
     def release_lock(self, name: str, owner: str) -> None: ...
@@ -457,11 +436,9 @@ class Store(Protocol):
     ) -> None:
         """Store a source and its chunks (with vectors from ``source.embedding_model``, or
         none), replacing whatever the source held before, in one transaction."""
-        ...
 
     def delete_knowledge(self, namespace: str, source_ids: Sequence[str]) -> int:
         """Delete sources with their chunks; returns how many sources were deleted."""
-        ...
 
     def knowledge_fulltext(
         self,
@@ -481,7 +458,6 @@ class Store(Protocol):
         collections: Sequence[str] | None = None,
     ) -> list[KnowledgeHit]:
         """Chunks with vectors from ``model``, most similar first (cosine)."""
-        ...
 
     # graph walks for the retrieval pipeline (temporal / causal chains, entity
     # neighbourhoods): every walk is bounded by the filter — hidden nodes are neither
@@ -493,7 +469,6 @@ class Store(Protocol):
         """``(node_id, seed_id, distance, sign)`` within ``depth`` steps over current
         ``relation`` edges, breadth first; ``sign`` +1 along edges, -1 against them;
         ``direction`` is ``forward``, ``backward`` or ``both``; seeds not returned."""
-        ...
 
     def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str | None]:
         """Each of ``ids``, and the turns after each through the reply to it (the next
@@ -502,14 +477,12 @@ class Store(Protocol):
         turn of its chain (current ``temporal`` edges, turns the filter admits) said by
         someone else, at most ``reach`` turns back; None when there is none
         (:mod:`memloci.storage.replies`)."""
-        ...
 
     def entities_in_text(
         self, namespaces: Sequence[str], text: str, *, max_words: int = 4
     ) -> list[tuple[str, Entity]]:
         """Entities whose name or alias occurs in ``text`` as whole words (any case):
         ``(matched name, entity)``, longest names first."""
-        ...
 
     def people_named(
         self, namespaces: Sequence[str], prefixes: Sequence[str], limit: int = 20
@@ -517,27 +490,23 @@ class Store(Protocol):
         """Person entities with a name or alias that begins with one of ``prefixes``
         (lookup form: :func:`memloci.storage.names.name_norm`), most mentioned first, at
         most ``limit`` (read through the name index, not by scanning the names)."""
-        ...
 
     def entity_fulltext(
         self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
     ) -> list[tuple[str, float]]:
         """Nodes linked to any of ``entity_ids``, ranked by the FTS5 ``match`` (empty:
         newest first, score 0, among the last :data:`NEWEST_LINKED` links)."""
-        ...
 
     def entity_neighbours(
         self, flt: NodeFilter, node_ids: Sequence[str], *, max_links: int, limit: int = 200
     ) -> list[tuple[str, str, str]]:
         """``(node_id, via node_id, entity_id)``: other nodes sharing an entity linked to
         at most ``max_links`` nodes with ``node_ids``."""
-        ...
 
     def mention_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
         """``(id, namespace, about, content)`` of the current episodes and facts among
         ``ids``, for linking them to the entities they are about: ``about`` is an
         episode's speaker, a fact's subject."""
-        ...
 
     # privacy: forget a person, leave no deleted text behind
     def delete_user_data(self, namespace: str, user_id: str) -> dict[str, int]:
@@ -557,7 +526,6 @@ class Store(Protocol):
         edges, entity_links, entities, threads, sessions, decay_states,
         neighbours_blanked``. Deleted text may stay in free space until :meth:`scrub`.
         """
-        ...
 
     def scrub(self) -> bool:
         """Make deleted text unrecoverable from the backing files (slow: run it after a
@@ -570,7 +538,6 @@ class Store(Protocol):
         the server, outside the store's control). Returns False when the cleanup could
         not finish because another connection held an old snapshot (call again later);
         must not run inside ``batch()``."""
-        ...
 
     # housekeeping
     def stats(self, namespaces: Sequence[str]) -> StoreStats: ...
@@ -581,18 +548,15 @@ class Store(Protocol):
         """Every namespace holding any record (memories, edges, users, threads,
         entities, consolidation sessions, knowledge sources), sorted; a superset of
         :meth:`namespaces`."""
-        ...
 
     def sessions(self, namespace: str) -> list[SessionState]:
         """Every session recorded for consolidation in ``namespace`` (pending and
         consolidated), ordered by ``first_seen_at`` then session id."""
-        ...
 
     def knowledge_vectors(self, namespace: str, source_id: str) -> dict[str, bytes]:
         """Chunk id → float32 little-endian vector bytes for the chunks of a source
         that have a vector (from ``source.embedding_model``); chunks without one are
         left out."""
-        ...
 
 
 def migration_scripts(backend: str) -> list[tuple[int, str]]:
