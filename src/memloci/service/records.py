@@ -9,6 +9,7 @@ and a change that touches several rows runs in one store transaction (``store.ba
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -411,13 +412,15 @@ class RecordsMixin(KeysMixin, ServiceCore):
         flt = NodeFilter(namespaces=(ns,), user=v.ident(user, "user"))
         entity = await self._resolve_entity(ns, ref)
         memories = await self._run(self.store.entity_nodes, flt, entity.id, limit=lim)
-        if flt.user is not None:
-            anyone = NodeFilter(namespaces=(ns,))
+        if flt.user is not None:  # forgotten memories too: they gave its summary and aliases
+            anyone = NodeFilter(namespaces=(ns,), include_invalid=True)
             every = await self._run(self.store.entity_nodes, anyone, entity.id, limit=200)
-            if every and not memories:
+            mine = replace(flt, include_invalid=True)
+            theirs = await self._run(self.store.entity_nodes, mine, entity.id, limit=200)
+            if every and not theirs:
                 raise _no_entity(ns, ref)  # only other users' memories mention it
-            seen = {m.id for m in memories}
-            if len(every) > len(memories) or any(m.id not in seen for m in every):
+            seen = {m.id for m in theirs}
+            if len(every) > len(theirs) or any(m.id not in seen for m in every):
                 entity = _as_seen_by(entity, memories)  # others' memories mention it too
                 names = [entity.canonical_name, *entity.aliases]
                 if entity.id != ref and not any(n.casefold() == ref.casefold() for n in names):

@@ -1,0 +1,90 @@
+"""Agent tools at their edges, through the MCP server and the dispatcher every agent loop
+uses: what a bound caller may learn once another user forgets, numbers JSON should not
+hold, results that must stay a readable size, and descriptions the model relies on."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import CallToolResult, TextContent
+
+from memloci.compose import build_service
+from memloci.config import Settings
+from memloci.interfaces.mcp import build_server
+from memloci.models import MemoryNode
+from memloci.providers.fake import FakeEmbedder
+from memloci.service import MemoryService
+from memloci.tools import TOOLS, Tools
+from memloci.tools.render import RESULT_CHARS
+
+ID_IN_TEXT = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
+
+
+@pytest.fixture
+def service(db_path: str) -> Iterator[MemoryService]:
+    svc = build_service(Settings(path=db_path), embedder=FakeEmbedder())
+    yield svc
+    svc.close()
+
+
+def text(result: CallToolResult) -> str:
+    (block,) = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def first_id(answer: str) -> str:
+    found = ID_IN_TEXT.search(answer)
+    assert found, answer
+    return found.group(1)
+
+
+def stored(service: MemoryService, **filters: Any) -> list[MemoryNode]:
+    flt = service.filter(include_forgotten=True, **filters)
+    return asyncio.run(service.list_nodes(flt, limit=1000))
+
+
+def mcp_calls(service: MemoryService, user: str, calls: list[tuple[str, Any]]) -> list[Any]:
+    """Each ``(tool, arguments)`` through an MCP server bound to ``user``."""
+
+    async def scenario() -> list[CallToolResult]:
+        async with Client(build_server(service, user=user)) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return asyncio.run(scenario())
+
+
+def test_an_entity_only_a_forgotten_memory_of_another_user_names_stays_hidden(
+    service: MemoryService,
+) -> None:
+    """u1 tells the agent about their doctor, then forgets it. The entity and its summary
+    (drawn from u1's words) must not reach u2 — by name, alias or id."""
+    u1 = Tools(service, user="u1")
+    secret = asyncio.run(u1.call("remember", {"content": "Dr. Miles Dyson treats my ulcer"}))
+    doctor = asyncio.run(
+        service.save_entity(
+            "Miles Dyson", type="person", aliases=["Milo"], summary="u1's ulcer doctor"
+        )
+    )
+    asyncio.run(service.link_entities(first_id(secret), [doctor.id]))
+    assert "ulcer doctor" in asyncio.run(u1.call("get_entity_info", {"name": "Milo"}))
+    forgot = asyncio.run(u1.call("forget", {"memory_id": first_id(secret)}))
+    assert forgot.startswith("Forgot")
+
+    asks = [{"name": "Miles Dyson"}, {"name": "Milo"}, {"name": doctor.id}]
+    results = mcp_calls(service, "u2", [("get_entity_info", a) for a in asks])
+    results.append(
+        mcp_calls(service, "u2", [("search_memory", {"query": "doctor", "entity_name": "Milo"})])[0]
+    )
+    for result in results:
+        assert "ulcer" not in text(result), text(result)
+    assert "Miles" not in text(results[1]) + text(results[2])
+    for result in results[:3]:
+        assert result.is_error and text(result).startswith("Error: no entity"), text(result)
+    # u1 still sees what their own (forgotten) words gave it
+    assert "ulcer doctor" in asyncio.run(u1.call("get_entity_info", {"name": "Miles Dyson"}))
