@@ -16,6 +16,7 @@ the budget, and the whole block never exceeds it by :func:`estimate_tokens`.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,10 +38,15 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def _one_line(text: str) -> str:
+    """``text`` on one line: a field the caller wrote (content, subject, speaker, name)
+    never starts a line, so it cannot forge a section of the block."""
+    return " ".join(text.split())
+
+
 def _fact_line(node: MemoryNode) -> str:
-    subject = f"[{node.subject}] " if node.subject else ""
-    text = " ".join(node.content.split())
-    return f"- [id:{node.id}] {subject}{text}"
+    subject = f"[{_one_line(node.subject)}] " if node.subject and node.subject.strip() else ""
+    return f"- [id:{node.id}] {subject}{_one_line(node.content)}"
 
 
 def _memory_block(facts: Sequence[MemoryNode]) -> str:
@@ -101,22 +107,38 @@ class EntityProfile:
     facts: tuple[MemoryNode, ...] = ()
 
 
+_JOINERS = {"\u200d", "\ufe0e", "\ufe0f"}  # zero-width joiner, variation selectors
+
+
+def _joined(ch: str) -> bool:
+    """Whether ``ch`` belongs to the character before it (a combining mark, a joiner,
+    a variation selector, a skin-tone modifier)."""
+    return ch in _JOINERS or unicodedata.combining(ch) > 0 or "\U0001f3fb" <= ch <= "\U0001f3ff"
+
+
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """``text`` on one line, cut to ``limit`` characters with "…" when longer; the cut
+    never splits a character from its accents or an emoji sequence."""
+    text = _one_line(text)
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    while cut > 0 and (_joined(text[cut]) or text[cut - 1] == "\u200d"):
+        cut -= 1
+    return text[:cut].rstrip() + "…"
 
 
 def _entity_line(profile: EntityProfile) -> str:
     e = profile.entity
-    aliases = [a for a in e.aliases if a.lower() != e.canonical_name.lower()]
-    head = f"- **{e.canonical_name}** ({e.type.value}"
+    aliases = [_one_line(a) for a in e.aliases if a.lower() != e.canonical_name.lower()]
+    head = f"- **{_one_line(e.canonical_name)}** ({e.type.value}"
     head += f"; also {', '.join(sorted(aliases)[:3])})" if aliases else ")"
     about = e.summary or "; ".join(_clip(f.content, 160) for f in profile.facts[:2])
     return f"{head}: {_clip(about, 320)}" if about else head
 
 
 def _episode_line(node: MemoryNode, limit: int) -> str:
-    who = f"{node.speaker}: " if node.speaker else ""
+    who = f"{_one_line(node.speaker)}: " if node.speaker and node.speaker.strip() else ""
     return f"- [{node.event_time:%Y-%m-%d}] {who}{_clip(node.content, limit)}"
 
 
@@ -215,6 +237,26 @@ def build_context(**kwargs: Any) -> str:
     return join_parts(*build_context_parts(**kwargs))
 
 
+def _procedure_block(procedures: Sequence[MemoryNode]) -> str:
+    lines = ["## Learned Procedures and Policies", "", *map(_fact_line, _stable_order(procedures))]
+    return "\n".join(lines) + "\n"
+
+
+def _fit_procedures(procedures: Sequence[MemoryNode], room: int) -> list[MemoryNode]:
+    """The standing instructions shown in ``room`` tokens: of the :data:`MAX_PROCEDURES`
+    most recent, the newest first until one does not fit (as :func:`_fit` keeps facts);
+    only one too long for the whole room is passed over, so a long instruction never
+    hides the others."""
+    ranked = sorted(procedures, key=lambda n: (-n.created_at.timestamp(), n.id))
+    chosen: list[MemoryNode] = []
+    for node in ranked[:MAX_PROCEDURES]:
+        if estimate_tokens(_procedure_block([*chosen, node])) <= room:
+            chosen.append(node)
+        elif estimate_tokens(_procedure_block([node])) <= room:
+            break
+    return chosen
+
+
 def _stable_part(
     facts: Sequence[MemoryNode], procedures: Sequence[MemoryNode], budget: int
 ) -> tuple[list[str], set[str]]:
@@ -222,16 +264,11 @@ def _stable_part(
     of the facts shown."""
     out: list[str] = []
     used = 0
-    procs = _stable_order(procedures)[:MAX_PROCEDURES]
+    procs = _fit_procedures(procedures, budget // 2)
     if procs:
-        block = ["## Learned Procedures and Policies", ""]
-        text = "\n".join(block + [_fact_line(p) for p in procs]) + "\n"
-        while procs and estimate_tokens(text) > budget // 2:
-            procs = procs[:-1]
-            text = "\n".join(block + [_fact_line(p) for p in procs]) + "\n"
-        if procs:
-            out.append(text)
-            used += estimate_tokens(text) + 1
+        text = _procedure_block(procs)
+        out.append(text)
+        used += estimate_tokens(text) + 1
     chosen = list(facts)
     if chosen:
         room = budget - used

@@ -22,16 +22,25 @@ from memloci.context import (
 )
 from memloci.errors import NotFoundError
 from memloci.kinds import FACT_TYPES
-from memloci.models import EdgeType, MemoryNode, NodeType, ProcedureDetails, SearchHit
+from memloci.models import (
+    EdgeType,
+    Entity,
+    MemoryNode,
+    NodeType,
+    ProcedureDetails,
+    SearchHit,
+)
 from memloci.procedures import has_triggers, matching, record_use
 from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
 from memloci.service.core import ServiceCore
+from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter, NodePatch, Store
 
 P = ParamSpec("P")
 T = TypeVar("T")
 EVIDENCE = 3  # top episodes quoted as evidence; the rest (and their neighbours) form the timeline
 ENTITIES = 6  # entity profiles at most
+PEEK = 200  # memories of an entity read to tell whether others' memories mention it too
 
 
 class ContextMixin(ServiceCore):
@@ -165,8 +174,31 @@ class ContextMixin(ServiceCore):
                     seen.add(entity.id)
                     own = replace(flt, namespaces=(ns,), types=FACT_TYPES)
                     facts = self.store.entity_nodes(own, entity.id, limit=2)
-                    profiles.append(EntityProfile(entity, tuple(facts)))
+                    shown = self._as_seen(entity, replace(flt, namespaces=(ns,), types=None))
+                    profiles.append(EntityProfile(shown, tuple(facts)))
         return profiles
+
+    def _as_seen(self, entity: Entity, flt: NodeFilter) -> Entity:
+        """``entity`` as the caller (``flt``) may see it. When memories it cannot see
+        (another user's, agent's or session's) mention the entity too, its summary (drawn
+        from every memory) is left out and only the names its own memories use are shown
+        (the canonical name, or the first alias they use in its place)."""
+        anyone = NodeFilter(namespaces=flt.namespaces)
+        if flt == anyone:  # the caller sees every memory of the namespace
+            return entity
+        mine = self.store.entity_nodes(flt, entity.id, limit=PEEK)
+        every = self.store.entity_nodes(anyone, entity.id, limit=PEEK)
+        seen = {n.id for n in mine}
+        if all(n.id in seen for n in every):
+            return entity
+        texts = [n.content for n in mine]
+        names = names_in_use([entity.canonical_name, *entity.aliases], texts)
+        name = names[0] if names else entity.canonical_name
+        aliases = [a for a in names if a != name]
+        return entity.model_copy(
+            update={"canonical_name": name, "aliases": aliases, "summary": None,
+                    "mention_count": len(mine)}
+        )  # fmt: skip
 
     def _timeline(
         self, episodes: Sequence[MemoryNode], flt: NodeFilter, *, exclude: set[str]
