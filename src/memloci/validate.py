@@ -311,7 +311,10 @@ def messages(value: Any) -> list[tuple[str, str | None, str | None]]:
 
 
 def episode(value: Any) -> EpisodeDetails | None:
-    if value is None or isinstance(value, EpisodeDetails):
+    if value is None:
+        return value
+    if isinstance(value, EpisodeDetails):  # built without these checks: inf, deep JSON…
+        json_data({k: x for k, x in value if not isinstance(x, datetime)}, "details")
         return value
     json_data(value, "details")
     try:

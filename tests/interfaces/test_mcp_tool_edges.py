@@ -88,3 +88,27 @@ def test_an_entity_only_a_forgotten_memory_of_another_user_names_stays_hidden(
         assert result.is_error and text(result).startswith("Error: no entity"), text(result)
     # u1 still sees what their own (forgotten) words gave it
     assert "ulcer doctor" in asyncio.run(u1.call("get_entity_info", {"name": "Miles Dyson"}))
+
+
+@pytest.mark.parametrize("duration", ["Infinity", "-Infinity", "NaN", "1e999"])
+def test_record_episode_refuses_a_duration_json_cannot_hold(
+    service: MemoryService, duration: str
+) -> None:
+    """Python's JSON reader takes ``Infinity``; stored, it made the export unimportable
+    (``Infinity`` is not JSON) and read back as null over REST. Refused, nothing written."""
+    arguments = f'{{"content": "Deployed v2 to staging", "duration_ms": {duration}}}'
+    answer = asyncio.run(Tools(service).call("record_episode", arguments))
+    assert answer.startswith("Error: invalid arguments for record_episode: duration_ms"), answer
+    assert stored(service) == []
+
+
+def test_episode_details_with_a_non_finite_number_are_refused_by_the_service(
+    service: MemoryService,
+) -> None:
+    from memloci.errors import ValidationError
+    from memloci.models import EpisodeDetails
+
+    details = EpisodeDetails(duration_ms=float("inf"), outcome={"success": True})
+    with pytest.raises(ValidationError, match="non-finite"):
+        asyncio.run(service.record_episode("Deployed v2 to staging", details=details))
+    assert stored(service) == []

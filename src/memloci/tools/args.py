@@ -286,7 +286,9 @@ class RecordEpisodeArgs(ToolArgs):
         None, description="Whether the task succeeded"
     )
     error: str | None = Field(None, max_length=2000, description="The error, if it failed")
-    duration_ms: float | None = Field(None, ge=0, description="How long it took, in milliseconds")
+    duration_ms: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="How long it took, in milliseconds"
+    )
 
 
 class EntityInfoArgs(ToolArgs):
