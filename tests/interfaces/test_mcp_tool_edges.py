@@ -19,7 +19,7 @@ from memloci.interfaces.mcp import build_server
 from memloci.models import MemoryNode
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
-from memloci.tools import TOOLS, Tools
+from memloci.tools import Tools
 from memloci.tools.render import RESULT_CHARS
 
 ID_IN_TEXT = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
@@ -112,3 +112,36 @@ def test_episode_details_with_a_non_finite_number_are_refused_by_the_service(
     with pytest.raises(ValidationError, match="non-finite"):
         asyncio.run(service.record_episode("Deployed v2 to staging", details=details))
     assert stored(service) == []
+
+
+def test_explain_fact_stays_readable_for_a_long_history(service: MemoryService) -> None:
+    """A key an agent rewrites every session gathers hundreds of versions, a fact
+    corrected again and again a long chain: explain_fact shows the newest, says how many
+    more there are, and stays within a tool result's size (as search results do)."""
+    tools = Tools(service, user="sam")
+    padding = "x" * 380
+    first = asyncio.run(
+        tools.call("remember", {"key": "current_task", "value": f"task 0 {padding}"})
+    )
+    memory_id = first_id(first)
+    for i in range(1, 80):
+        asyncio.run(tools.call("remember", {"key": "current_task", "value": f"task {i} {padding}"}))
+    newest = first_id(first)
+    for i in range(40):
+        answer = asyncio.run(
+            tools.call(
+                "correct_fact", {"memory_id": newest, "content": f"Sam's rank is {i} {padding}"}
+            )
+        )
+        newest = first_id(answer)
+
+    (history, chain) = mcp_calls(
+        service,
+        "sam",
+        [("explain_fact", {"memory_id": memory_id}), ("explain_fact", {"memory_id": newest})],
+    )
+    for result in (history, chain):
+        assert not result.is_error, text(result)
+        assert len(text(result)) <= RESULT_CHARS, len(text(result))
+    assert "task 79" in text(history) and "80 versions" in text(history), text(history)[:600]
+    assert "not shown" in text(chain) and "Sam's rank is 38" in text(chain)

@@ -35,6 +35,7 @@ from memloci.tools.args import (
 )
 
 FIND_IDS = "use recall or list_memories to find memory ids"
+SHOWN = 10  # versions, linked memories, entities explain_fact lists: a result must fit a prompt
 
 
 def change_refused(
@@ -234,22 +235,32 @@ async def explain_fact(b: Bound, a: MemoryIdArgs) -> str:
         f"recorded {m.created_at:%Y-%m-%d %H:%M} UTC.",
     ]
     if len(ex.versions) > 1:
-        out.append("History:")
-        out += [
-            f"  v{x.version} {x.created_at:%Y-%m-%d}: {r.quote(x.content)}" for x in ex.versions
-        ]
+        shown = ex.versions[-SHOWN:]  # the newest; a rewritten key has hundreds
+        out.append(
+            "History:"
+            if len(shown) == len(ex.versions)
+            else f"History (the last {len(shown)} of {len(ex.versions)} versions):"
+        )
+        out += [f"  v{x.version} {x.created_at:%Y-%m-%d}: {r.quote(x.content)}" for x in shown]
     linked = [*ex.supersedes, *ex.sources, *([ex.superseded_by] if ex.superseded_by else [])]
     seen = await b.visible(linked)
     if supersedes := [n for n in ex.supersedes if n.id in seen]:
-        out.append(f"Replaces:\n{r.lines(supersedes)}")
+        out.append(f"Replaces:\n{_some(supersedes, 'older memories')}")
     if ex.superseded_by is not None and ex.superseded_by.id in seen:
         out.append(f"Replaced by: {r.line(ex.superseded_by)}")
     if sources := [n for n in ex.sources if n.id in seen]:
-        out.append(f"Learned from:\n{r.lines(sources)}")
+        out.append(f"Learned from:\n{_some(sources, 'sources')}")
     if ex.entities:
-        about = ", ".join(f"{e.canonical_name} ({e.type.value})" for e in ex.entities)
-        out.append(f"About: {about}")
+        names = [f"{e.canonical_name} ({e.type.value})" for e in ex.entities[:SHOWN]]
+        more = len(ex.entities) - len(names)
+        out.append(f"About: {', '.join(names)}{f' and {more} more' if more else ''}")
     return "\n".join(out)
+
+
+def _some(nodes: list[MemoryNode], noun: str) -> str:
+    """The first :data:`SHOWN` of ``nodes`` as lines, and how many more there are."""
+    more = len(nodes) - SHOWN
+    return r.lines(nodes[:SHOWN]) + (f"\n({more} more {noun} not shown)" if more > 0 else "")
 
 
 async def memory_stats(b: Bound, a: NoArgs) -> str:
