@@ -286,6 +286,31 @@ def test_embedding_similarity_resolves_names_of_the_same_type(make_memory: MakeM
     assert "Acme Corporation" in m._call(m.service.get_entity(acme.id)).aliases
 
 
+class OtherNameEmbedder(NameEmbedder):
+    """The same groups under another model id: a store after ``memloci reembed``."""
+
+    model_id = "other-names:4"
+
+
+def test_entities_without_a_vector_of_the_model_are_embedded_and_matched(
+    make_memory: MakeMemory,
+) -> None:
+    # an entity made under another model (or none) has no vector of this one: before,
+    # "Acme Corporation" became a second entity after switching models
+    m = make_memory(embedder=NameEmbedder())
+    store = m.service.store
+    first = EntityResolver(store, "default", now=utcnow(), embedder=NameEmbedder())
+    first.prepare(["Acme Corp"])
+    with store.batch():
+        acme = first.resolve("Acme Corp", EntityType.ORGANIZATION)
+    assert store.entity_vectors("default", "other-names:4") == {}
+    later = EntityResolver(store, "default", now=utcnow(), embedder=OtherNameEmbedder())
+    later.prepare(["Acme Corporation"])
+    assert set(store.entity_vectors("default", "other-names:4")) == {acme.id}
+    with store.batch():
+        assert later.resolve("Acme Corporation", EntityType.ORGANIZATION).id == acme.id
+
+
 def test_consolidation_resolves_entities_across_sessions(mem: Memory) -> None:
     turns(mem, "s1", "Sarah joined today")
     turns(mem, "s2", "Sarah K. sent the report")

@@ -35,6 +35,7 @@ from memloci.providers.base import Embedder, Vector
 from memloci.storage.base import Store
 
 NAME_THRESHOLD = 0.85  # cosine at which two names of the same type are one entity
+FILL_BATCH = 256  # entities without a vector of the current model embedded per run
 CANDIDATES = 200  # entities looked at per name word
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
@@ -110,6 +111,33 @@ class EntityResolver:
                 for eid, blob in raw.items()
                 if len(blob) == dim * 4
             }
+            self._fill(self._known)
+
+    def _fill(self, known: dict[str, Vector]) -> None:
+        """Embed the names of entities that have no vector of the current model (made
+        before ``memloci reembed`` switched models, or while no embedder ran), up to
+        :data:`FILL_BATCH` a run, so matching by meaning covers them again."""
+        assert self.embedder is not None
+        if self.store.count_entities(self.namespace) <= len(known):
+            return
+        missing: list[Entity] = []
+        offset = 0
+        while len(missing) < FILL_BATCH:
+            page = self.store.list_entities(self.namespace, limit=500, offset=offset)
+            missing += [e for e in page if e.id not in known]
+            offset += len(page)
+            if len(page) < 500:
+                break
+        missing = missing[:FILL_BATCH]
+        if not missing:
+            return
+        model = self.embedder.model_id
+        vectors = self.embedder.embed([e.canonical_name for e in missing])
+        for entity, vec in zip(missing, vectors, strict=True):
+            vec = np.asarray(vec, dtype=np.float32)
+            blob = np.ascontiguousarray(vec).tobytes()
+            self.store.save_entity_vector(self.namespace, entity.id, model, blob)
+            known[entity.id] = vec
 
     # ------------------------------------------------------------------ inside the tx
     def resolve(
