@@ -38,15 +38,15 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """``text`` on one line: a field the caller wrote (content, subject, speaker, name)
     never starts a line, so it cannot forge a section of the block."""
     return " ".join(text.split())
 
 
 def _fact_line(node: MemoryNode) -> str:
-    subject = f"[{_one_line(node.subject)}] " if node.subject and node.subject.strip() else ""
-    return f"- [id:{node.id}] {subject}{_one_line(node.content)}"
+    subject = f"[{one_line(node.subject)}] " if node.subject and node.subject.strip() else ""
+    return f"- [id:{node.id}] {subject}{one_line(node.content)}"
 
 
 def _memory_block(facts: Sequence[MemoryNode]) -> str:
@@ -119,7 +119,7 @@ def _joined(ch: str) -> bool:
 def _clip(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` characters with "…" when longer; the cut
     never splits a character from its accents or an emoji sequence."""
-    text = _one_line(text)
+    text = one_line(text)
     if len(text) <= limit:
         return text
     cut = limit - 1
@@ -130,15 +130,15 @@ def _clip(text: str, limit: int) -> str:
 
 def _entity_line(profile: EntityProfile) -> str:
     e = profile.entity
-    aliases = [_one_line(a) for a in e.aliases if a.lower() != e.canonical_name.lower()]
-    head = f"- **{_one_line(e.canonical_name)}** ({e.type.value}"
+    aliases = [one_line(a) for a in e.aliases if a.lower() != e.canonical_name.lower()]
+    head = f"- **{one_line(e.canonical_name)}** ({e.type.value}"
     head += f"; also {', '.join(sorted(aliases)[:3])})" if aliases else ")"
     about = e.summary or "; ".join(_clip(f.content, 160) for f in profile.facts[:2])
     return f"{head}: {_clip(about, 320)}" if about else head
 
 
 def _episode_line(node: MemoryNode, limit: int) -> str:
-    who = f"{_one_line(node.speaker)}: " if node.speaker and node.speaker.strip() else ""
+    who = f"{one_line(node.speaker)}: " if node.speaker and node.speaker.strip() else ""
     return f"- [{node.event_time:%Y-%m-%d}] {who}{_clip(node.content, limit)}"
 
 

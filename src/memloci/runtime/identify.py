@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memloci import validate as v
+from memloci.context import one_line
 from memloci.errors import ValidationError
 from memloci.models import FactType, MemoryNode, MemoryUser, NodeType, Scope, utcnow
 
@@ -82,17 +83,24 @@ class UserContext(BaseModel):
 
     def as_prompt(self) -> str:
         """A short markdown block about the user (deterministic for the same data)."""
-        who = self.user.display_name or self.user.id
-        lines = [f"## About the user\n\nYou are talking with {who} (id {self.user.id})."]
+        # each field on one line: a name or memory holding line breaks starts no section
+        who = one_line(self.user.display_name or self.user.id)
+        lines = [f"## About the user\n\nYou are talking with {who} (id {one_line(self.user.id)})."]
         if self.preferences:
-            prefs = "; ".join(f"{k}: {self.preferences[k]}" for k in sorted(self.preferences))
+            prefs = "; ".join(
+                one_line(f"{k}: {self.preferences[k]}") for k in sorted(self.preferences)
+            )
             lines.append(f"Preferences: {prefs}.")
         if self.facts:
-            lines.append("Known facts:\n" + "\n".join(f"- {f.content}" for f in self.facts))
+            lines.append(
+                "Known facts:\n" + "\n".join(f"- {one_line(f.content)}" for f in self.facts)
+            )
         if self.episodes:
             lines.append(
                 "Recent episodes:\n"
-                + "\n".join(f"- {e.event_time:%Y-%m-%d}: {e.content}" for e in self.episodes)
+                + "\n".join(
+                    f"- {e.event_time:%Y-%m-%d}: {one_line(e.content)}" for e in self.episodes
+                )
             )
         return "\n\n".join(lines)
 
