@@ -19,7 +19,7 @@ from memloci.interfaces.mcp import build_server
 from memloci.models import MemoryNode
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
-from memloci.tools import Tools
+from memloci.tools import TOOLS, Tools
 from memloci.tools.render import RESULT_CHARS
 
 ID_IN_TEXT = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
@@ -145,3 +145,21 @@ def test_explain_fact_stays_readable_for_a_long_history(service: MemoryService) 
         assert len(text(result)) <= RESULT_CHARS, len(text(result))
     assert "task 79" in text(history) and "80 versions" in text(history), text(history)[:600]
     assert "not shown" in text(chain) and "Sam's rank is 38" in text(chain)
+
+
+def test_search_memory_says_what_it_searches_when_no_type_is_given(
+    service: MemoryService,
+) -> None:
+    """Its description promised "facts, procedures and past episodes", but like recall it
+    searches facts unless ``type`` says otherwise: a model following the description got
+    no episode back. The description now says so, and the documented ``type`` works."""
+    tools = Tools(service)
+    asyncio.run(tools.call("record_episode", {"content": "The deploy of v2 failed with OOM"}))
+    by_default = asyncio.run(tools.call("search_memory", {"query": "deploy OOM"}))
+    assert "failed with OOM" not in by_default
+    description = TOOLS["search_memory"].description
+    assert "past episodes" not in description.split("type")[0], description
+    assert "facts" in description and "type" in description, description
+    for kind in ("episodes", "all"):
+        found = asyncio.run(tools.call("search_memory", {"query": "deploy OOM", "type": kind}))
+        assert "failed with OOM" in found, found

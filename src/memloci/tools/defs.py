@@ -113,9 +113,10 @@ _DEFS: list[ToolDef[Any]] = [
     ToolDef("recall", RECALL, RecallArgs, h.recall, read_only=True),
     ToolDef(
         "search_memory",
-        "Search long-term memory for facts, procedures and past episodes relevant to a "
-        "question, or look a fact up by key. Same as recall, plus filters by type, entity "
-        "and time (after / before).",
+        "Search long-term memory for facts relevant to a question, or look a fact up by "
+        "key. Same as recall, plus filters by type, entity and time (after / before); "
+        "type 'episodes' searches what happened in past tasks and conversations, "
+        "'procedures' the learned procedures, 'all' everything.",
         SearchMemoryArgs,
         h.recall,
         alias_of="recall",
