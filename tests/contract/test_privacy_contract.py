@@ -254,3 +254,33 @@ def test_hard_deletes_take_the_aliases_only_the_removed_memories_used(
     for name in ("Ana", "a. silva", "Ana Silva"):
         found = store.find_entity(ns, name)
         assert found is not None and found.id == ana.id, name
+
+
+@pytest.mark.parametrize("how", ["forget", "purge"])
+def test_a_canonical_name_only_the_removed_memories_used_gives_way(store: Store, how: str) -> None:
+    """Only Alice called her "Ana Souza"; Bob says "Ana". Once Alice is forgotten (or her
+    memory purged) the entity is "Ana", not found by the full name, and the old name's
+    vector is gone. A canonical name that no alias left can replace stays."""
+    ns = "default"
+    alices = node("Alice's sister Ana Souza moved to Porto", user="alice", scope=Scope.USER)
+    bobs = node("Bob had lunch with Ana today", user="bob", scope=Scope.USER)
+    lonely = node("Alice met Zed Quill", user="alice", scope=Scope.USER)
+    rest = node("Bob saw him yesterday", user="bob", scope=Scope.USER)
+    store.insert_nodes([alices, bobs, lonely, rest])
+    ana = store.insert_entity(entity("Ana Souza", ns, mention_count=2, aliases=["Ana"]))
+    zed = store.insert_entity(entity("Zed Quill", ns, mention_count=2, aliases=["Z"]))
+    store.save_entity_vector(ns, ana.id, "m:4", b"\0" * 16)
+    for n, e in ((alices, ana), (bobs, ana), (lonely, zed), (rest, zed)):
+        store.link_entities(ns, n.id, [e.id])
+    if how == "forget":
+        store.delete_user_data(ns, "alice")
+    else:
+        assert store.purge_node(ns, alices.id) and store.purge_node(ns, lonely.id)
+    kept = store.get_entity(ns, ana.id)
+    assert kept is not None and (kept.canonical_name, kept.aliases) == ("Ana", [])
+    assert store.find_entity(ns, "Ana Souza") is None
+    found = store.find_entity(ns, "ana")
+    assert found is not None and found.id == ana.id
+    assert store.entity_vectors(ns, "m:4") == {}
+    still = store.get_entity(ns, zed.id)  # no alias the memories left use: unchanged
+    assert still is not None and still.canonical_name == "Zed Quill"

@@ -7,6 +7,10 @@ Anita" gives "Ana Silva" the alias "Anita"). When memories are deleted for good 
 used goes with them, from the entity and from its lookup names: forgetting a person
 leaves none of their words behind in an entity another user's memories keep. An alias
 no memory's words ever used (given through the API, or by an LLM extractor) stays.
+So does the canonical name, unless only the removed memories' words used it and the
+memories left use one of its aliases: that alias becomes the name ("Ana Souza", said
+only by the forgotten user, gives way to "Ana", which the others say), and the name's
+vector goes (it is embedded again from the new name).
 
 Call :func:`aliases_used` before the links of the removed memories are deleted and
 :func:`drop_unused_aliases` after, in the same transaction.
@@ -53,14 +57,14 @@ def aliases_used(c: Any, namespace: str, ids: Sequence[str], ph: str = "?") -> d
         chunk = list(ids[i : i + _CHUNK])
         marks = ", ".join([ph] * len(chunk))
         rows = c.execute(
-            f"SELECT e.id, e.aliases{read}, n.content FROM node_entities ne"
+            f"SELECT e.id, e.canonical_name, e.aliases{read}, n.content FROM node_entities ne"
             " JOIN entities e ON e.id = ne.entity_id JOIN nodes n ON n.id = ne.node_id"
             f" WHERE e.namespace = {ph} AND e.aliases{read} <> '[]'"
             f" AND ne.node_id IN ({marks})",
             [namespace, *chunk],
         ).fetchall()
-        for entity_id, aliases, content in rows:
-            used = names_in_use(json.loads(aliases), [content])
+        for entity_id, canonical, aliases, content in rows:
+            used = names_in_use([canonical, *json.loads(aliases)], [content])
             if used:
                 out.setdefault(entity_id, set()).update(used)
     return out
@@ -86,18 +90,31 @@ def drop_unused_aliases(c: Any, namespace: str, used: dict[str, set[str]], ph: s
         first = cursor.fetchmany(_CHUNK)
         if not first:
             continue  # no memory links it: the caller deletes it
+        canonical, aliases = row[0], json.loads(row[1])
+        # the canonical name too: when only the removed words used it, an alias the
+        # memories left use replaces it (so every alias is looked for then)
+        wanted = sorted(names | set(aliases) if canonical in names else names)
         # read in batches, only until every name is found (an entity may have many links)
-        gone = names - set(names_in_use(sorted(names), _texts(cursor, first)))
+        in_use = set(names_in_use(wanted, _texts(cursor, first)))
         cursor.close()
+        gone = names - in_use
+        if canonical in gone:
+            heir = next((a for a in aliases if a in in_use), None)
+            gone.discard(canonical)
+            if heir is not None:
+                gone.add(canonical)
+                canonical = heir
+                c.execute(f"DELETE FROM entity_vectors WHERE entity_id = {ph}", (entity_id,))
         if not gone:
             continue
-        aliases = [a for a in json.loads(row[1]) if a not in gone]
+        aliases = [a for a in aliases if a not in gone and a != canonical]
         c.execute(
-            f"UPDATE entities SET aliases = {ph}{write} WHERE namespace = {ph} AND id = {ph}",
-            (json.dumps(aliases), namespace, entity_id),
+            f"UPDATE entities SET canonical_name = {ph}, aliases = {ph}{write}"
+            f" WHERE namespace = {ph} AND id = {ph}",
+            (canonical, json.dumps(aliases), namespace, entity_id),
         )
         c.execute(f"DELETE FROM entity_names WHERE entity_id = {ph}", (entity_id,))
-        for name in lookup_names([row[0], *aliases]):
+        for name in lookup_names([canonical, *aliases]):
             c.execute(
                 "INSERT INTO entity_names (namespace, name_norm, entity_id)"
                 f" VALUES ({ph}, {ph}, {ph}) ON CONFLICT DO NOTHING",
