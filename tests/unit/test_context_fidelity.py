@@ -48,6 +48,21 @@ def test_a_shared_entity_shows_only_what_this_user_said_of_it(mem: Memory) -> No
     assert "climbing" not in bob
 
 
+def test_a_shared_entity_hides_what_another_user_said_even_once_forgotten(mem: Memory) -> None:
+    mem.add("Remember that Sarah is my climbing partner", user="alice", session="a1")
+    mem.add("Remember that Sarah Kowalski is my divorce lawyer", user="bob", session="b1")
+    mem.consolidate()
+    mem.flush()
+    for node in mem.list(user="bob"):  # his turn and the fact drawn from it
+        mem.forget(node.id)
+    (sarah,) = mem._call(mem.service.list_entities())
+    mem._call(mem.service.save_entity(sarah.canonical_name, entity_id=sarah.id, summary="A lawyer"))
+    alice = mem.context("who is Sarah?", user="alice", budget=2000)
+    assert "climbing partner" in _section(alice, "## People and Things")
+    for secret in ("Kowalski", "lawyer"):
+        assert secret not in alice
+
+
 def test_an_entity_only_this_user_mentions_keeps_its_summary(mem: Memory) -> None:
     mem.add("Remember that Sarah is my climbing partner", user="alice", session="a1")
     mem.consolidate()

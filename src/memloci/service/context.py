@@ -183,10 +183,11 @@ class ContextMixin(ServiceCore):
         (another user's, agent's or session's) mention the entity too, its summary (drawn
         from every memory) is left out and only the names its own memories use are shown
         (the canonical name, or the first alias they use in its place)."""
-        anyone = NodeFilter(namespaces=flt.namespaces)
-        if flt == anyone:  # the caller sees every memory of the namespace
+        if flt == NodeFilter(namespaces=flt.namespaces):  # the caller sees every memory
             return entity
-        mine = self.store.entity_nodes(flt, entity.id, limit=PEEK)
+        # forgotten and superseded memories count too: their words gave names and summary
+        anyone = NodeFilter(namespaces=flt.namespaces, include_invalid=True)
+        mine = self.store.entity_nodes(replace(flt, include_invalid=True), entity.id, limit=PEEK)
         every = self.store.entity_nodes(anyone, entity.id, limit=PEEK)
         seen = {n.id for n in mine}
         if all(n.id in seen for n in every):
