@@ -58,7 +58,13 @@ from memloci.retrieval.query import DOCUMENT_FORM
 from memloci.storage.base import PendingEmbedding, Store
 from memloci.storage.rows import content_hash
 from memloci.transfer_parse import FORMAT, VERSION, Line, invalid, narrowest, parse
-from memloci.transfer_records import check_store, link_lines, record_lines, write_records
+from memloci.transfer_records import (
+    check_store,
+    every,
+    link_lines,
+    record_lines,
+    write_records,
+)
 
 __all__ = [
     "FORMAT", "VERSION", "ImportReport", "Progress", "array_lines", "export_lines",
@@ -88,10 +94,19 @@ def export_lines(store: Store, namespace: str, *, vectors: bool = True) -> Itera
 
 
 def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
+    """The records, whole even while others write (the server keeps serving): versions,
+    edges and links only of the memories and entities the file holds (a turn added after
+    the memories were read is left out with its edge to the previous turn), and entities,
+    users and threads each read in one query (paging by mention count or last update
+    would skip or repeat a record that changed between two pages)."""
     batch: list[MemoryNode] = []
+    exported: set[str] = set()
+    entities = every(lambda n: store.list_entities(namespace, limit=n))
+    entity_ids = {e.id for e in entities}
 
     def flush() -> Iterator[str]:
         ids = [n.id for n in batch]
+        exported.update(ids)
         vecs = store.vectors(namespace, ids) if vectors else {}
         for node in batch:
             blob = vecs.get(node.id)
@@ -102,7 +117,7 @@ def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
                     "vector": base64.b64encode(blob).decode() if blob else None,
                 }
             )
-        yield from link_lines(store, namespace, ids)
+        yield from link_lines(store, namespace, ids, entity_ids)
         batch.clear()
 
     for node in store.iter_nodes(namespace):
@@ -111,15 +126,14 @@ def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
             yield from flush()
     yield from flush()
     for version in store.iter_versions(namespace):
-        yield json.dumps({"kind": "version", **version.model_dump(mode="json")})
+        if version.node_id in exported:
+            yield json.dumps({"kind": "version", **version.model_dump(mode="json")})
     for edge in store.iter_edges(namespace):
-        yield json.dumps({"kind": "edge", **edge.model_dump(mode="json")})
-    offset = 0
-    while users := store.list_users(namespace, limit=500, offset=offset):
-        for user in users:
-            yield json.dumps({"kind": "user", **user.model_dump(mode="json")})
-        offset += len(users)
-    yield from record_lines(store, namespace, vectors=vectors)
+        if edge.source_id in exported and edge.target_id in exported:
+            yield json.dumps({"kind": "edge", **edge.model_dump(mode="json")})
+    for user in every(lambda n: store.list_users(namespace, limit=n)):
+        yield json.dumps({"kind": "user", **user.model_dump(mode="json")})
+    yield from record_lines(store, namespace, vectors=vectors, entities=entities)
 
 
 ARRAY_FIELDS = (

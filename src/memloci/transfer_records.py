@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Container, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -35,31 +35,43 @@ def _b64(blob: bytes | None) -> str | None:
 
 
 # ---------------------------------------------------------------------- export
-def link_lines(store: Store, namespace: str, ids: Sequence[str]) -> Iterator[str]:
-    """The links of memories ``ids`` to the entities they mention."""
+T = TypeVar("T")
+
+
+def every(page: Callable[[int], list[T]], start: int = 1000) -> list[T]:
+    """All of a listing in one query (one consistent read): ``page(limit)`` again with a
+    larger limit until it returns fewer than asked."""
+    limit = start
+    while len(found := page(limit)) >= limit:
+        limit *= 8
+    return found
+
+
+def link_lines(
+    store: Store, namespace: str, ids: Sequence[str], entity_ids: Container[str]
+) -> Iterator[str]:
+    """The links of memories ``ids`` to the entities they mention that are in
+    ``entity_ids`` (those the export holds)."""
     for node_id, entities in store.node_entities(namespace, ids).items():
         for entity in entities:
-            yield json.dumps({"kind": "link", "node_id": node_id, "entity_id": entity.id})
+            if entity.id in entity_ids:
+                yield json.dumps({"kind": "link", "node_id": node_id, "entity_id": entity.id})
 
 
-def record_lines(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
-    """The namespace's entities (with their name vectors of the store's model), threads,
-    consolidation sessions and knowledge sources (each followed by its chunks)."""
+def record_lines(
+    store: Store, namespace: str, *, vectors: bool, entities: Sequence[Entity]
+) -> Iterator[str]:
+    """The namespace's ``entities`` (with their name vectors of the store's model),
+    threads, consolidation sessions and knowledge sources (each followed by its chunks)."""
     model = store.get_meta("embedding_model")
     names = store.entity_vectors(namespace, model) if vectors and model else {}
-    offset = 0
-    while entities := store.list_entities(namespace, limit=500, offset=offset):
-        for entity in entities:
-            data = entity.model_dump(mode="json")
-            yield json.dumps({"kind": "entity", **data, "vector": _b64(names.get(entity.id))})
-        offset += len(entities)
-    offset = 0
-    while threads := store.list_threads(namespace, limit=200, offset=offset):
-        for listed in threads:
-            thread = store.get_thread(namespace, listed.id)
-            if thread is not None:
-                yield json.dumps({"kind": "thread", **thread.model_dump(mode="json")})
-        offset += len(threads)
+    for entity in entities:
+        data = entity.model_dump(mode="json")
+        yield json.dumps({"kind": "entity", **data, "vector": _b64(names.get(entity.id))})
+    for listed in every(lambda n: store.list_threads(namespace, limit=n)):
+        thread = store.get_thread(namespace, listed.id)
+        if thread is not None:
+            yield json.dumps({"kind": "thread", **thread.model_dump(mode="json")})
     for state in store.sessions(namespace):
         session = SessionRecord(
             session=state.session, user=state.user, agent=state.agent,
