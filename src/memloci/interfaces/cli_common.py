@@ -547,7 +547,8 @@ def stats_table(stats: StoreStats) -> Table:
 
 # ---------------------------------------------------------------------- progress
 def progress_bar(*, quiet: bool = False) -> Progress:
-    """A progress bar on stderr (hidden when ``quiet``, e.g. with ``--json``)."""
+    """A progress bar on stderr (hidden when ``quiet``, e.g. with ``--json``, and when
+    stderr is not a terminal: a log or a pipe gets no bar drawn once at the end)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -564,7 +565,7 @@ def progress_bar(*, quiet: bool = False) -> Progress:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=err,
-        disable=quiet,
+        disable=quiet or not err.is_terminal,
     )
 
 

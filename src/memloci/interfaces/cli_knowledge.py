@@ -220,21 +220,23 @@ def list_(
 
 
 def sources_table(sources: list[KnowledgeSource]) -> Table:
+    """The sources; the embedding model and the title only on a wide terminal, so the id
+    (what ``remove`` takes) and the path stay whole at 80 columns (``--json`` has all)."""
     wide = out.width >= 120
     table = Table(expand=False)
-    table.add_column("id", style="cyan", no_wrap=True)
-    table.add_column("collection", no_wrap=True)
+    table.add_column("id", style="cyan", no_wrap=True, min_width=8)
+    table.add_column("collection", overflow="fold")
     table.add_column("chunks", justify="right", no_wrap=True)
-    table.add_column("model", no_wrap=True)
+    if wide:
+        table.add_column("model", no_wrap=True)
     table.add_column("updated", no_wrap=True)
     table.add_column("path", overflow="fold", min_width=20)
     if wide:
         table.add_column("title", overflow="fold")
     for s in sources:
-        cells = [
-            s.id, s.collection, str(s.chunk_count), s.embedding_model or "-",
-            f"{s.updated_at:%Y-%m-%d}", shown(s.path),
-        ]  # fmt: skip
+        model = [s.embedding_model or "-"] if wide else []
+        cells = [s.id, s.collection, str(s.chunk_count), *model, f"{s.updated_at:%Y-%m-%d}",
+                 shown(s.path)]  # fmt: skip
         table.add_row(*cells, *([s.title] if wide else []))
     return table
 

@@ -8,7 +8,6 @@ import loads a backup. Registered on ``memloci memory`` by
 from __future__ import annotations
 
 import json
-import os
 from contextlib import nullcontext
 from dataclasses import asdict
 from enum import StrEnum
@@ -124,18 +123,15 @@ def export(
 
 def _export_array(m: Memory, file: Path) -> int:
     """Reference 004's export: a JSON array of the current memories, oldest first. Written
-    to a temporary file beside ``file`` and renamed, so a failure leaves no half file."""
+    as the JSON Lines backup is (:func:`memloci.transfer.write_lines`): to a file beside
+    ``file``, then renamed, so a failure leaves no half file; into a pipe or a device
+    (``-o /dev/stdout``) directly."""
+    from memloci.transfer import write_lines
+
     records: list[dict[str, Any]] = []
     while page := m.list(limit=10_000, offset=len(records)):
         records += [_exported(n) for n in page]
-    tmp = file.with_name(f".{file.name}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(records, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-        os.replace(tmp, file)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_lines(str(file), [json.dumps(records, indent=2, ensure_ascii=False)])
     return len(records)
 
 
