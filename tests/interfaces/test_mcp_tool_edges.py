@@ -163,3 +163,30 @@ def test_search_memory_says_what_it_searches_when_no_type_is_given(
     for kind in ("episodes", "all"):
         found = asyncio.run(tools.call("search_memory", {"query": "deploy OOM", "type": kind}))
         assert "failed with OOM" in found, found
+
+
+def test_recall_says_when_a_faded_fact_holds_the_answer(service: MemoryService) -> None:
+    """A fact that faded below recall's default ``min_confidence`` (0.5) is still stored:
+    "Nothing is stored under the key" made the model tell the user it never heard of it.
+    recall says a weaker fact holds it, and how to see it; as the listing already did."""
+    from memloci.storage.base import NodePatch
+
+    tools = Tools(service, user="sam")
+    saved = asyncio.run(
+        tools.call("remember", {"key": "passport", "value": "X1234567 (expires 2031)"})
+    )
+    service.store.update_node("default", first_id(saved), NodePatch(confidence=0.3))
+
+    by_key, by_query, shown = mcp_calls(
+        service,
+        "sam",
+        [
+            ("recall", {"key": "passport"}),
+            ("search_memory", {"query": "passport"}),
+            ("recall", {"key": "passport", "min_confidence": 0}),
+        ],
+    )
+    assert not text(by_key).startswith("Nothing is stored"), text(by_key)
+    for result in (by_key, by_query):
+        assert "below" in text(result) and "min_confidence=0" in text(result), text(result)
+    assert "X1234567" in text(shown)

@@ -145,6 +145,12 @@ async def recall(b: Bound, a: RecallArgs) -> str:
             node = None  # a tier this caller may not use
         if node is not None and node.confidence >= conf:
             return f"{a.key} → {r.line(node)}"
+        if node is not None and a.query is None:  # stored, but faded: never "nothing"
+            return (
+                f"The fact under the key {a.key!r} has faded below confidence {conf:.2f} "
+                f"(now {node.confidence:.2f}). Pass min_confidence=0 to see it, then check "
+                "it with the user."
+            )
         flt = b.filter(type=a.types(), min_confidence=conf)
         hits = await b.service.search(a.key, flt, k=limit)
         by_key = [h for h in hits if "key" in h.strategies]
@@ -164,7 +170,7 @@ async def recall(b: Bound, a: RecallArgs) -> str:
             flt = replace(flt, ids=ids)
         hits = await b.service.search(a.query, flt, k=limit)
         if not hits:
-            return f"No memories match {a.query!r}."
+            return f"No memories match {a.query!r}{await _weaker(b, a.query, flt, limit)}."
         return f"{r.count(len(hits))} for {a.query!r} (best first):\n\n{r.scored(hits)}"
     flt = b.filter(type=a.types(), min_confidence=conf, **_when(a))
     nodes = await b.service.list_nodes(flt, limit=limit, order="category")
@@ -177,6 +183,22 @@ async def recall(b: Bound, a: RecallArgs) -> str:
             )
         return "No memories match those filters." if a.memory_type else "No memories stored yet."
     return f"{await _shown(b, flt, nodes, limit)}:\n{r.lines(nodes)}"
+
+
+async def _weaker(b: Bound, query: str, flt: NodeFilter, limit: int) -> str:
+    """`` at confidence 0.50 or more; 2 memories below it do (…)`` when faded facts
+    match ``query`` by its words (not by vector nearness: that finds something always)."""
+    if not flt.min_confidence:
+        return ""
+    hits = await b.service.search(query, replace(flt, min_confidence=None), k=limit)
+    faded = [h for h in hits if h.memory.confidence < flt.min_confidence]
+    if not (faded := [h for h in faded if {"fulltext", "key"} & set(h.strategies)]):
+        return ""
+    return (
+        f" at confidence {flt.min_confidence:.2f} or more; {r.count(len(faded))} below it "
+        f"{'does' if len(faded) == 1 else 'do'} (pass min_confidence=0 to see "
+        f"{'it' if len(faded) == 1 else 'them'}, then check with the user)"
+    )
 
 
 def _when(a: RecallArgs) -> dict[str, Any]:
