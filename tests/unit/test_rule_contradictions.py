@@ -132,3 +132,28 @@ def test_an_ended_fact_about_something_else_leaves_the_known_one(mem: Memory) ->
     assert _current(mem) == [
         "User lives in Lisbon", "User no longer lives in Paris", "User no longer works at Globex"
     ]  # fmt: skip
+
+
+def test_a_new_phone_number_or_email_replaces_the_old(mem: Memory) -> None:
+    turns(mem, "s1", "My phone number is 555-0100", "My email is sam@example.com.")
+    _end(mem, "s1")
+    assert _current(mem) == [
+        "User's email address is sam@example.com",
+        "User's phone number is 555-0100",
+    ]
+    turns(
+        mem, "s2", "I got a new number: +351 912 345 678",
+        "Btw, my email changed to sam.k@example.org!", "My work email is sam@acme.com",
+        "Call 555-0199 for pizza", "my number is 42",
+    )  # fmt: skip
+    _end(mem, "s2")
+    assert _current(mem) == [
+        "User's email address is sam.k@example.org",
+        "User's phone number is +351 912 345 678",
+        "User's work email address is sam@acme.com",
+    ]
+    assert _all(mem)["User's phone number is 555-0100"] is False  # history kept
+    turns(mem, "s3", "You can reach me at (555) 010-2000")
+    _end(mem, "s3")
+    assert "User's phone number is (555) 010-2000" in _current(mem)
+    assert "User's phone number is +351 912 345 678" not in _current(mem)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError as PydanticValidationError
 
 from memloci.consolidation.base import ExtractedEntity, ExtractedFact, Extraction, finalize
+from memloci.consolidation.contacts import contact
 from memloci.consolidation.slots import language_key, opinion_key
 from memloci.consolidation.speakers import named_speaker, said_by
 from memloci.models import EntityType, FactType, MemoryNode, NodeType, SourceType
@@ -328,7 +329,7 @@ def _clause(text: str, source: str) -> list[_Found]:
     if tail and tail.start() > 0 and _leading_name(tail["old"]):
         text, correction = text[: tail.start()], True
     text = _NOW_TAIL.sub("", text)
-    cues = (_procedure, _person_name, _relation, _ended, _anchored, _preference)
+    cues = (_procedure, _person_name, _contact, _relation, _ended, _anchored, _preference)
     found = next(([f] for f in (cue(text, source) for cue in cues) if f), [])
     for item in found:
         if correction and item.fact.key is None:
@@ -383,6 +384,15 @@ def _person_name(text: str, source: str) -> _Found | None:
                 subject="user", fact_type=FactType.SELF_KNOWLEDGE,
             )  # fmt: skip
     return None
+
+
+def _contact(text: str, source: str) -> _Found | None:
+    """The user's phone number or email address (``consolidation.contacts``)."""
+    found = contact(text)
+    return found and _found(
+        found.content, source, 0.9, [], category="context", key=found.key, subject="user",
+        fact_type=FactType.SELF_KNOWLEDGE,
+    )  # fmt: skip
 
 
 def _relation(text: str, source: str) -> _Found | None:
