@@ -190,3 +190,17 @@ def test_recall_says_when_a_faded_fact_holds_the_answer(service: MemoryService) 
     for result in (by_key, by_query):
         assert "below" in text(result) and "min_confidence=0" in text(result), text(result)
     assert "X1234567" in text(shown)
+
+
+def test_arguments_nested_too_deeply_are_bad_input_not_a_failure(
+    service: MemoryService, caplog: pytest.LogCaptureFixture
+) -> None:
+    """OpenAI sends arguments as JSON text; text nested 100,000 deep made the reader
+    recurse out: "failed unexpectedly … Try again later" and a traceback in the log, for
+    input the model can fix."""
+    deep = '{"content": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    answer = asyncio.run(Tools(service).call("remember", deep))
+    assert answer.startswith("Error: remember: arguments are not valid JSON"), answer
+    assert "unexpectedly" not in answer and "again later" not in answer
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert stored(service) == []

@@ -119,6 +119,8 @@ def _parse(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
             arguments = json.loads(arguments)
         except ValueError as exc:
             raise _BadArguments(f"arguments are not valid JSON ({exc})") from None
+        except RecursionError:
+            raise _BadArguments("arguments are not valid JSON (nested too deeply)") from None
     if not isinstance(arguments, Mapping):
         raise _BadArguments(
             f"arguments must be a JSON object of named arguments, not {type(arguments).__name__}"
