@@ -40,6 +40,7 @@ class Settings(BaseModel):
 
     path: str = Field(
         "memloci.db",
+        min_length=1,  # SQLite takes "" for a private temporary database
         description="SQLite file (':memory:' for a throwaway store) or postgresql:// URL",
     )
     namespace: str = Field("default", description="namespace used when a call names none")

@@ -238,10 +238,11 @@ def interactive() -> bool:
     return sys.stdin.isatty()
 
 
-def confirm_or_refuse(question: str, refusal: str) -> None:
-    """Ask on a terminal; refuse (exit 2) when nobody can answer. Exits 1 on "no"."""
+def confirm_or_refuse(question: str, refusal: str, *, flag: str = "--yes") -> None:
+    """Ask on a terminal; refuse (exit 2) when nobody can answer, naming the command's
+    ``flag`` that confirms. Exits 1 on "no"."""
     if not interactive():
-        raise ValidationError(refusal, hint="pass --yes (or --force) to confirm non-interactively")
+        raise ValidationError(refusal, hint=f"pass {flag} to confirm non-interactively")
     if not typer.confirm(question, default=False, err=True):
         err.print("Cancelled; nothing changed.")
         raise typer.Exit(1)

@@ -318,6 +318,7 @@ def clear(
             confirm_or_refuse(
                 f"Erase {what}{whose} in namespace {ns!r}? This cannot be undone.",
                 f"refusing to erase {what}{whose} without --yes",
+                flag="--yes (or --force)",
             )
         deleted = m.clear(owner=user, type=type_) if total else 0
         sessions = _clear_threads(m, ns, user, agent) if threads else 0

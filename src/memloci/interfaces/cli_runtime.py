@@ -6,6 +6,7 @@ Registered by :mod:`memloci.interfaces.cli`; the templates live in
 
 from __future__ import annotations
 
+import shlex
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -60,4 +61,4 @@ def init(
     except OSError as exc:
         raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from None
     say(f"Wrote {path} (agent {name!r}, template {template.value}).")
-    note(f"Edit it, then start the agent with: memloci chat {path}")
+    note(f"Edit it, then start the agent with: memloci chat {shlex.quote(str(path))}")

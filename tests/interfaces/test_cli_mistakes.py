@@ -1,0 +1,93 @@
+"""User mistakes at the ``memloci`` command line: each gets a clear ``error:`` line, the
+documented exit code, and a hint that works as printed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from memloci import Memory
+from memloci.interfaces.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("MEMLOCI_"):
+            monkeypatch.delenv(name)
+
+
+def run(*args: str, **env: str) -> Result:
+    return runner.invoke(app, list(args), env=env or None)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("memory", "add", "I moved to Lisbon"),
+        ("memory", "list"),
+        ("memory", "search", "Lisbon"),
+        ("memory", "stats"),
+    ],
+)
+def test_an_empty_store_path_is_a_usage_error(
+    args: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--db "$DB"`` with DB unset (or ``MEMLOCI_PATH=``): SQLite took the empty name for
+    a private temporary database, and the command failed with ``unexpected
+    OperationalError: no such table: meta`` (exit 1, "report it if it is a bug")."""
+    monkeypatch.chdir(tmp_path)
+    for result in (
+        run(*args, "--db", "", "--embedder", "fake"),
+        run(*args, "--embedder", "fake", MEMLOCI_PATH=""),
+    ):
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith("error: invalid setting path"), result.stderr
+        assert "unexpected" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def _flags(hint: str) -> list[str]:
+    return re.findall(r"--[a-z][a-z-]*", hint)
+
+
+def test_the_refusals_hint_names_only_options_the_command_takes(tmp_path: Path) -> None:
+    """Without a terminal to ask on, a destructive command refuses and says how to confirm;
+    the hint said ``pass --yes (or --force)``, and ``reembed``, ``memory delete --purge``
+    and ``users forget`` have no ``--force`` (``No such option``)."""
+    db = str(tmp_path / "m.db")
+    with Memory(db, embedder="fake") as m:
+        m.add("Sam keeps bees on the roof", user="sam")
+        turn = m.remember("Bo keeps a canoe in the garage", user="bo").memory
+        m.add("Cy walks to work every day", user="cy")  # left for clear
+    commands = {
+        "reembed": ["reembed", "--db", db, "--embedder", "fake"],
+        "forget": ["users", "forget", "sam", "--db", db],
+        "delete": ["memory", "delete", turn.id, "--purge", "--db", db, "--embedder", "fake"],
+        "clear": ["memory", "clear", "--db", db, "--embedder", "fake"],
+    }
+    with Memory(db, embedder="fake") as m:  # reembed asks only when it would drop vectors
+        m.service.store.set_meta("document_form", "1")
+    for name, args in commands.items():
+        refused = run(*args)
+        assert refused.exit_code == 2, (name, refused.output)
+        hint = refused.stderr.partition("hint: ")[2]
+        assert _flags(hint), (name, refused.stderr)
+        for flag in _flags(hint):
+            took = run(*args, flag)
+            assert "No such option" not in took.output, (name, flag)
+
+
+def test_init_prints_a_chat_command_that_works_as_printed(tmp_path: Path) -> None:
+    path = tmp_path / "my roles" / "support bot.yaml"
+    done = run("init", str(path))
+    assert done.exit_code == 0, done.output
+    printed = done.stderr.split("start the agent with: ", 1)[1].strip()
+    assert shlex.split(printed) == ["memloci", "chat", str(path)]
