@@ -318,10 +318,10 @@ def test_a_500_leaks_nothing_and_keeps_the_connection(
 def test_405_names_the_allowed_methods(http: httpx.Client) -> None:
     r = http.put("/api/v1/stats")
     assert_error_shape(r, 405, "method_not_allowed")
-    assert r.headers["allow"] == "GET"
+    assert r.headers["allow"] == "GET, HEAD"
     r = http.post("/api/v1/facts/abcd1234", json={})
     assert_error_shape(r, 405)
-    assert set(r.headers["allow"].split(", ")) == {"DELETE", "GET", "PATCH"}
+    assert set(r.headers["allow"].split(", ")) == {"DELETE", "GET", "HEAD", "PATCH"}
 
 
 # ---------------------------------------------------------------- item 10: small leaks

@@ -106,9 +106,46 @@ class BodyLimit:
         await JSONResponse(body, status_code=413)(scope, receive, send)
 
 
+HEAD_KEY = "memloci.head"  # scope key: the request came as HEAD (run as GET)
+
+
+class HeadAsGet:
+    """Answer ``HEAD`` wherever ``GET`` is answered (RFC 9110: a server supports both):
+    the request runs as the ``GET`` it asks about and only the head of the answer is
+    sent (its headers, ``Content-Length`` included). Not under ``/mcp``, whose ``GET``
+    opens an event stream: ``HEAD`` there is the MCP app's to answer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "HEAD"
+            or path == "/mcp"
+            or path.startswith("/mcp/")
+        ):
+            await self.app(scope, receive, send)
+            return
+        done = False
+
+        async def head_only(message: Message) -> None:
+            nonlocal done
+            if message["type"] == "http.response.body":
+                if done:
+                    return
+                done = True
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET", HEAD_KEY: True}, receive, head_only)
+
+
 def add_guards(app: Starlette, settings: Settings) -> None:
     """The HTTP guards around every route of ``app`` (see ``security``): body limit,
     Host / Origin / content-type checks, the catch-all 500 and the security headers."""
+    app.add_middleware(HeadAsGet)
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
     app.add_middleware(HttpGuard, policy=HostPolicy(settings.host, settings.allowed_hosts))
     app.add_middleware(CatchAll)  # no exception reaches the server
@@ -148,17 +185,20 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:
             allow = _allowed_methods(request)
             headers["Allow"] = ", ".join(allow)
-            message = f"{request.method} is not allowed here; use {' or '.join(allow)}"
+            method = "HEAD" if request.scope.get(HEAD_KEY) else request.method
+            message = f"{method} is not allowed here; use {' or '.join(allow)}"
         body = error_body(code, message)
         return JSONResponse(body, status_code=exc.status_code, headers=headers or None)
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    """Every method some route serves at this path (FastAPI has a route per method)."""
+    """Every method some route serves at this path (FastAPI has a route per method);
+    ``HEAD`` wherever ``GET`` is (:class:`HeadAsGet`)."""
     found = []
     for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
         probe = {"type": "http", "path": request.url.path, "method": method, "root_path": ""}
-        if any(r.matches(probe)[0] is Match.FULL for r in request.app.router.routes):
+        as_get = method == "HEAD" and "GET" in found
+        if as_get or any(r.matches(probe)[0] is Match.FULL for r in request.app.router.routes):
             found.append(method)
     return found
 
