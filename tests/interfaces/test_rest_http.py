@@ -42,3 +42,30 @@ def test_405_lists_head_with_get_and_names_the_method_asked(http: httpx.Client) 
     assert r.content == b""
     r = http.get("/api/v1/facts/batch-delete/")
     assert r.status_code == 405 and r.json()["error"]["message"].startswith("GET is not")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/api/v1/memory-users/sam/forget/", None),
+        ("POST", "/api/v1/memory-users/sam/merge/", {"into": "al"}),
+        ("POST", "/api/v1/checkpoints/chat-1/messages/", {"messages": []}),
+        ("POST", "/api/v1/facts/abcd1234/confirm/", None),
+    ],
+)
+def test_a_trailing_slash_is_sent_to_the_route_without_it(
+    http: httpx.Client, method: str, path: str, body: object
+) -> None:
+    r = http.request(method, path, json=body)
+    assert r.status_code == 307, r.text
+    assert r.headers["location"].endswith(path.rstrip("/"))
+
+
+def test_the_documented_list_limit_is_the_one_enforced(http: httpx.Client) -> None:
+    assert http.get("/api/v1/facts/", params={"limit": 10_000}).status_code == 200
+    assert http.get("/api/v1/facts/", params={"limit": 10_001}).status_code == 400
+    spec = http.get("/openapi.json").json()
+    for path in ("/api/v1/facts/", "/api/v1/episodes/", "/api/v1/procedures/"):
+        (limit,) = [p for p in spec["paths"][path]["get"]["parameters"] if p["name"] == "limit"]
+        assert limit["schema"]["maximum"] == 10_000
+        assert "10,000" in limit["description"] and "500" not in limit["description"]

@@ -73,7 +73,7 @@ def _register(kind: str) -> None:
         min_confidence: float | None = None,
         include_forgotten: bool = Query(False, description="also list soft-deleted ones"),
         order: str = Query("-created", description="one of " + ", ".join(NODE_ORDERS)),
-        limit: int = Query(50, description="1–500"),
+        limit: int = Query(50, description="1–10,000"),
         offset: int = 0,
     ) -> s.Page[MemoryNode]:
         if type:

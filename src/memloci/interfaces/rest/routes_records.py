@@ -29,7 +29,8 @@ class _PathId(Convertor[str]):
     """An id in a URL path that may hold ``/`` (sent as is or as ``%2F``: user
     ``mail/sam``, a thread of chat ``team/ops``), but never one a sibling route's path
     would make (``…/forget``, ``batch-delete``): a method those routes lack then answers
-    405, as it should, instead of looking up a strange id."""
+    405, as it should, instead of looking up a strange id. With a trailing ``/``
+    (``…/forget/``) the path is sent to the one without it (307), as on every route."""
 
     def convert(self, value: str) -> str:
         return value
@@ -39,11 +40,11 @@ class _PathId(Convertor[str]):
 
 
 class _UserId(_PathId):
-    regex = r"(?!batch-delete/?$)[^/].*(?<!/forget)(?<!/merge)"
+    regex = r"(?!batch-delete/?$)[^/].*(?<!/forget)(?<!/forget/)(?<!/merge)(?<!/merge/)"
 
 
 class _ThreadId(_PathId):
-    regex = r"(?!batch-delete/?$)[^/].*(?<!/messages)"
+    regex = r"(?!batch-delete/?$)[^/].*(?<!/messages)(?<!/messages/)"
 
 
 register_url_convertor("memloci_user", _UserId())
