@@ -86,7 +86,7 @@ def test_root_help_is_the_same_with_every_command_loaded(monkeypatch: pytest.Mon
     from typer.testing import CliRunner
 
     from memloci.interfaces.cli import app
-    from memloci.interfaces.cli_common import GuardedGroup
+    from memloci.interfaces.cli_groups import GuardedGroup
     from memloci.interfaces.cli_lazy import LazyGroup
 
     lazy = CliRunner().invoke(app, ["--help"], terminal_width=100)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,26 @@ def test_init_prints_a_chat_command_that_works_as_printed(tmp_path: Path) -> Non
     assert done.exit_code == 0, done.output
     printed = done.stderr.split("start the agent with: ", 1)[1].strip()
     assert shlex.split(printed) == ["memloci", "chat", str(path)]
+
+
+def test_a_damaged_store_is_a_database_error_not_a_bug(tmp_path: Path) -> None:
+    """A store whose pages were overwritten (a bad disk, a copy cut short) fails with the
+    documented exit 8 and a hint to restore it, not ``unexpected DatabaseError`` (exit 1,
+    "report it if it is a bug")."""
+    db = tmp_path / "m.db"
+    with Memory(str(db), embedder=None) as m:
+        for i in range(200):
+            m.remember(f"Sam planted tree number {i} in the orchard", user="sam")
+    with sqlite3.connect(db) as conn:  # the root page of the memories' table
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'nodes'").fetchone()
+    conn.close()
+    with open(db, "r+b") as fh:  # overwritten with garbage, as a bad disk would
+        fh.seek((root[0] - 1) * page)
+        fh.write(b"\xff" * page)
+    for args in (("memory", "list"), ("memory", "search", "orchard tree")):
+        result = run(*args, "--db", str(db), "--embedder", "none")
+        assert result.exit_code == 8, result.output
+        assert "unexpected" not in result.stderr
+        assert result.stderr.startswith("error: "), result.stderr
+        assert "malformed" in result.stderr and "hint: " in result.stderr

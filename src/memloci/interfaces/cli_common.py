@@ -11,7 +11,6 @@ import json
 import os
 import re
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -21,8 +20,6 @@ import typer
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
-from typer.core import TyperGroup
-from typer.exceptions import TyperException
 
 from memloci.errors import MemlociError, NotFoundError, ValidationError
 
@@ -173,49 +170,6 @@ def report_error(message: str, hint: str | None = None) -> None:
     err.print(Text("error: ", style="bold red") + cell(message, "red"), soft_wrap=True)
     if hint:
         err.print(Text("hint: ", style="bold yellow") + cell(hint), soft_wrap=True)
-
-
-class QuickHelpGroup(TyperGroup):
-    """A group whose ``--help`` flag defaults to False rather than None. Typer coerces a
-    parameter whose value is not already a bool through a pydantic ``TypeAdapter``; for a
-    parent group's unused ``--help`` (``memloci memory --help``) that alone imported
-    pydantic and typer's adapters (~0.2 s). (``Any`` for typer's vendored click types.)"""
-
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        if option is not None and option.default is None:
-            option.default = False
-        return option
-
-
-class GuardedGroup(QuickHelpGroup):
-    """Root command group: turns every error into ``error:`` / ``hint:`` lines and an exit code.
-
-    A :class:`MemlociError` exits with its ``exit_code`` and never shows a traceback;
-    anything unexpected exits 1 with a short message (traceback when ``MEMLOCI_DEBUG=1``).
-    A closed stdout (EPIPE, e.g. ``memloci memory consolidate --help | head -1``) is left
-    to click's main, which exits 1 without a message.
-    """
-
-    def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, TyperException):
-            raise
-        except BrokenPipeError:  # `memloci … | head`: the reader left; click exits quietly
-            raise
-        except MemlociError as exc:
-            report_error(exc.message, exc.hint)
-            raise typer.Exit(exc.exit_code) from None
-        except Exception as exc:
-            if os.environ.get("MEMLOCI_DEBUG", "") not in ("", "0"):
-                traceback.print_exc(file=sys.stderr)
-            first = (str(exc).splitlines() or [""])[0]
-            report_error(
-                f"unexpected {type(exc).__name__}: {first}".rstrip(": "),
-                "set MEMLOCI_DEBUG=1 to see the traceback, and report it if it is a bug",
-            )
-            raise typer.Exit(1) from None
 
 
 def parse_json(text: str, option: str, example: str) -> Any:

@@ -16,7 +16,8 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
-from memloci.interfaces.cli_common import GuardedGroup, examples
+from memloci.interfaces.cli_common import examples
+from memloci.interfaces.cli_groups import GuardedGroup
 
 
 @dataclass(frozen=True)

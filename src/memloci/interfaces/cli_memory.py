@@ -19,7 +19,6 @@ from memloci.interfaces.cli_common import (
     IdArg,
     JsonOpt,
     NsOpt,
-    QuickHelpGroup,
     RoleArg,
     Table,
     UserOpt,
@@ -43,6 +42,7 @@ from memloci.interfaces.cli_common import (
     stats_table,
     store_missing,
 )
+from memloci.interfaces.cli_groups import QuickHelpGroup
 from memloci.interfaces.cli_transfer import EXPORT_EXAMPLES, IMPORT_EXAMPLES, export, import_
 from memloci.kinds import FactType, NodeType, Scope
 

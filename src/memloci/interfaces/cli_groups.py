@@ -1,0 +1,84 @@
+"""The command line's click groups (layer: interfaces): quick ``--help``, and every error
+turned into ``error:`` / ``hint:`` lines and an exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+from typer.exceptions import TyperException
+
+from memloci.errors import MemlociError, StorageError
+from memloci.interfaces.cli_common import report_error
+
+_DAMAGED_HINT = (
+    "the store file is damaged: check the disk, restore the store from a backup "
+    "(`memloci memory import BACKUP.jsonl --db NEW.db`), or let `sqlite3 FILE .recover` "
+    "save what it can"
+)
+_DATABASE_HINT = "check the store (--db, MEMLOCI_PATH); MEMLOCI_DEBUG=1 shows the traceback"
+
+
+def database_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a database driver's error (DB-API ``DatabaseError``: SQLite's
+    "database disk image is malformed", …) that the storage layer let through."""
+    return any(cls.__name__ == "DatabaseError" for cls in type(exc).__mro__)
+
+
+def _database_hint(message: str) -> str:
+    damaged = ("malformed", "not a database", "corrupt")
+    return _DAMAGED_HINT if any(word in message for word in damaged) else _DATABASE_HINT
+
+
+class QuickHelpGroup(TyperGroup):
+    """A group whose ``--help`` flag defaults to False rather than None. Typer coerces a
+    parameter whose value is not already a bool through a pydantic ``TypeAdapter``; for a
+    parent group's unused ``--help`` (``memloci memory --help``) that alone imported
+    pydantic and typer's adapters (~0.2 s). (``Any`` for typer's vendored click types.)"""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
+
+class GuardedGroup(QuickHelpGroup):
+    """Root command group: turns every error into ``error:`` / ``hint:`` lines and an exit code.
+
+    A :class:`MemlociError` exits with its ``exit_code`` and never shows a traceback; so
+    does the database driver's own error (a damaged file: exit 8, as a ``StorageError``);
+    anything unexpected exits 1 with a short message (traceback when ``MEMLOCI_DEBUG=1``).
+    A closed stdout (EPIPE, e.g. ``memloci memory consolidate --help | head -1``) is left
+    to click's main, which exits 1 without a message.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, TyperException):
+            raise
+        except BrokenPipeError:  # `memloci … | head`: the reader left; click exits quietly
+            raise
+        except MemlociError as exc:
+            report_error(exc.message, exc.hint)
+            raise typer.Exit(exc.exit_code) from None
+        except Exception as exc:
+            if os.environ.get("MEMLOCI_DEBUG", "") not in ("", "0"):
+                traceback.print_exc(file=sys.stderr)
+            first = (str(exc).splitlines() or [""])[0]
+            if database_error(exc):
+                report_error(f"database error: {first}", _database_hint(first))
+                raise typer.Exit(StorageError.exit_code) from None
+            report_error(
+                f"unexpected {type(exc).__name__}: {first}".rstrip(": "),
+                "set MEMLOCI_DEBUG=1 to see the traceback, and report it if it is a bug",
+            )
+            raise typer.Exit(1) from None
+
+
+__all__ = ["GuardedGroup", "QuickHelpGroup", "database_error"]
