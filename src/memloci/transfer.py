@@ -253,6 +253,7 @@ class ImportReport:
     vectors_reused: int = 0
     needs_embedding: int = 0
     entities: int = 0
+    entities_merged: int = 0  # merged by name into one the namespace held
     links: int = 0
     threads: int = 0
     sessions: int = 0
@@ -276,7 +277,9 @@ def import_lines(
     """Validate everything, then write every record and the reusable vectors in one
     transaction. A memory whose id the target namespace holds is skipped (importing a
     file twice adds nothing), as are entities, threads, sessions and knowledge sources it
-    holds. Memory, edge and entity ids are unique across the store, so one whose id
+    holds; an entity named as exactly one entity of the namespace (case and punctuation
+    aside, of a type that fits) is merged into it (:mod:`memloci.transfer_entities`).
+    Memory, edge and entity ids are unique across the store, so one whose id
     another namespace holds is copied under an id derived from it and the target
     namespace (a second import finds that copy and skips it), its versions, edges and
     links following it."""

@@ -6,9 +6,11 @@ consolidation sessions, and knowledge sources with their chunks and chunk vector
 :func:`link_lines`) and, importing, checks them against the store (:func:`check_store`)
 and writes them (:func:`write_records`) in its one transaction. Entity ids are unique
 across a store, so an entity whose id another namespace holds is copied under an id
-derived from it (:func:`~memloci.copies.entity_copies`), as memories are; threads,
-sessions and knowledge sources are the namespace's own (their ids are per namespace).
-What the namespace holds already is left as it is, so importing twice adds nothing.
+derived from it (:func:`~memloci.copies.entity_copies`), as memories are, and one
+named as exactly one entity the namespace holds is merged into it
+(:mod:`memloci.transfer_entities`); threads, sessions and knowledge sources are the
+namespace's own (their ids are per namespace). What the namespace holds already is left
+as it is, so importing twice adds nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from memloci.copies import entity_copies
 from memloci.models import Entity, KnowledgeChunk, KnowledgeSource, MemoryUser, Thread
 from memloci.storage.base import Store
 from memloci.transfer_checks import Link, SessionRecord
+from memloci.transfer_entities import existing, merge_into
 from memloci.transfer_parse import Line, check_channels, conflict, invalid, root
 
 if TYPE_CHECKING:
@@ -135,6 +138,10 @@ def write_records(
     namespace lacks; knowledge vectors are kept when their model is ``model``."""
     of = _by_kind(records)
     entities = _write_entities(store, namespace, of[Entity], report)
+    merge_into(
+        store, namespace, entities.merged, of[Entity], of[Link], renamed, report, model=model,
+        dimension=dimension, same_model=same_model,
+    )  # fmt: skip
     for line in of[Entity]:
         if line.record.id not in entities.fresh or (line.vector is None and not line.note):
             continue
@@ -180,11 +187,13 @@ def _by_kind(records: list[Line]) -> dict[type, list[Line]]:
 
 
 class _Entities:
-    """The import's entities: the id each is stored under, and those written now."""
+    """The import's entities: the id each is stored under, those written now, and those
+    merged into an entity the namespace held (:mod:`memloci.transfer_entities`)."""
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
         self.fresh: set[str] = set()
+        self.merged: dict[str, Entity] = {}
 
 
 def _write_entities(
@@ -194,9 +203,16 @@ def _write_entities(
     ids = [line.record.id for line in lines]
     renamed, present = entity_copies(store, namespace, ids, taken=set(ids).intersection)
     out.ids.update(renamed)
+    # the namespace's entities before the import writes any: the import's own are not
+    # merged with each other (into an empty namespace a backup comes back as it was)
+    held = existing(store, namespace) if lines else None
     for line in lines:
         entity: Entity = line.record
         if entity.id in present:
+            continue
+        if held is not None and (target := held.match(entity)) is not None:
+            out.ids[entity.id] = target.id
+            out.merged[entity.id] = target
             continue
         stored = store.insert_entity(
             entity.model_copy(update={"id": renamed.get(entity.id, entity.id)})

@@ -68,7 +68,9 @@ def _names(entity: Entity) -> list[list[str]]:
     return [w for w in (name_words(n) for n in (entity.canonical_name, *entity.aliases)) if w]
 
 
-def _types_fit(kind: EntityType | None, entity: Entity) -> bool:
+def types_fit(kind: EntityType | None, entity: Entity) -> bool:
+    """Whether a mention of type ``kind`` can be ``entity``: the same type, either is a
+    ``concept``, or the mention has no type."""
     return kind is None or EntityType.CONCEPT in (kind, entity.type) or kind is entity.type
 
 
@@ -156,7 +158,7 @@ class EntityResolver:
         generic = found.type is EntityType.CONCEPT
         entity = found.model_copy(
             update={
-                "aliases": _merge_aliases(found, extra),
+                "aliases": merge_aliases(found, extra),
                 "type": type if type is not None and generic else found.type,
                 "mention_count": found.mention_count + mentions,
                 "last_seen": max(found.last_seen, self.now),
@@ -178,7 +180,7 @@ class EntityResolver:
             stored = self.store.find_entity(self.namespace, variant)
             if stored is not None:
                 return self._touched.get(stored.id, stored)
-        fitting = [e for e in self._candidates(words) if _types_fit(type, e) and fits(words, e)]
+        fitting = [e for e in self._candidates(words) if types_fit(type, e) and fits(words, e)]
         if len(fitting) == 1:
             return fitting[0]
         if len(fitting) > 1:
@@ -227,7 +229,9 @@ class EntityResolver:
         return entity
 
 
-def _merge_aliases(entity: Entity, extra: Sequence[str]) -> list[str]:
+def merge_aliases(entity: Entity, extra: Sequence[str]) -> list[str]:
+    """``entity``'s aliases followed by those of ``extra`` that are none of its names
+    (by :func:`name_key`), up to 100."""
     seen = {name_key(n) for n in (entity.canonical_name, *entity.aliases)}
     out = list(entity.aliases)
     for alias in extra:

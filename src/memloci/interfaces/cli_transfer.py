@@ -211,7 +211,8 @@ def import_(
     say(
         f"Imported {report.nodes} memories ({report.skipped} already present), "
         f"{report.versions} versions, {report.edges} edges, {report.users} users, "
-        f"{report.entities} entities ({report.links} links), {report.threads} threads, "
+        f"{report.entities} entities ({report.entities_merged} merged into known ones, "
+        f"{report.links} links), {report.threads} threads, "
         f"{report.sessions} sessions, {report.knowledge_sources} knowledge sources; "
         f"reused {report.vectors_reused} vectors, embedded {embedded}."
     )

@@ -183,6 +183,7 @@ class ImportResult(BaseModel):
     vectors_reused: int
     needs_embedding: int
     entities: int = 0
+    entities_merged: int = 0  # merged by name into entities the namespace held
     links: int = 0
     threads: int = 0
     sessions: int = 0
