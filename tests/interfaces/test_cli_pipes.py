@@ -119,3 +119,28 @@ def test_knowledge_list_keeps_ids_and_paths_whole_at_80_columns(tmp_path: Path) 
         assert all(len(line) <= width for line in lines), shown.stdout
         assert source in shown.stdout
         assert "install" in shown.stdout and "guide.md" in shown.stdout
+
+
+def test_a_stdout_that_cannot_encode_the_text_still_gets_it(tmp_path: Path) -> None:
+    """A legacy encoding on stdout (a Windows redirect writes cp1252; PYTHONIOENCODING):
+    an emoji or CJK memory failed with ``unexpected UnicodeEncodeError`` (exit 1). JSON
+    comes as ASCII with ``\\u`` escapes — the same JSON, the text exactly; a table shows
+    what the encoding cannot as a backslash escape."""
+    text = "Sam said 🎉 and 中文 at the café"
+    db = str(tmp_path / "m.db")
+    with Memory(db, embedder=None) as m:
+        m.remember(text, user="sam")
+    env = {"PYTHONIOENCODING": "latin-1"}
+    code = "import sys; sys.argv = ['memloci', *sys.argv[1:]]\n"
+    code += "from memloci.interfaces.cli import main\nmain()\n"
+    base = [sys.executable, "-c", code, "--db", db, "--embedder", "none"]
+    for args in (["memory", "list", "--json"], ["memory", "search", "café", "--json"]):
+        done = subprocess.run([*base[:3], *args, *base[3:]], capture_output=True, timeout=120,
+                              cwd=tmp_path, env={**os.environ, **env})  # fmt: skip
+        assert done.returncode == 0, done.stderr.decode("latin-1")
+        found = json.loads(done.stdout.decode("ascii"))
+        assert text in json.dumps(found, ensure_ascii=False)
+    shown = subprocess.run([*base[:3], "memory", "list", *base[3:]], capture_output=True,
+                           timeout=120, cwd=tmp_path, env={**os.environ, **env})  # fmt: skip
+    assert shown.returncode == 0, shown.stderr.decode("latin-1")
+    assert "café" in shown.stdout.decode("latin-1")

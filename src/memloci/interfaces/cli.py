@@ -39,6 +39,7 @@ from memloci.interfaces.cli_common import (
     out,
     progress_bar,
     say,
+    utf8,
 )
 from memloci.interfaces.cli_lazy import LazyGroup
 
@@ -286,6 +287,9 @@ def main() -> None:
     command uses one."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
+    for stream in (sys.stdout, sys.stderr):  # a legacy encoding: escape what it lacks
+        if not utf8(stream) and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         app(prog_name="memloci")
         code: object = 0

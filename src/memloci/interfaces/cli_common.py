@@ -393,8 +393,15 @@ def open_memory(
 
 # ---------------------------------------------------------------------- output
 def emit_json(data: Any) -> None:
-    """JSON to stdout (the only thing printed with ``--json``)."""
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    """JSON to stdout (the only thing printed with ``--json``): UTF-8 text, or, where
+    stdout has a legacy encoding (a Windows redirect: cp1252), ``\\u`` escapes for
+    everything but ASCII — the same JSON, every character kept."""
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=not utf8(sys.stdout)))
+
+
+def utf8(stream: Any) -> bool:
+    """Whether a text stream encodes every character (UTF-8, -16 or -32)."""
+    return str(getattr(stream, "encoding", None) or "").lower().replace("_", "-").startswith("utf")
 
 
 def say(message: str, style: str | None = None) -> None:
