@@ -228,3 +228,25 @@ def test_public_interface_needs_keys() -> None:
         guard_public("0.0.0.0", has_keys=False)
     guard_public("0.0.0.0", has_keys=True)
     guard_public("127.0.0.1", has_keys=False)
+
+
+def test_a_key_for_two_namespaces_searches_both_named_in_the_body(mem: Memory) -> None:
+    """``namespaces`` in a search names what is read: the server's default namespace,
+    not read then, needs no permission; every named one (and an explicit ``?namespace``)
+    still does."""
+    svc = mem.service
+    _, both = mem._call(svc.create_key("both", ["team-a", "team-b"], write=False))
+    mem.remember("Team A plans the spring offsite", namespace="team-a")
+    mem.remember("Team B plans the autumn offsite", namespace="team-b")
+    mem.remember("Default plans stay hidden", namespace="default")
+    body = {"query": "offsite plans", "namespaces": ["team-a", "team-b"]}
+    with running(svc) as base, client(base, both) as c:
+        r = c.post("/api/v1/search", json=body)
+        assert r.status_code == 200, r.text
+        assert {h["memory"]["namespace"] for h in r.json()["hits"]} == {"team-a", "team-b"}
+        r = c.post("/api/v1/search", json={**body, "namespaces": ["team-a", "team-c"]})
+        assert_error_shape(r, 403, "forbidden")
+        assert "team-c" in r.json()["error"]["message"]
+        r = c.post("/api/v1/search", params={"namespace": "default"}, json=body)
+        assert_error_shape(r, 403, "forbidden")
+        assert_error_shape(c.post("/api/v1/search", json={"query": "plans"}), 403)

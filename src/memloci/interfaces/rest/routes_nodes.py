@@ -20,7 +20,14 @@ from memloci import validate as v
 from memloci.consolidation.maintenance import MaintenanceReport
 from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.rest import schemas as s
-from memloci.interfaces.rest.deps import CallerDep, ReadNS, Service, WriteNS
+from memloci.interfaces.rest.deps import (
+    Caller,
+    CallerDep,
+    NamespaceQuery,
+    ReadNS,
+    Service,
+    WriteNS,
+)
 from memloci.models import NODE_ORDERS, MemoryNode, NodeType, SearchHit, StoreStats, WriteResult
 from memloci.service import MemoryService
 
@@ -185,7 +192,15 @@ async def explain(memory_id: str, service: Service, ns: ReadNS) -> Any:
 
 
 # ---------------------------------------------------------------- search and context
-def _search_filter(service: MemoryService, body: s.SearchRequest, ns: str, caller: Any) -> Any:
+def _search_filter(
+    service: MemoryService, body: s.SearchRequest, namespace: str | None, caller: Caller
+) -> Any:
+    """The search's filter. ``namespaces`` in the body name what is read (each must be
+    readable); then the server's default namespace is not read and needs no permission,
+    but a ``?namespace`` the caller gave is still checked."""
+    ns = service.settings.namespace if namespace is None else namespace
+    if namespace is not None or not body.namespaces:
+        ns = caller.check(ns, write=False)
     nss = [caller.check(n, write=False) for n in body.namespaces] if body.namespaces else [ns]
     return service.filter(
         namespace=nss, user=body.user, agent=body.agent, session=body.session,
@@ -197,10 +212,11 @@ def _search_filter(service: MemoryService, body: s.SearchRequest, ns: str, calle
 
 @router.post("/search", tags=["search"])
 async def search(
-    body: s.SearchRequest, service: Service, ns: ReadNS, caller: CallerDep
+    body: s.SearchRequest, service: Service, caller: CallerDep, namespace: NamespaceQuery = None
 ) -> s.SearchResponse:
-    """Hybrid search (full text + vectors + key), fused by weighted RRF."""
-    flt = _search_filter(service, body, ns, caller)
+    """Hybrid search (full text + vectors + key), fused by weighted RRF; ``namespaces``
+    searches several namespaces (each readable by the caller) instead of ``?namespace``."""
+    flt = _search_filter(service, body, namespace, caller)
     hits: list[SearchHit] = await service.search(body.query, flt, k=body.k, recipe=body.recipe)
     return s.SearchResponse(query=body.query, hits=hits)
 
@@ -208,8 +224,8 @@ async def search(
 @router.get("/search", tags=["search"], summary="Search (query-string form)")
 async def search_get(
     service: Service,
-    ns: ReadNS,
     caller: CallerDep,
+    namespace: NamespaceQuery = None,
     q: str = Query(description="the query"),
     user: str | None = None,
     type: Many = None,
@@ -217,7 +233,7 @@ async def search_get(
     k: int = 10,
 ) -> s.SearchResponse:
     body = s.SearchRequest(query=q, user=user, type=type, category=category, k=k)
-    return await search(body, service, ns, caller)
+    return await search(body, service, caller, namespace)
 
 
 @router.post("/context", tags=["search"])
