@@ -429,9 +429,46 @@ def renamed_questions(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def typo(word: str, kind: int) -> str:
+    """``word`` as typed in a hurry, one of three ways by ``kind``: two letters in its
+    middle swapped ("tournament" → "touranment"), one dropped ("fundraiser" →
+    "fundriser"), or the first consonant from its middle on doubled ("recipe" →
+    "recippe")."""
+    mid = len(word) // 2
+    if kind % 3 == 0 and word[mid - 1] != word[mid]:
+        return word[: mid - 1] + word[mid] + word[mid - 1] + word[mid + 1 :]
+    if kind % 3 == 2:
+        for i in range(mid, len(word) - 1):
+            if word[i] not in "aeiouy":
+                return word[: i + 1] + word[i:]
+    return word[:mid] + word[mid + 1 :]
+
+
+def with_typos(convs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversations (as turns) asked with a typo in each question's longest word of
+    five letters or more that is typed in lower case (never a name): "What did Caroline
+    research?" → "What did Caroline resaerch?", the three ways of :func:`typo` taking
+    turns, as people type a question in a hurry."""
+    out = []
+    for conv in convs:
+        questions = []
+        for n, q in enumerate(conv["questions"]):
+            words = [w for w in re.findall(r"[a-z]{5,}", q["question"])]
+            text = q["question"]
+            if words:
+                word = max(words, key=len)
+                text = re.sub(rf"\b{word}\b", typo(word, n), text, count=1)
+            questions.append({**q, "question": text})
+        out.append({**conv, "questions": questions})
+    return out
+
+
 def chat_split(convs: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
-    """The conversations as ``split`` stores them: ``turns`` as they are, else cut into
-    short messages (:func:`as_messages`) and then as :data:`CHAT_SPLITS` says."""
+    """The conversations as ``split`` stores them: ``turns`` as they are (``typos``: asked
+    with a typo, :func:`with_typos`), else cut into short messages (:func:`as_messages`)
+    and then as :data:`CHAT_SPLITS` says."""
+    if split == "typos":
+        return with_typos(convs)
     form = CHAT_SPLITS.get(split)
     return convs if form is None else form(as_messages(convs))
 

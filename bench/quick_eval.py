@@ -3,7 +3,7 @@
     python bench/quick_eval.py [--store-dir DIR] [--recipes hybrid,core] [--k 10] [--by-category]
         [--reranker minilm-ce] [--rename-speakers] [--embedder bge-small]
         [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,shortnames,
-                  misspelt,lowerlabels,relabelled,pinpoint,renamed]
+                  misspelt,lowerlabels,relabelled,pinpoint,renamed,typos]
 
 Ingests each split once into ``DIR`` (kept between runs when given, so changing
 the ranking code and re-running costs only the questions), then asks every scored
@@ -25,6 +25,7 @@ a filler, "lol", "ok", an emoji, after about 30 % of them; never evidence), ``ch
 "Caro" for "Caroline"), ``misspelt`` (asked about with the names misspelt, "Carroline",
 "Melania"), ``lowerlabels`` (the speakers labelled by their names in lower case,
 "caroline"), ``relabelled`` (labelled by the first name, later by a full name),
+``typos`` (the turns asked with a typo in a word of each question, "resaerch"),
 ``pinpoint`` (the messages scored by the message that holds a word of the answer, not by
 any message of its turn), ``renamed`` (pinpoint asked about by names no memory holds,
 "Robin" for Caroline; ``--rename-speakers`` asks any split so).
@@ -48,6 +49,7 @@ from common import (
 from memloci import Memory
 
 FACTS = DEFAULT_DATA.with_name("locomo_facts_dev.jsonl")
+STORE_OF = {"renamed": "pinpoint", "typos": "turns"}  # splits that ask another's store
 
 
 def open_split(
@@ -117,8 +119,8 @@ def main() -> int:
     for split in args.splits.split(","):
         data = FACTS if split == "facts" else DEFAULT_DATA
         mem, convs = open_split(
-            # the renamed split stores what pinpoint stores: one store for both
-            base / f"{'pinpoint' if split == 'renamed' else split}.db",
+            # the renamed split stores what pinpoint stores, typos what turns stores
+            base / f"{STORE_OF.get(split, split)}.db",
             data, split == "facts", args.reranker, args.embedder,
             split=split,
         )  # fmt: skip

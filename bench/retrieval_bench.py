@@ -5,7 +5,7 @@ plus a "first query" table of small-store probes.
 
     python bench/retrieval_bench.py [--data FILE] [--facts FILE] [--k 10] [--json OUT]
         [--splits turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,
-                  shortnames,misspelt,lowerlabels,relabelled,pinpoint,renamed,first]
+                  shortnames,misspelt,lowerlabels,relabelled,pinpoint,renamed,typos,first]
 
 Turns: each conversation's turns are added with their session date as ``event_time``
 (user = conversation id, session = session id). Facts: each fact is stored the way an
@@ -33,6 +33,8 @@ messages scored by the message that holds the answer (a word of it), not by any 
 of its turn, as a real chat's evidence names one message (``common.with_message_evidence``).
 Renamed: pinpoint with the questions calling the speakers by names no memory holds,
 "Robin" for Caroline (``common.renamed_questions``), as a real chat's questions may.
+Typos: the turns asked with a typo in one word of each question, "resaerch" for
+"research" (``common.with_typos``), as people type in a hurry.
 Every scored
 question is asked with each recipe and scored by evidence ids. The query embedding is timed on
 its own; the recipes are then timed with it cached, so ``hybrid`` − ``core`` is
@@ -164,7 +166,7 @@ def main() -> int:
     ap.add_argument(
         "--splits",
         default="turns,facts,messages,roles,roleq,fullnames,handles,fillers,chatspeak,"
-        "shortnames,misspelt,lowerlabels,relabelled,pinpoint,renamed,first",
+        "shortnames,misspelt,lowerlabels,relabelled,pinpoint,renamed,typos,first",
         help="which tables to run",
     )
     ap.add_argument(

@@ -814,6 +814,15 @@ def test_fulltext_folds_accents_both_ways(store: Store) -> None:
     assert store.match_weight('"café"') == pytest.approx(store.match_weight('"cafe"'))
 
 
+def test_unseen_words_are_those_no_memory_holds_in_any_form(store: Store) -> None:
+    """``unseen``: the words whose stems no memory holds — misspelt ("alergic") or never
+    said; "runs" is held by "running", "café" by "cafe"; punctuation is no word."""
+    store.insert_node(make_node("I'm allergic to peanuts and I was running at the cafe"))
+    words = ["alergic", "allergic", "runs", "café", "penuts", "zebra", "--"]
+    assert store.unseen(words) == ["alergic", "penuts", "zebra"]
+    assert store.unseen([]) == []
+
+
 def test_match_weight_is_the_sum_of_the_words_idf(store: Store) -> None:
     """The bm25 of a memory holding each query word once: Σ ln((N − df + ½) / (df + ½))
     over the whole index, words as the index holds them (stemmed); 0 when empty."""

@@ -82,6 +82,7 @@ from memloci.retrieval.query import (
     subjects,
 )
 from memloci.retrieval.replaced import replaced
+from memloci.retrieval.spelling import meant
 from memloci.storage.base import NodeFilter, Store
 from memloci.words import asks_reaction, only_reacts, says_nothing, terms, uncased
 
@@ -186,8 +187,20 @@ class Retriever:
         if "key" in strategies and 0 < len(terms(query)) <= 6:
             key = self.store.key_search(flt, key_form(query), n)
         query_vector = qv.result(vector) if qv is not None else None
+        respelt = None
         if query_vector is not None:
             ranked["vector"] = scan.result()
+            respelt = meant(self.store, flt, query, ranked["vector"], unknown) if lexical else None
+            if respelt is not None:  # "alergic" meant "allergic": its words searched again
+                query = respelt.query
+                if graphs:
+                    graph, lexical = anchored(
+                        self.store, flt, query, limit=n, named=named, unknown=unknown
+                    )
+                else:
+                    lexical = fulltext_search(self.store, flt, query, limit=n)
+                ranked["fulltext"] = lexical.ranked
+                query_weight = self.store.match_weight(lexical.words)
             if scan.context is not None:
                 ranked["context"] = scan.context
             if graphs:
@@ -279,6 +292,8 @@ class Retriever:
         hits = [_hit(nodes[f.id], f, graph) for f in top[:k]]
         if failed is not None:
             hits = [h.model_copy(update={"why": f"{h.why}; {failed}"}) for h in hits]
+        if respelt is not None:
+            hits = [h.model_copy(update={"why": f"{h.why}; {respelt.note()}"}) for h in hits]
         if down is not None:  # say so in every hit: meaning was not searched
             note = degraded_note(down)
             hits = [

@@ -267,6 +267,11 @@ class Store(Protocol):
         expression) once: the sum of the words' IDF over the whole full-text index (as
         bm25 computes it; 0 for an empty match). Fusion scales lexical evidence by it."""
 
+    def unseen(self, words: Sequence[str]) -> list[str]:
+        """Those of ``words`` that no memory of the full-text index holds in any form
+        (every stem's document count is 0; a word that is only punctuation is not one):
+        misspelt, or never said (``retrieval.spelling``)."""
+
     def vector_search(
         self, flt: NodeFilter, query: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]]: ...

@@ -187,6 +187,17 @@ def weight(c: Any, stats: TermStats, table: str, texts: Sequence[str]) -> float:
     return sum(bm25_idf(max(total, 1), dfs[lx]) for lx in lexemes)
 
 
+def unseen(c: Any, stats: TermStats, table: str, words: Sequence[str]) -> list[str]:
+    """Those of ``words`` none of whose lexemes a row of ``table`` holds (see
+    ``Store.unseen``); a word PostgreSQL indexes no lexeme for is not one."""
+    per = {w: stats.lexemes(c, [w]) for w in dict.fromkeys(words)}
+    every = sorted({lx for lxs in per.values() for lx in lxs})
+    if not every:
+        return []
+    _, dfs = stats.get(c, table, every)
+    return [w for w in words if per[w] and not any(dfs[lx] for lx in per[w])]
+
+
 def ranked(
     c: Any,
     stats: TermStats,

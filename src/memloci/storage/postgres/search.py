@@ -20,7 +20,7 @@ import numpy.typing as npt
 from memloci.errors import EmbeddingModelError, ValidationError
 from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.postgres.base import PostgresBase
-from memloci.storage.postgres.ranking import ranked, weight
+from memloci.storage.postgres.ranking import ranked, unseen, weight
 from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.sqlfilter import filter_sql
 
@@ -141,6 +141,12 @@ class PostgresSearch(PostgresBase):
             return 0.0
         with self._reading() as c:
             return weight(c, self._terms, "nodes", texts)
+
+    def unseen(self, words: Sequence[str]) -> list[str]:
+        if not words:
+            return []
+        with self._reading() as c:
+            return unseen(c, self._terms, "nodes", words)
 
     # ------------------------------------------------------------------ keys
     def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:

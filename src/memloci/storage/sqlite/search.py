@@ -133,6 +133,15 @@ class SQLiteSearch(SQLiteBase):
         except OperationalError:  # no full-text index yet, or no vocabulary view
             return 0.0
 
+    def unseen(self, words: Sequence[str]) -> list[str]:
+        if not words:
+            return []
+        try:
+            with self._reading() as c:
+                return self._term_stats.unseen(c, words)
+        except OperationalError:  # no full-text index yet, or no vocabulary view
+            return []
+
     # ------------------------------------------------------------------ keys
     def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:
         if not key_norm:

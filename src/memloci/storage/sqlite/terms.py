@@ -84,6 +84,18 @@ class TermStats:
         stems = list(dict.fromkeys(t for toks in STEMS.of(phrases(match)).values() for t in toks))
         if not stems:
             return 0.0
+        total, counts = self._counts(c, stems)
+        return sum(bm25_idf(total, counts[s]) for s in stems)
+
+    def unseen(self, c: Any, words: Sequence[str]) -> list[str]:
+        """Those of ``words`` whose stems no row of the index holds (a word that is
+        nothing but punctuation to the tokenizer is not one)."""
+        stems = STEMS.of(words)
+        _, counts = self._counts(c, list(dict.fromkeys(t for ts in stems.values() for t in ts)))
+        return [w for w in words if stems[w] and not any(counts[t] for t in stems[w])]
+
+    def _counts(self, c: Any, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(rows in the index, {stem: rows holding it}), cached as the docstring says."""
         now = time.monotonic()
         with self._lock:
             total = self._total
@@ -104,8 +116,7 @@ class TermStats:
                 if len(self._df) > _MAX_CACHED:
                     self._df.clear()
                 self._df.update({s: (n, now + STATS_TTL) for s, n in fresh.items()})
-        counts = {**known, **fresh}
-        return sum(bm25_idf(total[0], counts[s]) for s in stems)
+        return total[0], {**known, **fresh}
 
 
 __all__ = ["STATS_TTL", "STEMS", "TermStats", "phrases"]
