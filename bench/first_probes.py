@@ -135,4 +135,12 @@ FIRST: list[FirstProbe] = [
          ("add", "I'm training for a half marathon", "user")],
         "why does the user avoid late caffeine?", "Coffee after 3pm keeps me awake",
     ),
+    (
+        "typos (added with respelling)",
+        [("add", "I'm allergic to peanuts", "user"),
+         ("add", "I started a pottery class", "user"),
+         ("add", "I love spicy ramen", "user"),
+         ("add", "My neighbour's dog barks all night", "user")],
+        "is the user alergic to penuts?", "I'm allergic to peanuts",
+    ),
 ]  # fmt: skip
