@@ -100,10 +100,11 @@ def check_id(value: str) -> str:
 
 
 def sanitize_category(value: str | None) -> str:
-    """Lower-case, non-alphanumerics to ``_``; empty → ``general``."""
+    """Lower-case, non-alphanumerics to ``_`` (letters and digits of any script stay:
+    "Préférences" → ``préférences``, "Работа" → ``работа``); empty → ``general``."""
     if value is None:
         return "general"
-    cleaned = re.sub(r"[^a-z0-9]+", "_", str(value).strip().lower()).strip("_")
+    cleaned = re.sub(r"[\W_]+", "_", str(value).strip().lower()).strip("_")
     if len(cleaned) > 50:
         raise ValidationError("category is longer than 50 characters")
     return cleaned or "general"

@@ -303,3 +303,21 @@ def test_embedder_none_opens_a_store_built_with_another_model(db_path: str) -> N
         fact = mem.remember("The user grows chilli peppers")
     with Memory(db_path, embedder=None) as mem:
         assert mem.search("chilli")[0].memory.id == fact.memory.id
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        ("Préférences", "préférences"),
+        ("Работа", "работа"),
+        ("Work Stuff!", "work_stuff"),
+        ("日本語 メモ", "日本語_メモ"),
+        ("  ", "general"),
+    ],
+)
+def test_a_category_keeps_its_letters_in_any_script(mem: Memory, given: str, stored: str) -> None:
+    """Lower case, non-alphanumerics to ``_`` (the reference's rule): "Работа" was
+    ``general`` and "Préférences" ``pr_f_rences`` while only ASCII letters stayed."""
+    node = mem.remember("User's office is in Kyiv", category=given).memory
+    assert node.category == stored
+    assert [n.id for n in mem.list(category=given)] == [node.id]
