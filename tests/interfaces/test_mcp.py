@@ -380,3 +380,18 @@ def test_docs_list_every_tool() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
     for name in TOOLS:
         assert f"| `{name}` |" in docs, f"{name} missing from docs/mcp.md"
+
+
+def test_the_http_server_refuses_a_call_without_its_request(service: MemoryService) -> None:
+    """Over HTTP a call acts as its request's key and parameters allow; one that came
+    without them (in process, no HTTP request attached) is refused, never run unbound."""
+
+    async def scenario() -> CallToolResult:
+        async with Client(build_server(service, http=True)) as client:
+            return await client.call_tool("remember", {"content": FACT})
+
+    result = run(scenario)
+    assert result.is_error
+    text = result.content[0]
+    assert isinstance(text, TextContent) and "without an authenticated HTTP request" in text.text
+    assert stored(service) == []

@@ -94,14 +94,18 @@ def build_server(
     namespace: str | None = None,
     user: str | None = None,
     agent: str | None = None,
+    http: bool = False,
 ) -> Server[Any]:
     """An MCP server offering every agent tool over ``service``.
 
     ``namespace`` (default: the service's), ``user`` and ``agent`` bind every call; over
-    HTTP a request's API key and query parameters take their place (see
-    :func:`http_app`). Invalid identities raise :class:`~memloci.errors.ValidationError`.
+    HTTP (``http``) a request's API key and query parameters take their place (see
+    :func:`http_app`), and a call without an authenticated request is refused, never
+    run unbound. Invalid identities raise :class:`~memloci.errors.ValidationError`.
     """
-    default = McpCaller(Tools(service, namespace=namespace, user=user, agent=agent))
+    default = (
+        None if http else McpCaller(Tools(service, namespace=namespace, user=user, agent=agent))
+    )
     listed = _listing()
     schemas = {t.name: t.input_schema for t in listed}
 
@@ -114,7 +118,10 @@ def build_server(
         ctx: ToolContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         caller = _request_caller(ctx) or default
-        text = await caller.call(params.name, params.arguments)
+        if caller is None:  # over HTTP, only as the request's key and parameters allow
+            text = "Error: this call came without an authenticated HTTP request; nothing ran."
+        else:
+            text = await caller.call(params.name, params.arguments)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             is_error=text.startswith("Error:"),
@@ -162,7 +169,7 @@ def http_app(service: MemoryService, *, guard: bool = True) -> Starlette:
     """
     from memloci.interfaces.rest.security import JsonErrors
 
-    server = build_server(service)
+    server = build_server(service, http=True)
     # the SDK's DNS-rebinding check is off: the guards (HttpGuard) check Host and Origin
     # for /mcp exactly as for /api, and answer in the JSON error shape
     app = server.streamable_http_app(
