@@ -115,3 +115,34 @@ def test_a_damaged_store_is_a_database_error_not_a_bug(tmp_path: Path) -> None:
         assert "unexpected" not in result.stderr
         assert result.stderr.startswith("error: "), result.stderr
         assert "malformed" in result.stderr and "hint: " in result.stderr
+
+
+def _store(path: Path, text: str) -> str:
+    with Memory(str(path), embedder=None) as m:
+        m.remember(text, user="sam")
+    return str(path)
+
+
+@pytest.mark.parametrize("how", ["argument", "-o"])
+def test_an_export_never_overwrites_a_store(how: str, tmp_path: Path) -> None:
+    """``memloci memory export team.db`` (meaning: export that store) with a default store
+    about wrote the JSON of the default store over team.db — the SQLite store was gone."""
+    default = _store(tmp_path / "memloci.db", "Sam lives in Lisbon")
+    team = _store(tmp_path / "team.db", "The team deploys on Fridays")
+    before = Path(team).read_bytes()
+    target = [team] if how == "argument" else ["-o", team]
+    result = run("memory", "export", *target, "--embedder", "none", MEMLOCI_PATH=default)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: "), result.stderr
+    assert "--db" in result.stderr  # the hint: how to export that store
+    assert Path(team).read_bytes() == before
+    with Memory(team, embedder=None) as m:
+        assert [n.content for n in m.list()] == ["The team deploys on Fridays"]
+
+
+def test_a_store_given_as_the_role_file_says_to_use_db(tmp_path: Path) -> None:
+    team = _store(tmp_path / "team.db", "The team deploys on Fridays")
+    result = run("memory", "list", team, "--embedder", "none")
+    assert result.exit_code == 2
+    assert "not a role file" in result.stderr and f"--db {team}" in result.stderr
+    assert "codec" not in result.stderr

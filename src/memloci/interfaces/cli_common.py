@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
+from shlex import quote
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -104,14 +105,29 @@ RoleArg = Annotated[
 
 def role_of(role_file: Path | None, agent: str | None) -> Role | None:
     """The role a command's ``ROLE`` argument names (``--agent`` picks one agent of a file
-    that lists several); None without a role file."""
+    that lists several); None without a role file. A store given there is refused with
+    the ``--db`` it needs."""
     if role_file is None:
         if agent is not None:
             raise ValidationError("--agent picks an agent of a role file; give the role file first")
         return None
+    if sqlite_file(role_file):
+        raise ValidationError(
+            f"{role_file} is a SQLite database (a memloci store), not a role file",
+            hint=f"name a store with --db {quote(str(role_file))}",
+        )
     from memloci.runtime.role import load_role
 
     return load_role(role_file, agent=agent)
+
+
+def sqlite_file(path: Path) -> bool:
+    """Whether ``path`` is a SQLite database file (its 16-byte header)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:  # missing, a folder, unreadable: not one
+        return False
 
 
 def examples(*lines: str) -> str:

@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
+from shlex import quote
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -33,6 +34,7 @@ from memloci.interfaces.cli_common import (
     progress_bar,
     role_of,
     say,
+    sqlite_file,
 )
 
 if TYPE_CHECKING:
@@ -100,6 +102,13 @@ def export(
             )
         output = target
     file = output if output is not None else Path("memories.json")
+    if sqlite_file(file):  # `export team.db` meaning "export that store"
+        raise ValidationError(
+            f"{file} is a SQLite database (a memloci store?), not an export: refusing to "
+            "overwrite it",
+            hint=f"to export that store, name it with --db: memloci memory export --db "
+            f"{quote(str(file))} -o memories.json",
+        )
     kind = fmt or (ExportFormat.JSONL if file.suffix.lower() == ".jsonl" else ExportFormat.JSON)
     role = role_of(role_file, agent)
     with open_memory(db, namespace, embedder, must_exist=True, role=role) as m:
