@@ -122,8 +122,11 @@ def role_of(role_file: Path | None, agent: str | None) -> Role | None:
 
 
 def sqlite_file(path: Path) -> bool:
-    """Whether ``path`` is a SQLite database file (its 16-byte header)."""
+    """Whether ``path`` is a SQLite database file (its 16-byte header; a pipe or a device
+    is not opened)."""
     try:
+        if not path.is_file():
+            return False
         with open(path, "rb") as fh:
             return fh.read(16) == b"SQLite format 3\x00"
     except OSError:  # missing, a folder, unreadable: not one
