@@ -146,3 +146,11 @@ def test_a_store_given_as_the_role_file_says_to_use_db(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "not a role file" in result.stderr and f"--db {team}" in result.stderr
     assert "codec" not in result.stderr
+
+
+def test_importing_a_store_says_how_to_copy_one(tmp_path: Path) -> None:
+    team = _store(tmp_path / "team.db", "The team deploys on Fridays")
+    result = run("memory", "import", team, "--db", str(tmp_path / "new.db"), "--embedder", "none")
+    assert result.exit_code == 2
+    assert "codec" not in result.stderr and "memloci migrate" in result.stderr
+    assert not (tmp_path / "new.db").exists()

@@ -202,6 +202,12 @@ def import_(
         raise ValidationError(
             f"no such file: {file}", hint="give the path of a `memloci memory export` file"
         )
+    if sqlite_file(Path(file)):
+        raise ValidationError(
+            f"{file} is a SQLite database (a memloci store), not an export",
+            hint=f"copy a whole store with `memloci migrate --from {quote(file)} --to STORE`, "
+            "or export a namespace of it with `memloci memory export --db`",
+        )
     with open_memory(db, namespace, embedder) as m:
         with progress_bar(quiet=as_json) as bar:
             task = bar.add_task("Importing", total=None)
