@@ -241,3 +241,35 @@ def test_triggered_procedures_over_rest(http: httpx.Client, mem: Memory) -> None
     assert r.json()["memory"]["procedure"]["triggers"] == {"goal_contains": ["release"]}
     assert r.json()["memory"]["version"] == 2
     assert mem.count(type="procedural") == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"content": None},
+        {"subject": None},
+        {"category": None},
+        {"content": "x y z", "metadata": None},
+    ],
+)
+def test_a_patch_field_sent_as_null_is_refused_not_ignored(
+    http: httpx.Client, mem: Memory, seeded: dict[str, str], body: dict[str, Any]
+) -> None:
+    """Before, ``{"subject": null}`` answered 200 "updated" and changed nothing."""
+    history = len(mem.history(seeded["fact"]))
+    r = http.patch(f"/api/v1/facts/{seeded['fact']}", json=body)
+    assert r.status_code in (400, 422), r.text
+    assert "cannot be null" in r.text and "leave a field out" in r.text
+    assert len(mem.history(seeded["fact"])) == history
+    sarah = http.post("/api/v1/entities/", json={"name": "Sarah", "summary": "Design lead"})
+    r = http.patch(f"/api/v1/entities/{sarah.json()['id']}", json={"summary": None})
+    assert r.status_code in (400, 422) and "summary cannot be null" in r.text
+
+
+def test_a_patch_may_set_the_value_to_null(
+    http: httpx.Client, mem: Memory, seeded: dict[str, str]
+) -> None:
+    mem.update(seeded["fact"], value={"size": "small"})
+    r = http.patch(f"/api/v1/facts/{seeded['fact']}", json={"value": None})
+    assert r.status_code == 200, r.text
+    assert mem.get(seeded["fact"]).value is None

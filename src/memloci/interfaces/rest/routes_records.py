@@ -18,7 +18,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from memloci import validate as v
 from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.rest.deps import CallerDep, ReadNS, Service, WriteNS
-from memloci.interfaces.rest.schemas import BatchDeleted, Body, Flag, Page
+from memloci.interfaces.rest.schemas import BatchDeleted, Body, Flag, Page, Patch
 from memloci.models import Entity, MemoryUser, Thread
 from memloci.service.privacy import ForgetReport
 
@@ -86,7 +86,7 @@ class EntityCreate(Body):
     attributes: dict[str, Any] | None = None
 
 
-class EntityUpdate(Body):
+class EntityUpdate(Patch):
     name: str | None = None
     type: str | None = None
     aliases: list[str] | None = None

@@ -7,9 +7,18 @@ default. Deeper checks (lengths, enums, ids) happen once, in the service.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictInt
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictInt,
+    model_validator,
+)
 
 from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
 
@@ -23,6 +32,20 @@ class Body(BaseModel):
     refused)."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class Patch(Body):
+    """A PATCH body: a field left out is kept; one sent as ``null`` is refused (it would
+    be kept too, and the response say "updated"), unless :attr:`nullable` names it."""
+
+    nullable: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="after")
+    def _no_nulls(self) -> Self:
+        nulls = sorted(f for f in self.model_fields_set - self.nullable if getattr(self, f) is None)
+        if nulls:
+            raise ValueError(f"{', '.join(nulls)} cannot be null: leave a field out to keep it")
+        return self
 
 
 def _iso_only(value: Any) -> Any:
@@ -100,7 +123,8 @@ class TurnsCreate(Body):
     metadata: dict[str, Any] | None = None
 
 
-class NodeUpdate(Body):
+class NodeUpdate(Patch):
+    nullable = frozenset({"value"})  # null is a value: the memory's value set to null
     content: str | None = None
     value: Any = None
     category: str | None = None
