@@ -204,3 +204,20 @@ def test_arguments_nested_too_deeply_are_bad_input_not_a_failure(
     assert "unexpectedly" not in answer and "again later" not in answer
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
     assert stored(service) == []
+
+
+def test_the_look_for_faded_facts_does_not_reinforce_them(service: MemoryService) -> None:
+    """recall's extra look below ``min_confidence`` is not shown to the model: the faded
+    facts it finds are not counted as accessed (a search's hits are)."""
+    from memloci.storage.base import NodePatch
+
+    tools = Tools(service, user="sam")
+    saved = asyncio.run(tools.call("remember", {"content": "Sam's passport expires in 2031"}))
+    mid = first_id(saved)
+    service.store.update_node("default", mid, NodePatch(confidence=0.3))
+    answer = asyncio.run(tools.call("search_memory", {"query": "passport"}))
+    assert "below" in answer
+    assert service.worker is not None
+    service.worker.flush()
+    node = service.store.get_node("default", mid)
+    assert node is not None and node.access_count == 0 and node.confidence == 0.3

@@ -512,14 +512,17 @@ class MemoryService(
         return await self._run(self.store.clear, flt.namespaces[0], flt)
 
     async def search(
-        self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid"
-    ) -> list[SearchHit]:
-        """Hybrid search; every interface's search ends here."""
-        return await self._run(self.search_now, query, flt, k=k, recipe=recipe)
+        self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid",
+        reinforce: bool = True,
+    ) -> list[SearchHit]:  # fmt: skip
+        """Hybrid search; every interface's search ends here. ``reinforce=False``: the
+        hits are not touched even with ``reinforce_on_search`` (a look nobody is shown)."""
+        return await self._run(self.search_now, query, flt, k=k, recipe=recipe, reinforce=reinforce)
 
     def search_now(
-        self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid"
-    ) -> list[SearchHit]:
+        self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid",
+        reinforce: bool = True,
+    ) -> list[SearchHit]:  # fmt: skip
         """:meth:`search` in the caller's thread (the sync SDK uses it: no hand-offs)."""
         text = v.query(query)
         k = v.limit(k, "k", 200)
@@ -529,7 +532,7 @@ class MemoryService(
             hits = self.retriever.search(text, flt, k, recipe=recipe)
         if flt.as_of is not None:  # each memory as it read then, not as it reads now
             hits = [self._as_it_was(h, flt.as_of) for h in hits]
-        if hits and self.settings.reinforce_on_search:
+        if hits and reinforce and self.settings.reinforce_on_search:
             for ns in flt.namespaces:
                 ids = [h.memory.id for h in hits if h.memory.namespace == ns]
                 if ids and self.worker:

@@ -190,7 +190,10 @@ async def _weaker(b: Bound, query: str, flt: NodeFilter, limit: int) -> str:
     match ``query`` by its words (not by vector nearness: that finds something always)."""
     if not flt.min_confidence:
         return ""
-    hits = await b.service.search(query, replace(flt, min_confidence=None), k=limit)
+    # a look the model is not shown: the faded facts it finds are not reinforced
+    hits = await b.service.search(
+        query, replace(flt, min_confidence=None), k=limit, reinforce=False
+    )
     faded = [h for h in hits if h.memory.confidence < flt.min_confidence]
     if not (faded := [h for h in faded if {"fulltext", "key"} & set(h.strategies)]):
         return ""
