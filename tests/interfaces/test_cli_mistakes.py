@@ -154,3 +154,20 @@ def test_importing_a_store_says_how_to_copy_one(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "codec" not in result.stderr and "memloci migrate" in result.stderr
     assert not (tmp_path / "new.db").exists()
+
+
+def test_clear_json_has_the_same_fields_with_or_without_a_store(tmp_path: Path) -> None:
+    """A script reading ``memory clear --json`` finds ``found``, ``namespace`` and ``user``
+    either way (the missing-store answer lacked ``namespace`` and ``user``, the other one
+    ``found``)."""
+    import json
+
+    db = _store(tmp_path / "m.db", "Sam keeps bees on the roof")
+    answers = [
+        json.loads(run("memory", "clear", "--yes", "-n", "default", "--json", "--db", path,
+                       "--embedder", "none").stdout)
+        for path in (db, str(tmp_path / "missing.db"))
+    ]  # fmt: skip
+    assert answers[0].keys() == answers[1].keys()
+    assert answers[0]["found"] is True and answers[1]["found"] is False
+    assert answers[0]["namespace"] == answers[1]["namespace"] == "default"

@@ -38,7 +38,9 @@ from memloci.interfaces.cli_common import (
     plain,
     prewarm,
     role_of,
+    role_settings,
     say,
+    settings_for,
     stats_table,
     store_missing,
 )
@@ -299,8 +301,14 @@ def clear(
     try:
         opened = open_memory(db, namespace, embedder, must_exist=True, role=role)
     except NotFoundError:  # nothing to clear: the reference CLI's answer, not an error
-        if as_json:
-            emit_json({"action": "cleared", "found": False, "deleted": 0, "sessions_deleted": 0})
+        if as_json:  # the same fields as when the store is there
+            ns = (
+                role_settings(role, db, namespace) if role else settings_for(db, namespace, None)
+            ).namespace
+            emit_json(
+                {"action": "cleared", "found": False, "namespace": ns, "user": user,
+                 "deleted": 0, "sessions_deleted": 0}
+            )  # fmt: skip
         else:
             say("No memory store found.")
         return
@@ -324,8 +332,8 @@ def clear(
         sessions = _clear_threads(m, ns, user, agent) if threads else 0
     if as_json:
         emit_json(
-            {"action": "cleared", "namespace": ns, "user": user, "deleted": deleted,
-             "sessions_deleted": sessions}
+            {"action": "cleared", "found": True, "namespace": ns, "user": user,
+             "deleted": deleted, "sessions_deleted": sessions}
         )  # fmt: skip
     else:
         done = _what(deleted if do_memories else None, sessions if do_sessions else None, type_)
