@@ -410,13 +410,23 @@ def migrate_stores(
     return report
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether two SQLite paths name one file (however spelt: relative, a symlink)."""
+    if is_database_url(a) or is_database_url(b):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): not the same
+        return False
+
+
 def migrate(
     source: str, target: str, *, force: bool = False, progress: Progress | None = None,
     before_copy: Callable[[dict[str, int]], None] | None = None,
 ) -> MigrationReport:  # fmt: skip
     """:func:`migrate_stores` between two locations (paths or ``postgresql://`` URLs).
     ``before_copy(counts)`` is told the source's counts first (e.g. to size a bar)."""
-    if source == target:
+    if source == target or _same_file(source, target):  # "s.db" and "./s.db" too
         raise ConflictError("--from and --to name the same store")
     if not is_database_url(source) and not os.path.exists(source):
         raise NotFoundError(f"no memory store at {source}", hint="check --from")

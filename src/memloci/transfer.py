@@ -216,6 +216,8 @@ def _write(file: str, path: str, lines: Iterable[str], *, new: bool = False) -> 
             fh.flush()
             if new:
                 os.fsync(fh.fileno())
+    except BrokenPipeError:
+        raise  # the reader stopped (``| head``): the command ends quietly, not an error
     except OSError as exc:
         raise ValidationError(f"cannot write {path!r}: {exc.strerror or exc}") from None
     return count
@@ -236,6 +238,11 @@ def read_lines(path: str) -> list[str]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ValidationError(f"cannot read {path!r}: {exc}") from None
+    if not text.strip():  # every export has at least its header line
+        raise ValidationError(
+            f"{path!r} is empty: not a memloci export",
+            hint="give the path of a `memloci memory export` file",
+        )
     if text.lstrip().startswith("["):
         return array_lines(text)
     return text.splitlines(keepends=True)

@@ -144,3 +144,42 @@ def test_a_stdout_that_cannot_encode_the_text_still_gets_it(tmp_path: Path) -> N
                            timeout=120, cwd=tmp_path, env={**os.environ, **env})  # fmt: skip
     assert shown.returncode == 0, shown.stderr.decode("latin-1")
     assert "café" in shown.stdout.decode("latin-1")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_an_export_whose_reader_stops_ends_quietly(tmp_path: Path) -> None:
+    """``memloci memory export -o /dev/stdout --format jsonl | head``: the reader leaves
+    after a few lines; the export ends as every command does then (exit 1, nothing said),
+    not with "error: cannot write … Broken pipe" (exit 2)."""
+    import select
+    import time
+
+    db = tmp_path / "m.db"
+    with Memory(str(db), embedder=None) as m:
+        for i in range(600):  # far more than a pipe holds
+            m.remember(f"Sam keeps bees in hive number {i}, " + "the hive is busy " * 8, user="sam")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    code = "import sys; sys.argv = ['memloci', 'memory', 'export', '-o', sys.argv[1], "
+    code += "'--format', 'jsonl', '--db', sys.argv[2], '--embedder', 'none']\n"
+    code += "from memloci.interfaces.cli import main\nmain()\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(fifo), str(db)], cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        got = b""
+        while not got and time.monotonic() < deadline:  # the first lines, then leave
+            select.select([reader], [], [], 1.0)
+            try:
+                got = os.read(reader, 200)
+            except BlockingIOError:
+                got = b""
+    finally:
+        os.close(reader)
+    _, err = proc.communicate(timeout=120)
+    assert got.startswith(b"{")
+    assert "cannot write" not in err and "Broken pipe" not in err, err
+    assert proc.returncode == 1, err

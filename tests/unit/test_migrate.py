@@ -155,6 +155,12 @@ def test_missing_source_and_same_store_are_clear_errors(tmp_path: Path) -> None:
     assert not (tmp_path / "nope.db").exists() and not (tmp_path / "b.db").exists()
     with pytest.raises(ConflictError):
         migrate(str(tmp_path / "a.db"), str(tmp_path / "a.db"))
+    # the same file spelt otherwise (relative, through a symlink) is the same store too
+    Memory(str(tmp_path / "s.db"), embedder=None).close()
+    (tmp_path / "link.db").symlink_to(tmp_path / "s.db")
+    for other in (str(tmp_path / "." / "s.db"), str(tmp_path / "link.db")):
+        with pytest.raises(ConflictError, match="same store"):
+            migrate(str(tmp_path / "s.db"), other, force=True)
 
 
 def test_cli_migrate_reports_counts(tmp_path: Path) -> None:

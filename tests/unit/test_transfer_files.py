@@ -194,3 +194,14 @@ def test_procedure_triggers_are_checked_as_learn_procedure_checks_them(
     assert "nothing was imported" in str(exc.value.hint)
     assert target.count(include_forgotten=True) == 0
     assert "run the tests" not in target.context("what should I cook tonight")
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n", "\ufeff"])
+def test_an_empty_file_is_no_export(make_memory: Any, tmp_path: Path, content: str) -> None:
+    """Every export has at least its header line: an empty file (a truncated download, the
+    wrong path) was "Imported 0 memories", as if it had been a backup of nothing."""
+    path = tmp_path / "empty.jsonl"
+    path.write_text(content, "utf-8")
+    target: Memory = make_memory(str(tmp_path / "target.db"))
+    with pytest.raises(ValidationError, match="is empty: not a memloci export"):
+        target.import_file(str(path))

@@ -119,6 +119,8 @@ def export(
                     count = m.export(str(file))
                 else:
                     count = _export_array(m, file)
+            except BrokenPipeError:
+                raise  # the reader left (`| head`): ends quietly, as every command does
             except OSError as exc:
                 raise ValidationError(
                     f"cannot write {file}: {exc.strerror or exc}", hint="check the path"
