@@ -194,7 +194,7 @@ def test_an_edit_racing_a_forget_is_refused_not_lost(make_memory: Callable[..., 
         return await real(doc)
 
     service._embed_doc = forget_meanwhile  # type: ignore[method-assign]
-    with pytest.raises(ValidationError, match="no longer current"):
+    with pytest.raises(ValidationError, match="was forgotten; it can no longer change"):
         mem.update(mid, "The office is on the third floor")
     service._embed_doc = real  # type: ignore[method-assign]
     assert [v.content for v in mem.history(mid)] == ["The office is on the second floor"]

@@ -234,6 +234,9 @@ def test_remember_recall_update_correct_confirm_forget(service: MemoryService) -
     new_id = ID_IN_TEXT.findall(out)[0]
     assert out.startswith("Corrected:") and new_id != mid and f"[id:{mid}]" in out
     assert asyncio.run(service.get(mid)).valid_until is not None
+    # the replaced fact says which one replaced it (it was "forgotten", a dead end)
+    out = call(tools, "update_memory", {"memory_id": mid, "content": "The user likes dark mode"})
+    assert "was replaced by [" in out and new_id in out and "forgotten" not in out
 
     out = call(tools, "confirm_fact", {"memory_id": f"[id:{new_id}]"})  # copied from context
     assert out.startswith(f"Confirmed [id:{new_id}]") and "1.00" in out

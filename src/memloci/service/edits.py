@@ -90,7 +90,7 @@ class EditsMixin(ServiceCore):
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
         old = await self.get(mid, namespace=ns)
         if old.valid_until is not None:
-            raise ValidationError(f"memory {mid} was forgotten; it can no longer change")
+            raise ValidationError(f"{await self._ended(ns, mid)}; it can no longer change")
         text = None
         if content is not None:
             text = v.turn(content) if old.type is NodeType.EPISODIC else v.fact(content)
@@ -195,7 +195,7 @@ class EditsMixin(ServiceCore):
         """Mark a fact as certain and protected from decay."""
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
         if (await self.get(mid, namespace=ns)).valid_until is not None:
-            raise ValidationError(f"memory {mid} was forgotten; it cannot be confirmed")
+            raise ValidationError(f"{await self._ended(ns, mid)}; it cannot be confirmed")
 
         def patch() -> NodePatch:
             return NodePatch(confidence=1.0, decay_rate=0.0, times_confirmed_delta=1)
@@ -208,14 +208,16 @@ class EditsMixin(ServiceCore):
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
         old = await self.get(mid, namespace=ns)
         if old.valid_until is not None:
-            return WriteResult(action="unchanged", memory=old, message=f"[{mid}] was forgotten.")
+            message = f"{await self._ended(ns, mid, brackets=True)}."
+            return WriteResult(action="unchanged", memory=old, message=message)
         try:  # under the fact lock: an edit racing it lands before it or is refused
             node = await self._run(
                 self.change_current, ns, mid, lambda: NodePatch(valid_until=utcnow()), "forgotten"
             )
         except ValidationError:  # forgotten or replaced meanwhile
             old = await self.get(mid, namespace=ns)
-            return WriteResult(action="unchanged", memory=old, message=f"[{mid}] was forgotten.")
+            message = f"{await self._ended(ns, mid, brackets=True)}."
+            return WriteResult(action="unchanged", memory=old, message=message)
         return WriteResult(action="forgotten", memory=node, message=f"Forgot [{mid}].")
 
     def change_current(
@@ -235,7 +237,22 @@ class EditsMixin(ServiceCore):
         if node is None:
             raise NotFoundError(f"no memory {mid!r} in namespace {ns!r}")
         if node.valid_until is not None:
-            raise ValidationError(f"memory {mid} is no longer current; {refused}")
+            raise ValidationError(f"{self.ended_now(ns, mid)}; {refused}")
+
+    async def _ended(self, ns: str, mid: str, *, brackets: bool = False) -> str:
+        return await self._run(self.ended_now, ns, mid, brackets)
+
+    def ended_now(self, ns: str, mid: str, brackets: bool = False) -> str:
+        """How a memory that is no longer current ended: "memory X was replaced by [Y]"
+        (the newest memory that supersedes it, so an agent changes that one instead) or
+        "memory X was forgotten"."""
+        edges = self.store.edges(ns, mid, "supersedes")
+        newer = [e.source_id for e in edges if e.target_id == mid]
+        nodes = sorted(self.store.get_nodes(ns, newer), key=lambda n: n.created_at)
+        name = f"[{mid}]" if brackets else f"memory {mid}"
+        if nodes:
+            return f"{name} was replaced by [{nodes[-1].id}]"
+        return f"{name} was forgotten"
 
     async def _embed_doc(self, doc: str) -> Vector | None:
         """The vector of a memory's new document (:func:`document_text`), or None (no
