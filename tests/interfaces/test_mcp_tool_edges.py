@@ -221,3 +221,18 @@ def test_the_look_for_faded_facts_does_not_reinforce_them(service: MemoryService
     service.worker.flush()
     node = service.store.get_node("default", mid)
     assert node is not None and node.access_count == 0 and node.confidence == 0.3
+
+
+def test_a_long_listing_stays_under_the_result_size(service: MemoryService) -> None:
+    """``list_memories`` at limit 100 of long facts was some 34,000 characters; a list is
+    cut to the size a search result is, and says how many more there are."""
+    tools = Tools(service, user="sam")
+    for i in range(100):
+        asyncio.run(
+            tools.call("remember", {"content": f"Fact {i:03d} about the garden: " + "roses " * 60})
+        )
+    out = asyncio.run(tools.call("list_memories", {"limit": 100}))
+    assert len(out) <= RESULT_CHARS + 200, len(out)
+    shown = out.count("\n- ")
+    assert 10 < shown < 100
+    assert f"({100 - shown} more not shown: too long" in out

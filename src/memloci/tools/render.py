@@ -11,7 +11,7 @@ from memloci.models import MemoryNode, NodeType, SearchHit, WriteResult
 
 SNIPPET = 300
 HIT_CHARS = 2000  # of one search hit's text: a 20,000-character episode is not read whole
-RESULT_CHARS = 16_000  # of all the hits of one search: a tool result must fit a prompt
+RESULT_CHARS = 16_000  # of a search's hits or a list's lines: a tool result must fit a prompt
 
 
 def ref(node: MemoryNode) -> str:
@@ -50,7 +50,16 @@ def count(n: int, noun: str = "memory", plural: str = "memories") -> str:
 
 
 def lines(nodes: Iterable[MemoryNode]) -> str:
-    return "\n".join(f"- {line(n)}" for n in nodes)
+    """One line a memory, as many as fit :data:`RESULT_CHARS`, then how many more."""
+    shown = [f"- {line(n)}" for n in nodes]
+    size = 0
+    for i, text in enumerate(shown):
+        size += len(text) + 1
+        if size > RESULT_CHARS and i:
+            left = len(shown) - i
+            more = f"({left} more not shown: too long; narrow the list, e.g. by category)"
+            return "\n".join([*shown[:i], more])
+    return "\n".join(shown)
 
 
 def scored(hits: Sequence[SearchHit]) -> str:
