@@ -16,6 +16,7 @@ the budget, and the whole block never exceeds it by :func:`estimate_tokens`.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any
 from memloci.models import Entity, MemoryNode
 
 MAX_PROCEDURES = 20
+_SHOWN = re.compile(r"^- \[id:([A-Za-z0-9]{8})\]", re.MULTILINE)  # a line of the block
 SHARES = {"facts": 0.40, "entities": 0.25, "timeline": 0.25, "evidence": 0.10}
 STABLE_SHARE = SHARES["facts"]
 MEMORY_INTRO = (
@@ -169,6 +171,7 @@ def build_context_parts(
     task_procedures: Sequence[MemoryNode] = (),
     budget: int = 1000,
     dynamic_budget: int | None = None,
+    loaded: str | None = None,
 ) -> tuple[str, str]:
     """Render the block as ``(cacheable, dynamic)``: the cacheable part within
     ``STABLE_SHARE`` of ``budget``, the prompt-dependent sections within
@@ -181,9 +184,14 @@ def build_context_parts(
     included) is at most ``budget`` tokens by :func:`estimate_tokens`; with it, at most
     ``STABLE_SHARE`` of ``budget`` plus ``dynamic_budget``. Same inputs, same bytes;
     the cacheable part depends on ``facts``, ``procedures`` and ``budget`` only.
+    ``loaded``: the cacheable part the caller holds already (a conversation loads it
+    once): it stands for the one ``facts`` would give now, so a fact written since is
+    not taken for shown, and comes under "Relevant Facts" when the prompt brings it up.
     """
     stable_room = int(budget * STABLE_SHARE)
     stable, shown = _stable_part(facts, procedures, stable_room)
+    if loaded is not None:
+        stable, shown = ([loaded] if loaded else []), set(_SHOWN.findall(loaded))
     room = budget - sum(estimate_tokens(t) + 1 for t in stable)
     scale: float = budget  # each section's share is of this
     if dynamic_budget is not None:

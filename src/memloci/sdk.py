@@ -156,13 +156,18 @@ class AsyncMemory:
         prompt: str | None = None,
         *,
         budget: int | None = None,
+        loaded: str | None = None,
         **filters: Unpack[ContextFilters],
     ) -> tuple[str, str]:
         """:meth:`context` in two parts, ``(cacheable, dynamic)``: the cacheable part
         (procedures without triggers and "Your Memory") changes only when the memory set
-        does; the dynamic part is what the prompt brings up."""
+        does; the dynamic part is what the prompt brings up. ``loaded``: the cacheable
+        part a conversation keeps using (loaded once, for the prompt cache) — a fact
+        written since then is brought up in the dynamic part, not taken for shown."""
         known("context_parts", filters, CONTEXT)
-        return await self.service.context_parts(prompt, self._flt(**filters), budget=budget)
+        return await self.service.context_parts(
+            prompt, self._flt(**filters), budget=budget, loaded=loaded
+        )
 
     async def clear(
         self, *, owner: str | None = None, namespace: str | None = None, type: Any = None
@@ -498,11 +503,12 @@ class Memory:
         prompt: str | None = None,
         *,
         budget: int | None = None,
+        loaded: str | None = None,
         **filters: Unpack[ContextFilters],
     ) -> tuple[str, str]:
         known("context_parts", filters, CONTEXT)
         flt = self._async._flt(**filters)
-        return self.service.context_parts_now(prompt, flt, budget=budget)
+        return self.service.context_parts_now(prompt, flt, budget=budget, loaded=loaded)
 
     context_parts.__doc__ = AsyncMemory.context_parts.__doc__
 

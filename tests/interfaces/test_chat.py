@@ -433,12 +433,14 @@ def test_the_memory_block_is_loaded_once_per_conversation(tmp_path: Path) -> Non
                     await agent.ask(text)
             await agent.finish(consolidate=False)
 
-        asyncio.run(talk("hello", "ADD", "what do I drink?"))
+        asyncio.run(talk("hello", "ADD", "where did I move?"))
         first, second = model.systems
         block = first[first.index("## Your Memory") :].split("\n\n## ")[0]
         prefix = first[: first.index(block) + len(block)]
         assert "green tea" in block and "Lisbon" not in block
         assert second.startswith(prefix)  # the same bytes: the provider's cache stays warm
+        # the fact written since the block was loaded is brought up after it
+        assert "Lisbon" in second[len(prefix) :].split("## Relevant Facts", 1)[1]
         asyncio.run(talk("hello again"))  # a new conversation loads the memory anew
         assert "Lisbon" in model.systems[-1]
 

@@ -139,3 +139,19 @@ def test_the_user_block_of_identify_user_keeps_its_structure(mem: Memory) -> Non
     assert "Lisbon" in text and "second line" in text and "vault code" in text
     headers = [line for line in text.splitlines() if line.startswith("#")]
     assert headers == ["## About the user"]
+
+
+def test_a_fact_written_after_the_loaded_part_is_brought_up(mem: Memory) -> None:
+    """A conversation loads the cacheable part once (the prompt cache stays warm); a fact
+    written since then was left out of "Relevant Facts" too, as if that part showed it."""
+    mem.remember("The user's favourite colour is green", user="u")
+    cacheable, _ = mem.context_parts("what colour do I like?", user="u")
+    mem.remember("The user is allergic to peanuts", user="u")
+    fresh, dynamic = mem.context_parts("is the user allergic to anything?", user="u")
+    assert "peanuts" in fresh and "peanuts" not in dynamic  # a new load shows it
+    again, dynamic = mem.context_parts(
+        "is the user allergic to anything?", user="u", loaded=cacheable
+    )
+    assert again == cacheable and "peanuts" not in cacheable
+    assert "peanuts" in _section(dynamic, "## Relevant Facts")
+    assert "favourite colour" not in dynamic  # the loaded part shows it

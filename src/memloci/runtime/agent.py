@@ -503,7 +503,7 @@ class Agent:
                 )  # fmt: skip
                 cacheable, dynamic = await self.service.context_parts(
                     text, flt, facts=mem.semantic_enabled, procedures=mem.procedural.enabled,
-                    episodes=mem.episodic.enabled,
+                    episodes=mem.episodic.enabled, loaded=loaded[1] if loaded else None,
                 )  # fmt: skip
                 if loaded is None:
                     loaded = self._loaded = (self._who(), cacheable)

@@ -64,14 +64,16 @@ class ContextMixin(ServiceCore):
     async def context_parts(
         self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None,
         facts: bool = True, procedures: bool = True, episodes: bool = True,
+        loaded: str | None = None,
     ) -> tuple[str, str]:  # fmt: skip
         """:meth:`context` in two parts: ``(cacheable, dynamic)``. The cacheable part is
         what a conversation loads once (it changes only when the memory set does).
         ``facts`` / ``procedures`` / ``episodes`` False: leave that tier out (an agent
-        that has it off)."""
+        that has it off). ``loaded``: the cacheable part the conversation holds (a fact
+        written since it was loaded is then relevant, not taken for shown)."""
         return await self._run(
             self.context_parts_now, prompt, flt, budget=budget, facts=facts,
-            procedures=procedures, episodes=episodes,
+            procedures=procedures, episodes=episodes, loaded=loaded,
         )  # fmt: skip
 
     def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
@@ -81,6 +83,7 @@ class ContextMixin(ServiceCore):
     def context_parts_now(
         self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None,
         facts: bool = True, procedures: bool = True, episodes: bool = True,
+        loaded: str | None = None,
     ) -> tuple[str, str]:  # fmt: skip
         """:meth:`context_parts` in the caller's thread.
 
@@ -112,7 +115,9 @@ class ContextMixin(ServiceCore):
             known = self.store.list_nodes(procedural, limit=10_000, order="-created")
         procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]  # 20 most recent
         if not (prompt and prompt.strip()):
-            return build_context_parts(facts=known_facts, procedures=procs, budget=budget)
+            return build_context_parts(
+                facts=known_facts, procedures=procs, budget=budget, loaded=loaded
+            )
         # a long prompt is searched by its most recent part
         query = prompt.strip()[-v.QUERY_MAX :]
         hits = (
@@ -134,6 +139,7 @@ class ContextMixin(ServiceCore):
             task_procedures=matching(known, prompt)[:MAX_PROCEDURES],
             budget=budget,
             dynamic_budget=dynamic,
+            loaded=loaded,
         )
 
     async def record_procedure_use(
