@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import httpx
@@ -22,3 +23,12 @@ def server(mem: Memory) -> Iterator[str]:
 def http(server: str) -> Iterator[httpx.Client]:
     with client(server) as c:
         yield c
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``MEMLOCI_*`` variable of the caller's shell reaches the command under test
+    (CLI tests: ``pytestmark = pytest.mark.usefixtures("clean_env")``)."""
+    for name in list(os.environ):
+        if name.startswith("MEMLOCI_"):
+            monkeypatch.delenv(name)

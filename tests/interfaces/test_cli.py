@@ -22,11 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("MEMLOCI_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ documented exit code, and a hint that works as printed."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import sqlite3
@@ -18,11 +17,7 @@ from memloci.interfaces.cli import app
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("MEMLOCI_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def run(*args: str, **env: str) -> Result:

@@ -19,11 +19,7 @@ from memloci.interfaces.cli import app
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("MEMLOCI_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def _memloci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
