@@ -18,6 +18,7 @@ from memloci.providers.base import Embedder
 from memloci.retrieval.mentions import leading_name, mentions, speaker_name
 from memloci.retrieval.query import DOCUMENT_FORM, document_text
 from memloci.storage.base import Store
+from memloci.storage.locks import entities_lock
 
 log = logging.getLogger("memloci.worker")
 MAX_BACKOFF = 30.0  # seconds between attempts while the embedder keeps failing
@@ -316,7 +317,9 @@ def link_mentions(
     if not found:
         return 0
     linked = 0
-    with store.batch():
+    with store.batch(), contextlib.ExitStack() as locks:
+        for namespace in sorted({ns for _, ns, _ in found}):  # one name, one entity
+            locks.enter_context(store.exclusive(entities_lock(namespace)))
         known: dict[tuple[str, str], Entity] = {}
         changed: set[tuple[str, str]] = set()
         for node_id, namespace, names in found:

@@ -63,6 +63,7 @@ from memloci.models import (
 from memloci.providers.base import Embedder, Vector, calibration_of
 from memloci.retrieval.query import document_text
 from memloci.storage.base import NodeFilter, PendingEmbedding, PendingSession, Store
+from memloci.storage.locks import entities_lock
 from memloci.storage.rows import content_hash
 
 log = logging.getLogger("memloci.consolidation")
@@ -246,7 +247,11 @@ class Consolidator:
         vectors = self._embed(facts)
         run = _Run(ns, now, report, resolver)
         owner, before = episodes[0], len(report.created)
-        with self.store.batch(), self.store.exclusive(fact_lock(ns)):
+        with (
+            self.store.batch(),
+            self.store.exclusive(fact_lock(ns)),
+            self.store.exclusive(entities_lock(ns)),
+        ):
             claimed = self.store.claim_episodes(ns, [e.id for e in episodes], now=now)
             if claimed != len(episodes):
                 raise SessionTaken(session or "")

@@ -35,6 +35,7 @@ from memloci.consolidation.consolidator import ConsolidationReport, Consolidator
 from memloci.decay import curve, decayed
 from memloci.models import Edge, EdgeType, MemoryNode, NodeType, short_id, utcnow
 from memloci.storage.base import DecayUpdate, NodeFilter, Store
+from memloci.storage.locks import entities_lock
 
 if TYPE_CHECKING:
     from memloci.providers.llm import LLM
@@ -211,7 +212,7 @@ class Maintenance:
             summary = summarize_entity(self.llm, entity, facts)[:2000]
             if not summary:
                 continue
-            with self.store.batch():
+            with self.store.exclusive(entities_lock(ns)):  # no mention counted meanwhile lost
                 fresh = self.store.get_entity(ns, entity.id)
                 if fresh is None or fresh.summary:
                     continue

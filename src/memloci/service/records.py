@@ -3,7 +3,8 @@ keys come from :mod:`memloci.service.keys`.
 
 A mixin so memory_service.py stays readable; it relies on what MemoryService sets up (``store``,
 ``settings``, ``_run``, ``_ns``). Every argument is validated before anything is written,
-and a change that touches several rows runs in one store transaction (``store.batch()``).
+and a change that touches several rows runs in one store transaction; a read-decide-write
+holds the lock of its records (:mod:`memloci.storage.locks`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from memloci.service.core import ServiceCore
 from memloci.service.keys import KeysMixin
 from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter, Store
+from memloci.storage.locks import entities_lock, users_lock
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -110,7 +112,7 @@ class RecordsMixin(KeysMixin, ServiceCore):
         prefs = v.metadata(preferences, "preferences") if preferences is not None else None
 
         def run() -> MemoryUser:
-            with self.store.batch():
+            with self.store.exclusive(users_lock(ns)):  # the check and the write, atomic
                 old = self.store.get_user(ns, uid)
                 if old is None:
                     user = MemoryUser(
@@ -166,7 +168,7 @@ class RecordsMixin(KeysMixin, ServiceCore):
             raise ValidationError("cannot merge a memory user into itself")
 
         def run() -> MemoryUser:
-            with self.store.batch():
+            with self.store.exclusive(users_lock(ns)):  # two merges at once: one lands
                 source, target = self._user(ns, src, False), self._user(ns, dst, False)
                 if source.merged_into is not None:
                     raise ConflictError(
@@ -337,7 +339,7 @@ class RecordsMixin(KeysMixin, ServiceCore):
         eid = v.short_ref(entity_id, "entity") if entity_id is not None else None
 
         def run() -> Entity:
-            with self.store.batch():
+            with self.store.exclusive(entities_lock(ns)):  # one name, one entity
                 now = utcnow()
                 if eid is not None:
                     old = self.store.get_entity(ns, eid)

@@ -11,6 +11,7 @@ from memloci.errors import NotFoundError
 from memloci.models import MemoryUser, utcnow
 from memloci.service.core import ServiceCore
 from memloci.storage.base import Store
+from memloci.storage.locks import users_lock
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -37,7 +38,7 @@ class RuntimeMixin(ServiceCore):
         at = v.when(when) or utcnow()
 
         def run() -> MemoryUser:
-            with self.store.batch():
+            with self.store.exclusive(users_lock(ns)):  # no contact lost to another server
                 user = self.store.get_user(ns, uid)
                 if user is None:
                     raise NotFoundError(f"no memory user {uid!r} in namespace {ns!r}")

@@ -1,0 +1,57 @@
+"""One process of the record-race tests (``test_record_races.py``).
+
+``python records_child.py STORE KIND INDEX``: opens the store, prints ``ready``, waits
+for a line on stdin (so every process starts together), runs the KIND of writes and
+prints one JSON line: the outcome of each call (``ok`` or the error's class name).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from memloci import Memory
+from memloci.errors import MemlociError
+from memloci.providers.fake import FakeEmbedder
+
+ROUNDS = 8  # calls per process for the repeated kinds
+
+
+def calls(memory: Memory, kind: str, index: int) -> list[Callable[[], Awaitable[Any]]]:
+    service = memory.service
+    if kind == "contact":  # every call starts a new conversation: none may be lost
+        return [lambda: service.touch_user("u1", new_conversation=True)] * ROUNDS
+    if kind == "identifiers":  # each process adds channels of its own to one user
+        return [
+            lambda j=j: service.save_user("u1", identifiers={f"c{index}x{j}": f"{index}.{j}"})
+            for j in range(ROUNDS)
+        ]
+    if kind == "claim":  # every process claims the same channel id for a user of its own
+        return [lambda: service.save_user(f"user{index}", identifiers={"telegram": "42"})]
+    if kind == "merge":  # process 0 merges a into b, process 1 b into a
+        src, dst = ("a", "b") if index % 2 == 0 else ("b", "a")
+        return [lambda: service.merge_users(src, dst)]
+    if kind == "entity":  # every process names the same things
+        return [lambda j=j: service.save_entity(f"Thing {j}") for j in range(ROUNDS)]
+    raise SystemExit(f"unknown kind {kind!r}")
+
+
+def main(location: str, kind: str, index: int) -> None:
+    outcomes: list[str] = []
+    with Memory(location, embedder=FakeEmbedder()) as memory:
+        todo = calls(memory, kind, index)
+        print("ready", flush=True)
+        sys.stdin.readline()
+        for call in todo:
+            try:
+                memory._call(call())
+                outcomes.append("ok")
+            except MemlociError as exc:
+                outcomes.append(type(exc).__name__)
+    print(json.dumps(outcomes))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

@@ -1,0 +1,125 @@
+"""Memory users and entities written by several processes at once, on both backends:
+each check-then-write (read a user or an entity, decide, write it back) is serialised
+across processes and servers, so no contact, identifier or mention is lost, a channel
+id is never claimed twice, two opposite merges never both land, and a name never makes
+two entities. SQLite serialises them with its one writer; PostgreSQL needs a lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from memloci import Memory
+from memloci.providers.fake import FakeEmbedder
+from pgtest import both_backends
+
+pytestmark = [pytest.mark.reliability, both_backends]
+CHILD = Path(__file__).resolve().parent / "records_child.py"
+PROCESSES = 4
+sys.path.insert(0, str(CHILD.parent))
+from records_child import ROUNDS  # noqa: E402
+
+
+def _race(location: str, kind: str, processes: int = PROCESSES) -> list[list[str]]:
+    """Run ``records_child.py`` KIND in ``processes`` processes released together; the
+    outcomes of each process's calls."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(CHILD), location, kind, str(i)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(processes)
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        outputs = [proc.communicate(timeout=600)[0] for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert [proc.returncode for proc in procs] == [0] * processes
+    return [json.loads(out.strip().splitlines()[-1]) for out in outputs]
+
+
+def _memory(location: str) -> Memory:
+    return Memory(location, embedder=FakeEmbedder())
+
+
+def test_concurrent_contacts_count_every_conversation(db_path: str) -> None:
+    with _memory(db_path) as mem:
+        mem._call(mem.service.save_user("u1"))
+    outcomes = _race(db_path, "contact")
+    assert Counter(o for run in outcomes for o in run) == {"ok": PROCESSES * ROUNDS}
+    with _memory(db_path) as mem:
+        user = mem._call(mem.service.get_user("u1"))
+    assert user.conversation_count == PROCESSES * ROUNDS
+
+
+def test_concurrent_identifier_updates_keep_every_channel(db_path: str) -> None:
+    with _memory(db_path) as mem:
+        mem._call(mem.service.save_user("u1"))
+    _race(db_path, "identifiers")
+    with _memory(db_path) as mem:
+        user = mem._call(mem.service.get_user("u1"))
+        found = {
+            (i, j): mem._call(mem.service.find_user(f"c{i}x{j}", f"{i}.{j}"))
+            for i in range(PROCESSES)
+            for j in range(ROUNDS)
+        }
+    assert len(user.identifiers) == PROCESSES * ROUNDS
+    assert {u.id if u else None for u in found.values()} == {"u1"}
+
+
+def test_a_channel_id_claimed_at_once_goes_to_one_user(db_path: str) -> None:
+    outcomes = _race(db_path, "claim")
+    assert Counter(o for run in outcomes for o in run) == {
+        "ok": 1,
+        "ConflictError": PROCESSES - 1,
+    }
+    with _memory(db_path) as mem:
+        holders = [u.id for u in mem._call(mem.service.list_users()) if u.identifiers]
+    assert len(holders) == 1
+
+
+def test_opposite_merges_at_once_land_one_way(db_path: str) -> None:
+    with _memory(db_path) as mem:
+        for uid in ("a", "b"):
+            mem._call(mem.service.save_user(uid))
+            mem.remember(f"Memory user {uid} likes the colour teal", user=uid)
+    outcomes = _race(db_path, "merge", processes=2)
+    assert sorted(o for run in outcomes for o in run) == ["ConflictError", "ok"]
+    with _memory(db_path) as mem:
+        a, b = (mem._call(mem.service.get_user(uid)) for uid in ("a", "b"))
+        owners = {n.user for n in mem.list(limit=10)}
+    merged = [u for u in (a, b) if u.merged_into is not None]
+    assert len(merged) == 1  # never both (a loop), never neither
+    root = merged[0].merged_into
+    assert root in ("a", "b") and root != merged[0].id
+    assert owners == {root}
+
+
+def test_one_name_named_at_once_makes_one_entity(db_path: str) -> None:
+    outcomes = _race(db_path, "entity")
+    assert Counter(o for run in outcomes for o in run) == {"ok": PROCESSES * ROUNDS}
+    with _memory(db_path) as mem:
+        entities = mem._call(mem.service.list_entities(limit=100))
+    assert sorted(e.canonical_name for e in entities) == [f"Thing {j}" for j in range(ROUNDS)]
+    # the first save makes the entity, every later one is a mention
+    assert [e.mention_count for e in entities] == [PROCESSES] * ROUNDS
