@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memloci import Memory
+from memloci import Memory, __version__
 
 
 def _memloci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -72,3 +72,18 @@ def test_a_search_with_the_bundled_model_takes_the_fast_exit(tmp_path: Path) -> 
                           text=True, cwd=tmp_path, timeout=120)  # fmt: skip
     assert held.returncode == 0, held.stderr
     assert "Lisbon" in held.stdout and "fast exit" not in held.stdout
+
+
+def test_python_dash_m_memloci_is_the_memloci_command(tmp_path: Path) -> None:
+    """``python -m memloci`` works where the venv's ``bin`` is not on PATH."""
+    run = [sys.executable, "-m", "memloci"]
+    version = subprocess.run(
+        [*run, "--version"], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == f"memloci {__version__}"
+    usage = subprocess.run(
+        [*run, "memory", "no-such-command"], capture_output=True, text=True, cwd=tmp_path,
+        timeout=120,
+    )  # fmt: skip
+    assert usage.returncode == 2 and "Usage: memloci memory" in usage.stderr, usage.stderr
