@@ -80,6 +80,7 @@ def test_postgres_url_without_the_postgres_extra(tmp_path: Path) -> None:
         ("memloci.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
         ("memloci.integrations.openai_agents", "agents", "openai-agents"),
         ("memloci.interfaces.rest", "fastapi", "server"),
+        ("memloci.interfaces.mcp", "mcp", "server"),  # embedding the MCP server
     ],
 )
 def test_integrations_name_their_extra(

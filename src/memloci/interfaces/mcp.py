@@ -23,20 +23,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-import mcp.types as types
-from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
-from mcp.server.transport_security import TransportSecuritySettings
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
-
 from memloci import __version__
+from memloci._extras import require
 from memloci.errors import MemlociError, UnauthorizedError, ValidationError
 from memloci.service import MemoryService
 from memloci.tools import TOOLS, Tools, mcp_tools
+
+try:
+    import anyio
+    import mcp.types as types
+    from mcp.server import Server, ServerRequestContext
+    from mcp.server.stdio import stdio_server
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.types import ASGIApp, Receive, Scope, Send
+except ImportError:  # the MCP SDK is missing: say which extra adds it
+    require("server", what="memloci.interfaces.mcp")
+    raise
 
 __all__ = ["McpCaller", "build_server", "http_app", "run_stdio"]
 
