@@ -13,7 +13,10 @@ names a location goes through it.
 
 from __future__ import annotations
 
+import os
 import re
+
+from memloci.errors import StorageError
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -53,3 +56,42 @@ def redact_url(text: str) -> str:
 def describe(location: str) -> str:
     """The location as it may be shown to a person: a redacted URL or the path."""
     return redact_url(location)
+
+
+WRITABLE_HINT = (
+    "give a path in a folder you may write to (--db, MEMLOCI_PATH or Memory(path)), or "
+    "change the permissions"
+)
+
+
+def check_writable(path: str) -> None:
+    """Raise a :class:`StorageError` that says why when ``path`` cannot be a store file
+    this process writes: a missing folder, a folder given as the file, or a file or
+    folder it may not write (SQLite writes the store and its ``-wal`` / ``-shm`` files
+    beside it, so even reading a store needs its folder writable). SQLite's own word for
+    each is "unable to open database file" or "attempt to write a readonly database"."""
+    full = os.path.abspath(path)
+    parent = os.path.dirname(full)
+    if not os.path.isdir(parent):
+        if os.path.exists(parent):
+            raise StorageError(
+                f"{parent!r} is a file, not a folder",
+                hint="give a file path (--db, MEMLOCI_PATH or Memory(path))",
+            )
+        raise StorageError(f"folder {parent!r} does not exist", hint="create it first")
+    if os.path.isdir(full):
+        raise StorageError(
+            f"{path!r} is a folder, not a store file",
+            hint=f"give a file in it, e.g. {os.path.join(path, 'memloci.db')!r}",
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        doing = "open" if os.path.exists(full) else "create"
+        raise StorageError(
+            f"cannot {doing} the store {path!r}: folder {parent!r} is not writable "
+            "(SQLite writes its -wal and -shm files beside the store, even to read it)",
+            hint=WRITABLE_HINT,
+        )
+    if os.path.exists(full) and not os.access(full, os.R_OK | os.W_OK):
+        raise StorageError(
+            f"cannot write the store {path!r}: permission denied", hint=WRITABLE_HINT
+        )

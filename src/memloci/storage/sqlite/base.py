@@ -17,6 +17,7 @@ from typing import Any
 
 from memloci.errors import EmbeddingModelError, StorageError
 from memloci.storage.base import migration_scripts
+from memloci.storage.location import check_writable
 from memloci.storage.sqlite import fts_totals
 from memloci.storage.sqlite.checkpoint import WAL_BOUND, Checkpointer
 from memloci.storage.sqlite.vecindex import VectorIndex
@@ -160,9 +161,7 @@ class SQLiteBase:
         self._busy_timeout = float(BUSY_TIMEOUT if busy_timeout is None else busy_timeout)
         self._memory = self.path == ":memory:" or self.path.startswith("file::memory")
         if not self._memory:
-            parent = os.path.dirname(os.path.abspath(self.path))
-            if not os.path.isdir(parent):
-                raise StorageError(f"folder {parent!r} does not exist", hint="create it first")
+            check_writable(self.path)
         self._wlock = threading.RLock()
         self._depth = 0  # open write transactions of the thread holding _wlock
         self._tx_thread: int | None = None  # the thread inside the open write transaction
