@@ -414,7 +414,8 @@ class KnowledgeHit(_Record):
 
     ``score`` is higher-is-better: the cosine similarity of query and chunk when an
     embedder is configured (``match == "vector"``); without one, full-text relevance
-    squashed into 0–1 as ``b / (1 + b)`` with ``b = -bm25`` (``match == "fulltext"``).
+    squashed into 0–1 as ``b / (1 + b)`` with ``b = -bm25`` (``match == "fulltext"``). A
+    chunk holding the whole query word for word scores 1.0 (``match == "fulltext"``).
     """
 
     chunk_id: str

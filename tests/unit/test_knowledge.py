@@ -483,16 +483,16 @@ def test_a_folder_added_again_drops_its_deleted_files(
 
 
 def test_reembed_knowledge_after_switching_models(tmp_path: Path) -> None:
-    """Knowledge search with an embedder finds only chunks of its model; after
+    """Knowledge search with an embedder finds by meaning only chunks of its model; after
     ``reembed=True`` the chunks of the old model are embedded with the new one."""
     path = str(tmp_path / "switch.db")
     (tmp_path / "keys.md").write_text("# Keys\n\nRotate API keys every month.\n", "utf-8")
     with Memory(path, embedder=FakeEmbedder(dimension=16)) as m:
         m.add_knowledge(tmp_path / "keys.md")
     with Memory(path, embedder=FakeEmbedder(dimension=32), reembed=True) as m:
-        assert m.search_knowledge("rotate api keys", threshold=0) == []
+        assert m.search_knowledge("keys rotate monthly", threshold=0) == []
         seen: list[tuple[int, int]] = []
         assert m.reembed_knowledge(lambda done, total: seen.append((done, total))) == 1
         assert seen[-1] == (1, 1)
-        assert m.search_knowledge("rotate api keys", threshold=0)
+        assert m.search_knowledge("keys rotate monthly", threshold=0)
         assert m.reembed_knowledge() == 0  # nothing left of another model

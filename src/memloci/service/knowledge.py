@@ -13,13 +13,17 @@ reembed`` embeds them again after switching models, :meth:`reembed_knowledge`).
 Without one, full text finds chunks and the score is the better of ``b / (1 + b)``
 with ``b = -bm25`` and the share of the query's words the chunk holds (0–1, not
 comparable with cosine; BM25 alone gives nothing to a word in half of a small
-collection's chunks). Hits below ``threshold`` are dropped either way.
+collection's chunks). Either way a chunk holding the whole query word for word (case
+and spacing aside; a query of :data:`VERBATIM_MIN` letters and digits or more) scores
+1.0 and comes first (``match == "fulltext"``), whatever embedded it. Hits below
+``threshold`` are dropped.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ParamSpec, TypeVar
@@ -261,7 +265,24 @@ class KnowledgeMixin(ServiceCore):
                 for h in raw
             ]
             hits.sort(key=lambda h: -h.score)  # stable: full text's order among equals
+        hits = _with_verbatim(hits, self._verbatim(text, nss, lim, colls))[:lim]
         return [h for h in hits if h.score >= floor]
+
+    def _verbatim(
+        self, query: str, nss: Sequence[str], limit: int, colls: Sequence[str] | None
+    ) -> list[KnowledgeHit]:
+        """The chunks that hold the whole query word for word (case and spacing aside),
+        scored 1.0: found by a full-text phrase search, then checked. A chunk that says
+        exactly what was asked for must not lose to chunks that are only about it."""
+        pattern = verbatim_pattern(query)
+        if pattern is None:
+            return []
+        phrase = '"' + query.replace('"', '""') + '"'
+        found = self.store.knowledge_fulltext(
+            nss, phrase, limit=min(4 * limit, SEARCH_MAX * 4), collections=colls
+        )
+        held = [h for h in found if pattern.search(_plain(f"{h.heading}\n{h.text}"))]
+        return [h.model_copy(update={"score": 1.0, "match": "fulltext"}) for h in held[:limit]]
 
     def _namespaces(self, namespace: str | Sequence[str] | None) -> list[str]:
         if namespace is None or isinstance(namespace, str):
@@ -361,6 +382,40 @@ def _unchanged(old: KnowledgeSource, doc: kb.Document, collection: str, model: s
     """Same bytes, same collection, and vectors from the current embedder (when any)."""
     same = old.content_hash == doc.content_hash and old.collection == collection
     return same and (model is None or old.embedding_model == model or old.chunk_count == 0)
+
+
+VERBATIM_MIN = 8  # letters and digits a query needs before it counts as a phrase
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def _plain(text: str) -> str:
+    return text.translate(_QUOTES)
+
+
+def verbatim_pattern(query: str) -> re.Pattern[str] | None:
+    """A pattern finding ``query`` word for word in a text (any case, any run of spaces
+    or line breaks between its words, not inside a longer word), or None for a query
+    shorter than :data:`VERBATIM_MIN` letters and digits ("thanks" is no phrase)."""
+    text = _plain(query).strip()
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'":  # "a quoted phrase"
+        text = text[1:-1].strip()
+    if sum(ch.isalnum() for ch in text) < VERBATIM_MIN:
+        return None
+    body = r"\s+".join(re.escape(part) for part in text.split())
+    head = r"(?<!\w)" if re.match(r"\w", text) else ""
+    tail = r"(?!\w)" if re.search(r"\w$", text) else ""
+    return re.compile(head + body + tail, re.IGNORECASE)
+
+
+def _with_verbatim(hits: list[KnowledgeHit], verbatim: list[KnowledgeHit]) -> list[KnowledgeHit]:
+    """``verbatim`` hits first (those the search found too by its own order, then the
+    rest by full text's), then the other hits, best first."""
+    if not verbatim:
+        return hits
+    rank = {h.chunk_id: i for i, h in enumerate(hits)}
+    first = sorted(verbatim, key=lambda h: rank.get(h.chunk_id, len(hits)))
+    held = {h.chunk_id for h in first}
+    return [*first, *(h for h in hits if h.chunk_id not in held)]
 
 
 def _squash(bm25: float) -> float:

@@ -1,0 +1,75 @@
+"""The knowledge tier as a user keeps a folder in sync: what a search gives back (an
+exact phrase of a document, with the real bundled model), what a re-add keeps, and
+which files are refused. On both backends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memloci import Memory
+from pgtest import both_backends
+
+MakeMemory = Callable[..., Memory]
+pytestmark = both_backends
+
+# A page about the nightly job, and a recipe that says when it starts, in passing:
+# searched for by meaning, the recipe ranks below every section of the page.
+JOBS = """\
+# Nightly jobs
+
+## Schedule
+
+The nightly job starts every night after midnight and runs the database backups, the
+report exports and the cache cleanup. When the nightly job starts, it takes a lock.
+
+## Timing
+
+Each nightly job start time is set in UTC in the scheduler. The job starts sharp at
+the configured time and a second start is refused while one runs.
+
+## Failures
+
+If the nightly job does not start, the scheduler pages the operator on call.
+"""
+RECIPE = """\
+# Kitchen notes
+
+Soak the chickpeas overnight, then simmer them with garlic, cumin and a bay leaf
+until they are soft. The nightly job starts at 02:15 UTC sharp, so leave the office
+printer alone. Blend with tahini, lemon juice and a little of the cooking water.
+"""
+
+
+def test_an_exact_phrase_of_a_document_is_found_with_an_embedder(
+    make_memory: MakeMemory, tmp_path: Path
+) -> None:
+    (tmp_path / "jobs.md").write_text(JOBS, encoding="utf-8")
+    (tmp_path / "kitchen.md").write_text(RECIPE, encoding="utf-8")
+    mem = make_memory(embedder="local")
+    mem.add_knowledge(tmp_path)
+    phrase = "the nightly job starts at 02:15 UTC sharp"
+    hits = mem.search_knowledge(phrase, limit=3, threshold=0.3)
+    assert hits and "02:15 UTC sharp" in hits[0].text, [h.heading for h in hits]
+    assert hits[0].score == 1.0 and hits[0].match == "fulltext"
+    assert hits == sorted(hits, key=lambda h: -h.score)
+    # spacing, case and a line break inside the document make no difference
+    again = mem.search_knowledge("The  NIGHTLY job starts at 02:15 utc", limit=1)
+    assert again and again[0].chunk_id == hits[0].chunk_id
+    # a word of the phrase is not the phrase: "02:1" does not hold "02:15"
+    assert all(h.score < 1.0 for h in mem.search_knowledge("nightly job starts at 02:1"))
+
+
+@pytest.mark.parametrize("query", ["soak", "bay leaf"])
+def test_a_short_query_held_by_a_chunk_keeps_its_cosine_score(
+    make_memory: MakeMemory, tmp_path: Path, query: str
+) -> None:
+    """Only a phrase of some length counts as asked for word for word: a word or two
+    ("thanks", "ok") held by a chunk is no reason to put it first."""
+    (tmp_path / "kitchen.md").write_text(RECIPE, encoding="utf-8")
+    mem = make_memory(embedder="local")
+    mem.add_knowledge(tmp_path)
+    hits = mem.search_knowledge(query, threshold=0.0)
+    assert hits and all(h.match == "vector" and h.score < 1.0 for h in hits)
