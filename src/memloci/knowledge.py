@@ -36,6 +36,7 @@ MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 RST_SUFFIXES = frozenset({".rst", ".rest"})
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv"})
 COLLECTION_MAX = 100
+UNREADABLE = "cannot read it"  # why a file is skipped when reading it failed (not its content)
 PathLike = str | os.PathLike[str]
 
 
@@ -69,7 +70,7 @@ class KnowledgeReport(BaseModel):
     updated: int = 0
     unchanged: int = 0
     skipped: int = 0
-    removed: int = 0  # sources of a folder's files deleted since it was added
+    removed: int = 0  # sources dropped: a folder's files deleted since, files now unreadable
     chunks: int = 0  # chunks written (added + updated files)
     files: list[KnowledgeFile] = Field(default_factory=list)
 
@@ -187,7 +188,7 @@ def read_document(path: Path) -> Document | str:
                 return "not a regular file (a pipe, a device or a socket)"
             raw = fh.read(MAX_FILE_BYTES + 1)  # bounded, whatever the size said
     except OSError as exc:
-        return f"cannot read it: {exc.strerror or exc}"
+        return f"{UNREADABLE}: {exc.strerror or exc}"
     if len(raw) > MAX_FILE_BYTES:
         return f"larger than {MAX_FILE_BYTES // 1_000_000} MB"
     if raw.startswith(b"%PDF"):

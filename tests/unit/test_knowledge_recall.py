@@ -73,3 +73,47 @@ def test_a_short_query_held_by_a_chunk_keeps_its_cosine_score(
     mem.add_knowledge(tmp_path)
     hits = mem.search_knowledge(query, threshold=0.0)
     assert hits and all(h.match == "vector" and h.score < 1.0 for h in hits)
+
+
+def test_a_file_in_one_collection_is_not_moved_by_adding_it_to_another(
+    make_memory: MakeMemory, tmp_path: Path
+) -> None:
+    faq = tmp_path / "faq.md"
+    faq.write_text("# FAQ\n\nThe refund window is thirty days.\n", encoding="utf-8")
+    mem = make_memory(embedder=None)
+    mem.add_knowledge(faq, collection="faq")
+    report = mem.add_knowledge(tmp_path, collection="docs")
+    assert (report.added, report.updated, report.skipped) == (0, 0, 1)
+    assert "'faq'" in str(report.files[0].reason) and "remove" in str(report.files[0].reason)
+    hits = mem.search_knowledge("refund window", collections=["faq"], threshold=0.0)
+    assert [h.collection for h in hits] == ["faq"]
+    assert [s.collection for s in mem.service.store.knowledge_sources("default")] == ["faq"]
+
+
+@pytest.mark.parametrize(
+    ("now", "why"),
+    [
+        (b"The refund window is thirty days.\x00\x01", "binary"),
+        (b"The refund window is thirty days, caf\xe9.", "not UTF-8"),
+        (b"%PDF-1.7 The refund window is thirty days.", "PDF"),
+    ],
+)
+def test_a_file_that_can_no_longer_be_added_loses_its_old_chunks(
+    make_memory: MakeMemory, tmp_path: Path, now: bytes, why: str
+) -> None:
+    """What a file held before it was overwritten with something that cannot be added is
+    no answer any more: a re-add removes it, and says so."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "faq.txt").write_text("The refund window is thirty days.\n", encoding="utf-8")
+    (folder / "keep.txt").write_text("Shipping is free above fifty euros.\n", encoding="utf-8")
+    mem = make_memory(embedder=None)
+    mem.add_knowledge(folder)
+    (folder / "faq.txt").write_bytes(now)
+    report = mem.add_knowledge(folder)
+    (gone,) = [f for f in report.files if f.path.endswith("faq.txt")]
+    assert gone.action == "removed" and why in str(gone.reason), gone
+    assert (report.removed, report.unchanged) == (1, 1)
+    assert mem.search_knowledge("refund window", threshold=0.0) == []
+    kept = mem.service.store.knowledge_sources("default")
+    assert [Path(s.path).name for s in kept] == ["keep.txt"]

@@ -117,7 +117,7 @@ def add(
             note(f"{f.action} {shown(f.path)}: {f.reason}")
     if not any(f.action != "removed" for f in report.files):
         note(f"No files matched {', '.join(glob or DEFAULT_GLOBS)}; nothing was added.")
-    gone = f", {report.removed} removed (deleted since)" if report.removed else ""
+    gone = f", {report.removed} removed" if report.removed else ""
     say(
         f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
         f"{report.skipped} skipped{gone}; {report.chunks} chunks written to collection "

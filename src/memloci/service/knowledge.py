@@ -93,13 +93,25 @@ class KnowledgeMixin(ServiceCore):
         todo: list[tuple[int, kb.Document, KnowledgeSource | None]] = []
         found = kb.collect_files(paths, globs)
         files += self._drop_deleted(namespace, paths, found)
+        stale: list[str] = []  # sources of files that can no longer be added
         for path in found:
             doc = kb.read_document(path)
-            if isinstance(doc, str):
-                files.append(KnowledgeFile(path=str(path), action="skipped", reason=doc))
-                continue
             sid = kb.source_id(str(path))
             old = self.store.knowledge_source(namespace, sid)
+            if old is not None and old.collection != collection:
+                files.append(_elsewhere(path, old))
+                continue
+            if isinstance(doc, str):
+                if old is not None and not doc.startswith(kb.UNREADABLE):
+                    stale.append(sid)
+                    reason = f"{doc}; what it held before was removed"
+                    files.append(
+                        KnowledgeFile(path=str(path), action="removed", source_id=sid,
+                                      reason=reason)
+                    )  # fmt: skip
+                    continue
+                files.append(KnowledgeFile(path=str(path), action="skipped", reason=doc))
+                continue
             if old is not None and _unchanged(old, doc, collection, model):
                 files.append(
                     KnowledgeFile(path=str(path), action="unchanged", source_id=sid,
@@ -108,6 +120,8 @@ class KnowledgeMixin(ServiceCore):
                 continue
             files.append(KnowledgeFile(path=str(path), action="added", source_id=sid))
             todo.append((len(files) - 1, doc, old))
+        if stale:
+            self.store.delete_knowledge(namespace, stale)
         chunked = [(at, doc, old, *kb.chunk_document(doc)) for at, doc, old in todo]
         total, done = sum(len(pieces) for *_, pieces in chunked), 0
         if progress is not None:
@@ -376,6 +390,16 @@ def _embed(
         if progress is not None:
             progress(done + min(i + size, len(texts)), total)
     return np.concatenate(parts)
+
+
+def _elsewhere(path: Path, old: KnowledgeSource) -> KnowledgeFile:
+    """A file already in another collection of the namespace is left there (a file is in
+    one collection; adding it elsewhere must not take it from the first)."""
+    reason = (
+        f"already in collection {old.collection!r}: a file is in one collection of a "
+        f"namespace (`memloci knowledge remove {old.id}` first to move it)"
+    )
+    return KnowledgeFile(path=str(path), action="skipped", source_id=old.id, reason=reason)
 
 
 def _unchanged(old: KnowledgeSource, doc: kb.Document, collection: str, model: str | None) -> bool:
