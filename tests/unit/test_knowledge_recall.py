@@ -117,3 +117,19 @@ def test_a_file_that_can_no_longer_be_added_loses_its_old_chunks(
     assert mem.search_knowledge("refund window", threshold=0.0) == []
     kept = mem.service.store.knowledge_sources("default")
     assert [Path(s.path).name for s in kept] == ["keep.txt"]
+
+
+def test_one_path_in_two_namespaces_is_found_in_both(
+    make_memory: MakeMemory, tmp_path: Path
+) -> None:
+    """Chunk ids come from the file's path, so two namespaces holding one file (here
+    added before and after an edit) hold the same chunk ids: a search of both keeps both."""
+    page = tmp_path / "kitchen.md"
+    page.write_text(RECIPE, encoding="utf-8")
+    mem = make_memory(embedder="local")
+    mem.add_knowledge(page, namespace="shop")
+    page.write_text(RECIPE.replace("02:15", "03:30"), encoding="utf-8")
+    mem.add_knowledge(page, namespace="office")
+    query = "the nightly job starts at 02:15 UTC sharp"
+    hits = mem.search_knowledge(query, namespace=["shop", "office"], threshold=0.0)
+    assert [(h.namespace, h.score == 1.0) for h in hits] == [("shop", True), ("office", False)]

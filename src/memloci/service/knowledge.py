@@ -436,10 +436,10 @@ def _with_verbatim(hits: list[KnowledgeHit], verbatim: list[KnowledgeHit]) -> li
     rest by full text's), then the other hits, best first."""
     if not verbatim:
         return hits
-    rank = {h.chunk_id: i for i, h in enumerate(hits)}
-    first = sorted(verbatim, key=lambda h: rank.get(h.chunk_id, len(hits)))
-    held = {h.chunk_id for h in first}
-    return [*first, *(h for h in hits if h.chunk_id not in held)]
+    rank = {(h.namespace, h.chunk_id): i for i, h in enumerate(hits)}
+    first = sorted(verbatim, key=lambda h: rank.get((h.namespace, h.chunk_id), len(hits)))
+    held = {(h.namespace, h.chunk_id) for h in first}  # one path: one chunk id per namespace
+    return [*first, *(h for h in hits if (h.namespace, h.chunk_id) not in held)]
 
 
 def _squash(bm25: float) -> float:
