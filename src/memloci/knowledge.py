@@ -11,6 +11,7 @@ store; :mod:`memloci.service.knowledge` does.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import re
@@ -175,7 +176,7 @@ class Document:
 def read_document(path: Path) -> Document | str:
     """The file as a :class:`Document`, or why it is skipped: not a regular file (a pipe,
     a device), a name that is not UTF-8, too large, binary (a NUL byte anywhere), a PDF,
-    not UTF-8 text."""
+    neither UTF-8 nor UTF-16 after a byte-order mark."""
     if path.suffix.lower() == ".pdf":
         return "PDF is not supported: convert it to text or markdown first"
     if not _utf8(str(path)):
@@ -193,12 +194,11 @@ def read_document(path: Path) -> Document | str:
         return f"larger than {MAX_FILE_BYTES // 1_000_000} MB"
     if raw.startswith(b"%PDF"):
         return "PDF is not supported: convert it to text or markdown first"
-    if b"\x00" in raw:  # anywhere: no text file holds one (and PostgreSQL text cannot)
+    text, why = _decode(raw)
+    if text is None:
+        return why
+    if "\x00" in text:  # anywhere: no text file holds one (and PostgreSQL text cannot)
         return "binary file (only text, markdown and reST files are supported)"
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return "not UTF-8 text"
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     suffix = path.suffix.lower()
     kind: Literal["markdown", "rst", "text"] = (
@@ -208,6 +208,16 @@ def read_document(path: Path) -> Document | str:
         path=path, text=text, kind=kind, content_hash=hashlib.sha256(raw).hexdigest(),
         mtime=datetime.fromtimestamp(stat.st_mtime, UTC), size=len(raw),
     )  # fmt: skip
+
+
+def _decode(raw: bytes) -> tuple[str, str] | tuple[None, str]:
+    """(text, "") from UTF-8 (a byte-order mark dropped) or from UTF-16 after its
+    byte-order mark (what Windows tools write), else (None, why not)."""
+    utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    try:
+        return raw.decode("utf-16" if utf16 else "utf-8-sig"), ""
+    except UnicodeDecodeError:
+        return None, "not UTF-16 text, though it starts like it" if utf16 else "not UTF-8 text"
 
 
 def _utf8(text: str) -> bool:

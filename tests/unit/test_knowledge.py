@@ -193,6 +193,14 @@ def test_a_nul_byte_anywhere_makes_a_file_binary(tmp_path: Path) -> None:
     assert "binary" in str(kb.read_document(late))
 
 
+def test_utf16_without_a_byte_order_mark_is_refused_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "faq.txt"
+    path.write_bytes("The refund window is thirty days.".encode("utf-16-le"))
+    assert "binary" in str(kb.read_document(path))
+    path.write_bytes(b"\xff\xfe" + b"\x00\xd8")  # a lone surrogate: broken UTF-16
+    assert "UTF-16" in str(kb.read_document(path))
+
+
 def _read_soon(path: Path) -> kb.Document | str:
     """read_document in a thread, failing the test (not hanging it) after 10 s."""
     done: list[kb.Document | str] = []

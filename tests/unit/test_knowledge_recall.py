@@ -133,3 +133,19 @@ def test_one_path_in_two_namespaces_is_found_in_both(
     query = "the nightly job starts at 02:15 UTC sharp"
     hits = mem.search_knowledge(query, namespace=["shop", "office"], threshold=0.0)
     assert [(h.namespace, h.score == 1.0) for h in hits] == [("shop", True), ("office", False)]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_text_with_a_byte_order_mark_is_added(
+    make_memory: MakeMemory, tmp_path: Path, encoding: str
+) -> None:
+    """Windows writes UTF-16 with a byte-order mark (Notepad's "Unicode", PowerShell's
+    ``>``): text, not a binary file."""
+    text = "# Café\r\n\r\nThe refund window is thirty days.\r\n"
+    bom = "\ufeff" if encoding != "utf-16" else ""  # "utf-16" writes its own
+    (tmp_path / "faq.md").write_bytes((bom + text).encode(encoding))
+    mem = make_memory(embedder=None)
+    report = mem.add_knowledge(tmp_path)
+    assert (report.added, report.skipped) == (1, 0), report.files
+    (hit,) = mem.search_knowledge("refund window", threshold=0.0)
+    assert hit.text == "The refund window is thirty days." and hit.heading == "Café"
