@@ -194,11 +194,15 @@ def read_document(path: Path) -> Document | str:
         return f"larger than {MAX_FILE_BYTES // 1_000_000} MB"
     if raw.startswith(b"%PDF"):
         return "PDF is not supported: convert it to text or markdown first"
-    text, why = _decode(raw)
+    binary = "binary file (only text, markdown and reST files are supported)"
+    utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    if not utf16 and b"\x00" in raw:  # anywhere: no text holds one (nor PostgreSQL text)
+        return binary
+    text, why = _decode(raw, utf16)
     if text is None:
         return why
-    if "\x00" in text:  # anywhere: no text file holds one (and PostgreSQL text cannot)
-        return "binary file (only text, markdown and reST files are supported)"
+    if "\x00" in text:
+        return binary
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     suffix = path.suffix.lower()
     kind: Literal["markdown", "rst", "text"] = (
@@ -210,10 +214,9 @@ def read_document(path: Path) -> Document | str:
     )  # fmt: skip
 
 
-def _decode(raw: bytes) -> tuple[str, str] | tuple[None, str]:
+def _decode(raw: bytes, utf16: bool) -> tuple[str, str] | tuple[None, str]:
     """(text, "") from UTF-8 (a byte-order mark dropped) or from UTF-16 after its
     byte-order mark (what Windows tools write), else (None, why not)."""
-    utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
     try:
         return raw.decode("utf-16" if utf16 else "utf-8-sig"), ""
     except UnicodeDecodeError:

@@ -110,7 +110,7 @@ def test_errors_are_clear_and_write_nothing(db: Path, docs: Path) -> None:
     bad = run(db, "search", "kettle", "--threshold", "2")
     assert bad.exit_code == 2 and "threshold" in bad.stderr
     nothing = ok(db, "search", "unrelated words entirely", "--threshold", "0.99")
-    assert nothing.stdout == "" and "No knowledge chunk scored 0.99" in nothing.stderr
+    assert nothing.stdout == "" and "No knowledge in namespace 'default' yet" in nothing.stderr
     no_store = runner.invoke(app, ["knowledge", "list", "--db", str(db.parent / "new.db")])
     assert no_store.exit_code == 3
 
@@ -133,3 +133,16 @@ def test_a_folder_with_odd_files_adds_the_rest(db: Path, tmp_path: Path) -> None
     assert "log.txt: binary file" in result.stderr
     assert "pipe.md: not a regular file" in result.stderr
     assert [Path(s["path"]).name for s in as_json(db, "list")] == ["good.md"]
+
+
+def test_searching_a_collection_that_does_not_exist_says_so(db: Path, docs: Path) -> None:
+    """A mistyped collection is not a threshold that is too high."""
+    empty = ok(db, "add", str(docs / "sub"), "-c", "faq")  # creates the store
+    assert empty.exit_code == 0
+    typo = ok(db, "search", "refunds", "-c", "fqa")
+    assert typo.stdout == "" and "no collection 'fqa'" in typo.stderr
+    assert "faq" in typo.stderr and "threshold" not in typo.stderr
+    high = ok(db, "search", "unrelated words entirely", "-c", "faq", "--threshold", "0.99")
+    assert high.stdout == "" and "No knowledge chunk scored 0.99" in high.stderr
+    other = ok(db, "search", "refunds", "-c", "faq", "-n", "shop")
+    assert "No knowledge in namespace 'shop'" in other.stderr and "knowledge add" in other.stderr

@@ -504,3 +504,9 @@ def test_reembed_knowledge_after_switching_models(tmp_path: Path) -> None:
         assert seen[-1] == (1, 1)
         assert m.search_knowledge("keys rotate monthly", threshold=0)
         assert m.reembed_knowledge() == 0  # nothing left of another model
+
+
+def test_a_binary_file_that_is_not_utf8_either_is_called_binary(tmp_path: Path) -> None:
+    path = tmp_path / "photo.txt"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    assert "binary" in str(kb.read_document(path))

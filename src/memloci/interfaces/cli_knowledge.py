@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -32,6 +32,9 @@ from memloci.interfaces.cli_common import (
 )
 from memloci.knowledge import DEFAULT_GLOBS, KnowledgeReport
 from memloci.models import KnowledgeHit, KnowledgeSource
+
+if TYPE_CHECKING:
+    from memloci.sdk import Memory
 
 knowledge_app = typer.Typer(
     rich_markup_mode="markdown",
@@ -172,12 +175,32 @@ def search(
     """The knowledge chunks closest to a query, best first (those above the threshold)."""
     with open_memory(db, namespace, embedder, must_exist=True) as m:
         hits = m.search_knowledge(query, collections=collection, limit=k, threshold=threshold)
+        ns = m.settings.namespace
+        held = set() if hits or as_json else _collections(m, ns)
     if as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
     elif not hits:
-        note(f"No knowledge chunk scored {threshold} or more; try a lower --threshold.")
+        note(_why_nothing(threshold, ns, collection or [], held))
     else:
         out.print(hits_table(hits, title=f"memloci knowledge search {query!r}"))
+
+
+def _collections(m: Memory, namespace: str) -> set[str]:
+    sources = m._call(m.service.list_knowledge_sources(namespace=namespace))
+    return {s.collection for s in sources}
+
+
+def _why_nothing(threshold: float, ns: str, asked: list[str], held: set[str]) -> str:
+    """Why a search found nothing: no knowledge at all, a collection that is not there
+    (a typo is no threshold to lower), or scores below the threshold."""
+    if not held:
+        return f"No knowledge in namespace {ns!r} yet: add some with `memloci knowledge add PATH`."
+    missing = [c for c in asked if c not in held]
+    if missing:
+        names = ", ".join(repr(c) for c in missing)
+        have = ", ".join(sorted(held))
+        return f"There is no collection {names} in namespace {ns!r} (its collections: {have})."
+    return f"No knowledge chunk scored {threshold} or more; try a lower --threshold."
 
 
 def hits_table(hits: list[KnowledgeHit], title: str | None = None) -> Table:
