@@ -37,6 +37,7 @@ MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 RST_SUFFIXES = frozenset({".rst", ".rest"})
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv"})
 COLLECTION_MAX = 100
+GONE = "the file is gone"  # why a folder's source was removed: its file was deleted
 UNREADABLE = "cannot read it"  # why a file is skipped when reading it failed (not its content)
 PathLike = str | os.PathLike[str]
 

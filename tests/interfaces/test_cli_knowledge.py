@@ -146,3 +146,13 @@ def test_searching_a_collection_that_does_not_exist_says_so(db: Path, docs: Path
     assert high.stdout == "" and "No knowledge chunk scored 0.99" in high.stderr
     other = ok(db, "search", "refunds", "-c", "faq", "-n", "shop")
     assert "No knowledge in namespace 'shop'" in other.stderr and "knowledge add" in other.stderr
+
+
+def test_a_file_overwritten_with_binary_is_removed_and_said_so(db: Path, docs: Path) -> None:
+    faq = docs / "sub" / "faq.txt"
+    ok(db, "add", str(faq))
+    faq.write_bytes(b"\x00\x01\x02")
+    result = ok(db, "add", str(faq))
+    assert "faq.txt: binary file" in result.stderr and "removed" in result.stderr
+    assert "No files matched" not in result.stderr and "1 removed" in result.stdout
+    assert as_json(db, "list") == []

@@ -30,7 +30,7 @@ from memloci.interfaces.cli_common import (
     say,
     snippet,
 )
-from memloci.knowledge import DEFAULT_GLOBS, KnowledgeReport
+from memloci.knowledge import DEFAULT_GLOBS, GONE, KnowledgeReport
 from memloci.models import KnowledgeHit, KnowledgeSource
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def add(
     for f in report.files:
         if f.action in ("skipped", "removed"):
             note(f"{f.action} {shown(f.path)}: {f.reason}")
-    if not any(f.action != "removed" for f in report.files):
+    if all(f.action == "removed" and f.reason == GONE for f in report.files):
         note(f"No files matched {', '.join(glob or DEFAULT_GLOBS)}; nothing was added.")
     gone = f", {report.removed} removed" if report.removed else ""
     say(

@@ -160,7 +160,7 @@ class KnowledgeMixin(ServiceCore):
             self.store.delete_knowledge(namespace, [src.id for src in gone])
         return [
             KnowledgeFile(path=src.path, action="removed", source_id=src.id,
-                          reason="the file is gone")
+                          reason=kb.GONE)
             for src in gone
         ]  # fmt: skip
 
