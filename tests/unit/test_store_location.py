@@ -94,3 +94,18 @@ def test_a_folder_it_may_not_write(tmp_path: Path) -> None:
         ), said
         assert "MEMLOCI_PATH" in said[name], said
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_a_new_store_is_for_its_owner_only(tmp_path: Path) -> None:
+    """A store holds what people said: a new one (and its -wal / -shm) is 0600 whatever
+    the umask lets others read; a file that exists keeps its mode."""
+    path = tmp_path / "new.db"
+    with Memory(str(path), embedder=None) as mem:
+        mem.remember("The user lives in Lisbon", user="sam")
+        modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes == {"new.db": 0o600, "new.db-wal": 0o600, "new.db-shm": 0o600}, modes
+    shared = tmp_path / "shared.db"
+    shared.touch()
+    shared.chmod(0o640)
+    Memory(str(shared), embedder=None).close()
+    assert shared.stat().st_mode & 0o777 == 0o640

@@ -95,3 +95,14 @@ def check_writable(path: str) -> None:
         raise StorageError(
             f"cannot write the store {path!r}: permission denied", hint=WRITABLE_HINT
         )
+
+
+def create_private(path: str) -> None:
+    """Create a new store file that only its owner may read or write (0600): a store
+    holds what people said. SQLite gives the ``-wal`` and ``-shm`` files the store's
+    mode. An existing file keeps its own."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)

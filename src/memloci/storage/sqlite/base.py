@@ -17,7 +17,7 @@ from typing import Any
 
 from memloci.errors import EmbeddingModelError, StorageError
 from memloci.storage.base import migration_scripts
-from memloci.storage.location import check_writable
+from memloci.storage.location import check_writable, create_private
 from memloci.storage.sqlite import fts_totals
 from memloci.storage.sqlite.checkpoint import WAL_BOUND, Checkpointer
 from memloci.storage.sqlite.vecindex import VectorIndex
@@ -162,6 +162,7 @@ class SQLiteBase:
         self._memory = self.path == ":memory:" or self.path.startswith("file::memory")
         if not self._memory:
             check_writable(self.path)
+            create_private(self.path)
         self._wlock = threading.RLock()
         self._depth = 0  # open write transactions of the thread holding _wlock
         self._tx_thread: int | None = None  # the thread inside the open write transaction
