@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -229,3 +231,33 @@ def test_python_dash_m_and_the_missing_extras_of_a_bare_install(venv: Path, tmp_
         said = _run([python, "-c", code], timeout=RUN_TIMEOUT, env=env, cwd=tmp_path)
         assert said.stdout.strip().endswith(f"pip install 'memloci[{extra}]'"), said.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["netblock"]  # nothing written
+
+
+def test_the_oldest_setuptools_it_admits_builds_it(tmp_path: Path) -> None:
+    """``build-system.requires`` admits no setuptools too old for this pyproject (a
+    ``license = "…"`` expression needs setuptools 77): the oldest major release it
+    admits builds the wheel (``--no-build-isolation``, as a pinned build does)."""
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (spec,) = [r for r in requires["build-system"]["requires"] if r.startswith("setuptools")]
+    found = re.fullmatch(r"setuptools\s*>=\s*(\d+)(?:\.\d+)*", spec)
+    assert found, spec
+    major = int(found.group(1))
+    env_dir = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(env_dir)], timeout=RUN_TIMEOUT)
+    python = str(env_dir / "bin" / "python")
+    oldest = f"setuptools>={major},<{major + 1}"
+    _run([python, "-m", "pip", "install", "-q", oldest, "wheel"], timeout=INSTALL_TIMEOUT)
+    src = tmp_path / "src-copy"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(
+        ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
+    out = tmp_path / "dist"
+    _run(
+        [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q", "-w",
+         str(out), str(src)],
+        timeout=INSTALL_TIMEOUT,
+    )  # fmt: skip
+    assert [p.name for p in out.glob("memloci-*.whl")], list(out.iterdir())
