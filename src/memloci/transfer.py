@@ -56,6 +56,7 @@ from memloci.models import (
 )
 from memloci.retrieval.query import DOCUMENT_FORM
 from memloci.storage.base import PendingEmbedding, Store
+from memloci.storage.locks import entities_lock, users_lock
 from memloci.storage.rows import content_hash
 from memloci.transfer_parse import FORMAT, VERSION, Line, invalid, narrowest, parse
 from memloci.transfer_records import (
@@ -298,7 +299,14 @@ def import_lines(
         and header.get("embedding_model") == embedding_model
         and header.get("dimension") == dimension
     )
-    with store.batch():  # all records land, or none
+    # all records land, or none; one import at a time across servers (ids are checked,
+    # then written), the namespace's users and entities read and merged under their locks
+    with (
+        store.batch(),
+        store.exclusive("import"),
+        store.exclusive(users_lock(namespace)),
+        store.exclusive(entities_lock(namespace)),
+    ):
         in_file = {n.id for n, _ in nodes}
         _check_edge_ends(store, namespace, records, in_file)
         _check_merged_users(store, namespace, records)

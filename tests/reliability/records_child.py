@@ -1,6 +1,6 @@
 """One process of the record-race tests (``test_record_races.py``).
 
-``python records_child.py STORE KIND INDEX``: opens the store, prints ``ready``, waits
+``python records_child.py STORE KIND INDEX [FILE]``: opens the store, prints ``ready``, waits
 for a line on stdin (so every process starts together), runs the KIND of writes and
 prints one JSON line: the outcome of each call (``ok`` or the error's class name).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from memloci import Memory
@@ -19,8 +20,13 @@ from memloci.providers.fake import FakeEmbedder
 ROUNDS = 8  # calls per process for the repeated kinds
 
 
-def calls(memory: Memory, kind: str, index: int) -> list[Callable[[], Awaitable[Any]]]:
+def calls(
+    memory: Memory, kind: str, index: int, path: str = ""
+) -> list[Callable[[], Awaitable[Any]]]:
     service = memory.service
+    if kind == "import":  # every process imports the same export into one namespace
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        return [lambda: service.import_lines(lines, "team")]
     if kind == "contact":  # every call starts a new conversation: none may be lost
         return [lambda: service.touch_user("u1", new_conversation=True)] * ROUNDS
     if kind == "identifiers":  # each process adds channels of its own to one user
@@ -38,20 +44,20 @@ def calls(memory: Memory, kind: str, index: int) -> list[Callable[[], Awaitable[
     raise SystemExit(f"unknown kind {kind!r}")
 
 
-def main(location: str, kind: str, index: int) -> None:
+def main(location: str, kind: str, index: int, path: str = "") -> None:
     outcomes: list[str] = []
     with Memory(location, embedder=FakeEmbedder()) as memory:
-        todo = calls(memory, kind, index)
+        todo = calls(memory, kind, index, path)
         print("ready", flush=True)
         sys.stdin.readline()
         for call in todo:
             try:
-                memory._call(call())
-                outcomes.append("ok")
+                done = memory._call(call())
+                outcomes.append(f"imported {done.nodes}" if kind == "import" else "ok")
             except MemlociError as exc:
                 outcomes.append(type(exc).__name__)
     print(json.dumps(outcomes))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), *sys.argv[4:])

@@ -1,8 +1,9 @@
 """Memory users and entities written by several processes at once, on both backends:
 each check-then-write (read a user or an entity, decide, write it back) is serialised
 across processes and servers, so no contact, identifier or mention is lost, a channel
-id is never claimed twice, two opposite merges never both land, and a name never makes
-two entities. SQLite serialises them with its one writer; PostgreSQL needs a lock.
+id is never claimed twice, two opposite merges never both land, a name never makes
+two entities, and one file imported by several servers at once lands once. SQLite
+serialises them with its one writer; PostgreSQL needs a lock.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ sys.path.insert(0, str(CHILD.parent))
 from records_child import ROUNDS  # noqa: E402
 
 
-def _race(location: str, kind: str, processes: int = PROCESSES) -> list[list[str]]:
+def _race(location: str, kind: str, processes: int = PROCESSES, *extra: str) -> list[list[str]]:
     """Run ``records_child.py`` KIND in ``processes`` processes released together; the
     outcomes of each process's calls."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
     procs = [
         subprocess.Popen(
-            [sys.executable, str(CHILD), location, kind, str(i)],
+            [sys.executable, str(CHILD), location, kind, str(i), *extra],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -123,3 +124,28 @@ def test_one_name_named_at_once_makes_one_entity(db_path: str) -> None:
     assert sorted(e.canonical_name for e in entities) == [f"Thing {j}" for j in range(ROUNDS)]
     # the first save makes the entity, every later one is a mention
     assert [e.mention_count for e in entities] == [PROCESSES] * ROUNDS
+
+
+def test_one_file_imported_at_once_lands_once(db_path: str, tmp_path: Path) -> None:
+    export = tmp_path / "team.jsonl"
+    with _memory(str(tmp_path / "source.db")) as source:
+        for i in range(12):
+            source.remember(f"Team fact {i}: the build of service s{i} runs at {i}:00", user="al")
+        source.add("Al said the release is on Friday", user="al", session="s1")
+        source._call(source.service.save_user("al", identifiers={"email": "al@example.com"}))
+        source._call(source.service.save_entity("Friday Release"))
+        source.flush()
+        source.export(str(export))
+        stored = source.count(namespace="default")
+    with _memory(db_path):
+        pass  # create the schema once, as a deployment would
+    outcomes = _race(db_path, "import", 3, str(export))
+    assert sorted(o for run in outcomes for o in run) == [
+        "imported 0",
+        "imported 0",
+        f"imported {stored}",
+    ]
+    with _memory(db_path) as mem:
+        assert mem.count(namespace="team") == stored
+        assert mem._call(mem.service.count_users(namespace="team")) == 1
+        assert mem._call(mem.service.count_entities(namespace="team")) == 1

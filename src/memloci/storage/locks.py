@@ -4,8 +4,9 @@ SQLite serialises every write transaction through its one writer, so a read-deci
 inside ``batch()`` is atomic there; PostgreSQL runs transactions side by side, and two
 servers reading the same user or entity would both write back what they read. These keys
 name the advisory locks that serialise them across processes and servers. Taken in this
-order when a transaction needs several: ``facts:`` (see
-:func:`memloci.consolidation.dedupe.fact_lock`), then users, then entities.
+order when a transaction needs several: ``import`` (one import at a time per store),
+``facts:`` (see :func:`memloci.consolidation.dedupe.fact_lock`), then users, then
+entities.
 """
 
 from __future__ import annotations
