@@ -55,6 +55,14 @@ def test_serve_refuses_a_public_interface_without_keys(tmp_path: Path) -> None:
     assert "memloci keys create" in r.output
 
 
+@pytest.mark.parametrize("port", ["0", "70000"])
+def test_serve_refuses_a_port_out_of_range_before_loading(tmp_path: Path, port: str) -> None:
+    r = runner.invoke(app, ["serve", "--demo", "--port", port, "--embedder", "none"])
+    assert r.exit_code == 2, r.output
+    assert "Invalid value for '--port'" in r.output, r.output
+    assert "Loaded the demo" not in r.output and "demo store" not in r.output
+
+
 def test_serve_demo_runs_the_real_server(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}

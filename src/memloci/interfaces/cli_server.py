@@ -54,7 +54,7 @@ def serve(
     host: Annotated[
         str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")
     ] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default 8765).")] = None,
     db: DbOpt = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
