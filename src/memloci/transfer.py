@@ -37,6 +37,7 @@ import contextlib
 import json
 import os
 import secrets
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,8 +190,9 @@ def array_lines(text: str) -> list[str]:
 def write_lines(path: str, lines: Iterable[str]) -> int:
     """Write an export's ``lines`` to ``path``; returns how many. They go to a file beside
     it, renamed over ``path`` once all are written: a failure (a full disk, the store
-    failing mid-way) leaves the previous file as it was and no half file. A pipe or a
-    device (``/dev/stdout``) is written to directly."""
+    failing mid-way) leaves the previous file as it was and no half file. A new file is
+    readable by its owner only (0600, as the store it copies); one replaced keeps its
+    mode. A pipe or a device (``/dev/stdout``) is written to directly."""
     if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
         return _write(path, path, lines)
     folder, name = os.path.split(os.path.abspath(path))
@@ -198,6 +200,8 @@ def write_lines(path: str, lines: Iterable[str]) -> int:
     try:
         count = _write(tmp, path, lines, new=True)
         try:
+            with contextlib.suppress(FileNotFoundError):  # a backup replaced keeps its mode
+                os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
             os.replace(tmp, path)
         except OSError as exc:
             raise ValidationError(f"cannot write {path!r}: {exc.strerror or exc}") from None
@@ -210,7 +214,9 @@ def write_lines(path: str, lines: Iterable[str]) -> int:
 def _write(file: str, path: str, lines: Iterable[str], *, new: bool = False) -> int:
     count = 0
     try:
-        with open(file, "x" if new else "w", encoding="utf-8") as fh:
+        # a new file is for its owner only (0600), as the store it copies
+        opener = (lambda f, flags: os.open(f, flags, 0o600)) if new else None
+        with open(file, "x" if new else "w", encoding="utf-8", opener=opener) as fh:
             for line in lines:
                 fh.write(line + "\n")
                 count += 1

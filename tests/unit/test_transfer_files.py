@@ -205,3 +205,17 @@ def test_an_empty_file_is_no_export(make_memory: Any, tmp_path: Path, content: s
     target: Memory = make_memory(str(tmp_path / "target.db"))
     with pytest.raises(ValidationError, match="is empty: not a memloci export"):
         target.import_file(str(path))
+
+
+def test_a_new_backup_is_for_its_owner_only(source: Memory, tmp_path: Path) -> None:
+    """The store is 0600 (what people said is private); its export was 0644 by the umask,
+    readable by anyone on the machine. A backup written over keeps the mode it had."""
+    import os
+    import stat
+
+    path = tmp_path / "new.jsonl"
+    source.export(str(path))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    os.chmod(path, 0o640)
+    source.export(str(path))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
