@@ -44,12 +44,36 @@ def calls(
     raise SystemExit(f"unknown kind {kind!r}")
 
 
+def turn(n: int) -> str:
+    return f"Message {n} of the chat mentions the word tok{n}zq"
+
+
+def talk(memory: Memory) -> list[str]:
+    """Turns of user ``u`` one after another, until a forget took some, then 20 more."""
+    written, after = 0, None
+    while written < 5000 and (after is None or written < after + 20):
+        memory.add(turn(written), user="u", session="s")
+        written += 1
+        if after is None and memory.count(user="u") < written:
+            after = written  # forgotten meanwhile
+    return [f"wrote {written}"]
+
+
+def forget(memory: Memory) -> list[str]:
+    """Forget user ``u`` once some of their turns are stored (while more arrive)."""
+    while memory.count(user="u") < 20:
+        pass
+    return [f"forgot {memory.forget_user('u').memories}"]
+
+
 def main(location: str, kind: str, index: int, path: str = "") -> None:
     outcomes: list[str] = []
     with Memory(location, embedder=FakeEmbedder()) as memory:
-        todo = calls(memory, kind, index, path)
+        todo = calls(memory, kind, index, path) if kind not in ("talk", "forget") else []
         print("ready", flush=True)
         sys.stdin.readline()
+        if kind in ("talk", "forget"):
+            outcomes = talk(memory) if kind == "talk" else forget(memory)
         for call in todo:
             try:
                 done = memory._call(call())

@@ -19,18 +19,24 @@ import pytest
 
 from memloci import Memory
 from memloci.providers.fake import FakeEmbedder
+from memloci.storage.base import NodeFilter
 from pgtest import both_backends
 
 pytestmark = [pytest.mark.reliability, both_backends]
 CHILD = Path(__file__).resolve().parent / "records_child.py"
 PROCESSES = 4
 sys.path.insert(0, str(CHILD.parent))
-from records_child import ROUNDS  # noqa: E402
+from records_child import ROUNDS, turn  # noqa: E402
 
 
 def _race(location: str, kind: str, processes: int = PROCESSES, *extra: str) -> list[list[str]]:
     """Run ``records_child.py`` KIND in ``processes`` processes released together; the
     outcomes of each process's calls."""
+    return _together(location, [kind] * processes, *extra)
+
+
+def _together(location: str, kinds: list[str], *extra: str) -> list[list[str]]:
+    """One ``records_child.py`` process per kind, released together; their outcomes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
     procs = [
         subprocess.Popen(
@@ -40,7 +46,7 @@ def _race(location: str, kind: str, processes: int = PROCESSES, *extra: str) -> 
             stdout=subprocess.PIPE,
             text=True,
         )
-        for i in range(processes)
+        for i, kind in enumerate(kinds)
     ]
     try:
         for proc in procs:
@@ -55,7 +61,7 @@ def _race(location: str, kind: str, processes: int = PROCESSES, *extra: str) -> 
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    assert [proc.returncode for proc in procs] == [0] * processes
+    assert [proc.returncode for proc in procs] == [0] * len(kinds)
     return [json.loads(out.strip().splitlines()[-1]) for out in outputs]
 
 
@@ -149,3 +155,23 @@ def test_one_file_imported_at_once_lands_once(db_path: str, tmp_path: Path) -> N
         assert mem.count(namespace="team") == stored
         assert mem._call(mem.service.count_users(namespace="team")) == 1
         assert mem._call(mem.service.count_entities(namespace="team")) == 1
+
+
+def test_a_user_forgotten_while_their_turns_arrive_leaves_no_word_behind(db_path: str) -> None:
+    """A turn holds the words of the turns beside it in its full-text window: one written
+    while its previous turn is being forgotten must not keep that turn's words (nor an
+    edge to it)."""
+    with _memory(db_path):
+        pass
+    (wrote,), (forgot,) = _together(db_path, ["talk", "forget"])
+    written = int(wrote.split()[1])
+    with _memory(db_path) as mem:
+        kept = {n.content for n in mem.list(user="u", limit=written)}
+        gone = [n for n in range(written) if turn(n) not in kept]
+        assert kept and gone and int(forgot.split()[1]) > 0  # the forget ran mid-stream
+        store, every = mem.service.store, NodeFilter(namespaces=("default",))
+        found = {n: store.fulltext(every, f'"tok{n}zq"', 5) for n in gone}
+        ids = {n.id for n in mem.list(user="u", limit=written)}
+        edges = list(store.iter_edges("default"))
+    assert {n: hits for n, hits in found.items() if hits} == {}
+    assert [e for e in edges if e.source_id not in ids or e.target_id not in ids] == []

@@ -15,6 +15,7 @@ from typing import Any
 from memloci.errors import StorageError
 from memloci.storage.aliases import aliases_used, drop_unused_aliases
 from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.chains import deleting
 from memloci.storage.windows import SQLChain, restart
 
 FORGET_KINDS = (
@@ -34,7 +35,7 @@ class PostgresPrivacy(PostgresBase):
     def delete_user_data(self, namespace: str, user_id: str) -> dict[str, int]:
         """See :meth:`memloci.storage.base.Store.delete_user_data`."""
         with self._tx() as c:
-            self._xlock(c, f"forget:{namespace}")
+            self._xlock(c, deleting(namespace))
             return self._forget(c, namespace, user_id)
 
     def _forget(self, c: Any, ns: str, user_id: str) -> dict[str, int]:

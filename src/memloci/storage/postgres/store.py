@@ -26,7 +26,7 @@ from memloci.models import (
 )
 from memloci.storage.base import NodeFilter, NodePatch
 from memloci.storage.postgres.base import chunks
-from memloci.storage.postgres.chains import previous_turn
+from memloci.storage.postgres.chains import deleting, lock_chain, previous_turn
 from memloci.storage.postgres.consolidation import PostgresConsolidation
 from memloci.storage.postgres.inventory import PostgresInventory
 from memloci.storage.postgres.knowledge import PostgresKnowledge
@@ -128,11 +128,7 @@ class PostgresStore(
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
         prev = None
         if link_previous and (node.session is not None or node.speaker is not None):
-            # one writer per session (or, without one, per owner) at a time
-            owner = f"loose:{node.namespace}:{node.user or ''}:{node.agent or ''}"
-            self._xlock(
-                c, owner if node.session is None else f"session:{node.namespace}:{node.session}"
-            )
+            lock_chain(c, self.schema, node)  # one writer per chain, none while deleting
             prev = previous_turn(c, node)
         if prev is None:
             return self._insert(c, node, "")
@@ -324,6 +320,7 @@ class PostgresStore(
             )
 
     def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
+        self._xlock(c, deleting(namespace))  # no turn links to one of them meanwhile
         total = 0
         # the turns that stay next to removed ones hold their words in their windows
         stay = SQLChain(c, namespace, "%s").beside(ids)
