@@ -126,6 +126,11 @@ class PostgresBase:
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             text = redact_url(str(exc).strip()).replace(self._secret_url, self.url)
             down = isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout)
+            if down and hasattr(self, "_pool"):
+                # the server restarted or dropped connections: the pool's idle ones are
+                # dead too; replace them now, so only this call fails, not one per each
+                with contextlib.suppress(Exception):
+                    self._pool.check()
             if isinstance(exc, psycopg.errors.DeadlockDetected):
                 raise Deadlock(f"{doing} ({self.url}): {text}") from None
             raise StorageError(
