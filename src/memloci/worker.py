@@ -138,6 +138,13 @@ class EmbeddingWorker:
             raise StorageError("the store was closed while waiting for embeddings")
         return done
 
+    def flushed(self) -> bool:
+        """Whether nothing is pending now, without waiting or waking the worker (an async
+        :meth:`flush` looks again and again); a closed store is a :class:`StorageError`."""
+        if self._stop.is_set():
+            raise StorageError("the store was closed while waiting for embeddings")
+        return self._idle.is_set()
+
     def close(self, timeout: float = 30.0) -> None:
         # while the embedder is down, do not hold the caller for long: the pending
         # memories stay pending in the store and are embedded on the next open

@@ -101,15 +101,18 @@ class AdminMixin(ServiceCore):
         ns = self._ns(namespace)
         model = self.embedder.model_id if self.embedder else None
         dim = self.embedder.dimension if self.embedder else None
-        report = await self._run(
-            transfer.import_lines, self.store, lines, ns, embedding_model=model, dimension=dim,
-            progress=progress,
-        )  # fmt: skip
-        if self.worker:
-            self.worker.wake()
-        if self.embedder is not None and (report.chunks_to_embed or report.names_to_embed):
-            await self._run(self._embed_imported, ns, report)
-        return report
+
+        def run() -> transfer.ImportReport:  # one call: once the records are in, it ends
+            report = transfer.import_lines(
+                self.store, lines, ns, embedding_model=model, dimension=dim, progress=progress
+            )
+            if self.worker:
+                self.worker.wake()
+            if self.embedder is not None and (report.chunks_to_embed or report.names_to_embed):
+                self._embed_imported(ns, report)
+            return report
+
+        return await self._run(run)
 
     def _embed_imported(self, namespace: str, report: transfer.ImportReport) -> None:
         """Embed what an import brought with vectors of another model: knowledge chunks

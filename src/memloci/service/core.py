@@ -4,7 +4,6 @@ running blocking work in a thread, resolving the namespace of a call, and the ca
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -14,6 +13,7 @@ from memloci import validate as v
 from memloci.config import Settings
 from memloci.kinds import FACT_TYPES, NodeType, Scope
 from memloci.models import utcnow
+from memloci.service.calls import in_thread
 from memloci.storage.base import NodeFilter, Store
 
 P = ParamSpec("P")
@@ -27,8 +27,9 @@ class ServiceCore:
     settings: Settings
 
     async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run blocking store or model work in a worker thread."""
-        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+        """Run blocking store or model work in a worker thread; a caller cancelled
+        meanwhile leaves no write behind (:func:`~memloci.service.calls.in_thread`)."""
+        return await in_thread(functools.partial(fn, *args, **kwargs))
 
     def _ns(self, namespace: str | None) -> str:
         """The call's namespace, validated (the configured one when none is given)."""

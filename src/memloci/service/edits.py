@@ -172,7 +172,7 @@ class EditsMixin(ServiceCore):
         )  # fmt: skip
         vector = await self._embed_doc(document_text(text, new.speaker, new.key, new.subject))
 
-        def write() -> None:
+        def write() -> MemoryNode:
             with self.store.exclusive(fact_lock(ns)):
                 self._still_current(ns, mid, "correct the current one")
                 self._not_a_copy(old, text)
@@ -181,13 +181,15 @@ class EditsMixin(ServiceCore):
                 self.store.supersede(ns, mid, new.model_copy(update=dict.fromkeys(times, at)),
                                      now=at)  # fmt: skip
                 self._save_vector(new, vector)
+            # read back in this thread: once committed, the call ends with its result
+            return self.store.get_node(ns, new.id) or new
 
-        await self._run(write)
+        stored = await self._run(write)
         if self.worker:
             self.worker.wake()
         return WriteResult(
             action="corrected",
-            memory=await self.get(new.id, namespace=ns),
+            memory=stored,
             message=f"Corrected: [{new.id}] supersedes [{mid}] ({old.content!r} → {text!r}).",
         )
 

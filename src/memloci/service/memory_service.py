@@ -6,7 +6,6 @@ is validated here before anything is written, so a bad call writes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -50,6 +49,7 @@ from memloci.retrieval.query import document_text
 from memloci.service import records as service_records
 from memloci.service import runtime as service_runtime
 from memloci.service.admin import AdminMixin
+from memloci.service.calls import flushed
 from memloci.service.consolidation import ConsolidationMixin
 from memloci.service.context import ContextMixin
 from memloci.service.edits import EditsMixin
@@ -591,7 +591,7 @@ class MemoryService(
         """Wait until background embedding has caught up."""
         if self.worker is None:
             return True
-        return await asyncio.to_thread(self.worker.flush, timeout)
+        return await flushed(self.worker, timeout)
 
     def close(self) -> None:
         self._close_consolidation()

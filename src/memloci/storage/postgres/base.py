@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memloci.errors import EmbeddingModelError, MemlociError, StorageError
+from memloci.storage import cancel
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import redact_url
 from memloci.storage.postgres.ranking import TermStats
@@ -190,10 +191,12 @@ class PostgresBase:
         if conn is not None:
             yield conn
             return
+        cancel.writing()  # its async caller was cancelled: no new transaction
         with self._errors(), self._pool.connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
                 yield conn
+                cancel.committing()  # or roll back
             finally:
                 self._local.conn = None
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memloci.errors import EmbeddingModelError, StorageError
+from memloci.storage import cancel
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import check_writable, create_private
 from memloci.storage.sqlite import fts_totals
@@ -210,6 +211,7 @@ class SQLiteBase:
     def _tx(self) -> Iterator[Any]:
         if self._closed:
             raise StorageError("the store is closed")
+        cancel.writing()  # its async caller was cancelled: no new transaction
         with self._wlock:
             if self._closed:  # closed while this thread waited for the lock
                 raise StorageError("the store is closed")
@@ -217,6 +219,7 @@ class SQLiteBase:
             if self._depth:  # inside batch(): join the open transaction
                 yield conn
                 return
+            cancel.writing()  # cancelled while it waited for the lock
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except OperationalError as exc:
@@ -229,8 +232,10 @@ class SQLiteBase:
                 ) from None
             self._depth += 1
             self._tx_thread = threading.get_ident()
+            before = conn.total_changes
             try:
                 yield conn
+                cancel.committing(conn.total_changes != before)  # or roll back
             except BaseException:
                 conn.execute("ROLLBACK")
                 if self._index_in_tx:  # the cache may hold rolled-back vectors: rebuild

@@ -1,0 +1,68 @@
+"""Blocking work of an async call, run in a worker thread (layer: service).
+
+:func:`in_thread` keeps the event loop free and makes cancellation safe: a task
+cancelled while its call runs (``asyncio.wait_for``, a ``TaskGroup``, a client that went
+away) gets ``CancelledError`` at once and the call writes nothing — its open transaction
+rolls back and no later one begins — unless a write of it has already committed; then
+the write stands and the call finishes and returns, since an error would say it did not
+happen (see :mod:`memloci.storage.cancel`). :func:`flushed` waits for the embedding
+worker without holding a thread, so abandoned waits never starve the loop's executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from memloci.storage import cancel
+
+if TYPE_CHECKING:
+    from memloci.worker import EmbeddingWorker
+
+T = TypeVar("T")
+
+POLL = (0.001, 0.05)  # seconds between two looks at the embedding worker: first, at most
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` in the loop's default executor; see the module docstring."""
+    call = cancel.Call()
+    ctx = contextvars.copy_context()
+    fut = asyncio.get_running_loop().run_in_executor(None, ctx.run, _body, call, fn)
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        if call.cancel():  # nothing written, nor will be
+            fut.cancel()  # not started yet: it never runs
+            raise
+    while True:  # the call's write committed: it finishes, whatever the caller asks
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            if fut.done():
+                return fut.result()
+
+
+def _body(call: cancel.Call, fn: Callable[[], T]) -> T:
+    cancel.current.set(call)  # in this call's own copy of the context
+    call.check()  # cancelled while it waited for a thread
+    return fn()
+
+
+async def flushed(worker: EmbeddingWorker, timeout: float | None) -> bool:
+    """Wait until the worker has embedded everything pending (False on ``timeout``),
+    looking at it from the loop: a caller that stops waiting leaves no thread behind."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + max(0.0, timeout)
+    pause = POLL[0]
+    done = worker.flush(0)  # wakes it once; a closed store is a StorageError
+    while not done:
+        left = None if deadline is None else deadline - loop.time()
+        if left is not None and left <= 0:
+            return False
+        await asyncio.sleep(pause if left is None else min(pause, left))
+        pause = min(pause * 2, POLL[1])
+        done = worker.flushed()
+    return True
