@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memloci import validate as v
 from memloci.errors import ConflictError
 from memloci.service.core import ServiceCore
-from memloci.storage.locks import users_lock
+from memloci.storage.locks import entities_lock, users_lock
 
 
 class ForgetReport(BaseModel):
@@ -67,8 +67,9 @@ class PrivacyMixin(ServiceCore):
         ns, uid = self._ns(namespace), v.required(user_id, "user")
 
         def run() -> ForgetReport:
-            # the check and the delete: one transaction, serialised with merges
-            with self.store.exclusive(users_lock(ns)):
+            # the check and the delete: one transaction, serialised with merges and (in
+            # the locks' order) with entity writes, which touch the rows it deletes
+            with self.store.exclusive(users_lock(ns)), self.store.exclusive(entities_lock(ns)):
                 known = self.store.get_user(ns, uid)
                 if known is not None and known.merged_into is not None:
                     raise ConflictError(
