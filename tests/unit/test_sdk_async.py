@@ -190,6 +190,89 @@ def test_a_correct_cancelled_after_its_commit_returns_the_new_fact(tmp_path: Pat
     asyncio.run(main())
 
 
+async def until(event: threading.Event) -> None:
+    for _ in range(6000):  # 30 s: a hang fails the test instead
+        if event.is_set():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("never happened")
+
+
+def test_a_cancelled_consolidation_stops_at_once_keeping_the_sessions_it_finished(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        mem = AsyncMemory(
+            str(tmp_path / "s.db"), embedder=None, consolidate_on_session_switch=False
+        )
+        await mem.add("Remember that I prefer window seats", user="u1", session="s1")
+        await mem.add("Remember that I am allergic to peanuts", user="u1", session="s2")
+        store: Any = mem.service.store
+        claim, second, release = store.claim_episodes, threading.Event(), threading.Event()
+        calls = []
+
+        def slow_claim(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            if len(calls) == 2:  # the second session, inside its transaction
+                second.set()
+                release.wait(30)
+            return claim(*args, **kwargs)
+
+        store.claim_episodes = slow_claim
+        task = asyncio.ensure_future(mem.consolidate(user="u1"))
+        await until(second)
+        task.cancel()
+        await asyncio.sleep(0)
+        assert task.done() and task.cancelled()  # not when the whole job is done
+        release.set()
+        await mem.add("Just a turn", user="u1", session="s3")  # after the rollback
+        pending = [p.session for p in await mem.service.pending_sessions(user="u1")]
+        assert pending == ["s2", "s3"]
+        facts = [n.content for n in await mem.list(user="u1") if n.type != "episodic"]
+        assert facts == ["User prefers window seats"]
+        await mem.close()
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_maintenance_frees_its_lock(tmp_path: Path) -> None:
+    async def main() -> None:
+        mem = AsyncMemory(
+            str(tmp_path / "n.db"), embedder=None, consolidate_on_session_switch=False
+        )
+        await mem.add("Remember that I prefer window seats", user="u1", session="s1")
+        store: Any = mem.service.store
+        pending, release_lock = store.pending_sessions, store.release_lock
+        working, go_on, freed = threading.Event(), threading.Event(), threading.Event()
+
+        def slow_pending(*args: Any, **kwargs: Any) -> Any:
+            mine = threading.current_thread().name.startswith("asyncio")  # not consolidation's
+            if mine and not working.is_set():  # the run holds its lock now
+                working.set()
+                go_on.wait(30)
+            return pending(*args, **kwargs)
+
+        def noted_release(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return release_lock(*args, **kwargs)
+            finally:
+                freed.set()
+
+        store.pending_sessions, store.release_lock = slow_pending, noted_release
+        task = asyncio.ensure_future(mem.maintain())
+        await until(working)
+        task.cancel()
+        await asyncio.sleep(0)
+        assert task.done() and task.cancelled()
+        go_on.set()
+        await until(freed)
+        report = await mem.maintain()
+        assert report.ran, report.message
+        await mem.close()
+
+    asyncio.run(main())
+
+
 class DownEmbedder(FakeEmbedder):
     def embed(self, texts: Any) -> Any:
         raise ProviderError("the embedder is down")

@@ -34,6 +34,7 @@ from memloci.config import Settings
 from memloci.consolidation.consolidator import ConsolidationReport, Consolidator
 from memloci.decay import curve, decayed
 from memloci.models import Edge, EdgeType, MemoryNode, NodeType, short_id, utcnow
+from memloci.storage import cancel
 from memloci.storage.base import DecayUpdate, NodeFilter, Store
 from memloci.storage.locks import entities_lock
 
@@ -123,7 +124,8 @@ class Maintenance:
         try:
             self._work(report, now or started)
         finally:
-            self.store.release_lock(LOCK, self.owner)
+            with cancel.shielded():  # a run its caller cancelled frees the lock too
+                self.store.release_lock(LOCK, self.owner)
         report.finished = utcnow()
         done = "done" if not report.errors else f"done with {len(report.errors)} errors"
         report.message = f"maintenance {done}"

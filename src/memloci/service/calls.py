@@ -5,8 +5,10 @@ cancelled while its call runs (``asyncio.wait_for``, a ``TaskGroup``, a client t
 away) gets ``CancelledError`` at once and the call writes nothing — its open transaction
 rolls back and no later one begins — unless a write of it has already committed; then
 the write stands and the call finishes and returns, since an error would say it did not
-happen (see :mod:`memloci.storage.cancel`). :func:`flushed` waits for the embedding
-worker without holding a thread, so abandoned waits never starve the loop's executor.
+happen (see :mod:`memloci.storage.cancel`). A long job of units (consolidation,
+maintenance, knowledge files) stops at once instead, keeping the units it finished.
+:func:`flushed` waits for the embedding worker without holding a thread, so abandoned
+waits never starve the loop's executor.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ T = TypeVar("T")
 POLL = (0.001, 0.05)  # seconds between two looks at the embedding worker: first, at most
 
 
-async def in_thread(fn: Callable[[], T]) -> T:
-    """``fn()`` in the loop's default executor; see the module docstring."""
-    call = cancel.Call()
+async def in_thread(fn: Callable[[], T], *, steps: bool = False) -> T:
+    """``fn()`` in the loop's default executor; see the module docstring. ``steps``: a
+    job of units that each stand alone (see :class:`~memloci.storage.cancel.Call`)."""
+    call = cancel.Call(steps=steps)
     ctx = contextvars.copy_context()
     fut = asyncio.get_running_loop().run_in_executor(None, ctx.run, _body, call, fn)
     try:

@@ -215,7 +215,7 @@ class ConsolidationMixin(ServiceCore):
             raise ValidationError(
                 "extractor must have a name and an extract(episodes, *, known) method"
             )
-        return await self._run(
+        return await self._run_steps(
             self.consolidate_now, sid, namespace=ns, user=uid, extractor=extractor,
             max_episodes=cap, without_session=bool(without_session),
         )  # fmt: skip
@@ -265,7 +265,7 @@ class ConsolidationMixin(ServiceCore):
         ns, sid = self._ns(namespace), v.ident(session)
         if sid is None:
             raise ValidationError("end_session needs a session id")
-        return await self._run(self.consolidate_now, sid, namespace=ns)
+        return await self._run_steps(self.consolidate_now, sid, namespace=ns)
 
     # ------------------------------------------------------------------ session switch
     def _sessions(self) -> dict[_Owner, str]:
@@ -364,7 +364,7 @@ class ConsolidationMixin(ServiceCore):
         ``last_maintenance``. When another process or thread is already running it, this
         one does nothing and says so (``ran`` False)."""
         when = v.when(now)
-        return await self._run(self.maintain_now, now=when)
+        return await self._run_steps(self.maintain_now, now=when)
 
     def maintain_now(self, *, now: datetime | None = None) -> MaintenanceReport:
         """:meth:`maintain` in the caller's thread. When the configured LLM cannot be

@@ -31,6 +31,12 @@ class ServiceCore:
         meanwhile leaves no write behind (:func:`~memloci.service.calls.in_thread`)."""
         return await in_thread(functools.partial(fn, *args, **kwargs))
 
+    async def _run_steps(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """:meth:`_run` for a long job of units that each stand alone (a session
+        consolidated, a file added): a caller cancelled meanwhile stops it at once; the
+        units it finished stay, the open one rolls back."""
+        return await in_thread(functools.partial(fn, *args, **kwargs), steps=True)
+
     def _ns(self, namespace: str | None) -> str:
         """The call's namespace, validated (the configured one when none is given)."""
         return v.namespace(namespace or self.settings.namespace)

@@ -77,7 +77,7 @@ class KnowledgeMixin(ServiceCore):
         """
         ns = self._ns(namespace)
         coll, globs = kb.check_collection(collection), kb.check_globs(glob)
-        return await self._run(self.add_knowledge_now, paths, ns, coll, globs, progress)
+        return await self._run_steps(self.add_knowledge_now, paths, ns, coll, globs, progress)
 
     def add_knowledge_now(
         self,
@@ -182,7 +182,7 @@ class KnowledgeMixin(ServiceCore):
         """Embed the knowledge chunks (of every namespace) that the service's embedder did
         not embed: stored without vectors, or with another model's (``memloci reembed``
         runs it after switching models). Returns how many chunks were embedded."""
-        return await self._run(self.reembed_knowledge_now, None, progress)
+        return await self._run_steps(self.reembed_knowledge_now, None, progress)
 
     def reembed_knowledge_now(
         self, namespaces: Sequence[str] | None = None, progress: KnowledgeProgress | None = None

@@ -8,7 +8,8 @@ once, under its own lock, between the two outcomes:
 * cancelled first — every write transaction of the call is refused from then on, the
   one open rolls back (:class:`Abandoned`), and the caller gets ``CancelledError``;
 * a transaction that changed something reaches its ``COMMIT`` first (:func:`committing`)
-  — the write stands, so the call runs to its end and the caller gets its result.
+  — the write stands, so the call runs to its end and the caller gets its result;
+  except for a job of many units (``steps``), stopped between them at once.
 
 Stores call :func:`writing` when a write transaction begins and :func:`committing` just
 before it commits. Threads without a call (the sync SDK, background workers) are never
@@ -17,7 +18,9 @@ refused.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from contextvars import ContextVar
 from enum import Enum
 
@@ -35,17 +38,22 @@ class _State(Enum):
 
 
 class Call:
-    """The outcome of one async call's thread work: cancelled, or committed (not both)."""
+    """The outcome of one async call's thread work: cancelled, or committed (not both).
 
-    def __init__(self) -> None:
+    ``steps=True``: a long job made of units, each one transaction that stands on its own
+    (a session consolidated, a file of knowledge added); a cancellation stops it at once
+    whatever it committed before — the open unit rolls back, no further one begins."""
+
+    def __init__(self, *, steps: bool = False) -> None:
         self._lock = threading.Lock()
         self._state = _State.RUNNING
+        self._steps = steps
 
     def cancel(self) -> bool:
-        """The caller was cancelled: True if nothing of the call will be written (it is
-        refused from now on), False if a write of it has committed (it finishes)."""
+        """The caller was cancelled: True if the call writes nothing more (it is refused
+        from now on), False if a write of it has committed (it finishes)."""
         with self._lock:
-            if self._state is _State.COMMITTED:
+            if self._state is _State.COMMITTED and not self._steps:
                 return False
             self._state = _State.CANCELLED
             return True
@@ -81,3 +89,14 @@ def committing(changed: bool = True) -> None:
     call = current.get()
     if call is not None:
         call.commit(changed)
+
+
+@contextlib.contextmanager
+def shielded() -> Iterator[None]:
+    """Writes inside go ahead though the call was cancelled: a job's own cleanup (the
+    lock it took), which would otherwise be left to expire."""
+    token = current.set(None)
+    try:
+        yield
+    finally:
+        current.reset(token)
