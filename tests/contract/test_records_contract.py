@@ -269,8 +269,10 @@ def test_entity_nodes_bounded_for_a_busy_entity_exact_for_its_facts(
         store.link_entities("default", t.id, [mel.id])
     newest = store.entity_nodes(NodeFilter(), mel.id, limit=10)
     assert [n.id for n in newest] == [turns[3].id, turns[2].id]  # the last two links
+    assert store.entity_node_ids(NodeFilter(), mel.id, limit=10) == [n.id for n in newest]
     facts = NodeFilter(types=(NodeType.SEMANTIC, NodeType.OPINION))
     assert [n.id for n in store.entity_nodes(facts, mel.id, limit=2)] == [fact.id]
+    assert store.entity_node_ids(facts, mel.id, limit=2) == [fact.id]
 
 
 def test_entity_links(store: Store) -> None:
@@ -291,6 +293,12 @@ def test_entity_links(store: Store) -> None:
     assert [n.id for n in store.entity_nodes(everyone, alice.id)] == [n3.id, n2.id, n1.id]
     assert [n.id for n in store.entity_nodes(everyone, alice.id, limit=1)] == [n3.id]
     assert [n.id for n in store.entity_nodes(NodeFilter(user="u1"), alice.id)] == [n2.id, n1.id]
+    # the ids alone: the same memories in the same order, however filtered
+    for flt in (everyone, NodeFilter(user="u1"), NodeFilter(include_invalid=True)):
+        for limit in (1, 2, 20):
+            ids = [n.id for n in store.entity_nodes(flt, alice.id, limit=limit)]
+            assert store.entity_node_ids(flt, alice.id, limit=limit) == ids
+    assert gone.id in store.entity_node_ids(NodeFilter(include_invalid=True), alice.id)
     related = store.related_entities(everyone, alice.id)
     assert [(e.id, shared) for e, shared in related] == [(acme.id, 2), (bob.id, 2)]
     related = store.related_entities(NodeFilter(user="u1"), bob.id)  # n3 is hidden

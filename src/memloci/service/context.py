@@ -193,12 +193,14 @@ class ContextMixin(ServiceCore):
             return entity
         # forgotten and superseded memories count too: their words gave names and summary
         anyone = NodeFilter(namespaces=flt.namespaces, include_invalid=True)
-        mine = self.store.entity_nodes(replace(flt, include_invalid=True), entity.id, limit=PEEK)
-        every = self.store.entity_nodes(anyone, entity.id, limit=PEEK)
-        seen = {n.id for n in mine}
-        if all(n.id in seen for n in every):
+        # ids first (a light read): the memories themselves only for a shared entity
+        own = replace(flt, include_invalid=True)
+        mine = self.store.entity_node_ids(own, entity.id, limit=PEEK)
+        every = self.store.entity_node_ids(anyone, entity.id, limit=PEEK)
+        seen = set(mine)
+        if all(i in seen for i in every):
             return entity
-        texts = [n.content for n in mine]
+        texts = [n.content for n in self.store.get_nodes(flt.namespaces, mine)]
         names = names_in_use([entity.canonical_name, *entity.aliases], texts)
         name = names[0] if names else entity.canonical_name
         aliases = [a for a in names if a != name]
