@@ -41,6 +41,7 @@ T = TypeVar("T")
 EVIDENCE = 3  # top episodes quoted as evidence; the rest (and their neighbours) form the timeline
 ENTITIES = 6  # entity profiles at most
 PEEK = 200  # memories of an entity read to tell whether others' memories mention it too
+NAMES_READ = 25  # of the caller's memories of a shared entity, read at a time for its names
 
 
 class ContextMixin(ServiceCore):
@@ -191,17 +192,23 @@ class ContextMixin(ServiceCore):
         (the canonical name, or the first alias they use in its place)."""
         if flt == NodeFilter(namespaces=flt.namespaces):  # the caller sees every memory
             return entity
-        # forgotten and superseded memories count too: their words gave names and summary
-        anyone = NodeFilter(namespaces=flt.namespaces, include_invalid=True)
-        # ids first (a light read): the memories themselves only for a shared entity
-        own = replace(flt, include_invalid=True)
-        mine = self.store.entity_node_ids(own, entity.id, limit=PEEK)
-        every = self.store.entity_node_ids(anyone, entity.id, limit=PEEK)
-        seen = set(mine)
-        if all(i in seen for i in every):
+        # forgotten and superseded memories count too: their words gave names and summary;
+        # ids first (one light read), the memories themselves only for a shared entity
+        links = self.store.entity_links_seen(
+            replace(flt, include_invalid=True), entity.id, limit=PEEK
+        )
+        mine = [i for i, seen in links if seen]
+        if len(mine) == len(links):
             return entity
-        texts = [n.content for n in self.store.get_nodes(flt.namespaces, mine)]
-        names = names_in_use([entity.canonical_name, *entity.aliases], texts)
+        # the names the caller's newest memories of it use (older ones read only while
+        # none is found): a name only others' words gave is never shown
+        every_name = [entity.canonical_name, *entity.aliases]
+        names: list[str] = []
+        for start in range(0, len(mine), NAMES_READ):
+            found = self.store.get_nodes(flt.namespaces, mine[start : start + NAMES_READ])
+            names = names_in_use(every_name, [n.content for n in found])
+            if names:
+                break
         name = names[0] if names else entity.canonical_name
         aliases = [a for a in names if a != name]
         return entity.model_copy(

@@ -344,8 +344,12 @@ class Store(Protocol):
     def entity_nodes(
         self, flt: NodeFilter, entity_id: str, *, limit: int = 20
     ) -> list[MemoryNode]: ...
-    def entity_node_ids(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[str]:
-        """The ids of :meth:`entity_nodes` (same memories, same order): a light read."""
+    def entity_links_seen(
+        self, flt: NodeFilter, entity_id: str, *, limit: int = 200
+    ) -> list[tuple[str, bool]]:
+        """The memories of ``flt``'s namespaces linked to an entity most recently (its last
+        ``limit`` links, whoever owns them, current or not), newest first, each with
+        whether ``flt`` sees it: one light read that tells a shared entity apart."""
 
     def related_entities(
         self, flt: NodeFilter, entity_id: str, *, limit: int = 20

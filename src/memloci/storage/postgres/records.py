@@ -438,12 +438,6 @@ class PostgresRecords(PostgresBase):
         """Memories (visible through ``flt``) linked to an entity, newest first, among
         its last :data:`~memloci.storage.base.NEWEST_LINKED` links (by when the memory
         was stored); types with few memories (facts) are read whole, as on SQLite."""
-        return [node_from_row(r) for r in self._entity_rows(flt, entity_id, limit, NODE_COLS)]
-
-    def entity_node_ids(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[str]:
-        return [r[0] for r in self._entity_rows(flt, entity_id, limit, "n.id")]
-
-    def _entity_rows(self, flt: NodeFilter, entity_id: str, limit: int, cols: str) -> Any:
         where, params = filter_sql(flt, ph="%s")
         with self._reading() as c:
             if flt.types:  # few memories of these types (facts): read them, exact
@@ -457,20 +451,36 @@ class PostgresRecords(PostgresBase):
                     <= NEWEST_LINKED
                 )
                 if few:
-                    return c.execute(
-                        f"SELECT {cols} FROM nodes n WHERE {where} AND EXISTS"
+                    rows = c.execute(
+                        f"SELECT {NODE_COLS} FROM nodes n WHERE {where} AND EXISTS"
                         " (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
                         " AND ne.entity_id = %s) ORDER BY n.created_at DESC, n.seq DESC"
                         " LIMIT %s",
                         [*params, entity_id, limit],
                     ).fetchall()
-            return c.execute(
-                f"SELECT {cols} FROM (SELECT ne.node_id FROM node_entities ne"
+                    return [node_from_row(r) for r in rows]
+            rows = c.execute(
+                f"SELECT {NODE_COLS} FROM (SELECT ne.node_id FROM node_entities ne"
                 " JOIN nodes m ON m.id = ne.node_id WHERE ne.entity_id = %s"
                 " ORDER BY m.seq DESC LIMIT %s) last JOIN nodes n ON n.id = last.node_id"
                 f" WHERE {where} ORDER BY n.created_at DESC, n.seq DESC LIMIT %s",
                 [entity_id, NEWEST_LINKED, *params, limit],
             ).fetchall()
+        return [node_from_row(r) for r in rows]
+
+    def entity_links_seen(
+        self, flt: NodeFilter, entity_id: str, *, limit: int = 200
+    ) -> list[tuple[str, bool]]:
+        where, params = filter_sql(flt, ph="%s")
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT n.id, ({where}) FROM (SELECT ne.node_id FROM node_entities ne"
+                " JOIN nodes m ON m.id = ne.node_id WHERE ne.entity_id = %s"
+                " ORDER BY m.seq DESC LIMIT %s) last JOIN nodes n ON n.id = last.node_id"
+                " WHERE n.namespace = ANY(%s) ORDER BY n.created_at DESC, n.seq DESC",
+                [*params, entity_id, limit, list(flt.namespaces)],
+            ).fetchall()
+        return [(str(i), bool(seen)) for i, seen in rows]
 
     def related_entities(
         self, flt: NodeFilter, entity_id: str, *, limit: int = 20

@@ -445,12 +445,6 @@ class SQLiteRecords(SQLiteBase):
         speaker linked to every turn they said: the context block asks on every call).
         When ``flt`` names types that have few memories (the facts of a conversation
         store), those are read instead, each checked for the link: exact and cheaper."""
-        return [node_from_row(r) for r in self._entity_rows(flt, entity_id, limit, _NODE_COLS)]
-
-    def entity_node_ids(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[str]:
-        return [r[0] for r in self._entity_rows(flt, entity_id, limit, "n.id")]
-
-    def _entity_rows(self, flt: NodeFilter, entity_id: str, limit: int, cols: str) -> Any:
         where, params = filter_sql(flt)
         with self._reading() as c:
             if flt.types:
@@ -465,20 +459,36 @@ class SQLiteRecords(SQLiteBase):
                     <= NEWEST_LINKED
                 )
                 if few:
-                    return c.execute(
-                        f"SELECT {cols} FROM nodes n WHERE {where} AND EXISTS"
+                    rows = c.execute(
+                        f"SELECT {_NODE_COLS} FROM nodes n WHERE {where} AND EXISTS"
                         " (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
                         " AND ne.entity_id = ?) ORDER BY n.created_at DESC, n.rowid DESC"
                         " LIMIT ?",
                         [*params, entity_id, limit],
                     ).fetchall()
-            return c.execute(
-                f"SELECT {cols} FROM (SELECT node_id FROM node_entities"
+                    return [node_from_row(r) for r in rows]
+            rows = c.execute(
+                f"SELECT {_NODE_COLS} FROM (SELECT node_id FROM node_entities"
                 " WHERE entity_id = ? ORDER BY rowid DESC LIMIT ?) ne"
                 f" CROSS JOIN nodes n ON n.id = ne.node_id WHERE {where}"
                 " ORDER BY n.created_at DESC, n.rowid DESC LIMIT ?",
                 [entity_id, NEWEST_LINKED, *params, limit],
             ).fetchall()
+        return [node_from_row(r) for r in rows]
+
+    def entity_links_seen(
+        self, flt: NodeFilter, entity_id: str, *, limit: int = 200
+    ) -> list[tuple[str, bool]]:
+        where, params = filter_sql(flt)
+        with self._reading() as c:
+            rows = c.execute(
+                f"SELECT n.id, CASE WHEN {where} THEN 1 ELSE 0 END FROM (SELECT node_id"
+                " FROM node_entities WHERE entity_id = ? ORDER BY rowid DESC LIMIT ?) ne"
+                f" CROSS JOIN nodes n ON n.id = ne.node_id WHERE n.namespace IN"
+                f" ({qs(flt.namespaces)}) ORDER BY n.created_at DESC, n.rowid DESC",
+                [*params, entity_id, limit, *flt.namespaces],
+            ).fetchall()
+        return [(str(i), bool(seen)) for i, seen in rows]
 
     def related_entities(
         self, flt: NodeFilter, entity_id: str, *, limit: int = 20
