@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import subprocess
 import sys
 import time
@@ -21,19 +20,18 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
+from mcp_helpers import first_id, stored, text
 from rest_server import free_port, running
 
 from memloci import Memory
 from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.interfaces.mcp import build_server
-from memloci.models import MemoryNode
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
 from memloci.tools import TOOLS, Tools, mcp_tools
 
 T = TypeVar("T")
-ID_IN_TEXT = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
 FACT = "Sam's greyhound is called Pixel"
 CLI = [sys.executable, "-m", "memloci.interfaces.cli"]
 
@@ -47,24 +45,6 @@ def service(db_path: str) -> Iterator[MemoryService]:
 
 def run(scenario: Callable[[], Coroutine[Any, Any, T]]) -> T:
     return asyncio.run(scenario())
-
-
-def text(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-def first_id(answer: str) -> str:
-    found = ID_IN_TEXT.search(answer)
-    assert found, answer
-    return found.group(1)
-
-
-def stored(service: MemoryService, **filters: Any) -> list[MemoryNode]:
-    flt = service.filter(include_forgotten=True, **filters)
-    return run(lambda: service.list_nodes(flt, limit=1000))
 
 
 async def round_trip(client: Client) -> tuple[str, str]:

@@ -5,24 +5,21 @@ hold, results that must stay a readable size, and descriptions the model relies 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
+from mcp_helpers import first_id, stored, text
 
 from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.interfaces.mcp import build_server
-from memloci.models import MemoryNode
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
 from memloci.tools import TOOLS, Tools
 from memloci.tools.render import RESULT_CHARS
-
-ID_IN_TEXT = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
 
 
 @pytest.fixture
@@ -30,23 +27,6 @@ def service(db_path: str) -> Iterator[MemoryService]:
     svc = build_service(Settings(path=db_path), embedder=FakeEmbedder())
     yield svc
     svc.close()
-
-
-def text(result: CallToolResult) -> str:
-    (block,) = result.content
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-def first_id(answer: str) -> str:
-    found = ID_IN_TEXT.search(answer)
-    assert found, answer
-    return found.group(1)
-
-
-def stored(service: MemoryService, **filters: Any) -> list[MemoryNode]:
-    flt = service.filter(include_forgotten=True, **filters)
-    return asyncio.run(service.list_nodes(flt, limit=1000))
 
 
 def mcp_calls(service: MemoryService, user: str, calls: list[tuple[str, Any]]) -> list[Any]:

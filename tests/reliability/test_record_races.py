@@ -21,6 +21,7 @@ from memloci import Memory
 from memloci.providers.fake import FakeEmbedder
 from memloci.storage.base import NodeFilter
 from pgtest import both_backends
+from procs import release_together
 
 pytestmark = [pytest.mark.reliability, both_backends]
 CHILD = Path(__file__).resolve().parent / "records_child.py"
@@ -48,20 +49,7 @@ def _together(location: str, kinds: list[str], *extra: str) -> list[list[str]]:
         )
         for i, kind in enumerate(kinds)
     ]
-    try:
-        for proc in procs:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outputs = [proc.communicate(timeout=600)[0] for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert [proc.returncode for proc in procs] == [0] * len(kinds)
+    outputs = release_together(procs, timeout=600)
     return [json.loads(out.strip().splitlines()[-1]) for out in outputs]
 
 

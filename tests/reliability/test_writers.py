@@ -20,6 +20,7 @@ from scale import SECONDS, WRITERS
 from memloci import Memory
 from memloci.models import NodeType
 from memloci.providers.fake import FakeEmbedder
+from procs import release_together
 
 pytestmark = pytest.mark.reliability
 CHILD = Path(__file__).resolve().parent / "writer_child.py"
@@ -36,20 +37,7 @@ def test_concurrent_writers_and_a_reader(tmp_path: Path) -> None:
         command = [sys.executable, str(CHILD), str(db), role, str(i), str(SECONDS)]
         pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
         procs.append(subprocess.Popen(command, env=env, text=True, **pipes))
-    try:
-        for proc in procs:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outputs = [proc.communicate(timeout=SECONDS + 600)[0] for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert [proc.returncode for proc in procs] == [0] * len(procs)
+    outputs = release_together(procs, timeout=SECONDS + 600)
     reports = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
     errors = [e for r in reports for e in r["errors"]]
     locked = sum("locked" in e for e in errors)

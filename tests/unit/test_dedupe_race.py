@@ -19,6 +19,7 @@ from memloci import Memory
 from memloci.models import NodeType
 from memloci.providers.fake import FakeEmbedder
 from memloci.storage.sqlite import SQLiteStore
+from procs import release_together
 
 CHILD = Path(__file__).resolve().parent / "dedupe_child.py"
 
@@ -98,20 +99,7 @@ def test_six_processes_store_fifty_facts_once(tmp_path: Path) -> None:
         )
         for seed in range(6)
     ]
-    try:
-        for proc in procs:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outputs = [proc.communicate(timeout=600)[0] for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert [p.returncode for p in procs] == [0] * 6
+    outputs = release_together(procs, timeout=600)
     actions = Counter(a for out in outputs for a in json.loads(out.strip().splitlines()[-1]))
     assert actions == {"created": 50, "confirmed": 250}
     with Memory(db, embedder=FakeEmbedder()) as mem:
