@@ -1,7 +1,9 @@
 """The LLM extractor (layer: consolidation): durable facts, opinions, procedures and
 entities from episodes, via any :class:`~memloci.providers.llm.LLM` with structured
 output. A reply of the wrong shape raises ``ProviderError`` (the caller stores
-nothing); single malformed items in a well-formed reply are dropped.
+nothing); single malformed items in a well-formed reply are dropped. A reply cut off at
+``max_tokens`` is asked again for each half of its episodes; a reply with more facts
+than ``max_facts`` (or entities than ``max_entities``) keeps the first ones.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from memloci.consolidation.base import (
     Extraction,
     finalize,
 )
+from memloci.errors import ProviderError
 from memloci.models import MemoryNode, NodeType
-from memloci.providers.llm import LLM, complete_json, json_schema_for
+from memloci.providers.llm import LLM, complete_json, is_cut_off, json_schema_for
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,8 @@ class _Reply(BaseModel):
 
 class LLMExtractor:
     """Extracts memories with ``llm``. ``max_chars`` bounds the conversation text per
-    call (longer batches are split); ``max_known`` bounds the known memories shown."""
+    call (longer batches are split); ``max_known`` bounds the known memories shown;
+    ``max_facts`` and ``max_entities`` bound what one reply may add."""
 
     name = "llm"
 
@@ -84,8 +88,11 @@ class LLMExtractor:
         max_chars: int = 24_000,
         max_known: int = 40,
         max_tokens: int = 4096,
+        max_facts: int = 100,
+        max_entities: int = 200,
     ) -> None:
         self.llm = llm
+        self.max_facts, self.max_entities = max_facts, max_entities
         self.max_chars = max_chars
         self.max_known = max_known
         self.max_tokens = max_tokens
@@ -127,14 +134,41 @@ class LLMExtractor:
     def _extract_chunk(self, chunk: list[MemoryNode], known_block: str) -> Extraction:
         lines = [_line(n, self.max_chars) for n in chunk]
         prompt = f"{known_block}\n\nCONVERSATION:\n" + "\n".join(lines)
-        reply = complete_json(
-            self.llm,
-            [{"role": "user", "content": prompt}],
-            _Reply,
-            system=SYSTEM_PROMPT,
-            schema=self.schema,
-            max_tokens=self.max_tokens,
-        )
+        try:
+            reply = complete_json(
+                self.llm,
+                [{"role": "user", "content": prompt}],
+                _Reply,
+                system=SYSTEM_PROMPT,
+                schema=self.schema,
+                max_tokens=self.max_tokens,
+            )
+        except ProviderError as exc:
+            if not is_cut_off(exc) or len(chunk) < 2:
+                raise
+            # too much to say about these turns in max_tokens: half of them at a time
+            log.info("the LLM reply was cut off; extracting %d turns in two parts", len(chunk))
+            half = len(chunk) // 2
+            parts = [self._extract_chunk(p, known_block) for p in (chunk[:half], chunk[half:])]
+            return Extraction(
+                facts=[f for p in parts for f in p.facts],
+                entities=[e for p in parts for e in p.entities],
+            )
+        return self._items(chunk, reply)
+
+    def _items(self, chunk: list[MemoryNode], reply: _Reply) -> Extraction:
+        """The valid facts and entities of ``reply``, at most ``max_facts`` and
+        ``max_entities`` of them; sources outside ``chunk`` left out."""
+        for what, items, cap in (
+            ("facts", reply.facts, self.max_facts),
+            ("entities", reply.entities, self.max_entities),
+        ):
+            if len(items) > cap:
+                log.warning(
+                    "the LLM proposed %d %s for %d turns; keeping the first %d",
+                    len(items), what, len(chunk), cap,
+                )  # fmt: skip
+                del items[cap:]
         ids = [n.id for n in chunk]
         facts, entities = [], []
         for item in reply.facts:

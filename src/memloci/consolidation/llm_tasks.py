@@ -16,7 +16,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memloci.consolidation.base import clamp_confidence
 from memloci.errors import ProviderError
 from memloci.models import Entity, MemoryNode
-from memloci.providers.llm import LLM, complete_json, json_schema_for, strip_think
+from memloci.providers.llm import LLM, complete_json, is_cut_off, json_schema_for, strip_think
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +114,9 @@ def infer_causal(llm: LLM, pairs: Sequence[tuple[MemoryNode, MemoryNode]]) -> li
     """Cause→effect links the LLM finds among ``pairs`` of consecutive episodes.
 
     Only links between the two ids of a given pair are kept, the earlier episode as
-    the cause; malformed items are dropped; a reply that is not the right JSON shape
-    (after one repair attempt) raises ``ProviderError``.
+    the cause; malformed items are dropped; a reply cut off at ``max_tokens`` is asked
+    again for each half of its pairs; a reply that is not the right JSON shape (after
+    one repair attempt) raises ``ProviderError``.
     """
     links: list[CausalLink] = []
     for start in range(0, len(pairs), _PAIRS_PER_CALL):
@@ -134,13 +135,19 @@ def _causal_batch(llm: LLM, pairs: Sequence[tuple[MemoryNode, MemoryNode]]) -> l
         blocks.append(f"Pair {n}:\n  {_event(first)}\n  {_event(second)}")
     if not blocks:
         return []
-    raw = complete_json(
-        llm,
-        [{"role": "user", "content": "\n".join(blocks)}],
-        _Links,
-        system=_CAUSAL_SYSTEM,
-        schema=json_schema_for(_LinksSchema),
-    )
+    try:
+        raw = complete_json(
+            llm,
+            [{"role": "user", "content": "\n".join(blocks)}],
+            _Links,
+            system=_CAUSAL_SYSTEM,
+            schema=json_schema_for(_LinksSchema),
+        )
+    except ProviderError as exc:
+        if not is_cut_off(exc) or len(pairs) < 2:
+            raise
+        half = len(pairs) // 2  # too many links to explain in max_tokens: half at a time
+        return [*_causal_batch(llm, pairs[:half]), *_causal_batch(llm, pairs[half:])]
     out: list[CausalLink] = []
     seen: set[frozenset[str]] = set()
     for item in raw.links:

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from memloci.errors import ProviderError
-from memloci.providers.llm import BadReply, BaseHTTPLLM, check_messages
+from memloci.providers.llm import BadReply, BaseHTTPLLM, check_messages, cut_off
 
 ANTHROPIC_VERSION = "2023-06-01"
 _TOOL = "emit"
@@ -104,7 +104,17 @@ def _reply(body: Any, *, tool: bool, wrapped: bool) -> str:
     blocks = body.get("content") if isinstance(body, dict) else None
     if not isinstance(blocks, list):
         raise BadReply("no 'content' blocks in the reply")
+    stop = body.get("stop_reason")
+    if stop == "refusal":
+        texts = [b for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+        said = " ".join(str(b.get("text", "")) for b in texts).strip()
+        raise ProviderError(
+            f"the model refused{': ' + said[:200] if said else ''}",
+            hint="rephrase the request or use another model",
+        )
     if tool:
+        if stop == "max_tokens":  # the tool input holds only what came before the cut
+            raise cut_off("stop_reason 'max_tokens'", partial=True)
         for block in blocks:
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 data = block.get("input")
@@ -114,11 +124,8 @@ def _reply(body: Any, *, tool: bool, wrapped: bool) -> str:
     text = "".join(
         str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"
     )
-    if not text.strip() and body.get("stop_reason") == "max_tokens":
-        raise ProviderError(
-            "the LLM reply was cut off before any answer (stop_reason 'max_tokens')",
-            hint="raise max_tokens",
-        )
+    if not text.strip() and stop == "max_tokens":
+        raise cut_off("stop_reason 'max_tokens'", partial=False)
     return text
 
 

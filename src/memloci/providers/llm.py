@@ -91,15 +91,18 @@ def load_llm(name: str, **options: Any) -> LLM | None:
 
 _THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _THINK_END = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<(?:think|thinking)>", re.IGNORECASE)
 _MAX_CANDIDATES = 50
 
 
 def strip_think(text: str) -> str:
     """``text`` without ``<think>…</think>`` blocks (and anything before a lone
-    closing tag, as some servers drop the opening one)."""
+    closing tag, as some servers drop the opening one, or after a lone opening tag: a
+    reply cut off at ``max_tokens`` while the model was still thinking)."""
     text = _THINK_BLOCK.sub("", text)
-    parts = _THINK_END.split(text)
-    return parts[-1].strip()
+    text = _THINK_END.split(text)[-1]
+    unclosed = _THINK_OPEN.search(text)
+    return (text[: unclosed.start()] if unclosed else text).strip()
 
 
 def parse_json_reply(text: str, model: type[T]) -> T:
@@ -194,6 +197,23 @@ def json_schema_for(model: type[BaseModel]) -> JsonSchema:
     return out
 
 
+def cut_off(reason: str, *, partial: bool) -> ProviderError:
+    """The ``ProviderError`` for a reply that hit ``max_tokens`` (``reason``: the
+    provider's word for it); ``partial`` when some of the answer came, none otherwise.
+    ``details["cut_off"]`` lets callers ask for less at a time (see :func:`is_cut_off`)."""
+    what = "in the middle of its answer" if partial else "before any answer"
+    return ProviderError(
+        f"the LLM reply was cut off {what} ({reason})",
+        hint="raise max_tokens (reasoning models spend tokens on thinking first)",
+        cut_off=True,
+    )
+
+
+def is_cut_off(exc: BaseException) -> bool:
+    """Whether ``exc`` is a reply cut off at ``max_tokens`` (see :func:`cut_off`)."""
+    return isinstance(exc, ProviderError) and exc.details.get("cut_off") is True
+
+
 # --- the built-in clients' base --------------------------------------------------------
 
 
@@ -228,6 +248,8 @@ __all__ = [
     "BaseHTTPLLM",
     "check_messages",
     "complete_json",
+    "cut_off",
+    "is_cut_off",
     "json_schema_for",
     "llm_names",
     "load_llm",

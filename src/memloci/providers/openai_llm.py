@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from memloci.errors import ProviderError
-from memloci.providers.llm import BadReply, BaseHTTPLLM, check_messages
+from memloci.providers.llm import BadReply, BaseHTTPLLM, check_messages, cut_off
 
 _FORMAT_WORDS = ("response_format", "response format", "json_schema", "json_object")
 _MAX_FALLBACKS = 4
@@ -76,7 +76,12 @@ class OpenAILLM(BaseHTTPLLM):
                 "type": "json_schema",
                 "json_schema": {"name": name or "reply", "schema": json_schema, "strict": False},
             }
-        return self._post_adapting(payload, _content, json_schema)
+        structured = json_schema is not None
+
+        def parse(body: Any) -> str:
+            return _content(body, structured=structured)
+
+        return self._post_adapting(payload, parse, json_schema)
 
     def _post_adapting(
         self, payload: dict[str, Any], parse: Callable[[Any], R], schema: dict[str, Any] | None
@@ -148,13 +153,17 @@ def first_message(body: Any) -> tuple[dict[str, Any], str, Any]:
     return message, content or "", choices[0].get("finish_reason")
 
 
-def _content(body: Any) -> str:
+def _content(body: Any, *, structured: bool = False) -> str:
+    """The reply's text; a cut-off ``ProviderError`` when ``max_tokens`` stopped it before
+    any answer or, for JSON (``structured``), before the JSON value was closed (its
+    inner objects could otherwise pass for the answer)."""
     _, content, finish = first_message(body)
-    if not content.strip() and finish == "length":
-        raise ProviderError(
-            "the LLM reply was cut off before any answer (finish_reason 'length')",
-            hint="raise max_tokens (reasoning models spend tokens on thinking first)",
-        )
+    if finish == "length":
+        text = content.strip()
+        if not text:
+            raise cut_off("finish_reason 'length'", partial=False)
+        if structured and not text.endswith(("}", "]", "```")):
+            raise cut_off("finish_reason 'length'", partial=True)
     return content
 
 
