@@ -33,6 +33,7 @@ from memloci.models import (
     StoreStats,
     Thread,
 )
+from memloci.storage.paging import PagedReads
 
 # a chat without session ids: a turn that names its speaker (or role) is linked to its
 # owner's previous such session-less turn when their times are at most PAUSE seconds apart,
@@ -181,8 +182,9 @@ class SessionState:
     consolidated_at: datetime | None
 
 
-class Store(Protocol):
-    """What every storage backend provides. Capability flags, never ``None`` returns."""
+class Store(PagedReads, Protocol):
+    """What every storage backend provides. Capability flags, never ``None`` returns.
+    Paged lists (``page_nodes``, …) come from :class:`~memloci.storage.paging.PagedReads`."""
 
     supports_vectors: bool
 

@@ -30,6 +30,7 @@ from memloci.storage.postgres.chains import deleting, lock_chain, previous_turn
 from memloci.storage.postgres.consolidation import PostgresConsolidation
 from memloci.storage.postgres.inventory import PostgresInventory
 from memloci.storage.postgres.knowledge import PostgresKnowledge
+from memloci.storage.postgres.paging import PostgresPaging
 from memloci.storage.postgres.privacy import PostgresPrivacy
 from memloci.storage.postgres.records import NODE_COLS, PostgresRecords
 from memloci.storage.postgres.search import PostgresSearch
@@ -68,6 +69,7 @@ def _placeholders(row: dict[str, Any]) -> str:
 
 
 class PostgresStore(
+    PostgresPaging,
     PostgresRecords,
     PostgresSearch,
     PostgresConsolidation,

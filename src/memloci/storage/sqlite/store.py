@@ -37,6 +37,7 @@ from memloci.storage.sqlite.chains import previous_turn
 from memloci.storage.sqlite.consolidation import SQLiteConsolidation
 from memloci.storage.sqlite.inventory import SQLiteInventory
 from memloci.storage.sqlite.knowledge import SQLiteKnowledge
+from memloci.storage.sqlite.paging import SQLitePaging
 from memloci.storage.sqlite.privacy import SQLitePrivacy
 from memloci.storage.sqlite.records import SQLiteRecords
 from memloci.storage.sqlite.search import SQLiteSearch
@@ -59,6 +60,7 @@ assert set(_ORDERS) == set(NODE_ORDERS)
 
 
 class SQLiteStore(
+    SQLitePaging,
     SQLiteRecords,
     SQLiteSearch,
     SQLiteConsolidation,

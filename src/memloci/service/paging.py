@@ -1,0 +1,89 @@
+"""Paged lists of MemoryService (layer: service): memories, threads, entities and users,
+one page and its total read in one snapshot, paged on by an opaque cursor (see
+:mod:`memloci.storage.paging`) or, for compatibility, by offset.
+
+A mixin of :class:`~memloci.service.MemoryService`; the REST lists and the web UI page
+through it. ``cursor`` is the ``next_cursor`` of the page before: the next page starts
+strictly after that page's last row, so rows written meanwhile never make another row
+be skipped or listed twice (offset paging does, while the list changes).
+"""
+
+from __future__ import annotations
+
+from memloci import validate as v
+from memloci.errors import ValidationError
+from memloci.models import Entity, EntityType, MemoryNode, MemoryUser, Thread
+from memloci.service.core import ServiceCore
+from memloci.storage.base import NodeFilter
+from memloci.storage.paging import CURSOR_MAX, KeyPage
+
+
+def _cursor(cursor: str | None, offset: int) -> str | None:
+    """A cursor as given (the store checks what it holds), or a clear error."""
+    if cursor is None:
+        return None
+    if not isinstance(cursor, str) or not 1 <= len(cursor) <= CURSOR_MAX:
+        raise ValidationError(
+            "invalid cursor: not a cursor this server made",
+            hint="pass the next_cursor of the previous page unchanged",
+        )
+    if offset:
+        raise ValidationError(
+            "give a cursor or an offset, not both: the cursor says where the page starts",
+            hint="drop offset when you pass next_cursor",
+        )
+    return cursor
+
+
+class PagingMixin(ServiceCore):
+    """``page_nodes``, ``page_threads``, ``page_entities``, ``page_users``."""
+
+    async def page_nodes(
+        self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created",
+        cursor: str | None = None,
+    ) -> KeyPage[MemoryNode]:  # fmt: skip
+        """Memories of ``flt`` in ``order`` (one of ``NODE_ORDERS``), with their total."""
+        v.page(limit, offset)
+        cur = _cursor(cursor, offset)
+        return await self._run(
+            self.store.page_nodes, flt, limit=limit, offset=offset, order=order, cursor=cur
+        )
+
+    async def page_threads(
+        self, *, namespace: str | None = None, user: str | None = None, agent: str | None = None,
+        limit: int = 50, offset: int = 0, cursor: str | None = None,
+    ) -> KeyPage[Thread]:  # fmt: skip
+        """Threads, last updated first (a thread that gets messages moves to the top)."""
+        ns, user, agent = self._ns(namespace), v.ident(user, "user"), v.ident(agent, "agent")
+        v.page(limit, offset)
+        cur = _cursor(cursor, offset)
+        return await self._run(
+            self.store.page_threads, ns, user=user, agent=agent, limit=limit, offset=offset,
+            cursor=cur,
+        )  # fmt: skip
+
+    async def page_entities(
+        self, *, namespace: str | None = None, type: EntityType | str | None = None,
+        query: str | None = None, limit: int = 50, offset: int = 0, cursor: str | None = None,
+    ) -> KeyPage[Entity]:  # fmt: skip
+        """Entities, most mentioned first; ``query`` matches names and aliases."""
+        ns, q = self._ns(namespace), v.label(query, "query", 200)
+        kind = None if type is None else v.enum(EntityType, type, "type").value
+        v.page(limit, offset)
+        cur = _cursor(cursor, offset)
+        return await self._run(
+            self.store.page_entities, ns, type=kind, query=q, limit=limit, offset=offset,
+            cursor=cur,
+        )  # fmt: skip
+
+    async def page_users(
+        self, *, namespace: str | None = None, query: str | None = None, limit: int = 50,
+        offset: int = 0, cursor: str | None = None,
+    ) -> KeyPage[MemoryUser]:  # fmt: skip
+        """Memory users, oldest first; ``query`` matches id or display name."""
+        ns, q = self._ns(namespace), v.label(query, "query", 200)
+        v.page(limit, offset)
+        cur = _cursor(cursor, offset)
+        return await self._run(
+            self.store.page_users, ns, query=q, limit=limit, offset=offset, cursor=cur
+        )
