@@ -496,3 +496,19 @@ def test_register_llm_third_party() -> None:
         assert isinstance(llm, OpenAILLM) and "my-gateway" in llm_names()
     finally:
         registry._LLMS.pop("my-gateway")
+
+
+def test_an_example_quoted_before_the_answer_does_not_win() -> None:
+    """The first JSON that fits used to win: "If nothing applies I answer {...}" gave an
+    empty extraction and the session's facts were lost. Of the values standing on their
+    own, the longest that fits is the answer, in either order."""
+    answer = json.dumps(ANSWER)
+    empty = json.dumps({**ANSWER, "city": "", "score": 0.0})
+    for text in (
+        f"If nothing applies I answer {empty}. Here: {answer}",
+        f"{answer}\nFor an empty input I would have said {empty}.",
+        f"```json\n{answer}\n```",
+    ):
+        assert parse_json_reply(text, Answer) == Answer(**ANSWER), text
+    # a value inside another that does not fit is still found when nothing else fits
+    assert parse_json_reply(f'{{"wrapper": {answer}}}', Answer) == Answer(**ANSWER)

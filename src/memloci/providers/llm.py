@@ -106,7 +106,11 @@ def strip_think(text: str) -> str:
 
 
 def parse_json_reply(text: str, model: type[T]) -> T:
-    """The first JSON object/array in ``text`` that validates as ``model``.
+    """The JSON object/array in ``text`` that validates as ``model``: of the values that
+    stand on their own in the reply (not inside another), the longest that fits — so an
+    example the model quotes first ("if nothing applies I answer ``{"facts": []}``. Here:
+    ``{…}``") never wins over its answer; when none fits, the first value inside one that
+    does.
 
     Tolerates prose around the JSON, markdown fences and ``<think>`` blocks. Raises
     ``ProviderError`` (with a hint) when no JSON value in the reply fits ``model``.
@@ -117,21 +121,36 @@ def parse_json_reply(text: str, model: type[T]) -> T:
     decoder = json.JSONDecoder()
     first_error: str | None = None
     tried = 0
+    best: tuple[int, T] | None = None  # (length in the reply, the value) of the top ones
+    nested: T | None = None
+    end = 0  # where the last value standing on its own ended
     for match in re.finditer(r"[\[{]", body):
         if tried >= _MAX_CANDIDATES:
             break
         try:
-            value, _ = decoder.raw_decode(body, match.start())
+            value, stop = decoder.raw_decode(body, match.start())
         except ValueError:
             continue
         tried += 1
+        top = match.start() >= end
         try:
-            return model.model_validate(value)
+            fits = model.model_validate(value)
         except PydanticValidationError as exc:
             if first_error is None:
                 err = exc.errors()[0]
                 where = ".".join(str(p) for p in err["loc"]) or "top level"
                 first_error = f"{where}: {err['msg']}"
+        else:
+            if top and (best is None or stop - match.start() >= best[0]):
+                best = (stop - match.start(), fits)
+            elif not top and nested is None:
+                nested = fits
+        if top:
+            end = stop
+    if best is not None:
+        return best[1]
+    if nested is not None:
+        return nested
     why = f"JSON does not fit ({first_error})" if first_error else "no JSON object found"
     raise ProviderError(
         f"the LLM reply is not valid JSON for {model.__name__}: {why}",
