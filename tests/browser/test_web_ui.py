@@ -134,6 +134,30 @@ def test_switching_namespace_and_paging(page: Page, server: Server) -> None:
     expect(page.get_by_test_id("row")).to_have_count(25)
 
 
+def test_paging_while_new_memories_arrive_skips_and_repeats_nothing(
+    page: Page, server: Server
+) -> None:
+    turns = [{"role": "user", "content": f"old turn no{i:02d}"} for i in range(30)]
+    assert server.api.post("/api/v1/turns/?namespace=live", json={"messages": turns}).is_success
+    open_tab(page, "episodes", "?namespace=live")
+    expect(page.get_by_test_id("pager-info")).to_have_text("1–25 of 30")
+    first = set(page.get_by_test_id("row").all_inner_texts())
+    # an agent adds three turns: they go to the top of the newest-first list
+    more = [{"role": "user", "content": f"new turn no{i}"} for i in range(3)]
+    assert server.api.post("/api/v1/turns/?namespace=live", json={"messages": more}).is_success
+    page.get_by_test_id("page-next").click()
+    expect(page.get_by_test_id("row")).to_have_count(5)  # by offset: 8, 3 of them seen
+    second = page.get_by_test_id("row").all_inner_texts()
+    assert not first & set(second)
+    assert sorted(re.findall(r"old turn no(\d\d)", " ".join(second))) == [
+        f"{i:02d}" for i in range(5)
+    ]
+    expect(page.get_by_test_id("page-next")).to_be_disabled()
+    page.get_by_test_id("page-prev").click()  # page 1 again: the newest, as it is now
+    expect(row(page, "new turn")).to_have_count(3)
+    expect(page.get_by_test_id("pager-info")).to_have_text("1–25 of 33")
+
+
 # ------------------------------------------------------------------ search and filters
 def test_search_finds_facts_and_filters_other_tabs(page: Page, shot: Shot) -> None:
     open_tab(page, "facts")

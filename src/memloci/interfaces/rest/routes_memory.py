@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from memloci.errors import ConflictError, NotFoundError
 from memloci.interfaces.rest.deps import ReadNS, Service, WriteNS
-from memloci.interfaces.rest.schemas import Body, Flag
+from memloci.interfaces.rest.schemas import CURSOR_DOC, OFFSET_DOC, Body, Flag
 from memloci.models import MemoryNode, NodeType
 
 router = APIRouter(prefix="/api/memory", tags=["memory (versioned)"])
@@ -73,7 +73,10 @@ class MemoryWithHistory(MemoryResponse):
 
 class MemoryListResponse(BaseModel):
     memories: list[MemoryResponse]
-    total: int
+    total: int = Field(description="how many match, read with the memories (one snapshot)")
+    next_cursor: str | None = Field(
+        None, description="pass as ?cursor= for the next page (null: this is the last page)"
+    )
 
 
 class UpdatedMemory(MemoryResponse):
@@ -108,12 +111,18 @@ async def list_memories(
     user: str | None = None,
     category: str | None = None,
     limit: int = Query(200, description=f"1–{LIMIT_MAX}"),
-    offset: int = 0,
+    offset: int = Query(0, description=OFFSET_DOC),
+    cursor: str | None = Query(None, description=CURSOR_DOC),
 ) -> MemoryListResponse:
-    """Active memories, ordered by category then creation (stable for prompt caches)."""
+    """Active memories, ordered by category then creation (stable for prompt caches);
+    page on with ``cursor`` (the previous page's ``next_cursor``)."""
     flt = service.filter(namespace=ns, user=user, type=list(_FACTS), category=category)
-    nodes = await service.list_nodes(flt, limit=limit, offset=offset, order="category")
-    return MemoryListResponse(memories=[_out(n) for n in nodes], total=await service.count(flt))
+    page = await service.page_nodes(
+        flt, limit=limit, offset=offset, order="category", cursor=cursor
+    )
+    return MemoryListResponse(
+        memories=[_out(n) for n in page.items], total=page.total, next_cursor=page.next_cursor
+    )
 
 
 @router.get("/{memory_id}")

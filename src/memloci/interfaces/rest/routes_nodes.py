@@ -81,7 +81,8 @@ def _register(kind: str) -> None:
         include_forgotten: bool = Query(False, description="also list soft-deleted ones"),
         order: str = Query("-created", description="one of " + ", ".join(NODE_ORDERS)),
         limit: int = Query(50, description="1–10,000"),
-        offset: int = 0,
+        offset: int = Query(0, description=s.OFFSET_DOC),
+        cursor: str | None = Query(None, description=s.CURSOR_DOC),
     ) -> s.Page[MemoryNode]:
         if type:
             wanted = [t for t in type if t in {x.value for x in types}]
@@ -93,9 +94,11 @@ def _register(kind: str) -> None:
             scope=scope, type=type or list(types), after=after, before=before,
             min_confidence=min_confidence, include_forgotten=include_forgotten,
         )  # fmt: skip
-        items = await service.list_nodes(flt, limit=limit, offset=offset, order=order)
-        total = await service.count(flt)
-        return s.Page[MemoryNode](items=items, total=total, limit=limit, offset=offset)
+        page = await service.page_nodes(flt, limit=limit, offset=offset, order=order, cursor=cursor)
+        return s.Page[MemoryNode](
+            items=page.items, total=page.total, limit=limit, offset=offset,
+            next_cursor=page.next_cursor,
+        )  # fmt: skip
 
     @router.get(f"/{kind}/{{memory_id}}", tags=tag, summary=f"Get one of the {kind}")
     async def get_kind(memory_id: str, service: Service, ns: ReadNS) -> s.MemoryDetail:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, Field
@@ -18,9 +18,18 @@ from starlette.convertors import Convertor, register_url_convertor
 from memloci import validate as v
 from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.rest.deps import CallerDep, ReadNS, Service, WriteNS
-from memloci.interfaces.rest.schemas import BatchDeleted, Body, Flag, Page, Patch
+from memloci.interfaces.rest.schemas import (
+    CURSOR_DOC,
+    OFFSET_DOC,
+    BatchDeleted,
+    Body,
+    Flag,
+    Page,
+    Patch,
+)
 from memloci.models import Entity, MemoryUser, Thread
 from memloci.service.privacy import ForgetReport
+from memloci.storage.paging import KeyPage
 
 router = APIRouter(prefix="/api/v1")
 
@@ -137,6 +146,16 @@ def _checkpoint(messages: list[dict[str, Any]]) -> None:
         )
 
 
+PageT = TypeVar("PageT", bound=Page[Any])
+
+
+def _page(model: type[PageT], page: KeyPage[Any], limit: int, offset: int) -> PageT:
+    return model(
+        items=page.items, total=page.total, limit=limit, offset=offset,
+        next_cursor=page.next_cursor,
+    )  # fmt: skip
+
+
 def _deleted(count: int, ids: list[str]) -> BatchDeleted:
     return BatchDeleted(deleted=count, ids=ids)
 
@@ -158,11 +177,14 @@ async def list_users(
     ns: ReadNS,
     q: str | None = Query(None, description="matches id or display name"),
     limit: int = 50,
-    offset: int = 0,
+    offset: int = Query(0, description=OFFSET_DOC),
+    cursor: str | None = Query(None, description=CURSOR_DOC),
 ) -> Page[MemoryUser]:
-    items = await service.list_users(namespace=ns, query=q, limit=limit, offset=offset)
-    total = await service.count_users(namespace=ns, query=q)
-    return Page[MemoryUser](items=items, total=total, limit=limit, offset=offset)
+    """Memory users, oldest first (then by id)."""
+    page = await service.page_users(
+        namespace=ns, query=q, limit=limit, offset=offset, cursor=cursor
+    )
+    return _page(Page[MemoryUser], page, limit, offset)
 
 
 @router.get("/memory-users/{user_id:memloci_user}", tags=USERS)
@@ -232,13 +254,16 @@ def _thread_routes(prefix: str, include_in_schema: bool) -> None:
         user: str | None = None,
         agent: str | None = None,
         limit: int = 50,
-        offset: int = 0,
+        offset: int = Query(0, description=OFFSET_DOC),
+        cursor: str | None = Query(None, description=CURSOR_DOC),
     ) -> Page[Thread]:
-        items = await service.list_threads(
-            namespace=ns, user=user, agent=agent, limit=limit, offset=offset
+        """Threads, last updated first (then by id). A thread that gets messages moves to
+        the top: while paging by cursor it is listed once more or not at all; no other
+        thread is skipped or repeated."""
+        page = await service.page_threads(
+            namespace=ns, user=user, agent=agent, limit=limit, offset=offset, cursor=cursor
         )
-        total = await service.count_threads(namespace=ns, user=user, agent=agent)
-        return Page[Thread](items=items, total=total, limit=limit, offset=offset)
+        return _page(Page[Thread], page, limit, offset)
 
     @router.get(one, tags=THREADS, include_in_schema=include_in_schema)
     async def get_thread(thread_id: str, service: Service, ns: ReadNS) -> Thread:
@@ -281,13 +306,16 @@ async def list_entities(
     type: str | None = None,
     q: str | None = Query(None, description="matches name or alias"),
     limit: int = 50,
-    offset: int = 0,
+    offset: int = Query(0, description=OFFSET_DOC),
+    cursor: str | None = Query(None, description=CURSOR_DOC),
 ) -> Page[Entity]:
-    items = await service.list_entities(
-        namespace=ns, type=type, query=q, limit=limit, offset=offset
+    """Entities, most mentioned first (then by name, id). An entity mentioned again
+    moves up: while paging by cursor it is listed once more or not at all; no other
+    entity is skipped or repeated."""
+    page = await service.page_entities(
+        namespace=ns, type=type, query=q, limit=limit, offset=offset, cursor=cursor
     )
-    total = await service.count_entities(namespace=ns, type=type, query=q)
-    return Page[Entity](items=items, total=total, limit=limit, offset=offset)
+    return _page(Page[Entity], page, limit, offset)
 
 
 @router.get("/entities/{entity_id}", tags=ENTITIES)

@@ -23,6 +23,11 @@ from pydantic import (
 from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
 
 T = TypeVar("T")
+CURSOR_DOC = (
+    "the next_cursor of the previous page: the page starts strictly after its last row, so "
+    "rows written meanwhile never shift the pages (use it, not offset, on a changing list)"
+)
+OFFSET_DOC = "rows to skip (0–1,000,000,000); pages shift while the list changes: use cursor"
 
 
 class Body(BaseModel):
@@ -61,12 +66,17 @@ When = Annotated[datetime, BeforeValidator(_iso_only)]
 
 
 class Page(BaseModel, Generic[T]):
-    """One page of a listing."""
+    """One page of a listing: its items and the total of the same read (one snapshot).
+    ``next_cursor`` continues strictly after the last item (``?cursor=``), so a list that
+    changes meanwhile is paged without skipping or repeating a row; null on the last page."""
 
     items: list[T]
-    total: int
+    total: int = Field(description="how many the filter matches, read with the items")
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        description="pass as ?cursor= for the next page (null: this is the last page)"
+    )
 
 
 class FactCreate(Body):

@@ -84,7 +84,9 @@ const state = {
   detailId: null,
   rows: [],
   selected: new Set(),
-  perTab: Object.fromEntries(Object.keys(TABS).map((t) => [t, { offset: 0, query: "", filters: {} }])),
+  perTab: Object.fromEntries(
+    Object.keys(TABS).map((t) => [t, { offset: 0, starts: [], query: "", filters: {} }]),
+  ),
   listToken: 0,
   detailToken: 0,
 };
@@ -233,9 +235,17 @@ async function fetchRows(t, ts) {
     }));
     return { items, total: items.length, searching: true };
   }
-  const params = { ...filterParams(t, ts.filters), limit: PAGE_SIZE, offset: ts.offset };
+  // page on by cursor (ts.starts[i]: where page i starts), so rows written meanwhile
+  // never shift the pages; offset only where no cursor is known (page 1, a fallback)
+  const idx = ts.offset / PAGE_SIZE;
+  if (idx === 0) ts.starts = [];
+  const params = { ...filterParams(t, ts.filters), limit: PAGE_SIZE };
+  if (idx > 0 && ts.starts[idx]) params.cursor = ts.starts[idx];
+  else params.offset = ts.offset;
   if (ts.query) params.q = ts.query;
   const page = await api(t.endpoint, { params });
+  ts.starts.length = idx + 1;
+  if (page.next_cursor) ts.starts[idx + 1] = page.next_cursor;
   return { items: page.items, total: page.total, searching: false };
 }
 
@@ -250,6 +260,7 @@ async function loadList() {
     if (token !== state.listToken) return;
     if (items.length === 0 && ts.offset > 0 && total > 0) {
       ts.offset = Math.max(0, Math.floor((total - 1) / PAGE_SIZE) * PAGE_SIZE);
+      ts.starts = []; // the last page by offset: its cursor is not known
       loadList();
       return;
     }
@@ -336,7 +347,7 @@ function renderPager(ts, total, paged) {
     ? `${first}–${last} of ${total}`
     : `${total} result${total === 1 ? "" : "s"}`;
   $("page-prev").disabled = !paged || ts.offset === 0;
-  $("page-next").disabled = !paged || ts.offset + PAGE_SIZE >= total;
+  $("page-next").disabled = !paged || !(ts.starts || [])[ts.offset / PAGE_SIZE + 1];
 }
 
 function markSelectedRow() {
