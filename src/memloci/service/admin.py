@@ -15,7 +15,7 @@ from memloci import validate as v
 from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
-from memloci.service.core import ServiceCore
+from memloci.service.owners import OwnersMixin
 from memloci.storage.base import NodePatch, Store
 from memloci.worker import EmbeddingWorker
 
@@ -27,7 +27,7 @@ T = TypeVar("T")
 BATCH_MAX = 1000
 
 
-class AdminMixin(ServiceCore):
+class AdminMixin(OwnersMixin):
     """forget_many (atomic batch delete), export / import, embedding catch-up."""
 
     store: Store
@@ -112,7 +112,10 @@ class AdminMixin(ServiceCore):
                 self._embed_imported(ns, report)
             return report
 
-        return await self._run(run)
+        try:
+            return await self._run(run)
+        finally:
+            self._owners_changed(ns)  # it may bring users merged into others
 
     def _embed_imported(self, namespace: str, report: transfer.ImportReport) -> None:
         """Embed what an import brought with vectors of another model: knowledge chunks

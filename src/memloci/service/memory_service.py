@@ -182,6 +182,7 @@ class MemoryService(
         return nodes
 
     def _store_turns(self, nodes: list[MemoryNode]) -> list[MemoryNode]:
+        nodes = self._as_owner(nodes)  # a merged user's turns: the user's it joined
         self._session_seen(nodes[-1])  # a new session hands the last one to consolidation
         if len(nodes) == 1:
             nodes = [self.store.insert_node(nodes[0], link_previous=True)]
@@ -190,7 +191,7 @@ class MemoryService(
         if self.worker:
             self.worker.wake()
         self._prune(nodes[0].namespace, (NodeType.EPISODIC,), self.settings.max_episodes)
-        return nodes
+        return self._settled(nodes)
 
     # ------------------------------------------------------------------ explicit writes
     async def remember(
@@ -223,7 +224,7 @@ class MemoryService(
         ntype = v.enum(NodeType, type, "type")
         if ntype not in FACT_TYPES:
             raise ValidationError("remember stores semantic or opinion memories")
-        user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
+        user, agent, session = await self._who(ns, user, agent, session)
         sc = v.scope(scope, user=user, agent=agent, session=session)
         ft = v.enum(FactType, fact_type, "fact_type") if fact_type is not None else None
         conf = v.unit(confidence, "confidence")
@@ -257,6 +258,7 @@ class MemoryService(
             if done[2] is not None:  # stored: the cap too, in this thread, so a caller
                 # that stops waiting (a timeout) never leaves the store over it
                 self._prune(ns, FACT_TYPES, self.settings.max_memories, owner_user)
+                return done[0], done[1], self._settled([done[2]])[0], done[3]
             return done
 
         found, similar, stored, changes = await self._run(write)
@@ -361,7 +363,7 @@ class MemoryService(
         the known procedure; given ``triggers`` that differ from its own replace them,
         as a new version (``action="updated"``)."""
         ns, text = self._ns(namespace), v.fact(content)
-        user, agent = v.ident(user, "user"), v.ident(agent, "agent")
+        user, agent = await self._owner_of(ns, user), v.ident(agent, "agent")
         sc = v.scope(scope, user=user, agent=agent, session=None)
         wanted = None if triggers is None else v.triggers(triggers)
         details = ProcedureDetails(
@@ -384,7 +386,7 @@ class MemoryService(
                 if not dupes:
                     created = self.store.insert_node(node)
                     self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
-                    return created, "created", {}
+                    return self._settled([created])[0], "created", {}
                 old = dupes[0]
                 known = old.procedure or ProcedureDetails()
                 if wanted is None or wanted == known.triggers:
@@ -429,7 +431,7 @@ class MemoryService(
         """Store a structured episode (trigger, actions, outcome, timing, feedback);
         ``category`` defaults to ``episode`` (e.g. ``autonomous_run`` for agent runs)."""
         ns, text = self._ns(namespace), v.turn(content)
-        user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
+        user, agent, session = await self._who(ns, user, agent, session)
         episode = v.episode(details)
         now, when = utcnow(), v.when(event_time)
         node = MemoryNode(
@@ -444,7 +446,7 @@ class MemoryService(
         def write() -> MemoryNode:  # the cap in the same thread (see remember)
             stored = self.store.insert_node(node, link_previous=session is not None)
             self._prune(ns, (NodeType.EPISODIC,), self.settings.max_episodes)
-            return stored
+            return self._settled([stored])[0]
 
         node = await self._run(write)
         if self.worker:
@@ -476,7 +478,7 @@ class MemoryService(
     ) -> MemoryNode | None:
         """The fact stored under ``key``, most specific scope first (session → global)."""
         ns, norm = self._ns(namespace), normalize_key(v.key(key) or "")
-        user, agent, session = v.ident(user, "user"), v.ident(agent, "agent"), v.ident(session)
+        user, agent, session = await self._who(ns, user, agent, session)
         for sc in SCOPE_ORDER:
             missing = {Scope.SESSION: session, Scope.USER: user, Scope.AGENT: agent}
             if sc in missing and not missing[sc]:
@@ -490,10 +492,6 @@ class MemoryService(
             if found:
                 return found[0]
         return None
-
-    def filter(self, **kwargs: Any) -> NodeFilter:
-        """Build a validated :class:`NodeFilter` from keyword arguments (see ``v.node_filter``)."""
-        return v.node_filter(default_namespace=self.settings.namespace, **kwargs)
 
     async def list_nodes(
         self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created"

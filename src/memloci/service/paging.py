@@ -13,7 +13,7 @@ from __future__ import annotations
 from memloci import validate as v
 from memloci.errors import ValidationError
 from memloci.models import Entity, EntityType, MemoryNode, MemoryUser, Thread
-from memloci.service.core import ServiceCore
+from memloci.service.owners import OwnersMixin
 from memloci.storage.base import NodeFilter
 from memloci.storage.paging import CURSOR_MAX, KeyPage
 
@@ -35,7 +35,7 @@ def _cursor(cursor: str | None, offset: int) -> str | None:
     return cursor
 
 
-class PagingMixin(ServiceCore):
+class PagingMixin(OwnersMixin):
     """``page_nodes``, ``page_threads``, ``page_entities``, ``page_users``."""
 
     async def page_nodes(
@@ -54,9 +54,9 @@ class PagingMixin(ServiceCore):
         limit: int = 50, offset: int = 0, cursor: str | None = None,
     ) -> KeyPage[Thread]:  # fmt: skip
         """Threads, last updated first (a thread that gets messages moves to the top)."""
-        ns, user, agent = self._ns(namespace), v.ident(user, "user"), v.ident(agent, "agent")
+        ns, agent = self._ns(namespace), v.ident(agent, "agent")
         v.page(limit, offset)
-        cur = _cursor(cursor, offset)
+        cur, user = _cursor(cursor, offset), await self._owner_of(ns, user)
         return await self._run(
             self.store.page_threads, ns, user=user, agent=agent, limit=limit, offset=offset,
             cursor=cur,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memloci import validate as v
 from memloci.errors import ConflictError
-from memloci.service.core import ServiceCore
+from memloci.service.owners import OwnersMixin
 from memloci.storage.locks import entities_lock, users_lock
 
 
@@ -49,7 +49,7 @@ class ForgetReport(BaseModel):
         return any(getattr(self, kind) for kind in kinds)
 
 
-class PrivacyMixin(ServiceCore):
+class PrivacyMixin(OwnersMixin):
     """``forget_user``: the "forget a person" operation."""
 
     async def forget_user(self, user_id: str, *, namespace: str | None = None) -> ForgetReport:
@@ -83,4 +83,7 @@ class PrivacyMixin(ServiceCore):
                 {**counts, "namespace": ns, "user": uid, "scrubbed": scrubbed}
             )
 
-        return await self._run(run)
+        try:
+            return await self._run(run)
+        finally:
+            self._owners_changed(ns)

@@ -38,18 +38,17 @@ from memloci.models import (
     short_id,
     utcnow,
 )
-from memloci.service.core import ServiceCore
 from memloci.service.keys import KeysMixin
+from memloci.service.owners import CHAIN_MAX, OwnersMixin
 from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter, Store
 from memloci.storage.locks import entities_lock, users_lock
 
 P = ParamSpec("P")
 T = TypeVar("T")
-CHAIN_MAX = 100  # supersedes / merged_into chains followed at most this far
 
 
-class RecordsMixin(KeysMixin, ServiceCore):
+class RecordsMixin(KeysMixin, OwnersMixin):
     """Users, threads ("checkpoints"), entities, ``explain`` / ``weak_facts`` and API keys."""
 
     store: Store
@@ -85,17 +84,6 @@ class RecordsMixin(KeysMixin, ServiceCore):
                 f"no memory user {uid!r} in namespace {ns!r}", hint="list users to see their ids"
             )
         return self._root_user(ns, user) if follow else user
-
-    def _root_user(self, ns: str, user: MemoryUser) -> MemoryUser:
-        """Follow ``merged_into`` (loop-safe; stops at a deleted user)."""
-        seen = {user.id}
-        while user.merged_into and user.merged_into not in seen and len(seen) < CHAIN_MAX:
-            nxt = self.store.get_user(ns, user.merged_into)
-            if nxt is None:
-                break
-            seen.add(nxt.id)
-            user = nxt
-        return user
 
     async def save_user(
         self, user_id: str, *, namespace: str | None = None, display_name: str | None = None,
@@ -136,7 +124,10 @@ class RecordsMixin(KeysMixin, ServiceCore):
                         )
                 return self.store.upsert_user(user)
 
-        return await self._run(run)
+        try:
+            return await self._run(run)
+        finally:
+            self._owners_changed(ns)
 
     async def find_user(
         self, channel: str, identifier: str, *, namespace: str | None = None
@@ -154,14 +145,19 @@ class RecordsMixin(KeysMixin, ServiceCore):
     async def delete_users(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
         """Delete user records (their memories stay); returns how many were deleted."""
         ns, wanted = self._ns(namespace), v.ids(ids, lambda i: v.required(i, "user"))
-        return await self._run(self.store.delete_users, ns, wanted)
+        try:
+            return await self._run(self.store.delete_users, ns, wanted)
+        finally:
+            self._owners_changed(ns)
 
     async def merge_users(
         self, source_id: str, target_id: str, *, namespace: str | None = None
     ) -> MemoryUser:
         """Merge ``source`` into ``target`` in one transaction: identifiers and preferences
         join the target's (the target wins), conversation counts add up, the source's
-        memories and threads move to the target, and the source points at the target."""
+        memories and threads move to the target, and the source points at the target.
+        From then on every call naming the source acts as the target
+        (:mod:`memloci.service.owners`)."""
         ns = self._ns(namespace)
         src, dst = v.required(source_id, "user"), v.required(target_id, "user")
         if src == dst:
@@ -195,7 +191,14 @@ class RecordsMixin(KeysMixin, ServiceCore):
                 self.store.reassign_user(ns, src, dst)
                 return merged
 
-        return await self._run(run)
+        try:
+            merged = await self._run(run)
+        finally:
+            self._owners_changed(ns)
+        # once more after the commit: a write of another process that looked the source
+        # up before this merge committed, and checked it before too, committed by now
+        await self._run(self.store.reassign_user, ns, src, merged.id)
+        return merged
 
     # ------------------------------------------------------------------ threads
     async def list_threads(
@@ -203,8 +206,9 @@ class RecordsMixin(KeysMixin, ServiceCore):
         limit: int = 50, offset: int = 0,
     ) -> list[Thread]:  # fmt: skip
         """Newest updated first; listed threads carry ``message_count``, not messages."""
-        ns, user, agent = self._ns(namespace), v.ident(user, "user"), v.ident(agent, "agent")
+        ns, agent = self._ns(namespace), v.ident(agent, "agent")
         v.page(limit, offset)
+        user = await self._owner_of(ns, user)
         return await self._run(
             self.store.list_threads, ns, user=user, agent=agent, limit=limit, offset=offset
         )
@@ -212,7 +216,8 @@ class RecordsMixin(KeysMixin, ServiceCore):
     async def count_threads(
         self, *, namespace: str | None = None, user: str | None = None, agent: str | None = None,
     ) -> int:  # fmt: skip
-        ns, user, agent = self._ns(namespace), v.ident(user, "user"), v.ident(agent, "agent")
+        ns, agent = self._ns(namespace), v.ident(agent, "agent")
+        user = await self._owner_of(ns, user)
         return await self._run(self.store.count_threads, ns, user=user, agent=agent)
 
     async def get_thread(self, thread_id: str, *, namespace: str | None = None) -> Thread:
@@ -230,7 +235,7 @@ class RecordsMixin(KeysMixin, ServiceCore):
         if not isinstance(thread, Thread):
             raise ValidationError("save_thread needs a Thread")
         ns, tid = v.namespace(thread.namespace), v.required(thread.id, "thread")
-        user, agent = v.ident(thread.user, "user"), v.ident(thread.agent, "agent")
+        user, agent = await self._owner_of(ns, thread.user), v.ident(thread.agent, "agent")
         messages = v.thread_messages(thread.messages)
         summary = v.label(thread.summary, "summary", TURN_MAX)
 
@@ -242,7 +247,8 @@ class RecordsMixin(KeysMixin, ServiceCore):
                     summary=summary, created_at=old.created_at if old else thread.created_at,
                     updated_at=utcnow(), message_count=len(messages),
                 )  # fmt: skip
-                return self.store.upsert_thread(new)
+                saved = self.store.upsert_thread(new)
+            return self._settled_thread(saved)
 
         return await self._run(run)
 
@@ -254,12 +260,15 @@ class RecordsMixin(KeysMixin, ServiceCore):
         thread, creating it when new. A thread owned by another user or agent is a
         :class:`ConflictError`."""
         ns, tid = self._ns(namespace), v.required(thread_id, "thread")
-        user, agent = v.ident(user, "user"), v.ident(agent, "agent")
+        user, agent = await self._owner_of(ns, user), v.ident(agent, "agent")
         new = v.thread_messages(messages)
         if not messages:
             raise ValidationError("no messages to append")
 
         def run() -> Thread:
+            return self._settled_thread(append())
+
+        def append() -> Thread:
             with self.store.exclusive(f"thread:{ns}:{tid}"):  # concurrent appends: none lost
                 now, old = utcnow(), self.store.get_thread(ns, tid)
                 if old is None:
@@ -411,7 +420,7 @@ class RecordsMixin(KeysMixin, ServiceCore):
         other users' memories, and an entity only they mention is not found."""
         ns, ref = self._ns(namespace), v.name(name_or_id, "entity")
         lim = v.limit(limit, "limit", 200)
-        flt = NodeFilter(namespaces=(ns,), user=v.ident(user, "user"))
+        flt = NodeFilter(namespaces=(ns,), user=await self._owner_of(ns, user))
         entity = await self._resolve_entity(ns, ref)
         memories = await self._run(self.store.entity_nodes, flt, entity.id, limit=lim)
         if flt.user is not None:  # forgotten memories too: they gave its summary and aliases
@@ -441,7 +450,7 @@ class RecordsMixin(KeysMixin, ServiceCore):
         """A small graph for display: the entity, its current memories and the other
         entities those memories mention, linked ``mentions`` (memory → entity)."""
         ns, lim = self._ns(namespace), v.limit(limit, "limit", 200)
-        flt = NodeFilter(namespaces=(ns,), user=v.ident(user, "user"))
+        flt = NodeFilter(namespaces=(ns,), user=await self._owner_of(ns, user))
         entity = await self.get_entity(entity_id, namespace=ns)
         memories = await self._run(self.store.entity_nodes, flt, entity.id, limit=lim)
         mentioned = await self._run(self.store.node_entities, ns, [m.id for m in memories])
@@ -500,7 +509,8 @@ class RecordsMixin(KeysMixin, ServiceCore):
         now)."""
         ns, lim = self._ns(namespace), v.limit(limit, "limit", 1000)
         thr = v.unit(threshold, "threshold")
-        flt = NodeFilter(namespaces=(ns,), types=FACT_TYPES, user=v.ident(user, "user"))
+        owner = await self._owner_of(ns, user)
+        flt = NodeFilter(namespaces=(ns,), types=FACT_TYPES, user=owner)
 
         def facts() -> Iterator[MemoryNode]:
             offset = 0
