@@ -33,7 +33,7 @@ from memloci.models import (
 )
 from memloci.providers.base import Embedder, Vector
 from memloci.retrieval.query import document_text
-from memloci.service.paging import PagingMixin
+from memloci.service.core import ServiceCore
 from memloci.storage.base import NodePatch, PendingEmbedding
 from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker
@@ -58,9 +58,8 @@ def value_still_holds(value: Any, text: str) -> bool:
     return bool(said) and re.search(edges, text.casefold()) is not None
 
 
-class EditsMixin(PagingMixin):
-    """``update`` (in place, a new version) and ``correct`` (a new fact that supersedes);
-    the paged lists come with it (:class:`~memloci.service.paging.PagingMixin`)."""
+class EditsMixin(ServiceCore):
+    """``update`` (in place, a new version) and ``correct`` (a new fact that supersedes)."""
 
     embedder: Embedder | None
     worker: EmbeddingWorker | None

@@ -54,6 +54,7 @@ from memloci.service.consolidation import ConsolidationMixin
 from memloci.service.context import ContextMixin
 from memloci.service.edits import EditsMixin
 from memloci.service.knowledge import KnowledgeMixin
+from memloci.service.paging import PagingMixin
 from memloci.service.privacy import PrivacyMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
@@ -77,6 +78,7 @@ T = TypeVar("T")
 
 class MemoryService(
     EditsMixin,
+    PagingMixin,
     service_records.RecordsMixin,
     AdminMixin,
     ContextMixin,
