@@ -1,17 +1,25 @@
 """Prompt context (layer: context): a deterministic, token-budgeted markdown block.
 
-The cacheable part (learned procedures, then "Your Memory" grouped by category)
-comes first. It gets a fixed 40 % of the budget and depends only on the memory set:
-when not every fact fits, the ones kept are chosen by a rule that ignores the prompt
-and anything a read changes (protected facts first, then the most recently written,
-in that order until the room is full), then shown by category and creation time — so
-the same memories give byte-identical text whatever the prompt, however often they are
-searched or decayed. The parts that depend on the prompt come last, each within its
-share of the budget and the room left: entity profiles ("People and Things", 25 %),
-temporal context ("Timeline", 25 %) and evidence (10 %: triggered procedures for the
-task first, then "Relevant Past Conversations"); relevant facts that did not fit in the
-cacheable part ("Relevant Facts") take what those sections leave. The shares add up to
-the budget, and the whole block never exceeds it by :func:`estimate_tokens`.
+The block has two parts. The **cacheable** part (learned procedures, then "Your
+Memory" grouped by category) comes first and depends only on the memory set: when not
+every fact fits, the ones kept are chosen by a rule that ignores the prompt and anything
+a read changes (protected facts first, then the most recently written), then shown by
+category and creation time — so the same memories give byte-identical text whatever the
+prompt, and provider prompt caches stay warm. With a prompt it takes at most a bounded
+share of the budget (``Settings.context_stable_share``, 20 % by default), so it never
+starves the answer; with no prompt it may take the whole budget.
+
+The **dynamic** part is what answers the prompt, filled by relevance (:func:`pack`):
+the search's hits above the relevance threshold, best first, each a candidate for one
+section — "Relevant Facts", "People and Things" (profiles of the entities the prompt
+names), "Timeline" (only when the prompt names a time window, and only items in it),
+"Relevant Past Conversations" (turns, each with the neighbouring turn that carries its
+context when there is one) and the triggered "Procedures for This Task". Reference
+002's shares (facts 40 %, entity profiles 25 %, temporal 25 %, evidence 10 %) split the
+room when every section has items to fill its share; a share a section cannot fill
+flows to the others, evidence first. With no relevant item there is no dynamic part.
+An item appears once. The whole block never exceeds the budget by
+:func:`estimate_tokens`.
 """
 
 from __future__ import annotations
@@ -20,14 +28,12 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from memloci.models import Entity, MemoryNode
+from memloci.models import ContextItem, ContextReport, ContextSection, Entity, MemoryNode, SearchHit
 
 MAX_PROCEDURES = 20
 _SHOWN = re.compile(r"^- \[id:([A-Za-z0-9]{8})\]", re.MULTILINE)  # a line of the block
 SHARES = {"facts": 0.40, "entities": 0.25, "timeline": 0.25, "evidence": 0.10}
-STABLE_SHARE = SHARES["facts"]
 MEMORY_INTRO = (
     "The following is information you've learned about the user from previous conversations.\n"
     "Use this context naturally. To update a memory, use the update_memory tool with the "
@@ -46,7 +52,7 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _fact_line(node: MemoryNode) -> str:
+def fact_line(node: MemoryNode) -> str:
     subject = f"[{one_line(node.subject)}] " if node.subject and node.subject.strip() else ""
     return f"- [id:{node.id}] {subject}{one_line(node.content)}"
 
@@ -60,7 +66,7 @@ def _memory_block(facts: Sequence[MemoryNode]) -> str:
                 block.append("")
             category = node.category
             block.append(f"### {category.replace('_', ' ').title()}")
-        block.append(_fact_line(node))
+        block.append(fact_line(node))
     return "\n".join(block) + "\n"
 
 
@@ -79,7 +85,7 @@ def _fit(facts: Sequence[MemoryNode], chars: int) -> list[MemoryNode]:
     seen: set[str] = set()
     chosen: list[MemoryNode] = []
     for node in ranked:
-        line = len(_fact_line(node)) + 1
+        line = len(fact_line(node)) + 1
         header = len(f"### {node.category.replace('_', ' ').title()}") + 2
         cost = line + (header if node.category not in seen else 0)
         if spent + cost > chars:
@@ -130,7 +136,7 @@ def _clip(text: str, limit: int) -> str:
     return text[:cut].rstrip() + "…"
 
 
-def _entity_line(profile: EntityProfile) -> str:
+def entity_line(profile: EntityProfile) -> str:
     e = profile.entity
     aliases = [one_line(a) for a in e.aliases if a.lower() != e.canonical_name.lower()]
     head = f"- **{one_line(e.canonical_name)}** ({e.type.value}"
@@ -139,100 +145,192 @@ def _entity_line(profile: EntityProfile) -> str:
     return f"{head}: {_clip(about, 320)}" if about else head
 
 
-def _episode_line(node: MemoryNode, limit: int) -> str:
+def episode_line(node: MemoryNode, limit: int) -> str:
     who = f"{one_line(node.speaker)}: " if node.speaker and node.speaker.strip() else ""
     return f"- [{node.event_time:%Y-%m-%d}] {who}{_clip(node.content, limit)}"
 
 
-def _section(title: str, lines: Sequence[str], room: int) -> str:
-    """The title and as many lines (in order) as fit in ``room`` tokens; "" if none fit."""
-    kept: list[str] = []
-    left = room - estimate_tokens(f"{title}\n\n") - 1
-    for line in lines:
-        cost = estimate_tokens(line + "\n")
-        if cost <= left:
-            kept.append(line)
-            left -= cost
-    return "\n".join([title, "", *kept]) + "\n" if kept else ""
+SECTION_TITLES = {
+    "procedures": "## Procedures for This Task",
+    "facts": "## Relevant Facts",
+    "entities": "## People and Things",
+    "timeline": "## Timeline",
+    "evidence": "## Relevant Past Conversations",
+}
+# the order the sections are shown in, and the order a share left unused flows to them
+SHOWN_ORDER = ("procedures", "facts", "entities", "timeline", "evidence")
+FLOW_ORDER = ("evidence", "facts", "entities", "timeline")
+_SHARE_OF = {
+    "procedures": "evidence",
+    "facts": "facts",
+    "entities": "entities",
+    "timeline": "timeline",
+    "evidence": "evidence",
+}
 
 
-def _by_time(nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
-    return sorted(nodes, key=lambda n: (n.event_time, n.id))
+@dataclass(frozen=True)
+class Candidate:
+    """One item the prompt brings up, for the dynamic part: its ``section`` (a key of
+    :data:`SECTION_TITLES`), its ``lines`` as shown (a hit and the neighbouring turn that
+    carries its context, in time order), ``short``: the hit's line alone, used when the
+    lines together do not fit; ``ids`` of the memories it shows; ``score``: the search's
+    relevance; ``why``: what brought it up."""
+
+    section: str
+    lines: tuple[str, ...]
+    ids: tuple[str, ...] = ()
+    score: float = 1.0
+    why: str = ""
+    short: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A candidate as placed in the block: the lines it got and their tokens."""
+
+    candidate: Candidate
+    lines: tuple[str, ...]
+    tokens: int
+
+
+def _cost(lines: Sequence[str]) -> int:
+    return sum(estimate_tokens(line + "\n") for line in lines)
+
+
+def _header_cost(section: str, first: bool) -> int:
+    """What opening ``section`` costs: its title, the blank line after it, and the blank
+    line that separates it from the section before (none for the first one)."""
+    return estimate_tokens(f"{SECTION_TITLES[section]}\n\n") + (0 if first else 1)
+
+
+def pack(candidates: Sequence[Candidate], room: int, scale: int) -> dict[str, list[Placed]]:
+    """Choose the candidates the dynamic part shows within ``room`` tokens.
+
+    Two passes over ``candidates`` (best first). First each section takes its items
+    within its share of ``scale`` (:data:`SHARES`: facts 40 %, entity profiles 25 %,
+    timeline 25 %, evidence 10 %, the task's procedures within the evidence share).
+    Then what is left of ``room`` goes to the items not yet placed, evidence first
+    (:data:`FLOW_ORDER`), best first in each: a share a section cannot fill with relevant
+    items flows to the others. An item too long for what is left is passed over (the
+    next may fit); a hit shown with its neighbouring turn falls back to the hit alone."""
+    shares = {name: int(scale * share) for name, share in SHARES.items()}
+    placed: dict[str, list[Placed]] = {}
+    left = room
+    taken: set[int] = set()
+
+    def place(index: int, cand: Candidate, *, capped: bool) -> bool:
+        nonlocal left
+        opening = _header_cost(cand.section, not placed) if cand.section not in placed else 0
+        share = _SHARE_OF[cand.section]
+        for lines in (cand.lines, cand.short) if cand.short else (cand.lines,):
+            cost = _cost(lines) + opening
+            if cost <= left and (not capped or cost <= shares[share]):
+                placed.setdefault(cand.section, []).append(Placed(cand, lines, cost))
+                left -= cost
+                shares[share] -= cost
+                taken.add(index)
+                return True
+        return False
+
+    for index, cand in enumerate(candidates):
+        place(index, cand, capped=True)
+    for section in (*FLOW_ORDER, "procedures"):
+        for index, cand in enumerate(candidates):
+            if index not in taken and _SHARE_OF[cand.section] == section:
+                place(index, cand, capped=False)
+    return placed
+
+
+def render_dynamic(placed: dict[str, list[Placed]]) -> str:
+    """The dynamic part: each section that got items, in :data:`SHOWN_ORDER`, its items
+    in the order they were placed (best first)."""
+    parts = []
+    for section in SHOWN_ORDER:
+        items = placed.get(section)
+        if items:
+            lines = [line for item in items for line in item.lines]
+            parts.append("\n".join([SECTION_TITLES[section], "", *lines]) + "\n")
+    return "\n".join(parts)
 
 
 def build_context_parts(
     *,
     facts: Sequence[MemoryNode],
     procedures: Sequence[MemoryNode] = (),
-    entities: Sequence[EntityProfile] = (),
-    timeline: Sequence[MemoryNode] = (),
-    evidence: Sequence[MemoryNode] = (),
-    relevant: Sequence[MemoryNode] = (),
-    task_procedures: Sequence[MemoryNode] = (),
+    candidates: Sequence[Candidate] = (),
     budget: int = 1000,
+    stable_share: float = 1.0,
     dynamic_budget: int | None = None,
     loaded: str | None = None,
 ) -> tuple[str, str]:
-    """Render the block as ``(cacheable, dynamic)``: the cacheable part within
-    ``STABLE_SHARE`` of ``budget``, the prompt-dependent sections within
-    ``dynamic_budget`` (default: the rest of ``budget``)
-    — entity profiles 25 %, temporal context 25 %, evidence 10 % of ``budget`` scaled
-    to it, then ``relevant`` facts not shown above in what is left. ``task_procedures``
-    (triggered procedures that apply to the prompt) come first, within the evidence
-    share (the evidence gets what they leave of it). No section takes more than the
-    room left, so without ``dynamic_budget`` the whole block (headers and separators
-    included) is at most ``budget`` tokens by :func:`estimate_tokens`; with it, at most
-    ``STABLE_SHARE`` of ``budget`` plus ``dynamic_budget``. Same inputs, same bytes;
-    the cacheable part depends on ``facts``, ``procedures`` and ``budget`` only.
-    ``loaded``: the cacheable part the caller holds already (a conversation loads it
-    once): it stands for the one ``facts`` would give now, so a fact written since is
-    not taken for shown, and comes under "Relevant Facts" when the prompt brings it up.
+    """Render the block as ``(cacheable, dynamic)`` (:func:`compose` with its report)."""
+    composed = compose(
+        facts=facts,
+        procedures=procedures,
+        candidates=candidates,
+        budget=budget,
+        stable_share=stable_share,
+        dynamic_budget=dynamic_budget,
+        loaded=loaded,
+    )
+    return composed.cacheable, composed.dynamic
+
+
+@dataclass(frozen=True)
+class Composed:
+    """A composed block: its two parts, the ids the cacheable part shows, and what the
+    dynamic part placed (per section, for a report of why each item is there)."""
+
+    cacheable: str
+    dynamic: str
+    shown: frozenset[str]
+    placed: dict[str, list[Placed]]
+    stable_facts: tuple[MemoryNode, ...] = ()
+    stable_procedures: tuple[MemoryNode, ...] = ()
+
+
+def compose(
+    *,
+    facts: Sequence[MemoryNode],
+    procedures: Sequence[MemoryNode] = (),
+    candidates: Sequence[Candidate] = (),
+    budget: int = 1000,
+    stable_share: float = 1.0,
+    dynamic_budget: int | None = None,
+    loaded: str | None = None,
+) -> Composed:
+    """Compose the block.
+
+    The cacheable part (standing procedures, then "Your Memory") takes at most
+    ``stable_share`` of ``budget`` and depends on ``facts``, ``procedures``, ``budget``
+    and ``stable_share`` only: the same memories give the same bytes whatever the
+    prompt. ``loaded``: the cacheable part the caller holds already (a conversation
+    loads it once); it stands for the one ``facts`` would give now, so a fact written
+    since is not taken for shown.
+
+    The dynamic part gets the rest of ``budget`` (or ``dynamic_budget`` when given) and
+    is filled from ``candidates`` by :func:`pack`; a candidate the cacheable part shows
+    already is left out (an item appears once). Without ``dynamic_budget`` the whole
+    block, separators included, is at most ``budget`` tokens by :func:`estimate_tokens`.
     """
-    stable_room = int(budget * STABLE_SHARE)
-    stable, shown = _stable_part(facts, procedures, stable_room)
+    stable, shown_nodes, procs = _stable_part(facts, procedures, int(budget * stable_share))
+    shown = {n.id for n in shown_nodes}
     if loaded is not None:
         stable, shown = ([loaded] if loaded else []), set(_SHOWN.findall(loaded))
     room = budget - sum(estimate_tokens(t) + 1 for t in stable)
-    scale: float = budget  # each section's share is of this
     if dynamic_budget is not None:
-        room, scale = dynamic_budget, max(0, dynamic_budget) / (1 - STABLE_SHARE)
-    parts: dict[str, str] = {}
-    sections = (
-        (
-            "## Procedures for This Task",
-            [_fact_line(p) for p in task_procedures],
-            "evidence",
-        ),
-        (
-            "## People and Things",
-            [_entity_line(p) for p in entities if p.entity.summary or p.facts],
-            "entities",
-        ),
-        ("## Timeline", [_episode_line(n, 240) for n in _by_time(timeline)], "timeline"),
-        (
-            "## Relevant Past Conversations",
-            [_episode_line(n, 600) for n in _by_time(evidence)],
-            "evidence",
-        ),
+        room = dynamic_budget
+    fresh = [c for c in candidates if not (c.ids and set(c.ids) <= shown)]
+    placed = pack(fresh, max(0, room), max(0, room)) if room > 0 else {}
+    return Composed(
+        cacheable="\n".join(stable),
+        dynamic=render_dynamic(placed),
+        shown=frozenset(shown),
+        placed=placed,
+        stable_facts=tuple(shown_nodes),
+        stable_procedures=tuple(procs),
     )
-    # each section's share, of which it may use no more than the room left; the task's
-    # procedures and the evidence share one (the procedures first)
-    shares = {name: int(scale * share) for name, share in SHARES.items() if name != "facts"}
-    for title, lines, share in sections:
-        text = _section(title, lines, min(shares[share], room)) if lines and scale else ""
-        if text:
-            parts[title] = text
-            room -= estimate_tokens(text) + 1
-            shares[share] -= estimate_tokens(text) + 1
-    extra = [_fact_line(n) for n in relevant if n.id not in shown]
-    if extra and room > 0:
-        text = _section("## Relevant Facts", extra, room)
-        if text:
-            parts["## Relevant Facts"] = text
-    order = ("## Procedures for This Task", "## Relevant Facts")  # then the sections' order
-    shown_parts = [parts[t] for t in order if t in parts]
-    shown_parts += [text for title, text in parts.items() if title not in order]
-    return "\n".join(stable), "\n".join(shown_parts)
 
 
 def join_parts(cacheable: str, dynamic: str) -> str:
@@ -240,13 +338,8 @@ def join_parts(cacheable: str, dynamic: str) -> str:
     return "\n".join(p for p in (cacheable, dynamic) if p)
 
 
-def build_context(**kwargs: Any) -> str:
-    """:func:`build_context_parts`, joined: the cacheable part, then the dynamic one."""
-    return join_parts(*build_context_parts(**kwargs))
-
-
 def _procedure_block(procedures: Sequence[MemoryNode]) -> str:
-    lines = ["## Learned Procedures and Policies", "", *map(_fact_line, _stable_order(procedures))]
+    lines = ["## Learned Procedures and Policies", "", *map(fact_line, _stable_order(procedures))]
     return "\n".join(lines) + "\n"
 
 
@@ -267,9 +360,9 @@ def _fit_procedures(procedures: Sequence[MemoryNode], room: int) -> list[MemoryN
 
 def _stable_part(
     facts: Sequence[MemoryNode], procedures: Sequence[MemoryNode], budget: int
-) -> tuple[list[str], set[str]]:
-    """Procedures (at most half the room), then "Your Memory" in the rest; and the ids
-    of the facts shown."""
+) -> tuple[list[str], list[MemoryNode], list[MemoryNode]]:
+    """Procedures (at most half the room), then "Your Memory" in the rest; the facts and
+    the procedures shown."""
     out: list[str] = []
     used = 0
     procs = _fit_procedures(procedures, budget // 2)
@@ -291,4 +384,94 @@ def _stable_part(
             out.append(text)
         else:
             chosen = []
-    return out, {n.id for n in chosen}
+    return out, chosen, procs
+
+
+def report_of(
+    composed: Composed,
+    budget: int,
+    threshold: float,
+    *,
+    left_out: Sequence[SearchHit] = (),
+) -> ContextReport:
+    """A :class:`~memloci.models.ContextReport` of ``composed``: each section with its
+    tokens and items, the cacheable sections first, and the hits left out for scoring
+    below ``threshold``."""
+    sections: list[ContextSection] = []
+    if composed.stable_procedures:
+        items = [
+            ContextItem(
+                lines=[fact_line(p)],
+                memory_ids=[p.id],
+                tokens=estimate_tokens(fact_line(p) + "\n"),
+                why="a standing instruction (no trigger)",
+            )
+            for p in _stable_order(composed.stable_procedures)
+        ]
+        text = _procedure_block(composed.stable_procedures)
+        sections.append(
+            ContextSection(
+                title="## Learned Procedures and Policies",
+                cacheable=True,
+                tokens=estimate_tokens(text),
+                items=items,
+            )
+        )
+    if composed.stable_facts:
+        items = [
+            ContextItem(
+                lines=[fact_line(n)],
+                memory_ids=[n.id],
+                tokens=estimate_tokens(fact_line(n) + "\n"),
+                why="kept in 'Your Memory' (protected, then newest first)",
+            )
+            for n in _stable_order(composed.stable_facts)
+        ]
+        text = _memory_block(composed.stable_facts)
+        sections.append(
+            ContextSection(
+                title="## Your Memory", cacheable=True, tokens=estimate_tokens(text), items=items
+            )
+        )
+    for section in SHOWN_ORDER:
+        placed = composed.placed.get(section)
+        if not placed:
+            continue
+        items = [
+            ContextItem(
+                lines=list(p.lines),
+                memory_ids=list(p.candidate.ids),
+                score=round(p.candidate.score, 4),
+                tokens=p.tokens,
+                why=p.candidate.why,
+            )
+            for p in placed
+        ]
+        sections.append(
+            ContextSection(
+                title=SECTION_TITLES[section],
+                cacheable=False,
+                tokens=sum(p.tokens for p in placed),
+                items=items,
+            )
+        )
+    block = join_parts(composed.cacheable, composed.dynamic)
+    dropped = [
+        ContextItem(
+            lines=[one_line(h.memory.content)],
+            memory_ids=[h.memory.id],
+            score=h.score,
+            why=f"below the relevance threshold {threshold:.2f}",
+        )
+        for h in left_out
+    ]
+    return ContextReport(
+        block=block,
+        cacheable=composed.cacheable,
+        dynamic=composed.dynamic,
+        budget=budget,
+        tokens=estimate_tokens(block),
+        threshold=threshold,
+        sections=sections,
+        left_out=dropped,
+    )

@@ -278,6 +278,43 @@ class SearchHit(_Record):
     why: str = ""
 
 
+class ContextItem(_Record):
+    """One item of a context block: the lines it shows, the memories behind them, its
+    relevance (the search score; 1.0 for what the cacheable part always shows) and why
+    it is in the block."""
+
+    lines: list[str]
+    memory_ids: list[str] = Field(default_factory=list)
+    score: float = 1.0
+    tokens: int = 0
+    why: str = ""
+
+
+class ContextSection(_Record):
+    """A section of a context block: its title, whether it is in the cacheable part,
+    its tokens (title included) and its items."""
+
+    title: str
+    cacheable: bool
+    tokens: int
+    items: list[ContextItem] = Field(default_factory=list)
+
+
+class ContextReport(_Record):
+    """A context block and how it was composed: the two parts (``cacheable`` first), the
+    budget and the tokens used (by :func:`memloci.context.estimate_tokens`), each
+    section with its items, and the relevance threshold the dynamic part applied."""
+
+    block: str
+    cacheable: str
+    dynamic: str
+    budget: int
+    tokens: int
+    threshold: float
+    sections: list[ContextSection] = Field(default_factory=list)
+    left_out: list[ContextItem] = Field(default_factory=list)
+
+
 class WriteResult(_Record):
     """What an explicit write did: ``created``, ``confirmed``, ``updated``, ``corrected``…"""
 

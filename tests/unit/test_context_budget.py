@@ -13,10 +13,13 @@ from hypothesis import strategies as st
 
 from memloci import Memory
 from memloci.context import (
-    STABLE_SHARE,
+    Candidate,
     EntityProfile,
     build_context_parts,
+    entity_line,
+    episode_line,
     estimate_tokens,
+    fact_line,
     join_parts,
 )
 from memloci.models import Entity, EntityType, MemoryNode, NodeType, Scope
@@ -76,6 +79,7 @@ LINES = st.lists(st.tuples(TEXT, st.integers(1, 60)), max_size=3).map(
     protected=st.sets(st.integers(0, 29)),
     categories=st.integers(1, 6),
     budget=st.integers(1, 4000),
+    share=st.sampled_from([0.0, 0.2, 0.4, 1.0]),
 )
 def test_whole_block_stays_within_the_budget_whatever_the_mix(
     facts: list[str],
@@ -88,30 +92,48 @@ def test_whole_block_stays_within_the_budget_whatever_the_mix(
     protected: set[int],
     categories: int,
     budget: int,
+    share: float,
 ) -> None:
     fact_nodes = [
         node(i, t, category=f"cat_{i % categories}", decay_rate=0.0 if i in protected else 0.1)
         for i, t in enumerate(facts)
     ]
     proc = NodeType.PROCEDURAL
-    procs = [node(100 + i, t, type=proc) for i, t in enumerate(procedures)]
-    kwargs: dict[str, Any] = {
-        "facts": fact_nodes,
-        "procedures": procs,
-        "task_procedures": [node(200 + i, t, type=proc) for i, t in enumerate(task)],
-        "entities": [entity(i, t) for i, t in enumerate(people)],
-        "timeline": [node(300 + i, t, type=NodeType.EPISODIC) for i, t in enumerate(timeline)],
-        "evidence": [node(400 + i, t, type=NodeType.EPISODIC) for i, t in enumerate(evidence)],
-        "relevant": fact_nodes[::2] + [node(500 + i, t) for i, t in enumerate(relevant)],
-    }
-    cacheable, dynamic = build_context_parts(**kwargs, budget=budget)
+    procs = [node(10000 + i, t, type=proc) for i, t in enumerate(procedures)]
+    people_lines = [entity_line(entity(i, t)) for i, t in enumerate(people)]
+    turns = [node(30000 + i, t, type=NodeType.EPISODIC) for i, t in enumerate(timeline + evidence)]
+    extra_facts = fact_nodes[::2] + [node(50000 + i, t) for i, t in enumerate(relevant)]
+    candidates = [
+        *(
+            Candidate(
+                "procedures", (fact_line(node(20000 + i, t, type=proc)),), (f"n{20000 + i:07d}",)
+            )
+            for i, t in enumerate(task)
+        ),
+        *(Candidate("entities", (line,)) for line in people_lines),
+        *(
+            Candidate("timeline" if i % 2 else "evidence", (episode_line(n, 1200),), (n.id,))
+            for i, n in enumerate(turns)
+        ),
+        *(Candidate("facts", (fact_line(n),), (n.id,)) for n in extra_facts),
+    ]
+    kwargs: dict[str, Any] = {"facts": fact_nodes, "procedures": procs, "candidates": candidates}
+    cacheable, dynamic = build_context_parts(**kwargs, budget=budget, stable_share=share)
     assert estimate_tokens(join_parts(cacheable, dynamic)) <= budget
     # the cacheable part is the same whatever the prompt brought up
-    assert build_context_parts(facts=fact_nodes, procedures=procs, budget=budget)[0] == cacheable
+    plain = build_context_parts(
+        facts=fact_nodes, procedures=procs, budget=budget, stable_share=share
+    )
+    assert plain[0] == cacheable
+    assert estimate_tokens(cacheable) <= int(budget * share)
     # with a separate budget for the prompt's part: within the stable share plus it
     extra = budget // 2
-    both = join_parts(*build_context_parts(**kwargs, budget=budget, dynamic_budget=extra))
-    assert estimate_tokens(both) <= int(budget * STABLE_SHARE) + extra
+    both = join_parts(
+        *build_context_parts(**kwargs, budget=budget, stable_share=share, dynamic_budget=extra)
+    )
+    assert estimate_tokens(both) <= int(budget * share) + extra
+    # an item appears once: no fact the cacheable part shows comes again in the dynamic one
+    assert not set(HANDLE.findall(cacheable)) & set(HANDLE.findall(dynamic))
 
 
 def seed_busy_store(mem: Memory) -> None:
@@ -153,7 +175,9 @@ def test_busy_store_context_stays_within_the_budget(mem: Memory) -> None:
         text = mem.context(prompt, user="u", budget=budget)
         assert estimate_tokens(text) <= budget, budget
         assert "## Procedures for This Task" in text or budget < 600
-        assert text.startswith(mem.context(None, user="u", budget=budget))  # same cacheable
+        # the same cacheable part whatever the prompt
+        cacheable = mem.context_parts("anything else", user="u", budget=budget)[0]
+        assert text.startswith(cacheable)
 
 
 def test_a_small_context_budget_setting_is_kept(make_memory: Any) -> None:

@@ -81,6 +81,7 @@ from memloci.retrieval.query import (
     labelled,
     subjects,
 )
+from memloci.retrieval.relevance import by_relevance
 from memloci.retrieval.replaced import replaced
 from memloci.retrieval.spelling import meant
 from memloci.storage.base import NodeFilter, Store
@@ -289,7 +290,15 @@ class Retriever:
         failed = None
         if reranking:
             top, failed = self._rerank(query, top, nodes)
-        hits = [_hit(nodes[f.id], f, graph) for f in top[:k]]
+        # the fused ranking's top k, scored and ordered by calibrated relevance
+        candidates = len(ranked.get("vector") or ()) or len(fused)
+        scored = by_relevance(
+            top[:k],
+            candidates=candidates,
+            query_weight=query_weight,
+            calibration=calibration_of(self.embedder),
+        )
+        hits = [_hit(nodes[f.id], f, graph, score) for f, score in scored]
         if failed is not None:
             hits = [h.model_copy(update={"why": f"{h.why}; {failed}"}) for h in hits]
         if respelt is not None:
@@ -454,7 +463,7 @@ class _VectorScan:
         return self.ranked
 
 
-def _hit(node: MemoryNode, fused: Fused, graph: GraphLists) -> SearchHit:
+def _hit(node: MemoryNode, fused: Fused, graph: GraphLists, score: float) -> SearchHit:
     parts = []
     for name, rank in sorted(fused.ranks.items(), key=lambda r: r[1]):
         weight = fused.evidence.get(name, 0.0)
@@ -469,8 +478,13 @@ def _hit(node: MemoryNode, fused: Fused, graph: GraphLists) -> SearchHit:
         parts.append(f"{_LABELS.get(name, name)} #{rank} ({detail}evidence {weight:.2f})")
     if fused.note:
         parts.append(fused.note)
+    if round(score, 2) < round(fused.score, 2):
+        parts.append(
+            f"relevance {score:.2f} of fused {fused.score:.2f}: the best hits share little "
+            "meaning and few words with the query"
+        )
     return SearchHit(
-        memory=node, score=round(fused.score, 4), strategies=fused.ranks, why="; ".join(parts)
+        memory=node, score=round(score, 4), strategies=fused.ranks, why="; ".join(parts)
     )
 
 

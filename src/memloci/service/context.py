@@ -15,37 +15,46 @@ from memloci import validate as v
 from memloci.config import Settings
 from memloci.context import (
     MAX_PROCEDURES,
-    STABLE_SHARE,
+    Candidate,
     EntityProfile,
-    build_context_parts,
-    join_parts,
+    compose,
+    entity_line,
+    episode_line,
+    fact_line,
+    report_of,
 )
 from memloci.errors import NotFoundError
 from memloci.kinds import FACT_TYPES
 from memloci.models import (
+    ContextReport,
     EdgeType,
     Entity,
     MemoryNode,
     NodeType,
     ProcedureDetails,
     SearchHit,
+    utcnow,
 )
 from memloci.procedures import has_triggers, matching, record_use
 from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
+from memloci.retrieval.timephrases import TimeWindow, time_window
 from memloci.service.core import ServiceCore
 from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter, NodePatch, Store
 
 P = ParamSpec("P")
 T = TypeVar("T")
-EVIDENCE = 3  # top episodes quoted as evidence; the rest (and their neighbours) form the timeline
+MAX_HITS = 60  # search hits read for the dynamic part at most
+TOKENS_PER_HIT = 15  # hits read: one per this many tokens of its room (at least 10)
+TURN_CHARS = 1200  # a turn longer than this is cut in the block
+SHORT_REPLY = 80  # a turn this short is shown with the question it answers
 ENTITIES = 6  # entity profiles at most
 PEEK = 200  # memories of an entity read to tell whether others' memories mention it too
 NAMES_READ = 25  # of the caller's memories of a shared entity, read at a time for its names
 
 
 class ContextMixin(ServiceCore):
-    """``context`` / ``context_now``: procedures, facts, entity profiles, timeline, evidence."""
+    """``context`` / ``context_report``: the cacheable part, then what answers the prompt."""
 
     store: Store
     settings: Settings
@@ -63,90 +72,239 @@ class ContextMixin(ServiceCore):
         return await self._run(self.context_now, prompt, flt, budget=budget)
 
     async def context_parts(
-        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None,
-        facts: bool = True, procedures: bool = True, episodes: bool = True,
+        self,
+        prompt: str | None,
+        flt: NodeFilter,
+        *,
+        budget: int | None = None,
+        facts: bool = True,
+        procedures: bool = True,
+        episodes: bool = True,
         loaded: str | None = None,
-    ) -> tuple[str, str]:  # fmt: skip
+    ) -> tuple[str, str]:
         """:meth:`context` in two parts: ``(cacheable, dynamic)``. The cacheable part is
         what a conversation loads once (it changes only when the memory set does).
         ``facts`` / ``procedures`` / ``episodes`` False: leave that tier out (an agent
         that has it off). ``loaded``: the cacheable part the conversation holds (a fact
         written since it was loaded is then relevant, not taken for shown)."""
         return await self._run(
-            self.context_parts_now, prompt, flt, budget=budget, facts=facts,
-            procedures=procedures, episodes=episodes, loaded=loaded,
-        )  # fmt: skip
+            self.context_parts_now,
+            prompt,
+            flt,
+            budget=budget,
+            facts=facts,
+            procedures=procedures,
+            episodes=episodes,
+            loaded=loaded,
+        )
+
+    async def context_report(
+        self,
+        prompt: str | None,
+        flt: NodeFilter,
+        *,
+        budget: int | None = None,
+        loaded: str | None = None,
+    ) -> ContextReport:
+        """:meth:`context` with how it was composed: each section's tokens and items, and
+        why each item is in the block (the web UI's Context view shows it)."""
+        return await self._run(self.context_report_now, prompt, flt, budget=budget, loaded=loaded)
 
     def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
         """:meth:`context` in the caller's thread."""
-        return join_parts(*self.context_parts_now(prompt, flt, budget=budget))
+        return self.context_report_now(prompt, flt, budget=budget).block
 
     def context_parts_now(
-        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None,
-        facts: bool = True, procedures: bool = True, episodes: bool = True,
+        self,
+        prompt: str | None,
+        flt: NodeFilter,
+        *,
+        budget: int | None = None,
+        facts: bool = True,
+        procedures: bool = True,
+        episodes: bool = True,
         loaded: str | None = None,
-    ) -> tuple[str, str]:  # fmt: skip
-        """:meth:`context_parts` in the caller's thread.
+    ) -> tuple[str, str]:
+        """:meth:`context_parts` in the caller's thread."""
+        report = self.context_report_now(
+            prompt,
+            flt,
+            budget=budget,
+            facts=facts,
+            procedures=procedures,
+            episodes=episodes,
+            loaded=loaded,
+        )
+        return report.cacheable, report.dynamic
+
+    def context_report_now(
+        self,
+        prompt: str | None,
+        flt: NodeFilter,
+        *,
+        budget: int | None = None,
+        facts: bool = True,
+        procedures: bool = True,
+        episodes: bool = True,
+        loaded: str | None = None,
+    ) -> ContextReport:
+        """:meth:`context_report` in the caller's thread.
 
         Procedures without trigger conditions are standing instructions (the 20 most
         recent, in the cacheable part); triggered ones appear, after it, only when the
         prompt matches their triggers (see :mod:`memloci.procedures`).
 
-        The cacheable part gets 40 % of ``budget`` (default ``context_budget``) and does
-        not depend on the prompt. Without an explicit budget, the prompt-dependent part is
-        sized by the query's complexity: a simple prompt's total is ``context_budget``
-        (1000 tokens by default), a complex one's three times that (3000)."""
+        With a prompt the cacheable part takes at most ``context_stable_share`` of
+        ``budget`` (default ``context_budget``) and does not depend on the prompt; the
+        rest is filled by relevance (:mod:`memloci.context`). Without an explicit
+        budget, the prompt-dependent part is sized by the query's complexity: a simple
+        prompt's total is ``context_budget`` (1000 tokens by default), a complex one's
+        three times that (3000). With no prompt the cacheable part may take the whole
+        budget."""
         fixed = budget is not None
         budget = v.limit(
             self.settings.context_budget if budget is None else budget, "budget", 100_000
         )
+        asked = bool(prompt and prompt.strip())
+        share = self.settings.context_stable_share if asked else 1.0
         shown = {
-            t for t, on in ((NodeType.SEMANTIC, facts), (NodeType.OPINION, facts),
-                            (NodeType.PROCEDURAL, procedures), (NodeType.EPISODIC, episodes))
+            t
+            for t, on in (
+                (NodeType.SEMANTIC, facts),
+                (NodeType.OPINION, facts),
+                (NodeType.PROCEDURAL, procedures),
+                (NodeType.EPISODIC, episodes),
+            )
             if on
-        }  # fmt: skip
+        }
         known_facts: list[MemoryNode] = []
         if facts:
             fact_flt = replace(flt, types=FACT_TYPES)
-            # the 2000 facts the cacheable part would keep first (protected, then newest)
-            known_facts = self.store.list_nodes(fact_flt, limit=2000, order="protected")
+            # the facts the cacheable part can hold at most (a line is 16 characters or
+            # more), in the order it keeps them (protected, then newest)
+            most = int(budget * share) * 4 // 16 + 1
+            known_facts = self.store.list_nodes(fact_flt, limit=most, order="protected")
         known: list[MemoryNode] = []
         if procedures:
             procedural = replace(flt, types=(NodeType.PROCEDURAL,))
             known = self.store.list_nodes(procedural, limit=10_000, order="-created")
         procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]  # 20 most recent
-        if not (prompt and prompt.strip()):
-            return build_context_parts(
-                facts=known_facts, procedures=procs, budget=budget, loaded=loaded
+        threshold = self.settings.relevance_threshold
+        if not asked:
+            composed = compose(
+                facts=known_facts,
+                procedures=procs,
+                budget=budget,
+                stable_share=share,
+                loaded=loaded,
             )
+            return report_of(composed, budget, threshold)
         # a long prompt is searched by its most recent part
-        query = prompt.strip()[-v.QUERY_MAX :]
-        hits = (
-            self.search_now(query, replace(flt, types=tuple(sorted(shown))), k=12) if shown else []
-        )
-        turns = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
-        evidence = turns[:EVIDENCE]
+        query = (prompt or "").strip()[-v.QUERY_MAX :]
         dynamic = None
         if not fixed:  # a complex prompt gets more: 3000 to a simple one's 1000
             grow = COMPLEX["budget"] / SIMPLE["budget"] if is_complex(query) else 1
-            dynamic = int(budget * grow) - int(budget * STABLE_SHARE)
-        return build_context_parts(
+            dynamic = int(budget * grow) - int(budget * share)
+        room = dynamic if dynamic is not None else budget
+        k = max(10, min(MAX_HITS, room // TOKENS_PER_HIT))
+        search_flt = replace(flt, types=tuple(sorted(shown)))
+        hits = self.search_now(query, search_flt, k=k) if shown else []
+        relevant = [h for h in hits if h.score >= threshold]
+        candidates = self._candidates(query, relevant, flt, profiles=facts)
+        triggered = [
+            Candidate("procedures", (fact_line(p),), (p.id,), 1.0, "its trigger matches the prompt")
+            for p in matching(known, prompt or "")[:MAX_PROCEDURES]
+        ]
+        composed = compose(
             facts=known_facts,
             procedures=procs,
-            entities=self._profiles(hits, flt) if facts else [],
-            timeline=self._timeline(turns, flt, exclude={n.id for n in evidence}),
-            evidence=evidence,
-            relevant=[h.memory for h in hits if h.memory.type in FACT_TYPES],
-            task_procedures=matching(known, prompt)[:MAX_PROCEDURES],
+            candidates=[*triggered, *candidates],
             budget=budget,
+            stable_share=share,
             dynamic_budget=dynamic,
             loaded=loaded,
         )
+        below = [h for h in hits if h.score < threshold]
+        return report_of(composed, budget, threshold, left_out=below)
+
+    def _candidates(
+        self, query: str, hits: Sequence[SearchHit], flt: NodeFilter, *, profiles: bool
+    ) -> list[Candidate]:
+        """The relevant hits as candidates for the dynamic part, best first: facts, turns
+        (with the neighbouring turn that carries their context; inside the time window
+        the prompt names, for the timeline), and after the best hit the profiles of the
+        entities the prompt names."""
+        window = time_window(query, now=utcnow())
+        turns = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
+        around = self._context_turns(turns, flt)
+        out: list[Candidate] = []
+        for hit in hits:
+            m = hit.memory
+            if m.type is NodeType.EPISODIC:
+                section = "timeline" if window is not None and _within(m, window) else "evidence"
+                line = episode_line(m, TURN_CHARS)
+                other = around.get(m.id)
+                if other is None:
+                    out.append(Candidate(section, (line,), (m.id,), hit.score, hit.why))
+                    continue
+                pair = sorted((m, other), key=lambda n: (n.event_time, n.created_at, n.id))
+                lines = tuple(episode_line(n, TURN_CHARS) for n in pair)
+                where = (
+                    "after it"
+                    if (other.event_time, other.created_at) > (m.event_time, m.created_at)
+                    else "before it"
+                )
+                why = f"{hit.why}; with the turn {where}"
+                out.append(
+                    Candidate(section, lines, (m.id, other.id), hit.score, why, short=(line,))
+                )
+            elif m.type is NodeType.PROCEDURAL:
+                out.append(Candidate("procedures", (fact_line(m),), (m.id,), hit.score, hit.why))
+            else:
+                out.append(Candidate("facts", (fact_line(m),), (m.id,), hit.score, hit.why))
+        if profiles and hits:
+            named = self._profiles(query, hits, flt)
+            out[1:1] = [
+                Candidate("entities", (entity_line(p),), (), hits[0].score, "the prompt names it")
+                for p in named
+            ]
+        return out
+
+    def _context_turns(self, turns: Sequence[MemoryNode], flt: NodeFilter) -> dict[str, MemoryNode]:
+        """For each turn that only asks (it ends with a question mark), the turn after it
+        (its reply); for a short reply, the question just before it: the neighbouring
+        turn that carries the answer's context, when the caller may see it."""
+        wanted = [n for n in turns if _asks(n) or len(n.content) <= SHORT_REPLY]
+        links: dict[str, list[str]] = {}
+        for ns in flt.namespaces:
+            ids = [n.id for n in wanted if n.namespace == ns]
+            if ids:
+                links |= self.store.neighbours(ns, ids, EdgeType.TEMPORAL.value)
+        found = sorted({i for near in links.values() for i in near})
+        if not found:
+            return {}
+        visible = replace(flt, types=(NodeType.EPISODIC,), ids=tuple(found))
+        nodes = {n.id: n for n in self.store.list_nodes(visible, limit=len(found))}
+        shown = {n.id for n in turns}
+        out: dict[str, MemoryNode] = {}
+        for turn in wanted:
+            for other in (nodes.get(i) for i in links.get(turn.id, [])):
+                if other is None or other.id in shown:
+                    continue
+                after = (other.event_time, other.created_at) > (turn.event_time, turn.created_at)
+                if (_asks(turn) and after) or (not _asks(turn) and not after and _asks(other)):
+                    out[turn.id] = other
+                    break
+        return out
 
     async def record_procedure_use(
-        self, memory_id: str, *, namespace: str | None = None, success: bool | None = None,
+        self,
+        memory_id: str,
+        *,
+        namespace: str | None = None,
+        success: bool | None = None,
         duration_ms: float | None = None,
-    ) -> MemoryNode:  # fmt: skip
+    ) -> MemoryNode:
         """Count one use of a learned procedure, with its outcome and duration when known
         (``times_used``, ``success_rate``, ``avg_duration_ms``; atomic across writers)."""
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
@@ -167,22 +325,31 @@ class ContextMixin(ServiceCore):
 
         return await self._run(run)
 
-    def _profiles(self, hits: Sequence[SearchHit], flt: NodeFilter) -> list[EntityProfile]:
-        """Entities linked to the hits, in hit order, each with its current facts."""
+    def _profiles(
+        self, query: str, hits: Sequence[SearchHit], flt: NodeFilter
+    ) -> list[EntityProfile]:
+        """Profiles of the entities the prompt names that the relevant hits are linked
+        to, each with its current facts (as the caller may see it)."""
         profiles: list[EntityProfile] = []
         seen: set[str] = set()
         for ns in flt.namespaces:
             ids = [h.memory.id for h in hits if h.memory.namespace == ns]
-            linked = self.store.node_entities(ns, ids) if ids else {}
+            if not ids:
+                continue
+            named = {e.id for _, e in self.store.entities_in_text((ns,), query)}
+            if not named:
+                continue
+            linked = self.store.node_entities(ns, ids)
             for node_id in ids:
                 for entity in linked.get(node_id, []):
-                    if entity.id in seen or len(profiles) >= ENTITIES:
+                    if entity.id in seen or entity.id not in named or len(profiles) >= ENTITIES:
                         continue
                     seen.add(entity.id)
                     own = replace(flt, namespaces=(ns,), types=FACT_TYPES)
                     facts = self.store.entity_nodes(own, entity.id, limit=2)
                     shown = self._as_seen(entity, replace(flt, namespaces=(ns,), types=None))
-                    profiles.append(EntityProfile(shown, tuple(facts)))
+                    if shown.summary or facts:
+                        profiles.append(EntityProfile(shown, tuple(facts)))
         return profiles
 
     def _as_seen(self, entity: Entity, flt: NodeFilter) -> Entity:
@@ -212,24 +379,21 @@ class ContextMixin(ServiceCore):
         name = names[0] if names else entity.canonical_name
         aliases = [a for a in names if a != name]
         return entity.model_copy(
-            update={"canonical_name": name, "aliases": aliases, "summary": None,
-                    "mention_count": len(mine)}
-        )  # fmt: skip
+            update={
+                "canonical_name": name,
+                "aliases": aliases,
+                "summary": None,
+                "mention_count": len(mine),
+            }
+        )
 
-    def _timeline(
-        self, episodes: Sequence[MemoryNode], flt: NodeFilter, *, exclude: set[str]
-    ) -> list[MemoryNode]:
-        """The relevant turns beyond the evidence plus the turns just before and after
-        each relevant turn (temporal edges), that the caller may see."""
-        wanted: list[str] = []
-        for ns in flt.namespaces:
-            ids = [n.id for n in episodes if n.namespace == ns]
-            around = self.store.neighbours(ns, ids, EdgeType.TEMPORAL.value) if ids else {}
-            for node_id in ids:
-                wanted.append(node_id)
-                wanted.extend(around.get(node_id, []))
-        keep = tuple(dict.fromkeys(i for i in wanted if i not in exclude))
-        if not keep:
-            return []
-        visible = replace(flt, types=(NodeType.EPISODIC,), ids=keep)
-        return self.store.list_nodes(visible, limit=len(keep))
+
+def _asks(node: MemoryNode) -> bool:
+    return node.content.rstrip().endswith("?")
+
+
+def _within(node: MemoryNode, window: TimeWindow) -> bool:
+    when = node.event_time
+    return (window.start is None or when >= window.start) and (
+        window.end is None or when < window.end
+    )
