@@ -76,7 +76,9 @@ class Calibration:
     numbers, names and negations; see :mod:`memloci.consolidation.dedupe`); ``names``:
     at which two names of one type are one entity; ``unrelated``: what unrelated
     sentences typically score (the background of a search with few candidates);
-    ``decisive``: the cosine at which a semantic match counts as certain in search.
+    ``decisive``: the cosine at which a semantic match counts as certain in search;
+    ``answers``: the cosine from which the best hits' meaning alone says a store holds an
+    answer to the query (:mod:`memloci.retrieval.relevance`).
     An embedder states its own as a ``calibration`` attribute; without one, these
     defaults (measured on all-MiniLM-L6-v2) apply."""
 
@@ -84,6 +86,7 @@ class Calibration:
     names: float = 0.85
     unrelated: float = 0.2
     decisive: float = 1.0
+    answers: float = 0.6
 
 
 DEFAULT_CALIBRATION = Calibration()

@@ -59,7 +59,9 @@ class BgeSmallEmbedder(OnnxMiniLMEmbedder):
     LABEL = "bge-small-en"
     HINT = HINT
     BATCH_SIZE = 1
-    calibration = Calibration(duplicate=0.96, names=0.92, unrelated=0.45, decisive=0.8)
+    calibration = Calibration(
+        duplicate=0.96, names=0.92, unrelated=0.45, decisive=0.8, answers=0.625
+    )
 
     @staticmethod
     def _locate(model_path: str | None) -> tuple[Path, Path | None]:

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memloci.errors import ValidationError
+from memloci.providers.base import Calibration
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -25,6 +26,9 @@ class FakeEmbedder:
     """Bag-of-words hashing embedder: deterministic, instant, no dependencies."""
 
     in_process = True  # embeds in this process: cheap enough for a query to wait on
+    # the defaults, but a query sharing a third of its words with a memory (cosine about
+    # 0.35) is as much an answer by meaning as a real model's close paraphrase
+    calibration = Calibration(answers=0.35)
 
     def __init__(self, *, dimension: int = 64) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:

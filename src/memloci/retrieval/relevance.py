@@ -17,11 +17,11 @@ so that one threshold, :data:`RELEVANT` (``Settings.relevance_threshold``), sepa
   they are lifted more (the exponent falls to ``SPREAD · SMALL_LIFT`` for one or two
   memories, rising with the logarithm of the candidate count until :data:`FULL_SIZE`).
 * ``support``: absolute evidence that the best hits speak to the query, whatever the
-  store holds: the best of the first :data:`HEAD` hits' ``min(1, max(meaning, words) /
-  SUPPORT)``, where *meaning* is the query–memory cosine above what unrelated sentences
-  score, on the embedder's own scale (:class:`~memloci.providers.base.Calibration`:
-  ``unrelated`` → 0, ``decisive`` → 1), and *words* is the share of the query's
-  full-text weight (summed IDF of its words) the memory's bm25 reaches. When none of
+  store holds: the best of the first :data:`HEAD` hits' ``min(1, max(meaning, words))``,
+  where *meaning* is the query–memory cosine on the embedder's own scale
+  (:class:`~memloci.providers.base.Calibration`: ``unrelated`` → 0, ``answers`` → 1),
+  and *words* is the share of the query's full-text weight (summed IDF of its words)
+  the memory's bm25 reaches, over :data:`WORDS`. When none of
   the best hits shares much meaning or many rare words with the query, the query is not
   answered by this store, and every hit keeps only part of its fused score, however
   much it stands out among the candidates. It is one factor for the whole list, so the
@@ -46,7 +46,7 @@ SMALL_LIFT = 0.3  # the size lift in a scope of one or two memories
 SPREAD = 0.7  # the exponent applied to fused scores in a large scope: a memory a real
 # question ranks below its best hits still counts (fused 0.6 → 0.70)
 FULL_SIZE = 150  # candidates from which the fused score is taken as it is
-SUPPORT = 0.5  # absolute evidence (meaning or words) at which the hits keep their whole score
+WORDS = 0.5  # the share of the query's full-text weight at which words alone support a hit
 HEAD = 3  # the best hits whose support counts
 
 
@@ -63,13 +63,13 @@ def support(
     meaning = 0.0
     cosine = entry.raw.get("vector")
     if cosine is not None:
-        span = max(calibration.decisive - calibration.unrelated, 1e-6)
+        span = max(calibration.answers - calibration.unrelated, 1e-6)
         meaning = (cosine - calibration.unrelated) / span
     words = 0.0
     bm25 = entry.raw.get("fulltext")
     if bm25 is not None and query_weight > 1e-6:
-        words = bm25 / query_weight
-    return max(0.0, min(1.0, max(meaning, words) / SUPPORT))
+        words = bm25 / query_weight / WORDS
+    return max(0.0, min(1.0, max(meaning, words)))
 
 
 def by_relevance(
