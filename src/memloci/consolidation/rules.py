@@ -2,13 +2,18 @@
 
 The default when no LLM is configured; offline and deterministic, precision over
 recall. It reads user turns only, a sentence at a time, and recognises explicit asks
-("remember that…", "don't forget…"), standing instructions ("from now on…", "always…",
-"never…"), preferences ("I prefer/like/hate…", "I'd rather…"), relations ("Alec is my
-boss", "my sister Anna"), work ("I work at…", "I'm a nurse at…"), names ("my name is…",
-"call me…") and places ("I live in…", "I moved to…"). Questions, hypotheticals, hedges,
-negations and transient remarks are skipped, and a candidate the user declines in the
-next turn ("no, don't remember that") is dropped (between named speakers, only one's own:
-a person's "no" never drops what the other said).
+("remember that…", "don't forget…"), standing instructions to the agent, stored as
+procedures ("from now on, reply in English", "always cc my manager", "when I say ship
+it, run the tests first"; only an imperative for the agent is one, so "always happy to
+help" and "never been there" are not: ``consolidation.instructions``), preferences ("I
+prefer/like/hate…", "I'd rather…"), relations ("Alec is my boss", "my sister Anna"),
+work ("I work at…", "I'm a nurse at…"), names ("my name is…", "call me…") and places ("I
+live in…", "I moved to…"). Questions, hypotheticals, hedges, negations and transient
+remarks are skipped, and a candidate the user declines in the next turn ("no, don't
+remember that") is dropped (between named speakers, only one's own: a person's "no"
+never drops what the other said). A fact that leans on what was said before it — a
+bare pronoun for its subject ("Remember that they loved it") — is not stored; "we" and
+"our" are the user's ("User and others are going to Rome", "User's anniversary is …").
 
 Every cue of a sentence counts: "I work at Globex and I live in Lisbon" gives both
 facts (clauses joined by "and" / "but" / "plus" before "I" or "my" are read apart).
@@ -20,6 +25,7 @@ tagged ``correction`` when it has no key, so it supersedes the fact it corrects.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +34,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memloci.consolidation.base import ExtractedEntity, ExtractedFact, Extraction, finalize
 from memloci.consolidation.contacts import contact
+from memloci.consolidation.instructions import QUOTED, Instruction, standing_instruction
 from memloci.consolidation.slots import language_key, opinion_key
 from memloci.consolidation.speakers import named_speaker, said_by
 from memloci.models import EntityType, FactType, MemoryNode, NodeType, SourceType
@@ -115,17 +122,6 @@ _TEMPORARY = _rx(r"\bjust (?:for|this)\b|\bonly for\b|\bfor now\b|\btemporar|\bo
 _YES = _rx(r"^(?:yes|yeah|yep|yup|sure|please do|ok|okay|go ahead|definitely|absolutely)\b")
 _ASKS = _rx(r"\b(?:remember|save|store|note|memori[sz]e|keep .{0,12} in mind)\b")
 
-_PROCEDURE = [
-    _rx(
-        r"^(?:from now on|going forward|moving forward|in (?:the )?future|henceforth|from here "
-        r"on(?: out)?)\s*[,:]?\s+(?:please\s+)?(?P<rest>.+)$",
-    ),
-    _rx(r"^(?:please\s+)?(?P<rest>(?:always|never)\s+(?P<verb>[a-z']+).*)$"),
-]
-_NOT_IMPERATIVE = _words(
-    "the a an this that it so too my your be been was is are were had has have happened "
-    "mind again ever once seen heard thought did do does"
-)
 _CALL_ME = r"^(?:please |you can |everyone |people )?(?:call me|i go by)\s+(?P<rest>.+)$"
 _NAME_CUES = [
     (_rx(r"^my name(?:'s|\s+is)\s+(?P<rest>.+)$"), "User's name is {}", "name"),
@@ -196,7 +192,20 @@ _LEAD_I = [
     (r"^i(?:'m| am)\b", "User is"), (r"^i(?:'ve| have)\b", "User has"),
     (r"^i'll\b", "User will"), (r"^i'd\b", "User would"), (r"^i was\b", "User was"),
     (r"^i (?:don't|do not)\b", "User doesn't"), (r"^i do\b", "User does"), (r"^my\b", "User's"),
+    # "we" is the user and others (a plural: the verb stays), "our" is the user's too
+    (r"^we(?:'re| are)\b", "User and others are"), (r"^we(?:'ve| have)\b", "User and others have"),
+    (r"^we'll\b", "User and others will"), (r"^we'd\b", "User and others would"),
+    (r"^we\b", "User and others"), (r"^our\b", "User's"),
 ]  # fmt: skip
+# a fact that leans on what was said before it, with nothing here to say what: a bare
+# pronoun for its subject ("They loved it", "You don't have to …", "Her birthday is …"),
+# or a pronoun for all it is about ("Anna loved it")
+_BARE_SUBJECT = _rx(
+    r"^(?:it|its|it's|they|they're|they've|they'll|they'd|them|their|theirs|he|he's|he'd|"
+    r"he'll|him|his|she|she's|she'd|she'll|her|hers|you|you're|you've|you'll|you'd|your|"
+    r"yours|this|that|that's|these|those)\b"
+)
+_BARE_OBJECT = _rx(r"^\S+(?:\s+\S+){0,2}\s+(?:it|this|that|them|him|her)$")
 _KEEP_VERB = _words(
     "can could will would shall should may might must can't cannot won't wouldn't shouldn't "
     "couldn't didn't haven't hadn't wasn't used was were had did went got made took left saw "
@@ -254,7 +263,9 @@ class RuleExtractor:
                 if i == 0 and asked and _YES.match(sentence):
                     for item in before:
                         item.fact.confidence = max(item.fact.confidence, 0.95)
-                for item in _analyse(sentence, node.id):
+                for item in _analyse(
+                    sentence, node.id, among_people=who is not None, agent=node.agent
+                ):
                     item.fact = said_by(item.fact, who, sentence)
                     current.append(item)
             found.extend(current)
@@ -287,16 +298,29 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
-def _analyse(sentence: str, source: str) -> list[_Found]:
-    """Candidates in one sentence of a user turn."""
+def _analyse(
+    sentence: str, source: str, *, among_people: bool = False, agent: str | None = None
+) -> list[_Found]:
+    """Candidates in one sentence of a user turn; ``among_people``: said by a named
+    speaker (a chat between people, where "you" may be the other person)."""
     question = sentence.rstrip().endswith("?")
     text = _TAIL_FILLER.sub("", _LEAD_FILLER.sub("", sentence.strip(" \"'“”"))).strip()
     if len(text) < 5:
         return []
+    # a standing instruction to the agent (``consolidation.instructions``) is a procedure
+    order = standing_instruction(sentence, among_people=among_people, agent=agent)
+    if order is not None:
+        return _procedure(order, text, source, 0.9)
     explicit = _EXPLICIT.match(text)
     if explicit:  # an explicit ask: questions ("can you remember…?") and dates are fine
         rest = explicit["rest"].strip()
-        if _NOT_A_FACT.match(rest) or _HEDGE.search(rest) or len(rest) < 5:
+        if _HEDGE.search(rest) or len(rest) < 5:
+            return []
+        # "remember that if I ask for a summary, keep it short"
+        order = standing_instruction(rest, among_people=among_people, agent=agent)
+        if order is not None:
+            return _procedure(order, rest, source, 0.95)
+        if _NOT_A_FACT.match(rest):
             return []
         found = _statement(rest, source)
         if not found or _left_out(rest, found):  # "my sister Ana lives in Porto": more
@@ -312,10 +336,7 @@ def _analyse(sentence: str, source: str) -> list[_Found]:
 def _statement(text: str, source: str) -> list[_Found]:
     """The first cue of each clause of ``text`` ("…, and I live in …" is a clause of its
     own), plus any "my <relation> <Name>" in it."""
-    if _PROCEDURE[0].match(text) or _PROCEDURE[1].match(text):
-        clauses = [text]  # "from now on, … and …" is one instruction
-    else:
-        clauses = [c for c in _CLAUSES.split(text) if c]
+    clauses = [c for c in _CLAUSES.split(text) if c]
     found: list[_Found] = []
     for clause in clauses:
         found += _clause(clause, source)
@@ -329,7 +350,7 @@ def _clause(text: str, source: str) -> list[_Found]:
     if tail and tail.start() > 0 and _leading_name(tail["old"]):
         text, correction = text[: tail.start()], True
     text = _NOW_TAIL.sub("", text)
-    cues = (_procedure, _person_name, _contact, _relation, _ended, _anchored, _preference)
+    cues = (_person_name, _contact, _relation, _ended, _anchored, _preference)
     found = next(([f] for f in (cue(text, source) for cue in cues) if f), [])
     for item in found:
         if correction and item.fact.key is None:
@@ -350,6 +371,8 @@ def _with_relations(text: str, source: str, found: list[_Found]) -> list[_Found]
 def _found(
     content: str, source: str, confidence: float, entities: list[ExtractedEntity], **fields: object
 ) -> _Found | None:
+    if fields.get("type") != "procedural" and _dangling(content):
+        return None
     data = {"content": content, "confidence": confidence, "source_ids": [source], **fields}
     try:
         fact = ExtractedFact.model_validate({**data, "entities": [e.name for e in entities]})
@@ -358,19 +381,39 @@ def _found(
     return _Found(fact, entities)
 
 
-def _procedure(text: str, source: str) -> _Found | None:
-    for pattern in _PROCEDURE:
-        match = pattern.match(text)
-        if match and (match.groupdict().get("verb") or "").lower() not in _NOT_IMPERATIVE:
-            rest = _third_person(match["rest"])
-            # one language to answer in: "… in Spanish" replaces "… in French"
-            key = language_key(rest)
-            return _found(
-                f"User instruction: {rest[:1].lower()}{rest[1:]}", source, 0.9,
-                _mentions(match["rest"]), type="procedural", category="preference",
-                fact_type=FactType.USER_PREFERENCE, key=key,
-            )  # fmt: skip
-    return None
+def _dangling(content: str) -> bool:
+    """Whether a fact's ``content`` leans on something it does not say (see
+    ``_BARE_SUBJECT``): stored alone, "They loved it" says nothing."""
+    text = content.replace("’", "'").strip().rstrip(".!")
+    return bool(_BARE_SUBJECT.match(text) or _BARE_OBJECT.match(text))
+
+
+def _procedure(order: Instruction, text: str, source: str, confidence: float) -> list[_Found]:
+    """The standing instruction ``order`` (said in ``text``) as a procedure, plus any
+    "my <relation> <Name>" in it ("always cc my boss Alec": Alec is the user's boss);
+    nothing for one that holds only for now ("… for now", "… today") or is hedged
+    ("… maybe", "I think …")."""
+    if _HEDGE.search(order.action) or _TRANSIENT.search(order.action):
+        return []
+    # in the third person, but not what it quotes ("when I say 'brief me', …")
+    quoted = [m.span() for m in QUOTED.finditer(order.text)]
+    bounds = [0, *(b for span in quoted for b in span), len(order.text)]
+    parts = [order.text[a:b] for a, b in itertools.pairwise(bounds)]
+    rest = "".join(p if n % 2 else _third_person(p, strip=False) for n, p in enumerate(parts))
+    first = rest.split(" ", 1)[0]
+    if first[1:] == first[1:].lower():  # "Always …" → "always …"; "CC Maria …" stays
+        rest = rest[:1].lower() + rest[1:]
+    item = _found(
+        f"User instruction: {rest}",
+        source,
+        confidence,
+        _mentions(order.text),
+        type="procedural",
+        category="preference",
+        fact_type=FactType.USER_PREFERENCE,
+        key=language_key(rest),  # one language to answer in: "… in Spanish" replaces "… in French"
+    )
+    return _with_relations(text, source, [item] if item else [])
 
 
 def _person_name(text: str, source: str) -> _Found | None:
@@ -497,16 +540,10 @@ _ASK_WORDS |= {"called", "named"}  # "my dog is called Rex": "Rex is the user's 
 
 
 def _generic(rest: str, source: str) -> list[_Found]:
-    """An explicitly requested memory no specific cue covers, as the user put it."""
+    """An explicitly requested memory no specific cue covers, as the user put it (an
+    instruction in it was read before: ``_analyse``)."""
     text = _third_person(rest, subject=True)
-    procedural = bool(_OPENER.match(rest))  # "remember that if I ask …, do …"
-    text = f"User instruction: {text}" if procedural else text[:1].upper() + text[1:]
-    found = _found(
-        text, source, 0.95, _mentions(rest),
-        type="procedural" if procedural else "semantic",
-        category="preference" if procedural else "general",
-        fact_type=FactType.USER_PREFERENCE if procedural else None,
-    )  # fmt: skip
+    found = _found(text[:1].upper() + text[1:], source, 0.95, _mentions(rest))
     return [found] if found else []
 
 
@@ -548,10 +585,12 @@ def _mentions(text: str) -> list[ExtractedEntity]:
     return out
 
 
-def _third_person(clause: str, *, subject: bool = False) -> str:
+def _third_person(clause: str, *, subject: bool = False, strip: bool = True) -> str:
     """``clause`` in the third person: my → their, me → the user; with ``subject`` a
-    leading "I …"/"My …" becomes "User …"/"User's …" ("I prefer" → "User prefers")."""
-    clause = clause.strip().rstrip(".!")
+    leading "I …"/"My …" becomes "User …"/"User's …" ("I prefer" → "User prefers");
+    ``strip``: without spaces and a final "." or "!" around it (not for a piece of a
+    sentence)."""
+    clause = clause.strip().rstrip(".!") if strip else clause
     lead = ""
     if subject:
         for pattern, replacement in _LEAD_I:
