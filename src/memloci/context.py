@@ -145,9 +145,22 @@ def entity_line(profile: EntityProfile) -> str:
     return f"{head}: {_clip(about, 320)}" if about else head
 
 
-def episode_line(node: MemoryNode, limit: int) -> str:
+def episode_line(node: MemoryNode, limit: int, *, dated: bool = True) -> str:
+    """A turn as a line: ``- [date] speaker: text`` (``dated`` False: without the date,
+    for a line under its day's heading)."""
     who = f"{one_line(node.speaker)}: " if node.speaker and node.speaker.strip() else ""
-    return f"- [{node.event_time:%Y-%m-%d}] {who}{_clip(node.content, limit)}"
+    when = f"[{node.event_time:%Y-%m-%d}] " if dated else ""
+    return f"- {when}{who}{_clip(node.content, limit)}"
+
+
+def day_heading(node: MemoryNode) -> str:
+    """The heading turns of ``node``'s day are shown under (``### 2023-05-08``)."""
+    return f"### {node.event_time:%Y-%m-%d}"
+
+
+def time_key(node: MemoryNode) -> str:
+    """A key that orders turns by when they happened, then by when they were written."""
+    return f"{node.event_time.isoformat()} {node.created_at.isoformat()} {node.id}"
 
 
 SECTION_TITLES = {
@@ -183,6 +196,8 @@ class Candidate:
     score: float = 1.0
     why: str = ""
     short: tuple[str, ...] = ()
+    group: str = ""  # a heading the item is shown under (turns: their day), "" for none
+    order: str = ""  # where the item stands under its heading (turns: by time)
 
 
 @dataclass(frozen=True)
@@ -207,6 +222,9 @@ def _header_cost(section: str, first: bool) -> int:
 def pack(candidates: Sequence[Candidate], room: int, scale: int) -> dict[str, list[Placed]]:
     """Choose the candidates the dynamic part shows within ``room`` tokens.
 
+    An item with a ``group`` (a turn: its day) costs its heading too when it is the
+    first of its group in its section.
+
     Two passes over ``candidates`` (best first). First each section takes its items
     within its share of ``scale`` (:data:`SHARES`: facts 40 %, entity profiles 25 %,
     timeline 25 %, evidence 10 %, the task's procedures within the evidence share).
@@ -216,17 +234,22 @@ def pack(candidates: Sequence[Candidate], room: int, scale: int) -> dict[str, li
     next may fit); a hit shown with its neighbouring turn falls back to the hit alone."""
     shares = {name: int(scale * share) for name, share in SHARES.items()}
     placed: dict[str, list[Placed]] = {}
+    groups: set[tuple[str, str]] = set()
     left = room
     taken: set[int] = set()
 
     def place(index: int, cand: Candidate, *, capped: bool) -> bool:
         nonlocal left
         opening = _header_cost(cand.section, not placed) if cand.section not in placed else 0
+        if cand.group and (cand.section, cand.group) not in groups:
+            opening += estimate_tokens(cand.group + "\n")
         share = _SHARE_OF[cand.section]
         for lines in (cand.lines, cand.short) if cand.short else (cand.lines,):
             cost = _cost(lines) + opening
             if cost <= left and (not capped or cost <= shares[share]):
                 placed.setdefault(cand.section, []).append(Placed(cand, lines, cost))
+                if cand.group:
+                    groups.add((cand.section, cand.group))
                 left -= cost
                 shares[share] -= cost
                 taken.add(index)
@@ -243,14 +266,27 @@ def pack(candidates: Sequence[Candidate], room: int, scale: int) -> dict[str, li
 
 
 def render_dynamic(placed: dict[str, list[Placed]]) -> str:
-    """The dynamic part: each section that got items, in :data:`SHOWN_ORDER`, its items
-    in the order they were placed (best first)."""
+    """The dynamic part: each section that got items, in :data:`SHOWN_ORDER`. Items
+    without a group keep the order they were placed in (best first); turns are shown
+    under their day's heading, days and turns in time order."""
     parts = []
     for section in SHOWN_ORDER:
         items = placed.get(section)
-        if items:
-            lines = [line for item in items for line in item.lines]
-            parts.append("\n".join([SECTION_TITLES[section], "", *lines]) + "\n")
+        if not items:
+            continue
+        loose = [i for i in items if not i.candidate.group]
+        grouped = sorted(
+            (i for i in items if i.candidate.group),
+            key=lambda i: (i.candidate.group, i.candidate.order),
+        )
+        lines = [line for item in loose for line in item.lines]
+        heading = None
+        for item in grouped:
+            if item.candidate.group != heading:
+                heading = item.candidate.group
+                lines.append(heading)
+            lines.extend(item.lines)
+        parts.append("\n".join([SECTION_TITLES[section], "", *lines]) + "\n")
     return "\n".join(parts)
 
 

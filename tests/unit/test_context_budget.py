@@ -230,7 +230,7 @@ def test_kept_facts_are_a_prefix_of_newest_first(mem: Memory) -> None:
     # one fact too long for the whole room at this budget is passed over, not a stop
     huge = node(300, "Huge " + "x" * 2000, scope=Scope.USER, user="u")
     store.insert_nodes([huge])
-    text = mem.context(None, user="u", budget=600)
+    text = mem.context(None, user="u", budget=400)  # no prompt: the whole budget
     shown = [int(n) for n in re.findall(r"Record (\d+)", text)]
     assert shown and huge.id not in text
     assert sorted(shown) == list(range(200 - len(shown), 200))  # the newest, none skipped

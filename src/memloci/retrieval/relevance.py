@@ -21,7 +21,9 @@ so that one threshold, :data:`RELEVANT` (``Settings.relevance_threshold``), sepa
   where *meaning* is the query–memory cosine on the embedder's own scale
   (:class:`~memloci.providers.base.Calibration`: ``unrelated`` → 0, ``answers`` → 1),
   and *words* is the share of the query's full-text weight (summed IDF of its words)
-  the memory's bm25 reaches, over :data:`WORDS`. When none of
+  the memory's bm25 reaches, over :data:`WORDS`; a memory linked to an entity the
+  query names (a person, a place the store knows) is supported in full (:data:`NAMED`):
+  a question about someone this store knows is a question for this store. When none of
   the best hits shares much meaning or many rare words with the query, the query is not
   answered by this store, and every hit keeps only part of its fused score, however
   much it stands out among the candidates. It is one factor for the whole list, so the
@@ -46,6 +48,7 @@ SMALL_LIFT = 0.3  # the size lift in a scope of one or two memories
 SPREAD = 0.7  # the exponent applied to fused scores in a large scope: a memory a real
 # question ranks below its best hits still counts (fused 0.6 → 0.70)
 FULL_SIZE = 150  # candidates from which the fused score is taken as it is
+NAMED = 1.0  # support of a memory linked to someone or something the query names
 WORDS = 0.5  # the share of the query's full-text weight at which words alone support a hit
 HEAD = 3  # the best hits whose support counts
 
@@ -69,7 +72,8 @@ def support(
     bm25 = entry.raw.get("fulltext")
     if bm25 is not None and query_weight > 1e-6:
         words = bm25 / query_weight / WORDS
-    return max(0.0, min(1.0, max(meaning, words)))
+    named = NAMED if "entity" in entry.evidence else 0.0
+    return max(0.0, min(1.0, max(meaning, words, named)))
 
 
 def by_relevance(

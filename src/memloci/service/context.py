@@ -18,10 +18,12 @@ from memloci.context import (
     Candidate,
     EntityProfile,
     compose,
+    day_heading,
     entity_line,
     episode_line,
     fact_line,
     report_of,
+    time_key,
 )
 from memloci.errors import NotFoundError
 from memloci.kinds import FACT_TYPES
@@ -242,21 +244,20 @@ class ContextMixin(ServiceCore):
             m = hit.memory
             if m.type is NodeType.EPISODIC:
                 section = "timeline" if window is not None and _within(m, window) else "evidence"
-                line = episode_line(m, TURN_CHARS)
+                line = episode_line(m, TURN_CHARS, dated=False)
+                day = dict(group=day_heading(m), order=time_key(m))
                 other = around.get(m.id)
                 if other is None:
-                    out.append(Candidate(section, (line,), (m.id,), hit.score, hit.why))
+                    out.append(Candidate(section, (line,), (m.id,), hit.score, hit.why, **day))
                     continue
-                pair = sorted((m, other), key=lambda n: (n.event_time, n.created_at, n.id))
-                lines = tuple(episode_line(n, TURN_CHARS) for n in pair)
-                where = (
-                    "after it"
-                    if (other.event_time, other.created_at) > (m.event_time, m.created_at)
-                    else "before it"
-                )
+                pair = sorted((m, other), key=time_key)
+                lines = tuple(episode_line(n, TURN_CHARS, dated=False) for n in pair)
+                where = "after it" if time_key(other) > time_key(m) else "before it"
                 why = f"{hit.why}; with the turn {where}"
                 out.append(
-                    Candidate(section, lines, (m.id, other.id), hit.score, why, short=(line,))
+                    Candidate(
+                        section, lines, (m.id, other.id), hit.score, why, short=(line,), **day
+                    )
                 )
             elif m.type is NodeType.PROCEDURAL:
                 out.append(Candidate("procedures", (fact_line(m),), (m.id,), hit.score, hit.why))

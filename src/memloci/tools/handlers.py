@@ -171,7 +171,11 @@ async def recall(b: Bound, a: RecallArgs) -> str:
         hits = await b.service.search(a.query, flt, k=limit)
         if not hits:
             return f"No memories match {a.query!r}{await _weaker(b, a.query, flt, limit)}."
-        return f"{r.count(len(hits))} for {a.query!r} (best first):\n\n{r.scored(hits)}"
+        threshold = b.service.settings.relevance_threshold
+        text = r.scored(hits, threshold)
+        if all(h.score < threshold for h in hits):
+            text = f"None of them scores as an answer (below {threshold:.2f}):\n\n{text}"
+        return f"{r.count(len(hits))} for {a.query!r} (best first):\n\n{text}"
     flt = b.filter(type=a.types(), min_confidence=conf, **_when(a))
     nodes = await b.service.list_nodes(flt, limit=limit, order="category")
     if not nodes:

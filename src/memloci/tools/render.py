@@ -62,8 +62,9 @@ def lines(nodes: Iterable[MemoryNode]) -> str:
     return "\n".join(shown)
 
 
-def scored(hits: Sequence[SearchHit]) -> str:
-    """Search results as reference 004 shows them, each with its id handle::
+def scored(hits: Sequence[SearchHit], threshold: float = 0.0) -> str:
+    """Search results as reference 004 shows them, each with its id handle; a hit scoring
+    below ``threshold`` (the relevance threshold) is marked a weak match::
 
     [Type: semantic | Category: preferences | Score: 0.912 | 2025-06-01T10:30:00+00:00]
     [id:a1B2c3D4] The user prefers dark mode.
@@ -72,7 +73,11 @@ def scored(hits: Sequence[SearchHit]) -> str:
     for hit in hits:
         m = hit.memory
         when = m.event_time.isoformat(timespec="seconds")
-        head = f"[Type: {m.type.value} | Category: {m.category} | Score: {hit.score:.3f} | {when}]"
+        weak = " (weak match)" if hit.score < threshold else ""
+        head = (
+            f"[Type: {m.type.value} | Category: {m.category} | Score: {hit.score:.3f}{weak}"
+            f" | {when}]"
+        )
         about = "".join(
             f" {x}" for x in (m.subject and f"[{m.subject}]", m.key and f"key={m.key}") if x
         )
