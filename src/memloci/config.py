@@ -83,12 +83,16 @@ class Settings(BaseModel):
     decay_rate_default: float = Field(0.1, ge=0, description="default decay rate of new facts")
     context_budget: int = Field(1000, ge=50, description="default context token budget")
     context_stable_share: float = Field(
-        0.2, ge=0, le=1,
+        0.2,
+        ge=0,
+        le=1,
         description="share of the context budget the cacheable part (procedures and "
         "'Your Memory') may take when there is a prompt; with none it may take all",
     )
     relevance_threshold: float = Field(
-        0.7, ge=0, le=1,
+        0.7,
+        ge=0,
+        le=1,
         description="search score from which a hit answers the query: the context block "
         "leaves out what scores below it, recall and the tools mark it",
     )

@@ -1,10 +1,12 @@
 """The web UI on a 360 px wide phone screen: every tab, with a row opened, fits the
-width (nothing makes the page scroll sideways; wide tables scroll inside their pane)."""
+width (nothing makes the page scroll sideways; wide tables scroll inside their pane),
+and so does the Context tab with a composed block, at 360 and 420 px."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.browser
 PHONE = {"width": 360, "height": 740}
 TABS = ["facts", "episodes", "checkpoints", "procedures", "users", "entities"]
+BUTTONS = [*TABS, "context"]  # the Context tab has no rows: tested on its own below
 
 # every visible element that sticks out past the right edge of the window, unless it
 # sits inside a box that scrolls sideways by itself
@@ -72,7 +75,7 @@ def test_every_tab_fits_a_360_px_screen(phone: Page, tab: str) -> None:
     expect(phone.get_by_test_id("list")).not_to_have_attribute("aria-busy", "true")
     rows = phone.get_by_test_id("row")
     expect(rows.first).to_be_visible()
-    for name in TABS:  # every tab button is on screen, none pushed off the edge
+    for name in BUTTONS:  # every tab button is on screen, none pushed off the edge
         box = phone.get_by_test_id(f"tab-{name}").bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
     result = _fits(phone)
@@ -81,3 +84,27 @@ def test_every_tab_fits_a_360_px_screen(phone: Page, tab: str) -> None:
     expect(phone.get_by_test_id("detail-title")).to_be_visible()
     result = _fits(phone)
     assert result["scrollWidth"] <= result["width"] and result["out"] == [], result
+
+
+@pytest.mark.parametrize("width", [360, 420])
+def test_the_context_tab_fits_a_small_screen(
+    phone: Page, width: int, shot: Callable[[Page, str], Path]
+) -> None:
+    phone.set_viewport_size({"width": width, "height": PHONE["height"]})
+    phone.goto("/memories#context")
+    expect(phone.get_by_test_id("tab-context")).to_have_attribute("aria-selected", "true")
+    for name in BUTTONS:
+        box = phone.get_by_test_id(f"tab-{name}").bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
+    result = _fits(phone)
+    assert result["scrollWidth"] <= result["width"] and result["out"] == [], result
+    phone.get_by_test_id("context-user").fill("sam")
+    phone.get_by_test_id("context-prompt").fill("Can you help me plan a weekend in Porto?")
+    phone.get_by_test_id("context-button").click()
+    expect(phone.get_by_test_id("context-block")).to_contain_text("## Your Memory")
+    phone.get_by_test_id("context-left-out-summary").click()
+    expect(phone.get_by_test_id("context-left-out-item").first).to_be_visible()
+    # the block, the sections and the long "why" lines wrap inside the screen
+    result = _fits(phone)
+    assert result["scrollWidth"] <= result["width"] and result["out"] == [], result
+    shot(phone, f"context-{width}px")

@@ -28,8 +28,17 @@ from memloci.interfaces.rest.deps import (
     Service,
     WriteNS,
 )
-from memloci.models import NODE_ORDERS, MemoryNode, NodeType, SearchHit, StoreStats, WriteResult
+from memloci.models import (
+    NODE_ORDERS,
+    ContextReport,
+    MemoryNode,
+    NodeType,
+    SearchHit,
+    StoreStats,
+    WriteResult,
+)
 from memloci.service import MemoryService
+from memloci.storage.base import NodeFilter
 
 router = APIRouter(prefix="/api/v1")
 
@@ -239,14 +248,30 @@ async def search_get(
     return await search(body, service, caller, namespace)
 
 
+def _context_filter(service: MemoryService, body: s.ContextRequest, ns: str) -> NodeFilter:
+    """The reader a context is composed for: the namespace, then the user, agent and
+    session of the body (their memories plus shared, wider-scope ones)."""
+    return service.filter(namespace=ns, user=body.user, agent=body.agent, session=body.session)
+
+
 @router.post("/context", tags=["search"])
 async def context(body: s.ContextRequest, service: Service, ns: ReadNS) -> s.ContextResponse:
     """The deterministic, token-budgeted memory block for a system prompt."""
     from memloci.context import estimate_tokens
 
-    flt = service.filter(namespace=ns, user=body.user, agent=body.agent, session=body.session)
+    flt = _context_filter(service, body, ns)
     text = await service.context(body.prompt, flt, budget=body.budget)
     return s.ContextResponse(context=text, tokens=estimate_tokens(text))
+
+
+@router.post("/context/report", tags=["search"])
+async def context_report(body: s.ContextRequest, service: Service, ns: ReadNS) -> ContextReport:
+    """The same block as ``/context``, with how it was composed: the budget and the
+    tokens used, the relevance threshold, each section (cacheable or not) with its
+    tokens and items (lines, memory ids, score, tokens, why), and the search hits left
+    out for scoring below the threshold (the web UI's Context tab shows it)."""
+    flt = _context_filter(service, body, ns)
+    return await service.context_report(body.prompt, flt, budget=body.budget)
 
 
 @router.get("/stats", tags=["server"])

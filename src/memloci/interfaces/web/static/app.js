@@ -1,7 +1,9 @@
-// The memloci web UI: tabs, list, search, filters, paging, batch delete and the detail pane.
+// The memloci web UI: tabs, list, search, filters, paging, batch delete and the detail pane,
+// and views of their own (the Context tab, context.js) in place of the list.
 // The address is "#<tab>" or "#<tab>/<id>", so every view can be linked and reloaded.
 
 import { api, ApiError, getNamespace, promptForKey, setNamespace } from "./api.js";
+import { resetContext, setupContext, showContext } from "./context.js";
 import { entityDetail, memoryDetail, threadDetail, userDetail } from "./detail.js";
 import { ask, clear, fmtTime, h, truncate } from "./dom.js";
 
@@ -78,6 +80,12 @@ const TABS = {
   },
 };
 
+// Tabs that are a view of their own: the toolbar and the list/detail panes are hidden
+// while one is open. `show` runs when it opens, `reset` when the namespace or key changes.
+const VIEWS = {
+  context: { el: "context-view", show: showContext, reset: resetContext },
+};
+
 const $ = (id) => document.getElementById(id);
 const state = {
   tab: null,
@@ -132,7 +140,7 @@ function parseHash() {
     window.history.replaceState(null, "", "#facts");
     return { tab: "facts", id: null };
   }
-  return { tab: TABS[tab] ? tab : "facts", id };
+  return { tab: TABS[tab] || VIEWS[tab] ? tab : "facts", id };
 }
 
 function open(tab, id, { force = false } = {}) {
@@ -150,9 +158,17 @@ function route() {
   if (tab !== state.tab) {
     state.tab = tab;
     state.selected.clear();
+    showPanes(tab);
+    if (VIEWS[tab]) {
+      markTabs();
+      state.detailId = null;
+      VIEWS[tab].show();
+      return;
+    }
     renderToolbar();
     loadList();
   }
+  if (VIEWS[tab]) return; // a view has no rows to open: "#context/<id>" is "#context"
   state.detailId = id;
   markSelectedRow();
   loadDetail(tab, id);
@@ -167,15 +183,39 @@ function filterBy(tab, filters) {
   open(tab, null);
 }
 
-// ------------------------------------------------------------------ toolbar
-function renderToolbar() {
-  const t = TABS[state.tab];
-  const ts = state.perTab[state.tab];
+/** Show the toolbar and list panes for a list tab, or the view's own element. */
+function showPanes(tab) {
+  $("toolbar").hidden = Boolean(VIEWS[tab]);
+  $("list-view").hidden = Boolean(VIEWS[tab]);
+  for (const [name, view] of Object.entries(VIEWS)) $(view.el).hidden = name !== tab;
+}
+
+function markTabs() {
   for (const btn of document.querySelectorAll("[data-tab]")) {
     const active = btn.dataset.tab === state.tab;
     btn.classList.toggle("active", active);
     btn.setAttribute("aria-selected", String(active));
   }
+}
+
+/** Load the open tab again (another namespace or key): its list (and the open row, when
+ * `detail`: a namespace change closes it instead), or its view afresh. */
+function reloadTab({ detail }) {
+  for (const [name, view] of Object.entries(VIEWS)) {
+    view.reset();
+    if (name === state.tab) view.show();
+  }
+  if (!VIEWS[state.tab]) {
+    loadList();
+    if (detail) loadDetail(state.tab, state.detailId);
+  }
+}
+
+// ------------------------------------------------------------------ toolbar
+function renderToolbar() {
+  const t = TABS[state.tab];
+  const ts = state.perTab[state.tab];
+  markTabs();
   const search = $("search");
   search.hidden = t.memory ? false : !t.searchable;
   search.value = ts.query;
@@ -448,7 +488,7 @@ function changeNamespace(ns) {
   state.selected.clear();
   hideError();
   open(state.tab, null);
-  loadList();
+  reloadTab({ detail: false });
   loadNamespaces();
 }
 
@@ -484,11 +524,11 @@ function start() {
     loadList();
   });
   $("banner-close").addEventListener("click", hideError);
+  setupContext({ showError, hideError, open });
   $("key-button").addEventListener("click", async () => {
     if (await promptForKey()) {
       hideError();
-      loadList();
-      loadDetail(state.tab, state.detailId);
+      reloadTab({ detail: true });
       loadNamespaces();
     }
   });
