@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memloci.models import ContextItem, ContextReport, ContextSection, Entity, MemoryNode, SearchHit
 
@@ -357,7 +357,15 @@ def compose(
     room = budget - sum(estimate_tokens(t) + 1 for t in stable)
     if dynamic_budget is not None:
         room = dynamic_budget
-    fresh = [c for c in candidates if not (c.ids and set(c.ids) <= shown)]
+    fresh: list[Candidate] = []
+    seen = set(shown)
+    for cand in candidates:  # an item appears once: in the cacheable part or here, once
+        if cand.ids and cand.ids[0] in seen:
+            continue
+        if cand.short and seen & set(cand.ids[1:]):  # its neighbour is shown already
+            cand = replace(cand, lines=cand.short, ids=cand.ids[:1], short=())
+        fresh.append(cand)
+        seen |= set(cand.ids)
     placed = pack(fresh, max(0, room), max(0, room)) if room > 0 else {}
     return Composed(
         cacheable="\n".join(stable),

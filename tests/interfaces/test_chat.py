@@ -419,7 +419,8 @@ class _RecordingModel:
 
 def test_the_memory_block_is_loaded_once_per_conversation(tmp_path: Path) -> None:
     role = load_role(write_role(tmp_path, None))
-    with store(tmp_path) as m:
+    # the bundled model: whether a fact answers the message is scored by its meaning
+    with Memory(str(tmp_path / "memory.db"), namespace=NS, embedder="local") as m:
         m.remember("Sam prefers green tea", user="sam")
         model = _RecordingModel()
         agent = Agent(m.service, role, model, user="sam")

@@ -89,6 +89,7 @@ class Fused:
     raw: dict[str, float] = field(default_factory=dict)
     evidence: dict[str, float] = field(default_factory=dict)
     note: str = ""  # said last in ``why`` (e.g. why the score was lowered)
+    lent: float = 0.0  # what the memory's session lent its score (weight · evidence)
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,8 @@ def session_context(
         if group and evidence > 0:
             entry.ranks[group[0]] = rank[group]
             entry.evidence[group[0]] = evidence
-            entry.score = 1.0 - (1.0 - entry.score) * (1.0 - weight * evidence)
+            entry.lent = weight * evidence
+            entry.score = 1.0 - (1.0 - entry.score) * (1.0 - entry.lent)
     return sorted(head, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
 
 

@@ -10,6 +10,8 @@ so that one threshold, :data:`RELEVANT` (``Settings.relevance_threshold``), sepa
 
 ``relevance = fused ** size_lift(candidates) · support``
 
+(``fused`` with the share its session lent it counted at half, :data:`SESSION`.)
+
 * ``size_lift``: in a large scope the candidate list is a narrow, on-topic slice of
   the store, and the fused score is spread upwards a little (exponent :data:`SPREAD`) so
   that what a real question ranks below its best hits still counts; in a scope of a few
@@ -21,7 +23,8 @@ so that one threshold, :data:`RELEVANT` (``Settings.relevance_threshold``), sepa
   where *meaning* is the query–memory cosine on the embedder's own scale
   (:class:`~memloci.providers.base.Calibration`: ``unrelated`` → 0, ``answers`` → 1),
   and *words* is the share of the query's full-text weight (summed IDF of its words)
-  the memory's bm25 reaches, over :data:`WORDS`; a memory linked to an entity the
+  the memory's bm25 reaches, over :data:`WORDS` (in a store so small that the query's
+  words weigh less than one common word, any full-text match); a memory linked to an entity the
   query names (a person, a place the store knows) is supported in full (:data:`NAMED`):
   a question about someone this store knows is a question for this store. When none of
   the best hits shares much meaning or many rare words with the query, the query is not
@@ -41,7 +44,7 @@ import math
 from collections.abc import Sequence
 
 from memloci.providers.base import DEFAULT_CALIBRATION, Calibration
-from memloci.retrieval.fusion import Fused
+from memloci.retrieval.fusion import LEXICAL_HALF, Fused
 
 RELEVANT = 0.7  # the documented threshold: at or above it a hit answers the query
 SMALL_LIFT = 0.3  # the size lift in a scope of one or two memories
@@ -51,6 +54,8 @@ FULL_SIZE = 150  # candidates from which the fused score is taken as it is
 NAMED = 1.0  # support of a memory linked to someone or something the query names
 WORDS = 0.5  # the share of the query's full-text weight at which words alone support a hit
 HEAD = 3  # the best hits whose support counts
+DEPTH = 0.5  # how steeply a hit's relevance falls with its standing against the best hit
+SESSION = 0.5  # what the session's share of a fused score counts for in relevance
 
 
 def size_lift(candidates: int) -> float:
@@ -70,7 +75,9 @@ def support(
         meaning = (cosine - calibration.unrelated) / span
     words = 0.0
     bm25 = entry.raw.get("fulltext")
-    if bm25 is not None and query_weight > 1e-6:
+    if bm25 is not None and query_weight < LEXICAL_HALF:
+        words = 1.0  # a store of a few memories: bm25's IDF is ~0, a word match is all
+    elif bm25 is not None:
         words = bm25 / query_weight / WORDS
     named = NAMED if "entity" in entry.evidence else 0.0
     return max(0.0, min(1.0, max(meaning, words, named)))
@@ -84,9 +91,26 @@ def by_relevance(
     calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> list[tuple[Fused, float]]:
     """``entries`` (best first) with their relevance, in the same order (module doc)."""
+    if not entries:
+        return []
     backing = max(
         (support(e, query_weight=query_weight, calibration=calibration) for e in entries[:HEAD]),
         default=0.0,
     )
     lift = size_lift(candidates)
-    return [(e, max(0.0, e.score) ** lift * backing) for e in entries]
+    own = [max(0.0, _own(e)) ** lift for e in entries]
+    best = max(own)
+    if best <= 0:
+        return [(e, 0.0) for e in entries]
+    answered = best * backing
+    return [(e, answered * (o / best) ** DEPTH) for e, o in zip(entries, own, strict=True)]
+
+
+def _own(entry: Fused) -> float:
+    """``entry``'s fused score with its session's share counted at :data:`SESSION`: the
+    session of the best hits ranks well (a conversation is about a few things), but it
+    is the best hit's own strength lent back to it, not evidence that it answers."""
+    if not 0.0 < entry.lent < 1.0:
+        return entry.score
+    before = 1.0 - (1.0 - entry.score) / (1.0 - entry.lent)
+    return 1.0 - (1.0 - before) * (1.0 - SESSION * entry.lent)

@@ -245,10 +245,14 @@ class ContextMixin(ServiceCore):
             if m.type is NodeType.EPISODIC:
                 section = "timeline" if window is not None and _within(m, window) else "evidence"
                 line = episode_line(m, TURN_CHARS, dated=False)
-                day = dict(group=day_heading(m), order=time_key(m))
+                day, order = day_heading(m), time_key(m)
                 other = around.get(m.id)
                 if other is None:
-                    out.append(Candidate(section, (line,), (m.id,), hit.score, hit.why, **day))
+                    out.append(
+                        Candidate(
+                            section, (line,), (m.id,), hit.score, hit.why, group=day, order=order
+                        )
+                    )
                     continue
                 pair = sorted((m, other), key=time_key)
                 lines = tuple(episode_line(n, TURN_CHARS, dated=False) for n in pair)
@@ -256,7 +260,14 @@ class ContextMixin(ServiceCore):
                 why = f"{hit.why}; with the turn {where}"
                 out.append(
                     Candidate(
-                        section, lines, (m.id, other.id), hit.score, why, short=(line,), **day
+                        section,
+                        lines,
+                        (m.id, other.id),
+                        hit.score,
+                        why,
+                        short=(line,),
+                        group=day,
+                        order=order,
                     )
                 )
             elif m.type is NodeType.PROCEDURAL:
