@@ -83,7 +83,7 @@ class Settings(BaseModel):
     decay_rate_default: float = Field(0.1, ge=0, description="default decay rate of new facts")
     context_budget: int = Field(1000, ge=50, description="default context token budget")
     context_stable_share: float = Field(
-        0.2,
+        0.15,
         ge=0,
         le=1,
         description="share of the context budget the cacheable part (procedures and "

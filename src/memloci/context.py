@@ -6,7 +6,7 @@ every fact fits, the ones kept are chosen by a rule that ignores the prompt and 
 a read changes (protected facts first, then the most recently written), then shown by
 category and creation time — so the same memories give byte-identical text whatever the
 prompt, and provider prompt caches stay warm. With a prompt it takes at most a bounded
-share of the budget (``Settings.context_stable_share``, 20 % by default), so it never
+share of the budget (``Settings.context_stable_share``, 15 % by default), so it never
 starves the answer; with no prompt it may take the whole budget.
 
 The **dynamic** part is what answers the prompt, filled by relevance (:func:`pack`):

@@ -15,6 +15,7 @@ from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import ValidationError
 from memloci.models import (
+    ContextReport,
     Explanation,
     KnowledgeHit,
     MemoryNode,
@@ -166,6 +167,22 @@ class AsyncMemory:
         written since then is brought up in the dynamic part, not taken for shown."""
         known("context_parts", filters, CONTEXT)
         return await self.service.context_parts(
+            prompt, self._flt(**filters), budget=budget, loaded=loaded
+        )
+
+    async def context_report(
+        self,
+        prompt: str | None = None,
+        *,
+        budget: int | None = None,
+        loaded: str | None = None,
+        **filters: Unpack[ContextFilters],
+    ) -> ContextReport:
+        """:meth:`context` with how it was composed: the block, its two parts, the tokens
+        used, each section with its tokens and items (each item's score and why it is
+        there) and the search hits left out below ``relevance_threshold``."""
+        known("context_report", filters, CONTEXT)
+        return await self.service.context_report(
             prompt, self._flt(**filters), budget=budget, loaded=loaded
         )
 
@@ -511,6 +528,20 @@ class Memory:
         return self.service.context_parts_now(prompt, flt, budget=budget, loaded=loaded)
 
     context_parts.__doc__ = AsyncMemory.context_parts.__doc__
+
+    def context_report(
+        self,
+        prompt: str | None = None,
+        *,
+        budget: int | None = None,
+        loaded: str | None = None,
+        **filters: Unpack[ContextFilters],
+    ) -> ContextReport:
+        known("context_report", filters, CONTEXT)
+        flt = self._async._flt(**filters)
+        return self.service.context_report_now(prompt, flt, budget=budget, loaded=loaded)
+
+    context_report.__doc__ = AsyncMemory.context_report.__doc__
 
     def search_knowledge(
         self,

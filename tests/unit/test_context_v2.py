@@ -126,3 +126,22 @@ def test_other_users_turns_stay_out_of_the_timeline(mem: Memory) -> None:
     mem.add("Bob's private lighthouse secret", user="bob", session="b1")
     mem.flush()
     assert "secret" not in mem.context("lighthouse secret", user="sam")
+
+
+def test_the_report_says_what_is_in_the_block_and_why(make_memory: Any) -> None:
+    mem = make_memory(embedder="local")
+    seed(mem)
+    report = mem.context_report("Who booked the ferry?", user="sam", budget=1000)
+    assert report.block == mem.context("Who booked the ferry?", user="sam", budget=1000)
+    assert report.tokens == estimate_tokens(report.block) <= report.budget == 1000
+    assert report.threshold == mem.service.settings.relevance_threshold
+    titles = [s.title for s in report.sections]
+    assert "## Your Memory" in titles and "## Relevant Past Conversations" in titles
+    evidence = next(s for s in report.sections if s.title == "## Relevant Past Conversations")
+    assert not evidence.cacheable and evidence.tokens > 0
+    booked = next(i for i in evidence.items if any("booked the ferry" in x for x in i.lines))
+    assert booked.score >= report.threshold and booked.why and booked.memory_ids
+    # every hit below the threshold is reported as left out, none of them in the block
+    assert all(i.score < report.threshold for i in report.left_out)
+    shown = {m for s in report.sections for i in s.items for m in i.memory_ids}
+    assert not shown & {m for i in report.left_out for m in i.memory_ids}

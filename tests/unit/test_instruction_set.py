@@ -202,3 +202,13 @@ def test_facts_never_lean_on_a_bare_pronoun() -> None:
 def test_the_fact_set_holds_both_sides() -> None:
     items = load("fact_subjects.jsonl")
     assert sum(not i["facts"] for i in items) >= 15 and sum(bool(i["facts"]) for i in items) >= 10
+
+
+def test_let_me_know_between_friends_is_no_instruction() -> None:
+    """In a chat between two named people "let me know if you need anything" is how they
+    talk; said to the agent with "always" it is a standing instruction."""
+    from memloci.consolidation.instructions import standing_instruction
+
+    friendly = "Let me know if you need any more suggestions"
+    assert standing_instruction(friendly, among_people=True) is None
+    assert standing_instruction("Always let me know when a build fails") is not None

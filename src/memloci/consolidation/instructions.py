@@ -273,6 +273,8 @@ def standing_instruction(
     verb, verb_end = action
     if _REPORTED.search(masked, verb_end, end):
         return None
+    if among_people and verb == "let":
+        return None  # "let me know if you need anything": how friends talk, not a rule
     words = [_base(w) for w in _TOKEN.findall(masked, i, end)]
     always = {_base(w) for w in _TOKEN.findall(masked, i, verb_end)} & _STANDING_WORDS
     if not (standing or always or _quitting(verb, masked, verb_end, end)):
