@@ -170,6 +170,16 @@ class DecayUpdate:
 
 
 @dataclass(frozen=True)
+class Scrub:
+    """What :meth:`Store.scrub` did: ``done`` when the backing files hold no deleted
+    content any more; otherwise ``reason`` says what stopped it (the scrub stays due:
+    :meth:`Store.scrub_due`, and a later call finishes it)."""
+
+    done: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class SessionState:
     """A session as consolidation records it: when it was first seen and, once its
     episodes were consolidated, when (None while pending)."""
@@ -538,20 +548,29 @@ class Store(PagedReads, Protocol):
         other users are never touched; in-process vector caches drop the removed
         vectors. Keys of the report: ``users, identifiers, memories, versions, vectors,
         edges, entity_links, entities, threads, sessions, decay_states,
-        neighbours_blanked``. Deleted text may stay in free space until :meth:`scrub`.
+        neighbours_blanked``. Deleted text may stay in free space until :meth:`scrub`;
+        when something was removed the same transaction marks a scrub due
+        (:meth:`scrub_due`).
         """
 
-    def scrub(self) -> bool:
-        """Make deleted text unrecoverable from the backing files (slow: run it after a
-        deletion that must not leave traces). SQLite: secure delete is on for every
-        connection; this merges the full-text indexes (deleted terms leave them),
-        vacuums the file (stale copies of rows b-tree rebalancing moved, slack written
-        before secure delete was on) and checkpoints + truncates the WAL. PostgreSQL:
-        ``VACUUM`` of the tables holding memories, versions, vectors, edges, entities,
-        users and threads (dead tuples become free space; WAL segments are recycled by
-        the server, outside the store's control). Returns False when the cleanup could
-        not finish because another connection held an old snapshot (call again later);
-        must not run inside ``batch()``."""
+    def scrub(self) -> Scrub:
+        """Make deleted text unrecoverable from the backing files (run it after a
+        deletion that must not leave traces); never waits long for other connections.
+        SQLite: secure delete is on for every connection; this merges the full-text
+        indexes (deleted terms leave them), vacuums the file (stale copies of rows
+        b-tree rebalancing moved, slack written before secure delete was on) and
+        checkpoints + truncates the WAL. Writers wait for the vacuum (it rewrites the
+        file), never for another connection's reads: when a reader holds a snapshot
+        from before the deletion (its old pages must stay readable) the scrub gives up
+        at once, before the vacuum, and says so. PostgreSQL: ``VACUUM`` of the tables
+        holding memories, versions, vectors, edges, entities, users and threads (dead
+        tuples become free space; WAL segments are recycled by the server, outside the
+        store's control; writers are not blocked). ``Scrub(done=False, reason=…)`` when
+        it could not finish (call again later); must not run inside ``batch()``."""
+
+    def scrub_due(self) -> bool:
+        """Whether a :meth:`delete_user_data` that removed something has not been
+        scrubbed yet (by any process: the mark is kept in the store)."""
 
     # housekeeping
     def stats(self, namespaces: Sequence[str]) -> StoreStats: ...

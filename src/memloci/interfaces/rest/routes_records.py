@@ -226,9 +226,11 @@ async def forget_user(user_id: str, service: Service, ns: WriteNS) -> ForgetRepo
     entity links), entities only they mention, threads, user record and identifiers (and
     users merged into them) and session state, in one transaction; then the store is
     scrubbed so none of their text stays on disk. Needs a write key for the namespace.
-    A user with nothing stored (unknown, mistyped or already forgotten) answers 404 —
-    the scrub still runs, so a retry finishes an interrupted one (``details.scrubbed``);
-    a merged-away user answers 409."""
+    The scrub waits for no other connection: when one holds an old read snapshot the
+    reply says ``scrubbed: false`` with ``scrub_reason`` and the scrub stays due.
+    A user with nothing stored (unknown, mistyped or already forgotten) answers 404; it
+    scrubs only when a scrub is still due, so a retry finishes an unfinished one
+    (``details.scrubbed``); a merged-away user answers 409."""
     report = await service.forget_user(user_id, namespace=ns)
     if not report.removed:
         raise NotFoundError(
@@ -236,6 +238,7 @@ async def forget_user(user_id: str, service: Service, ns: WriteNS) -> ForgetRepo
             "record, memories or threads (already forgotten, or a mistyped id)",
             hint="list users to see their ids; send an id once percent-encoded (/ as %2F)",
             scrubbed=report.scrubbed,
+            **({"scrub_reason": report.scrub_reason} if report.scrub_reason else {}),
         )
     return report
 
