@@ -17,6 +17,7 @@ from memloci.errors import (
     PermissionDeniedError,
     ProviderError,
     StorageError,
+    StoreTooNewError,
     UnauthorizedError,
     ValidationError,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "SearchHit",
     "Settings",
     "StorageError",
+    "StoreTooNewError",
     "UnauthorizedError",
     "ValidationError",
     "WriteResult",

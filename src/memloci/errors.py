@@ -9,6 +9,7 @@
     ├── EmbeddingModelError    store built with another embedder    (409, exit 6)
     ├── ProviderError          embedder / LLM failed or unreachable (502, exit 7)
     ├── StorageError           database problem                     (500, exit 8)
+    │   └── StoreTooNewError   the store was written by a newer memloci
     └── MissingExtraError      an optional part is not installed    (501, exit 9)
 
 Every error carries a stable ``code``, a user-safe ``message`` and an optional
@@ -119,6 +120,28 @@ class StorageError(MemlociError):
     exit_code = 8
 
 
+class StoreTooNewError(StorageError):
+    """The store's schema is newer than this memloci knows: a newer memloci wrote it.
+    Nothing is written to it (an older version could corrupt what it does not know);
+    the hint says to upgrade."""
+
+    code = "store_too_new"
+
+
+def store_too_new(where: str, found: int, known: int) -> StoreTooNewError:
+    """The error for a store at schema ``found`` opened by a memloci that knows up to
+    ``known``."""
+    from memloci import __version__
+
+    return StoreTooNewError(
+        f"{where} was written by a newer memloci (schema version {found}; memloci "
+        f"{__version__} knows up to {known}); nothing was written to it",
+        hint="upgrade memloci (pip install -U memloci) to open this store",
+        schema_version=found,
+        supported=known,
+    )
+
+
 class MissingExtraError(MemlociError):
     """An optional part (server, postgres, an integration) is used but its extra is not
     installed; the message names the ``pip install 'memloci[EXTRA]'`` that adds it."""
@@ -137,6 +160,7 @@ __all__ = [
     "PermissionDeniedError",
     "ProviderError",
     "StorageError",
+    "StoreTooNewError",
     "UnauthorizedError",
     "ValidationError",
 ]

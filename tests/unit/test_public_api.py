@@ -31,6 +31,7 @@ EXPECTED = [
     "SearchHit",
     "Settings",
     "StorageError",
+    "StoreTooNewError",
     "UnauthorizedError",
     "ValidationError",
     "WriteResult",

@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memloci.errors import EmbeddingModelError, StorageError
+from memloci.errors import EmbeddingModelError, StorageError, store_too_new
 from memloci.storage import cancel
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import check_writable, create_private
@@ -189,6 +189,10 @@ class SQLiteBase:
         self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._readers_lock = threading.Lock()
         self._closed = False
+        # the newest schema this memloci knows; set once the file is checked: from then
+        # on every write transaction re-checks the file's version (a newer memloci may
+        # migrate it while this one has it open)
+        self._schema_known: int | None = None
         self._active_reads = 0  # reads running on per-thread connections (see close)
         self._reads_done = threading.Condition()
         self._index: VectorIndex | None = None
@@ -234,6 +238,8 @@ class SQLiteBase:
             self._tx_thread = threading.get_ident()
             before = conn.total_changes
             try:
+                if self._schema_known is not None:
+                    self._refuse_newer(conn)
                 yield conn
                 cancel.committing(conn.total_changes != before)  # or roll back
             except BaseException:
@@ -339,18 +345,34 @@ class SQLiteBase:
         with self._reading() as c:
             return schema_in(c)
 
+    def _refuse_newer(self, conn: Any) -> None:
+        """Raise :class:`StoreTooNewError` when the file's schema is newer than this
+        memloci knows (inside a write transaction: checked and written atomically)."""
+        known = self._schema_known or 0
+        found = schema_in(conn)
+        if found > known:
+            raise store_too_new(repr(self.path), found, known)
+
     def _migrate(self) -> None:
         """Bring the schema up to date. Opening an up-to-date file takes no write lock
         (another process may hold it for long); a due migration takes it, then re-checks
-        the version inside, so concurrent openers migrate once."""
+        the version inside, so concurrent openers migrate once. A file of a newer schema
+        (a newer memloci wrote it) is refused: nothing is written to it."""
         scripts = migration_scripts("sqlite")
-        if self._stored_schema() >= max((n for n, _ in scripts), default=0):
+        latest = max((n for n, _ in scripts), default=0)
+        stored = self._stored_schema()
+        if stored > latest:
+            raise store_too_new(repr(self.path), stored, latest)
+        if stored == latest:
+            self._schema_known = latest
             return
         with self._tx() as c:
             refuse_foreign(c, self.path)  # another process may have written it meanwhile
             c.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row else 0
+            if current > latest:  # a newer memloci migrated it meanwhile
+                raise store_too_new(repr(self.path), current, latest)
             for number, script in scripts:
                 if number <= current:
                     continue
@@ -360,6 +382,7 @@ class SQLiteBase:
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(number),),
                 )
+        self._schema_known = latest
 
     def schema_version(self) -> int:
         return int(self.get_meta("schema_version") or 0)
