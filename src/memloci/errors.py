@@ -9,6 +9,7 @@
     ├── EmbeddingModelError    store built with another embedder    (409, exit 6)
     ├── ProviderError          embedder / LLM failed or unreachable (502, exit 7)
     ├── StorageError           database problem                     (500, exit 8)
+    │   ├── StorageFullError   the disk (or the database's size limit) is full (507)
     │   └── StoreTooNewError   the store was written by a newer memloci
     └── MissingExtraError      an optional part is not installed    (501, exit 9)
 
@@ -120,6 +121,14 @@ class StorageError(MemlociError):
     exit_code = 8
 
 
+class StorageFullError(StorageError):
+    """The disk (or the database's size limit) is full: the write was not stored (its
+    transaction rolled back); reads still work. Free space, then retry."""
+
+    code = "storage_full"
+    http_status = 507
+
+
 class StoreTooNewError(StorageError):
     """The store's schema is newer than this memloci knows: a newer memloci wrote it.
     Nothing is written to it (an older version could corrupt what it does not know);
@@ -160,6 +169,7 @@ __all__ = [
     "PermissionDeniedError",
     "ProviderError",
     "StorageError",
+    "StorageFullError",
     "StoreTooNewError",
     "UnauthorizedError",
     "ValidationError",

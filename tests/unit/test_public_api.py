@@ -31,6 +31,7 @@ EXPECTED = [
     "SearchHit",
     "Settings",
     "StorageError",
+    "StorageFullError",
     "StoreTooNewError",
     "UnauthorizedError",
     "ValidationError",

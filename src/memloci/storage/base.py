@@ -179,6 +179,32 @@ class Scrub:
     reason: str | None = None
 
 
+@dataclass
+class Health:
+    """What :meth:`Store.doctor` found and, with ``repair``, fixed. Each list names the
+    damaged things found (empty: sound)."""
+
+    backend: str
+    integrity: list[str] = field(default_factory=list)  # the file's own check (pages)
+    fulltext: list[str] = field(default_factory=list)  # full-text indexes found damaged
+    vectors: list[str] = field(default_factory=list)  # memories whose vector is damaged
+    entity_vectors: list[str] = field(default_factory=list)  # entities alike
+    json: list[str] = field(default_factory=list)  # "table.column of what": not readable
+    repaired: bool = False
+    notes: list[str] = field(default_factory=list)  # what a repair did, what is left
+
+    @property
+    def damaged(self) -> bool:
+        """Whether anything damaged was found."""
+        return any((self.integrity, self.fulltext, self.vectors, self.entity_vectors, self.json))
+
+    @property
+    def sound(self) -> bool:
+        """Whether the store is sound now: nothing found, or all of it repaired (a damaged
+        page is never repaired here)."""
+        return not self.damaged or (self.repaired and not self.integrity)
+
+
 @dataclass(frozen=True)
 class SessionState:
     """A session as consolidation records it: when it was first seen and, once its
@@ -567,6 +593,17 @@ class Store(PagedReads, Protocol):
         tuples become free space; WAL segments are recycled by the server, outside the
         store's control; writers are not blocked). ``Scrub(done=False, reason=…)`` when
         it could not finish (call again later); must not run inside ``batch()``."""
+
+    def doctor(self, *, repair: bool = False) -> Health:
+        """Look for damage a reader skips (see :mod:`memloci.storage.faults`): vectors of
+        the wrong size, JSON columns that are not readable, a damaged full-text index,
+        and (SQLite) the file's own integrity check. With ``repair``, in one transaction:
+        damaged vectors are dropped and their memories marked to be embedded again (the
+        caller embeds what is pending), unreadable JSON is reset to its empty value
+        (``{}``, ``[]`` or null) with a note each, the full-text index is rebuilt from
+        the memories. A damaged page is reported, never repaired (restore a backup).
+        PostgreSQL types its vectors and JSON, so only its own damage could occur there:
+        it reports nothing to repair."""
 
     def scrub_due(self) -> bool:
         """Whether a :meth:`delete_user_data` that removed something has not been

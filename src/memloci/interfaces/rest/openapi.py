@@ -44,6 +44,7 @@ ERRORS = {
     "413": "The request body is larger than the server accepts",
     "415": "The request body is not declared as JSON (or JSON Lines for import)",
     "421": "The Host header does not name this server (DNS-rebinding protection)",
+    "507": "The disk (or the database's size limit) is full; nothing was written",
 }
 SECURITY = {  # required once the store has (or had) a key, or off loopback
     "bearer": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer mlk_…"},
@@ -152,7 +153,7 @@ def _errors_for(path: str, method: str, op: dict[str, Any]) -> list[str]:
     if "{" in path or method in WRITES:
         codes.append("404")
     if method in WRITES:
-        codes.append("409")
+        codes += ["409", "507"]
     if method in BODIES:
         codes += ["413", "415"]
     return sorted(codes)

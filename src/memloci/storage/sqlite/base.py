@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memloci.errors import EmbeddingModelError, StorageError, store_too_new
-from memloci.storage import cancel
+from memloci.storage import cancel, faults
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import check_writable, create_private
 from memloci.storage.sqlite import fts_totals
@@ -31,6 +31,19 @@ except ImportError:  # pragma: no cover
 DRIVER = "pysqlite3" if sqlite3.__name__.startswith("pysqlite3") else "sqlite3"
 IntegrityError = sqlite3.IntegrityError
 OperationalError = sqlite3.OperationalError
+DatabaseError = sqlite3.DatabaseError
+
+
+def mapped(exc: BaseException) -> BaseException:
+    """What a failure inside a read or write becomes: a driver error about the database
+    itself (full, damaged, I/O, read-only, locked; or any ``DatabaseError`` that is not
+    an ``OperationalError``) is a :class:`StorageError` with a hint; anything else (a
+    statement's own error its caller expects, a constraint, a memloci error) is itself."""
+    database = isinstance(exc, DatabaseError) and not isinstance(exc, IntegrityError)
+    own = isinstance(exc, OperationalError) and not faults.about_the_database(exc)
+    return faults.storage_error(exc) if database and not own else exc
+
+
 BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock (default)
 CLOSE_WAIT = 10.0  # seconds close() waits for reads running in other threads
 
@@ -228,7 +241,7 @@ class SQLiteBase:
                 conn.execute("BEGIN IMMEDIATE")
             except OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
+                    raise mapped(exc) from exc
                 raise StorageError(
                     f"the database is busy: another process held its write lock for "
                     f"over {self._busy_timeout:g} s",
@@ -242,13 +255,19 @@ class SQLiteBase:
                     self._refuse_newer(conn)
                 yield conn
                 cancel.committing(conn.total_changes != before)  # or roll back
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("COMMIT")  # a full disk may refuse it: rolled back below
+            except BaseException as exc:
+                # SQLite may have rolled back already (a full disk, an I/O error)
+                if conn.in_transaction:
+                    with contextlib.suppress(DatabaseError):
+                        conn.execute("ROLLBACK")
                 if self._index_in_tx:  # the cache may hold rolled-back vectors: rebuild
                     self._index = None
-                raise
+                error = mapped(exc)
+                if error is exc:
+                    raise
+                raise error from exc
             else:
-                conn.execute("COMMIT")
                 if self._checkpoints is not None:
                     self._checkpoints.committed()
             finally:
@@ -316,6 +335,19 @@ class SQLiteBase:
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Any]:
+        """A connection for reads (the writer inside this thread's write transaction);
+        a driver error about the database itself becomes a :class:`StorageError`."""
+        try:
+            with self._reading_raw() as conn:
+                yield conn
+        except DatabaseError as exc:
+            error = mapped(exc)
+            if error is exc:
+                raise
+            raise error from exc
+
+    @contextlib.contextmanager
+    def _reading_raw(self) -> Iterator[Any]:
         if self._in_tx():  # inside a write transaction: see it, and its own writes
             yield self._writer
         elif self._memory:

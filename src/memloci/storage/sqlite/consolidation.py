@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memloci.models import Entity, MemoryNode, NodeType
+from memloci.storage import faults
 from memloci.storage.base import DecayCandidate, DecayUpdate, PendingSession, pending_groups
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row
 from memloci.storage.sqlfilter import ts
@@ -187,7 +188,11 @@ class SQLiteConsolidation(SQLiteBase):
                 "SELECT entity_id, embedding FROM entity_vectors WHERE namespace = ? AND model = ?",
                 (namespace, model),
             ).fetchall()
-        return {eid: bytes(blob) for eid, blob in rows}
+        size = (self._dim or 0) * 4
+        out = {eid: bytes(blob) for eid, blob in rows if not size or len(blob) == size}
+        if len(out) < len(rows):  # damaged: skipped (resolving entities embeds it again)
+            faults.damaged(self.path, "entity vectors", f"{len(rows) - len(out)} of {len(rows)}")
+        return out
 
     def save_entity_vector(self, namespace: str, entity_id: str, model: str, vector: bytes) -> None:
         with self._tx() as c:
