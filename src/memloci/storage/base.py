@@ -8,7 +8,7 @@ primitives are *higher is better*.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -463,9 +463,19 @@ class Store(PagedReads, Protocol):
     ) -> list[tuple[int, str, str]]:
         """``(cursor, earlier id, later id)`` of consecutive episodes after ``cursor``."""
 
-    def acquire_lock(self, name: str, owner: str, *, now: datetime, ttl: timedelta) -> bool:
+    def acquire_lock(
+        self,
+        name: str,
+        owner: str,
+        *,
+        now: datetime,
+        ttl: timedelta,
+        stale: Callable[[str], bool] | None = None,
+    ) -> bool:
         """Take (or renew) a named lock in a write transaction; False if another owner
-        holds it and it has not expired."""
+        holds it and it has not expired, unless ``stale(holder)`` says that owner is gone
+        (a process that died on this host): then it is taken over, the check and the
+        takeover atomic (a holder that changed meanwhile is not taken)."""
 
     def lock_holder(self, name: str, *, now: datetime) -> tuple[str, datetime] | None: ...
     def release_lock(self, name: str, owner: str) -> None: ...

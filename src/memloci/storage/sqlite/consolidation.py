@@ -10,7 +10,7 @@ seen, who it belongs to and when it was last consolidated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -215,12 +215,21 @@ class SQLiteConsolidation(SQLiteBase):
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     # ------------------------------------------------------------------ locks
-    def acquire_lock(self, name: str, owner: str, *, now: datetime, ttl: timedelta) -> bool:
-        with self._tx() as c:
+    def acquire_lock(
+        self,
+        name: str,
+        owner: str,
+        *,
+        now: datetime,
+        ttl: timedelta,
+        stale: Callable[[str], bool] | None = None,
+    ) -> bool:
+        with self._tx() as c:  # the file's write lock: read, judge and take as one step
             row = c.execute(
                 "SELECT owner, expires_at FROM locks WHERE name = ?", (name,)
             ).fetchone()
-            if row is not None and row[0] != owner and row[1] > ts(now):
+            held = row is not None and row[0] != owner and row[1] > ts(now)
+            if held and not (stale is not None and stale(str(row[0]))):
                 return False
             c.execute(
                 "INSERT OR REPLACE INTO locks (name, owner, expires_at) VALUES (?, ?, ?)",
