@@ -64,6 +64,10 @@ class IdsBody(Body):
     ids: list[str] = Field(description="ids to delete (all must exist, or nothing is deleted)")
 
 
+class EntityIds(IdsBody):
+    """Entity ids (8 letters or digits) to delete."""
+
+
 class UserCreate(Body):
     id: str = Field(description="canonical id, e.g. 'telegram:12345' or 'sam'")
     display_name: str | None = None
@@ -335,7 +339,8 @@ async def entity_graph(entity_id: str, service: Service, ns: ReadNS, limit: int 
 
 
 class LinksBody(Body):
-    memory_ids: list[str] = Field(description="memories that mention the entity")
+    # at least one: the schema says so, and an empty list would link nothing (a 400)
+    memory_ids: list[str] = Field(description="memories that mention the entity", min_length=1)
 
 
 @router.post("/entities/{entity_id}/links", tags=ENTITIES)
@@ -371,7 +376,7 @@ async def delete_entity(entity_id: str, service: Service, ns: WriteNS) -> BatchD
 
 
 @router.post("/entities/batch-delete/", tags=ENTITIES)
-async def batch_delete_entities(body: IdsBody, service: Service, ns: WriteNS) -> BatchDeleted:
+async def batch_delete_entities(body: EntityIds, service: Service, ns: WriteNS) -> BatchDeleted:
     return await _delete_all(service.delete_entities, body.ids, ns, service.get_entity)
 
 
