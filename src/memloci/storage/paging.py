@@ -145,9 +145,10 @@ def read_page(
 ) -> KeyPage[T]:  # fmt: skip
     """One page of ``table`` (aliased in ``columns`` / ``where``) and the total of
     ``where``, on connection ``c`` (the caller holds it in one snapshot); ``offset``
-    counts from the cursor's row when both are given; an empty cursor is the first
-    page (as none: a form's blank field)."""
-    after, after_params = keys.after_sql(keys.decode(cursor), ph) if cursor else ("", [])
+    counts from the cursor's row when both are given."""
+    after, after_params = (
+        keys.after_sql(keys.decode(cursor), ph) if cursor is not None else ("", [])
+    )
     n = len(keys.columns)
     rows = c.execute(
         f"SELECT {columns}, {keys.select_sql()} FROM {table} WHERE {where}"

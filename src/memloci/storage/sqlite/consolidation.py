@@ -188,9 +188,11 @@ class SQLiteConsolidation(SQLiteBase):
                 "SELECT entity_id, embedding FROM entity_vectors WHERE namespace = ? AND model = ?",
                 (namespace, model),
             ).fetchall()
-        size = (self._dim or 0) * 4
-        out = {eid: bytes(blob) for eid, blob in rows if not size or len(blob) == size}
-        if len(out) < len(rows):  # damaged: skipped (resolving entities embeds it again)
+        # another model's vectors may have another size (its caller checks it); a blob
+        # that is no whole number of float32 values is damaged: skipped (resolving
+        # entities embeds the name again)
+        out = {eid: bytes(blob) for eid, blob in rows if blob and len(blob) % 4 == 0}
+        if len(out) < len(rows):
             faults.damaged(self.path, "entity vectors", f"{len(rows) - len(out)} of {len(rows)}")
         return out
 

@@ -48,6 +48,12 @@ _REFILL = {
     ),
 }
 _SHOWN = 20  # integrity-check lines kept in a report
+# an entity vector that is no whole number of float32 values, or one of the bound model
+# that is not of its dimension (another model's vectors may have another size)
+_BAD_ENTITY = (
+    "(length(embedding) = 0 OR length(embedding) % 4 <> 0 OR (length(embedding) <> ?"
+    " AND model = (SELECT value FROM meta WHERE key = 'embedding_model')))"
+)
 
 
 def _unreadable(column: str, kind: str | None) -> str:
@@ -88,8 +94,7 @@ class SQLiteDoctor(SQLiteBase):
                 health.entity_vectors = [
                     str(r[0])
                     for r in c.execute(
-                        "SELECT entity_id FROM entity_vectors WHERE length(embedding) <> ?",
-                        (size,),
+                        f"SELECT entity_id FROM entity_vectors WHERE {_BAD_ENTITY}", (size,)
                     )
                 ]
             damaged_json: list[tuple[str, str, str, str]] = []
@@ -145,7 +150,7 @@ class SQLiteDoctor(SQLiteBase):
                 f"dropped {len(health.vectors)} damaged vectors; their memories are embedded again"
             )
         if health.entity_vectors:
-            c.execute("DELETE FROM entity_vectors WHERE length(embedding) <> ?", (size,))
+            c.execute(f"DELETE FROM entity_vectors WHERE {_BAD_ENTITY}", (size,))
             health.notes.append(
                 f"dropped {len(health.entity_vectors)} damaged entity vectors (their names are "
                 "embedded again when entities are next resolved)"
