@@ -7,6 +7,9 @@ identifiers per user), then times:
 - ``delete_user_data`` of one user (N/10 memories) — the one transaction;
 - the first ``scrub`` of the file (FTS merge + one-time VACUUM + WAL truncate);
 - a second user's forget and scrub (no VACUUM: what every later forget costs);
+- a third user's forget and scrub while another connection holds a read snapshot
+  (``BEGIN; SELECT 1 FROM nodes``), and one insert made during it: the scrub gives up
+  at once (``scrubbed=False``) instead of waiting, and the insert does not wait;
 - ``purge`` of 200 single memories with ``secure_delete`` on and off (write cost),
   and inserting 5,000 turns with it on and off.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -26,6 +30,7 @@ import numpy as np
 
 from memloci.models import Entity, MemoryNode, MemoryUser, NodeType, Scope, Thread, short_id
 from memloci.storage.sqlite import SQLiteStore
+from memloci.storage.sqlite.base import sqlite3
 
 DIM = 384
 USERS = 10
@@ -85,6 +90,33 @@ def timed(fn: object, *args: object) -> tuple[float, object]:
     return time.perf_counter() - start, out
 
 
+def held_reader(path: str, store: SQLiteStore, user: str) -> tuple[float, bool, float]:
+    """Forget ``user`` and scrub while another connection holds a read snapshot, with one
+    insert started meanwhile: (forget + scrub seconds, scrubbed, insert seconds)."""
+    reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT 1 FROM nodes").fetchall()
+    rng = np.random.default_rng(3)
+    when = datetime(2025, 1, 1, tzinfo=UTC)
+    waited: list[float] = []
+
+    def insert() -> None:
+        start = time.perf_counter()
+        store.insert_node(node(0, "writer", when, rng))
+        waited.append(time.perf_counter() - start)
+
+    writer = threading.Thread(target=insert)
+    start = time.perf_counter()
+    writer.start()
+    store.delete_user_data("default", user)
+    scrub = store.scrub()
+    took = time.perf_counter() - start
+    writer.join()
+    reader.execute("COMMIT")
+    reader.close()
+    return took, scrub.done, waited[0]
+
+
 def secure_delete_cost(folder: str, on: bool) -> tuple[float, float]:
     """Seconds to insert 5,000 turns (one transaction each 50) and to purge 200 of them."""
     store = SQLiteStore(os.path.join(folder, f"sd-{on}.db"))
@@ -120,10 +152,13 @@ def main() -> None:
             s1, _ = timed(store.scrub)
             t2, _ = timed(store.delete_user_data, "default", "user1")
             s2, _ = timed(store.scrub)
+            held, scrubbed, insert = held_reader(path, store, "user2")
             store.close()
             removed = report["memories"]  # type: ignore[index]
             print(f"{n:>9} {t1:>7.2f}s {removed:>8} {s1:>7.2f}s {t2:>8.2f}s {s2:>7.2f}s"
                   f" {size:>8.1f}")  # fmt: skip
+            print(f"{'':>9} held reader: forget + scrub {held:.2f}s (scrubbed={scrubbed}),"
+                  f" an insert meanwhile {insert:.3f}s")  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         for on in (False, True):
             insert, purge = secure_delete_cost(folder, on)

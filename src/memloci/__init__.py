@@ -17,6 +17,8 @@ from memloci.errors import (
     PermissionDeniedError,
     ProviderError,
     StorageError,
+    StorageFullError,
+    StoreTooNewError,
     UnauthorizedError,
     ValidationError,
 )
@@ -82,6 +84,8 @@ __all__ = [
     "SearchHit",
     "Settings",
     "StorageError",
+    "StorageFullError",
+    "StoreTooNewError",
     "UnauthorizedError",
     "ValidationError",
     "WriteResult",

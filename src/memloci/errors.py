@@ -9,6 +9,8 @@
     ├── EmbeddingModelError    store built with another embedder    (409, exit 6)
     ├── ProviderError          embedder / LLM failed or unreachable (502, exit 7)
     ├── StorageError           database problem                     (500, exit 8)
+    │   ├── StorageFullError   the disk (or the database's size limit) is full (507)
+    │   └── StoreTooNewError   the store was written by a newer memloci
     └── MissingExtraError      an optional part is not installed    (501, exit 9)
 
 Every error carries a stable ``code``, a user-safe ``message`` and an optional
@@ -119,6 +121,36 @@ class StorageError(MemlociError):
     exit_code = 8
 
 
+class StorageFullError(StorageError):
+    """The disk (or the database's size limit) is full: the write was not stored (its
+    transaction rolled back); reads still work. Free space, then retry."""
+
+    code = "storage_full"
+    http_status = 507
+
+
+class StoreTooNewError(StorageError):
+    """The store's schema is newer than this memloci knows: a newer memloci wrote it.
+    Nothing is written to it (an older version could corrupt what it does not know);
+    the hint says to upgrade."""
+
+    code = "store_too_new"
+
+
+def store_too_new(where: str, found: int, known: int) -> StoreTooNewError:
+    """The error for a store at schema ``found`` opened by a memloci that knows up to
+    ``known``."""
+    from memloci import __version__
+
+    return StoreTooNewError(
+        f"{where} was written by a newer memloci (schema version {found}; memloci "
+        f"{__version__} knows up to {known}); nothing was written to it",
+        hint="upgrade memloci (pip install -U memloci) to open this store",
+        schema_version=found,
+        supported=known,
+    )
+
+
 class MissingExtraError(MemlociError):
     """An optional part (server, postgres, an integration) is used but its extra is not
     installed; the message names the ``pip install 'memloci[EXTRA]'`` that adds it."""
@@ -137,6 +169,8 @@ __all__ = [
     "PermissionDeniedError",
     "ProviderError",
     "StorageError",
+    "StorageFullError",
+    "StoreTooNewError",
     "UnauthorizedError",
     "ValidationError",
 ]

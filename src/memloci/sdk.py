@@ -238,8 +238,10 @@ class AsyncMemory:
     async def forget_user(self, user: str, *, namespace: str | None = None) -> ForgetReport:
         """Forget a person: every memory, version, vector, edge, entity only they mention,
         thread, identifier and consolidation state of ``user`` (and of users merged into
-        them) in one transaction, then the files are scrubbed of their text. Returns
-        counts per kind; see :meth:`MemoryService.forget_user`."""
+        them) in one transaction, then the files are scrubbed of their text (without
+        waiting for other connections' reads: ``scrubbed=False`` and ``scrub_reason``
+        when one held an old snapshot). Returns counts per kind; see
+        :meth:`MemoryService.forget_user`."""
         return await self.service.forget_user(user, namespace=namespace)
 
     async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode:

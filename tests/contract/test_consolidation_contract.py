@@ -206,3 +206,23 @@ def test_named_locks(store_factory: StoreFactory) -> None:
     two.release_lock("job", "b")
     assert one.lock_holder("job", now=now) is None
     assert one.acquire_lock("job", "a", now=now, ttl=ttl)
+
+
+def test_a_lock_whose_holder_is_gone_is_taken_over_at_once(store_factory: StoreFactory) -> None:
+    one, two = store_factory.open(), store_factory.open()
+    ttl, now = timedelta(minutes=30), datetime.now(UTC)
+    assert one.acquire_lock("job", "dead-run", now=now, ttl=ttl)
+    judged: list[str] = []
+
+    def alive(owner: str) -> bool:
+        judged.append(owner)
+        return False
+
+    assert not two.acquire_lock("job", "b", now=now, ttl=ttl, stale=alive)
+    assert judged == ["dead-run"]
+    assert two.acquire_lock("job", "b", now=now, ttl=ttl, stale=lambda o: o == "dead-run")
+    holder = one.lock_holder("job", now=now)
+    assert holder is not None and holder[0] == "b"
+    # the new holder is alive: nobody takes it over, and its own renewal is not judged
+    assert not one.acquire_lock("job", "c", now=now, ttl=ttl, stale=lambda o: o == "dead-run")
+    assert two.acquire_lock("job", "b", now=now, ttl=ttl, stale=lambda o: True)

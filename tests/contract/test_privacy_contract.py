@@ -108,7 +108,7 @@ def test_delete_user_data_removes_one_person_and_only_them(store: Store) -> None
     flt = NodeFilter(namespaces=("default",), user="bob")
     assert {i for i, _ in store.fulltext(flt, "bb", 50)} >= set(b["nodes"][:3])
     assert store.fulltext(NodeFilter(namespaces=("default",), user="alice"), "aa", 50) == []
-    assert store.scrub() is True
+    assert store.scrub().done is True
 
 
 def test_delete_user_data_leaves_no_trace_in_a_shared_sessions_turns(store: Store) -> None:
@@ -139,7 +139,7 @@ def test_delete_user_data_of_unknown_user_is_empty(store: Store) -> None:
     report = store.delete_user_data("default", "nobody")
     assert set(report) == KINDS and not any(report.values())
     assert len(everything(store, "default")) == 1
-    assert store.scrub() is True
+    assert store.scrub().done is True
 
 
 def test_delete_user_data_is_one_transaction(store: Store) -> None:
@@ -150,6 +150,21 @@ def test_delete_user_data_is_one_transaction(store: Store) -> None:
     assert len(everything(store, "default")) == 7
     assert store.get_user("default", "alice") is not None
     assert store.get_thread("default", "aa-thread") is not None
+
+
+def test_a_forget_that_removed_something_marks_a_scrub_due_until_one_finishes(
+    store_factory: StoreFactory,
+) -> None:
+    first = store_factory.open()
+    first.insert_node(node("alice's", scope=Scope.USER, user="alice"))
+    first.delete_user_data("default", "nobody")
+    assert first.scrub_due() is False  # nothing removed: nothing to scrub
+    first.delete_user_data("default", "alice")
+    other = store_factory.open()  # the mark is in the store: another process sees it
+    assert first.scrub_due() is True and other.scrub_due() is True
+    scrub = other.scrub()
+    assert scrub.done is True and scrub.reason is None
+    assert first.scrub_due() is False
 
 
 def test_scrub_refuses_to_run_inside_a_batch(store: Store) -> None:

@@ -3,11 +3,15 @@ over a real server (with API keys) and ``memloci users forget`` as a real subpro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 from rest_server import client, running
@@ -15,6 +19,7 @@ from test_rest_errors import assert_error_shape
 
 from memloci import Memory
 from memloci.providers.fake import FakeEmbedder
+from memloci.storage.sqlite.base import sqlite3
 
 
 def seed(mem: Memory) -> None:
@@ -103,3 +108,93 @@ def test_cli_users_forget(tmp_path: Path) -> None:
         assert mem.count(owner="u2", namespace="team-x") == 1
         assert mem.count(owner="u1", namespace="team-y") == 2
     assert b"quarkbell" in db.read_bytes()  # team-y keeps u1's text; team-x lost it
+
+
+# ------------------------------------------------------------- a reader holding a snapshot
+@contextlib.contextmanager
+def held_snapshot(db: str) -> Iterator[Any]:
+    """Another connection (another process would do the same) inside a read
+    transaction: ``BEGIN; SELECT 1 FROM nodes;`` kept open until the block ends."""
+    conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("BEGIN")
+        conn.execute("SELECT 1 FROM nodes").fetchall()
+        yield conn
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # reported by the test
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+HANG_GUARD = 120.0  # only catches a hang: the old scrub took ~10 min with a held reader
+
+
+def test_forget_user_with_a_held_reader_neither_waits_nor_blocks_writes(db_path: str) -> None:
+    with Memory(db_path, embedder=FakeEmbedder()) as mem:
+        for i in range(30):
+            mem.remember(f"u1 secret number {i} is zylophant", user="u1")
+        mem.remember("u2 likes green tea", user="u2")
+        with held_snapshot(db_path) as reader:
+            forget, forgot = in_thread(lambda: mem.forget_user("u1"))
+            write, wrote = in_thread(lambda: mem.remember("u3 writes meanwhile", user="u3"))
+            forget.join(HANG_GUARD)
+            write.join(HANG_GUARD)
+            # both finished while the reader still holds its snapshot
+            assert reader.execute("SELECT count(*) FROM nodes").fetchone()[0] == 31
+            assert "error" not in forgot and "error" not in wrote, (forgot, wrote)
+            report = forgot["value"]
+            assert report.memories == 30 and report.scrubbed is False
+            assert "read snapshot" in report.scrub_reason
+            assert wrote["value"].action == "created"
+            # an unknown user does not scrub (it would meet the held snapshot): the due
+            # scrub is tried once, quickly, and is still reported unfinished
+            again = mem.forget_user("nobody")
+            assert not again.removed and again.scrubbed is False
+        assert mem.service.store.scrub_due()
+        # the reader is gone: forgetting again (nothing left) finishes the scrub
+        done = mem.forget_user("u1")
+        assert not done.removed and done.scrubbed is True and done.scrub_reason is None
+        assert not mem.service.store.scrub_due()
+        assert mem.count(owner="u3") == 1 and mem.count(owner="u2") == 1
+        # nothing due any more: an unknown user costs no scrub, even with a reader held
+        with held_snapshot(db_path):
+            quiet = mem.forget_user("nobody")
+            assert quiet.scrubbed is True and quiet.scrub_reason is None
+    data = b"".join(p.read_bytes() for p in Path(db_path).parent.iterdir() if p.is_file())
+    assert b"zylophant" not in data
+
+
+def test_rest_forget_with_a_held_reader_says_why_it_is_not_scrubbed(
+    mem: Memory, db_path: str
+) -> None:
+    mem.remember("u1 likes quarkbell tea", user="u1")
+    with running(mem.service) as base, client(base) as c:
+        with held_snapshot(db_path):
+            # a stream of unknown users: 404s, none of them scrubs (nothing is due)
+            for i in range(3):
+                body = assert_error_shape(c.post(f"/api/v1/memory-users/nobody{i}/forget"), 404)
+                assert body["details"] == {"scrubbed": True}
+            r = c.post("/api/v1/memory-users/u1/forget")
+            assert r.status_code == 200, r.text
+            assert r.json()["memories"] == 1 and r.json()["scrubbed"] is False
+            assert "read snapshot" in r.json()["scrub_reason"]
+            wrote = c.post("/api/v1/facts/", json={"content": "another tenant still writes"})
+            assert wrote.status_code in (200, 201), wrote.text
+            late = assert_error_shape(c.post("/api/v1/memory-users/u1/forget"), 404)
+            assert late["details"]["scrubbed"] is False and "scrub_reason" in late["details"]
+        # the reader ended: the retry finishes the scrub
+        done = assert_error_shape(c.post("/api/v1/memory-users/u1/forget"), 404)
+        assert done["details"] == {"scrubbed": True}

@@ -162,7 +162,7 @@ def _checkpoint(*messages: Any) -> tuple[str, str, Any]:
 LAX = [  # values pydantic's lax mode would coerce, unknown names: each must be a 400
     ("POST", "/api/v1/search", {"query": "shed", "k": True}),
     ("POST", "/api/v1/search", {"query": "shed", "k": "5"}),
-    ("POST", "/api/v1/search", {"query": "shed", "k": 5.0}),
+    ("POST", "/api/v1/search", {"query": "shed", "k": 5.5}),
     ("POST", "/api/v1/search", {"query": "shed", "min_confidence": True}),
     ("POST", "/api/v1/search", {"query": "shed", "min_confidence": "0.5"}),
     ("POST", "/api/v1/facts/", {"content": "a valid fact text", "confidence": True}),
@@ -218,6 +218,9 @@ def test_strict_types_unknown_parameters_and_fields_are_400s(
     # the good forms still work
     ok = [
         ("POST", "/api/v1/search", {"query": "shed", "k": 5, "min_confidence": 0}),
+        # a number with no fraction is an integer (JSON Schema says so; the document's
+        # "integer" allows it, so the service takes it)
+        ("POST", "/api/v1/search", {"query": "shed", "k": 5.0}),
         ("POST", "/api/v1/context", {"prompt": "shed", "budget": 500}),
         ("GET", "/api/v1/facts/?user=u1&limit=5", None),
         ("POST", "/api/v1/facts/", {"content": "another valid fact", "confidence": 1}),

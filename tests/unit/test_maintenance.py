@@ -7,8 +7,14 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import os
 import re
+import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -275,3 +281,73 @@ def test_an_unusable_llm_leaves_sessions_pending(make_memory: MakeMemory) -> Non
     assert report.ran and report.errors[0].startswith("llm 'no-such-llm'")
     assert report.sessions_consolidated == 0 and m.stats().pending_sessions == 1
     assert m.stats().last_maintenance is not None  # the other steps ran
+
+
+# ------------------------------------------------------------- a run killed on this host
+CHILD = Path(__file__).resolve().parent / "maintain_child.py"
+
+
+def held_by(db: str) -> str | None:
+    with Memory(db, embedder=None) as m:
+        held = m.service.store.lock_holder(LOCK, now=utcnow())
+    return held[0] if held else None
+
+
+def test_a_sigkilled_maintain_leaves_no_lock_behind_on_this_host(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    with Memory(db, embedder=FakeEmbedder(), consolidate_on_session_switch=False) as m:
+        turns(m, "s1", "I moved to Porto last spring", "My sister Ana lives in Braga")
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), db], stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120  # only guards against a hang
+        while (owner := held_by(db)) is None:
+            assert child.poll() is None, child.stderr.read() if child.stderr else ""
+            assert time.monotonic() < deadline, "the child never took the lock"
+            time.sleep(0.05)
+        assert owner.split(":")[:2] == [socket.gethostname(), str(child.pid)]
+        # alive: another maintain on this host waits for it, as before
+        busy = run_cli(db, "maintain", "--embedder", "fake", "--json")
+        assert busy.returncode == 0, busy.stderr
+        assert json.loads(busy.stdout)["ran"] is False
+        child.send_signal(signal.SIGKILL)
+        child.wait(60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(60)
+        if child.stderr:
+            child.stderr.close()
+    assert held_by(db) == owner  # the killed run freed nothing: its lock is still there
+    done = run_cli(db, "maintain", "--embedder", "fake", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ran"] is True, report["message"]  # taken over, not "already running"
+    assert report["sessions_consolidated"] == 1
+    assert held_by(db) is None
+
+
+def run_cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+    return subprocess.run(
+        [sys.executable, "-m", "memloci.interfaces.cli", *args, "--db", db],
+        capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_only_a_dead_process_of_this_host_counts_as_gone() -> None:
+    from memloci.consolidation.maintenance import dead_here, lock_owner
+
+    mine = lock_owner()
+    host, _pid, run, *token = mine.split(":")
+    assert not dead_here(mine)  # this very process
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(60)
+    dead = ":".join([host, str(gone.pid), run, *token])
+    assert dead_here(dead)
+    assert not dead_here(":".join(["another-host", str(gone.pid), run, *token]))
+    assert not dead_here(":".join([host, str(gone.pid), run, "0000ffff"]))  # another container
+    assert not dead_here(":".join([host, "1", run, *token]))  # alive (init)
+    assert not dead_here("crashed-host:1") and not dead_here("nonsense")

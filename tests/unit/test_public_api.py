@@ -31,6 +31,8 @@ EXPECTED = [
     "SearchHit",
     "Settings",
     "StorageError",
+    "StorageFullError",
+    "StoreTooNewError",
     "UnauthorizedError",
     "ValidationError",
     "WriteResult",

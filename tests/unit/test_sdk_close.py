@@ -1,12 +1,16 @@
 """Closing a store while it is used (audit fixes): a call after close, or still waiting
 when another thread closes, is a StorageError — never a hang, nor the event loop's
 RuntimeError; close() from several threads at once closes once; a write whose caller
-stopped waiting still keeps the store within its cap."""
+stopped waiting still keeps the store within its cap. A program that ends without
+close() while consolidation runs exits quietly (a subprocess, its stderr empty)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -135,3 +139,21 @@ def test_an_in_memory_store_after_close_is_a_storage_error() -> None:
     mem.close()
     with pytest.raises(StorageError, match="closed"):
         store.get_meta("schema_version")
+
+
+EXIT_CHILD = Path(__file__).resolve().parent / "exit_child.py"
+
+
+def test_leaving_without_close_while_consolidation_runs_is_quiet(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+    done = subprocess.run(
+        [sys.executable, str(EXIT_CHILD), db], capture_output=True, text=True, env=env,
+        timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert done.stdout == "leaving without close()\n"
+    assert done.stderr == ""  # no "cannot schedule new futures after interpreter shutdown"
+    with Memory(db, embedder=FakeEmbedder(), consolidate_on_session_switch=False) as mem:
+        assert mem.count(type="episodic") == 180  # every turn kept (what consolidation
+        # had not reached stays pending for the next run)

@@ -46,6 +46,7 @@ from memloci.consolidation.dedupe import (
 )
 from memloci.consolidation.entities import EntityResolver
 from memloci.errors import MemlociError, StorageError, ValidationError
+from memloci.exiting import exiting
 from memloci.kinds import FACT_TYPES
 from memloci.models import (
     Edge,
@@ -168,7 +169,9 @@ class Consolidator:
             except StorageError:  # the store itself (closed, busy): no session would pass
                 raise
             except Exception as exc:  # the extractor is third-party code: contain it
-                if not isinstance(exc, MemlociError):
+                if exiting():  # the interpreter is shutting down: it stays pending, quietly
+                    log.debug("consolidating %s/%s stopped by exit: %s", namespace, label, exc)
+                elif not isinstance(exc, MemlociError):
                     log.warning("consolidating %s/%s failed", namespace, label, exc_info=True)
                 report.failed[label] = str(exc) or type(exc).__name__
             else:

@@ -16,16 +16,22 @@ One run, for every namespace of the store:
 then embed whatever is pending and record ``last_maintenance``. A named lock in the
 store (owner + expiry, taken in a write transaction, renewed between steps) lets one
 process do the work while the others report that it is already running; a lock left by
-a crashed run expires.
+a crashed run expires. A run killed on this host (SIGKILL, OOM) is not waited for: its
+owner names the host, the process id and this machine's process namespace, and a lock
+whose process is gone from this host is taken over at once (:func:`dead_here`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import logging
 import os
 import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -90,9 +96,48 @@ class MaintenanceReport(BaseModel):
         self.errors += [f"{report.namespace}/{s}: {e}" for s, e in report.failed.items()]
 
 
+@functools.cache
+def _here() -> str:
+    """This machine's process namespace, as a short token: two containers may share a
+    host name (and a store on a volume) while their process ids mean different
+    processes. Empty where it cannot be read (not Linux): the host name alone counts."""
+    parts = []
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text())
+    with contextlib.suppress(OSError):
+        parts.append(os.readlink("/proc/self/ns/pid"))
+    if not parts:
+        return ""
+    return hashlib.blake2b("|".join(p.strip() for p in parts).encode(), digest_size=4).hexdigest()
+
+
 def lock_owner() -> str:
-    """A name for this run, unique across hosts, processes and calls."""
-    return f"{socket.gethostname()}:{os.getpid()}:{short_id()}"
+    """A name for this run, unique across hosts, processes and calls:
+    ``host:pid:run[:namespace]`` (see :func:`_here`)."""
+    here = _here()
+    return f"{socket.gethostname()}:{os.getpid()}:{short_id()}" + (f":{here}" if here else "")
+
+
+def dead_here(owner: str) -> bool:
+    """Whether ``owner`` (a :func:`lock_owner`) is a process of this host and process
+    namespace that is no longer alive (``os.kill(pid, 0)``: no such process). Another
+    host's, another namespace's, this process's own, a living one's, or a name of
+    another form: False (the lock's expiry frees those). A process id already reused
+    by another process reads as alive: the expiry frees that lock too."""
+    host, _, rest = owner.partition(":")
+    pid, _, rest = rest.partition(":")
+    _run, _, token = rest.partition(":")
+    if host != socket.gethostname() or not pid.isdigit() or token != _here():
+        return False
+    if int(pid) == os.getpid() or int(pid) <= 0:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive but another user's (EPERM), or not to be judged
+        return False
+    return False
 
 
 class Maintenance:
@@ -114,7 +159,9 @@ class Maintenance:
         report = MaintenanceReport(
             started=started, llm=getattr(self.llm, "model_id", None) if self.llm else None
         )
-        if not self.store.acquire_lock(LOCK, self.owner, now=started, ttl=LOCK_TTL):
+        if not self.store.acquire_lock(
+            LOCK, self.owner, now=started, ttl=LOCK_TTL, stale=dead_here
+        ):
             held = self.store.lock_holder(LOCK, now=utcnow())
             report.ran, report.finished = False, utcnow()
             report.holder = held[0] if held else None

@@ -12,26 +12,14 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
-from memloci.errors import MemlociError, StorageError
+from memloci.errors import MemlociError
 from memloci.interfaces.cli_common import report_error
-
-_DAMAGED_HINT = (
-    "the store file is damaged: check the disk, restore the store from a backup "
-    "(`memloci memory import BACKUP.jsonl --db NEW.db`), or let `sqlite3 FILE .recover` "
-    "save what it can"
-)
-_DATABASE_HINT = "check the store (--db, MEMLOCI_PATH); MEMLOCI_DEBUG=1 shows the traceback"
 
 
 def database_error(exc: BaseException) -> bool:
     """Whether ``exc`` is a database driver's error (DB-API ``DatabaseError``: SQLite's
     "database disk image is malformed", …) that the storage layer let through."""
     return any(cls.__name__ == "DatabaseError" for cls in type(exc).__mro__)
-
-
-def _database_hint(message: str) -> str:
-    damaged = ("malformed", "not a database", "corrupt")
-    return _DAMAGED_HINT if any(word in message for word in damaged) else _DATABASE_HINT
 
 
 class QuickHelpGroup(TyperGroup):
@@ -72,8 +60,11 @@ class GuardedGroup(QuickHelpGroup):
                 traceback.print_exc(file=sys.stderr)
             first = (str(exc).splitlines() or [""])[0]
             if database_error(exc):
-                report_error(f"database error: {first}", _database_hint(first))
-                raise typer.Exit(StorageError.exit_code) from None
+                from memloci.storage.faults import storage_error  # only on this path
+
+                error = storage_error(exc)
+                report_error(error.message.splitlines()[0], error.hint)
+                raise typer.Exit(error.exit_code) from None
             report_error(
                 f"unexpected {type(exc).__name__}: {first}".rstrip(": "),
                 "set MEMLOCI_DEBUG=1 to see the traceback, and report it if it is a bug",

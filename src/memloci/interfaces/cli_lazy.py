@@ -65,6 +65,8 @@ LAZY: dict[str, Lazy] = {
     "migrate": Lazy(_CLI + "cli_migrate", "migrate",
                     "Copy one store into another (SQLite or PostgreSQL), then verify the "
                     "counts.", "MIGRATE_EXAMPLES"),
+    "doctor": Lazy(_CLI + "cli_doctor", "doctor",
+                   "Check a store for damage and repair it (--repair).", "DOCTOR_EXAMPLES"),
 }  # fmt: skip
 
 

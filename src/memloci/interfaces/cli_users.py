@@ -44,7 +44,8 @@ def report_table(report: ForgetReport) -> Table:
     table = Table(title=f"forgotten: {report.user!r} in namespace {report.namespace!r}")
     table.add_column("removed")
     table.add_column("count", justify="right")
-    for kind, count in report.model_dump(exclude={"namespace", "user", "scrubbed"}).items():
+    counts = report.model_dump(exclude={"namespace", "user", "scrubbed", "scrub_reason"})
+    for kind, count in counts.items():
         table.add_row(kind.replace("_", " "), str(count))
     return table
 
@@ -87,4 +88,4 @@ def forget(
     else:
         note(f"Nothing stored for user {user!r} in namespace {ns!r}.")
     if not report.scrubbed:
-        note("Another connection held an old snapshot: run the command again to finish.")
+        note(f"Not scrubbed yet: {report.scrub_reason}. Run the command again to finish.")

@@ -18,7 +18,8 @@ import contextvars
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from memloci.storage import cancel
+from memloci.errors import MemlociError
+from memloci.storage import cancel, faults
 
 if TYPE_CHECKING:
     from memloci.worker import EmbeddingWorker
@@ -51,7 +52,14 @@ async def in_thread(fn: Callable[[], T], *, steps: bool = False) -> T:
 def _body(call: cancel.Call, fn: Callable[[], T]) -> T:
     cancel.current.set(call)  # in this call's own copy of the context
     call.check()  # cancelled while it waited for a thread
-    return fn()
+    try:
+        return fn()
+    except MemlociError:
+        raise
+    except Exception as exc:  # the last net: no driver error reaches a caller
+        if faults.driver_error(exc):
+            raise faults.storage_error(exc) from exc
+        raise
 
 
 async def flushed(worker: EmbeddingWorker, timeout: float | None) -> bool:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.errors import MemlociError, ValidationError
+from memloci.exiting import exiting, on_exit
 from memloci.models import MemoryNode, NodeType, utcnow
 from memloci.providers.base import Embedder
 from memloci.service.core import ServiceCore
@@ -63,6 +64,18 @@ class _Background:
         self.last_turn = 0.0  # time.monotonic() of the latest turn (set by the hot path)
         self.last_query = 0.0  # when the latest search ended
         self._queries = 0  # searches running now
+        # the interpreter exits without close(): stop at once, quietly (kept while this is)
+        self._exit_hook = on_exit(self._stop_for_exit)
+
+    def _stop_for_exit(self) -> None:
+        """Shutdown began (the program ended without close()): drop the queued jobs and
+        stop after the running one's current session, without waiting for it; their
+        sessions stay pending in the store for the next run."""
+        with self._cond:
+            self._closed = True
+            started = self._thread is not None
+        if started:
+            self._jobs.put(None)
 
     @contextlib.contextmanager
     def query(self) -> Iterator[None]:
@@ -98,10 +111,13 @@ class _Background:
             with self._cond:
                 self._queued.discard(owner)
             try:
-                if not self._closed:  # closing: queued sessions stay pending for the next run
+                # closing or exiting: queued sessions stay pending for the next run
+                if not self.closed:
                     self._run(*owner)
             except Exception as exc:  # keep the thread alive; the nightly run retries
-                if self._closed and isinstance(exc, MemlociError):  # the store closed under it
+                if exiting():  # the interpreter is shutting down: its pools refuse work
+                    log.debug("background consolidation stopped by interpreter exit: %s", exc)
+                elif self._closed and isinstance(exc, MemlociError):  # the store closed
                     log.debug("background consolidation stopped by close: %s", exc)
                 else:
                     log.warning("background consolidation failed", exc_info=True)
@@ -127,7 +143,8 @@ class _Background:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Closed, or the interpreter is exiting (no new session is started)."""
+        return self._closed or exiting()
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Stop: the running job stops after its current session, queued jobs are
@@ -336,7 +353,7 @@ class ConsolidationMixin(ServiceCore):
                 return not stopping()
 
             report = self._consolidate_sessions(ns, sessions, keep_going=keep_going)
-            if report.failed and stopping():  # the store was closed under it: expected
+            if report.failed and stopping():  # closed (or exiting) under it: expected
                 log.debug("background consolidation stopped by close: %s", report.failed)
             elif report.failed:
                 log.warning("background consolidation left sessions pending: %s", report.failed)

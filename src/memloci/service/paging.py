@@ -19,8 +19,9 @@ from memloci.storage.paging import CURSOR_MAX, KeyPage
 
 
 def _cursor(cursor: str | None, offset: int) -> str | None:
-    """A cursor as given (the store checks what it holds), or a clear error."""
-    if cursor is None:
+    """A cursor as given (the store checks what it holds), or a clear error. An empty
+    one is the first page (as none: a form's blank field, ``?cursor=``)."""
+    if cursor is None or cursor == "":
         return None
     if not isinstance(cursor, str) or not 1 <= len(cursor) <= CURSOR_MAX:
         raise ValidationError(

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memloci import validate as v
 from memloci.errors import ConflictError
 from memloci.service.owners import OwnersMixin
+from memloci.storage.base import Scrub
 from memloci.storage.locks import entities_lock, users_lock
 
 
@@ -38,14 +39,19 @@ class ForgetReport(BaseModel):
         0, description="rows of kept turns whose copy of a removed neighbouring turn was removed"
     )
     scrubbed: bool = Field(
-        description="the database files hold none of the removed text (False: another "
-        "connection held an old snapshot; forgetting the user again finishes the scrub)"
+        description="the database files hold none of the removed text (False: see "
+        "scrub_reason; the scrub stays due and the next forget_user finishes it)"
+    )
+    scrub_reason: str | None = Field(
+        None,
+        description="why the scrub could not finish (another connection held a read "
+        "snapshot from before the deletion); null when scrubbed",
     )
 
     @property
     def removed(self) -> bool:
         """Whether anything was stored for the user (False: unknown or already forgotten)."""
-        kinds = set(type(self).model_fields) - {"namespace", "user", "scrubbed"}
+        kinds = set(type(self).model_fields) - {"namespace", "user", "scrubbed", "scrub_reason"}
         return any(getattr(self, kind) for kind in kinds)
 
 
@@ -58,8 +64,14 @@ class PrivacyMixin(OwnersMixin):
         mention, threads, user record and identifiers (and users merged into them), and
         the consolidation state of their sessions go in ONE transaction; then the store
         is scrubbed so the database files hold none of their text. Other namespaces and
-        users are untouched. Forgetting an unknown (or already forgotten) user removes
-        nothing and still scrubs, so a call interrupted before its scrub can be repeated.
+        users are untouched.
+
+        The scrub never waits for other connections: when one holds a read snapshot
+        from before the deletion it gives up at once and the report says so
+        (``scrubbed=False``, ``scrub_reason``); the scrub stays due in the store.
+        Forgetting an unknown (or already forgotten) user removes nothing and scrubs
+        only when a scrub is due (so repeating a call whose scrub could not finish
+        finishes it, and a stream of unknown users costs no vacuum).
 
         A user merged into another is refused (:class:`ConflictError`): their memories
         now belong to the user they were merged into; forget that one.
@@ -78,9 +90,20 @@ class PrivacyMixin(OwnersMixin):
                         hint=f"forget {known.merged_into!r} to forget the person",
                     )
                 counts = self.store.delete_user_data(ns, uid)
-            scrubbed = self.store.scrub()  # outside the transaction (it vacuums)
+            # outside the transaction (it vacuums); nothing removed and nothing left from
+            # an earlier forget: nothing to scrub
+            if any(counts.values()) or self.store.scrub_due():
+                scrub = self.store.scrub()
+            else:
+                scrub = Scrub(True)
             return ForgetReport.model_validate(
-                {**counts, "namespace": ns, "user": uid, "scrubbed": scrubbed}
+                {
+                    **counts,
+                    "namespace": ns,
+                    "user": uid,
+                    "scrubbed": scrub.done,
+                    "scrub_reason": scrub.reason,
+                }
             )
 
         try:

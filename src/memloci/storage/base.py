@@ -8,7 +8,7 @@ primitives are *higher is better*.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -167,6 +167,42 @@ class DecayUpdate:
     confidence: float
     base: float
     anchor: datetime
+
+
+@dataclass(frozen=True)
+class Scrub:
+    """What :meth:`Store.scrub` did: ``done`` when the backing files hold no deleted
+    content any more; otherwise ``reason`` says what stopped it (the scrub stays due:
+    :meth:`Store.scrub_due`, and a later call finishes it)."""
+
+    done: bool
+    reason: str | None = None
+
+
+@dataclass
+class Health:
+    """What :meth:`Store.doctor` found and, with ``repair``, fixed. Each list names the
+    damaged things found (empty: sound)."""
+
+    backend: str
+    integrity: list[str] = field(default_factory=list)  # the file's own check (pages)
+    fulltext: list[str] = field(default_factory=list)  # full-text indexes found damaged
+    vectors: list[str] = field(default_factory=list)  # memories whose vector is damaged
+    entity_vectors: list[str] = field(default_factory=list)  # entities alike
+    json: list[str] = field(default_factory=list)  # "table.column of what": not readable
+    repaired: bool = False
+    notes: list[str] = field(default_factory=list)  # what a repair did, what is left
+
+    @property
+    def damaged(self) -> bool:
+        """Whether anything damaged was found."""
+        return any((self.integrity, self.fulltext, self.vectors, self.entity_vectors, self.json))
+
+    @property
+    def sound(self) -> bool:
+        """Whether the store is sound now: nothing found, or all of it repaired (a damaged
+        page is never repaired here)."""
+        return not self.damaged or (self.repaired and not self.integrity)
 
 
 @dataclass(frozen=True)
@@ -427,9 +463,19 @@ class Store(PagedReads, Protocol):
     ) -> list[tuple[int, str, str]]:
         """``(cursor, earlier id, later id)`` of consecutive episodes after ``cursor``."""
 
-    def acquire_lock(self, name: str, owner: str, *, now: datetime, ttl: timedelta) -> bool:
+    def acquire_lock(
+        self,
+        name: str,
+        owner: str,
+        *,
+        now: datetime,
+        ttl: timedelta,
+        stale: Callable[[str], bool] | None = None,
+    ) -> bool:
         """Take (or renew) a named lock in a write transaction; False if another owner
-        holds it and it has not expired."""
+        holds it and it has not expired, unless ``stale(holder)`` says that owner is gone
+        (a process that died on this host): then it is taken over, the check and the
+        takeover atomic (a holder that changed meanwhile is not taken)."""
 
     def lock_holder(self, name: str, *, now: datetime) -> tuple[str, datetime] | None: ...
     def release_lock(self, name: str, owner: str) -> None: ...
@@ -538,20 +584,40 @@ class Store(PagedReads, Protocol):
         other users are never touched; in-process vector caches drop the removed
         vectors. Keys of the report: ``users, identifiers, memories, versions, vectors,
         edges, entity_links, entities, threads, sessions, decay_states,
-        neighbours_blanked``. Deleted text may stay in free space until :meth:`scrub`.
+        neighbours_blanked``. Deleted text may stay in free space until :meth:`scrub`;
+        when something was removed the same transaction marks a scrub due
+        (:meth:`scrub_due`).
         """
 
-    def scrub(self) -> bool:
-        """Make deleted text unrecoverable from the backing files (slow: run it after a
-        deletion that must not leave traces). SQLite: secure delete is on for every
-        connection; this merges the full-text indexes (deleted terms leave them),
-        vacuums the file (stale copies of rows b-tree rebalancing moved, slack written
-        before secure delete was on) and checkpoints + truncates the WAL. PostgreSQL:
-        ``VACUUM`` of the tables holding memories, versions, vectors, edges, entities,
-        users and threads (dead tuples become free space; WAL segments are recycled by
-        the server, outside the store's control). Returns False when the cleanup could
-        not finish because another connection held an old snapshot (call again later);
-        must not run inside ``batch()``."""
+    def scrub(self) -> Scrub:
+        """Make deleted text unrecoverable from the backing files (run it after a
+        deletion that must not leave traces); never waits long for other connections.
+        SQLite: secure delete is on for every connection; this merges the full-text
+        indexes (deleted terms leave them), vacuums the file (stale copies of rows
+        b-tree rebalancing moved, slack written before secure delete was on) and
+        checkpoints + truncates the WAL. Writers wait for the vacuum (it rewrites the
+        file), never for another connection's reads: when a reader holds a snapshot
+        from before the deletion (its old pages must stay readable) the scrub gives up
+        at once, before the vacuum, and says so. PostgreSQL: ``VACUUM`` of the tables
+        holding memories, versions, vectors, edges, entities, users and threads (dead
+        tuples become free space; WAL segments are recycled by the server, outside the
+        store's control; writers are not blocked). ``Scrub(done=False, reason=…)`` when
+        it could not finish (call again later); must not run inside ``batch()``."""
+
+    def doctor(self, *, repair: bool = False) -> Health:
+        """Look for damage a reader skips (see :mod:`memloci.storage.faults`): vectors of
+        the wrong size, JSON columns that are not readable, a damaged full-text index,
+        and (SQLite) the file's own integrity check. With ``repair``, in one transaction:
+        damaged vectors are dropped and their memories marked to be embedded again (the
+        caller embeds what is pending), unreadable JSON is reset to its empty value
+        (``{}``, ``[]`` or null) with a note each, the full-text index is rebuilt from
+        the memories. A damaged page is reported, never repaired (restore a backup).
+        PostgreSQL types its vectors and JSON, so only its own damage could occur there:
+        it reports nothing to repair."""
+
+    def scrub_due(self) -> bool:
+        """Whether a :meth:`delete_user_data` that removed something has not been
+        scrubbed yet (by any process: the mark is kept in the store)."""
 
     # housekeeping
     def stats(self, namespaces: Sequence[str]) -> StoreStats: ...

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memloci.models import Edge, MemoryNode, MemoryUser, MemoryVersion, normalize_key
+from memloci.storage import faults
 
 NODE_COLUMNS = (
     "id", "namespace", "type", "content", "key", "value", "category", "subject", "fact_type",
@@ -68,18 +69,42 @@ def _ts(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
 
 
+def stored_json(column: str, raw: Any, where: str, empty: Any) -> Any:
+    """A JSON column as stored. A damaged one (not JSON, or not of ``empty``'s kind when
+    that is an object or a list) reads as ``empty`` and is reported once
+    (:func:`memloci.storage.faults.damaged`), so one bad row never fails every search or
+    list that meets it; ``memloci doctor --repair`` writes the empty value back.
+    PostgreSQL's JSONB columns cannot hold such a value."""
+    if raw is None:
+        return empty
+    if not isinstance(raw, str | bytes):
+        return raw
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        faults.damaged("the store", column, f"{where}: {exc}")
+        return empty
+    if isinstance(empty, dict | list) and not isinstance(value, type(empty)):
+        faults.damaged("the store", column, f"{where}: not a JSON {type(empty).__name__}")
+        return empty
+    return value
+
+
 def node_from_row(row: Any) -> MemoryNode:
     data: dict[str, Any] = {}
+    node_id = row[0]
     for name, value in zip(NODE_COLUMNS, row, strict=True):
         if name in _TIME_FIELDS:
             value = dt(value)
-        elif name in ("value", "metadata"):
-            value = json.loads(value) if value is not None else None
+        elif name == "value":
+            value = stored_json(name, value, f"memory {node_id}", None)
+        elif name == "metadata":
+            value = stored_json(name, value, f"memory {node_id}", {})
         elif name == "embedded":
             value = bool(value)
         elif name == "details":
             if value:
-                details = json.loads(value)
+                details = stored_json(name, value, f"memory {node_id}", {})
                 data["episode"] = details.get("episode")
                 data["procedure"] = details.get("procedure")
             continue
@@ -144,7 +169,7 @@ def version_from_row(row: Any) -> MemoryVersion:
         node_id=node_id,
         version=version,
         content=content,
-        value=json.loads(value) if value is not None else None,
+        value=stored_json("value", value, f"version {version} of memory {node_id}", None),
         source_session=session,
         created_at=dt(created),
     )
@@ -163,7 +188,7 @@ def edge_from_row(row: Any) -> Edge:
         confidence=conf,
         valid_from=dt(vfrom),
         valid_until=dt(vuntil),
-        evidence=json.loads(evidence or "[]"),
+        evidence=stored_json("evidence", evidence, f"edge {eid}", []),
         created_at=dt(created),
     )
 
@@ -174,8 +199,8 @@ def user_from_row(row: Any) -> MemoryUser:
         namespace=ns,
         id=uid,
         display_name=name,
-        identifiers=json.loads(idents or "{}"),
-        preferences=json.loads(prefs or "{}"),
+        identifiers=stored_json("identifiers", idents, f"user {uid}", {}),
+        preferences=stored_json("preferences", prefs, f"user {uid}", {}),
         conversation_count=count,
         last_seen=dt(last_seen),
         merged_into=merged,

@@ -15,7 +15,17 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from memloci.models import ID_RE, NAMESPACE_RE, TURN_MAX, EntityType, NodeType, Scope
+from memloci.interfaces.rest.schemas import TIME_DOC, TIME_SCHEMA
+from memloci.kinds import FactType
+from memloci.models import (
+    ID_RE,
+    NAMESPACE_RE,
+    NODE_ORDERS,
+    TURN_MAX,
+    EntityType,
+    NodeType,
+    Scope,
+)
 from memloci.retrieval.pipeline import RECIPES
 from memloci.validate import QUERY_MAX
 
@@ -44,6 +54,7 @@ ERRORS = {
     "413": "The request body is larger than the server accepts",
     "415": "The request body is not declared as JSON (or JSON Lines for import)",
     "421": "The Host header does not name this server (DNS-rebinding protection)",
+    "507": "The disk (or the database's size limit) is full; nothing was written",
 }
 SECURITY = {  # required once the store has (or had) a key, or off loopback
     "bearer": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer mlk_…"},
@@ -82,6 +93,8 @@ def _enum(kind: type[Enum]) -> dict[str, Any]:
 
 IDENT = {"type": "string", "pattern": IDENT_PATTERN, "minLength": 1, "maxLength": 200}
 ID = {"type": "string", "pattern": ID_PATTERN, "minLength": 8, "maxLength": 8}
+# a user's channel identifiers: channel name → the id on that channel
+IDENTIFIERS = {"type": "object", "propertyNames": text(1, 50), "additionalProperties": IDENT}
 NAMESPACE = {"type": "string", "pattern": NAMESPACE_RE.pattern, "maxLength": 64}
 # body fields the service checks, per request model (the document mirrors the checks)
 FIELDS: dict[str, dict[str, dict[str, Any]]] = {
@@ -90,6 +103,8 @@ FIELDS: dict[str, dict[str, dict[str, Any]]] = {
         "type": {"type": "string", "enum": ["semantic", "opinion"]},
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "scope": _enum(Scope),
+        "fact_type": _enum(FactType),
+        "subject": text(1, 200),
     },
     "ProcedureCreate": {"content": text(5, 500), "scope": _enum(Scope)},
     "EpisodeCreate": {"content": text(1, TURN_MAX)},
@@ -99,6 +114,8 @@ FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     "NodeUpdate": {"content": text(1, TURN_MAX)},
     "SearchRequest": {
         "query": text(1, QUERY_MAX),
+        "after": TIME_SCHEMA,
+        "before": TIME_SCHEMA,
         "k": {"type": "integer", "minimum": 1, "maximum": 200},
         "recipe": {"type": "string", "enum": list(RECIPES)},
         "namespaces": {"type": "array", "items": NAMESPACE, "minItems": 1},
@@ -110,17 +127,22 @@ FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "BatchDelete": {"ids": {"type": "array", "items": ID, "minItems": 1}},
     "LinksBody": {"memory_ids": {"type": "array", "items": ID, "minItems": 1}},
-    "UserCreate": {"id": IDENT},
+    "UserUpdate": {"display_name": text(1, 200), "identifiers": IDENTIFIERS},
+    "UserCreate": {"id": IDENT, "display_name": text(1, 200), "identifiers": IDENTIFIERS},
+    "IdsBody": {"ids": {"type": "array", "items": IDENT}},
+    "EntityIds": {"ids": {"type": "array", "items": ID}},
     "MergeBody": {"into": IDENT},
     "EntityCreate": {
         "name": text(1, 200),
         "type": _enum(EntityType),
         "summary": text(1, 2000),
+        "aliases": {"type": "array", "items": text(1, 200)},
     },
     "EntityUpdate": {
         "name": text(1, 200),
         "type": _enum(EntityType),
         "summary": text(1, 2000),
+        "aliases": {"type": "array", "items": text(1, 200)},
     },
     "KeyCreate": {
         "name": text(1, 100),
@@ -152,7 +174,7 @@ def _errors_for(path: str, method: str, op: dict[str, Any]) -> list[str]:
     if "{" in path or method in WRITES:
         codes.append("404")
     if method in WRITES:
-        codes.append("409")
+        codes += ["409", "507"]
     if method in BODIES:
         codes += ["413", "415"]
     return sorted(codes)
@@ -174,6 +196,8 @@ def _query_rules(path: str, name: str) -> dict[str, Any] | None:
         return text(1, QUERY_MAX if path == "/api/v1/search" else 200)
     if name == "type" and path.startswith("/api/v1/entities"):
         return _enum(EntityType)
+    if name == "order":  # the memory listings' sort orders
+        return {"type": "string", "enum": list(NODE_ORDERS)}
     return PARAMS.get(name)
 
 
@@ -190,6 +214,9 @@ def _kind_types(path: str) -> list[str]:
 
 def _describe_params(path: str, op: dict[str, Any]) -> None:
     for param in op.get("parameters", []):
+        if param["name"] in ("after", "before"):  # what time_bound reads, exactly
+            param["schema"] = {**TIME_SCHEMA, "description": TIME_DOC}
+            continue
         extra = _query_rules(path, param["name"])
         schema = param.get("schema", {})
         arrays = [a for a in schema.get("anyOf", []) if a.get("type") == "array"]
@@ -209,8 +236,42 @@ def _describe_params(path: str, op: dict[str, Any]) -> None:
             schema.update(extra)
 
 
+# any JSON memloci stores (metadata, preferences, attributes, a fact's value): no text
+# with a NUL (PostgreSQL's JSONB cannot hold it), integers within 64 bits
+NO_NUL = {"type": "string", "pattern": "^[^\\x00]*$"}
+JSON_REF = {"$ref": "#/components/schemas/JsonValue"}
+JSON_VALUE = {
+    "anyOf": [
+        NO_NUL,
+        {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "array", "items": JSON_REF},
+        {"type": "object", "propertyNames": NO_NUL, "additionalProperties": JSON_REF},
+    ]
+}
+JSON_OBJECTS = ("metadata", "preferences", "attributes")
+
+
+def _json_fields(schema: dict[str, Any]) -> None:
+    """The stored-JSON fields of a body say what the service checks (see JSON_VALUE)."""
+    for field, prop in schema.get("properties", {}).items():
+        if field == "value":
+            described = {k: prop[k] for k in ("description",) if k in prop}
+            schema["properties"][field] = {**JSON_REF, **described}
+        if field not in JSON_OBJECTS:
+            continue
+        for alt in prop.get("anyOf", [prop]):
+            if alt.get("type") == "object":
+                alt["propertyNames"] = NO_NUL
+                alt["additionalProperties"] = JSON_REF
+
+
 def _describe_fields(schemas: dict[str, Any]) -> None:
     for model, schema in schemas.items():
+        if schema.get("additionalProperties") is False:  # a request body (extra forbidden)
+            _json_fields(schema)
         rules = {**COMMON_FIELDS, **FIELDS.get(model, {})} if model in FIELDS else {}
         if model == "ChatCommand":
             rules = dict(COMMON_FIELDS)
@@ -234,6 +295,7 @@ def document(app: FastAPI) -> dict[str, Any]:
     )
     schemas = spec.setdefault("components", {}).setdefault("schemas", {})
     schemas["Error"] = ERROR_SCHEMA
+    schemas["JsonValue"] = JSON_VALUE
     spec["components"]["securitySchemes"] = SECURITY
     _describe_fields(schemas)
     for name in ("HTTPValidationError", "ValidationError"):

@@ -84,8 +84,8 @@ def _register(kind: str) -> None:
         category: Many = None,
         scope: Many = None,
         type: Many = None,
-        after: str | None = Query(None, description="ISO time or phrase (last_week, 7d…)"),
-        before: str | None = None,
+        after: str | None = Query(None, description=s.TIME_DOC),
+        before: str | None = Query(None, description=s.TIME_DOC),
         min_confidence: float | None = None,
         include_forgotten: bool = Query(False, description="also list soft-deleted ones"),
         order: str = Query("-created", description="one of " + ", ".join(NODE_ORDERS)),
@@ -100,7 +100,8 @@ def _register(kind: str) -> None:
         flt = service.filter(
             namespace=ns, user=user, agent=agent, session=session, owner_user=owner,
             sessions=None if in_session is None else [in_session], category=category,
-            scope=scope, type=type or list(types), after=after, before=before,
+            scope=scope, type=type or list(types), after=s.time_bound(after, "after"),
+            before=s.time_bound(before, "before"),
             min_confidence=min_confidence, include_forgotten=include_forgotten,
         )  # fmt: skip
         page = await service.page_nodes(flt, limit=limit, offset=offset, order=order, cursor=cursor)
@@ -217,8 +218,9 @@ def _search_filter(
     return service.filter(
         namespace=nss, user=body.user, agent=body.agent, session=body.session,
         owner_user=body.owner, sessions=None if body.in_session is None else [body.in_session],
-        type=body.type, category=body.category, scope=body.scope, after=body.after,
-        before=body.before, min_confidence=body.min_confidence, as_of=body.as_of,
+        type=body.type, category=body.category, scope=body.scope,
+        after=s.time_bound(body.after, "after"), before=s.time_bound(body.before, "before"),
+        min_confidence=body.min_confidence, as_of=body.as_of,
     )  # fmt: skip
 
 

@@ -64,6 +64,10 @@ class IdsBody(Body):
     ids: list[str] = Field(description="ids to delete (all must exist, or nothing is deleted)")
 
 
+class EntityIds(IdsBody):
+    """Entity ids (8 letters or digits) to delete."""
+
+
 class UserCreate(Body):
     id: str = Field(description="canonical id, e.g. 'telegram:12345' or 'sam'")
     display_name: str | None = None
@@ -226,9 +230,11 @@ async def forget_user(user_id: str, service: Service, ns: WriteNS) -> ForgetRepo
     entity links), entities only they mention, threads, user record and identifiers (and
     users merged into them) and session state, in one transaction; then the store is
     scrubbed so none of their text stays on disk. Needs a write key for the namespace.
-    A user with nothing stored (unknown, mistyped or already forgotten) answers 404 —
-    the scrub still runs, so a retry finishes an interrupted one (``details.scrubbed``);
-    a merged-away user answers 409."""
+    The scrub waits for no other connection: when one holds an old read snapshot the
+    reply says ``scrubbed: false`` with ``scrub_reason`` and the scrub stays due.
+    A user with nothing stored (unknown, mistyped or already forgotten) answers 404; it
+    scrubs only when a scrub is still due, so a retry finishes an unfinished one
+    (``details.scrubbed``); a merged-away user answers 409."""
     report = await service.forget_user(user_id, namespace=ns)
     if not report.removed:
         raise NotFoundError(
@@ -236,6 +242,7 @@ async def forget_user(user_id: str, service: Service, ns: WriteNS) -> ForgetRepo
             "record, memories or threads (already forgotten, or a mistyped id)",
             hint="list users to see their ids; send an id once percent-encoded (/ as %2F)",
             scrubbed=report.scrubbed,
+            **({"scrub_reason": report.scrub_reason} if report.scrub_reason else {}),
         )
     return report
 
@@ -332,7 +339,8 @@ async def entity_graph(entity_id: str, service: Service, ns: ReadNS, limit: int 
 
 
 class LinksBody(Body):
-    memory_ids: list[str] = Field(description="memories that mention the entity")
+    # at least one: the schema says so, and an empty list would link nothing (a 400)
+    memory_ids: list[str] = Field(description="memories that mention the entity", min_length=1)
 
 
 @router.post("/entities/{entity_id}/links", tags=ENTITIES)
@@ -368,7 +376,7 @@ async def delete_entity(entity_id: str, service: Service, ns: WriteNS) -> BatchD
 
 
 @router.post("/entities/batch-delete/", tags=ENTITIES)
-async def batch_delete_entities(body: IdsBody, service: Service, ns: WriteNS) -> BatchDeleted:
+async def batch_delete_entities(body: EntityIds, service: Service, ns: WriteNS) -> BatchDeleted:
     return await _delete_all(service.delete_entities, body.ids, ns, service.get_entity)
 
 

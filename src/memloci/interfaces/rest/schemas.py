@@ -6,7 +6,8 @@ default. Deeper checks (lengths, enums, ids) happen once, in the service.
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import (
@@ -16,13 +17,67 @@ from pydantic import (
     Field,
     Strict,
     StrictBool,
-    StrictInt,
     model_validator,
 )
 
+from memloci.errors import ValidationError
 from memloci.models import MemoryNode, MemoryVersion, SearchHit, StoreStats, WriteResult
 
 T = TypeVar("T")
+
+# ``after`` / ``before`` over REST: exactly what the OpenAPI document states (TIME_SCHEMA),
+# so every value the schema allows is answered and every other one is a 400. Empty means
+# no bound (a form's blank field); a phrase or a span back from now; an ISO date
+# (``format: date``) or an RFC 3339 time (``format: date-time``).
+TIME_PHRASE = (
+    r"^(|today|yesterday|last_day|last_week|last_month|last_year"
+    r"|[0-9]{1,4}_?(d|days?|w|weeks?|h|hours?))$"
+)
+TIME_DOC = "ISO date, RFC 3339 time, or a phrase: last_week, last_month, yesterday, today, 7d, 2w"
+TIME_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "pattern": TIME_PHRASE},
+        {"type": "string", "format": "date"},
+        {"type": "string", "format": "date-time"},
+        {"type": "null"},
+    ]
+}
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})",
+    re.ASCII,
+)
+
+
+def time_bound(value: str | None, field: str) -> str | None:
+    """A REST ``after`` / ``before`` as the service reads it: None for none or empty;
+    the value when it is one of the forms :data:`TIME_SCHEMA` states; else a 400."""
+    if value is None or value == "":
+        return None
+    try:
+        if re.fullmatch(TIME_PHRASE, value, re.ASCII):
+            return value
+        if _DATE.fullmatch(value):
+            date.fromisoformat(value)
+            return value
+        if _RFC3339.fullmatch(value):
+            stamp = value.upper()
+            moment = datetime.fromisoformat(stamp)  # a real day and time of day
+            try:
+                moment.astimezone(UTC)
+            except OverflowError:  # an offset past year 1 or 9999: the end of time
+                return "0001-01-01T00:00:00Z" if moment.year == 1 else "9999-12-31T23:59:59Z"
+            return stamp
+    except ValueError:
+        pass
+    raise ValidationError(
+        f"{field}: cannot read time {value!r}",
+        hint="use an ISO date (2024-05-01), an RFC 3339 time (2024-05-01T10:00:00Z), or "
+        "last_week, last_month, yesterday, today, 7d, 2w",
+    )
+
+
 CURSOR_DOC = (
     "the next_cursor of the previous page: the page starts strictly after its last row, so "
     "rows written meanwhile never shift the pages (use it, not offset, on a changing list)"
@@ -39,10 +94,28 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _no_null_schema(schema: dict[str, Any], cls: type[Any]) -> None:
+    """A PATCH body's schema says what :meth:`Patch._no_nulls` checks: only the fields
+    ``nullable`` names may be null (the others drop the null alternative and default)."""
+    nullable: frozenset[str] = getattr(cls, "nullable", frozenset())
+    for name, prop in schema.get("properties", {}).items():
+        alts = prop.get("anyOf")
+        if name in nullable or not alts:
+            continue
+        rest = [a for a in alts if a.get("type") != "null"]
+        prop.pop("default", None)
+        if len(rest) == 1:
+            del prop["anyOf"]
+            prop.update(rest[0])
+        else:
+            prop["anyOf"] = rest
+
+
 class Patch(Body):
     """A PATCH body: a field left out is kept; one sent as ``null`` is refused (it would
     be kept too, and the response say "updated"), unless :attr:`nullable` names it."""
 
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_no_null_schema)
     nullable: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="after")
@@ -59,8 +132,13 @@ def _iso_only(value: Any) -> Any:
     return value
 
 
+def _whole(value: Any) -> Any:
+    """A JSON number with no fraction (``140.0``) is an integer, as JSON Schema says."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 Flag = StrictBool
-Int = StrictInt
+Int = Annotated[int, BeforeValidator(_whole), Strict()]
 Number = Annotated[float, Strict()]  # an int or a float; never a bool or a string
 When = Annotated[datetime, BeforeValidator(_iso_only)]
 
@@ -170,17 +248,19 @@ class MemoryDetail(BaseModel):
 
 class SearchRequest(Body):
     query: str
-    namespaces: list[str] | None = Field(None, description="several namespaces (all checked)")
+    namespaces: list[str] | None = Field(
+        None, description="several namespaces (all checked)", min_length=1
+    )
     user: str | None = Field(None, description="the reader: their memories plus shared ones")
     agent: str | None = None
     session: str | None = None
     owner: str | None = Field(None, description="only memories recorded for this user")
     in_session: str | None = Field(None, description="only memories recorded in this session")
-    type: list[str] | None = None
+    type: list[str] | None = Field(None, min_length=1)
     category: list[str] | None = None
-    scope: list[str] | None = None
-    after: str | None = Field(None, description="ISO time or phrase: last_week, 7d, …")
-    before: str | None = None
+    scope: list[str] | None = Field(None, min_length=1)
+    after: str | None = Field(None, description=TIME_DOC)
+    before: str | None = Field(None, description=TIME_DOC)
     min_confidence: Number | None = None
     as_of: When | None = None
     k: Int = Field(10, description="results, 1–200")

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from starlette.responses import JSONResponse
 
 from memloci.interfaces.hosts import is_loopback
+from memloci.storage import faults
 
 log = logging.getLogger("memloci.server")
 Scope = MutableMapping[str, Any]
@@ -66,6 +67,7 @@ ERROR_CODES = {
     415: "unsupported_media_type",
     421: "misdirected_request",
     500: "internal_error",
+    507: "storage_full",
 }
 
 
@@ -239,13 +241,18 @@ class CatchAll:
 
         try:
             await self.app(scope, receive, tracked)
-        except Exception:
+        except Exception as exc:
             error_id = secrets.token_hex(6)
             log.exception(
                 "internal error %s on %s %s", error_id, scope.get("method"), scope.get("path")
             )
             if started:
                 raise
+            if faults.driver_error(exc):  # a database failure: say which, with its hint
+                error = faults.storage_error(exc)
+                body = {"error": {**error.to_dict(), "details": {"error_id": error_id}}}
+                await JSONResponse(body, status_code=error.http_status)(scope, receive, send)
+                return
             body = {
                 "error": {
                     "code": "internal_error",

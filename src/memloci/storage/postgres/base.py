@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from memloci.errors import EmbeddingModelError, MemlociError, StorageError
+from memloci.errors import EmbeddingModelError, MemlociError, StorageError, store_too_new
 from memloci.storage import cancel
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import redact_url
@@ -254,13 +254,20 @@ class PostgresBase:
         )
 
     def _migrate(self) -> None:
+        """Bring the schema up to date; a schema newer than this memloci knows (a newer
+        memloci wrote it) is refused before anything is written."""
+        scripts = migration_scripts("postgres")
+        latest = max((n for n, _ in scripts), default=0)
         with self._tx() as c:
             # one migrator per schema at a time, across processes
             self._xlock(c, "migrate")
             c.execute("CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)")
             row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row else 0
-            for number, script in migration_scripts("postgres"):
+            if current > latest:
+                where = f"schema {self.schema or 'public'!r} at {self.url}"
+                raise store_too_new(where, current, latest)
+            for number, script in scripts:
                 if number <= current:
                     continue
                 c.execute(script)

@@ -8,7 +8,7 @@ single conditional statements, so two servers never both win one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -219,8 +219,18 @@ class PostgresConsolidation(PostgresBase):
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     # ------------------------------------------------------------------ locks
-    def acquire_lock(self, name: str, owner: str, *, now: datetime, ttl: timedelta) -> bool:
-        """One conditional upsert: taken when free, expired or already ours."""
+    def acquire_lock(
+        self,
+        name: str,
+        owner: str,
+        *,
+        now: datetime,
+        ttl: timedelta,
+        stale: Callable[[str], bool] | None = None,
+    ) -> bool:
+        """One conditional upsert: taken when free, expired or already ours; else, when
+        ``stale(holder)``, a compare-and-set on that holder (another process that took it
+        meanwhile keeps it)."""
         with self._tx() as c:
             row = c.execute(
                 "INSERT INTO locks (name, owner, expires_at) VALUES (%s, %s, %s)"
@@ -229,7 +239,16 @@ class PostgresConsolidation(PostgresBase):
                 " WHERE locks.owner = excluded.owner OR locks.expires_at <= %s RETURNING owner",
                 (name, owner, ts(now + ttl), ts(now)),
             ).fetchone()
-        return row is not None
+            if row is not None or stale is None:
+                return row is not None
+            held = c.execute("SELECT owner FROM locks WHERE name = %s", (name,)).fetchone()
+            if held is None or not stale(str(held[0])):
+                return False
+            taken = c.execute(
+                "UPDATE locks SET owner = %s, expires_at = %s WHERE name = %s AND owner = %s",
+                (owner, ts(now + ttl), name, held[0]),
+            ).rowcount
+        return bool(taken)
 
     def lock_holder(self, name: str, *, now: datetime) -> tuple[str, datetime] | None:
         with self._reading() as c:

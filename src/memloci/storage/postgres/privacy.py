@@ -14,6 +14,7 @@ from typing import Any
 
 from memloci.errors import StorageError
 from memloci.storage.aliases import aliases_used, drop_unused_aliases
+from memloci.storage.base import Scrub
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.chains import deleting
 from memloci.storage.windows import SQLChain, restart
@@ -22,6 +23,10 @@ FORGET_KINDS = (
     "users", "identifiers", "memories", "versions", "vectors", "edges", "entity_links",
     "entities", "threads", "sessions", "decay_states", "neighbours_blanked",
 )  # fmt: skip
+HELD_SNAPSHOT = (
+    "another connection holds a snapshot older than the vacuum, so the dead rows it may "
+    "still see stay; the scrub is still due and the next forget_user or scrub finishes it"
+)
 _SCRUB_TABLES = (
     "nodes", "node_bits", "versions", "edges", "entities", "entity_names", "entity_vectors",
     "node_entities", "memory_users", "user_identifiers", "threads", "decay_state",
@@ -36,7 +41,13 @@ class PostgresPrivacy(PostgresBase):
         """See :meth:`memloci.storage.base.Store.delete_user_data`."""
         with self._tx() as c:
             self._xlock(c, deleting(namespace))
-            return self._forget(c, namespace, user_id)
+            report = self._forget(c, namespace, user_id)
+            if any(report.values()):  # kept in the store: any process's scrub finishes it
+                self._put_meta(c, "scrub_due", "1")
+            return report
+
+    def scrub_due(self) -> bool:
+        return self.get_meta("scrub_due") is not None
 
     def _forget(self, c: Any, ns: str, user_id: str) -> dict[str, int]:
         out = dict.fromkeys(FORGET_KINDS, 0)
@@ -170,10 +181,10 @@ class PostgresPrivacy(PostgresBase):
             ).rowcount
         )
 
-    def scrub(self) -> bool:
-        """``VACUUM`` the tables that held memories and records. False when another
-        connection holds a snapshot older than the vacuum (its dead rows stay: call
-        again later)."""
+    def scrub(self) -> Scrub:
+        """``VACUUM`` the tables that held memories and records (it blocks no writer).
+        ``done`` is False when another connection holds a snapshot older than the vacuum
+        (its dead rows stay: call again later)."""
         if self._closed:
             raise StorageError("the store is closed")
         if getattr(self._local, "conn", None) is not None:
@@ -186,4 +197,8 @@ class PostgresPrivacy(PostgresBase):
             ).fetchone()[0]
             for table in _SCRUB_TABLES:
                 conn.execute(f"VACUUM {table}")
-        return int(busy) == 0
+            if int(busy) == 0:
+                conn.execute("DELETE FROM meta WHERE key = 'scrub_due'")
+        if int(busy):
+            return Scrub(False, HELD_SNAPSHOT)
+        return Scrub(True)

@@ -24,7 +24,7 @@ from memloci.models import (
     short_id,
     utcnow,
 )
-from memloci.storage.base import NodeFilter, NodePatch
+from memloci.storage.base import Health, NodeFilter, NodePatch
 from memloci.storage.postgres.base import chunks
 from memloci.storage.postgres.chains import deleting, lock_chain, previous_turn
 from memloci.storage.postgres.consolidation import PostgresConsolidation
@@ -85,6 +85,19 @@ class PostgresStore(
     """
 
     supports_vectors = True
+
+    def doctor(self, *, repair: bool = False) -> Health:
+        """See :meth:`memloci.storage.base.Store.doctor`. PostgreSQL types its vectors
+        (pgvector, one dimension) and JSON (jsonb): no row can hold what a SQLite reader
+        skips, and its full-text vectors are columns of the rows. Only the connection
+        is checked; the server's own tools (``amcheck``, ``pg_dump``) check its pages."""
+        with self._reading() as c:
+            c.execute("SELECT 1").fetchone()
+        return Health(
+            backend="postgres",
+            repaired=repair,
+            notes=["PostgreSQL types vectors and JSON: no damaged rows to look for"],
+        )
 
     # ------------------------------------------------------------------ nodes
     def id_exists(self, node_id: str) -> bool:

@@ -15,8 +15,8 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memloci.errors import EmbeddingModelError, StorageError
-from memloci.storage import cancel
+from memloci.errors import EmbeddingModelError, StorageError, store_too_new
+from memloci.storage import cancel, faults
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import check_writable, create_private
 from memloci.storage.sqlite import fts_totals
@@ -31,6 +31,19 @@ except ImportError:  # pragma: no cover
 DRIVER = "pysqlite3" if sqlite3.__name__.startswith("pysqlite3") else "sqlite3"
 IntegrityError = sqlite3.IntegrityError
 OperationalError = sqlite3.OperationalError
+DatabaseError = sqlite3.DatabaseError
+
+
+def mapped(exc: BaseException) -> BaseException:
+    """What a failure inside a read or write becomes: a driver error about the database
+    itself (full, damaged, I/O, read-only, locked; or any ``DatabaseError`` that is not
+    an ``OperationalError``) is a :class:`StorageError` with a hint; anything else (a
+    statement's own error its caller expects, a constraint, a memloci error) is itself."""
+    database = isinstance(exc, DatabaseError) and not isinstance(exc, IntegrityError)
+    own = isinstance(exc, OperationalError) and not faults.about_the_database(exc)
+    return faults.storage_error(exc) if database and not own else exc
+
+
 BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock (default)
 CLOSE_WAIT = 10.0  # seconds close() waits for reads running in other threads
 
@@ -189,6 +202,10 @@ class SQLiteBase:
         self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._readers_lock = threading.Lock()
         self._closed = False
+        # the newest schema this memloci knows; set once the file is checked: from then
+        # on every write transaction re-checks the file's version (a newer memloci may
+        # migrate it while this one has it open)
+        self._schema_known: int | None = None
         self._active_reads = 0  # reads running on per-thread connections (see close)
         self._reads_done = threading.Condition()
         self._index: VectorIndex | None = None
@@ -224,7 +241,7 @@ class SQLiteBase:
                 conn.execute("BEGIN IMMEDIATE")
             except OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
+                    raise mapped(exc) from exc
                 raise StorageError(
                     f"the database is busy: another process held its write lock for "
                     f"over {self._busy_timeout:g} s",
@@ -234,15 +251,23 @@ class SQLiteBase:
             self._tx_thread = threading.get_ident()
             before = conn.total_changes
             try:
+                if self._schema_known is not None:
+                    self._refuse_newer(conn)
                 yield conn
                 cancel.committing(conn.total_changes != before)  # or roll back
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("COMMIT")  # a full disk may refuse it: rolled back below
+            except BaseException as exc:
+                # SQLite may have rolled back already (a full disk, an I/O error)
+                if conn.in_transaction:
+                    with contextlib.suppress(DatabaseError):
+                        conn.execute("ROLLBACK")
                 if self._index_in_tx:  # the cache may hold rolled-back vectors: rebuild
                     self._index = None
-                raise
+                error = mapped(exc)
+                if error is exc:
+                    raise
+                raise error from exc
             else:
-                conn.execute("COMMIT")
                 if self._checkpoints is not None:
                     self._checkpoints.committed()
             finally:
@@ -310,6 +335,19 @@ class SQLiteBase:
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Any]:
+        """A connection for reads (the writer inside this thread's write transaction);
+        a driver error about the database itself becomes a :class:`StorageError`."""
+        try:
+            with self._reading_raw() as conn:
+                yield conn
+        except DatabaseError as exc:
+            error = mapped(exc)
+            if error is exc:
+                raise
+            raise error from exc
+
+    @contextlib.contextmanager
+    def _reading_raw(self) -> Iterator[Any]:
         if self._in_tx():  # inside a write transaction: see it, and its own writes
             yield self._writer
         elif self._memory:
@@ -339,18 +377,34 @@ class SQLiteBase:
         with self._reading() as c:
             return schema_in(c)
 
+    def _refuse_newer(self, conn: Any) -> None:
+        """Raise :class:`StoreTooNewError` when the file's schema is newer than this
+        memloci knows (inside a write transaction: checked and written atomically)."""
+        known = self._schema_known or 0
+        found = schema_in(conn)
+        if found > known:
+            raise store_too_new(repr(self.path), found, known)
+
     def _migrate(self) -> None:
         """Bring the schema up to date. Opening an up-to-date file takes no write lock
         (another process may hold it for long); a due migration takes it, then re-checks
-        the version inside, so concurrent openers migrate once."""
+        the version inside, so concurrent openers migrate once. A file of a newer schema
+        (a newer memloci wrote it) is refused: nothing is written to it."""
         scripts = migration_scripts("sqlite")
-        if self._stored_schema() >= max((n for n, _ in scripts), default=0):
+        latest = max((n for n, _ in scripts), default=0)
+        stored = self._stored_schema()
+        if stored > latest:
+            raise store_too_new(repr(self.path), stored, latest)
+        if stored == latest:
+            self._schema_known = latest
             return
         with self._tx() as c:
             refuse_foreign(c, self.path)  # another process may have written it meanwhile
             c.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row else 0
+            if current > latest:  # a newer memloci migrated it meanwhile
+                raise store_too_new(repr(self.path), current, latest)
             for number, script in scripts:
                 if number <= current:
                     continue
@@ -360,6 +414,7 @@ class SQLiteBase:
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(number),),
                 )
+        self._schema_known = latest
 
     def schema_version(self) -> int:
         return int(self.get_meta("schema_version") or 0)

@@ -10,11 +10,12 @@ seen, who it belongs to and when it was last consolidated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from memloci.models import Entity, MemoryNode, NodeType
+from memloci.storage import faults
 from memloci.storage.base import DecayCandidate, DecayUpdate, PendingSession, pending_groups
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row
 from memloci.storage.sqlfilter import ts
@@ -187,7 +188,13 @@ class SQLiteConsolidation(SQLiteBase):
                 "SELECT entity_id, embedding FROM entity_vectors WHERE namespace = ? AND model = ?",
                 (namespace, model),
             ).fetchall()
-        return {eid: bytes(blob) for eid, blob in rows}
+        # another model's vectors may have another size (its caller checks it); a blob
+        # that is no whole number of float32 values is damaged: skipped (resolving
+        # entities embeds the name again)
+        out = {eid: bytes(blob) for eid, blob in rows if blob and len(blob) % 4 == 0}
+        if len(out) < len(rows):
+            faults.damaged(self.path, "entity vectors", f"{len(rows) - len(out)} of {len(rows)}")
+        return out
 
     def save_entity_vector(self, namespace: str, entity_id: str, model: str, vector: bytes) -> None:
         with self._tx() as c:
@@ -210,12 +217,21 @@ class SQLiteConsolidation(SQLiteBase):
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     # ------------------------------------------------------------------ locks
-    def acquire_lock(self, name: str, owner: str, *, now: datetime, ttl: timedelta) -> bool:
-        with self._tx() as c:
+    def acquire_lock(
+        self,
+        name: str,
+        owner: str,
+        *,
+        now: datetime,
+        ttl: timedelta,
+        stale: Callable[[str], bool] | None = None,
+    ) -> bool:
+        with self._tx() as c:  # the file's write lock: read, judge and take as one step
             row = c.execute(
                 "SELECT owner, expires_at FROM locks WHERE name = ?", (name,)
             ).fetchone()
-            if row is not None and row[0] != owner and row[1] > ts(now):
+            held = row is not None and row[0] != owner and row[1] > ts(now)
+            if held and not (stale is not None and stale(str(row[0]))):
                 return False
             c.execute(
                 "INSERT OR REPLACE INTO locks (name, owner, expires_at) VALUES (?, ?, ?)",

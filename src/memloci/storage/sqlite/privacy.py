@@ -11,17 +11,26 @@ Deleted text also stays in the full-text index (``nodes_fts`` is contentless wit
 until it is merged) and in the WAL (old page images until a checkpoint). So
 :meth:`SQLitePrivacy.scrub` merges the full-text index, vacuums the file (every page is
 written afresh; ~3 s for 100k memories) and checkpoints and truncates the WAL.
+
+The scrub never waits for another connection's reads. A reader holding a snapshot from
+before the deletion keeps the old pages readable: no checkpoint can overwrite them and
+a vacuum then only adds to the WAL. So the scrub first tries to truncate the WAL without
+waiting (``busy_timeout = 0``); when a snapshot is in the way it gives up at once
+(``Scrub(done=False, reason=…)``), before the vacuum, and the scrub stays due (a ``meta``
+row written in the forget's own transaction) for the next forget, ``scrub`` or close.
+Writers never queue behind a waiting checkpoint; they wait only for the vacuum itself.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memloci.errors import StorageError
 from memloci.storage.aliases import aliases_used, drop_unused_aliases
+from memloci.storage.base import Scrub
 from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
 from memloci.storage.windows import SQLChain, restart
 
@@ -40,7 +49,14 @@ FORGET_KINDS = (
     "decay_states",
     "neighbours_blanked",
 )
-_CHECKPOINT_TRIES = 20
+# pauses (seconds) between the WAL-truncate attempts of one scrub: each attempt waits for
+# nobody, and writers run between them; a snapshot still held after ~0.4 s is reported
+_TRUNCATE_PAUSES = (0.02, 0.05, 0.1, 0.2)
+HELD_SNAPSHOT = (
+    "another connection holds a read snapshot from before the deletion, so its old pages "
+    "must stay readable; the scrub is still due and the next forget_user, scrub or close "
+    "finishes it once that read ends"
+)
 
 
 class SQLitePrivacy(SQLiteBase):
@@ -63,8 +79,13 @@ class SQLitePrivacy(SQLiteBase):
         """
         with self._tx() as c:
             report = self._forget(c, namespace, user_id)
-        self._scrub_pending = True
+            if any(report.values()):  # kept in the file: any process's scrub finishes it
+                c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('scrub_due', '1')")
+                self._scrub_pending = True
         return report
+
+    def scrub_due(self) -> bool:
+        return self.get_meta("scrub_due") is not None
 
     def _forget(self, c: Any, ns: str, user_id: str) -> dict[str, int]:
         out = dict.fromkeys(FORGET_KINDS, 0)
@@ -221,15 +242,20 @@ class SQLitePrivacy(SQLiteBase):
             ).rowcount
         return gone
 
-    def scrub(self) -> bool:
+    def scrub(self) -> Scrub:
         """Make deleted text unreadable from the files: merge the full-text index (drops
         the terms of deleted rows), vacuum (stale copies of moved rows, slack from writes
-        made before secure delete was on), then checkpoint and truncate the WAL. Returns
-        False when another connection kept an old snapshot open so the WAL could not be
-        truncated (call again); True when the database file and WAL hold no deleted
-        content."""
+        made before secure delete was on), then checkpoint and truncate the WAL. Never
+        waits for another connection's reads (see the module docstring): ``done`` is
+        False, with the reason, when a held snapshot kept old pages; call again later."""
         if self._closed:
             raise StorageError("the store is closed")
+        with self._wlock:
+            if self._depth:
+                raise StorageError("scrub cannot run inside batch()")
+        # a snapshot from before the deletion pins the old pages: no use vacuuming now
+        if not self._truncate_wal():
+            return Scrub(False, HELD_SNAPSHOT)
         with self._wlock:
             if self._depth:
                 raise StorageError("scrub cannot run inside batch()")
@@ -237,23 +263,53 @@ class SQLitePrivacy(SQLiteBase):
                 c.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('optimize')")
                 if self._has_table("knowledge_fts"):
                     c.execute("INSERT INTO knowledge_fts (knowledge_fts) VALUES ('optimize')")
-            if not self._memory:
-                self._writer.execute("VACUUM")
+                # cleared before the vacuum, so no page written after it holds the mark;
+                # set again below when the scrub cannot finish
+                c.execute("DELETE FROM meta WHERE key = 'scrub_due'")
             self._scrub_pending = False
-            return self._truncate_wal()
+            if not self._memory:
+                try:
+                    self._writer.execute("VACUUM")
+                except OperationalError as exc:  # another process kept the write lock
+                    self._still_due()
+                    return Scrub(False, f"the vacuum could not run: {exc}")
+        if self._truncate_wal():
+            return Scrub(True)
+        self._still_due()
+        return Scrub(False, HELD_SNAPSHOT)
+
+    def _still_due(self) -> None:
+        self._scrub_pending = True
+        with self._tx() as c:
+            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('scrub_due', '1')")
+
+    @contextlib.contextmanager
+    def _no_wait(self) -> Iterator[None]:
+        """The writer connection gives up at once on a lock (busy_timeout 0); called
+        under the write lock."""
+        self._writer.execute("PRAGMA busy_timeout = 0")
+        try:
+            yield
+        finally:
+            self._writer.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
 
     def _truncate_wal(self) -> bool:
+        """Checkpoint every frame into the file and truncate the WAL; a few attempts
+        that wait for nobody (writers run between them). False when a reader's snapshot
+        (or another process's write) was still in the way after the last one."""
         if self._memory:
             return True
         background = self._checkpoints.lock if self._checkpoints else contextlib.nullcontext()
-        for attempt in range(_CHECKPOINT_TRIES):
-            with background, contextlib.suppress(OperationalError):
+        for pause in (*_TRUNCATE_PAUSES, None):
+            with self._wlock, background, self._no_wait(), contextlib.suppress(OperationalError):
                 busy, _log, _done = self._writer.execute(
                     "PRAGMA wal_checkpoint(TRUNCATE)"
                 ).fetchone()
                 if not busy:
                     return True
-            time.sleep(0.05 * (attempt + 1))
+            if pause is None:
+                break
+            time.sleep(pause)
         return False
 
     def close(self) -> None:

@@ -15,7 +15,14 @@ from memloci.errors import ConflictError, NotFoundError
 from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short_id
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import lookup_names, name_norm, unaccented
-from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row, owner_tokens, user_from_row
+from memloci.storage.rows import (
+    NODE_COLUMNS,
+    dt,
+    node_from_row,
+    owner_tokens,
+    stored_json,
+    user_from_row,
+)
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite.base import IntegrityError, SQLiteBase, chunks, qs
 
@@ -574,9 +581,10 @@ class SQLiteRecords(SQLiteBase):
 def _entity_from_row(row: Any) -> Entity:
     eid, ns, name, etype, aliases, summary, first, last, mentions, attributes = row
     return Entity(
-        id=eid, namespace=ns, canonical_name=name, type=etype, aliases=json.loads(aliases),
+        id=eid, namespace=ns, canonical_name=name, type=etype,
+        aliases=stored_json("aliases", aliases, f"entity {eid}", []),
         summary=summary, first_seen=dt(first), last_seen=dt(last), mention_count=mentions,
-        attributes=json.loads(attributes or "{}"),
+        attributes=stored_json("attributes", attributes, f"entity {eid}", {}),
     )  # fmt: skip
 
 

@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memloci.errors import EmbeddingModelError, ValidationError
+from memloci.errors import EmbeddingModelError, StorageError, ValidationError
+from memloci.storage import faults
 from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.rows import owner_match
 from memloci.storage.sqlfilter import filter_sql
-from memloci.storage.sqlite.base import OperationalError, SQLiteBase
+from memloci.storage.sqlite.base import DatabaseError, OperationalError, SQLiteBase
 from memloci.storage.sqlite.terms import TermStats
 from memloci.storage.sqlite.vecindex import VectorIndex
 
@@ -77,6 +78,7 @@ class SQLiteSearch(SQLiteBase):
         if self._dim is None or not ids:
             return {}
         out: dict[str, bytes] = {}
+        size = self._dim * 4
         with self._reading() as c:
             # CROSS JOIN: look ids up through the unique index, whatever the statistics say
             for node_id, blob in c.execute(
@@ -85,8 +87,26 @@ class SQLiteSearch(SQLiteBase):
                 " WHERE +n.namespace = ? AND n.embedded > 0",
                 [json.dumps(list(ids)), namespace],
             ):
-                out[node_id] = bytes(blob)
+                if len(blob) == size:
+                    out[node_id] = bytes(blob)
+                else:  # damaged: as if not embedded (``memloci doctor --repair`` re-embeds)
+                    self._bad_vector(f"memory {node_id}", len(blob))
         return out
+
+    def _bad_vector(self, which: str, size: int) -> None:
+        faults.damaged(
+            self.path, "vectors", f"{which}: {size} bytes, not {self._dim or 0} float32 values"
+        )
+
+    def _sound(self, rows: list[Any]) -> list[Any]:
+        """The vector-cache rows (``rowid, embedding, …``) whose vector has the store's
+        dimension; a damaged one is left out (and reported) instead of failing search."""
+        size = (self._dim or 0) * 4
+        good = [r for r in rows if len(r[1]) == size]
+        if len(good) < len(rows):
+            bad = next(r for r in rows if len(r[1]) != size)
+            self._bad_vector(f"the vector of row {bad[0]}", len(bad[1]))
+        return good
 
     def reset_embeddings(self) -> int:
         """Forget every vector and the bound model (for re-embedding with another one)."""
@@ -118,7 +138,20 @@ class SQLiteSearch(SQLiteBase):
                 rows = c.execute(sql, [match, *params, limit]).fetchall()
         except OperationalError as exc:
             raise ValidationError(f"bad full-text query: {exc}") from exc
+        except StorageError as exc:
+            self._fulltext_damaged(exc)
+            return []
         return [(r[0], -float(r[1])) for r in rows]
+
+    def _fulltext_damaged(self, exc: StorageError) -> None:
+        """A damaged full-text index: searches go on by meaning alone, reported once
+        (``memloci doctor --repair`` rebuilds it); any other failure is raised."""
+        text = exc.message.lower()
+        if not isinstance(exc.__cause__, DatabaseError) or not (
+            "corrupt" in text or "malformed" in text
+        ):
+            raise exc
+        faults.damaged(self.path, "full-text index", exc.message)
 
     @functools.cached_property
     def _term_stats(self) -> TermStats:
@@ -132,6 +165,9 @@ class SQLiteSearch(SQLiteBase):
                 return self._term_stats.weight(c, match)
         except OperationalError:  # no full-text index yet, or no vocabulary view
             return 0.0
+        except StorageError as exc:
+            self._fulltext_damaged(exc)
+            return 0.0
 
     def unseen(self, words: Sequence[str]) -> list[str]:
         if not words:
@@ -140,6 +176,9 @@ class SQLiteSearch(SQLiteBase):
             with self._reading() as c:
                 return self._term_stats.unseen(c, words)
         except OperationalError:  # no full-text index yet, or no vocabulary view
+            return []
+        except StorageError as exc:
+            self._fulltext_damaged(exc)
             return []
 
     # ------------------------------------------------------------------ keys
@@ -190,7 +229,7 @@ class SQLiteSearch(SQLiteBase):
                     if index.loaded(r[0]):
                         rows.setdefault(r[0], []).append(r[1:])
                 for ns, part in rows.items():
-                    index.append(ns, sorted(part))
+                    index.append(ns, self._sound(sorted(part)))
                 self._index_seq = seq
             for ns in fresh:
                 cursor = c.execute(
@@ -200,7 +239,7 @@ class SQLiteSearch(SQLiteBase):
                 )
                 index.append(ns, [])  # mark loaded, even when empty
                 while rows := cursor.fetchmany(25_000):  # bounded transient memory
-                    index.append(ns, rows)
+                    index.append(ns, self._sound(rows))
         return index
 
     def vector_search(
@@ -241,10 +280,12 @@ class SQLiteSearch(SQLiteBase):
             if len(keep) < limit and truncated:
                 # the cheap masks were not selective enough: exact scan of the filtered set
                 blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
+                # a damaged vector (another size) is skipped: the cache left it out too
                 rows = c.execute(
                     "SELECT n.id, vec_distance_cosine(v.embedding, ?) AS d FROM nodes n"
-                    f" JOIN node_vectors v ON v.rowid = n.rowid WHERE {where} ORDER BY d LIMIT ?",
-                    [blob, *params, limit],
+                    " JOIN node_vectors v ON v.rowid = n.rowid"
+                    f" WHERE length(v.embedding) = ? AND {where} ORDER BY d LIMIT ?",
+                    [blob, len(blob), *params, limit],
                 ).fetchall()
                 keep = [(r[0], 1.0 - float(r[1])) for r in rows]
         keep.sort(key=lambda r: -r[1])

@@ -35,6 +35,7 @@ from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite.base import IntegrityError, chunks, qs
 from memloci.storage.sqlite.chains import previous_turn
 from memloci.storage.sqlite.consolidation import SQLiteConsolidation
+from memloci.storage.sqlite.doctor import SQLiteDoctor
 from memloci.storage.sqlite.inventory import SQLiteInventory
 from memloci.storage.sqlite.knowledge import SQLiteKnowledge
 from memloci.storage.sqlite.paging import SQLitePaging
@@ -68,6 +69,7 @@ class SQLiteStore(
     SQLiteWalks,
     SQLitePrivacy,
     SQLiteInventory,
+    SQLiteDoctor,
 ):
     """The default store: everything in one SQLite file."""
 

@@ -1,0 +1,62 @@
+"""The OpenAPI document and the server agree where the fuzz run once found them apart:
+``POST /api/v1/entities/{id}/links`` with no memory ids (the schema wants at least one)
+is a 400 that links nothing, and ``after`` / ``before`` take exactly the forms the
+schema states (empty is no bound: ``GET /api/v1/facts/?after=`` is a 200). The fuzz run
+(tests/reliability/test_fuzz_api.py) checks the rest with every check on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from test_rest_errors import assert_error_shape
+
+from memloci import Memory
+
+
+def test_linking_no_memories_is_a_400_as_the_schema_says(mem: Memory, http: httpx.Client) -> None:
+    fact = mem.remember("Sam moved to Lisbon", user="sam").memory
+    entity = http.post("/api/v1/entities/", json={"name": "Lisbon"}).json()
+    spec = http.get("/openapi.json").json()
+    links = spec["components"]["schemas"]["LinksBody"]["properties"]["memory_ids"]
+    assert links["minItems"] == 1
+    url = f"/api/v1/entities/{entity['id']}/links"
+    body = assert_error_shape(http.post(url, json={"memory_ids": []}), 400, "invalid_input")
+    assert "memory_ids" in body["message"]
+    view = f"/api/v1/entities/{entity['id']}"
+    assert http.get(view).json()["memories"] == []
+    assert http.post(url, json={"memory_ids": [fact.id]}).status_code == 200
+    assert len(http.get(view).json()["memories"]) == 1
+
+
+def _after_schema(spec: dict[str, Any]) -> dict[str, Any]:
+    params = spec["paths"]["/api/v1/facts/"]["get"]["parameters"]
+    return next(p["schema"] for p in params if p["name"] == "after")
+
+
+def test_after_and_before_take_exactly_what_the_schema_states(
+    mem: Memory, http: httpx.Client
+) -> None:
+    mem.remember("Sam likes green tea", user="sam")
+    schema = _after_schema(http.get("/openapi.json").json())
+    kinds = {a.get("format") or a.get("type") for a in schema["anyOf"]}
+    assert kinds == {"string", "date", "date-time", "null"}
+    for value in ("", "last_week", "today", "7d", "2w", "12h", "2024-05-01",
+                  "2024-05-01T10:00:00Z", "2024-05-01T10:00:00.5+02:00"):  # fmt: skip
+        r = http.get("/api/v1/facts/", params={"after": value, "before": value or None})
+        assert r.status_code == 200, (value, r.text)
+    assert http.get("/api/v1/facts/", params={"after": ""}).json()["total"] == 1
+    for value in ("junk", "2024-02-30", "2024-05-01T10:00", "Last Week", " 7d"):
+        body = assert_error_shape(http.get("/api/v1/facts/", params={"after": value}), 400)
+        assert "cannot read time" in body["message"] and "last_week" in body["hint"]
+    r = http.post("/api/v1/search", json={"query": "tea", "after": "", "before": "today"})
+    assert r.status_code == 200, r.text
+    assert_error_shape(http.post("/api/v1/search", json={"query": "tea", "after": "x"}), 400)
+
+
+def test_an_empty_cursor_is_the_first_page(mem: Memory, http: httpx.Client) -> None:
+    for i in range(3):
+        mem.remember(f"fact number {i} about tea", user="sam")
+    first = http.get("/api/v1/facts/", params={"limit": 2}).json()
+    blank = http.get("/api/v1/facts/", params={"limit": 2, "cursor": ""}).json()
+    assert [m["id"] for m in blank["items"]] == [m["id"] for m in first["items"]]
