@@ -7,7 +7,9 @@ A mixin; it relies on what MemoryService sets up (``store``, ``settings``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -51,6 +53,8 @@ TOKENS_PER_HIT = 15  # hits read: one per this many tokens of its room (at least
 TURN_CHARS = 1200  # a turn longer than this is cut in the block
 SHORT_REPLY = 80  # a turn this short is shown with the question it answers
 ENTITIES = 6  # entity profiles at most
+PROFILED = 10  # the best hits whose entities may get a profile
+NEIGHBOURED = 30  # the best turns that may bring their neighbouring turn
 PEEK = 200  # memories of an entity read to tell whether others' memories mention it too
 NAMES_READ = 25  # of the caller's memories of a shared entity, read at a time for its names
 
@@ -179,17 +183,24 @@ class ContextMixin(ServiceCore):
             )
             if on
         }
-        known_facts: list[MemoryNode] = []
-        if facts:
-            fact_flt = replace(flt, types=FACT_TYPES)
-            # the facts the cacheable part can hold at most (a line is 16 characters or
-            # more), in the order it keeps them (protected, then newest)
-            most = int(budget * share) * 4 // 16 + 1
-            known_facts = self.store.list_nodes(fact_flt, limit=most, order="protected")
-        known: list[MemoryNode] = []
-        if procedures:
-            procedural = replace(flt, types=(NodeType.PROCEDURAL,))
-            known = self.store.list_nodes(procedural, limit=10_000, order="-created")
+
+        def stable_inputs() -> tuple[list[MemoryNode], list[MemoryNode]]:
+            known_facts: list[MemoryNode] = []
+            if facts:
+                fact_flt = replace(flt, types=FACT_TYPES)
+                # the facts the cacheable part can hold at most (a line is 16 characters
+                # or more), in the order it keeps them (protected, then newest)
+                most = int(budget * share) * 4 // 16 + 1
+                known_facts = self.store.list_nodes(fact_flt, limit=most, order="protected")
+            known: list[MemoryNode] = []
+            if procedures:
+                procedural = replace(flt, types=(NodeType.PROCEDURAL,))
+                known = self.store.list_nodes(procedural, limit=10_000, order="-created")
+            return known_facts, known
+
+        # read while the prompt is searched (each thread reads on its own connection)
+        reading = _in_background(stable_inputs) if asked and shown else None
+        known_facts, known = stable_inputs() if reading is None else ([], [])
         procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]  # 20 most recent
         threshold = self.settings.relevance_threshold
         if not asked:
@@ -211,6 +222,9 @@ class ContextMixin(ServiceCore):
         k = max(10, min(MAX_HITS, room // TOKENS_PER_HIT))
         search_flt = replace(flt, types=tuple(sorted(shown)))
         hits = self.search_now(query, search_flt, k=k) if shown else []
+        if reading is not None:
+            known_facts, known = reading.result()
+            procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]
         relevant = [h for h in hits if h.score >= threshold]
         candidates = self._candidates(query, relevant, flt, profiles=facts)
         triggered = [
@@ -238,7 +252,7 @@ class ContextMixin(ServiceCore):
         entities the prompt names."""
         window = time_window(query, now=utcnow())
         turns = [h.memory for h in hits if h.memory.type is NodeType.EPISODIC]
-        around = self._context_turns(turns, flt)
+        around = self._context_turns(turns[:NEIGHBOURED], flt)
         out: list[Candidate] = []
         for hit in hits:
             m = hit.memory
@@ -274,8 +288,9 @@ class ContextMixin(ServiceCore):
                 out.append(Candidate("procedures", (fact_line(m),), (m.id,), hit.score, hit.why))
             else:
                 out.append(Candidate("facts", (fact_line(m),), (m.id,), hit.score, hit.why))
-        if profiles and hits:
-            named = self._profiles(query, hits, flt)
+        # profiles only when the search found hits through an entity the prompt names
+        if profiles and any("entity" in h.strategies for h in hits[:PROFILED]):
+            named = self._profiles(query, hits[:PROFILED], flt)
             out[1:1] = [
                 Candidate("entities", (entity_line(p),), (), hits[0].score, "the prompt names it")
                 for p in named
@@ -409,3 +424,20 @@ def _within(node: MemoryNode, window: TimeWindow) -> bool:
     return (window.start is None or when >= window.start) and (
         window.end is None or when < window.end
     )
+
+
+_READER: ThreadPoolExecutor | None = None
+_READER_LOCK = threading.Lock()
+
+
+def _in_background(work: Callable[[], T]) -> Future[T] | None:
+    """``work`` started on the context reader thread, or None when it cannot be (the
+    interpreter is shutting down): the caller then does it itself."""
+    global _READER
+    with _READER_LOCK:
+        if _READER is None:
+            _READER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memloci-context")
+        try:
+            return _READER.submit(work)
+        except RuntimeError:
+            return None
