@@ -151,6 +151,12 @@ class SQLiteSearch(SQLiteBase):
             "corrupt" in text or "malformed" in text
         ):
             raise exc
+        try:  # the memories themselves must read: a damaged table is no index fault
+            with self._reading() as c:
+                c.execute("SELECT count(*) FROM (SELECT id FROM nodes LIMIT 1)").fetchone()
+                c.execute("SELECT max(rowid) FROM nodes").fetchone()
+        except StorageError:
+            raise exc from None
         faults.damaged(self.path, "full-text index", exc.message)
 
     @functools.cached_property
