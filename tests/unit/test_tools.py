@@ -299,6 +299,30 @@ def test_recall_filters_by_type_and_confidence(service: MemoryService) -> None:
     assert "Fridays" in listed and "(confidence 0.20)" in listed
 
 
+def test_recall_without_a_query_lists_facts_by_confidence_descending(
+    service: MemoryService,
+) -> None:
+    """Reference 000: facts are ordered by confidence, descending (not by category)."""
+    tools = Tools(service)
+    made: dict[str, str] = {}
+    for category, text, confidence in [
+        ("alpha", "The office opens at nine", 0.6),
+        ("beta", "The user drinks green tea", 0.95),
+        ("gamma", "Backups run every night", 0.8),
+    ]:
+        mid = first_id(call(tools, "remember", {"content": text, "category": category}))
+        service.store.update_node("default", mid, _patch(confidence=confidence))
+        made[text] = mid
+    out = call(tools, "recall", {})
+    assert out.startswith("3 memories, highest confidence first:")
+    order = sorted(made, key=lambda text: out.index(made[text]))
+    assert order == [
+        "The user drinks green tea",
+        "Backups run every night",
+        "The office opens at nine",
+    ]
+
+
 def _patch(**kwargs: Any) -> Any:
     from memloci.storage.base import NodePatch
 

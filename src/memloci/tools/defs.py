@@ -102,7 +102,8 @@ class ToolDef(Generic[A]):
 RECALL = (
     "Search your long-term memory. With query: memories relevant to it (by words and meaning). "
     "With key: the fact stored under that key (exact, then the closest keys). With neither: "
-    "the facts you know. Use it before answering questions about the user or past work."
+    "the facts you know, highest confidence first. Use it before answering questions about "
+    "the user or past work."
 )
 REMEMBER = (
     "Store a durable fact for future conversations (about the user, people, projects, "

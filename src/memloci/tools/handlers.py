@@ -132,7 +132,8 @@ def _hits(hits: list[SearchHit]) -> str:
 
 
 async def recall(b: Bound, a: RecallArgs) -> str:
-    """No query or key → list facts; ``key`` → exact, then fuzzy; ``query`` → search.
+    """No query or key → list facts, highest confidence first (reference 000); ``key`` →
+    exact, then fuzzy; ``query`` → search.
 
     Defaults follow reference 000 (facts, ``min_confidence`` 0.5, 10 results);
     ``top_k`` / ``memory_types`` are reference 004's spellings of the same options."""
@@ -177,7 +178,7 @@ async def recall(b: Bound, a: RecallArgs) -> str:
             text = f"None of them scores as an answer (below {threshold:.2f}):\n\n{text}"
         return f"{r.count(len(hits))} for {a.query!r} (best first):\n\n{text}"
     flt = b.filter(type=a.types(), min_confidence=conf, **_when(a))
-    nodes = await b.service.list_nodes(flt, limit=limit, order="category")
+    nodes = await b.service.list_nodes(flt, limit=limit, order="-confidence")
     if not nodes:
         weaker = await b.service.count(replace(flt, min_confidence=None))
         if weaker:
@@ -186,7 +187,7 @@ async def recall(b: Bound, a: RecallArgs) -> str:
                 "(pass min_confidence=0 to see them)."
             )
         return "No memories match those filters." if a.memory_type else "No memories stored yet."
-    return f"{await _shown(b, flt, nodes, limit)}:\n{r.lines(nodes)}"
+    return f"{await _shown(b, flt, nodes, limit)}, highest confidence first:\n{r.lines(nodes)}"
 
 
 async def _weaker(b: Bound, query: str, flt: NodeFilter, limit: int) -> str:
