@@ -16,6 +16,11 @@ conversation window, and call the model with the memory tools. Tool calls run th
 until the model answers in text (at most ``max_tool_rounds`` rounds). The user's
 message and the answer are checkpointed at once (``--resume`` restores them).
 
+A role without a ``memory:`` block has no memory at all (reference 000/003): no user is
+registered, nothing is read or written, the conversation lives in this process only
+(``start(resume=True)`` is refused), and the model gets no memory tools and no memory
+block — :attr:`Agent.has_memory` is False.
+
 Memory never breaks the conversation: a failing context, identification, checkpoint,
 episode or consolidation is reported on stderr and the turn goes on. Model failures
 raise :class:`~memloci.errors.ProviderError` (nothing of the turn is recorded).
@@ -212,6 +217,15 @@ def model_spec(
     return spec
 
 
+def no_memory_error(agent: str, what: str) -> ValidationError:
+    """The usage error for asking an agent without memory for something memory keeps."""
+    return ValidationError(
+        f"agent {agent!r} has no memory: {what}",
+        hint="its role file has no memory: block, so nothing is stored or resumed; add "
+        "one to give it memory (memory: {} turns every tier on with the defaults)",
+    )
+
+
 # ---------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class ToolRun:
@@ -312,6 +326,7 @@ class Agent:
         self.commands, self.on_tool = commands, on_tool
         self.warn = warn or (lambda line: print(line, file=sys.stderr))
         self.max_tool_rounds = v.limit(max_tool_rounds, "max_tool_rounds", 100)
+        self.has_memory = role.memory is not None
         self.tool_names = agent_tools(role.memory)
         self._specs = tool_specs(self.tool_names)
         self._allowed = {n for n, t in TOOLS.items() if (t.alias_of or n) in self.tool_names}
@@ -350,9 +365,18 @@ class Agent:
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, resume: bool = False) -> str:
         """Identify the user and begin a session (``resume``: the latest one, with its
-        last messages); returns the session id."""
+        last messages); returns the session id. An agent without memory registers no
+        user and keeps its conversation in this process; ``resume`` is then refused."""
+        mem = self.role.memory
+        if mem is None:
+            if resume:
+                raise no_memory_error(self.role.name, "there is no saved conversation to resume")
+            self.conversation = _Scratch(self.role.system_prompt, MemoryConfig().window_size)
+            session = await self.conversation.start()
+            self._started, self._clock, self._turns = utcnow(), time.monotonic(), []
+            self.outcome, self._loaded = None, None
+            return session
         self.user = await self._identify(new_conversation=True)
-        mem = self.role.memory or MemoryConfig()
         if mem.conversation.enabled:
             summarize = None
             if mem.conversation.summarize and isinstance(self.model, LLM):
@@ -375,7 +399,9 @@ class Agent:
     async def _check_sources(self) -> None:
         """Say (once, at the start) which of the role's knowledge sources hold nothing in
         this namespace: a misspelt or never-added source is not silently ignored."""
-        kn = (self.role.memory or MemoryConfig()).knowledge
+        if self.role.memory is None:
+            return
+        kn = self.role.memory.knowledge
         if not kn.active:
             return
         try:
@@ -434,7 +460,7 @@ class Agent:
             local = await self.commands(text, self)
             if local is not None:
                 return Reply(local, local=True)
-        if self._turns:
+        if self._turns and self.has_memory:
             user = await self._identify(new_conversation=False)
             if user != self.user and self.session is not None:  # merged meanwhile
                 self.user = user
@@ -590,6 +616,7 @@ __all__ = [
     "agent_tools",
     "memory_command_handler",
     "model_spec",
+    "no_memory_error",
     "no_model_error",
     "tool_specs",
 ]
