@@ -606,3 +606,56 @@ def test_an_agent_without_memory_keeps_nothing(
     assert done.exit_code == 0, done.output + done.stderr
     assert "Finished: check the queue" in done.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kn2.yaml"]
+
+
+# ---------------------------------------------------------------------- procedure uses
+def procedure_uses(tmp_path: Path, pid: str) -> tuple[int, float | None, float | None]:
+    with store(tmp_path) as m:
+        p = m.get(pid).procedure
+        assert p is not None
+        return p.times_used, p.success_rate, p.avg_duration_ms
+
+
+def test_chat_turns_record_the_procedures_they_apply(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    """Reference 000: a turn whose message matches a procedure's trigger, or whose answer
+    cites a procedure, counts a use of it; a use the model reports itself (the
+    record_procedure_use tool) is counted once, with the model's outcome."""
+    role = write_role(tmp_path, model)
+    with store(tmp_path) as m:
+        deploy = m.learn_procedure(
+            "Always run the tests before deploying", triggers={"goal_contains": ["deploy"]}
+        ).memory.id
+        rule = m.learn_procedure("Always answer in British English").memory.id
+
+    ok(role, "-p", "hello there")  # no trigger matches, nothing cited
+    assert procedure_uses(tmp_path, deploy) == (0, None, None)
+    ok(role, "-p", "How do I deploy the app?")
+    used, rate, ms = procedure_uses(tmp_path, deploy)
+    assert (used, rate) == (1, 1.0) and ms is not None and ms >= 0
+    assert procedure_uses(tmp_path, rule)[0] == 0  # a standing instruction, not cited
+
+    cited = ok(role, input="Which rule do you follow?\n")
+    assert f"I follow [id:{rule}]." in cited.stdout
+    assert procedure_uses(tmp_path, rule)[:2] == (1, 1.0)
+
+    model.requests.clear()
+    told = ok(role, "-p", f"report procedure {deploy} failed during the deploy")
+    assert model.tool_calls() == ["record_procedure_use"]
+    assert "Recorded a use of [id:" in told.stdout
+    used, rate, _ = procedure_uses(tmp_path, deploy)
+    assert (used, rate) == (2, 0.5)  # once, with the model's outcome
+    assert "record_procedure_use" in model.chats()[0].tools
+
+
+def test_without_procedures_no_use_is_recorded(model: FakeModelServer, tmp_path: Path) -> None:
+    role = write_role(tmp_path, model, memory={"procedural": {"enabled": False}})
+    with store(tmp_path) as m:
+        pid = m.learn_procedure(
+            "Always run the tests before deploying", triggers={"goal_contains": ["deploy"]}
+        ).memory.id
+    ok(role, "-p", "How do I deploy the app?")
+    assert procedure_uses(tmp_path, pid) == (0, None, None)
+    [turn] = [c for c in model.chats()]
+    assert "record_procedure_use" not in turn.tools

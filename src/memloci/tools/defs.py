@@ -26,6 +26,7 @@ from memloci.tools.args import (
     NoArgs,
     RecallArgs,
     RecordEpisodeArgs,
+    RecordProcedureUseArgs,
     RememberArgs,
     SearchMemoryArgs,
     ToolArgs,
@@ -182,6 +183,14 @@ _DEFS: list[ToolDef[Any]] = [
         "deploying'. Procedures are part of your instructions in future conversations.",
         LearnProcedureArgs,
         h.learn_procedure,
+    ),
+    ToolDef(
+        "record_procedure_use",
+        "Report that you applied a learned procedure (by its [id:…]) and how it went: "
+        "success true or false, and how long it took. It keeps the procedure's track "
+        "record (times used, success rate, average duration).",
+        RecordProcedureUseArgs,
+        h.record_procedure_use,
     ),
     ToolDef(
         "record_episode",

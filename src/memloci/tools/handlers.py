@@ -27,6 +27,7 @@ from memloci.tools.args import (
     NoArgs,
     RecallArgs,
     RecordEpisodeArgs,
+    RecordProcedureUseArgs,
     RememberArgs,
     SearchMemoryArgs,
     UpdateMemoryArgs,
@@ -441,6 +442,20 @@ async def learn_procedure(b: Bound, a: LearnProcedureArgs) -> str:
         procedure_type=a.procedure_type or ProcedureType.WORKFLOW_GRAPH, user=b.user, agent=b.agent,
     )  # fmt: skip
     return r.write(result)
+
+
+async def record_procedure_use(b: Bound, a: RecordProcedureUseArgs) -> str:
+    """Count one use of a procedure this caller may see, with its outcome and duration."""
+    node = await b.node(a.memory_id)
+    if node.type is not NodeType.PROCEDURAL:
+        raise NotFoundError(
+            f"{r.ref(node)} is a {node.type.value} memory, not a procedure",
+            hint="recall with memory_type 'procedures' lists the procedures",
+        )
+    done = await b.service.record_procedure_use(
+        node.id, namespace=b.namespace, success=a.success, duration_ms=a.duration_ms
+    )
+    return f"Recorded a use of {r.ref(done)}: {r.procedure_record(done)}."
 
 
 async def record_episode(b: Bound, a: RecordEpisodeArgs) -> str:
