@@ -97,6 +97,13 @@ def decide(seen: Seen) -> Answer:
         return Answer("", [("record_episode", {"content": text[len("record episode: ") :]})])
     if low.startswith("always call recall"):
         return Answer("", [("recall", {"query": "anything"})])
+    if low.startswith("report procedure "):  # "report procedure ID failed" (the tool)
+        pid = text.split()[2]
+        args = {"memory_id": pid, "success": "failed" not in low, "duration_ms": 50}
+        return Answer("", [("record_procedure_use", args)])
+    if low.startswith("which rule do you follow"):  # cites the rule from its instructions
+        rules = [i for i, t in seen.memory_lines().items() if t.startswith("Always")]
+        return Answer(f"I follow [id:{rules[0]}]." if rules else "None.")
     if low.startswith("what did i say"):
         earlier = seen.texts("user")[:-1]
         said = " | ".join(earlier) if earlier else "nothing yet"

@@ -251,3 +251,25 @@ def test_auto_capture_off_records_no_episode(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output + result.stderr
         assert result.stdout == "Finished: Check the queue\n"
     assert episodes(tmp_path) == []
+
+
+def test_a_run_records_the_procedures_it_applied(model: FakeModelServer, tmp_path: Path) -> None:
+    """Reference 000: an autonomous run whose task matches a procedure's trigger counts a
+    use of it, a success when finish_task ended the run, a failure at the step limit."""
+    role = write_role(tmp_path, model, memory={"consolidation": {"interval": "manual"}})
+    with store(tmp_path) as m:
+        pid = m.learn_procedure(
+            "Always check the deploy queue twice", triggers={"goal_contains": ["deploy"]}
+        ).memory.id
+        other = m.learn_procedure(
+            "Always greet the customer", triggers={"goal_contains": ["customer"]}
+        ).memory.id
+    assert run(role, "-p", "Check the deploy queue").exit_code == 0
+    stopped = run(role, "-p", "Never finish the deploy check", "--max-steps", "2")
+    assert stopped.exit_code == 10, stopped.output + stopped.stderr
+    with store(tmp_path) as m:
+        p = m.get(pid).procedure
+        assert p is not None and (p.times_used, p.success_rate) == (2, 0.5)
+        assert p.avg_duration_ms is not None and p.avg_duration_ms >= 0
+        untouched = m.get(other).procedure
+        assert untouched is not None and untouched.times_used == 0

@@ -536,3 +536,126 @@ def test_an_unknown_knowledge_source_is_reported(tmp_path: Path) -> None:
         asyncio.run(run())
     assert len(said) == 1 and "knowledge source 'manuals' has no documents" in said[0]
     assert "--collection manuals" in said[0]
+
+
+# ---------------------------------------------------------------------- no memory
+def no_memory_role(tmp_path: Path, server: FakeModelServer) -> Path:
+    """Reference 000/003: an agent whose role file has no ``memory:`` block."""
+    doc = {
+        "agents": [
+            {
+                "name": "nomem",
+                "system_prompt": PROMPT,
+                "model": {
+                    "provider": server.protocol,
+                    "name": "scripted-1",
+                    "base_url": server.base_url,
+                },
+            },
+        ],
+    }
+    path = tmp_path / "kn2.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return path
+
+
+def test_an_agent_without_memory_keeps_nothing(
+    model: FakeModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [n for n in os.environ if n.startswith("MEMLOCI_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    role = no_memory_role(tmp_path, model)
+    args = ["chat", str(role), "--agent", "nomem", "-u", "carol"]
+
+    once = runner.invoke(app, [*args, "-p", "hello"])
+    assert once.exit_code == 0, once.output + once.stderr
+    assert once.stdout == "OK: hello\n"
+    [turn] = model.chats()
+    assert turn.tools == []  # no memory tools
+    assert "## Your Memory" not in turn.system and "Using your memory" not in turn.system
+    assert turn.system.strip() == PROMPT  # no user profile, no memory block
+    assert not any(s.structured for s in model.requests)  # nothing to consolidate
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kn2.yaml"]  # no ./memloci.db
+
+    # --resume: a usage error that says why and what to do, before any model call
+    model.requests.clear()
+    resumed = runner.invoke(app, [*args, "--resume", "-p", "hello again"])
+    assert resumed.exit_code == 2, resumed.output + resumed.stderr
+    assert "agent 'nomem' has no memory" in resumed.stderr
+    assert "memory: block" in resumed.stderr and "Traceback" not in resumed.stderr
+    assert model.requests == []
+
+    # the REPL: the conversation lives in this process only; /memory says there is none
+    talk = runner.invoke(
+        app, args, input="My favourite colour is green\nWhat did I say before?\n/memory\n"
+    )
+    assert talk.exit_code == 0, talk.output + talk.stderr
+    assert "Earlier you said: My favourite colour is green" in talk.stdout
+    assert "Agent 'nomem' has no memory" in talk.stdout
+    assert "no memory (the role file has no memory: block)" in talk.stderr
+    again = runner.invoke(app, args, input="What did I say before?\n")
+    assert "Earlier you said: nothing yet" in again.stdout
+    # a --db given anyway is not created either, and the user hears it is unused
+    used = runner.invoke(app, [*args, "--db", str(tmp_path / "other.db"), "-p", "hi"])
+    assert used.exit_code == 0 and "--db is not used" in used.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kn2.yaml"]
+
+    # an autonomous run of the same agent stores nothing either
+    done = runner.invoke(app, ["run", str(role), "--agent", "nomem", "-p", "check the queue"])
+    assert done.exit_code == 0, done.output + done.stderr
+    assert "Finished: check the queue" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kn2.yaml"]
+
+
+# ---------------------------------------------------------------------- procedure uses
+def procedure_uses(tmp_path: Path, pid: str) -> tuple[int, float | None, float | None]:
+    with store(tmp_path) as m:
+        p = m.get(pid).procedure
+        assert p is not None
+        return p.times_used, p.success_rate, p.avg_duration_ms
+
+
+def test_chat_turns_record_the_procedures_they_apply(
+    model: FakeModelServer, tmp_path: Path
+) -> None:
+    """Reference 000: a turn whose message matches a procedure's trigger, or whose answer
+    cites a procedure, counts a use of it; a use the model reports itself (the
+    record_procedure_use tool) is counted once, with the model's outcome."""
+    role = write_role(tmp_path, model)
+    with store(tmp_path) as m:
+        deploy = m.learn_procedure(
+            "Always run the tests before deploying", triggers={"goal_contains": ["deploy"]}
+        ).memory.id
+        rule = m.learn_procedure("Always answer in British English").memory.id
+
+    ok(role, "-p", "hello there")  # no trigger matches, nothing cited
+    assert procedure_uses(tmp_path, deploy) == (0, None, None)
+    ok(role, "-p", "How do I deploy the app?")
+    used, rate, ms = procedure_uses(tmp_path, deploy)
+    assert (used, rate) == (1, 1.0) and ms is not None and ms >= 0
+    assert procedure_uses(tmp_path, rule)[0] == 0  # a standing instruction, not cited
+
+    cited = ok(role, input="Which rule do you follow?\n")
+    assert f"I follow [id:{rule}]." in cited.stdout
+    assert procedure_uses(tmp_path, rule)[:2] == (1, 1.0)
+
+    model.requests.clear()
+    told = ok(role, "-p", f"report procedure {deploy} failed during the deploy")
+    assert model.tool_calls() == ["record_procedure_use"]
+    assert "Recorded a use of [id:" in told.stdout
+    used, rate, _ = procedure_uses(tmp_path, deploy)
+    assert (used, rate) == (2, 0.5)  # once, with the model's outcome
+    assert "record_procedure_use" in model.chats()[0].tools
+
+
+def test_without_procedures_no_use_is_recorded(model: FakeModelServer, tmp_path: Path) -> None:
+    role = write_role(tmp_path, model, memory={"procedural": {"enabled": False}})
+    with store(tmp_path) as m:
+        pid = m.learn_procedure(
+            "Always run the tests before deploying", triggers={"goal_contains": ["deploy"]}
+        ).memory.id
+    ok(role, "-p", "How do I deploy the app?")
+    assert procedure_uses(tmp_path, pid) == (0, None, None)
+    [turn] = [c for c in model.chats()]
+    assert "record_procedure_use" not in turn.tools

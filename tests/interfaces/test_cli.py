@@ -135,6 +135,27 @@ def test_correct_and_confirm(db: Path) -> None:
     assert confirmed["action"] == "confirmed" and confirmed["memory"]["times_confirmed"] == 1
 
 
+def test_record_use_counts_a_procedure_use(db: Path) -> None:
+    from memloci import Memory
+
+    with Memory(str(db), embedder="fake") as m:
+        pid = m.learn_procedure("Always run the tests before deploying").memory.id
+        fid = m.remember("Sam lives in Lisbon").memory.id
+    out = ok(db, "memory", "record-use", pid, "--success", "--duration-ms", "1200").stdout
+    assert out.strip() == (
+        f"recorded: a use of [{pid}]: used 1 time, success rate 100%, 1.2 s on average."
+    )
+    node = as_json(db, "memory", "record-use", pid, "--failure")
+    assert node["procedure"]["times_used"] == 2 and node["procedure"]["success_rate"] == 0.5
+    assert as_json(db, "memory", "record-use", pid)["procedure"]["times_used"] == 3
+    # refused, nothing written: a fact, a negative duration
+    refused = run(db, "memory", "record-use", fid)
+    assert refused.exit_code == 3 and "no procedure with id" in refused.stderr
+    bad = run(db, "memory", "record-use", pid, "--duration-ms", "-5")
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert as_json(db, "memory", "show", pid)["procedure"]["times_used"] == 3
+
+
 def test_delete_forgets_then_purge_erases(db: Path) -> None:
     keep = add(db, "keep this turn")
     mid = remember(db, "Sam has a dog named Pixel")["memory"]["id"]

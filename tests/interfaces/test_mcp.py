@@ -356,6 +356,24 @@ def test_stdio_memloci_mcp(tmp_path: Path) -> None:
     assert node.content == FACT and node.user == "sam"
 
 
+def test_a_procedure_use_is_recorded_over_mcp(service: MemoryService) -> None:
+    pid = asyncio.run(service.learn_procedure("Always run the tests before deploying")).memory.id
+
+    async def scenario() -> str:
+        async with Client(build_server(service, user="sam", agent="helper")) as client:
+            done = await client.call_tool(
+                "record_procedure_use", {"memory_id": pid, "success": True, "duration_ms": 800}
+            )
+            assert not done.is_error, text(done)
+            return text(done)
+
+    assert run(scenario) == (
+        f"Recorded a use of [id:{pid}]: used 1 time, success rate 100%, 0.8 s on average."
+    )
+    node = asyncio.run(service.get(pid))
+    assert node.procedure is not None and node.procedure.avg_duration_ms == 800
+
+
 def test_docs_list_every_tool() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
     for name in TOOLS:

@@ -122,6 +122,41 @@ def test_turns_episodes_procedures(http: httpx.Client) -> None:
     assert procs["items"][0]["content"] == "Always answer in British English"
 
 
+def test_procedure_uses(http: httpx.Client) -> None:
+    proc = http.post(
+        "/api/v1/procedures/",
+        json={
+            "content": "Always run the tests before deploying",
+            "triggers": {"goal_contains": ["deploy"]},
+        },
+    ).json()["memory"]
+    pid = proc["id"]
+    r = http.post(f"/api/v1/procedures/{pid}/uses", json={"success": True, "duration_ms": 1000})
+    assert r.status_code == 200, r.text
+    assert r.json()["procedure"]["times_used"] == 1
+    r = http.post(f"/api/v1/procedures/{pid}/uses", json={"success": False, "duration_ms": 3000})
+    track = r.json()["procedure"]
+    assert (track["times_used"], track["success_rate"], track["avg_duration_ms"]) == (2, 0.5, 2000)
+    assert http.post(f"/api/v1/procedures/{pid}/uses", json={}).status_code == 200
+    # refused before anything is written
+    fact = _fact(http, "Sam prefers green tea")["memory"]["id"]
+    bad = [
+        (f"/api/v1/procedures/{fact}/uses", {}, 404),  # a fact is no procedure
+        ("/api/v1/procedures/zzzzzzzz/uses", {}, 404),
+        (f"/api/v1/procedures/{pid}/uses", {"duration_ms": -1}, 400),
+        (f"/api/v1/procedures/{pid}/uses", {"success": "yes"}, 400),
+        (f"/api/v1/procedures/{pid}/uses", {"success": 1}, 400),
+        (f"/api/v1/procedures/{pid}/uses", {"outcome": "ok"}, 400),
+    ]
+    for url, body, code in bad:
+        r = http.post(url, json=body)
+        assert r.status_code == code, (url, body, r.text)
+    assert http.get(f"/api/v1/procedures/{pid}").json()["memory"]["procedure"]["times_used"] == 3
+    http.delete(f"/api/v1/procedures/{pid}")
+    gone = http.post(f"/api/v1/procedures/{pid}/uses", json={"success": True})
+    assert gone.status_code == 400 and "no longer current" in gone.text
+
+
 def _turns(http: httpx.Client, text: str, user: str, session: str) -> list[str]:
     r = http.post(
         "/api/v1/turns/",

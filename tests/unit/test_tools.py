@@ -32,6 +32,7 @@ SPEC_TOOLS = {
     "recall", "search_memory", "remember", "remember_fact", "add_to_memory", "update_memory",
     "correct_fact", "confirm_fact", "forget", "list_memories", "learn_procedure",
     "record_episode", "get_entity_info", "explain_fact", "memory_stats", "weak_facts",
+    "record_procedure_use",
 }  # fmt: skip
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ID_IN_TEXT = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
@@ -190,6 +191,7 @@ def test_reference_shapes_of_add_and_update_memory() -> None:
         ("record_episode", {"content": "Deployed v2", "outcome": "success", "duration_ms": 5}),
         ("memory_stats", {}),
         ("weak_facts", {"threshold": 0.2}),
+        ("record_procedure_use", {"memory_id": "a1B2c3D4", "success": True, "duration_ms": 9}),
     ],
 )
 def test_schemas_and_models_agree_on_valid_arguments(name: str, arguments: dict[str, Any]) -> None:
@@ -297,6 +299,30 @@ def test_recall_filters_by_type_and_confidence(service: MemoryService) -> None:
     assert "1 memory below it" in call(tools, "recall", {})  # reference 000: default 0.5
     listed = call(tools, "recall", {"min_confidence": 0})
     assert "Fridays" in listed and "(confidence 0.20)" in listed
+
+
+def test_recall_without_a_query_lists_facts_by_confidence_descending(
+    service: MemoryService,
+) -> None:
+    """Reference 000: facts are ordered by confidence, descending (not by category)."""
+    tools = Tools(service)
+    made: dict[str, str] = {}
+    for category, text, confidence in [
+        ("alpha", "The office opens at nine", 0.6),
+        ("beta", "The user drinks green tea", 0.95),
+        ("gamma", "Backups run every night", 0.8),
+    ]:
+        mid = first_id(call(tools, "remember", {"content": text, "category": category}))
+        service.store.update_node("default", mid, _patch(confidence=confidence))
+        made[text] = mid
+    out = call(tools, "recall", {})
+    assert out.startswith("3 memories, highest confidence first:")
+    order = sorted(made, key=lambda text: out.index(made[text]))
+    assert order == [
+        "The user drinks green tea",
+        "Backups run every night",
+        "The office opens at nine",
+    ]
 
 
 def _patch(**kwargs: Any) -> Any:
@@ -666,3 +692,43 @@ def test_true_or_false_is_not_a_number(service: MemoryService) -> None:
     assert call(tools, "remember", {"key": "dark_mode", "value": True}).startswith(
         "Remembered: dark_mode = true"
     )  # a fact's value may be true: it is kept as text
+
+
+def test_record_procedure_use_keeps_the_track_record(service: MemoryService) -> None:
+    tools = Tools(service, user="alice", agent="bot")
+    pid = first_id(call(tools, "learn_procedure", {"content": "Always run tests before deploying"}))
+    out = call(
+        tools,
+        "record_procedure_use",
+        {"memory_id": f"[id:{pid}]", "success": True, "duration_ms": 1000},
+    )
+    assert out == f"Recorded a use of [id:{pid}]: used 1 time, success rate 100%, 1.0 s on average."
+    out = call(
+        tools, "record_procedure_use", {"memory_id": pid, "success": False, "duration_ms": 3000}
+    )
+    assert out.endswith("used 2 times, success rate 50%, 2.0 s on average.")
+    assert call(tools, "record_procedure_use", {"memory_id": pid}).endswith(
+        "used 3 times, success rate 50%, 2.0 s on average."
+    )
+    # refused before anything is written: a fact, an unknown id, a bad duration, a forgotten one
+    fid = first_id(call(tools, "remember", {"content": "Deploys happen on Fridays"}))
+    out = call(tools, "record_procedure_use", {"memory_id": fid})
+    assert out.startswith(f"Error: [id:{fid}] is a semantic memory, not a procedure")
+    assert call(tools, "record_procedure_use", {"memory_id": "zzzzzzzz"}).startswith(
+        "Error: no memory with id"
+    )
+    out = call(tools, "record_procedure_use", {"memory_id": pid, "duration_ms": -1})
+    assert out.startswith("Error: invalid arguments") and "duration_ms" in out
+    out = call(tools, "record_procedure_use", {"memory_id": pid, "duration_ms": True})
+    assert out.startswith("Error:")
+    call(tools, "forget", {"memory_id": pid})
+    out = call(tools, "record_procedure_use", {"memory_id": pid, "success": True})
+    assert out.startswith(f"Error: procedure {pid} is no longer current")
+    node = asyncio.run(service.get(pid))
+    assert node.procedure is not None and node.procedure.times_used == 3
+    assert fid and asyncio.run(service.get(fid)).procedure is None
+    # the tier is the caller's: without procedures it cannot see one
+    facts_only = Tools(service, user="alice", agent="bot", types=["semantic"])
+    assert call(facts_only, "record_procedure_use", {"memory_id": pid}).startswith(
+        "Error: no memory with id"
+    )

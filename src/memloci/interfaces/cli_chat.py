@@ -21,8 +21,9 @@ from rich.text import Text
 from memloci.config import Settings
 from memloci.consolidation.consolidator import ConsolidationReport
 from memloci.errors import MemlociError, ProviderError, ValidationError
-from memloci.interfaces.chat_commands import answer_memory_command
+from memloci.interfaces.chat_commands import answer_memory_command, parse_memory_command
 from memloci.interfaces.cli_common import (
+    agent_memory,
     cell,
     err,
     examples,
@@ -34,11 +35,18 @@ from memloci.interfaces.cli_common import (
     role_settings,
 )
 from memloci.providers.chat import load_chat_model
-from memloci.runtime.agent import Agent, ModelSpec, Reply, ToolRun, memory_command_handler
+from memloci.runtime.agent import (
+    Agent,
+    CommandHandler,
+    ModelSpec,
+    Reply,
+    ToolRun,
+    memory_command_handler,
+    no_memory_error,
+)
 from memloci.runtime.agent import model_spec as resolve_model
 from memloci.runtime.autonomous import run_autonomous
 from memloci.runtime.role import Role, load_role
-from memloci.sdk import AsyncMemory
 
 CHAT_EXAMPLES = examples(
     "memloci chat role.yaml",
@@ -120,15 +128,17 @@ def chat(
             "--autonomous needs a task", hint="memloci chat role.yaml --autonomous -p 'the task'"
         )
     role = load_role(role_file, agent=agent)
+    if resume and role.memory is None:
+        raise no_memory_error(role.name, "--resume has no saved conversation to continue")
     settings = _settings(role, db)
     spec = resolve_model(role, settings, source=role_file.name)
     model = load_chat_model(spec.provider, **spec.options)
     with asyncio.Runner() as runner:
-        memory = runner.run(_open(settings))
+        memory = agent_memory(role, settings, db=db)
         try:
             bot = Agent(
                 memory.service, role, model, user=user or _default_user(),
-                commands=memory_command_handler(answer_memory_command), on_tool=_show_tool,
+                commands=_commands(role), on_tool=_show_tool,
                 warn=lambda line: err.print(cell(line, "yellow"), soft_wrap=True),
             )  # fmt: skip
             session = runner.run(bot.start(resume=resume))
@@ -149,8 +159,18 @@ def _settings(role: Role, db: str | None) -> Settings:
     return role_settings(role, db)
 
 
-async def _open(settings: Settings) -> AsyncMemory:
-    return AsyncMemory(settings=settings, embedder=settings.embedder)
+def _commands(role: Role) -> CommandHandler:
+    """``/memory`` commands: answered from the store, or, for an agent without memory,
+    with a line saying it has none."""
+    if role.memory is not None:
+        return memory_command_handler(answer_memory_command)
+
+    async def none(text: str, bot: Agent) -> str | None:
+        if parse_memory_command(text) is None:
+            return None
+        return f"Agent {bot.role.name!r} has no memory: its role file has no memory: block."
+
+    return none
 
 
 # ---------------------------------------------------------------------- one run
@@ -192,6 +212,8 @@ def _repl(runner: asyncio.Runner, bot: Agent, spec: ModelSpec, session: str, ret
     """Read, answer, repeat; ``exit`` / ``quit`` / Ctrl-D / Ctrl-C end the session."""
     kept = len(bot.conversation.window().messages) if bot.conversation else 0
     how = f"resumed session {session} ({kept} messages)" if kept else f"session {session}"
+    if not bot.has_memory:
+        how += "; no memory (the role file has no memory: block): nothing is kept"
     note(
         f"memloci chat: agent {bot.role.name!r} ({spec.label}), user {bot.user!r}, {how}.\n"
         "Type /help for commands; exit or Ctrl-D ends the session."

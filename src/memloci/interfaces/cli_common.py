@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # loaded on use, so `memloci --help` starts fast
     from memloci.config import Settings
     from memloci.models import MemoryNode, SearchHit, StoreStats
     from memloci.runtime.role import Role
-    from memloci.sdk import Memory
+    from memloci.sdk import AsyncMemory, Memory
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
@@ -290,6 +290,25 @@ def role_settings(
                 hint="check memory.store_path in the role file",
             ) from None
     return settings
+
+
+def agent_memory(role: Role, settings: Settings, *, db: str | None = None) -> AsyncMemory:
+    """The store an agent of ``role`` talks through. A role without a ``memory:`` block
+    has no memory (reference 000/003): it gets an empty in-process store that is never
+    written (the agent leaves it alone), so no store file is created or opened; a
+    ``--db`` given anyway is reported as unused."""
+    from memloci.sdk import AsyncMemory
+
+    if role.memory is not None:
+        return AsyncMemory(settings=settings, embedder=settings.embedder)
+    if db is not None:
+        err.print(
+            f"memloci: agent {role.name!r} has no memory (its role file has no memory: "
+            "block); --db is not used",
+            style="yellow",
+            soft_wrap=True,
+        )
+    return AsyncMemory(":memory:", embedder=None, namespace=settings.namespace)
 
 
 def _local(path: str) -> bool:

@@ -225,6 +225,45 @@ def confirm(
 
 
 @memory_app.command(
+    "record-use",
+    epilog=examples(
+        "memloci memory record-use a1B2c3D4 --success --duration-ms 1200",
+        "memloci memory record-use a1B2c3D4 --failure",
+    ),
+)
+def record_use(
+    memory_id: IdArg,
+    success: Annotated[
+        bool | None,
+        typer.Option(
+            "--success/--failure",
+            help="How applying it went (default: not known).",
+            show_default=False,
+        ),
+    ] = None,
+    duration_ms: Annotated[
+        float | None,
+        typer.Option(
+            "--duration-ms", min=0, help="How long it took, in milliseconds.", show_default=False
+        ),
+    ] = None,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Count one use of a learned procedure (its times used, success rate, duration)."""
+    from memloci.tools.render import procedure_record
+
+    with open_memory(db, namespace, embedder, must_exist=True) as m:
+        node = m.record_procedure_use(memory_id, success=success, duration_ms=duration_ms)
+    if as_json:
+        emit_json(node.model_dump(mode="json"))
+        return
+    say(f"recorded: a use of [{node.id}]: {procedure_record(node)}.")
+
+
+@memory_app.command(
     "delete",
     epilog=examples(
         "memloci memory delete a1B2c3D4", "memloci memory delete a1B2c3D4 --purge --yes"

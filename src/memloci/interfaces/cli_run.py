@@ -20,7 +20,15 @@ from typing import Annotated, Any
 import typer
 
 from memloci.errors import ProviderError, ValidationError
-from memloci.interfaces.cli_common import cell, err, examples, note, plain, role_settings
+from memloci.interfaces.cli_common import (
+    agent_memory,
+    cell,
+    err,
+    examples,
+    note,
+    plain,
+    role_settings,
+)
 from memloci.providers.chat import ChatModel, load_chat_model
 from memloci.runtime.agent import Agent
 from memloci.runtime.agent import model_spec as resolve_model
@@ -28,7 +36,6 @@ from memloci.runtime.autonomous import RunResult, run_autonomous
 from memloci.runtime.role import Role, load_role
 from memloci.runtime.run_config import MAX_STEPS, TriggerConfig, parse_every
 from memloci.runtime.triggers import TriggerRunner
-from memloci.sdk import AsyncMemory
 
 RUN_EXAMPLES = examples(
     "memloci run role.yaml -p 'Check the deploy queue and report'",
@@ -98,7 +105,7 @@ def run(
     model = load_chat_model(spec.provider, **spec.options)
     try:
         code = asyncio.run(_main(role, model, settings, user, triggers, prompt, max_steps,
-                                 max_runs))  # fmt: skip
+                                 max_runs, db))  # fmt: skip
     finally:
         model.close()
     if code:
@@ -124,9 +131,9 @@ def _triggers(
 
 async def _main(
     role: Role, model: ChatModel, settings: Any, user: str, triggers: list[TriggerConfig],
-    prompt: str | None, max_steps: int | None, max_runs: int | None,
+    prompt: str | None, max_steps: int | None, max_runs: int | None, db: str | None = None,
 ) -> int:  # fmt: skip
-    memory = AsyncMemory(settings=settings, embedder=settings.embedder)
+    memory = agent_memory(role, settings, db=db)
     try:
         bot = Agent(
             memory.service, role, model, user=user, channel="autonomous",

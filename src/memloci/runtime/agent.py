@@ -16,6 +16,17 @@ conversation window, and call the model with the memory tools. Tool calls run th
 until the model answers in text (at most ``max_tool_rounds`` rounds). The user's
 message and the answer are checkpointed at once (``--resume`` restores them).
 
+A role without a ``memory:`` block has no memory at all (reference 000/003): no user is
+registered, nothing is read or written, the conversation lives in this process only
+(``start(resume=True)`` is refused), and the model gets no memory tools and no memory
+block — :attr:`Agent.has_memory` is False.
+
+Procedure performance (reference 000): after each turn, every learned procedure the turn
+applied — its trigger matched the message, or the answer cites its ``[id:…]`` — gets one
+use recorded with the turn's duration, a success unless the turn stopped without an
+answer (:meth:`Agent.record_procedures`); the model can report a use itself with the
+``record_procedure_use`` tool, and such a procedure is not counted twice.
+
 Memory never breaks the conversation: a failing context, identification, checkpoint,
 episode or consolidation is reported on stderr and the turn goes on. Model failures
 raise :class:`~memloci.errors.ProviderError` (nothing of the turn is recorded).
@@ -33,6 +44,7 @@ import asyncio
 import functools
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -43,7 +55,8 @@ from memloci import validate as v
 from memloci.config import Settings
 from memloci.errors import MemlociError, ValidationError
 from memloci.knowledge import knowledge_block
-from memloci.models import NodeType, ThreadMessage, utcnow
+from memloci.models import MemoryNode, NodeType, ThreadMessage, utcnow
+from memloci.procedures import matching
 from memloci.providers.chat import CHAT_PROVIDERS, ChatModel, ToolCall
 from memloci.providers.llm import LLM
 from memloci.runtime.conversation import (
@@ -66,8 +79,8 @@ MAX_TOOL_ROUNDS = 8
 #: The tools the agent is offered (aliases such as ``search_memory`` are accepted too).
 AGENT_TOOLS = (
     "recall", "remember", "add_to_memory", "update_memory", "correct_fact", "confirm_fact",
-    "forget", "list_memories", "learn_procedure", "record_episode", "get_entity_info",
-    "explain_fact", "memory_stats", "weak_facts",
+    "forget", "list_memories", "learn_procedure", "record_procedure_use", "record_episode",
+    "get_entity_info", "explain_fact", "memory_stats", "weak_facts",
 )  # fmt: skip
 FACT_TOOLS = frozenset(
     {"remember", "remember_fact", "add_to_memory", "update_memory", "correct_fact",
@@ -76,6 +89,9 @@ FACT_TOOLS = frozenset(
 KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 MODEL_OPTIONS = ("model", "base_url", "api_key_env", "timeout", "max_retries")
 STOPPED = "(Stopped: {n} rounds of memory tool calls without an answer. Please ask again.)"
+CITED = re.compile(r"\[id:([A-Za-z0-9]{8})\]")
+REPORTED = re.compile(r"(?:\[?id:)?([A-Za-z0-9]{8})\]?")
+REPORT_TOOL = "record_procedure_use"
 
 
 def memory_guidance(tools: list[str]) -> str:
@@ -120,7 +136,7 @@ def agent_tools(memory: MemoryConfig | None) -> list[str]:
     """The tools offered to an agent with this ``memory`` section: none without memory
     or with every long-term tier off; no fact tools (writing, ``forget``) when facts are
     off, no ``record_episode`` when episodes are off, no ``learn_procedure`` when
-    procedures are off."""
+    procedures are off (nor ``record_procedure_use``)."""
     if memory is None or not memory_types(memory):
         return []
     off: set[str] = set()
@@ -129,7 +145,7 @@ def agent_tools(memory: MemoryConfig | None) -> list[str]:
     if not memory.episodic.enabled:
         off.add("record_episode")
     if not memory.procedural.enabled:
-        off.add("learn_procedure")
+        off |= {"learn_procedure", "record_procedure_use"}
     return [name for name in AGENT_TOOLS if name not in off]
 
 
@@ -210,6 +226,15 @@ def model_spec(
             "server given as model.base_url needs no key)",
         )
     return spec
+
+
+def no_memory_error(agent: str, what: str) -> ValidationError:
+    """The usage error for asking an agent without memory for something memory keeps."""
+    return ValidationError(
+        f"agent {agent!r} has no memory: {what}",
+        hint="its role file has no memory: block, so nothing is stored or resumed; add "
+        "one to give it memory (memory: {} turns every tier on with the defaults)",
+    )
 
 
 # ---------------------------------------------------------------------- results
@@ -312,6 +337,7 @@ class Agent:
         self.commands, self.on_tool = commands, on_tool
         self.warn = warn or (lambda line: print(line, file=sys.stderr))
         self.max_tool_rounds = v.limit(max_tool_rounds, "max_tool_rounds", 100)
+        self.has_memory = role.memory is not None
         self.tool_names = agent_tools(role.memory)
         self._specs = tool_specs(self.tool_names)
         self._allowed = {n for n, t in TOOLS.items() if (t.alias_of or n) in self.tool_names}
@@ -350,9 +376,18 @@ class Agent:
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, resume: bool = False) -> str:
         """Identify the user and begin a session (``resume``: the latest one, with its
-        last messages); returns the session id."""
+        last messages); returns the session id. An agent without memory registers no
+        user and keeps its conversation in this process; ``resume`` is then refused."""
+        mem = self.role.memory
+        if mem is None:
+            if resume:
+                raise no_memory_error(self.role.name, "there is no saved conversation to resume")
+            self.conversation = _Scratch(self.role.system_prompt, MemoryConfig().window_size)
+            session = await self.conversation.start()
+            self._started, self._clock, self._turns = utcnow(), time.monotonic(), []
+            self.outcome, self._loaded = None, None
+            return session
         self.user = await self._identify(new_conversation=True)
-        mem = self.role.memory or MemoryConfig()
         if mem.conversation.enabled:
             summarize = None
             if mem.conversation.summarize and isinstance(self.model, LLM):
@@ -375,7 +410,9 @@ class Agent:
     async def _check_sources(self) -> None:
         """Say (once, at the start) which of the role's knowledge sources hold nothing in
         this namespace: a misspelt or never-added source is not silently ignored."""
-        kn = (self.role.memory or MemoryConfig()).knowledge
+        if self.role.memory is None:
+            return
+        kn = self.role.memory.knowledge
         if not kn.active:
             return
         try:
@@ -434,7 +471,7 @@ class Agent:
             local = await self.commands(text, self)
             if local is not None:
                 return Reply(local, local=True)
-        if self._turns:
+        if self._turns and self.has_memory:
             user = await self._identify(new_conversation=False)
             if user != self.user and self.session is not None:  # merged meanwhile
                 self.user = user
@@ -443,11 +480,64 @@ class Agent:
         system = window.system(await self._context(text))
         history = [{"role": m.role, "content": m.content} for m in window.messages
                    if m.role in ("user", "assistant")]  # fmt: skip
+        clock = time.monotonic()
         answer, runs = await self._loop(system, [*history, {"role": "user", "content": text}])
         await self.conversation.record("user", text)
         await self.conversation.record("assistant", answer or "(no answer)")
         self._turns.append(_Turn(text, answer, runs))
+        stopped = answer == STOPPED.format(n=self.max_tool_rounds)
+        await self.record_procedures(
+            text, answer, runs, success=not stopped, duration_ms=_ms_since(clock)
+        )
         return Reply(answer, runs)
+
+    # ------------------------------------------------------------------ procedures
+    async def record_procedures(
+        self,
+        goal: str,
+        answer: str,
+        runs: tuple[ToolRun, ...],
+        *,
+        success: bool,
+        duration_ms: float,
+    ) -> list[str]:
+        """Count a use of each procedure this turn or run applied — its trigger matched
+        ``goal``, or the model cited its ``[id:…]`` in ``answer`` — with the outcome and
+        duration (reference 000: ``times_used``, ``success_rate``, ``avg_duration_ms``).
+        A procedure the model reported itself (``record_procedure_use``) is not counted
+        twice. Returns the ids counted; never raises."""
+        mem = self.role.memory
+        if mem is None or not mem.procedural.enabled or self.tools is None:
+            return []
+        reported = {
+            m.group(1)
+            for run in runs
+            if run.name == REPORT_TOOL and run.ok
+            if (m := REPORTED.fullmatch(str(run.arguments.get("memory_id", "")).strip()))
+        }
+        cited = set(CITED.findall(answer))
+        try:
+            known = await self._procedures()
+            applied = [p.id for p in matching(known, goal)]
+            applied += [p.id for p in known if p.id in cited and p.id not in applied]
+            counted: list[str] = []
+            for pid in applied:
+                if pid in reported:
+                    continue
+                await self.service.record_procedure_use(
+                    pid, namespace=self.namespace, success=success, duration_ms=duration_ms
+                )
+                counted.append(pid)
+        except Exception as exc:
+            self._report("record the use of a procedure", exc)
+            return []
+        return counted
+
+    async def _procedures(self) -> list[MemoryNode]:
+        """The current procedures this agent may see (those the context block draws on)."""
+        assert self.tools is not None
+        flt = self.tools.bound.filter(type=NodeType.PROCEDURAL)
+        return await self.service.list_nodes(flt, limit=10_000, order="-created")
 
     async def _loop(
         self, system: str, messages: list[dict[str, Any]]
@@ -563,6 +653,10 @@ class Agent:
         self.warn(f"memloci: could not {doing} ({text}); continuing")
 
 
+def _ms_since(clock: float) -> float:
+    return round((time.monotonic() - clock) * 1000, 1)
+
+
 def memory_command_handler(
     answer: Callable[..., Awaitable[str | None]],
 ) -> CommandHandler:
@@ -590,6 +684,7 @@ __all__ = [
     "agent_tools",
     "memory_command_handler",
     "model_spec",
+    "no_memory_error",
     "no_model_error",
     "tool_specs",
 ]

@@ -16,6 +16,11 @@ conversation; :meth:`Agent.finish` then records one episode of category
 trigger started the run), prunes old sessions and consolidates when
 ``consolidation.interval`` is ``after_autonomous`` or ``after_session``.
 
+Each learned procedure the run applied — its trigger matched the task, or the summary
+cites its ``[id:…]`` — gets one use recorded (:meth:`Agent.record_procedures`): success
+when ``finish_task`` ended the run, failure when the step limit did, and the run's
+duration; one the model reported with ``record_procedure_use`` is not counted twice.
+
 Never raises: memory failures are reported through the agent's ``warn``, a failing
 model ends the run with ``result.error`` set (the episode records the failure).
 """
@@ -82,6 +87,7 @@ async def run_autonomous(
     role's ``autonomy.max_steps``); ``trigger`` (e.g. ``{"trigger_type": "cron"}``) goes
     into the run's episode. Starts the agent's session if needed; never raises."""
     task = v.turn(task)
+    clock = time.monotonic()
     steps_max = v.limit(max_steps or agent.role.autonomy.steps, "max_steps", MAX_STEPS)
     agent.trigger = dict(trigger) if trigger else None
     if agent.conversation is None:
@@ -137,6 +143,9 @@ async def run_autonomous(
     await agent.conversation.record("user", task)
     await agent.conversation.record("assistant", summary)
     agent.record_turn(task, summary, tuple(runs))
+    if error is None:  # a run the model failed carried no procedure to an outcome
+        ms = round((time.monotonic() - clock) * 1000, 1)
+        await agent.record_procedures(task, summary, tuple(runs), success=finished, duration_ms=ms)
     return RunResult(task, summary, finished, steps, tuple(runs), error)
 
 

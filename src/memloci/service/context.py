@@ -27,7 +27,7 @@ from memloci.context import (
     report_of,
     time_key,
 )
-from memloci.errors import NotFoundError
+from memloci.errors import NotFoundError, ValidationError
 from memloci.kinds import FACT_TYPES
 from memloci.models import (
     ContextReport,
@@ -333,7 +333,8 @@ class ContextMixin(ServiceCore):
         duration_ms: float | None = None,
     ) -> MemoryNode:
         """Count one use of a learned procedure, with its outcome and duration when known
-        (``times_used``, ``success_rate``, ``avg_duration_ms``; atomic across writers)."""
+        (``times_used``, ``success_rate``, ``avg_duration_ms``; atomic across writers).
+        A forgotten or replaced procedure is refused (ValidationError)."""
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
         if success is not None:
             success = v.flag(success, "success")
@@ -344,6 +345,12 @@ class ContextMixin(ServiceCore):
                 node = self.store.get_node(ns, mid)
                 if node is None or node.type is not NodeType.PROCEDURAL:
                     raise NotFoundError(f"no procedure with id {mid!r}")
+                if not node.is_current:  # forgotten or replaced: its record is closed
+                    raise ValidationError(
+                        f"procedure {mid} is no longer current (forgotten or replaced); "
+                        "its uses are no longer counted",
+                        hint="record the use on the procedure that replaced it",
+                    )
                 details = record_use(
                     node.procedure or ProcedureDetails(), success=success, duration_ms=ms
                 )

@@ -291,6 +291,14 @@ class RecordEpisodeArgs(ToolArgs):
     )
 
 
+class RecordProcedureUseArgs(ToolArgs):
+    memory_id: MemoryId = Field(description="8-character ID of the procedure you applied")
+    success: bool | None = Field(None, description="Whether applying it worked")
+    duration_ms: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="How long it took, in milliseconds"
+    )
+
+
 class EntityInfoArgs(ToolArgs):
     name: str = Field(
         min_length=1,

@@ -26,6 +26,7 @@ from memloci.tools.args import (
     NoArgs,
     RecallArgs,
     RecordEpisodeArgs,
+    RecordProcedureUseArgs,
     RememberArgs,
     SearchMemoryArgs,
     ToolArgs,
@@ -102,7 +103,8 @@ class ToolDef(Generic[A]):
 RECALL = (
     "Search your long-term memory. With query: memories relevant to it (by words and meaning). "
     "With key: the fact stored under that key (exact, then the closest keys). With neither: "
-    "the facts you know. Use it before answering questions about the user or past work."
+    "the facts you know, highest confidence first. Use it before answering questions about "
+    "the user or past work."
 )
 REMEMBER = (
     "Store a durable fact for future conversations (about the user, people, projects, "
@@ -181,6 +183,14 @@ _DEFS: list[ToolDef[Any]] = [
         "deploying'. Procedures are part of your instructions in future conversations.",
         LearnProcedureArgs,
         h.learn_procedure,
+    ),
+    ToolDef(
+        "record_procedure_use",
+        "Report that you applied a learned procedure (by its [id:…]) and how it went: "
+        "success true or false, and how long it took. It keeps the procedure's track "
+        "record (times used, success rate, average duration).",
+        RecordProcedureUseArgs,
+        h.record_procedure_use,
     ),
     ToolDef(
         "record_episode",

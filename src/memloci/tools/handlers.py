@@ -27,6 +27,7 @@ from memloci.tools.args import (
     NoArgs,
     RecallArgs,
     RecordEpisodeArgs,
+    RecordProcedureUseArgs,
     RememberArgs,
     SearchMemoryArgs,
     UpdateMemoryArgs,
@@ -132,7 +133,8 @@ def _hits(hits: list[SearchHit]) -> str:
 
 
 async def recall(b: Bound, a: RecallArgs) -> str:
-    """No query or key → list facts; ``key`` → exact, then fuzzy; ``query`` → search.
+    """No query or key → list facts, highest confidence first (reference 000); ``key`` →
+    exact, then fuzzy; ``query`` → search.
 
     Defaults follow reference 000 (facts, ``min_confidence`` 0.5, 10 results);
     ``top_k`` / ``memory_types`` are reference 004's spellings of the same options."""
@@ -177,7 +179,7 @@ async def recall(b: Bound, a: RecallArgs) -> str:
             text = f"None of them scores as an answer (below {threshold:.2f}):\n\n{text}"
         return f"{r.count(len(hits))} for {a.query!r} (best first):\n\n{text}"
     flt = b.filter(type=a.types(), min_confidence=conf, **_when(a))
-    nodes = await b.service.list_nodes(flt, limit=limit, order="category")
+    nodes = await b.service.list_nodes(flt, limit=limit, order="-confidence")
     if not nodes:
         weaker = await b.service.count(replace(flt, min_confidence=None))
         if weaker:
@@ -186,7 +188,7 @@ async def recall(b: Bound, a: RecallArgs) -> str:
                 "(pass min_confidence=0 to see them)."
             )
         return "No memories match those filters." if a.memory_type else "No memories stored yet."
-    return f"{await _shown(b, flt, nodes, limit)}:\n{r.lines(nodes)}"
+    return f"{await _shown(b, flt, nodes, limit)}, highest confidence first:\n{r.lines(nodes)}"
 
 
 async def _weaker(b: Bound, query: str, flt: NodeFilter, limit: int) -> str:
@@ -440,6 +442,20 @@ async def learn_procedure(b: Bound, a: LearnProcedureArgs) -> str:
         procedure_type=a.procedure_type or ProcedureType.WORKFLOW_GRAPH, user=b.user, agent=b.agent,
     )  # fmt: skip
     return r.write(result)
+
+
+async def record_procedure_use(b: Bound, a: RecordProcedureUseArgs) -> str:
+    """Count one use of a procedure this caller may see, with its outcome and duration."""
+    node = await b.node(a.memory_id)
+    if node.type is not NodeType.PROCEDURAL:
+        raise NotFoundError(
+            f"{r.ref(node)} is a {node.type.value} memory, not a procedure",
+            hint="recall with memory_type 'procedures' lists the procedures",
+        )
+    done = await b.service.record_procedure_use(
+        node.id, namespace=b.namespace, success=a.success, duration_ms=a.duration_ms
+    )
+    return f"Recorded a use of {r.ref(done)}: {r.procedure_record(done)}."
 
 
 async def record_episode(b: Bound, a: RecordEpisodeArgs) -> str:

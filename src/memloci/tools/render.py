@@ -134,3 +134,16 @@ def write(result: WriteResult, *, previous: str | None = None) -> str:
             "store it with remember."
         )
     return f"{action.capitalize()} {ref(node)}: {quote(node.content)}."
+
+
+def procedure_record(node: MemoryNode) -> str:
+    """``used 3 times, success rate 67%, 1.2 s on average`` (what is known of it)."""
+    p = node.procedure
+    if p is None:
+        return "used 0 times"
+    out = [f"used {p.times_used} {'time' if p.times_used == 1 else 'times'}"]
+    if p.success_rate is not None:
+        out.append(f"success rate {p.success_rate:.0%}")
+    if p.avg_duration_ms is not None:
+        out.append(f"{p.avg_duration_ms / 1000:.1f} s on average")
+    return ", ".join(out)

@@ -191,6 +191,19 @@ async def create_procedure(body: s.ProcedureCreate, service: Service, ns: WriteN
     return await service.learn_procedure(data.pop("content"), namespace=ns, **data)
 
 
+@router.post("/procedures/{memory_id}/uses", tags=["procedures"])
+async def record_procedure_use(
+    memory_id: str, body: s.ProcedureUse, service: Service, ns: WriteNS
+) -> MemoryNode:
+    """Count one use of a procedure, with its outcome and duration when known; answers
+    the procedure with its track record (``procedure.times_used``, ``success_rate``,
+    ``avg_duration_ms``)."""
+    node = await _node_of_kind(service, ns, memory_id, "procedures")
+    return await service.record_procedure_use(
+        node.id, namespace=ns, success=body.success, duration_ms=body.duration_ms
+    )
+
+
 # ---------------------------------------------------------------- any memory
 @router.get("/memories/{memory_id}/history", tags=["memories"])
 async def history(memory_id: str, service: Service, ns: ReadNS) -> s.MemoryDetail:

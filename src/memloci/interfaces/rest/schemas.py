@@ -198,6 +198,15 @@ class ProcedureCreate(Body):
     metadata: dict[str, Any] | None = None
 
 
+class ProcedureUse(Body):
+    """One use of a learned procedure: how it went and how long it took (both optional)."""
+
+    success: Flag | None = Field(None, description="whether applying it worked")
+    duration_ms: Number | None = Field(
+        None, ge=0, allow_inf_nan=False, description="how long it took, in ms"
+    )
+
+
 class TurnsCreate(Body):
     """Conversation turns for the hot path (episodes linked in order)."""
 
