@@ -154,7 +154,9 @@ EXEMPLARS: dict[Intent, tuple[str, ...]] = {
         "The wedding was lovely.",
     ),
 }
-THRESHOLD = 0.2  # centred cosine the best intent must reach, else the rules decide
+# centred cosine the best intent must reach, else the rules decide (the default of
+# ``Settings.intent_similarity_threshold``)
+THRESHOLD = 0.2
 MARGIN = 0.1  # and by how much it must beat the next intent
 
 
@@ -319,12 +321,14 @@ def plan_query(
     *,
     embedder: Embedder | None = None,
     vector: Callable[[], npt.NDArray[np.float32] | None] | None = None,
+    threshold: float = THRESHOLD,
 ) -> QueryPlan:
     """Classify a query. With an embedder, exemplars first (``vector`` gives the query's
-    embedding if the caller has it); keyword rules otherwise."""
+    embedding if the caller has it; ``threshold``: ``Settings.intent_similarity_threshold``);
+    keyword rules otherwise."""
     source = "rules"
     if embedder is not None:
-        classifier = EmbeddingIntentClassifier(embedder)
+        classifier = EmbeddingIntentClassifier(embedder, threshold=threshold)
         intent, source = classifier.classify(query, vector() if vector else None)
     else:
         intent = KeywordIntentClassifier().classify(query)
