@@ -4,9 +4,11 @@ the clear ones and leaves the rest to the rules, never deciding wrongly here).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from conftest import MakeMemory
+from memloci import Memory
 from memloci.providers.base import load_embedder
 from memloci.retrieval.intent import (
     EmbeddingIntentClassifier,
@@ -14,6 +16,8 @@ from memloci.retrieval.intent import (
     KeywordIntentClassifier,
     language_of,
 )
+
+MakeMemory = Callable[..., Memory]
 
 QUESTIONS = {
     Intent.WHY: (
@@ -63,6 +67,7 @@ def test_keyword_rules(query: str, intent: Intent) -> None:
     assert KeywordIntentClassifier().classify(query) is intent
 
 
+@pytest.mark.slow
 def test_the_embedding_classifier_with_the_bundled_model() -> None:
     classifier = EmbeddingIntentClassifier(load_embedder("local"))
     assert classifier.ready(wait=True)
@@ -76,6 +81,7 @@ def test_the_embedding_classifier_with_the_bundled_model() -> None:
     assert language_of("Why did Анна leave?") == "en"
 
 
+@pytest.mark.slow
 def test_a_search_plans_russian_questions(make_memory: MakeMemory) -> None:
     retriever = make_memory(embedder="local").service.retriever
     assert retriever.plan("Почему релиз Atlas провалился?").intent is Intent.WHY

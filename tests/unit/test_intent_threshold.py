@@ -3,11 +3,15 @@ that the embedding intent classifier of a memory's search uses."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from conftest import MakeMemory
+from memloci import Memory
 from memloci.config import Settings
 from memloci.retrieval.intent import THRESHOLD, Intent
+
+MakeMemory = Callable[..., Memory]
 
 
 def test_the_setting_is_validated_and_read_from_the_environment(
@@ -22,6 +26,7 @@ def test_the_setting_is_validated_and_read_from_the_environment(
     assert Settings().intent_similarity_threshold == 0.3
 
 
+@pytest.mark.slow
 def test_the_search_classifier_uses_it(make_memory: MakeMemory) -> None:
     question = "When did we move to Berlin?"
     default = make_memory(embedder="local").service.retriever
