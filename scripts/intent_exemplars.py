@@ -3,9 +3,10 @@
 default; int8 MiniLM, for stores made with it), so a new process classifies query
 intents without embedding the exemplars first.
 
-Run it after changing ``EXEMPLARS`` (a stale file is ignored: it is keyed by a hash of
-the exemplars and by the model id); ``tests/unit/test_intent_preset.py`` checks that
-the shipped file is current and matches a fresh fit.
+Run it after changing ``LANGUAGES`` (the English and Russian exemplars; a stale file
+is ignored: it is keyed by a hash of the exemplars and by the model id);
+``tests/unit/test_intent_preset.py`` checks that the shipped file is current and
+matches a fresh fit.
 
     python scripts/intent_exemplars.py
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from memloci.providers.bge import BgeSmallEmbedder
 from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
-from memloci.retrieval.intent import EXEMPLARS, PRESET, exemplars_digest, fit_exemplars
+from memloci.retrieval.intent import LANGUAGES, PRESET, exemplars_digest, fit_exemplars
 
 
 def _short(x: float) -> float:
@@ -29,10 +30,12 @@ def _short(x: float) -> float:
 def main() -> None:
     models = {}
     for embedder in (BgeSmallEmbedder(), OnnxMiniLMEmbedder()):
-        mean, directions = fit_exemplars(embedder)
         models[embedder.model_id] = {
-            "mean": [_short(x) for x in mean],
-            "directions": [[_short(x) for x in row] for row in directions],
+            lang: {
+                "mean": [_short(x) for x in mean],
+                "directions": [[_short(x) for x in row] for row in directions],
+            }
+            for lang, (mean, directions) in fit_exemplars(embedder).items()
         }
     data = {
         "exemplars": exemplars_digest(),
@@ -40,7 +43,7 @@ def main() -> None:
         "models": models,
     }
     PRESET.write_text(json.dumps(data) + "\n", encoding="utf-8")
-    print(f"wrote {PRESET} ({', '.join(models)}; {len(EXEMPLARS)} intents)")
+    print(f"wrote {PRESET} ({', '.join(models)}; {', '.join(LANGUAGES)})")
 
 
 if __name__ == "__main__":

@@ -96,6 +96,13 @@ class Settings(BaseModel):
         description="search score from which a hit answers the query: the context block "
         "leaves out what scores below it, recall and the tools mark it",
     )
+    intent_similarity_threshold: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="centred cosine a query must reach to an intent's exemplars for the "
+        "embedding intent classifier to decide (else the keyword rules do; 0-1)",
+    )
     reinforce_on_search: bool = Field(True, description="count search hits as accesses")
     weight_graph: float = Field(
         0.8, ge=0, le=1, description="fusion weight of graph strategies (0-1)"

@@ -16,7 +16,7 @@ from memloci.providers.bge import BgeSmallEmbedder
 from memloci.providers.minilm import MODEL_ID
 from memloci.retrieval import intent
 from memloci.retrieval.intent import (
-    EXEMPLARS,
+    LANGUAGES,
     PRESET,
     Intent,
     exemplars_digest,
@@ -44,11 +44,11 @@ def test_the_shipped_preset_is_current() -> None:
     assert data["exemplars"] == exemplars_digest(), "run scripts/intent_exemplars.py"
     for model in data["models"]:
         fitted = load_preset(model)
-        assert fitted is not None
-        mean, directions = fitted
-        assert mean.dtype == np.float32 and mean.shape == (384,)
-        assert directions.shape == (len(EXEMPLARS), 384)
-        np.testing.assert_allclose(np.linalg.norm(directions, axis=1), 1.0, atol=1e-5)
+        assert fitted is not None and set(fitted) == set(LANGUAGES) == {"en", "ru"}
+        for mean, directions in fitted.values():
+            assert mean.dtype == np.float32 and mean.shape == (384,)
+            assert directions.shape == (len(Intent), 384)
+            np.testing.assert_allclose(np.linalg.norm(directions, axis=1), 1.0, atol=1e-5)
 
 
 @pytest.mark.slow
@@ -57,9 +57,11 @@ def test_the_preset_equals_a_fresh_fit_with_each_bundled_model(name: str) -> Non
     embedder = load_embedder(name)
     preset = load_preset(embedder.model_id)
     assert preset is not None
-    mean, directions = fit_exemplars(embedder)
-    np.testing.assert_allclose(preset[0], mean, atol=1e-5)
-    np.testing.assert_allclose(preset[1], directions, atol=1e-5)
+    fresh = fit_exemplars(embedder)
+    assert set(fresh) == set(preset)
+    for lang, (mean, directions) in fresh.items():
+        np.testing.assert_allclose(preset[lang][0], mean, atol=1e-5)
+        np.testing.assert_allclose(preset[lang][1], directions, atol=1e-5)
 
 
 def test_the_preset_is_used_without_embedding() -> None:
@@ -68,8 +70,12 @@ def test_the_preset_is_used_without_embedding() -> None:
     fitted = cache.get(_NoEmbedding())  # type: ignore[arg-type]
     assert fitted is not None and threading.active_count() == before  # no fitting thread
     classifier = intent.EmbeddingIntentClassifier(_NoEmbedding())  # type: ignore[arg-type]
-    when = fitted[0] + 0.5 * fitted[1][list(EXEMPLARS).index(Intent.WHEN)]
+    mean, directions = fitted["en"]
+    when = mean + 0.5 * directions[list(Intent).index(Intent.WHEN)]
     assert classifier.classify("anything", when) == (Intent.WHEN, "exemplars")
+    mean, directions = fitted["ru"]  # a Cyrillic query is measured against the Russian set
+    why = mean + 0.5 * directions[list(Intent).index(Intent.WHY)]
+    assert classifier.classify("что-нибудь", why) == (Intent.WHY, "exemplars")
 
 
 def test_a_preset_for_another_model_or_other_exemplars_is_ignored(tmp_path: Path) -> None:
@@ -81,9 +87,13 @@ def test_a_preset_for_another_model_or_other_exemplars_is_ignored(tmp_path: Path
     file.write_text(json.dumps({**data, "exemplars": "0" * 64}), encoding="utf-8")
     assert load_preset(MODEL_ID, file) is None  # exemplars changed since it was written
     fit = data["models"][MODEL_ID]
-    short = {**data, "models": {MODEL_ID: {**fit, "directions": fit["directions"][:2]}}}
+    ru = {**fit["ru"], "directions": fit["ru"]["directions"][:2]}
+    short = {**data, "models": {MODEL_ID: {**fit, "ru": ru}}}
     file.write_text(json.dumps(short), encoding="utf-8")
     assert load_preset(MODEL_ID, file) is None  # wrong shape
+    english_only = {**data, "models": {MODEL_ID: {"en": fit["en"]}}}
+    file.write_text(json.dumps(english_only), encoding="utf-8")
+    assert load_preset(MODEL_ID, file) is None  # a language missing
     file.write_text("{not json", encoding="utf-8")
     assert load_preset(MODEL_ID, file) is None
     assert load_preset(MODEL_ID, tmp_path / "missing.json") is None

@@ -11,7 +11,9 @@ without a session are consolidated the same way, as one group per owner):
    process claimed one meanwhile, roll back and skip), store each fact — a duplicate
    confirms the existing one (the rule of
    :func:`~memloci.consolidation.dedupe.match_fact`, shared with ``remember``), a fact
-   holding a known key with other content, or a ``correction`` of a same-subject fact,
+   holding a known key with other content, a ``correction`` of a same-subject fact, or
+   one that contradicts an unkeyed fact of the owner (the same subject's same property
+   with an incompatible value: :mod:`memloci.consolidation.contradiction`),
    *supersedes* it (new → old edge, the old one's validity ends, both histories stay)
    — link it ``derived_from`` its source episodes, resolve its entities and link them
    to the fact and its episodes, and mark the session.
@@ -34,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.consolidation.base import ExtractedFact, Extraction, Extractor
+from memloci.consolidation.contradiction import contradicted, contradiction
 from memloci.consolidation.dedupe import (
     MatchKind,
     details,
@@ -374,6 +377,9 @@ class Consolidator:
             replaces = found.kind is MatchKind.KEY or (
                 found.kind is MatchKind.NEAR and fact.fact_type is FactType.CORRECTION
             )  # a correction close to a known fact replaces it rather than confirming it
+            if hit is not None and not same and not replaces and hit.key is None:
+                # near in meaning, yet it says the opposite ("fast" / "slow")
+                replaces = contradiction(hit.content, text) is not None
             if hit is not None and (same or not replaces):
                 # one confirmation more, the confidence it was said with (what decay
                 # took comes back), and the key and category it brings where it has none
@@ -386,6 +392,9 @@ class Consolidator:
                 run.made[made_text] = hit
                 return hit
             old = hit if replaces else self._corrected(run, fact, owner)
+            if old is None and types == FACT_TYPES:  # an unkeyed fact it contradicts
+                gone = contradicted(self.store, owner, text, skip=run.ended)
+                old = gone[0] if gone is not None else None
         stated = self._stated(ns, old) if old is not None else None
         if old is not None and stated is not None and new.event_time < stated:
             current, new = old, self._historical(run, new, old, stated)  # said before it

@@ -3,17 +3,17 @@
 The intent (``why`` / ``when`` / ``who`` / ``what`` / ``general``) routes the graph
 strategies (:mod:`memloci.retrieval.graph`). Two classifiers:
 
-* :class:`KeywordIntentClassifier` — English question words and cue phrases; always
-  available, microseconds.
+* :class:`KeywordIntentClassifier` — English and Russian question words and cue
+  phrases; always available, microseconds.
 * :class:`EmbeddingIntentClassifier` — cosine between the query vector (the one the
-  vector search computes anyway) and a few exemplar questions per intent, embedded once
-  per embedding model (in the background; rules meanwhile) and cached. Below a
-  similarity threshold, or when the best two intents are too close, it defers to the
-  keyword rules.
+  vector search computes anyway) and a few exemplar questions per intent and language
+  (English, Russian: the query's alphabet picks the set), embedded once per embedding
+  model (in the background; rules meanwhile) and cached. Below a similarity threshold,
+  or when the best two intents are too close, it defers to the keyword rules.
 
 For the bundled models the fitted exemplars ship with memloci
 (``data/intent_exemplars.json``, written by ``scripts/intent_exemplars.py``, one fit per
-model id, keyed by a hash of :data:`EXEMPLARS`), so a one-shot search classifies by
+model id, keyed by a hash of :data:`LANGUAGES`), so a one-shot search classifies by
 exemplars at once instead of embedding them first; any other model, or changed
 exemplars, are embedded as before.
 
@@ -85,22 +85,50 @@ _QUESTION = re.compile(
     r"|\b(?P<who>who|whom|whose|who's|which (?:person|people|friend|friends))\b"
     r"|\b(?P<what>what|which|where|how (?:many|much)|what's)\b"
 )
+# Russian (ё read as е): "почему" / "зачем" / "из-за чего" ask why; "когда" / "в каком
+# году" / "как давно" / "сколько лет" when; "кто" and its cases / "чей" who; "что" /
+# "какой" / "где" / "сколько" what. Phrases first, as in English ("что заставило" is why).
+_QUESTION_RU = re.compile(
+    r"\b(?P<when>когда|с каких пор|как давно|как долго|во сколько|какого числа"
+    r"|в (?:какое время|какой (?:день|год|месяц|час|момент)|каком (?:году|месяце|часу))"
+    r"|(?:какой|какая|какое) (?:год|день|месяц|дата|число)|сколько (?:времени|лет|дней|недель"
+    r"|месяцев))\b"
+    r"|\b(?P<why>почему|зачем|отчего|с чего бы|по (?:какой|каким) причин\w*|из-за чего"
+    r"|что (?:заставило|побудило|привело|вызвало|стало причиной))\b"
+    r"|\b(?P<who>кто|кого|кому|кем|о ком|чей|чья|чье|чьи|чьего|чьей|чьих)\b"
+    r"|\b(?P<what>что|чего|чем|чему|о чем|как(?:ой|ая|ое|ие|ого|ую|их|им|ом|ой|ими)"
+    r"|где|куда|откуда|сколько)\b"
+)
+# "что" / "кто" also join clauses ("Я думаю, что он прав"): a Russian question word counts
+# in a question (a "?") or when it opens the query, after a preposition at most
+_PREPOSITIONS = {"", "с", "со", "о", "об", "в", "во", "на", "для", "у", "к", "по", "из", "от"}
+_PREPOSITIONS |= {"до", "за", "про", "при", "а", "и", "но", "так"}
 _CUES = (
     (Intent.WHY, re.compile(r"\b(?:because|reasons?|caus(?:e|es|ed)|explain)\b")),
     (Intent.WHEN, re.compile(r"\b(?:timeline|dates?|ago|before|after)\b")),
     (Intent.WHAT, re.compile(r"\b(?:describe|tell me about|list|name)\b")),
+    (Intent.WHY, re.compile(r"\b(?:потому что|причин\w*|из-за|объясни\w*)")),
+    (Intent.WHEN, re.compile(r"\b(?:хронолог\w*|дат[аыуе]|назад)\b")),
+    (Intent.WHAT, re.compile(r"\b(?:опиши|расскажи (?:о|об|про)|перечисли|назови)\b")),
 )
 
 
 class KeywordIntentClassifier:
-    """English rules: the first question word ("why", "when", "who", "what", …) decides;
-    without one, cue words ("because", "timeline", "tell me about"); else ``general``."""
+    """English and Russian rules: the first question word ("why", "when", "who", "what",
+    "почему", "когда", "кто", "что", …) decides; without one, cue words ("because",
+    "timeline", "tell me about", "потому что"); else ``general``."""
 
     def classify(self, query: str) -> Intent:
-        text = query.lower().replace("’", "'")
-        found = _QUESTION.search(text)
-        if found is not None and found.lastgroup is not None:
-            return Intent(found.lastgroup)
+        text = query.lower().replace("’", "'").replace("ё", "е")
+        found = [m for m in (_QUESTION.search(text), _QUESTION_RU.search(text)) if m]
+        if len(found) and found[-1].re is _QUESTION_RU and "?" not in text:
+            ru = found.pop()
+            if text[: ru.start()].strip(" ,.!-—").strip() in _PREPOSITIONS:
+                found.append(ru)
+        if found:
+            first = min(found, key=lambda m: m.start())
+            if first.lastgroup is not None:
+                return Intent(first.lastgroup)
         for intent, pattern in _CUES:
             if pattern.search(text):
                 return intent
@@ -154,52 +182,135 @@ EXEMPLARS: dict[Intent, tuple[str, ...]] = {
         "The wedding was lovely.",
     ),
 }
-THRESHOLD = 0.2  # centred cosine the best intent must reach, else the rules decide
+# centred cosine the best intent must reach, else the rules decide (the default of
+# ``Settings.intent_similarity_threshold``)
+# Russian: the same form, one set of events of its own (more of them: the bundled
+# English models read Cyrillic as word pieces, so a Russian question form stands out
+# less). Fitted apart from the English set, its mean taken from its own exemplars.
+EXEMPLARS_RU: dict[Intent, tuple[str, ...]] = {
+    Intent.WHY: (
+        "Почему она переехала в Берлин?",
+        "Почему он ушёл с работы?",
+        "Зачем они взяли собаку?",
+        "Почему провалился релиз?",
+        "Почему ты начал учиться играть на пианино?",
+        "Что заставило её передумать насчёт свадьбы?",
+        "Почему Олег сменил команду?",
+        "Из-за чего отменили поездку?",
+    ),
+    Intent.WHEN: (
+        "Когда она переехала в Берлин?",
+        "Когда он ушёл с работы?",
+        "В каком году они взяли собаку?",
+        "Когда провалился релиз?",
+        "Как давно ты учишься играть на пианино?",
+        "Какого числа свадьба?",
+        "Когда Олег сменил команду?",
+        "На какой день перенесли поездку?",
+    ),
+    Intent.WHO: (
+        "Кто переехал с ней в Берлин?",
+        "Кто сказал ему уйти с работы?",
+        "Кто помог им взять собаку?",
+        "Кто виноват в провале релиза?",
+        "Кто учит тебя играть на пианино?",
+        "Кого пригласили на свадьбу?",
+        "С кем Олег сменил команду?",
+        "Кому отменили поездку?",
+    ),
+    Intent.WHAT: (
+        "Что она делала в Берлине?",
+        "С какой работы он ушёл?",
+        "Какую собаку они взяли?",
+        "Что сломалось в релизе?",
+        "Какие пьесы ты играешь на пианино?",
+        "Где будет свадьба?",
+        "В какую команду перешёл Олег?",
+        "Куда была поездка?",
+    ),
+    Intent.GENERAL: (
+        "Она переехала в Берлин.",
+        "Он ушёл с работы.",
+        "Они взяли собаку.",
+        "Релиз провалился.",
+        "Я начал учиться играть на пианино.",
+        "Свадьба была чудесной.",
+        "Олег сменил команду.",
+        "Поездку отменили.",
+    ),
+}
+# exemplar sets by language (each with every intent, in the order of :class:`Intent`)
+LANGUAGES: dict[str, dict[Intent, tuple[str, ...]]] = {"en": EXEMPLARS, "ru": EXEMPLARS_RU}
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[a-zA-Z]")
+
+
+def language_of(query: str) -> str:
+    """``ru`` when the query has more Cyrillic letters than Latin ones, else ``en``."""
+    return "ru" if len(_CYRILLIC.findall(query)) > len(_LATIN.findall(query)) else "en"
+
+
+THRESHOLD = 0.2
 MARGIN = 0.1  # and by how much it must beat the next intent
 
 
-Fitted = tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]  # (mean, unit directions)
+Fit = tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]  # (mean, unit directions)
+Fitted = dict[str, Fit]  # by language (:data:`LANGUAGES`)
 RETRY = 60.0  # seconds before fitting is tried again after the embedder failed
 PRESET = Path(__file__).resolve().parent.parent / "data" / "intent_exemplars.json"
 
 
 def exemplars_digest() -> str:
-    """A hash of :data:`EXEMPLARS` (intents, order and texts): a preset fitted from other
-    exemplars is not used."""
-    text = json.dumps({i.value: list(ts) for i, ts in EXEMPLARS.items()}, ensure_ascii=False)
+    """A hash of :data:`LANGUAGES` (languages, intents, order and texts): a preset fitted
+    from other exemplars is not used."""
+    text = json.dumps(
+        {lang: {i.value: list(ts) for i, ts in sets.items()} for lang, sets in LANGUAGES.items()},
+        ensure_ascii=False,
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def fit_exemplars(embedder: Embedder) -> Fitted:
-    """Embed :data:`EXEMPLARS`: the mean of all of them, and per intent the unit
-    direction of its centroid from that mean (rows in the order of :data:`EXEMPLARS`)."""
-    texts = [t for ts in EXEMPLARS.values() for t in ts]
+    """Embed :data:`LANGUAGES` (one call): per language, the mean of its exemplars, and
+    per intent the unit direction of its centroid from that mean (rows in the order of
+    :class:`Intent`)."""
+    texts = [t for sets in LANGUAGES.values() for ts in sets.values() for t in ts]
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-    mean = vectors.mean(axis=0)
-    rows, start = [], 0
-    for examples in EXEMPLARS.values():
-        rows.append(vectors[start : start + len(examples)].mean(axis=0) - mean)
-        start += len(examples)
-    directions = np.stack(rows)
-    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
-    return mean, directions
+    fitted: Fitted = {}
+    start = 0
+    for lang, sets in LANGUAGES.items():
+        size = sum(len(ts) for ts in sets.values())
+        block = vectors[start : start + size]
+        start += size
+        mean = block.mean(axis=0)
+        rows, at = [], 0
+        for examples in sets.values():
+            rows.append(block[at : at + len(examples)].mean(axis=0) - mean)
+            at += len(examples)
+        directions = np.stack(rows)
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+        fitted[lang] = (mean, directions)
+    return fitted
 
 
 def load_preset(model: str, path: Path = PRESET) -> Fitted | None:
     """The shipped exemplar fit for ``model``, or None (a model without one, exemplars
     changed since it was written, or no readable file)."""
+    fitted: Fitted = {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        fit = data["models"].get(model) if data.get("exemplars") == exemplars_digest() else None
-        if fit is None:
+        fits = data["models"].get(model) if data.get("exemplars") == exemplars_digest() else None
+        if fits is None:
             return None
-        mean = np.asarray(fit["mean"], dtype=np.float32)
-        directions = np.asarray(fit["directions"], dtype=np.float32)
+        for lang in LANGUAGES:
+            mean = np.asarray(fits[lang]["mean"], dtype=np.float32)
+            directions = np.asarray(fits[lang]["directions"], dtype=np.float32)
+            if mean.ndim != 1 or directions.shape != (len(Intent), mean.shape[0]):
+                return None
+            fitted[lang] = (mean, directions)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    if mean.ndim != 1 or directions.shape != (len(EXEMPLARS), mean.shape[0]):
-        return None
-    return mean, directions
+    return fitted
 
 
 class _Exemplars:
@@ -282,7 +393,7 @@ class EmbeddingIntentClassifier:
         """``(intent, source)``; ``vector`` is the query's embedding when already known."""
         fitted = EXEMPLAR_CACHE.get(self.embedder)
         if fitted is not None:
-            mean, directions = fitted
+            mean, directions = fitted[language_of(query)]
             if vector is None:
                 vector = self.embedder.embed_query(query)
             query_vector = np.asarray(vector, dtype=np.float32)
@@ -293,7 +404,7 @@ class EmbeddingIntentClassifier:
                 order = sorted(range(len(sims)), key=lambda i: -sims[i])
                 best, runner = sims[order[0]], sims[order[1]]
                 if best >= self.threshold and best - runner >= self.margin:
-                    return list(EXEMPLARS)[order[0]], "exemplars"
+                    return list(Intent)[order[0]], "exemplars"
         return self.fallback.classify(query), "rules"
 
 
@@ -319,12 +430,14 @@ def plan_query(
     *,
     embedder: Embedder | None = None,
     vector: Callable[[], npt.NDArray[np.float32] | None] | None = None,
+    threshold: float = THRESHOLD,
 ) -> QueryPlan:
     """Classify a query. With an embedder, exemplars first (``vector`` gives the query's
-    embedding if the caller has it); keyword rules otherwise."""
+    embedding if the caller has it; ``threshold``: ``Settings.intent_similarity_threshold``);
+    keyword rules otherwise."""
     source = "rules"
     if embedder is not None:
-        classifier = EmbeddingIntentClassifier(embedder)
+        classifier = EmbeddingIntentClassifier(embedder, threshold=threshold)
         intent, source = classifier.classify(query, vector() if vector else None)
     else:
         intent = KeywordIntentClassifier().classify(query)

@@ -418,6 +418,7 @@ class Retriever:
             query,
             embedder=self.embedder,
             vector=(lambda: qv.result(vector)) if vector is not None else None,
+            threshold=self.settings.intent_similarity_threshold,
         )
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
+from memloci.consolidation.contradiction import contradicted, contradiction
 from memloci.consolidation.dedupe import (
     FactMatch,
     MatchKind,
@@ -61,6 +62,19 @@ from memloci.storage.rows import content_hash
 from memloci.worker import EmbeddingWorker, bind_embedder, stale_vectors
 
 log = logging.getLogger("memloci.service")
+
+
+@dataclass(frozen=True)
+class _Remembered:
+    """What ``remember``'s check-and-write did: the match, the same-subject memories,
+    the stored node, the changes made to a confirmed one, and the fact it replaced (with
+    how the new one contradicts it)."""
+
+    found: FactMatch
+    similar: list[MemoryNode] = field(default_factory=list)
+    stored: MemoryNode | None = None
+    changes: list[str] = field(default_factory=list)
+    replaced: tuple[MemoryNode, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -255,15 +269,16 @@ class MemoryService(
         }  # fmt: skip
         owner_user = user if sc is Scope.USER else None  # caps count per user
 
-        def write() -> tuple[FactMatch, list[MemoryNode], MemoryNode | None, list[str]]:
+        def write() -> _Remembered:
             done = self._remember_atomic(owner, node, vector, suggest_on_subject, given)
-            if done[2] is not None:  # stored: the cap too, in this thread, so a caller
+            if done.stored is not None:  # stored: the cap too, in this thread, so a caller
                 # that stops waiting (a timeout) never leaves the store over it
                 self._prune(ns, FACT_TYPES, self.settings.max_memories, owner_user)
-                return done[0], done[1], self._settled([done[2]])[0], done[3]
+                return replace(done, stored=self._settled([done.stored])[0])
             return done
 
-        found, similar, stored, changes = await self._run(write)
+        done = await self._run(write)
+        found, similar, stored, changes = done.found, done.similar, done.stored, done.changes
         old = found.node
         if old is not None and found.kind is MatchKind.KEY:
             if not overwrite:
@@ -275,6 +290,17 @@ class MemoryService(
             return await self.update(
                 old.id, text, namespace=ns, value=value, set_value=True, session=session,
                 confirmed=True, _embedded=(doc, vector) if vector is not None else None,
+            )  # fmt: skip
+        if done.replaced is not None:  # an unkeyed fact it contradicts: it holds no more
+            gone, how = done.replaced
+            if vector is None and self.worker:
+                self.worker.wake()
+            elif self.worker:
+                self.worker.link([node.id])
+            return WriteResult(
+                action="superseded", memory=stored or node, similar=[gone],
+                message=f"Remembered [{node.id}]; it supersedes [{gone.id}] "
+                f"({gone.content!r} no longer holds: {how}; kept in its history).",
             )  # fmt: skip
         if old is not None:  # with a key, value or category it lacked: set them
             told = f" and set {', '.join(changes)} (version {old.version})" if changes else ""
@@ -302,14 +328,17 @@ class MemoryService(
     def _remember_atomic(
         self, owner: NodeFilter, node: MemoryNode, vector: Any, suggest: bool,
         given: Mapping[str, Any],
-    ) -> tuple[FactMatch, list[MemoryNode], MemoryNode | None, list[str]]:  # fmt: skip
+    ) -> _Remembered:  # fmt: skip
         """Check and write as one unit (``store.exclusive``): a concurrent ``remember`` of
         the same fact — another thread, process or server — waits, then sees this one's
         row and vector. Returns the match (a confirmed duplicate comes back updated, with
         the key, value and category ``given`` that it lacked: see
         :func:`~memloci.service.edits.restatement`), the same-subject memories, the stored
         node and the changes made to a confirmed one; with no match and no suggestion,
-        ``node`` is stored together with its vector."""
+        ``node`` is stored together with its vector — superseding the current unkeyed fact
+        of the owner it contradicts, if any (same subject and property, an incompatible
+        value: :mod:`memloci.consolidation.contradiction`), unless that one is dated
+        later."""
         store = self.store
         with store.exclusive(fact_lock(node.namespace)):
             found = match_fact(
@@ -317,26 +346,38 @@ class MemoryService(
                 embed=(lambda: vector) if vector is not None else None,
                 threshold=_threshold(self.settings.duplicate_threshold, self.embedder),
             )  # fmt: skip
+            replaced: tuple[MemoryNode, str] | None = None
             if found.node is not None and found.kind is not MatchKind.KEY:
-                patch, changes = restatement(found.node, given)
-                updated = store.update_node(found.node.namespace, found.node.id, patch)
-                return replace(found, node=updated), [], None, changes
-            if found.node is not None:
-                return found, [], None, []
+                how = contradiction(found.node.content, node.content)
+                if how is None or found.node.key is not None:
+                    patch, changes = restatement(found.node, given)
+                    updated = store.update_node(found.node.namespace, found.node.id, patch)
+                    return _Remembered(replace(found, node=updated), changes=changes)
+                replaced = found.node, how  # near in meaning, yet it says the opposite
+            elif found.node is not None:
+                return _Remembered(found)
+            else:
+                replaced = contradicted(store, owner, node.content)
+            if replaced is not None and replaced[0].event_time > node.event_time:
+                replaced = None  # stated after this one (an event_time in the past)
             similar: list[MemoryNode] = []
-            if node.subject:  # the newest memories about the same subject, however many
+            if node.subject and replaced is None:  # the newest memories about the subject
                 about = replace(owner, subject=node.subject)
                 similar = store.list_nodes(about, limit=20, order="-created")
                 if similar and suggest:
-                    return found, similar, None, []
-            stored = store.insert_node(node)
+                    return _Remembered(found, similar)
+            if replaced is not None:
+                store.supersede(node.namespace, replaced[0].id, node, now=utcnow())
+                stored = store.get_node(node.namespace, node.id) or node
+            else:
+                stored = store.insert_node(node)
             if vector is not None:
                 item = PendingEmbedding(
                     node.id, content_hash(node.content), node.content, node.speaker, node.key,
                     node.subject,
                 )  # fmt: skip
                 store.save_embeddings([item], vector[None, :])
-            return found, similar, stored, []
+            return _Remembered(FactMatch(), similar, stored, replaced=replaced)
 
     async def purge(self, memory_id: str, *, namespace: str | None = None) -> None:
         """Hard delete (privacy): the memory, its history, edges and vector are gone."""

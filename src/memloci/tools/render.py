@@ -108,6 +108,15 @@ def write(result: WriteResult, *, previous: str | None = None) -> str:
             others = ", ".join(ref(n) for n in result.similar[:3])
             text += f" Other memories about {node.subject}: {others}."
         return text
+    if action == "superseded":  # a new fact that contradicts an older one replaced it
+        gone = result.similar[0] if result.similar else None
+        text = f"Remembered {ref(node)}: {quote(node.content)}."
+        if gone is not None:
+            text += (
+                f" It replaces {ref(gone)} {quote(gone.content)}, which no longer holds "
+                "(kept in its history)."
+            )
+        return text
     if action == "confirmed":
         return (
             f"Already remembered as {ref(node)}: {quote(node.content)}. Nothing new was stored; "

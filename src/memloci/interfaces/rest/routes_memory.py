@@ -53,11 +53,13 @@ class MemoryResponse(BaseModel):
 
 
 class CreatedMemory(MemoryResponse):
-    """The memory a create call left: ``created`` (201), or ``confirmed`` (200) when the
+    """The memory a create call left: ``created`` (201); ``superseded`` (201) when it
+    contradicts an older memory of the same subject and property, which no longer holds
+    (``message`` names it; it stays in its history); or ``confirmed`` (200) when the
     same memory already existed — then it is returned unchanged and ``message`` says
     which requested fields were not applied."""
 
-    action: Literal["created", "confirmed"]
+    action: Literal["created", "superseded", "confirmed"]
     message: str
 
 
@@ -160,8 +162,10 @@ async def create_memory(
             similar=ids,
         )
     node = result.memory
-    if result.action == "created":
-        return CreatedMemory(**_out(node).model_dump(), action="created", message=result.message)
+    if result.action in ("created", "superseded"):  # superseded: a new memory replaced one
+        return CreatedMemory(
+            **_out(node).model_dump(), action=result.action, message=result.message
+        )
     response.status_code = status.HTTP_200_OK
     notes = [result.message.rstrip(".") + "; nothing new was created"]
     for field, asked, kept in (
