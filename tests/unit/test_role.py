@@ -3,6 +3,7 @@ all three document shapes); every unknown or invalid key is rejected by its path
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,34 @@ def test_reference_004_minimal_memory_section() -> None:
     mem = role("memory:\n  max_memories: 300\n").memory
     assert mem is not None and mem.semantic_enabled and mem.max_facts == 300
     assert mem.episodic.enabled and mem.procedural.enabled and mem.conversation.enabled
+
+
+@pytest.mark.parametrize(
+    ("memory", "cap", "note"),
+    [
+        ("{max_memories: 300}", 300, "synced to 300"),
+        ("{max_memories: 300, semantic: {max_memories: 1000}}", 300, "synced to 300"),
+        ("{max_memories: 300, facts: {maxFacts: 1000}}", 300, "synced to 300"),
+        ("{max_memories: 300, semantic: {max_memories: 500}}", 500, "ignored: using 500"),
+        ("{max_memories: 1000, semantic: {max_memories: 500}}", 500, "ignored: using 500"),
+    ],
+)
+def test_deprecated_max_memories_is_synced_as_reference_004(
+    memory: str, cap: int, note: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The deprecated top-level ``max_memories`` is synced into ``semantic.max_memories``
+    when that is unset or at its default, else the explicit cap wins; either way a
+    deprecation note says which, and neither is an error."""
+    with caplog.at_level(logging.WARNING, logger="memloci.runtime"):
+        r = role(f"memory: {memory}\n")
+    assert r.memory is not None and r.memory.max_facts == cap
+    assert r.to_settings()["max_memories"] == cap
+    (record,) = [x for x in caplog.records if "max_memories is deprecated" in x.getMessage()]
+    assert record.getMessage().endswith(f"use semantic.max_memories ({note})")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="memloci.runtime"):
+        role("memory: {semantic: {max_memories: 500}}\n")
+    assert not caplog.records  # no note without the deprecated key
 
 
 def test_flat_form_and_every_model_key() -> None:

@@ -24,6 +24,7 @@ raise :class:`~memloci.errors.ValidationError` naming the file and the key's pat
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,7 +45,9 @@ ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 URL_PATTERN = r"^https?://\S+$"
 LLM_PROVIDERS = ("openai", "anthropic")
 EMBEDDING_PROVIDERS = ("", "local", "openai", "ollama", "fake", "none")
+logger = logging.getLogger("memloci.runtime")
 OLLAMA_URL = "http://localhost:11434/v1"
+DEFAULT_MAX_FACTS = 1000
 HINT = "see 'Role file' in the README, or run `memloci init --template memory` for an example"
 
 
@@ -201,14 +204,12 @@ class MemoryConfig(_Block):
     @model_validator(mode="after")
     def _one_value_each(self) -> Self:
         _agree("facts.enabled", self.facts.enabled, "semantic.enabled", self.semantic.enabled)
-        caps = (
-            ("facts.maxFacts", self.facts.max_facts),
-            ("semantic.max_memories", self.semantic.max_memories),
-            ("max_memories", self.max_memories),
-        )
-        given = [(k, v) for k, v in caps if v is not None]
-        for key, value in given[1:]:
-            _agree(given[0][0], given[0][1], key, value)
+        cap = self.semantic.max_memories
+        _agree("facts.maxFacts", self.facts.max_facts, "semantic.max_memories", cap)
+        if self.max_memories is not None:  # reference 004: deprecated, synced
+            used = "synced to" if self.max_facts == self.max_memories else "ignored: using"
+            note = "memloci: memory.max_memories is deprecated; use semantic.max_memories (%s %d)"
+            logger.warning(note, used, self.max_facts)
         paths = [p for p in (self.store_path, self.shared_memory.store_path) if p]
         if self.store_backend == "postgres" and not any(is_database_url(p) for p in paths):
             raise ValueError("store_backend postgres needs store_path: postgresql://…")
@@ -226,11 +227,13 @@ class MemoryConfig(_Block):
 
     @property
     def max_facts(self) -> int:
-        """The cap on facts: ``facts.maxFacts`` = ``semantic.max_memories`` (default 1000)."""
-        for cap in (self.facts.max_facts, self.semantic.max_memories, self.max_memories):
-            if cap is not None:
-                return cap
-        return 1000
+        """The cap on facts: ``facts.maxFacts`` = ``semantic.max_memories`` (default 1000).
+        The deprecated ``max_memories`` is synced into it (reference 004) when the cap is
+        not set or is set to the default; a cap set to another value wins."""
+        cap = self.facts.max_facts or self.semantic.max_memories
+        if self.max_memories is not None and cap in (None, DEFAULT_MAX_FACTS):
+            return self.max_memories
+        return cap or DEFAULT_MAX_FACTS
 
     @property
     def window_size(self) -> int:
