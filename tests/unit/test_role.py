@@ -248,6 +248,15 @@ def test_shared_memory_points_agents_at_one_store_and_namespace(tmp_path: Path) 
         ({"provider": "ollama"},
          {"embedder": "openai", "embedder_options": {
              "model": "nomic-embed-text", "base_url": "http://localhost:11434/v1"}}),
+        ({"provider": "anthropic"}, {"embedder": "openai", "embedder_options": {}}),
+        ({"provider": "google"}, {"embedder": "google", "embedder_options": {}}),
+        ({"provider": "google", "model": "google:text-embedding-004", "api_key_env": "GK"},
+         {"embedder": "google",
+          "embedder_options": {"model": "text-embedding-004", "api_key_env": "GK"}}),
+        ({"model": "google:text-embedding-004"},
+         {"embedder": "google", "embedder_options": {"model": "text-embedding-004"}}),
+        ({"model": "openai:text-embedding-3-small"},
+         {"embedder": "openai", "embedder_options": {"model": "text-embedding-3-small"}}),
     ],
 )  # fmt: skip
 def test_embeddings_become_embedder_settings(
@@ -256,6 +265,32 @@ def test_embeddings_become_embedder_settings(
     r = Role.from_mapping({"memory": {"embeddings": embeddings}})
     out = r.to_settings()
     assert {k: out[k] for k in expected} == expected
+    Settings(**out)  # and the settings take them
+
+
+@pytest.mark.parametrize("chat", ["openai", "anthropic"])
+def test_an_embedding_model_without_provider_follows_the_chat_model(chat: str) -> None:
+    """Reference 004: ``embeddings.model`` is used; an empty provider derives from
+    ``model.provider`` (anthropic has no embeddings: OpenAI's endpoint)."""
+    r = Role.from_mapping(
+        {
+            "model": {"provider": chat, "name": "m"},
+            "memory": {"embeddings": {"model": "text-embedding-3-large"}},
+        }
+    )
+    out = r.to_settings()
+    assert out["embedder"] == "openai"
+    assert out["embedder_options"] == {"model": "text-embedding-3-large"}
+
+
+def test_an_embedding_model_with_no_provider_to_ask_is_refused() -> None:
+    with pytest.raises(ValidationError) as info:
+        Role.from_mapping({"memory": {"embeddings": {"model": "text-embedding-3-large"}}})
+    text = str(info.value)
+    assert "memory.embeddings.model 'text-embedding-3-large' has no provider" in text
+    assert "bundled local embedder" in text
+    with pytest.raises(ValidationError, match="names provider 'google' but provider is"):
+        Role.from_mapping({"memory": {"embeddings": {"provider": "openai", "model": "google:x"}}})
 
 
 @pytest.mark.parametrize(
@@ -323,7 +358,7 @@ def test_facts_and_semantic_keys_are_one_setting() -> None:
          "role.yaml: triggers[0]: every '0m' never comes round"),
         ("memory: {max_resume_messages: 0}", "memory.max_resume_messages: must be ≥ 1"),
         ("memory: {store_backend: mysql}", "memory.store_backend: must be one of"),
-        ("memory: {embeddings: {provider: anthropic}}",
+        ("memory: {embeddings: {provider: cohere}}",
          "memory.embeddings.provider: must be one of"),
         ("memory: {embeddings: {provider: local, model: x}}", "provider 'local' takes no model"),
         ("memory: {embeddings: {base_url: ftp://x}}",

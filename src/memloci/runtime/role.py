@@ -44,7 +44,8 @@ NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
 ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 URL_PATTERN = r"^https?://\S+$"
 LLM_PROVIDERS = ("openai", "anthropic")
-EMBEDDING_PROVIDERS = ("", "local", "openai", "ollama", "fake", "none")
+EMBEDDING_PROVIDERS = ("", "local", "openai", "anthropic", "google", "ollama", "fake", "none")
+MODEL_PREFIXES = ("openai", "anthropic", "google", "ollama")  # google:text-embedding-004
 logger = logging.getLogger("memloci.runtime")
 OLLAMA_URL = "http://localhost:11434/v1"
 DEFAULT_MAX_FACTS = 1000
@@ -80,30 +81,60 @@ class ModelConfig(_Block):
 
 
 class EmbeddingsConfig(_Block):
-    """Which embedder builds the vectors (empty provider: the bundled local model, or an
-    OpenAI-compatible endpoint when ``base_url`` is set)."""
+    """Which embedder builds the vectors. Empty provider: the bundled local model, an
+    OpenAI-compatible endpoint when ``base_url`` is set, or — when ``model`` is set —
+    the chat model's provider (reference 004). ``anthropic`` has no embeddings of its
+    own: it maps to OpenAI's default, as in reference 004; ``google`` is the Gemini API
+    (``text-embedding-004``). ``model`` may carry its provider (``google:text-embedding-004``)."""
 
-    provider: Literal["", "local", "openai", "ollama", "fake", "none"] = ""
+    provider: Literal["", "local", "openai", "anthropic", "google", "ollama", "fake", "none"] = ""
     model: str = Field("", max_length=200)
     base_url: str = Field("", pattern=r"^$|" + URL_PATTERN)
     api_key_env: str = Field("", pattern=r"^$|" + ENV_PATTERN)
 
-    def to_settings(self) -> dict[str, Any]:
-        """``embedder`` and ``embedder_options`` for :class:`~memloci.config.Settings`."""
-        provider = self.provider or ("openai" if self.base_url else "local")
+    def resolved(self, chat_provider: str | None = None) -> tuple[str, str]:
+        """``(provider, model)``: a ``provider:`` prefix of ``model`` taken, an empty
+        provider derived (``base_url`` → openai; ``model`` → ``chat_provider``)."""
+        provider: str = self.provider
+        model = self.model
+        prefix, sep, rest = model.partition(":")
+        if sep and prefix in MODEL_PREFIXES and provider in ("", prefix):
+            provider, model = prefix, rest
+        if not provider:
+            if self.base_url:
+                provider = "openai"
+            elif model:
+                provider = chat_provider or ""
+            else:
+                provider = "local"
+        return provider, model
+
+    def to_settings(self, chat_provider: str | None = None) -> dict[str, Any]:
+        """``embedder`` and ``embedder_options`` for :class:`~memloci.config.Settings`
+        (``chat_provider``: the role's ``model.provider``, followed by an empty provider
+        when ``model`` is set)."""
+        provider, model = self.resolved(chat_provider)
         if provider in ("local", "fake", "none"):
             return {"embedder": provider, "embedder_options": {}}
         options: dict[str, Any] = {}
         if provider == "ollama":
             options = {"model": "nomic-embed-text", "base_url": OLLAMA_URL}
-        options.update({k: v for k, v in (("model", self.model), ("base_url", self.base_url)) if v})
+        options.update({k: v for k, v in (("model", model), ("base_url", self.base_url)) if v})
         if self.api_key_env:
             options["api_key_env"] = self.api_key_env
-        return {"embedder": "openai", "embedder_options": options}
+        embedder = "google" if provider == "google" else "openai"  # anthropic: OpenAI's
+        return {"embedder": embedder, "embedder_options": options}
 
     @model_validator(mode="after")
     def _model_fits(self) -> Self:
-        if self.model and self.provider in ("local", "fake", "none"):
+        prefix, sep, _ = self.model.partition(":")
+        if sep and prefix in MODEL_PREFIXES and self.provider not in ("", prefix):
+            raise ValueError(
+                f"model {self.model!r} names provider {prefix!r} but provider is "
+                f"{self.provider!r}; keep one"
+            )
+        provider, model = self.resolved("openai")
+        if model and provider in ("local", "fake", "none"):
             raise ValueError(
                 f"provider {self.provider!r} takes no model; leave model empty "
                 "(the local embedder has one bundled model)"
@@ -261,6 +292,18 @@ class Role(_Block):
     triggers: list[TriggerConfig] = Field(default_factory=list, max_length=20)
     _base_dir: Path | None = PrivateAttr(None)
 
+    @model_validator(mode="after")
+    def _embedding_model_has_a_provider(self) -> Self:
+        emb = self.memory.embeddings if self.memory else None
+        if emb is not None and self.model is None and not emb.resolved()[0]:
+            raise ValueError(
+                f"memory.embeddings.model {emb.model!r} has no provider to ask for it: set "
+                "memory.embeddings.provider (openai, google, ollama, anthropic), a base_url, "
+                "or a model: block whose provider it follows (the bundled local embedder, "
+                "used without a provider, has one model of its own)"
+            )
+        return self
+
     @property
     def namespace(self) -> str:
         """Where the agent's long-term memories live: the shared namespace when shared
@@ -298,7 +341,7 @@ class Role(_Block):
             return out
         if self.store_path is not None:
             out["path"] = self.store_path
-        out.update(mem.embeddings.to_settings())
+        out.update(mem.embeddings.to_settings(self.model.provider if self.model else None))
         shared_cap = mem.shared_memory.max_memories if mem.shared_memory.enabled else None
         out["max_memories"] = shared_cap or mem.max_facts
         out["max_episodes"] = mem.episodic.max_episodes
