@@ -24,6 +24,7 @@ raise :class:`~memloci.errors.ValidationError` naming the file and the key's pat
 from __future__ import annotations
 
 import difflib
+import glob
 import logging
 import os
 from collections.abc import Mapping
@@ -331,6 +332,21 @@ class Role(_Block):
         if not path.is_absolute() and self._base_dir is not None:
             path = self._base_dir / path
         return str(path)
+
+    @property
+    def resolved_triggers(self) -> list[TriggerConfig]:
+        """``triggers`` with a file_watch ``path`` (``~`` expanded) taken from the role
+        file's folder when relative, as ``store_path`` is."""
+        out = []
+        for trig in self.triggers:
+            if trig.type == "file_watch" and trig.path:
+                path = Path(os.path.expanduser(trig.path))
+                if not path.is_absolute() and self._base_dir is not None:
+                    base = str(self._base_dir)  # a glob's folder is not a pattern
+                    path = Path(glob.escape(base) if glob.has_magic(trig.path) else base) / path
+                trig = trig.model_copy(update={"path": str(path)})
+            out.append(trig)
+        return out
 
     def to_settings(self) -> dict[str, Any]:
         """Overrides for :class:`~memloci.config.Settings` (``Memory(**role.to_settings())``):
