@@ -273,3 +273,43 @@ def test_a_run_records_the_procedures_it_applied(model: FakeModelServer, tmp_pat
         assert p.avg_duration_ms is not None and p.avg_duration_ms >= 0
         untouched = m.get(other).procedure
         assert untouched is not None and untouched.times_used == 0
+
+
+def test_a_file_watch_trigger_runs_when_a_watched_file_changes(tmp_path: Path) -> None:
+    """``memloci run`` with a role's ``file_watch`` trigger (path relative to the role
+    file): a real file written into the watched folder starts one run."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "old.md").write_text("here before", encoding="utf-8")
+    with serving("openai") as model:
+        role = write_role(tmp_path, model)
+        role.write_text(
+            role.read_text()
+            + "triggers: [{type: file_watch, path: 'inbox/*.md', poll: 0.05s, prompt: Triage}]\n"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMLOCI_", "OPENAI_"))}
+        command = [sys.executable, "-m", "memloci.interfaces.cli", "run", str(role)]
+        command += ["--user", "ops", "--max-runs", "1"]
+        pipe = subprocess.PIPE
+        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=pipe, stderr=pipe, text=True)
+        try:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                if line.startswith("file_watch: "):
+                    break
+            else:
+                raise AssertionError(f"the runner did not start: exit {proc.wait(60)}")
+            (inbox / "new.md").write_text("a new note", encoding="utf-8")
+            stdout, stderr = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    assert proc.returncode == 0, stderr
+    assert stdout.startswith("[file_watch] Finished: Triage"), stdout
+    [episode] = episodes(tmp_path)
+    assert episode.metadata == {
+        "trigger_type": "file_watch",
+        "path": str(inbox / "*.md"),
+        "changed": [str(inbox / "new.md")],
+    }

@@ -191,7 +191,7 @@ def test_an_update_keeps_the_id_and_bumps_the_version(
     result = ok(role, input="Sarah moved to the Design team last week\n")
     assert model.tool_calls() == ["update_memory"]
     assert f"- [id:{old.id}] [Sarah] Sarah works on the Platform team" in model.chats()[0].system
-    assert f"Done. (Updated [id:{old.id}] to version 2" in result.stdout
+    assert f"Done. (Updated [id:{old.id}] (category: person) to version 2" in result.stdout
     [fact] = facts(tmp_path)
     assert (fact.id, fact.version) == (old.id, 2)
     assert fact.content == "Sarah works on the Design team"

@@ -213,6 +213,6 @@ def test_a_long_listing_stays_under_the_result_size(service: MemoryService) -> N
         )
     out = asyncio.run(tools.call("list_memories", {"limit": 100}))
     assert len(out) <= RESULT_CHARS + 200, len(out)
-    shown = out.count("\n- ")
+    shown = out.count("\n[semantic:")
     assert 10 < shown < 100
     assert f"({100 - shown} more not shown: too long" in out

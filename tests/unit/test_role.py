@@ -3,6 +3,7 @@ all three document shapes); every unknown or invalid key is rejected by its path
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,34 @@ def test_reference_004_minimal_memory_section() -> None:
     assert mem.episodic.enabled and mem.procedural.enabled and mem.conversation.enabled
 
 
+@pytest.mark.parametrize(
+    ("memory", "cap", "note"),
+    [
+        ("{max_memories: 300}", 300, "synced to 300"),
+        ("{max_memories: 300, semantic: {max_memories: 1000}}", 300, "synced to 300"),
+        ("{max_memories: 300, facts: {maxFacts: 1000}}", 300, "synced to 300"),
+        ("{max_memories: 300, semantic: {max_memories: 500}}", 500, "ignored: using 500"),
+        ("{max_memories: 1000, semantic: {max_memories: 500}}", 500, "ignored: using 500"),
+    ],
+)
+def test_deprecated_max_memories_is_synced_as_reference_004(
+    memory: str, cap: int, note: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The deprecated top-level ``max_memories`` is synced into ``semantic.max_memories``
+    when that is unset or at its default, else the explicit cap wins; either way a
+    deprecation note says which, and neither is an error."""
+    with caplog.at_level(logging.WARNING, logger="memloci.runtime"):
+        r = role(f"memory: {memory}\n")
+    assert r.memory is not None and r.memory.max_facts == cap
+    assert r.to_settings()["max_memories"] == cap
+    (record,) = [x for x in caplog.records if "max_memories is deprecated" in x.getMessage()]
+    assert record.getMessage().endswith(f"use semantic.max_memories ({note})")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="memloci.runtime"):
+        role("memory: {semantic: {max_memories: 500}}\n")
+    assert not caplog.records  # no note without the deprecated key
+
+
 def test_flat_form_and_every_model_key() -> None:
     r = role(FLAT)
     assert r.model is not None
@@ -219,6 +248,15 @@ def test_shared_memory_points_agents_at_one_store_and_namespace(tmp_path: Path) 
         ({"provider": "ollama"},
          {"embedder": "openai", "embedder_options": {
              "model": "nomic-embed-text", "base_url": "http://localhost:11434/v1"}}),
+        ({"provider": "anthropic"}, {"embedder": "openai", "embedder_options": {}}),
+        ({"provider": "google"}, {"embedder": "google", "embedder_options": {}}),
+        ({"provider": "google", "model": "google:text-embedding-004", "api_key_env": "GK"},
+         {"embedder": "google",
+          "embedder_options": {"model": "text-embedding-004", "api_key_env": "GK"}}),
+        ({"model": "google:text-embedding-004"},
+         {"embedder": "google", "embedder_options": {"model": "text-embedding-004"}}),
+        ({"model": "openai:text-embedding-3-small"},
+         {"embedder": "openai", "embedder_options": {"model": "text-embedding-3-small"}}),
     ],
 )  # fmt: skip
 def test_embeddings_become_embedder_settings(
@@ -227,6 +265,32 @@ def test_embeddings_become_embedder_settings(
     r = Role.from_mapping({"memory": {"embeddings": embeddings}})
     out = r.to_settings()
     assert {k: out[k] for k in expected} == expected
+    Settings(**out)  # and the settings take them
+
+
+@pytest.mark.parametrize("chat", ["openai", "anthropic"])
+def test_an_embedding_model_without_provider_follows_the_chat_model(chat: str) -> None:
+    """Reference 004: ``embeddings.model`` is used; an empty provider derives from
+    ``model.provider`` (anthropic has no embeddings: OpenAI's endpoint)."""
+    r = Role.from_mapping(
+        {
+            "model": {"provider": chat, "name": "m"},
+            "memory": {"embeddings": {"model": "text-embedding-3-large"}},
+        }
+    )
+    out = r.to_settings()
+    assert out["embedder"] == "openai"
+    assert out["embedder_options"] == {"model": "text-embedding-3-large"}
+
+
+def test_an_embedding_model_with_no_provider_to_ask_is_refused() -> None:
+    with pytest.raises(ValidationError) as info:
+        Role.from_mapping({"memory": {"embeddings": {"model": "text-embedding-3-large"}}})
+    text = str(info.value)
+    assert "memory.embeddings.model 'text-embedding-3-large' has no provider" in text
+    assert "bundled local embedder" in text
+    with pytest.raises(ValidationError, match="names provider 'google' but provider is"):
+        Role.from_mapping({"memory": {"embeddings": {"provider": "openai", "model": "google:x"}}})
 
 
 @pytest.mark.parametrize(
@@ -294,7 +358,7 @@ def test_facts_and_semantic_keys_are_one_setting() -> None:
          "role.yaml: triggers[0]: every '0m' never comes round"),
         ("memory: {max_resume_messages: 0}", "memory.max_resume_messages: must be ≥ 1"),
         ("memory: {store_backend: mysql}", "memory.store_backend: must be one of"),
-        ("memory: {embeddings: {provider: anthropic}}",
+        ("memory: {embeddings: {provider: cohere}}",
          "memory.embeddings.provider: must be one of"),
         ("memory: {embeddings: {provider: local, model: x}}", "provider 'local' takes no model"),
         ("memory: {embeddings: {base_url: ftp://x}}",

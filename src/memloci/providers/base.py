@@ -105,6 +105,7 @@ _EMBEDDERS: dict[str, str] = {
     "minilm-fp32": "memloci.providers.local:LocalMiniLMEmbedder",
     "bge-small": "memloci.providers.bge:BgeSmallEmbedder",
     "openai": "memloci.providers.openai:OpenAIEmbedder",
+    "google": "memloci.providers.google:GoogleEmbedder",
     "fake": "memloci.providers.fake:FakeEmbedder",
 }
 

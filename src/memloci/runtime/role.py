@@ -24,6 +24,8 @@ raise :class:`~memloci.errors.ValidationError` naming the file and the key's pat
 from __future__ import annotations
 
 import difflib
+import glob
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,8 +45,11 @@ NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
 ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 URL_PATTERN = r"^https?://\S+$"
 LLM_PROVIDERS = ("openai", "anthropic")
-EMBEDDING_PROVIDERS = ("", "local", "openai", "ollama", "fake", "none")
+EMBEDDING_PROVIDERS = ("", "local", "openai", "anthropic", "google", "ollama", "fake", "none")
+MODEL_PREFIXES = ("openai", "anthropic", "google", "ollama")  # google:text-embedding-004
+logger = logging.getLogger("memloci.runtime")
 OLLAMA_URL = "http://localhost:11434/v1"
+DEFAULT_MAX_FACTS = 1000
 HINT = "see 'Role file' in the README, or run `memloci init --template memory` for an example"
 
 
@@ -77,30 +82,60 @@ class ModelConfig(_Block):
 
 
 class EmbeddingsConfig(_Block):
-    """Which embedder builds the vectors (empty provider: the bundled local model, or an
-    OpenAI-compatible endpoint when ``base_url`` is set)."""
+    """Which embedder builds the vectors. Empty provider: the bundled local model, an
+    OpenAI-compatible endpoint when ``base_url`` is set, or — when ``model`` is set —
+    the chat model's provider (reference 004). ``anthropic`` has no embeddings of its
+    own: it maps to OpenAI's default, as in reference 004; ``google`` is the Gemini API
+    (``text-embedding-004``). ``model`` may carry its provider (``google:text-embedding-004``)."""
 
-    provider: Literal["", "local", "openai", "ollama", "fake", "none"] = ""
+    provider: Literal["", "local", "openai", "anthropic", "google", "ollama", "fake", "none"] = ""
     model: str = Field("", max_length=200)
     base_url: str = Field("", pattern=r"^$|" + URL_PATTERN)
     api_key_env: str = Field("", pattern=r"^$|" + ENV_PATTERN)
 
-    def to_settings(self) -> dict[str, Any]:
-        """``embedder`` and ``embedder_options`` for :class:`~memloci.config.Settings`."""
-        provider = self.provider or ("openai" if self.base_url else "local")
+    def resolved(self, chat_provider: str | None = None) -> tuple[str, str]:
+        """``(provider, model)``: a ``provider:`` prefix of ``model`` taken, an empty
+        provider derived (``base_url`` → openai; ``model`` → ``chat_provider``)."""
+        provider: str = self.provider
+        model = self.model
+        prefix, sep, rest = model.partition(":")
+        if sep and prefix in MODEL_PREFIXES and provider in ("", prefix):
+            provider, model = prefix, rest
+        if not provider:
+            if self.base_url:
+                provider = "openai"
+            elif model:
+                provider = chat_provider or ""
+            else:
+                provider = "local"
+        return provider, model
+
+    def to_settings(self, chat_provider: str | None = None) -> dict[str, Any]:
+        """``embedder`` and ``embedder_options`` for :class:`~memloci.config.Settings`
+        (``chat_provider``: the role's ``model.provider``, followed by an empty provider
+        when ``model`` is set)."""
+        provider, model = self.resolved(chat_provider)
         if provider in ("local", "fake", "none"):
             return {"embedder": provider, "embedder_options": {}}
         options: dict[str, Any] = {}
         if provider == "ollama":
             options = {"model": "nomic-embed-text", "base_url": OLLAMA_URL}
-        options.update({k: v for k, v in (("model", self.model), ("base_url", self.base_url)) if v})
+        options.update({k: v for k, v in (("model", model), ("base_url", self.base_url)) if v})
         if self.api_key_env:
             options["api_key_env"] = self.api_key_env
-        return {"embedder": "openai", "embedder_options": options}
+        embedder = "google" if provider == "google" else "openai"  # anthropic: OpenAI's
+        return {"embedder": embedder, "embedder_options": options}
 
     @model_validator(mode="after")
     def _model_fits(self) -> Self:
-        if self.model and self.provider in ("local", "fake", "none"):
+        prefix, sep, _ = self.model.partition(":")
+        if sep and prefix in MODEL_PREFIXES and self.provider not in ("", prefix):
+            raise ValueError(
+                f"model {self.model!r} names provider {prefix!r} but provider is "
+                f"{self.provider!r}; keep one"
+            )
+        provider, model = self.resolved("openai")
+        if model and provider in ("local", "fake", "none"):
             raise ValueError(
                 f"provider {self.provider!r} takes no model; leave model empty "
                 "(the local embedder has one bundled model)"
@@ -201,14 +236,12 @@ class MemoryConfig(_Block):
     @model_validator(mode="after")
     def _one_value_each(self) -> Self:
         _agree("facts.enabled", self.facts.enabled, "semantic.enabled", self.semantic.enabled)
-        caps = (
-            ("facts.maxFacts", self.facts.max_facts),
-            ("semantic.max_memories", self.semantic.max_memories),
-            ("max_memories", self.max_memories),
-        )
-        given = [(k, v) for k, v in caps if v is not None]
-        for key, value in given[1:]:
-            _agree(given[0][0], given[0][1], key, value)
+        cap = self.semantic.max_memories
+        _agree("facts.maxFacts", self.facts.max_facts, "semantic.max_memories", cap)
+        if self.max_memories is not None:  # reference 004: deprecated, synced
+            used = "synced to" if self.max_facts == self.max_memories else "ignored: using"
+            note = "memloci: memory.max_memories is deprecated; use semantic.max_memories (%s %d)"
+            logger.warning(note, used, self.max_facts)
         paths = [p for p in (self.store_path, self.shared_memory.store_path) if p]
         if self.store_backend == "postgres" and not any(is_database_url(p) for p in paths):
             raise ValueError("store_backend postgres needs store_path: postgresql://…")
@@ -226,11 +259,13 @@ class MemoryConfig(_Block):
 
     @property
     def max_facts(self) -> int:
-        """The cap on facts: ``facts.maxFacts`` = ``semantic.max_memories`` (default 1000)."""
-        for cap in (self.facts.max_facts, self.semantic.max_memories, self.max_memories):
-            if cap is not None:
-                return cap
-        return 1000
+        """The cap on facts: ``facts.maxFacts`` = ``semantic.max_memories`` (default 1000).
+        The deprecated ``max_memories`` is synced into it (reference 004) when the cap is
+        not set or is set to the default; a cap set to another value wins."""
+        cap = self.facts.max_facts or self.semantic.max_memories
+        if self.max_memories is not None and cap in (None, DEFAULT_MAX_FACTS):
+            return self.max_memories
+        return cap or DEFAULT_MAX_FACTS
 
     @property
     def window_size(self) -> int:
@@ -257,6 +292,18 @@ class Role(_Block):
     autonomy: AutonomyConfig = AutonomyConfig()  # runs without a person: run_config.py
     triggers: list[TriggerConfig] = Field(default_factory=list, max_length=20)
     _base_dir: Path | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _embedding_model_has_a_provider(self) -> Self:
+        emb = self.memory.embeddings if self.memory else None
+        if emb is not None and self.model is None and not emb.resolved()[0]:
+            raise ValueError(
+                f"memory.embeddings.model {emb.model!r} has no provider to ask for it: set "
+                "memory.embeddings.provider (openai, google, ollama, anthropic), a base_url, "
+                "or a model: block whose provider it follows (the bundled local embedder, "
+                "used without a provider, has one model of its own)"
+            )
+        return self
 
     @property
     def namespace(self) -> str:
@@ -286,6 +333,21 @@ class Role(_Block):
             path = self._base_dir / path
         return str(path)
 
+    @property
+    def resolved_triggers(self) -> list[TriggerConfig]:
+        """``triggers`` with a file_watch ``path`` (``~`` expanded) taken from the role
+        file's folder when relative, as ``store_path`` is."""
+        out = []
+        for trig in self.triggers:
+            if trig.type == "file_watch" and trig.path:
+                path = Path(os.path.expanduser(trig.path))
+                if not path.is_absolute() and self._base_dir is not None:
+                    base = str(self._base_dir)  # a glob's folder is not a pattern
+                    path = Path(glob.escape(base) if glob.has_magic(trig.path) else base) / path
+                trig = trig.model_copy(update={"path": str(path)})
+            out.append(trig)
+        return out
+
     def to_settings(self) -> dict[str, Any]:
         """Overrides for :class:`~memloci.config.Settings` (``Memory(**role.to_settings())``):
         store path, namespace, embedder, caps, and the consolidation LLM."""
@@ -295,7 +357,7 @@ class Role(_Block):
             return out
         if self.store_path is not None:
             out["path"] = self.store_path
-        out.update(mem.embeddings.to_settings())
+        out.update(mem.embeddings.to_settings(self.model.provider if self.model else None))
         shared_cap = mem.shared_memory.max_memories if mem.shared_memory.enabled else None
         out["max_memories"] = shared_cap or mem.max_facts
         out["max_episodes"] = mem.episodic.max_episodes

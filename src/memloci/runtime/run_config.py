@@ -7,6 +7,7 @@
     triggers:
       - {type: cron, every: 10m, prompt: "Check the deploy queue"}
       - {type: webhook, port: 8080}   # POST a task to http://127.0.0.1:8080/
+      - {type: file_watch, path: "inbox/*.md", poll: 2s, prompt: "Triage the new notes"}
 
 ``every`` is a number followed by ``s``, ``m``, ``h`` or ``d`` (``90s``, ``10m``,
 ``1.5h``); ``memloci run role.yaml`` starts the triggers, ``memloci run role.yaml -p
@@ -61,15 +62,31 @@ class AutonomyConfig(_Block):
 
 class TriggerConfig(_Block):
     """One trigger: ``cron`` runs ``prompt`` every ``every``; ``webhook`` listens on
-    127.0.0.1:``port`` and runs the posted payload as the task."""
+    127.0.0.1:``port`` and runs the posted payload as the task; ``file_watch`` runs
+    ``prompt`` (with the changed files) when a file at ``path`` (a file, a folder or a
+    glob such as ``inbox/**/*.md``) is created, changed or deleted, found by polling
+    modification times every ``poll`` (default 1s)."""
 
-    type: Literal["cron", "webhook"]
+    type: Literal["cron", "webhook", "file_watch"]
     every: str | None = Field(None, pattern=EVERY_PATTERN)
     prompt: str | None = Field(None, min_length=1, max_length=20_000)
     port: int | None = Field(None, ge=0, le=65535)
+    path: str | None = Field(None, min_length=1, max_length=4096)
+    poll: str | None = Field(None, pattern=EVERY_PATTERN)
 
     @model_validator(mode="after")
     def _complete(self) -> Self:
+        if self.type == "file_watch":
+            if self.path is None or not self.path.strip():
+                raise ValueError("a file_watch trigger needs path: (a file, folder or glob)")
+            if "\x00" in self.path:
+                raise ValueError("path holds a NUL character")
+            if self.every is not None or self.port is not None:
+                raise ValueError("a file_watch trigger takes path: and poll:, not every: or port:")
+            if self.poll is not None and not 0 < parse_every_or_zero(self.poll) <= 3600:
+                raise ValueError(f"poll {self.poll!r} must be over 0 and at most 1h; e.g. 2s")
+        elif self.path is not None or self.poll is not None:
+            raise ValueError(f"path: and poll: are for file_watch triggers, not {self.type}")
         if self.type == "cron" and self.every is None:
             raise ValueError("a cron trigger needs every: (e.g. every: 10m)")
         if self.every is not None:
@@ -83,7 +100,15 @@ class TriggerConfig(_Block):
 
     @property
     def seconds(self) -> float:
+        """A cron trigger's interval, a file_watch trigger's polling interval."""
+        if self.type == "file_watch":
+            return parse_every(self.poll or "1s")
         return parse_every(self.every or "")
+
+
+def parse_every_or_zero(text: str) -> float:
+    match = re.match(EVERY_PATTERN, text or "")
+    return float(match.group(1)) * UNITS[match.group(2)] if match else 0.0
 
 
 def parse_every(text: str) -> float:

@@ -21,6 +21,14 @@ happen one at a time, in the order they were triggered:
   Other methods answer 405, an empty body 400, a body over 64 kB or a task over
   20,000 characters 413. A port already in use is a ConflictError at start.
 
+* **file_watch** (``path: inbox/*.md``, ``poll: 2s``): every ``poll`` (default 1s) the
+  modification times and sizes of the files at ``path`` (a file, a folder's files at
+  any depth, or a glob; ``**`` spans folders) are compared with the last look; when a
+  file was created, changed or deleted, one run starts with ``prompt`` and the list of
+  changed files; metadata ``{"trigger_type": "file_watch", "path": …, "changed": […]}``.
+  Changes made during a run start the next one; the first look only takes stock.
+  Polling needs no extra dependency and works on every file system.
+
 A failing run is reported and the runner goes on. SIGINT and SIGTERM stop it after the
 run in progress (queued runs are dropped).
 """
@@ -29,8 +37,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import json
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -44,6 +54,10 @@ logger = logging.getLogger("memloci.runtime")
 
 BODY_MAX = 64 * 1024
 HEAD_MAX = 16 * 1024
+WATCH_MAX = 10_000  # files a file_watch trigger looks at
+CHANGED_SHOWN = 50  # changed files named in a run's task and metadata
+CHANGED_CHARS = 8_000  # and their names' length together
+WATCH_TASK = "Files you watch changed. Look at them and call finish_task with a summary."
 Execute = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
 
 
@@ -107,6 +121,11 @@ class TriggerRunner:
                     servers.append(server)
                     self.ports.append(port)
                     self.on_ready(f"webhook: POST a task to http://127.0.0.1:{port}/")
+                elif trig.type == "file_watch":
+                    seen = await asyncio.to_thread(scan, trig.path or "")  # the first look
+                    tasks.append(asyncio.create_task(self._watch(trig, seen)))
+                    every = f"polled every {trig.seconds:g}s"
+                    self.on_ready(f"file_watch: {trig.path} ({every}): {trig.prompt or WATCH_TASK}")
                 else:
                     tasks.append(asyncio.create_task(self._cron(trig)))
                     self.on_ready(f"cron: every {trig.every}: {trig.prompt or DEFAULT_TASK}")
@@ -157,6 +176,30 @@ class TriggerRunner:
             job = _Job(trig.prompt or DEFAULT_TASK, dict(meta))
             await self._queue.put(job)
             await job.done  # the next interval starts when this run has ended
+
+    async def _watch(self, trig: TriggerConfig, seen: dict[str, tuple[int, int]]) -> None:
+        assert self._queue is not None
+        pattern = trig.path or ""
+        while True:
+            await asyncio.sleep(trig.seconds)
+            now = await asyncio.to_thread(scan, pattern)
+            changed = sorted(p for p in seen.keys() | now.keys() if seen.get(p) != now.get(p))
+            seen = now
+            if not changed:
+                continue
+            shown: list[str] = []
+            size = 0
+            for name in changed[:CHANGED_SHOWN]:  # metadata stays far below its 64 kB
+                size += len(name)
+                if shown and size > CHANGED_CHARS:
+                    break
+                shown.append(name)
+            more = f" and {len(changed) - len(shown)} more" if len(changed) > len(shown) else ""
+            task = f"{trig.prompt or WATCH_TASK}\n\nChanged files: {', '.join(shown)}{more}"
+            meta = {"trigger_type": "file_watch", "path": pattern, "changed": shown}
+            job = _Job(task, meta)
+            await self._queue.put(job)
+            await job.done  # changes made meanwhile start the next run
 
     # ------------------------------------------------------------------ the webhook
     async def _http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -209,6 +252,28 @@ class TriggerRunner:
         return 202, {"queued": True, "position": self._queue.qsize()}
 
 
+def scan(pattern: str) -> dict[str, tuple[int, int]]:
+    """``{file: (mtime_ns, size)}`` of the files at ``pattern``: a file, a folder (its
+    files at any depth) or a glob; at most :data:`WATCH_MAX` files."""
+    if glob.has_magic(pattern):
+        found = glob.iglob(pattern, recursive=True)
+    elif os.path.isdir(pattern):
+        found = (os.path.join(d, f) for d, _, files in os.walk(pattern) for f in files)
+    else:
+        found = iter([pattern])
+    out: dict[str, tuple[int, int]] = {}
+    for path in found:
+        try:
+            st = os.stat(path)
+        except OSError:  # gone, or not readable: not there
+            continue
+        if os.path.isfile(path):
+            out[path] = (st.st_mtime_ns, st.st_size)
+            if len(out) >= WATCH_MAX:
+                break
+    return out
+
+
 def _task(text: str, content_type: str) -> str:
     """The task in a webhook body: ``task`` / ``prompt`` of a JSON object, else the JSON
     itself, else the text."""
@@ -228,4 +293,4 @@ def _task(text: str, content_type: str) -> str:
     return text
 
 
-__all__ = ["TriggerRunner"]
+__all__ = ["TriggerRunner", "scan"]

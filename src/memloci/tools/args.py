@@ -254,7 +254,9 @@ class MemoryIdArgs(ToolArgs):
 
 class ListMemoriesArgs(ToolArgs):
     category: str | None = Field(None, max_length=50, description="Only this category")
-    memory_type: MemoryKind = Field("facts", description=f"Which memories: {KIND_HELP}")
+    memory_type: MemoryKind | None = Field(
+        None, description=f"Which memories: {KIND_HELP}. Default: all"
+    )
     limit: int = Field(20, ge=1, le=100, description="Maximum number to list (1-100)")
 
 

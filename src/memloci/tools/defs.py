@@ -172,7 +172,7 @@ _DEFS: list[ToolDef[Any]] = [
     ),
     ToolDef(
         "list_memories",
-        "List stored memories with their ids, newest first, optionally by category or type.",
+        "List stored memories with their ids, newest first: every type, or one category or type.",
         ListMemoriesArgs,
         h.list_memories,
         read_only=True,

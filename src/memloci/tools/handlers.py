@@ -226,12 +226,15 @@ async def _entity_ids(b: Bound, name: str) -> tuple[str, ...]:
 
 
 async def list_memories(b: Bound, a: ListMemoriesArgs) -> str:
-    flt = b.filter(type=kind_types(a.memory_type, default="facts"), category=a.category)
+    """Every type unless ``memory_type`` narrows it (reference 004), newest first, as
+    ``[semantic:preferences] (time) [id:…] text`` lines."""
+    flt = b.filter(type=kind_types(a.memory_type, default="all"), category=a.category)
     nodes = await b.service.list_nodes(flt, limit=a.limit, order="-created")
-    what = a.memory_type if a.category is None else f"{a.memory_type} in category {a.category!r}"
+    kinds = a.memory_type or "all types"
+    what = kinds if a.category is None else f"{kinds} in category {a.category!r}"
     if not nodes:
         return f"No memories ({what})."
-    return f"{await _shown(b, flt, nodes, a.limit)} ({what}), newest first:\n{r.lines(nodes)}"
+    return f"{await _shown(b, flt, nodes, a.limit)} ({what}), newest first:\n{r.listed(nodes)}"
 
 
 async def get_entity_info(b: Bound, a: EntityInfoArgs) -> str:
@@ -379,7 +382,8 @@ async def remember(b: Bound, a: RememberArgs) -> str:
         if result.action == "exists":  # the model must not read that red was stored
             held = result.memory.content
             return f"Not changed: {held} (exists; overwrite is false) {r.ref(result.memory)}"
-        return f"Remembered: {a.text} ({result.action}) {r.ref(result.memory)}"
+        where = f"category: {result.memory.category}"
+        return f"Remembered: {a.text} ({result.action}) {r.ref(result.memory)} ({where})"
     previous = None
     if result.action == "updated":
         versions = await b.service.history(result.memory.id, namespace=b.namespace)

@@ -51,7 +51,10 @@ def count(n: int, noun: str = "memory", plural: str = "memories") -> str:
 
 def lines(nodes: Iterable[MemoryNode]) -> str:
     """One line a memory, as many as fit :data:`RESULT_CHARS`, then how many more."""
-    shown = [f"- {line(n)}" for n in nodes]
+    return _fit([f"- {line(n)}" for n in nodes])
+
+
+def _fit(shown: list[str]) -> str:
     size = 0
     for i, text in enumerate(shown):
         size += len(text) + 1
@@ -60,6 +63,27 @@ def lines(nodes: Iterable[MemoryNode]) -> str:
             more = f"({left} more not shown: too long; narrow the list, e.g. by category)"
             return "\n".join([*shown[:i], more])
     return "\n".join(shown)
+
+
+def entry(node: MemoryNode) -> str:
+    """A ``list_memories`` line as reference 004 shows it, with the id handle::
+
+    [semantic:preferences] (2025-06-01T10:30:00+00:00) [id:a1B2c3D4] The user prefers dark mode.
+    """
+    when = node.created_at.isoformat(timespec="seconds")
+    marks = [x for x in (node.subject and f"[{node.subject}]", node.key and f"key={node.key}") if x]
+    if node.type is not NodeType.EPISODIC and node.confidence < 0.5:
+        marks.append(f"(confidence {node.confidence:.2f})")
+    if not node.is_current:
+        marks.append("(forgotten)")
+    about = "".join(f" {x}" for x in marks) + (":" if marks else "")
+    text = quote(node.content, HIT_CHARS)[1:-1]
+    return f"[{node.type.value}:{node.category}] ({when}) {ref(node)}{about} {text}"
+
+
+def listed(nodes: Iterable[MemoryNode]) -> str:
+    """:func:`entry` lines, as many as fit :data:`RESULT_CHARS`, then how many more."""
+    return _fit([entry(n) for n in nodes])
 
 
 def scored(hits: Sequence[SearchHit], threshold: float = 0.0) -> str:
@@ -101,7 +125,7 @@ def write(result: WriteResult, *, previous: str | None = None) -> str:
             NodeType.PROCEDURAL: "Learned procedure",
             NodeType.EPISODIC: "Recorded episode",
         }.get(node.type, "Remembered")
-        text = f"{noun} {ref(node)}: {quote(node.content)}."
+        text = f"{noun} {ref(node)} (category: {node.category}): {quote(node.content)}."
         if node.type is NodeType.PROCEDURAL:
             text += " It is part of your standing instructions from now on."
         if result.similar:
@@ -119,14 +143,16 @@ def write(result: WriteResult, *, previous: str | None = None) -> str:
         return text
     if action == "confirmed":
         return (
-            f"Already remembered as {ref(node)}: {quote(node.content)}. Nothing new was stored; "
+            f"Already remembered as {ref(node)} (category: {node.category}): "
+            f"{quote(node.content)}. Nothing new was stored; "
             f"the existing memory was confirmed ({node.times_confirmed}x)."
         )
     if action == "updated":
         change = quote(node.content)
         if previous and previous != node.content:  # not when only its key or value did
             change = f"{quote(previous)} → {change}"
-        where = f" (key {node.key})" if node.key else ""
+        where = f"key {node.key}, " if node.key else ""
+        where = f" ({where}category: {node.category})"
         return f"Updated {ref(node)}{where} to version {node.version}: {change}."
     if action == "exists":
         return (
