@@ -442,41 +442,23 @@ def report_of(
     tokens and items, the cacheable sections first, and the hits left out for scoring
     below ``threshold``."""
     sections: list[ContextSection] = []
-    if composed.stable_procedures:
-        items = [
-            ContextItem(
-                lines=[fact_line(p)],
-                memory_ids=[p.id],
-                tokens=estimate_tokens(fact_line(p) + "\n"),
-                why="a standing instruction (no trigger)",
-            )
-            for p in _stable_order(composed.stable_procedures)
-        ]
-        text = _procedure_block(composed.stable_procedures)
-        sections.append(
-            ContextSection(
-                title="## Learned Procedures and Policies",
-                cacheable=True,
-                tokens=estimate_tokens(text),
-                items=items,
-            )
-        )
-    if composed.stable_facts:
-        items = [
-            ContextItem(
-                lines=[fact_line(n)],
-                memory_ids=[n.id],
-                tokens=estimate_tokens(fact_line(n) + "\n"),
-                why="kept in 'Your Memory' (protected, then newest first)",
-            )
-            for n in _stable_order(composed.stable_facts)
-        ]
-        text = _memory_block(composed.stable_facts)
-        sections.append(
-            ContextSection(
-                title="## Your Memory", cacheable=True, tokens=estimate_tokens(text), items=items
-            )
-        )
+    cacheable = (
+        (
+            "## Learned Procedures and Policies",
+            composed.stable_procedures,
+            _procedure_block,
+            "a standing instruction (no trigger)",
+        ),
+        (
+            "## Your Memory",
+            composed.stable_facts,
+            _memory_block,
+            "kept in 'Your Memory' (protected, then newest first)",
+        ),
+    )
+    for title, nodes, render, why in cacheable:
+        if nodes:
+            sections.append(_cacheable_section(title, nodes, render(nodes), why))
     for section in SHOWN_ORDER:
         placed = composed.placed.get(section)
         if not placed:
@@ -519,3 +501,19 @@ def report_of(
         sections=sections,
         left_out=dropped,
     )
+
+
+def _cacheable_section(
+    title: str, nodes: Sequence[MemoryNode], text: str, why: str
+) -> ContextSection:
+    """A section of the cacheable part as the report shows it: its lines, one item each."""
+    items = [
+        ContextItem(
+            lines=[fact_line(n)],
+            memory_ids=[n.id],
+            tokens=estimate_tokens(fact_line(n) + "\n"),
+            why=why,
+        )
+        for n in _stable_order(nodes)
+    ]
+    return ContextSection(title=title, cacheable=True, tokens=estimate_tokens(text), items=items)
