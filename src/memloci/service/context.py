@@ -49,7 +49,7 @@ from memloci.storage.base import NodeFilter, NodePatch, Store
 P = ParamSpec("P")
 T = TypeVar("T")
 MAX_HITS = 60  # search hits read for the dynamic part at most
-TOKENS_PER_HIT = 15  # hits read: one per this many tokens of its room (at least 10)
+TOKENS_PER_HIT = 20  # hits read: one per this many tokens of its room (at least 10)
 TURN_CHARS = 1200  # a turn longer than this is cut in the block
 SHORT_REPLY = 80  # a turn this short is shown with the question it answers
 ENTITIES = 6  # entity profiles at most
