@@ -104,8 +104,9 @@ def run(
     spec = resolve_model(role, settings, source=role_file.name)
     model = load_chat_model(spec.provider, **spec.options)
     try:
-        code = asyncio.run(_main(role, model, settings, user, triggers, prompt, max_steps,
-                                 max_runs, db))  # fmt: skip
+        code = asyncio.run(
+            _main(role, model, settings, user, triggers, prompt, max_steps, max_runs, db)
+        )
     finally:
         model.close()
     if code:

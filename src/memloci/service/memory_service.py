@@ -283,14 +283,22 @@ class MemoryService(
         if old is not None and found.kind is MatchKind.KEY:
             if not overwrite:
                 return WriteResult(
-                    action="exists", memory=old, similar=[old],
+                    action="exists",
+                    memory=old,
+                    similar=[old],
                     message=f"[{old.id}] already holds key {key!r}; pass overwrite=True "
                     "or update it",
-                )  # fmt: skip
+                )
             return await self.update(
-                old.id, text, namespace=ns, value=value, set_value=True, session=session,
-                confirmed=True, _embedded=(doc, vector) if vector is not None else None,
-            )  # fmt: skip
+                old.id,
+                text,
+                namespace=ns,
+                value=value,
+                set_value=True,
+                session=session,
+                confirmed=True,
+                _embedded=(doc, vector) if vector is not None else None,
+            )
         if done.replaced is not None:  # an unkeyed fact it contradicts: it holds no more
             gone, how = done.replaced
             if vector is None and self.worker:
@@ -298,23 +306,28 @@ class MemoryService(
             elif self.worker:
                 self.worker.link([node.id])
             return WriteResult(
-                action="superseded", memory=stored or node, similar=[gone],
+                action="superseded",
+                memory=stored or node,
+                similar=[gone],
                 message=f"Remembered [{node.id}]; it supersedes [{gone.id}] "
                 f"({gone.content!r} no longer holds: {how}; kept in its history).",
-            )  # fmt: skip
+            )
         if old is not None:  # with a key, value or category it lacked: set them
             told = f" and set {', '.join(changes)} (version {old.version})" if changes else ""
             return WriteResult(
-                action="updated" if changes else "confirmed", memory=old,
+                action="updated" if changes else "confirmed",
+                memory=old,
                 message=f"Already remembered as [{old.id}] ({found.why}); confirmed it "
                 f"({old.times_confirmed}x){told}.",
-            )  # fmt: skip
+            )
         if similar and suggest_on_subject:
             ids = ", ".join(n.id for n in similar[:3])
             return WriteResult(
-                action="suggest_update", memory=similar[0], similar=similar,
+                action="suggest_update",
+                memory=similar[0],
+                similar=similar,
                 message=f"memories about {subj!r} exist ({ids}); update one instead?",
-            )  # fmt: skip
+            )
         if vector is None and self.worker:
             self.worker.wake()  # embeds it, then links it
         elif self.worker:
@@ -326,9 +339,13 @@ class MemoryService(
         return WriteResult(action="created", memory=memory, message=message, similar=similar)
 
     def _remember_atomic(
-        self, owner: NodeFilter, node: MemoryNode, vector: Any, suggest: bool,
+        self,
+        owner: NodeFilter,
+        node: MemoryNode,
+        vector: Any,
+        suggest: bool,
         given: Mapping[str, Any],
-    ) -> _Remembered:  # fmt: skip
+    ) -> _Remembered:
         """Check and write as one unit (``store.exclusive``): a concurrent ``remember`` of
         the same fact — another thread, process or server — waits, then sees this one's
         row and vector. Returns the match (a confirmed duplicate comes back updated, with
@@ -342,10 +359,14 @@ class MemoryService(
         store = self.store
         with store.exclusive(fact_lock(node.namespace)):
             found = match_fact(
-                store, owner, node.content, key=node.key, value=node.value,
+                store,
+                owner,
+                node.content,
+                key=node.key,
+                value=node.value,
                 embed=(lambda: vector) if vector is not None else None,
                 threshold=_threshold(self.settings.duplicate_threshold, self.embedder),
-            )  # fmt: skip
+            )
             replaced: tuple[MemoryNode, str] | None = None
             if found.node is not None and found.kind is not MatchKind.KEY:
                 how = contradiction(found.node.content, node.content)
@@ -373,9 +394,13 @@ class MemoryService(
                 stored = store.insert_node(node)
             if vector is not None:
                 item = PendingEmbedding(
-                    node.id, content_hash(node.content), node.content, node.speaker, node.key,
+                    node.id,
+                    content_hash(node.content),
+                    node.content,
+                    node.speaker,
+                    node.key,
                     node.subject,
-                )  # fmt: skip
+                )
                 store.save_embeddings([item], vector[None, :])
             return _Remembered(FactMatch(), similar, stored, replaced=replaced)
 
@@ -443,17 +468,19 @@ class MemoryService(
         node, action, before = await self._run(check_and_insert)
         if action == "confirmed":
             return WriteResult(
-                action="confirmed", memory=node,
+                action="confirmed",
+                memory=node,
                 message=f"Already remembered as [{node.id}] (already known); confirmed it "
                 f"({node.times_confirmed}x).",
-            )  # fmt: skip
+            )
         if action == "updated":
             now_on = node.procedure.triggers if node.procedure else {}
             return WriteResult(
-                action="updated", memory=node,
+                action="updated",
+                memory=node,
                 message=f"Already known as [{node.id}]; its triggers changed (version "
                 f"{node.version}): {before or 'none'} → {now_on or 'none'}.",
-            )  # fmt: skip
+            )
         if self.worker:
             self.worker.wake()
         return WriteResult(action="created", memory=node, message=f"Learned [{node.id}].")
@@ -527,10 +554,14 @@ class MemoryService(
             if sc in missing and not missing[sc]:
                 continue
             flt = NodeFilter(
-                namespaces=(ns,), key_norm=norm, scopes=(sc,), agent=agent, session=session,
+                namespaces=(ns,),
+                key_norm=norm,
+                scopes=(sc,),
+                agent=agent,
+                session=session,
                 owner_user=user if sc is Scope.USER else None,
                 sessions=(session,) if sc is Scope.SESSION and session else None,
-            )  # fmt: skip
+            )
             found = await self._run(self.store.list_nodes, flt, limit=1, order="-created")
             if found:
                 return found[0]
