@@ -60,3 +60,26 @@ def test_an_empty_cursor_is_the_first_page(mem: Memory, http: httpx.Client) -> N
     first = http.get("/api/v1/facts/", params={"limit": 2}).json()
     blank = http.get("/api/v1/facts/", params={"limit": 2, "cursor": ""}).json()
     assert [m["id"] for m in blank["items"]] == [m["id"] for m in first["items"]]
+
+
+def test_blank_text_is_blank_for_the_schema_and_the_server_alike(
+    mem: Memory, http: httpx.Client
+) -> None:
+    """The fuzz run once sent an alias of U+001C and tabs: the server strips it to
+    nothing (400), so the schema must call it blank too, for every whitespace
+    character ``str.strip()`` removes and in any regex engine (no bare ``\\s``)."""
+    import re
+
+    spec = http.get("/openapi.json").json()
+    aliases = spec["components"]["schemas"]["EntityCreate"]["properties"]["aliases"]
+    alias = next(a for a in aliases.get("anyOf", [aliases]) if a.get("type") == "array")["items"]
+    assert "\\s" not in alias["pattern"]
+    spaces = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    for ch in spaces:
+        assert not re.match(alias["pattern"], f"\t{ch} "), hex(ord(ch))
+        assert re.match(alias["pattern"], f"{ch}x{ch}"), hex(ord(ch))
+    assert re.match(alias["pattern"], "\ufeff")  # not stripped, so not blank
+    blank = "\f \n\t\f \x1c\t  \f\t\x0b\r\f\f"
+    r = http.post("/api/v1/entities/", json={"name": "Lisbon", "aliases": [blank]})
+    assert_error_shape(r, 400, "invalid_input")
+    assert http.get("/api/v1/entities/").json()["total"] == 0

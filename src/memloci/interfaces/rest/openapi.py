@@ -63,7 +63,10 @@ SECURITY = {  # required once the store has (or had) a key, or off loopback
 WRITES = frozenset({"post", "put", "patch", "delete"})
 BODIES = frozenset({"post", "put", "patch"})
 ID_PATTERN = ID_RE.pattern
-IDENT_PATTERN = r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$"  # printable, not blank
+# What ``str.strip()`` removes, spelled out: ``\s`` differs between regex engines
+# (ECMA's takes U+FEFF, some generators leave out U+001C–U+001F), the server's does not.
+SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+IDENT_PATTERN = f"^[^\\x00-\\x1f]*[^{SPACE}\\x00-\\x1f][^\\x00-\\x1f]*$"  # printable, not blank
 PARAMS: dict[str, dict[str, Any]] = {
     "namespace": {"pattern": NAMESPACE_RE.pattern, "maxLength": 64},
     "user": {"pattern": IDENT_PATTERN, "minLength": 1, "maxLength": 200},
@@ -83,8 +86,9 @@ OFFSET_MAX = 1_000_000_000  # the service's bound on offsets
 def text(lo: int, hi: int) -> dict[str, Any]:
     """Text the service strips, then wants ``lo``–``hi`` characters of, without NUL."""
     inner = f"[^\\x00]{{{max(lo - 2, 0)},{hi - 2}}}"
-    body = f"[^\\s\\x00](?:{inner}[^\\s\\x00])?" if lo <= 1 else f"[^\\s\\x00]{inner}[^\\s\\x00]"
-    return {"type": "string", "pattern": f"^\\s*{body}\\s*$"}
+    edge = f"[^{SPACE}\\x00]"
+    body = f"{edge}(?:{inner}{edge})?" if lo <= 1 else f"{edge}{inner}{edge}"
+    return {"type": "string", "pattern": f"^[{SPACE}]*{body}[{SPACE}]*$"}
 
 
 def _enum(kind: type[Enum]) -> dict[str, Any]:
