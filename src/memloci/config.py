@@ -86,8 +86,9 @@ class Settings(BaseModel):
         0.15,
         ge=0,
         le=1,
-        description="share of the context budget the cacheable part (procedures and "
-        "'Your Memory') may take when there is a prompt; with none it may take all",
+        description="share of the context budget 'Your Memory' may take when there is a "
+        "prompt (the standing procedures before it take up to half the budget); with "
+        "none it may take the rest",
     )
     relevance_threshold: float = Field(
         0.7,

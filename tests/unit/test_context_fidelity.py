@@ -82,7 +82,7 @@ def test_a_long_standing_instruction_does_not_hide_the_short_ones(mem: Memory, b
     text = mem.context(budget=budget)
     assert estimate_tokens(text) <= budget
     head = text.partition("## Your Memory")[0]
-    assert f"[id:{short.memory.id}] Always answer in British English" in head
+    assert f"- [b_style] Always answer in British English [id:{short.memory.id}]" in head
 
 
 def test_the_newest_standing_instructions_are_kept_when_not_all_fit(mem: Memory) -> None:

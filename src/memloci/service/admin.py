@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 import numpy as np
 
 from memloci import validate as v
+from memloci.consolidation.profiles import embed_profiles
 from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
@@ -110,6 +111,7 @@ class AdminMixin(OwnersMixin):
                 self.worker.wake()
             if self.embedder is not None and (report.chunks_to_embed or report.names_to_embed):
                 self._embed_imported(ns, report)
+            embed_profiles(self.store, self.embedder, ns)  # the imported entities' profiles
             return report
 
         try:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
+from memloci.consolidation.profiles import embed_profiles
 from memloci.errors import MemlociError, ValidationError
 from memloci.exiting import exiting, on_exit
 from memloci.models import MemoryNode, NodeType, utcnow
@@ -395,7 +396,7 @@ class ConsolidationMixin(ServiceCore):
 
         job = Maintenance(
             self.store, self.settings, consolidator=consolidator, llm=llm,
-            embed=self._embed_all if self.worker is not None else None,
+            embed=self._embed_all if self.worker or self.embedder else None,
         )  # fmt: skip
         report = job.run(now=now)
         if problem is not None and report.ran:
@@ -407,8 +408,12 @@ class ConsolidationMixin(ServiceCore):
         return report
 
     def _embed_all(self) -> int:
+        """Embed what is pending, and the entity profiles without a vector (written by
+        enrichment, or before profiles had vectors)."""
         done = 0
         if self.worker is not None:
             while n := self.worker.run_once():
                 done += n
+        for ns in dict.fromkeys([self.settings.namespace, *self.store.namespaces()]):
+            done += embed_profiles(self.store, self.embedder, ns)
         return done

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
+from memloci.consolidation.profiles import matching_profiles
 from memloci.context import (
     MAX_PROCEDURES,
     Candidate,
@@ -24,10 +25,11 @@ from memloci.context import (
     entity_line,
     episode_line,
     fact_line,
+    procedure_line,
     report_of,
     time_key,
 )
-from memloci.errors import NotFoundError, ValidationError
+from memloci.errors import MemlociError, NotFoundError, ValidationError
 from memloci.kinds import FACT_TYPES
 from memloci.models import (
     ContextReport,
@@ -40,7 +42,9 @@ from memloci.models import (
     utcnow,
 )
 from memloci.procedures import has_triggers, matching, record_use
+from memloci.providers.base import Embedder, calibration_of
 from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
+from memloci.retrieval.relevance import RELEVANT
 from memloci.retrieval.timephrases import TimeWindow, time_window
 from memloci.service.core import ServiceCore
 from memloci.storage.aliases import names_in_use
@@ -63,6 +67,7 @@ class ContextMixin(ServiceCore):
     """``context`` / ``context_report``: the cacheable part, then what answers the prompt."""
 
     store: Store
+    embedder: Embedder | None
     settings: Settings
     if TYPE_CHECKING:  # provided by MemoryService
 
@@ -214,11 +219,11 @@ class ContextMixin(ServiceCore):
             return report_of(composed, budget, threshold)
         # a long prompt is searched by its most recent part
         query = (prompt or "").strip()[-v.QUERY_MAX :]
-        dynamic = None
+        total = budget
         if not fixed:  # a complex prompt gets more: 3000 to a simple one's 1000
             grow = COMPLEX["budget"] / SIMPLE["budget"] if is_complex(query) else 1
-            dynamic = int(budget * grow) - int(budget * share)
-        room = dynamic if dynamic is not None else budget
+            total = int(budget * grow)
+        room = total - int(budget * share)
         k = max(10, min(MAX_HITS, room // TOKENS_PER_HIT))
         search_flt = replace(flt, types=tuple(sorted(shown)))
         hits = self.search_now(query, search_flt, k=k) if shown else []
@@ -228,7 +233,9 @@ class ContextMixin(ServiceCore):
         relevant = [h for h in hits if h.score >= threshold]
         candidates = self._candidates(query, relevant, flt, profiles=facts)
         triggered = [
-            Candidate("procedures", (fact_line(p),), (p.id,), 1.0, "its trigger matches the prompt")
+            Candidate(
+                "procedures", (procedure_line(p),), (p.id,), 1.0, "its trigger matches the prompt"
+            )
             for p in matching(known, prompt or "")[:MAX_PROCEDURES]
         ]
         composed = compose(
@@ -237,7 +244,7 @@ class ContextMixin(ServiceCore):
             candidates=[*triggered, *candidates],
             budget=budget,
             stable_share=share,
-            dynamic_budget=dynamic,
+            total=total,
             loaded=loaded,
         )
         below = [h for h in hits if h.score < threshold]
@@ -285,16 +292,62 @@ class ContextMixin(ServiceCore):
                     )
                 )
             elif m.type is NodeType.PROCEDURAL:
-                out.append(Candidate("procedures", (fact_line(m),), (m.id,), hit.score, hit.why))
+                line = procedure_line(m)
+                out.append(Candidate("procedures", (line,), (m.id,), hit.score, hit.why))
             else:
                 out.append(Candidate("facts", (fact_line(m),), (m.id,), hit.score, hit.why))
         # profiles only when the search found hits through an entity the prompt names
+        named: list[EntityProfile] = []
         if profiles and any("entity" in h.strategies for h in hits[:PROFILED]):
             named = self._profiles(query, hits[:PROFILED], flt)
             out[1:1] = [
                 Candidate("entities", (entity_line(p),), (), hits[0].score, "the prompt names it")
                 for p in named
             ]
+        if profiles:  # and the entities whose profile says what the prompt asks about
+            skip = {p.entity.id for p in named}
+            for profile, cosine, score in self._described(query, flt, skip):
+                why = f"its profile matches the prompt (cosine {cosine:.2f})"
+                cand = Candidate("entities", (entity_line(profile),), (), score, why)
+                at = next((i for i, c in enumerate(out) if c.score < score), len(out))
+                out.insert(at, cand)
+        return out
+
+    def _described(
+        self, query: str, flt: NodeFilter, skip: set[str]
+    ) -> list[tuple[EntityProfile, float, float]]:
+        """The entities whose profile (summary) matches ``query`` by meaning, as the
+        caller may see them (a summary drawn from memories it cannot see is not
+        matched), with the cosine and a relevance score (the embedder's ``answers``
+        cosine scores the threshold); at most :data:`ENTITIES`."""
+        if self.embedder is None:
+            return []
+        calibration = calibration_of(self.embedder)
+        model = self.embedder.model_id
+        vector = None
+        out: list[tuple[EntityProfile, float, float]] = []
+        for ns in flt.namespaces:
+            known = self.store.profile_vectors(ns, model)
+            if not known:
+                continue
+            if vector is None:
+                try:
+                    vector = self.embedder.embed_query(query)
+                except MemlociError:  # search said so already; no profiles by meaning
+                    return out
+            found = matching_profiles(known, vector, min_cosine=calibration.answers, limit=ENTITIES)
+            for entity_id, cosine in found:
+                entity = self.store.get_entity(ns, entity_id)
+                if entity is None or entity.id in skip or len(out) >= ENTITIES:
+                    continue
+                shown = self._as_seen(entity, replace(flt, namespaces=(ns,), types=None))
+                if not shown.summary:
+                    continue
+                own = replace(flt, namespaces=(ns,), types=FACT_TYPES)
+                facts = self.store.entity_nodes(own, entity.id, limit=2)
+                span = max(1.0 - calibration.answers, 1e-6)
+                score = RELEVANT + (1.0 - RELEVANT) * (cosine - calibration.answers) / span
+                out.append((EntityProfile(shown, tuple(facts)), cosine, min(1.0, score)))
         return out
 
     def _context_turns(self, turns: Sequence[MemoryNode], flt: NodeFilter) -> dict[str, MemoryNode]:

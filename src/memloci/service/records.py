@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memloci import validate as v
+from memloci.consolidation.profiles import embed_profiles
 from memloci.decay import weakest
 from memloci.errors import ConflictError, NotFoundError, ValidationError
 from memloci.kinds import FACT_TYPES
@@ -38,6 +39,7 @@ from memloci.models import (
     short_id,
     utcnow,
 )
+from memloci.providers.base import Embedder
 from memloci.service.keys import KeysMixin
 from memloci.service.owners import CHAIN_MAX, OwnersMixin
 from memloci.storage.aliases import names_in_use
@@ -52,6 +54,7 @@ class RecordsMixin(KeysMixin, OwnersMixin):
     """Users, threads ("checkpoints"), entities, ``explain`` / ``weak_facts`` and API keys."""
 
     store: Store
+    embedder: Embedder | None
     if TYPE_CHECKING:  # provided by MemoryService
 
         async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode: ...
@@ -388,7 +391,10 @@ class RecordsMixin(KeysMixin, OwnersMixin):
                 )  # fmt: skip
                 return self.store.update_entity(entity)
 
-        return await self._run(run)
+        saved = await self._run(run)
+        if saved.summary:  # its profile, findable by meaning (outside the write's lock)
+            await self._run(embed_profiles, self.store, self.embedder, ns, [saved])
+        return saved
 
     async def delete_entities(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
         """Delete entities and their links to memories; returns how many were deleted."""

@@ -458,6 +458,13 @@ class Store(PagedReads, Protocol):
     def save_entity_vector(
         self, namespace: str, entity_id: str, model: str, vector: bytes
     ) -> None: ...
+    def profile_vectors(self, namespace: str, model: str) -> dict[str, tuple[str, bytes]]:
+        """Entity id → (digest of the profile text, float32 vector bytes) of the entities
+        of ``namespace`` whose profile has a vector of ``model``."""
+
+    def save_profile_vector(
+        self, namespace: str, entity_id: str, model: str, digest: str, vector: bytes
+    ) -> None: ...
     def temporal_pairs(
         self, namespace: str, *, after: int, limit: int
     ) -> list[tuple[int, str, str]]:
