@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.memloci-installed
 
-.PHONY: install fp32-weights serve demo test lint typecheck unit browser-deps system-deps-notice dist bench-retrieval bench-latency clean
+.PHONY: install fp32-weights serve demo test lint typecheck unit browser-deps system-deps-notice dist model bench-retrieval bench-latency clean
 
 install: $(STAMP)
 
@@ -62,7 +62,12 @@ BROWSER_SKIPPED := yes
 PYTEST_SELECT := -m "not browser"
 endif
 endif
-unit: install fp32-weights browser-deps
+# The default model's files in src/ (the editable install put them there; this restores
+# them if deleted, and costs a hash check when they are in place).
+model: install
+	$(BIN)/python scripts/bundle_model.py
+
+unit: install model fp32-weights browser-deps
 	scripts/pg-test-env.sh run -- $(BIN)/python -m pytest -q $(PYTEST_SELECT)
 
 # The browser tests (tests/browser) drive Debian's chromium; playwright's own browser
