@@ -93,7 +93,7 @@ PG_PACKAGES := postgresql-15 postgresql-server-dev-15 make gcc
 system-deps-notice:
 	@todo=""; pkgs=""; \
 	if [ -z "$(BROWSER_SKIPPED)" ] && [ ! -x $(CHROMIUM_BIN) ]; then pkgs="chromium"; \
-		todo="$$todo\n  - chromium (Debian package, ~480 MB with its libraries) for tests/browser; skip with SKIP_BROWSER=1"; fi; \
+		todo="$$todo\n  - chromium (Debian package, up to ~480 MB with its libraries) for tests/browser; skip with SKIP_BROWSER=1"; fi; \
 	if [ -z "$$MEMLOCI_TEST_DATABASE_URL" ] && [ ! -f $(PG_SHARE) ]; then pkgs="$$pkgs $(PG_PACKAGES)"; \
 		todo="$$todo\n  - $(PG_PACKAGES), and pgvector built from source, for the PostgreSQL tests; or set MEMLOCI_TEST_DATABASE_URL"; fi; \
 	if [ -n "$$todo" ]; then \
