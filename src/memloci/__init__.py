@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     )
     from memloci.sdk import AsyncMemory, Memory
 
-__version__ = "0.2.0"
+__version__ = "0.2.0"  # the one place: pyproject.toml reads it (dynamic)
 
 _MODELS = ("Edge", "Entity", "FactType", "MemoryNode", "MemoryUser", "MemoryVersion",
            "NodeType", "Scope", "SearchHit", "WriteResult")  # fmt: skip

