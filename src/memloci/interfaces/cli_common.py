@@ -312,7 +312,7 @@ def agent_memory(role: Role, settings: Settings, *, db: str | None = None) -> As
 
 
 def _local(path: str) -> bool:
-    from memloci.storage.location import is_database_url
+    from memloci.config import is_database_url
 
     return not is_database_url(path) and path != ":memory:"
 

@@ -55,7 +55,7 @@ from memloci import validate as v
 from memloci.config import Settings
 from memloci.errors import MemlociError, ValidationError
 from memloci.knowledge import knowledge_block
-from memloci.models import MemoryNode, NodeType, ThreadMessage, utcnow
+from memloci.models import TURN_MAX, EpisodeDetails, MemoryNode, NodeType, ThreadMessage, utcnow
 from memloci.procedures import matching
 from memloci.providers.chat import CHAT_PROVIDERS, ChatModel, ToolCall
 from memloci.providers.llm import LLM
@@ -444,8 +444,6 @@ class Agent:
         if self.conversation is None:
             return None
         if autonomous and self._turns:
-            from memloci.runtime.autonomous import capture_episode  # imports this module
-
             await capture_episode(self)
         await self.conversation.end()
         cap = self.role.episodes_per_run(autonomous) if consolidate else None
@@ -672,8 +670,69 @@ def memory_command_handler(
     return handle
 
 
+# the category of the episode an autonomous run (or ``chat -p``) records
+CATEGORY = "autonomous_run"
+
+
+async def capture_episode(agent: Agent) -> None:
+    """What an autonomous run (or ``chat -p``) did, as one episode of category
+    ``autonomous_run``: the ``finish_task`` summary (``Task:`` / ``Outcome:`` lines for
+    several tasks), with the trigger in metadata. Never raises."""
+    mem = agent.role.memory
+    turns = agent.turns
+    if not turns or mem is None or not (mem.episodic.enabled and mem.episodic.auto_capture):
+        return
+    if len(turns) == 1 and agent.outcome is not None:
+        content = turns[0].answer
+    else:
+        content = "\n".join(f"Task: {t.prompt}\nOutcome: {t.answer}" for t in turns)
+    if len(content) > TURN_MAX:
+        content = content[: TURN_MAX - 1] + "…"
+    trigger = dict(agent.trigger or {})
+    outcome = agent.outcome or {"success": True, "final_output": turns[-1].answer[:2000]}
+    details = EpisodeDetails(
+        trigger={
+            "channel": agent.channel,
+            "mode": "autonomous",
+            "agent": agent.role.name,
+            **trigger,
+        },
+        conversation=[
+            m
+            for t in turns
+            for m in (
+                {"role": "user", "content": t.prompt},
+                {"role": "assistant", "content": t.answer},
+            )
+        ],
+        actions=[
+            {"tool": r.name, "arguments": r.arguments, "result": r.result[:1000], "ok": r.ok}
+            for t in turns
+            for r in t.tools
+        ],
+        outcome=outcome,
+        started_at=agent.started,
+        ended_at=utcnow(),
+        duration_ms=round((time.monotonic() - agent.clock) * 1000, 1),
+    )
+    try:
+        await agent.service.record_episode(
+            content,
+            namespace=agent.namespace,
+            user=agent.user,
+            agent=agent.role.name,
+            session=agent.session,
+            details=details,
+            category=CATEGORY,
+            metadata=trigger or None,
+        )
+    except Exception as exc:
+        agent._report("record the run's episode", exc)
+
+
 __all__ = [
     "AGENT_TOOLS",
+    "CATEGORY",
     "MAX_TOOL_ROUNDS",
     "MEMORY_GUIDANCE",
     "Agent",
@@ -682,6 +741,7 @@ __all__ = [
     "Reply",
     "ToolRun",
     "agent_tools",
+    "capture_episode",
     "memory_command_handler",
     "model_spec",
     "no_memory_error",

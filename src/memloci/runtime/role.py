@@ -37,9 +37,9 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
+from memloci.config import is_database_url
 from memloci.errors import NotFoundError, ValidationError
 from memloci.runtime.run_config import AutonomyConfig, TriggerConfig
-from memloci.storage.location import is_database_url
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
 ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"

@@ -13,9 +13,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memloci.errors import NotFoundError, PermissionDeniedError
-from memloci.models import EpisodeDetails, MemoryNode, NodeType, ProcedureType, SearchHit
+from memloci.models import (
+    EpisodeDetails,
+    MemoryNode,
+    NodeFilter,
+    NodeType,
+    ProcedureType,
+    SearchHit,
+)
 from memloci.service import MemoryService
-from memloci.storage.base import NodeFilter
 from memloci.tools import render as r
 from memloci.tools.args import (
     AddToMemoryArgs,
