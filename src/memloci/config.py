@@ -20,7 +20,7 @@ from memloci.errors import ValidationError
 from memloci.models import check_namespace
 
 ENV_PREFIX = "MEMLOCI_"
-# a setting as reference 002's manifest names it -> memloci's name
+# another name some configuration files use for a setting -> memloci's name
 REFERENCE_NAMES = {"causal_inference_batch_size": "causal_batch_size"}
 
 
@@ -31,7 +31,7 @@ class Settings(BaseModel):
 
     def __init__(self, **values: Any) -> None:
         """Arguments win over ``MEMLOCI_*`` variables, which win over the defaults. The
-        reference designs' names of a setting (:data:`REFERENCE_NAMES`) are taken too."""
+        other names of a setting (:data:`REFERENCE_NAMES`) are taken too."""
         for theirs, ours in REFERENCE_NAMES.items():
             if theirs in values:
                 if ours in values:

@@ -153,8 +153,8 @@ ARRAY_FIELDS = (
 
 
 def array_lines(text: str) -> list[str]:
-    """A JSON array export (``memloci memory export -o file.json``, reference 004's
-    format: one object per current memory) as import lines: each object becomes a
+    """A JSON array export (``memloci memory export -o file.json``: one object per
+    current memory) as import lines: each object becomes a
     node without a vector (it is embedded after the import). Memories keep their id,
     content, category, type, times (``event_time``: ``created_at`` when not given),
     owner, speaker, subject, key / value, fact type, confidence, version, metadata and a

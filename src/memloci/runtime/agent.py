@@ -16,12 +16,13 @@ conversation window, and call the model with the memory tools. Tool calls run th
 until the model answers in text (at most ``max_tool_rounds`` rounds). The user's
 message and the answer are checkpointed at once (``--resume`` restores them).
 
-A role without a ``memory:`` block has no memory at all (reference 000/003): no user is
+A role without a ``memory:`` block has no memory at all (memory is opt-in): no user is
 registered, nothing is read or written, the conversation lives in this process only
 (``start(resume=True)`` is refused), and the model gets no memory tools and no memory
 block — :attr:`Agent.has_memory` is False.
 
-Procedure performance (reference 000): after each turn, every learned procedure the turn
+Procedure performance (so that a procedure's track record shows whether it works):
+after each turn, every learned procedure the turn
 applied — its trigger matched the message, or the answer cites its ``[id:…]`` — gets one
 use recorded with the turn's duration, a success unless the turn stopped without an
 answer (:meth:`Agent.record_procedures`); the model can report a use itself with the
@@ -449,7 +450,7 @@ class Agent:
         cap = self.role.episodes_per_run(autonomous) if consolidate else None
         if cap is None:
             return None
-        try:  # at most the role's max_episodes_per_run, oldest first (reference 004)
+        try:  # at most the role's max_episodes_per_run, oldest first: a bounded cost per run
             return await self.service.consolidate(
                 namespace=self.namespace, user=self.user, max_episodes=cap
             )
@@ -501,7 +502,7 @@ class Agent:
     ) -> list[str]:
         """Count a use of each procedure this turn or run applied — its trigger matched
         ``goal``, or the model cited its ``[id:…]`` in ``answer`` — with the outcome and
-        duration (reference 000: ``times_used``, ``success_rate``, ``avg_duration_ms``).
+        duration (the procedure's ``times_used``, ``success_rate``, ``avg_duration_ms``).
         A procedure the model reported itself (``record_procedure_use``) is not counted
         twice. Returns the ids counted; never raises."""
         mem = self.role.memory
@@ -577,7 +578,7 @@ class Agent:
     # ------------------------------------------------------------------ the prompt
     async def _context(self, text: str) -> str:
         """Guidance, the user and the memory block — loaded once per conversation, so the
-        prompt's prefix stays byte-identical for the provider's cache (reference 001) —
+        prompt's prefix stays byte-identical for the provider's prompt cache —
         then what this message brings up: relevant memories and knowledge."""
         parts = [memory_guidance(self.tool_names)]
         dynamic = ""

@@ -1,5 +1,5 @@
 """Autonomous runs (layer: runtime): the agent works on a task until it calls
-``finish_task(summary)``, bounded by the role's ``autonomy.max_steps`` (reference 004).
+``finish_task(summary)``, bounded by the role's ``autonomy.max_steps``.
 
 ::
 
