@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import itertools
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,22 +53,21 @@ def modules_of(src: Path, package: str) -> dict[str, Path]:
     return found
 
 
-def _typing_only(tree: ast.AST) -> set[int]:
-    """The ids of the nodes under ``if TYPE_CHECKING:``."""
-    inside: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                inside.update(id(n) for n in ast.walk(child))
-    return inside
-
-
-def _in_functions(tree: ast.AST) -> set[int]:
-    inside: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            inside.update(id(n) for n in ast.walk(node) if n is not node)
-    return inside
+def _imports(node: ast.AST, kind: str = "top") -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import under ``node`` with its kind: ``typing`` under ``if TYPE_CHECKING:``,
+    else ``lazy`` inside a function, else ``top``."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child, kind
+        elif isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            for stmt in child.body:
+                yield from _imports(ast.Module([stmt], []), "typing")
+            for stmt in child.orelse:
+                yield from _imports(ast.Module([stmt], []), kind)
+        elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            yield from _imports(child, "lazy" if kind == "top" else kind)
+        else:
+            yield from _imports(child, kind)
 
 
 def imports_of(src: Path, package: str) -> Graph:
@@ -83,14 +82,12 @@ def imports_of(src: Path, package: str) -> Graph:
     graph: Graph = {}
     for name, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        typing, lazy = _typing_only(tree), _in_functions(tree)
         here = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: dict[str, Import] = {}
-        for node in ast.walk(tree):
-            targets: list[str] = []
+        for node, kind in sorted(_imports(tree), key=lambda found: found[0].lineno):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
+            else:
                 base = node.module or ""
                 if node.level:  # relative: from the package this module is in
                     parents = here.split(".")[: len(here.split(".")) - (node.level - 1)]
@@ -98,7 +95,6 @@ def imports_of(src: Path, package: str) -> Graph:
                 targets = [
                     f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names
                 ]
-            kind = "typing" if id(node) in typing else "lazy" if id(node) in lazy else "top"
             for target in targets:
                 if target != package and not target.startswith(package + "."):
                     continue

@@ -5,10 +5,11 @@ itself tested here on small synthetic trees."""
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from pathlib import Path
 
-from layers import Layer, cycles, imports_of, layer_problems, show_cycle
+from layers import Graph, Layer, cycles, imports_of, layer_problems, show_cycle
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -95,21 +96,26 @@ ALLOWED = {
 }
 
 
+@functools.cache
+def _src() -> Graph:
+    return imports_of(SRC, "memloci")
+
+
 def test_src_keeps_its_layers() -> None:
-    graph = imports_of(SRC, "memloci")
+    graph = _src()
     assert len(graph) > 100  # the scan found the package
     problems = layer_problems(graph, LAYERS, allowed=ALLOWED, hidden=HIDDEN)
     assert not problems, "\n".join(problems)
 
 
 def test_src_has_no_import_cycles() -> None:
-    graph = imports_of(SRC, "memloci")
+    graph = _src()
     found = [show_cycle(cycle, graph) for cycle in cycles(graph)]
     assert not found, "import cycles:\n" + "\n".join(found)
 
 
 def test_every_exemption_is_still_needed() -> None:
-    graph = imports_of(SRC, "memloci")
+    graph = _src()
     stale = [pair for pair in ALLOWED if pair[1] not in graph.get(pair[0], {})]
     assert not stale, f"these exemptions import nothing any more, remove them: {stale}"
 
