@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from pydantic import ValidationError as PydanticValidationError
 
-from memloci.compose import build_service
+from memloci.compose import FROM_SETTINGS, build_service
 from memloci.config import Settings
 from memloci.errors import ValidationError
 from memloci.models import (
@@ -20,6 +20,7 @@ from memloci.models import (
     KnowledgeHit,
     MemoryNode,
     MemoryVersion,
+    NodeFilter,
     SearchHit,
     StoreStats,
     WriteResult,
@@ -37,7 +38,7 @@ from memloci.sdk_args import (
 )
 from memloci.sdk_loop import LoopThread
 from memloci.service import MemoryService
-from memloci.storage.base import NodeFilter, Store
+from memloci.storage.base import Store
 
 if TYPE_CHECKING:  # loaded on first use: a plain search needs none of these
     from memloci.consolidation.consolidator import ConsolidationReport as Consolidated
@@ -98,9 +99,11 @@ class AsyncMemory:
             raise ValidationError(
                 f"invalid settings: {problems}", hint="see the Configuration table in the README"
             ) from None
-        emb: Embedder | str | None = "settings" if isinstance(embedder, str) else embedder
         self.service: MemoryService = build_service(
-            self.settings, store=store, embedder=emb, reembed=reembed
+            self.settings,
+            store=store,
+            embedder=FROM_SETTINGS if isinstance(embedder, str) else embedder,
+            reembed=reembed,
         )
         self._tools: MemoryTools | None = None
 

@@ -39,7 +39,6 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -59,7 +58,15 @@ from memloci.retrieval.query import DOCUMENT_FORM
 from memloci.storage.base import PendingEmbedding, Store
 from memloci.storage.locks import entities_lock, users_lock
 from memloci.storage.rows import content_hash
-from memloci.transfer_parse import FORMAT, VERSION, Line, invalid, narrowest, parse
+from memloci.transfer_parse import (
+    FORMAT,
+    VERSION,
+    ImportReport,
+    Line,
+    invalid,
+    narrowest,
+    parse,
+)
 from memloci.transfer_records import (
     check_store,
     every,
@@ -146,8 +153,8 @@ ARRAY_FIELDS = (
 
 
 def array_lines(text: str) -> list[str]:
-    """A JSON array export (``memloci memory export -o file.json``, reference 004's
-    format: one object per current memory) as import lines: each object becomes a
+    """A JSON array export (``memloci memory export -o file.json``: one object per
+    current memory) as import lines: each object becomes a
     node without a vector (it is embedded after the import). Memories keep their id,
     content, category, type, times (``event_time``: ``created_at`` when not given),
     owner, speaker, subject, key / value, fact type, confidence, version, metadata and a
@@ -253,30 +260,6 @@ def read_lines(path: str) -> list[str]:
     if text.lstrip().startswith("["):
         return array_lines(text)
     return text.splitlines(keepends=True)
-
-
-@dataclass
-class ImportReport:
-    """What an import wrote (and skipped: memories the namespace held already)."""
-
-    nodes: int = 0
-    skipped: int = 0
-    versions: int = 0
-    edges: int = 0
-    users: int = 0
-    vectors_reused: int = 0
-    needs_embedding: int = 0
-    entities: int = 0
-    entities_merged: int = 0  # merged by name into one the namespace held
-    links: int = 0
-    threads: int = 0
-    sessions: int = 0
-    knowledge_sources: int = 0
-    knowledge_chunks: int = 0
-    chunks_to_embed: int = 0  # knowledge chunks stored without a vector (another model)
-    errors: list[str] = field(default_factory=list)
-    # entities whose name vector came from another model: embedded after the import
-    names_to_embed: list[str] = field(default_factory=list)
 
 
 def import_lines(

@@ -21,7 +21,6 @@ one transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,10 +28,7 @@ from memloci.consolidation.entities import merge_aliases, name_key, types_fit
 from memloci.models import Entity, EntityType
 from memloci.storage.base import Store
 from memloci.transfer_checks import Link
-from memloci.transfer_parse import Line
-
-if TYPE_CHECKING:
-    from memloci.transfer import ImportReport
+from memloci.transfer_parse import ImportReport, Line
 
 __all__ = ["NameIndex", "existing", "merge_into", "merged"]
 PAGE = 1000

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Container, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,10 +27,7 @@ from memloci.models import Entity, KnowledgeChunk, KnowledgeSource, MemoryUser, 
 from memloci.storage.base import Store
 from memloci.transfer_checks import Link, SessionRecord
 from memloci.transfer_entities import existing, merge_into
-from memloci.transfer_parse import Line, check_channels, conflict, invalid, root
-
-if TYPE_CHECKING:
-    from memloci.transfer import ImportReport
+from memloci.transfer_parse import ImportReport, Line, check_channels, conflict, invalid, root
 
 
 def _b64(blob: bytes | None) -> str | None:

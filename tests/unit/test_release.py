@@ -1,8 +1,9 @@
 """A release's version and its CHANGELOG come from one place.
 
-``memloci.__version__`` is the only place the version is written: pyproject.toml reads
-it (``dynamic = ["version"]``), the CLI, REST and MCP report it, and CHANGELOG.md has a
-section for it. The build's inputs (setup.py's hook, MANIFEST.in) ship in the sdist.
+``memloci._version.__version__`` (re-exported as ``memloci.__version__``) is the only
+place the version is written: pyproject.toml reads it (``dynamic = ["version"]``), the
+CLI, REST and MCP report it, and CHANGELOG.md has a section for it. The build's inputs
+(setup.py's hook, MANIFEST.in) ship in the sdist.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ def test_the_version_is_written_once() -> None:
     assert "version" not in project and "version" in project["dynamic"]
     tool = _pyproject()["tool"]
     assert isinstance(tool, dict)
-    assert tool["setuptools"]["dynamic"]["version"] == {"attr": "memloci.__version__"}
+    assert tool["setuptools"]["dynamic"]["version"] == {"attr": "memloci._version.__version__"}
     assert re.fullmatch(r"\d+\.\d+\.\d+(?:(?:a|b|rc)\d+)?(?:\.dev\d+)?", memloci.__version__)
-    init = (ROOT / "src" / "memloci" / "__init__.py").read_text(encoding="utf-8")
+    init = (ROOT / "src" / "memloci" / "_version.py").read_text(encoding="utf-8")
     assert re.findall(r'^__version__ = "([^"]+)"', init, flags=re.M) == [memloci.__version__]
 
 

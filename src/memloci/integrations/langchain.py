@@ -45,9 +45,8 @@ from pydantic import ValidationError as PydanticValidationError
 from memloci import validate as v
 from memloci.errors import ValidationError
 from memloci.integrations._common import ToolSource, bound_tools, run_sync, select
-from memloci.models import CONTENT_MAX, CONTENT_MIN, MemoryNode, NodeType, normalize_key
+from memloci.models import CONTENT_MAX, CONTENT_MIN, MemoryNode, NodeFilter, NodeType, normalize_key
 from memloci.sdk import AsyncMemory, Memory
-from memloci.storage.base import NodeFilter
 from memloci.tools import ToolDef, Tools
 
 __all__ = ["MemlociStore", "memory_tools"]

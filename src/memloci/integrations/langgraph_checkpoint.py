@@ -1,5 +1,5 @@
 """A LangGraph checkpointer over memloci threads (layer: interfaces) — conversation
-state of a graph kept in the same store as its long-term memory (reference 000).
+state of a graph kept in the same store as its long-term memory (one file to back up).
 
 Needs ``pip install 'memloci[langchain]'``::
 

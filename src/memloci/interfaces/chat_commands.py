@@ -25,9 +25,8 @@ from enum import StrEnum
 
 from memloci.errors import NotFoundError, ValidationError
 from memloci.kinds import FACT_TYPES
-from memloci.models import ID_RE, MemoryNode, sanitize_category
+from memloci.models import ID_RE, MemoryNode, NodeFilter, sanitize_category
 from memloci.service import MemoryService
-from memloci.storage.base import NodeFilter
 from memloci.tools.handlers import change_refused
 
 LIST_LIMIT = 50  # memories shown by /memory before "…and N more"

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from memloci._extras import require
-from memloci.config import Settings
+from memloci.config import Settings, describe
 from memloci.errors import ConflictError, PermissionDeniedError, StorageError, ValidationError
 from memloci.interfaces.cli_common import (
     DbOpt,
@@ -34,7 +34,6 @@ from memloci.interfaces.cli_common import (
     settings_for,
 )
 from memloci.interfaces.hosts import is_loopback
-from memloci.storage.location import describe
 
 keys_app = typer.Typer(
     rich_markup_mode="markdown",

@@ -240,7 +240,8 @@ DERIVED_KEYS = "_from_facts"  # the preference keys that came from facts (not sh
 
 async def _cached_preferences(service: MemoryService, ns: str, user: MemoryUser) -> MemoryUser:
     """Refresh the user's cached preferences from their current ``user_preference``
-    facts (reference 000: denormalised from facts): a keyed fact gives ``key: value``
+    facts (a copy kept on the user record so the prompt reads it in one call; the facts stay
+    the truth): a keyed fact gives ``key: value``
     (its content without a value), the others are listed under ``"noted"``, oldest
     first. Preferences set by hand under other keys are kept; the record is written only
     when something changed."""

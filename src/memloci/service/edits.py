@@ -80,13 +80,42 @@ class EditsMixin(ServiceCore):
         metadata: Mapping[str, Any] | None = None,
         session: str | None = None,
         confirmed: bool = False,
-        _embedded: tuple[str, Vector] | None = None,
     ) -> WriteResult:
         """Change a memory in place: same id, a new version in its history. ``confirmed``:
         the change also counts as a confirmation (``times_confirmed`` + 1), as when
         ``remember`` overwrites a key. New text is embedded before this returns (when
-        the embedder is reachable), unless ``_embedded`` (internal: ``remember``
-        overwriting a key) holds that text's document and vector already."""
+        the embedder is reachable)."""
+        return await self._update(
+            memory_id,
+            content,
+            namespace=namespace,
+            value=value,
+            set_value=set_value,
+            category=category,
+            subject=subject,
+            metadata=metadata,
+            session=session,
+            confirmed=confirmed,
+            embedded=None,
+        )
+
+    async def _update(
+        self,
+        memory_id: str,
+        content: str | None,
+        *,
+        namespace: str | None,
+        value: Any,
+        set_value: bool,
+        session: str | None,
+        confirmed: bool,
+        embedded: tuple[str, Vector] | None,
+        category: str | None = None,
+        subject: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> WriteResult:
+        """:meth:`update`, given the new text's document and vector when the caller
+        embedded it already (``remember`` overwriting a key)."""
         ns, mid = self._ns(namespace), v.memory_id(memory_id)
         old = await self.get(mid, namespace=ns)
         if old.valid_until is not None:
@@ -108,9 +137,7 @@ class EditsMixin(ServiceCore):
         vector = None
         if text is not None and text != old.content:
             doc = document_text(text, old.speaker, old.key, patch.subject or old.subject)
-            vector = (
-                _embedded[1] if _embedded and _embedded[0] == doc else await self._embed_doc(doc)
-            )
+            vector = embedded[1] if embedded and embedded[0] == doc else await self._embed_doc(doc)
         who = v.ident(session)
 
         def write() -> MemoryNode:

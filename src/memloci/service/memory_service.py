@@ -289,7 +289,7 @@ class MemoryService(
                     message=f"[{old.id}] already holds key {key!r}; pass overwrite=True "
                     "or update it",
                 )
-            return await self.update(
+            return await self._update(
                 old.id,
                 text,
                 namespace=ns,
@@ -297,7 +297,7 @@ class MemoryService(
                 set_value=True,
                 session=session,
                 confirmed=True,
-                _embedded=(doc, vector) if vector is not None else None,
+                embedded=(doc, vector) if vector is not None else None,
             )
         if done.replaced is not None:  # an unkeyed fact it contradicts: it holds no more
             gone, how = done.replaced

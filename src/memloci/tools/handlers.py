@@ -13,9 +13,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memloci.errors import NotFoundError, PermissionDeniedError
-from memloci.models import EpisodeDetails, MemoryNode, NodeType, ProcedureType, SearchHit
+from memloci.models import (
+    EpisodeDetails,
+    MemoryNode,
+    NodeFilter,
+    NodeType,
+    ProcedureType,
+    SearchHit,
+)
 from memloci.service import MemoryService
-from memloci.storage.base import NodeFilter
 from memloci.tools import render as r
 from memloci.tools.args import (
     AddToMemoryArgs,
@@ -133,11 +139,11 @@ def _hits(hits: list[SearchHit]) -> str:
 
 
 async def recall(b: Bound, a: RecallArgs) -> str:
-    """No query or key → list facts, highest confidence first (reference 000); ``key`` →
+    """No query or key → list facts, highest confidence first; ``key`` →
     exact, then fuzzy; ``query`` → search.
 
-    Defaults follow reference 000 (facts, ``min_confidence`` 0.5, 10 results);
-    ``top_k`` / ``memory_types`` are reference 004's spellings of the same options."""
+    Defaults: facts, ``min_confidence`` 0.5, 10 results; ``top_k`` / ``memory_types``
+    are other spellings of the same options, accepted so that either works."""
     limit, conf = a.count, a.min_confidence
     if a.key is not None:
         node = await b.service.lookup(
@@ -226,7 +232,7 @@ async def _entity_ids(b: Bound, name: str) -> tuple[str, ...]:
 
 
 async def list_memories(b: Bound, a: ListMemoriesArgs) -> str:
-    """Every type unless ``memory_type`` narrows it (reference 004), newest first, as
+    """Every type unless ``memory_type`` narrows it, newest first, as
     ``[semantic:preferences] (time) [id:…] text`` lines."""
     flt = b.filter(type=kind_types(a.memory_type, default="all"), category=a.category)
     nodes = await b.service.list_nodes(flt, limit=a.limit, order="-created")
@@ -378,7 +384,7 @@ async def remember(b: Bound, a: RememberArgs) -> str:
         subject=a.subject, fact_type=a.fact_type, overwrite=a.overwrite, user=b.user,
         agent=b.agent, session=b.session,
     )  # fmt: skip
-    if a.content is None:  # reference 000: "Remembered: color = blue (created)"
+    if a.content is None:  # a key/value: "Remembered: color = blue (created)"
         if result.action == "exists":  # the model must not read that red was stored
             held = result.memory.content
             return f"Not changed: {held} (exists; overwrite is false) {r.ref(result.memory)}"

@@ -1,6 +1,6 @@
 """The versioned-memory endpoints ``/api/memory/`` (layer: interfaces).
 
-The small API agent tools and chat front ends use (reference 001): list the active
+The small API agent tools and chat front ends use: list the active
 memories, get one with its version history, create (5–500 characters, one of the four
 categories, an optional subject), update (same id, new version) and soft delete.
 """

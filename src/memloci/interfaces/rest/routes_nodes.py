@@ -32,13 +32,13 @@ from memloci.models import (
     NODE_ORDERS,
     ContextReport,
     MemoryNode,
+    NodeFilter,
     NodeType,
     SearchHit,
     StoreStats,
     WriteResult,
 )
 from memloci.service import MemoryService
-from memloci.storage.base import NodeFilter
 
 router = APIRouter(prefix="/api/v1")
 

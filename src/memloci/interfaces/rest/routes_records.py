@@ -27,9 +27,8 @@ from memloci.interfaces.rest.schemas import (
     Page,
     Patch,
 )
-from memloci.models import Entity, MemoryUser, Thread
+from memloci.models import Entity, KeyPage, MemoryUser, Thread
 from memloci.service.privacy import ForgetReport
-from memloci.storage.paging import KeyPage
 
 router = APIRouter(prefix="/api/v1")
 

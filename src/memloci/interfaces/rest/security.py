@@ -36,8 +36,8 @@ from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
 
+from memloci.errors import driver_error, storage_error
 from memloci.interfaces.hosts import is_loopback
-from memloci.storage import faults
 
 log = logging.getLogger("memloci.server")
 Scope = MutableMapping[str, Any]
@@ -248,8 +248,8 @@ class CatchAll:
             )
             if started:
                 raise
-            if faults.driver_error(exc):  # a database failure: say which, with its hint
-                error = faults.storage_error(exc)
+            if driver_error(exc):  # a database failure: say which, with its hint
+                error = storage_error(exc)
                 body = {"error": {**error.to_dict(), "details": {"error_id": error_id}}}
                 await JSONResponse(body, status_code=error.http_status)(scope, receive, send)
                 return
