@@ -94,6 +94,18 @@ class NodePatch:
 
 
 @dataclass(frozen=True)
+class StoreGauges:
+    """What a server's ``/metrics`` reads from its store, cheaply, across namespaces:
+    its size on disk (SQLite: the file with its journal; PostgreSQL:
+    ``pg_database_size``), the memories waiting for their vector, and (PostgreSQL) the
+    connection pool's figures (``psycopg_pool``'s ``get_stats()``)."""
+
+    size_bytes: int
+    pending_embeddings: int
+    pool: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PendingEmbedding:
     """A node waiting for its vector; ``content_hash`` guards against racing edits."""
 
@@ -628,6 +640,9 @@ class Store(PagedReads, Protocol):
 
     # housekeeping
     def stats(self, namespaces: Sequence[str]) -> StoreStats: ...
+    def gauges(self) -> StoreGauges:
+        """Size, embedding backlog and pool figures of the whole store (for ``/metrics``)."""
+
     def namespaces(self) -> list[str]: ...
 
     # inventory: what a whole-store copy (``memloci migrate``) needs to read
