@@ -11,6 +11,7 @@ the process's tracer provider: a no-op until an SDK is configured (the ``otel`` 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import os
@@ -18,7 +19,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, ParamSpec, TypeVar
@@ -28,6 +28,7 @@ T = TypeVar("T")
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+ENV_PROVIDER = "OTEL_PYTHON_TRACER_PROVIDER"
 Labels = tuple[str, ...]
 
 
@@ -60,9 +61,13 @@ class Metric:
         self._lock = threading.Lock()
 
     def _key(self, labels: Mapping[str, str]) -> Labels:
-        if set(labels) != set(self.label_names):
+        try:
+            key = tuple([str(labels[n]) for n in self.label_names])
+        except KeyError:
+            key = ()
+        if len(key) != len(labels) or len(key) != len(self.label_names):
             raise ValueError(f"{self.name} takes labels {self.label_names}, not {sorted(labels)}")
-        return tuple(str(labels[n]) for n in self.label_names)
+        return key
 
     def lines(self) -> Iterator[str]:
         yield f"# HELP {self.name} {self.help.replace(chr(92), chr(92) * 2)}"
@@ -109,7 +114,8 @@ class Gauge(Counter):
 
 
 class Histogram(Metric):
-    """Observations counted into cumulative buckets (``le``), with their sum and count."""
+    """Observations counted into buckets (``le``: cumulative, as written), with their sum
+    and count."""
 
     kind = "histogram"
 
@@ -126,11 +132,12 @@ class Histogram(Metric):
 
     def observe(self, value: float, /, **labels: str) -> None:
         key = self._key(labels)
+        slot = bisect.bisect_left(self.buckets, value)  # the first bound >= value, or past all
         with self._lock:
-            seen = self._values.setdefault(key, _Observed([0] * len(self.buckets)))
-            for i, bound in enumerate(self.buckets):
-                if value <= bound:
-                    seen.buckets[i] += 1
+            seen = self._values.get(key)
+            if seen is None:
+                seen = self._values[key] = _Observed([0] * (len(self.buckets) + 1))
+            seen.buckets[slot] += 1
             seen.count += 1
             seen.sum += value
 
@@ -143,18 +150,18 @@ class Histogram(Metric):
             items = [(k, replace(v, buckets=list(v.buckets))) for k, v in self._values.items()]
         names = self.label_names
         for key, seen in sorted(items, key=lambda item: item[0]):
-            for bound, n in zip(
-                (*self.buckets, math.inf), (*seen.buckets, seen.count), strict=True
-            ):
+            below = 0
+            for bound, n in zip((*self.buckets, math.inf), seen.buckets, strict=True):
+                below += n
                 le = f'le="{_number(bound)}"'
-                yield f"{self.name}_bucket{_labels(names, key, le)} {n}"
+                yield f"{self.name}_bucket{_labels(names, key, le)} {below}"
             yield f"{self.name}_sum{_labels(names, key)} {_number(seen.sum)}"
             yield f"{self.name}_count{_labels(names, key)} {seen.count}"
 
 
 @dataclass
 class _Observed:
-    buckets: list[int]  # observations at most each bound (cumulative)
+    buckets: list[int]  # observations in each bucket (above the bound before), +Inf last
     count: int = 0
     sum: float = 0.0
 
@@ -220,31 +227,37 @@ def _resident_bytes() -> int | None:
 
 
 # ---------------------------------------------------------------------- traces
-_tracer: Any = None
+_trace: Any = None  # the opentelemetry.trace module, False when it is not installed
+_tracers: dict[int, Any] = {}  # id(provider) -> its memloci tracer
+_ENV_NAMED = ENV_PROVIDER in os.environ
 
 
 def tracer() -> Any:
-    """The ``memloci`` tracer of opentelemetry-api, or None when it is not installed."""
-    global _tracer
-    if _tracer is None:
+    """The ``memloci`` tracer, or None while no OpenTelemetry SDK is set up (no API
+    installed, or no tracer provider set): then a call makes no span at all. Reads the
+    API's global provider directly: ``get_tracer_provider()`` reads the environment on
+    every call until one is set, which would cost each search more than the span."""
+    global _trace
+    if _trace is None:
         try:
             from opentelemetry import trace
         except ImportError:
-            _tracer = False
+            _trace = False
         else:
-            _tracer = trace.get_tracer("memloci")
-    return _tracer or None
-
-
-def span(name: str, attributes: Mapping[str, Any]) -> AbstractContextManager[Any]:
-    """A current span of the ``memloci`` tracer (exceptions recorded), or nothing."""
-    found = tracer()
+            _trace = trace
+    if _trace is False:
+        return None
+    provider = getattr(_trace, "_TRACER_PROVIDER", None)
+    if provider is None and _ENV_NAMED:  # a provider named by the environment
+        provider = _trace.get_tracer_provider()
+    if provider is None or isinstance(
+        provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider
+    ):
+        return None
+    found = _tracers.get(id(provider))
     if found is None:
-        return nullcontext()
-    span: AbstractContextManager[Any] = found.start_as_current_span(
-        name, attributes=dict(attributes)
-    )
-    return span
+        found = _tracers[id(provider)] = provider.get_tracer("memloci")
+    return found
 
 
 def _attributes(operation: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -275,8 +288,13 @@ def observed(operation: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
             outcome = "error"
             start = time.perf_counter()
             try:
-                with span(f"memloci.{operation}", _attributes(operation, args[1:], kwargs)):
+                found = tracer()
+                if found is None:
                     result = fn(*args, **kwargs)
+                else:
+                    attributes = _attributes(operation, args[1:], kwargs)
+                    with found.start_as_current_span(f"memloci.{operation}", attributes=attributes):
+                        result = fn(*args, **kwargs)
                 outcome = "ok"
                 return result
             finally:
@@ -300,6 +318,5 @@ __all__ = [
     "observed",
     "process_metrics",
     "render",
-    "span",
     "tracer",
 ]

@@ -9,7 +9,7 @@ failures alike (guarded by a test).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -26,19 +26,19 @@ from memloci.errors import MemlociError
 from memloci.interfaces.rest.deps import KnownQuery
 from memloci.interfaces.rest.security import (
     ERROR_CODES,
+    ASGIApp,
     CatchAll,
     HostPolicy,
     HttpGuard,
+    Message,
+    Receive,
+    Scope,
     SecurityHeaders,
+    Send,
 )
 from memloci.service import MemoryService
 
 log = logging.getLogger("memloci.server")
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _STATUS_CODES = ERROR_CODES
 

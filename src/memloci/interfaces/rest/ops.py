@@ -22,7 +22,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +34,16 @@ from starlette.routing import Mount
 from memloci import __version__
 from memloci.errors import MemlociError
 from memloci.interfaces.rest.deps import get_caller
-from memloci.interfaces.rest.security import REQUEST_KEY, REQUIRE_KEY, RequestNote
+from memloci.interfaces.rest.security import (
+    REQUEST_KEY,
+    REQUIRE_KEY,
+    ASGIApp,
+    Message,
+    Receive,
+    RequestNote,
+    Scope,
+    Send,
+)
 from memloci.service import MemoryService
 from memloci.storage.base import StoreGauges
 from memloci.telemetry import (
@@ -50,11 +59,6 @@ from memloci.telemetry import (
 
 access_log = logging.getLogger("memloci.access")
 log = logging.getLogger("memloci.server")
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED = "unmatched"  # the route label of a request no route took (404s, scans)
