@@ -284,9 +284,8 @@ class Readiness:
         model = getattr(self.service.embedder, "model_id", None)
         parts = {"store": store, "embedder": self.embedder}
         if store == "ready" and self.embedder not in ("loading", "failed"):
-            return JSONResponse(
-                {"status": "ready", "version": __version__, **parts, "model": model}
-            )
+            ready = Ready(status="ready", version=__version__, model=model, **parts)
+            return JSONResponse(ready.model_dump())
         if store != "ready":
             message = f"not ready: the store is unavailable ({self.store_error})"
         elif self.embedder == "loading":
