@@ -18,7 +18,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from prom_text import ExpositionError, Family, parse
 from rest_server import client, free_port, running
 from test_rest_errors import assert_error_shape
 
@@ -26,6 +25,7 @@ from memloci import Memory
 from memloci.interfaces.rest.ops import JsonFormatter
 from memloci.telemetry import OPERATIONS
 from pgtest import both_backends
+from prom_text import ExpositionError, Family, parse
 
 HERE = Path(__file__).resolve().parent
 
