@@ -530,3 +530,15 @@ class Health:
         """Whether the store is sound now: nothing found, or all of it repaired (a damaged
         page is never repaired here)."""
         return not self.damaged or (self.repaired and not self.integrity)
+
+
+@dataclass(frozen=True)
+class StoreGauges:
+    """What a server's ``/metrics`` reads from its store, cheaply, across namespaces:
+    its size on disk (SQLite: the file with its journal; PostgreSQL:
+    ``pg_database_size``), the memories waiting for their vector, and (PostgreSQL) the
+    connection pool's figures (``psycopg_pool``'s ``get_stats()``)."""
+
+    size_bytes: int
+    pending_embeddings: int
+    pool: dict[str, int] = field(default_factory=dict)

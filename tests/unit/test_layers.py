@@ -45,6 +45,7 @@ LAYERS = (
             "memloci.exiting",
             "memloci.kinds",
             "memloci.models",
+            "memloci.telemetry",
             "memloci.validate",
             "memloci.words",
         ),

@@ -17,7 +17,7 @@ from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
 from memloci.service.owners import OwnersMixin
-from memloci.storage.base import NodePatch, Store
+from memloci.storage.base import NodePatch, Store, StoreGauges
 from memloci.worker import EmbeddingWorker
 
 if TYPE_CHECKING:  # loaded on first export or import
@@ -29,11 +29,32 @@ BATCH_MAX = 1000
 
 
 class AdminMixin(OwnersMixin):
-    """forget_many (atomic batch delete), export / import, embedding catch-up."""
+    """forget_many (atomic batch delete), export / import, embedding catch-up, and what a
+    server's operations surface reads (gauges, readiness)."""
 
     store: Store
     embedder: Embedder | None
     worker: EmbeddingWorker | None
+
+    async def gauges(self) -> StoreGauges:
+        """The store's size, embedding backlog and pool figures (a server's ``/metrics``)."""
+        return await self._run(self.store.gauges)
+
+    async def ping(self) -> None:
+        """Return once the store answers a read; a StorageError when it cannot."""
+        await self._run(self.store.get_meta, "embedding_model")
+
+    async def load_embedder(self) -> str:
+        """Load an in-process embedding model now, rather than at the first embedding that
+        needs it: ``"loaded"``; ``"remote"`` for an endpoint (nothing to load), ``"none"``
+        without an embedder. A model that cannot load raises its ProviderError."""
+        load = getattr(self.embedder, "load", None)
+        if self.embedder is None:
+            return "none"
+        if not getattr(self.embedder, "in_process", False) or not callable(load):
+            return "remote"
+        await self._run(load)
+        return "loaded"
 
     async def forget_many(
         self,

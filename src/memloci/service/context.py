@@ -49,6 +49,7 @@ from memloci.retrieval.timephrases import TimeWindow, time_window
 from memloci.service.core import ServiceCore
 from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter, NodePatch, Store
+from memloci.telemetry import observed
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -148,6 +149,7 @@ class ContextMixin(ServiceCore):
         )
         return report.cacheable, report.dynamic
 
+    @observed("context")
     def context_report_now(
         self,
         prompt: str | None,

@@ -59,6 +59,7 @@ from memloci.service.paging import PagingMixin
 from memloci.service.privacy import PrivacyMixin
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
+from memloci.telemetry import observed
 from memloci.worker import EmbeddingWorker, bind_embedder, stale_vectors
 
 log = logging.getLogger("memloci.service")
@@ -197,6 +198,7 @@ class MemoryService(
         ]
         return nodes
 
+    @observed("add")
     def _store_turns(self, nodes: list[MemoryNode]) -> list[MemoryNode]:
         nodes = self._as_owner(nodes)  # a merged user's turns: the user's it joined
         self._session_seen(nodes[-1])  # a new session hands the last one to consolidation
@@ -591,6 +593,7 @@ class MemoryService(
         hits are not touched even with ``reinforce_on_search`` (a look nobody is shown)."""
         return await self._run(self.search_now, query, flt, k=k, recipe=recipe, reinforce=reinforce)
 
+    @observed("search")
     def search_now(
         self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid",
         reinforce: bool = True,

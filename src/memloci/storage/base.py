@@ -34,6 +34,7 @@ from memloci.models import (
 )
 from memloci.models import Health as Health
 from memloci.models import NodeFilter as NodeFilter
+from memloci.models import StoreGauges as StoreGauges
 from memloci.storage.paging import PagedReads
 
 # a chat without session ids: a turn that names its speaker (or role) is linked to its
@@ -575,6 +576,9 @@ class Store(PagedReads, Protocol):
 
     # housekeeping
     def stats(self, namespaces: Sequence[str]) -> StoreStats: ...
+    def gauges(self) -> StoreGauges:
+        """Size, embedding backlog and pool figures of the whole store (for ``/metrics``)."""
+
     def namespaces(self) -> list[str]: ...
 
     # inventory: what a whole-store copy (``memloci migrate``) needs to read

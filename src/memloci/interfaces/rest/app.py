@@ -86,9 +86,18 @@ def create_app(
     close_service: bool = False,
     maintenance: bool = True,
     mcp: bool = True,
+    access_log: bool = False,
 ) -> FastAPI:
-    """The app around one service. ``close_service`` closes it when the app stops."""
-    from memloci.interfaces.rest import docs, openapi, routes_memory, routes_nodes, routes_records
+    """The app around one service. ``close_service`` closes it when the app stops;
+    ``access_log``: one ``memloci.access`` log record per request (see ``rest.ops``)."""
+    from memloci.interfaces.rest import (
+        docs,
+        openapi,
+        ops,
+        routes_memory,
+        routes_nodes,
+        routes_records,
+    )
     from memloci.interfaces.web import pages
 
     mcp_app = None
@@ -100,6 +109,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            await stack.enter_async_context(readiness.warming())
             if mcp_app is not None:
                 await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
             if maintenance and service.settings.maintenance_time:
@@ -126,8 +136,11 @@ def create_app(
     install_error_handlers(app)
     openapi.install(app)
     add_guards(app, service.settings)
+    http_metrics = ops.HttpMetrics()
+    app.add_middleware(ops.Observe, metrics=http_metrics, access=access_log)  # outermost
+    readiness = ops.install(app, service, http_metrics)
 
-    @app.get("/healthz", tags=["server"])
+    @app.get("/healthz", tags=["server"], summary="Liveness: the process is up (see /readyz)")
     async def healthz() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 

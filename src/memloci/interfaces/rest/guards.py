@@ -6,20 +6,23 @@ the MCP app puts them on without importing the REST app.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from fastapi.responses import JSONResponse
 from starlette.applications import Starlette
 
 from memloci.config import Settings
-from memloci.interfaces.rest.security import CatchAll, HostPolicy, HttpGuard, SecurityHeaders
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from memloci.interfaces.rest.security import (
+    ASGIApp,
+    CatchAll,
+    HostPolicy,
+    HttpGuard,
+    Message,
+    Receive,
+    Scope,
+    SecurityHeaders,
+    Send,
+)
 
 
 def error_body(code: str, message: str, hint: str | None = None, **details: Any) -> dict[str, Any]:
@@ -118,7 +121,12 @@ class HeadAsGet:
                 message = {"type": "http.response.body", "body": b"", "more_body": False}
             await send(message)
 
-        await self.app({**scope, "method": "GET", HEAD_KEY: True}, receive, head_only)
+        inner = {**scope, "method": "GET", HEAD_KEY: True}
+        try:
+            await self.app(inner, receive, head_only)
+        finally:
+            if "route" in inner:  # for the metrics (rest.ops): the route that answered
+                scope["route"] = inner["route"]
 
 
 def add_guards(app: Starlette, settings: Settings) -> None:
