@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from pydantic import ValidationError as PydanticValidationError
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import ValidationError
 from memloci.models import (
@@ -37,12 +36,12 @@ from memloci.sdk_args import (
 )
 from memloci.sdk_loop import LoopThread
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.storage.base import NodeFilter, Store
 
 if TYPE_CHECKING:  # loaded on first use: a plain search needs none of these
     from memloci.consolidation.consolidator import ConsolidationReport as Consolidated
     from memloci.consolidation.maintenance import MaintenanceReport as Maintained
-    from memloci.knowledge import KnowledgeReport, PathLike
     from memloci.runtime.conversation import (
         ConversationMemory,
         ConversationOptions,
@@ -50,9 +49,10 @@ if TYPE_CHECKING:  # loaded on first use: a plain search needs none of these
     )
     from memloci.runtime.identify import UserContext
     from memloci.sdk_tools import MemoryTools, SyncTools
+    from memloci.service.documents import KnowledgeReport, PathLike
     from memloci.service.knowledge import KnowledgeProgress
     from memloci.service.privacy import ForgetReport
-    from memloci.transfer import ImportReport
+    from memloci.service.transfer import ImportReport
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -309,7 +309,7 @@ class AsyncMemory:
 
     async def export(self, path: str, *, namespace: str | None = None) -> int:
         """Write the namespace to a JSON Lines file; returns the number of lines."""
-        from memloci.transfer import write_lines
+        from memloci.service.transfer import write_lines
 
         return await asyncio.to_thread(write_lines, path, self.service.export_lines(namespace))
 
@@ -324,7 +324,7 @@ class AsyncMemory:
         (``memloci memory export -o file.json``) — validated whole before anything is
         written."""
 
-        from memloci.transfer import read_lines
+        from memloci.service.transfer import read_lines
 
         lines = await asyncio.to_thread(read_lines, path)
         return await self.service.import_lines(lines, namespace, progress)

@@ -24,11 +24,11 @@ from mcp_helpers import first_id, stored, text
 from rest_server import free_port, running
 
 from memloci import Memory
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.interfaces.mcp import build_server
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.tools import TOOLS, Tools, mcp_tools
 
 T = TypeVar("T")

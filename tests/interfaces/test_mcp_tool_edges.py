@@ -13,11 +13,11 @@ from mcp import Client
 from mcp.types import CallToolResult
 from mcp_helpers import first_id, stored, text
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.interfaces.mcp import build_server
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.tools import TOOLS, Tools
 from memloci.tools.render import RESULT_CHARS
 

@@ -12,13 +12,13 @@ from typing import Any, TypeVar
 import pytest
 
 from memloci import Memory
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import ThreadMessage, utcnow
 from memloci.providers.fake import FakeEmbedder
 from memloci.runtime import ConversationMemory, llm_summarizer, thread_id
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 
 T = TypeVar("T")
 

@@ -10,13 +10,13 @@ from typing import Any, TypeVar
 
 import pytest
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import utcnow
 from memloci.providers.fake import FakeEmbedder
 from memloci.runtime import Identity, extract_identity, identify_user
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 
 T = TypeVar("T")
 

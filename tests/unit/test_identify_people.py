@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.providers.fake import FakeEmbedder
 from memloci.runtime import extract_identity, identify_user
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 
 T = TypeVar("T")
 TELEGRAM = {

@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memloci import AsyncMemory, Memory
-from memloci import knowledge as kb
 from memloci.context import estimate_tokens
 from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.providers.fake import FakeEmbedder
+from memloci.service import documents as kb
 
 MakeMemory = Callable[..., Memory]
 Kind = Literal["markdown", "rst", "text"]

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import pytest
 
 from memloci import AsyncMemory, Memory
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import ConflictError
 from memloci.models import Thread, utcnow
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.storage.base import NodeFilter
 from pgtest import both_backends
 
@@ -147,7 +147,7 @@ def test_a_stale_cache_never_lets_a_write_land_under_the_merged_id(
     asyncio.run(before())
     code = (
         "import asyncio, sys\n"
-        "from memloci.compose import build_service\n"
+        "from memloci.service.compose import build_service\n"
         "from memloci.config import Settings\n"
         "svc = build_service(Settings(path=sys.argv[1]), embedder=None)\n"
         "asyncio.run(svc.merge_users('sam3', 'sam'))\n"

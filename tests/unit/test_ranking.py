@@ -32,8 +32,8 @@ from memloci.retrieval.fusion import (
 from memloci.retrieval.graph import GraphLists, anchored, fulltext_search, linked_to_named
 from memloci.retrieval.query import asks_only, fts_match
 from memloci.retrieval.timephrases import time_window
+from memloci.service.worker import link_mentions
 from memloci.storage.base import NodeFilter
-from memloci.worker import link_mentions
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]

@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.decay import retention
 from memloci.errors import ConflictError, NotFoundError, ValidationError
@@ -32,6 +31,7 @@ from memloci.models import (
 )
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.storage.base import NodeFilter
 from pgtest import both_backends
 

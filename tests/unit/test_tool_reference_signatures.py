@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.models import FactType, MemoryNode
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.storage.base import NodePatch
 from memloci.tools import Tools
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.models import MemoryNode, NodeType
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.tools import (
     TOOLS,
     McpTool,

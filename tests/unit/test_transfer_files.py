@@ -16,7 +16,7 @@ import pytest
 
 from memloci import Memory
 from memloci.errors import StorageError, ValidationError
-from memloci.transfer import VERSION, write_lines
+from memloci.service.transfer import VERSION, write_lines
 
 
 @pytest.fixture

@@ -102,7 +102,7 @@ def reembed(
     """Embed what is pending, or rebuild every vector after switching models.
 
     A store whose vectors were embedded in an older form is offered a rebuild too."""
-    from memloci.worker import outdated_form
+    from memloci.service.worker import outdated_form
 
     if embedder is EmbedderName.NONE:
         raise ValidationError(
@@ -174,7 +174,7 @@ def _reembed_knowledge(memory: Memory) -> int:
 def _kept_minilm(memory: Memory) -> bool:
     """Whether ``local`` (from ``--embedder`` or ``MEMLOCI_EMBEDDER``) kept a store on the
     bundled MiniLM (made before bge-small became the default; see
-    :func:`memloci.compose.build_service`)."""
+    :func:`memloci.service.compose.build_service`)."""
     from memloci.providers.minilm import MODEL_ID
 
     settings, embedder = memory.settings, memory.service.embedder

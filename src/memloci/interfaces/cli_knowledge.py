@@ -30,8 +30,8 @@ from memloci.interfaces.cli_common import (
     say,
     snippet,
 )
-from memloci.knowledge import DEFAULT_GLOBS, GONE, KnowledgeReport
 from memloci.models import KnowledgeHit, KnowledgeSource
+from memloci.service.documents import DEFAULT_GLOBS, GONE, KnowledgeReport
 
 if TYPE_CHECKING:
     from memloci.sdk import Memory

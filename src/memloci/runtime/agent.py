@@ -54,7 +54,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.errors import MemlociError, ValidationError
-from memloci.knowledge import knowledge_block
 from memloci.models import MemoryNode, NodeType, ThreadMessage, utcnow
 from memloci.procedures import matching
 from memloci.providers.chat import CHAT_PROVIDERS, ChatModel, ToolCall
@@ -67,6 +66,7 @@ from memloci.runtime.conversation import (
 )
 from memloci.runtime.identify import UserContext, identify_user
 from memloci.runtime.role import MemoryConfig, Role
+from memloci.service.documents import knowledge_block
 from memloci.tools import TOOLS, Tools
 
 if TYPE_CHECKING:

@@ -16,11 +16,11 @@ from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
 from memloci.service.owners import OwnersMixin
+from memloci.service.worker import EmbeddingWorker
 from memloci.storage.base import NodePatch, Store
-from memloci.worker import EmbeddingWorker
 
 if TYPE_CHECKING:  # loaded on first export or import
-    from memloci import transfer
+    from memloci.service import transfer
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -85,8 +85,8 @@ class AdminMixin(OwnersMixin):
 
     # ------------------------------------------------------------------ transfer
     def export_lines(self, namespace: str | None = None, *, vectors: bool = True) -> Iterator[str]:
-        """The namespace as JSON lines (see :mod:`memloci.transfer`); run it in a thread."""
-        from memloci import transfer
+        """The namespace as JSON lines (see :mod:`memloci.service.transfer`); run it in a thread."""
+        from memloci.service import transfer
 
         return transfer.export_lines(self.store, self._ns(namespace), vectors=vectors)
 
@@ -96,7 +96,7 @@ class AdminMixin(OwnersMixin):
         namespace: str | None = None,
         progress: transfer.Progress | None = None,
     ) -> transfer.ImportReport:
-        from memloci import transfer
+        from memloci.service import transfer
 
         ns = self._ns(namespace)
         model = self.embedder.model_id if self.embedder else None

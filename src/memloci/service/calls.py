@@ -22,7 +22,7 @@ from memloci.errors import MemlociError
 from memloci.storage import cancel, faults
 
 if TYPE_CHECKING:
-    from memloci.worker import EmbeddingWorker
+    from memloci.service.worker import EmbeddingWorker
 
 T = TypeVar("T")
 

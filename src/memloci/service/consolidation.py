@@ -28,8 +28,8 @@ from memloci.exiting import exiting, on_exit
 from memloci.models import MemoryNode, NodeType, utcnow
 from memloci.providers.base import Embedder
 from memloci.service.core import ServiceCore
+from memloci.service.worker import EmbeddingWorker
 from memloci.storage.base import PendingSession, Store
-from memloci.worker import EmbeddingWorker
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -34,9 +34,9 @@ from memloci.models import (
 from memloci.providers.base import Embedder, Vector
 from memloci.retrieval.query import document_text
 from memloci.service.core import ServiceCore
+from memloci.service.worker import EmbeddingWorker
 from memloci.storage.base import NodePatch, PendingEmbedding
 from memloci.storage.rows import content_hash
-from memloci.worker import EmbeddingWorker
 
 log = logging.getLogger("memloci.service")
 

@@ -1,6 +1,6 @@
 """The knowledge tier of MemoryService (layer: service): read-only RAG documents.
 
-Files are chunked by :mod:`memloci.knowledge`, embedded with the service's embedder and
+Files are chunked by :mod:`memloci.service.documents`, embedded with the service's embedder and
 stored beside the memories, in the same namespaces. Re-adding an unchanged file (same
 content hash, same embedding model) does nothing; a changed one has its chunks replaced
 in one transaction (each file is its own transaction). A mixin, like
@@ -31,15 +31,15 @@ from typing import ParamSpec, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from memloci import knowledge as kb
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.errors import NotFoundError, ProviderError, ValidationError
-from memloci.knowledge import KnowledgeFile, KnowledgeReport, PathLike
 from memloci.models import ID_RE, KnowledgeChunk, KnowledgeHit, KnowledgeSource, utcnow
 from memloci.providers.base import Embedder
 from memloci.retrieval.query import fts_match
+from memloci.service import documents as kb
 from memloci.service.core import ServiceCore
+from memloci.service.documents import KnowledgeFile, KnowledgeReport, PathLike
 from memloci.storage.base import Store
 from memloci.words import terms
 

@@ -57,9 +57,9 @@ from memloci.service.edits import EditsMixin
 from memloci.service.knowledge import KnowledgeMixin
 from memloci.service.paging import PagingMixin
 from memloci.service.privacy import PrivacyMixin
+from memloci.service.worker import EmbeddingWorker, bind_embedder, stale_vectors
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding, Store
 from memloci.storage.rows import content_hash
-from memloci.worker import EmbeddingWorker, bind_embedder, stale_vectors
 
 log = logging.getLogger("memloci.service")
 
@@ -113,7 +113,7 @@ class MemoryService(
         reranker: Reranker | None = None,
     ) -> None:
         """``reembed=True`` drops vectors from another model or an older form
-        (:func:`~memloci.worker.stale_vectors`), so they are rebuilt;
+        (:func:`~memloci.service.worker.stale_vectors`), so they are rebuilt;
         ``reranker`` (default: the one ``settings.reranker`` names, if any) reorders
         the best search hits."""
         self.store = store

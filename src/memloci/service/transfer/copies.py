@@ -1,10 +1,11 @@
 """Ids for a namespace's copies of records another namespace holds (layer: service helpers).
 
-Memory, edge and entity ids are unique across a store, so an import (:mod:`memloci.transfer`)
-or a migration (:mod:`memloci.migrate`) that copies records into a namespace while
-another namespace of the target holds their ids gives the copies ids derived from the
-old id and the namespace: the same copy made again finds its earlier copy under that id
-and skips it, so both can be run twice (or completed after an interruption).
+Memory, edge and entity ids are unique across a store, so an import
+(:mod:`memloci.service.transfer`) or a migration (:mod:`memloci.migrate`) that copies
+records into a namespace while another namespace of the target holds their ids gives
+the copies ids derived from the old id and the namespace: the same copy made again finds
+its earlier copy under that id and skips it, so both can be run twice (or completed
+after an interruption).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Reading an import (layer: service helpers): every line parsed and checked, then what
 no single line shows.
 
-:func:`parse` turns the lines of an export (:mod:`memloci.transfer`) into records, each
-checked as the write API checks its input (:mod:`memloci.transfer_checks`); the first
+:func:`parse` turns the lines of an export (:mod:`memloci.service.transfer`) into records, each
+checked as the write API checks its input (:mod:`memloci.service.transfer.checks`); the first
 problem is raised naming its line and field, before anything is written. Then the file
 as a whole: an id given twice, a fact's old versions within the fact bounds, knowledge
 chunks with their source.
@@ -33,7 +33,7 @@ from memloci.models import (
     NodeType,
     Thread,
 )
-from memloci.transfer_checks import (
+from memloci.service.transfer.checks import (
     Link,
     SessionRecord,
     checked_chunk,

@@ -2,13 +2,13 @@
 entities with their name vectors, memory ↔ entity links, conversation threads,
 consolidation sessions, and knowledge sources with their chunks and chunk vectors.
 
-:mod:`memloci.transfer` writes their lines after the memories' (:func:`record_lines`,
+:mod:`memloci.service.transfer` writes their lines after the memories' (:func:`record_lines`,
 :func:`link_lines`) and, importing, checks them against the store (:func:`check_store`)
 and writes them (:func:`write_records`) in its one transaction. Entity ids are unique
 across a store, so an entity whose id another namespace holds is copied under an id
-derived from it (:func:`~memloci.copies.entity_copies`), as memories are, and one
+derived from it (:func:`~memloci.service.transfer.copies.entity_copies`), as memories are, and one
 named as exactly one entity the namespace holds is merged into it
-(:mod:`memloci.transfer_entities`); threads, sessions and knowledge sources are the
+(:mod:`memloci.service.transfer.entities`); threads, sessions and knowledge sources are the
 namespace's own (their ids are per namespace). What the namespace holds already is left
 as it is, so importing twice adds nothing.
 """
@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from memloci.copies import entity_copies
 from memloci.models import Entity, KnowledgeChunk, KnowledgeSource, MemoryUser, Thread
+from memloci.service.transfer.checks import Link, SessionRecord
+from memloci.service.transfer.copies import entity_copies
+from memloci.service.transfer.entities import existing, merge_into
+from memloci.service.transfer.parse import Line, check_channels, conflict, invalid, root
 from memloci.storage.base import Store
-from memloci.transfer_checks import Link, SessionRecord
-from memloci.transfer_entities import existing, merge_into
-from memloci.transfer_parse import Line, check_channels, conflict, invalid, root
 
 if TYPE_CHECKING:
-    from memloci.transfer import ImportReport
+    from memloci.service.transfer.report import ImportReport
 
 
 def _b64(blob: bytes | None) -> str | None:
@@ -188,7 +188,7 @@ def _by_kind(records: list[Line]) -> dict[type, list[Line]]:
 
 class _Entities:
     """The import's entities: the id each is stored under, those written now, and those
-    merged into an entity the namespace held (:mod:`memloci.transfer_entities`)."""
+    merged into an entity the namespace held (:mod:`memloci.service.transfer.entities`)."""
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
