@@ -43,7 +43,7 @@ def populate(path: str, docs: Path) -> None:
         m.update(fact.memory.id, "Sam's favourite city is Porto")
         wrong = m.remember("Sam drives a red car", user="sam")
         m.correct(wrong.memory.id, "Sam drives a blue car")
-        m.service.consolidate_now("s1", namespace="default", user="sam")
+        m.service.consolidation.consolidate.now("s1", namespace="default", user="sam")
         (docs / "guide.md").write_text("# Guide\n\nInstall with pip.\n\n## Use\n\nRun it.\n")
         m.add_knowledge(docs, collection="manual")
         m.flush(30)
@@ -245,7 +245,7 @@ def test_force_copies_a_namespace_whose_ids_another_namespace_holds(tmp_path: Pa
     origin = str(tmp_path / "origin.db")
     populate(origin, tmp_path)
     with Memory(origin, embedder=FakeEmbedder()) as m:
-        lines = list(m.service.export_lines("default"))
+        lines = list(m.service.admin.export_lines("default"))
     one, two, merged = (str(tmp_path / f"{n}.db") for n in ("one", "two", "merged"))
     for path, ns in ((one, "alice"), (two, "bob")):
         with Memory(path, embedder=FakeEmbedder()) as m:

@@ -52,7 +52,7 @@ class HeldCommit:
 
 def snapshot(mem: AsyncMemory, namespace: str = "default") -> list[str]:
     """Every record of the namespace (the export without its dated header)."""
-    return list(mem.service.export_lines(namespace))[1:]
+    return list(mem.service.admin.export_lines(namespace))[1:]
 
 
 async def cancel_at_commit(mem: AsyncMemory, call: Awaitable[Any]) -> None:
@@ -140,14 +140,15 @@ def test_a_call_cancelled_after_its_commit_returns_its_result(tmp_path: Path) ->
         mem = AsyncMemory(str(tmp_path / "r.db"), embedder=FakeEmbedder())
         service = mem.service
         committed, release = threading.Event(), threading.Event()
-        prune = service._prune
+        core = service.memories.core
+        prune = core.prune
 
         def slow_prune(*args: Any, **kwargs: Any) -> None:  # runs after the fact's commit
             committed.set()
             release.wait(30)
             prune(*args, **kwargs)
 
-        service._prune = slow_prune  # type: ignore[method-assign]
+        core.prune = slow_prune  # type: ignore[method-assign]
         task = asyncio.ensure_future(mem.remember("User likes hiking", user="u1"))
         while not committed.is_set():
             await asyncio.sleep(0.005)
@@ -226,7 +227,7 @@ def test_a_cancelled_consolidation_stops_at_once_keeping_the_sessions_it_finishe
         assert task.done() and task.cancelled()  # not when the whole job is done
         release.set()
         await mem.add("Just a turn", user="u1", session="s3")  # after the rollback
-        pending = [p.session for p in await mem.service.pending_sessions(user="u1")]
+        pending = [p.session for p in await mem.service.consolidation.pending_sessions(user="u1")]
         assert pending == ["s2", "s3"]
         facts = [n.content for n in await mem.list(user="u1") if n.type != "episodic"]
         assert facts == ["User prefers window seats"]

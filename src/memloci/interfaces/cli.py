@@ -165,7 +165,7 @@ def _reembed_knowledge(memory: Memory) -> int:
         bar.update(task, completed=done, total=total)
 
     try:
-        return service.reembed_knowledge_now(progress=tick)
+        return service.knowledge.reembed_knowledge.now(progress=tick)
     finally:
         if bar.live.is_started:
             bar.stop()
@@ -236,7 +236,7 @@ def demo(
             hits = m.search(query, user=DEMO_USER, k=3)
             out.print(hits_table(hits, title=f"memloci memory search {query!r} -k 3"))
         flt = m.service.filter(namespace=ns, user=DEMO_USER)
-        stable, dynamic = m.service.context_parts_now(DEMO_PROMPT, flt, budget=900)
+        stable, dynamic = m.service.context.context_parts.now(DEMO_PROMPT, flt, budget=900)
     from rich.panel import Panel
 
     say(f"\nThe context block for the prompt {DEMO_PROMPT!r} (memloci memory context):", "bold")

@@ -8,7 +8,7 @@ What ``memloci chat role.yaml`` runs, usable by any front end::
     await agent.finish()              # end of the session: prune, maybe consolidate
 
 Each turn: identify the user (``identify_user``), build the system prompt — the role's
-prompt, how to use memory, who the user is, then ``service.context(...)`` (procedures
+prompt, how to use memory, who the user is, then ``service.context.context(...)`` (procedures
 as standing instructions, "Your Memory" with ``[id:…]`` handles, entity profiles,
 timeline) and the knowledge block (chunks above ``similarityThreshold``) — add the
 conversation window, and call the model with the memory tools. Tool calls run through
@@ -416,7 +416,7 @@ class Agent:
         if not kn.active:
             return
         try:
-            known = await self.service.list_knowledge_sources(namespace=self.namespace)
+            known = await self.service.knowledge.list_knowledge_sources(namespace=self.namespace)
         except Exception as exc:
             self._report("list the knowledge sources", exc)
             return
@@ -452,7 +452,7 @@ class Agent:
         if cap is None:
             return None
         try:  # at most the role's max_episodes_per_run, oldest first (reference 004)
-            return await self.service.consolidate(
+            return await self.service.consolidation.consolidate(
                 namespace=self.namespace, user=self.user, max_episodes=cap
             )
         except Exception as exc:
@@ -524,7 +524,7 @@ class Agent:
             for pid in applied:
                 if pid in reported:
                     continue
-                await self.service.record_procedure_use(
+                await self.service.context.record_procedure_use(
                     pid, namespace=self.namespace, success=success, duration_ms=duration_ms
                 )
                 counted.append(pid)
@@ -537,7 +537,7 @@ class Agent:
         """The current procedures this agent may see (those the context block draws on)."""
         assert self.tools is not None
         flt = self.tools.bound.filter(type=NodeType.PROCEDURAL)
-        return await self.service.list_nodes(flt, limit=10_000, order="-created")
+        return await self.service.memories.list_nodes(flt, limit=10_000, order="-created")
 
     async def _loop(
         self, system: str, messages: list[dict[str, Any]]
@@ -591,7 +591,7 @@ class Agent:
                     namespace=self.namespace, user=self.user, agent=self.role.name,
                     session=self.session,
                 )  # fmt: skip
-                cacheable, dynamic = await self.service.context_parts(
+                cacheable, dynamic = await self.service.context.context_parts(
                     text, flt, facts=mem.semantic_enabled, procedures=mem.procedural.enabled,
                     episodes=mem.episodic.enabled, loaded=loaded[1] if loaded else None,
                 )  # fmt: skip
@@ -604,7 +604,7 @@ class Agent:
         if mem is not None and mem.knowledge.active:
             kn = mem.knowledge
             try:
-                hits = await self.service.search_knowledge(
+                hits = await self.service.knowledge.search_knowledge(
                     text[-v.QUERY_MAX :], namespace=self.namespace, collections=kn.sources,
                     limit=kn.retrieval_limit, threshold=kn.similarity_threshold,
                 )  # fmt: skip
@@ -623,11 +623,11 @@ class Agent:
         payload = {"channel": self.channel, "user_id": self.login}
         try:
             if not self._registered:
-                known = await self.service.find_user(
+                known = await self.service.records.find_user(
                     self.channel, self.login, namespace=self.namespace
                 )
                 if known is None:
-                    await self.service.save_user(
+                    await self.service.records.save_user(
                         self.login, namespace=self.namespace,
                         identifiers={self.channel: self.login},
                     )  # fmt: skip

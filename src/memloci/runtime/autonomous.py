@@ -187,7 +187,7 @@ async def capture_episode(agent: Agent) -> None:
         duration_ms=round((time.monotonic() - agent.clock) * 1000, 1),
     )  # fmt: skip
     try:
-        await agent.service.record_episode(
+        await agent.service.memories.record_episode(
             content, namespace=agent.namespace, user=agent.user, agent=agent.role.name,
             session=agent.session, details=details, category=CATEGORY, metadata=trigger or None,
         )  # fmt: skip

@@ -7,9 +7,6 @@ copied from another (imports and migrations); :mod:`.report` says what an import
 """
 
 from memloci.service.transfer.jsonl import (
-    FORMAT,
-    VERSION,
-    ImportReport,
     Progress,
     array_lines,
     export_lines,
@@ -17,6 +14,8 @@ from memloci.service.transfer.jsonl import (
     read_lines,
     write_lines,
 )
+from memloci.service.transfer.parse import FORMAT, VERSION
+from memloci.service.transfer.report import ImportReport
 
 __all__ = [
     "FORMAT",

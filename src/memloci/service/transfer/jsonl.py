@@ -68,17 +68,6 @@ from memloci.storage.base import PendingEmbedding, Store
 from memloci.storage.locks import entities_lock, users_lock
 from memloci.storage.rows import content_hash
 
-__all__ = [
-    "FORMAT",
-    "VERSION",
-    "ImportReport",
-    "Progress",
-    "array_lines",
-    "export_lines",
-    "import_lines",
-    "read_lines",
-    "write_lines",
-]
 Progress = Callable[[int], None]
 
 
