@@ -388,3 +388,35 @@ def test_one_async_memory_across_event_loops_and_the_sync_one_inside_a_loop(
 
 async def _open(path: str) -> AsyncMemory:
     return AsyncMemory(path, embedder=FakeEmbedder())
+
+
+def test_a_service_method_is_written_once_and_runs_either_side(tmp_path: Path) -> None:
+    """``@threaded``: awaiting a service method runs it off the loop thread, ``.now`` in
+    the caller's; both validate the same way, and the class keeps the plain signature."""
+    from memloci.errors import ValidationError
+    from memloci.service.memories import Memories
+
+    async def main() -> None:
+        mem = AsyncMemory(str(tmp_path / "t.db"), embedder=FakeEmbedder())
+        memories = mem.service.memories
+        seen: list[threading.Thread] = []
+        store_get = memories.store.get_node
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            seen.append(threading.current_thread())
+            return store_get(*args, **kwargs)
+
+        memories.store.get_node = spy  # type: ignore[method-assign]
+        fact = (await memories.remember("User likes tea", user="u1")).memory
+        assert (await memories.get(fact.id)).content == "User likes tea"
+        assert memories.get.now(fact.id).id == fact.id
+        assert seen[-2] is not threading.current_thread()  # awaited: a worker thread
+        assert seen[-1] is threading.current_thread()  # .now: this thread
+        with pytest.raises(ValidationError):
+            await memories.get("")
+        with pytest.raises(ValidationError):
+            memories.get.now("")
+        assert "memory_id" in Memories.get.fn.__code__.co_varnames
+        await mem.aclose()
+
+    asyncio.run(main())

@@ -126,6 +126,7 @@ class threaded(Generic[S, P, T]):
             return self
         now: Callable[P, T] = functools.partial(self.fn, obj)
         bound = Threaded(now, self.steps)
+        bound.__doc__ = self.fn.__doc__  # for help()
         obj.__dict__[self.name] = bound  # made once per service: later reads find it
         return bound
 

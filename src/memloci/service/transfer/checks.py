@@ -31,9 +31,14 @@ from memloci.models import (
 from memloci.service.documents import MAX_FILE_BYTES, check_collection
 
 _NODE_TIMES = (
-    "event_time", "created_at", "updated_at", "valid_from", "valid_until", "last_accessed",
+    "event_time",
+    "created_at",
+    "updated_at",
+    "valid_from",
+    "valid_until",
+    "last_accessed",
     "consolidated_at",
-)  # fmt: skip
+)
 
 
 def checked_node(node: MemoryNode) -> MemoryNode:

@@ -29,9 +29,14 @@ def derived_id(namespace: str, old: str, attempt: int, size: int = NODE_ID_SIZE)
 
 
 def copy_ids(
-    store: Store, namespace: str, ids: Sequence[str], *, taken: Taken, edges: bool = False,
+    store: Store,
+    namespace: str,
+    ids: Sequence[str],
+    *,
+    taken: Taken,
+    edges: bool = False,
     entities: bool = False,
-) -> tuple[dict[str, str], set[str]]:  # fmt: skip
+) -> tuple[dict[str, str], set[str]]:
     """The id of the copy in ``namespace`` of each of ``ids`` (memories, or ``edges``, or
     ``entities``, another namespace holds): derived from the id and the namespace, so the
     same copy finds its earlier one again; the next derivation when that id is taken

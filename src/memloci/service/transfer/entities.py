@@ -89,10 +89,18 @@ def merged(ours: Entity, theirs: Entity, *, mentions: bool) -> Entity:
 
 
 def merge_into(
-    store: Store, namespace: str, targets: dict[str, Entity], entities: Sequence[Line],
-    links: Sequence[Line], renamed: dict[str, str], report: ImportReport, *,
-    model: str | None, dimension: int | None, same_model: bool,
-) -> None:  # fmt: skip
+    store: Store,
+    namespace: str,
+    targets: dict[str, Entity],
+    entities: Sequence[Line],
+    links: Sequence[Line],
+    renamed: dict[str, str],
+    report: ImportReport,
+    *,
+    model: str | None,
+    dimension: int | None,
+    same_model: bool,
+) -> None:
     """Merge each incoming entity of ``entities`` that ``targets`` maps (incoming id →
     the namespace's entity) into it, before the ``links`` (their memories renamed as
     ``renamed`` says) are written; counts in ``report.entities_merged`` those that

@@ -76,13 +76,16 @@ def export_lines(store: Store, namespace: str, *, vectors: bool = True) -> Itera
     line counting them."""
     model = store.get_meta("embedding_model")
     header = {
-        "kind": "header", "format": FORMAT, "version": VERSION, "namespace": namespace,
+        "kind": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "namespace": namespace,
         "embedding_model": model,
         "dimension": int(store.get_meta("dimension") or 0) or None,
         # the form the vectors are in (a store without the record holds form "1")
         "document_form": (store.get_meta("document_form") or "1") if model else None,
         "exported_at": utcnow().isoformat(),
-    }  # fmt: skip
+    }
     yield json.dumps(header)
     records = 0
     for line in _records(store, namespace, vectors=vectors):
@@ -135,10 +138,26 @@ def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
 
 
 ARRAY_FIELDS = (
-    "content", "category", "created_at", "updated_at", "metadata", "user", "agent",
-    "session", "subject", "key", "value", "confidence", "version", "scope", "id",
-    "event_time", "speaker", "fact_type", "procedure",
-)  # fmt: skip
+    "content",
+    "category",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "user",
+    "agent",
+    "session",
+    "subject",
+    "key",
+    "value",
+    "confidence",
+    "version",
+    "scope",
+    "id",
+    "event_time",
+    "speaker",
+    "fact_type",
+    "procedure",
+)
 
 
 def array_lines(text: str) -> list[str]:
@@ -325,9 +344,15 @@ def import_lines(
                 store.upsert_user(user)
                 report.users += 1
         write_records(
-            store, namespace, records, renamed, report, model=embedding_model,
-            dimension=dimension, same_model=same_model,
-        )  # fmt: skip
+            store,
+            namespace,
+            records,
+            renamed,
+            report,
+            model=embedding_model,
+            dimension=dimension,
+            same_model=same_model,
+        )
         # vectors of another form than the worker embeds now are embedded again
         current = same_model and header.get("document_form") == DOCUMENT_FORM
         with_vec = [(n, v) for n, v in fresh if v is not None] if current else []
