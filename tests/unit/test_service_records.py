@@ -378,6 +378,9 @@ def test_list_count_and_delete_entities(service: MemoryService) -> None:
     run(service.records.save_entity("Acme", type="organization"))
     run(service.records.save_entity("Alice", namespace="other"))
     node = fact(service, "Alice works at a bakery")  # names no other known entity
+    # the worker links the fact to Alice now, not after she is deleted (under load it
+    # came late and made a new "Alice" of the name the fact begins with)
+    assert run(service.flush(30))
     run(service.records.link_entities(node.id, [alice.id]))
     assert [e.canonical_name for e in run(service.records.list_entities(type="person"))] == [
         "Alice"
