@@ -59,9 +59,9 @@ from latency_bench import (
     timed,
 )
 from memloci import Memory
-from memloci.compose import open_store
 from memloci.models import MemoryNode, NodeType, Scope, short_id
 from memloci.providers.base import load_embedder
+from memloci.service.compose import open_store
 from memloci.storage.base import NodeFilter, PendingEmbedding, Store
 from memloci.storage.location import describe
 from memloci.storage.rows import content_hash

@@ -121,7 +121,7 @@ def test_operations_are_measured_in_the_service_not_only_over_http(mem: Memory) 
 def test_metrics_need_a_key_where_the_api_does(mem: Memory) -> None:
     """Loopback: open, like /healthz (even once keys exist). Bound beyond loopback: any
     valid key (a read-only one is enough); /readyz and /healthz never need one."""
-    _, reader = mem._call(mem.service.create_key("scraper", ["default"], write=False))
+    _, reader = mem._call(mem.service.keys.create_key("scraper", ["default"], write=False))
     with running(mem.service) as base, client(base) as anon:
         assert anon.get("/metrics").status_code == 200
     mem.service.settings = mem.service.settings.model_copy(update={"host": "0.0.0.0"})
@@ -142,7 +142,7 @@ def test_a_500_carries_the_request_id_in_header_body_and_log(
     async def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("internal detail")
 
-    monkeypatch.setattr(mem.service, "stats", broken)
+    monkeypatch.setattr(mem.service.memories, "stats", broken)
     with running(mem.service) as base, client(base) as http:
         ok = http.get("/healthz")
         with caplog.at_level(logging.ERROR, logger="memloci.server"):

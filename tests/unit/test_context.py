@@ -251,7 +251,7 @@ def test_cacheable_part_is_stable_far_over_the_budget(make_memory, db_path: str)
         mem.search(query)  # reads reinforce confidence: not part of the block
     mem.flush()
     assert cacheable(mem.context("tell me about Alec")) == base
-    mem._call(mem.service.maintain(now=utcnow() + timedelta(days=30)))  # decay
+    mem._call(mem.service.consolidation.maintain(now=utcnow() + timedelta(days=30)))  # decay
     assert cacheable(mem.context("Python details")) == base
     mem.close()
     assert cacheable(make_memory(db_path).context("tell me about Alec")) == base

@@ -22,7 +22,7 @@ ATLAS = (
 
 
 def save(mem: Memory, name: str, **kwargs: object) -> str:
-    entity = asyncio.run(mem.service.save_entity(name, **kwargs))  # type: ignore[arg-type]
+    entity = asyncio.run(mem.service.records.save_entity(name, **kwargs))  # type: ignore[arg-type]
     return entity.id
 
 
@@ -82,7 +82,7 @@ def test_a_profile_drawn_from_memories_the_caller_cannot_see_is_not_matched(
     mem = make_memory(embedder="local")
     atlas = save(mem, "Atlas", type=EntityType.PROJECT, summary=ATLAS)
     theirs = mem.remember("Bob rebuilt Atlas last spring", user="bob").memory
-    asyncio.run(mem.service.link_entities(theirs.id, [atlas]))
+    asyncio.run(mem.service.records.link_entities(theirs.id, [atlas]))
     mem.flush()
     ask = "Which of our systems sends customers their invoices?"
     assert "**Atlas**" in mem.context(ask, user="bob")  # bob sees every memory of it

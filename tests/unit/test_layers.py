@@ -59,16 +59,7 @@ LAYERS = (
         4,
         (
             "memloci.service",
-            "memloci.compose",
-            "memloci.copies",
-            "memloci.knowledge",
             "memloci.migrate",
-            "memloci.transfer",
-            "memloci.transfer_checks",
-            "memloci.transfer_entities",
-            "memloci.transfer_parse",
-            "memloci.transfer_records",
-            "memloci.worker",
         ),
     ),
     Layer("tools", 5, ("memloci.tools",)),
@@ -92,7 +83,7 @@ HIDDEN = dict.fromkeys(
 ALLOWED = {
     ("memloci.sdk", "memloci.storage.base"): (
         "Memory(store=...) takes any backend: the SDK names the Store contract as the "
-        "type of that parameter (opening a store is memloci.compose's)"
+        "type of that parameter (opening a store is memloci.service.compose's)"
     ),
 }
 

@@ -32,8 +32,8 @@ from memloci.retrieval.fusion import (
 from memloci.retrieval.graph import GraphLists, Via, anchored, fulltext_search, linked_to_named
 from memloci.retrieval.query import asks_only, fts_match
 from memloci.retrieval.timephrases import time_window
+from memloci.service.worker import link_mentions
 from memloci.storage.base import NodeFilter
-from memloci.worker import link_mentions
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -365,7 +365,7 @@ def test_a_turn_and_the_fact_drawn_from_it_take_one_place(real: Memory) -> None:
     ]:
         real.add(text, user="u1", session="s1", speaker=speaker, namespace=ns)
     real.flush()
-    real.service.consolidate_now("s1", namespace=ns, user="u1")
+    real.service.consolidation.consolidate.now("s1", namespace=ns, user="u1")
     facts = [m.content for m in real.list(user="u1", namespace=ns) if m.type.value != "episodic"]
     assert "Melanie loves camping with their kids" in facts
     hits = real.search("Does Melanie like camping?", user="u1", namespace=ns)
@@ -388,7 +388,7 @@ def test_merged_facts_leave_no_gap_in_k(make_memory: MakeMemory) -> None:
     for text in turns[1:]:
         mem.add(text, user="u1", session="s1", speaker="Caroline")
     mem.flush()
-    mem.service.consolidate_now("s1", namespace="default", user="u1")
+    mem.service.consolidation.consolidate.now("s1", namespace="default", user="u1")
     hits = mem.search("love camping in the mountains", user="u1", k=40)
     contents = [h.memory.content for h in hits]
     assert len(hits) == 40 and len(set(contents)) == 40
@@ -651,8 +651,8 @@ def _moved(mem: Memory, ns: str) -> None:
         when = day.replace(day=2, minute=minute)
         mem.add(text, user="u", session="s2", speaker="user", event_time=when, namespace=ns)
     mem.flush()
-    mem.service.consolidate_now("s2", namespace=ns, user="u")
-    mem.service.consolidate_now("s1", namespace=ns, user="u")
+    mem.service.consolidation.consolidate.now("s2", namespace=ns, user="u")
+    mem.service.consolidation.consolidate.now("s1", namespace=ns, user="u")
     facts = [m.content for m in mem.list(user="u", namespace=ns, type="semantic")]
     assert facts == ["User lives in Porto"]
 
@@ -694,7 +694,7 @@ def test_the_fact_that_replaced_a_hit_holds_its_place(real: Memory) -> None:
         real.add(text, user="u", session=session, speaker="user", event_time=when, namespace=ns)
     real.flush()
     for session in ("s1", "s2"):
-        real.service.consolidate_now(session, namespace=ns, user="u")
+        real.service.consolidation.consolidate.now(session, namespace=ns, user="u")
     hits = real.search("where does the user live?", user="u", k=3, namespace=ns)
     assert hits[0].memory.content.startswith("I moved to Porto"), [
         (h.memory.content, h.why) for h in hits

@@ -155,7 +155,7 @@ def _serve(
     memory = AsyncMemory(settings=settings, embedder=settings.embedder)
     service = memory.service
     try:
-        has_keys = asyncio.run(service.has_keys())
+        has_keys = asyncio.run(service.keys.has_keys())
         guard_public(settings.host, has_keys=has_keys, allowed_hosts=settings.allowed_hosts)
     except BaseException:
         service.close()
@@ -329,7 +329,9 @@ def keys_create(
         )
     nss = key_namespaces or ["*"]
     with open_memory(db, None, None) as m:
-        key, secret = m._call(m.service.create_key(name, nss, write=not read_only, admin=admin))
+        key, secret = m._call(
+            m.service.keys.create_key(name, nss, write=not read_only, admin=admin)
+        )
     if as_json:
         emit_json({**key.model_dump(mode="json"), "secret": secret})
         return
@@ -349,7 +351,7 @@ def keys_list(
 ) -> None:
     """List API keys (never their secrets)."""
     with open_memory(db, None, None, must_exist=True) as m:
-        keys = m._call(m.service.list_keys(include_revoked=include_revoked))
+        keys = m._call(m.service.keys.list_keys(include_revoked=include_revoked))
     if as_json:
         emit_json([k.model_dump(mode="json") for k in keys])
         return
@@ -374,5 +376,5 @@ def keys_revoke(
 ) -> None:
     """Revoke an API key: requests with it are refused from now on."""
     with open_memory(db, None, None, must_exist=True) as m:
-        key = m._call(m.service.revoke_key(key_id))
+        key = m._call(m.service.keys.revoke_key(key_id))
     say(f"Revoked key {key.id} ({key.name}).")

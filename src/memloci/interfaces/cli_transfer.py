@@ -135,10 +135,10 @@ def export(
 
 def _export_array(m: Memory, file: Path) -> int:
     """The plain export: a JSON array of the current memories, oldest first. Written
-    as the JSON Lines backup is (:func:`memloci.transfer.write_lines`): to a file beside
+    as the JSON Lines backup is (:func:`memloci.service.transfer.write_lines`): to a file beside
     ``file``, then renamed, so a failure leaves no half file; into a pipe or a device
     (``-o /dev/stdout``) directly."""
-    from memloci.transfer import write_lines
+    from memloci.service.transfer import write_lines
 
     records: list[dict[str, Any]] = []
     while page := m.list(limit=10_000, offset=len(records)):

@@ -16,7 +16,7 @@ from memloci.providers.base import Embedder
 def local_embedder(*, model_path: str | None = None, **options: Any) -> Embedder:
     """The ``local`` embedder: the bundled int8 bge-small-en
     (:class:`~memloci.providers.bge.BgeSmallEmbedder`; a store made with the bundled
-    MiniLM keeps it, see :func:`memloci.compose.build_service`); with ``model_path=``
+    MiniLM keeps it, see :func:`memloci.service.compose.build_service`); with ``model_path=``
     MiniLM: a folder holding ``model.safetensors`` (a downloaded
     sentence-transformers/all-MiniLM-L6-v2) runs under the numpy float32 runner, any
     other ``model_path`` (a ``.onnx`` file, or a folder with ``model.onnx`` or

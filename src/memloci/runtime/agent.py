@@ -8,7 +8,7 @@ What ``memloci chat role.yaml`` runs, usable by any front end::
     await agent.finish()              # end of the session: prune, maybe consolidate
 
 Each turn: identify the user (``identify_user``), build the system prompt — the role's
-prompt, how to use memory, who the user is, then ``service.context(...)`` (procedures
+prompt, how to use memory, who the user is, then ``service.context.context(...)`` (procedures
 as standing instructions, "Your Memory" with ``[id:…]`` handles, entity profiles,
 timeline) and the knowledge block (chunks above ``similarityThreshold``) — add the
 conversation window, and call the model with the memory tools. Tool calls run through
@@ -55,7 +55,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.errors import MemlociError, ValidationError
-from memloci.knowledge import knowledge_block
 from memloci.models import TURN_MAX, EpisodeDetails, MemoryNode, NodeType, ThreadMessage, utcnow
 from memloci.procedures import matching
 from memloci.providers.chat import CHAT_PROVIDERS, ChatModel, ToolCall
@@ -68,6 +67,7 @@ from memloci.runtime.conversation import (
 )
 from memloci.runtime.identify import UserContext, identify_user
 from memloci.runtime.role import MemoryConfig, Role
+from memloci.service.documents import knowledge_block
 from memloci.tools import TOOLS, Tools
 
 if TYPE_CHECKING:
@@ -417,7 +417,7 @@ class Agent:
         if not kn.active:
             return
         try:
-            known = await self.service.list_knowledge_sources(namespace=self.namespace)
+            known = await self.service.knowledge.list_knowledge_sources(namespace=self.namespace)
         except Exception as exc:
             self._report("list the knowledge sources", exc)
             return
@@ -451,7 +451,7 @@ class Agent:
         if cap is None:
             return None
         try:  # at most the role's max_episodes_per_run, oldest first: a bounded cost per run
-            return await self.service.consolidate(
+            return await self.service.consolidation.consolidate(
                 namespace=self.namespace, user=self.user, max_episodes=cap
             )
         except Exception as exc:
@@ -523,7 +523,7 @@ class Agent:
             for pid in applied:
                 if pid in reported:
                     continue
-                await self.service.record_procedure_use(
+                await self.service.context.record_procedure_use(
                     pid, namespace=self.namespace, success=success, duration_ms=duration_ms
                 )
                 counted.append(pid)
@@ -536,7 +536,7 @@ class Agent:
         """The current procedures this agent may see (those the context block draws on)."""
         assert self.tools is not None
         flt = self.tools.bound.filter(type=NodeType.PROCEDURAL)
-        return await self.service.list_nodes(flt, limit=10_000, order="-created")
+        return await self.service.memories.list_nodes(flt, limit=10_000, order="-created")
 
     async def _loop(
         self, system: str, messages: list[dict[str, Any]]
@@ -590,7 +590,7 @@ class Agent:
                     namespace=self.namespace, user=self.user, agent=self.role.name,
                     session=self.session,
                 )  # fmt: skip
-                cacheable, dynamic = await self.service.context_parts(
+                cacheable, dynamic = await self.service.context.context_parts(
                     text, flt, facts=mem.semantic_enabled, procedures=mem.procedural.enabled,
                     episodes=mem.episodic.enabled, loaded=loaded[1] if loaded else None,
                 )  # fmt: skip
@@ -603,7 +603,7 @@ class Agent:
         if mem is not None and mem.knowledge.active:
             kn = mem.knowledge
             try:
-                hits = await self.service.search_knowledge(
+                hits = await self.service.knowledge.search_knowledge(
                     text[-v.QUERY_MAX :], namespace=self.namespace, collections=kn.sources,
                     limit=kn.retrieval_limit, threshold=kn.similarity_threshold,
                 )  # fmt: skip
@@ -622,11 +622,11 @@ class Agent:
         payload = {"channel": self.channel, "user_id": self.login}
         try:
             if not self._registered:
-                known = await self.service.find_user(
+                known = await self.service.records.find_user(
                     self.channel, self.login, namespace=self.namespace
                 )
                 if known is None:
-                    await self.service.save_user(
+                    await self.service.records.save_user(
                         self.login, namespace=self.namespace,
                         identifiers={self.channel: self.login},
                     )  # fmt: skip
@@ -717,7 +717,7 @@ async def capture_episode(agent: Agent) -> None:
         duration_ms=round((time.monotonic() - agent.clock) * 1000, 1),
     )
     try:
-        await agent.service.record_episode(
+        await agent.service.memories.record_episode(
             content,
             namespace=agent.namespace,
             user=agent.user,

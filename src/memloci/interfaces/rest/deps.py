@@ -73,13 +73,13 @@ def _secret(request: Request) -> str | None:
 async def get_caller(request: Request, service: Service) -> Caller:
     secret = _secret(request)
     if secret is None:
-        if request.scope.get(REQUIRE_KEY) or await service.auth_required():
+        if request.scope.get(REQUIRE_KEY) or await service.keys.auth_required():
             raise UnauthorizedError(
                 "this server requires an API key",
                 hint="send 'Authorization: Bearer <key>' (memloci keys create)",
             )
         return Caller()
-    key = await service.verify_key(secret)
+    key = await service.keys.verify_key(secret)
     if key is None:
         raise UnauthorizedError("unknown or revoked API key", hint="memloci keys list")
     return Caller(key)

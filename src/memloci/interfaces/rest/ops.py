@@ -254,7 +254,7 @@ class Readiness:
 
     async def warm(self) -> None:
         try:
-            self.embedder = await self.service.load_embedder()
+            self.embedder = await self.service.admin.load_embedder()
         except MemlociError as exc:
             self.embedder, self.error = "failed", exc.message
         except Exception as exc:  # a model's own failure: reported by /readyz
@@ -262,7 +262,7 @@ class Readiness:
 
     async def store(self) -> str:
         try:
-            await asyncio.wait_for(self.service.ping(), STORE_TIMEOUT)
+            await asyncio.wait_for(self.service.admin.ping(), STORE_TIMEOUT)
         except (MemlociError, TimeoutError) as exc:
             self.store_error = getattr(exc, "message", None) or "it did not answer in time"
             return "unavailable"
@@ -314,7 +314,7 @@ class StoreReadings:
             if now - self._at >= GAUGES_TTL:
                 self._at = now
                 try:
-                    self._last = await asyncio.wait_for(self.service.gauges(), STORE_TIMEOUT)
+                    self._last = await asyncio.wait_for(self.service.admin.gauges(), STORE_TIMEOUT)
                 except (MemlociError, TimeoutError) as exc:
                     log.warning("metrics: cannot read the store's gauges: %s", exc)
                     self._last = None

@@ -1,8 +1,8 @@
 """Reading an import (layer: service helpers): every line parsed and checked, then what
 no single line shows.
 
-:func:`parse` turns the lines of an export (:mod:`memloci.transfer`) into records, each
-checked as the write API checks its input (:mod:`memloci.transfer_checks`); the first
+:func:`parse` turns the lines of an export (:mod:`memloci.service.transfer`) into records, each
+checked as the write API checks its input (:mod:`memloci.service.transfer.checks`); the first
 problem is raised naming its line and field, before anything is written. Then the file
 as a whole: an id given twice, a fact's old versions within the fact bounds, knowledge
 chunks with their source.
@@ -14,7 +14,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from memloci.models import (
     NodeType,
     Thread,
 )
-from memloci.transfer_checks import (
+from memloci.service.transfer.checks import (
     Link,
     SessionRecord,
     checked_chunk,
@@ -98,9 +98,14 @@ def parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[Li
                 what = _what(kind, data)
                 records.append(_record(kind, data, namespace, where, what))
         except (
-            ValueError, KeyError, TypeError, AttributeError, binascii.Error, MemlociError,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            binascii.Error,
+            MemlociError,
             RecursionError,
-        ) as exc:  # fmt: skip
+        ) as exc:
             raise invalid(where, _problem(exc), what) from None
         if export is not None and export.header["version"] > VERSION:
             raise ValidationError(
@@ -114,12 +119,17 @@ def parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[Li
 
 
 _LABELS = {
-    "node": ("memory", "id"), "version": ("version of memory", "node_id"),
-    "edge": ("edge", "id"), "user": ("user", "id"), "entity": ("entity", "id"),
-    "link": ("link of memory", "node_id"), "thread": ("thread", "id"),
-    "session": ("session", "session"), "knowledge": ("knowledge source", "id"),
+    "node": ("memory", "id"),
+    "version": ("version of memory", "node_id"),
+    "edge": ("edge", "id"),
+    "user": ("user", "id"),
+    "entity": ("entity", "id"),
+    "link": ("link of memory", "node_id"),
+    "thread": ("thread", "id"),
+    "session": ("session", "session"),
+    "knowledge": ("knowledge source", "id"),
     "chunk": ("knowledge chunk", "id"),
-}  # fmt: skip
+}
 
 
 def _what(kind: Any, data: dict[str, Any]) -> str:
@@ -277,9 +287,13 @@ def _key(rec: Any) -> tuple[tuple[str, Any], str]:
     if isinstance(rec, SessionRecord):
         return ("session", rec.session), f"session {rec.session!r}"
     kinds: dict[type, str] = {
-        Edge: "edge", MemoryUser: "user", Entity: "entity", Thread: "thread",
-        KnowledgeSource: "knowledge source", KnowledgeChunk: "knowledge chunk",
-    }  # fmt: skip
+        Edge: "edge",
+        MemoryUser: "user",
+        Entity: "entity",
+        Thread: "thread",
+        KnowledgeSource: "knowledge source",
+        KnowledgeChunk: "knowledge chunk",
+    }
     kind = kinds[type(rec)]
     return (kind, rec.id), f"{kind} {rec.id!r}"
 
@@ -342,8 +356,13 @@ def check_channels(users: list[Line], lookup: Lookup) -> None:
             if other is line:
                 continue
             if root(other.record.id, lookup) != root(user.id, lookup):
-                raise conflict(line, channel, ref, other.record.id,
-                               f" (on {other.where.removesuffix(' of the import')})")  # fmt: skip
+                raise conflict(
+                    line,
+                    channel,
+                    ref,
+                    other.record.id,
+                    f" (on {other.where.removesuffix(' of the import')})",
+                )
 
 
 def root(user_id: str, lookup: Lookup) -> str:
@@ -363,27 +382,3 @@ def conflict(line: Line, channel: str, ref: str, holder: str, where: str = "") -
         f"user {holder!r}{where}",
         hint="nothing was imported; merge the two users (merged_into) or give the id to one",
     )
-
-
-@dataclass
-class ImportReport:
-    """What an import wrote (and skipped: memories the namespace held already)."""
-
-    nodes: int = 0
-    skipped: int = 0
-    versions: int = 0
-    edges: int = 0
-    users: int = 0
-    vectors_reused: int = 0
-    needs_embedding: int = 0
-    entities: int = 0
-    entities_merged: int = 0  # merged by name into one the namespace held
-    links: int = 0
-    threads: int = 0
-    sessions: int = 0
-    knowledge_sources: int = 0
-    knowledge_chunks: int = 0
-    chunks_to_embed: int = 0  # knowledge chunks stored without a vector (another model)
-    errors: list[str] = field(default_factory=list)
-    # entities whose name vector came from another model: embedded after the import
-    names_to_embed: list[str] = field(default_factory=list)
