@@ -268,7 +268,7 @@ def main() -> int:
     ap.add_argument("--pool", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--adds", type=int, default=200)
-    ap.add_argument("--recall-queries", type=int, default=50)
+    ap.add_argument("--recall-queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--pg-work-mem", default="1GB", help="maintenance_work_mem of the HNSW build")
     ap.add_argument("--json", type=Path)
