@@ -29,8 +29,8 @@ from memloci.storage.sqlfilter import filter_sql
 NODE_WEIGHTS = {"A": 1.0, "B": 0.5, "C": 0.4, "D": 0.25}
 # one user's vector search ranks exactly the rows nearest by Hamming distance on their
 # 1-bit codes: at least this many, or this many times the limit (recall: bench/README.md;
-# 400 left recall@10 at 0.998 at 100k turns, 600 gives 1.000)
-PRESELECT_MIN = 600
+# 400 left recall@10 at 0.998 at 100k turns, 600 at 0.9995)
+PRESELECT_MIN = 1000
 PRESELECT_FACTOR = 8
 # a search across a namespace (no user) walks the HNSW graph with pgvector's widest
 # candidate list, set for its own transaction: recall@10 0.963 -> 0.969 at 100k turns
