@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import socket
+import subprocess
+import sys
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -89,3 +94,43 @@ def test_a_server_with_good_settings_gets_no_warning(caplog: pytest.LogCaptureFi
     big = facts.shared_buffers + facts.maintenance_work_mem
     grown = advice(dataclasses.replace(facts, vector_index=big, search_indexes=big))
     assert {name for name, _ in grown} >= {"shared_buffers", "maintenance_work_mem"}
+
+
+def test_serve_says_it_once_at_startup() -> None:
+    httpx = pytest.importorskip("httpx")
+    with throwaway_cluster("work_mem=64kB") as url:
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            port = free.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+        cmd = [
+            sys.executable,
+            "-m",
+            "memloci.interfaces.cli",
+            "serve",
+            "--embedder",
+            "fake",
+            "--port",
+            str(port),
+            "--no-maintenance",
+            "--db",
+            url,
+        ]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert proc.poll() is None and time.monotonic() < deadline, "did not start"
+                time.sleep(0.2)
+        finally:
+            proc.terminate()
+            out = proc.communicate(timeout=30)[0].decode()
+    said = [line for line in out.splitlines() if "work_mem is 64 kB" in line]
+    assert len(said) == 1, out
+    assert "ALTER SYSTEM SET work_mem = '4MB'" in said[0]
+    assert out.index("work_mem is 64 kB") < out.index("memloci serving")  # before the banner
