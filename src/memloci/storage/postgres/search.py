@@ -35,7 +35,7 @@ PRESELECT_FACTOR = 8
 # a search across a namespace (no user) walks the HNSW graph with pgvector's widest
 # candidate list, set for its own transaction: recall@10 0.963 -> 0.969 at 100k turns
 # (800, the connections' default, stays for the rest); m=48 / ef_construction=256 and
-# an exact re-rank of a wider HNSW result added nothing (bench/README.md, "Scale", 41)
+# an exact re-rank of a wider HNSW result added nothing (bench/README.md, "Scale", round 5)
 NAMESPACE_EF_SEARCH = 1000
 
 
