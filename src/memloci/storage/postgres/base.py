@@ -25,6 +25,8 @@ from memloci.storage import cancel
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import redact_url
 from memloci.storage.postgres.ranking import TermStats
+from memloci.storage.sql.core import SQLCore, columns
+from memloci.storage.sql.dialect import POSTGRES
 
 try:
     import psycopg
@@ -72,8 +74,11 @@ class Deadlock(StorageError):
     written, and running it again is safe (see :meth:`PostgresBase._retrying`)."""
 
 
-class PostgresBase:
+class PostgresBase(SQLCore):
     """Connections, transactions, migrations and store metadata on PostgreSQL."""
+
+    dialect = POSTGRES
+    cols = columns(POSTGRES)
 
     def __init__(self, url: str, *, schema: str | None = None, pool_size: int = 8) -> None:
         self.url = redact_url(url)  # the only form ever shown

@@ -26,16 +26,17 @@ from memloci.models import (
 )
 from memloci.storage.base import Health, NodeFilter, NodePatch
 from memloci.storage.postgres.base import chunks
-from memloci.storage.postgres.chains import deleting, lock_chain, previous_turn
+from memloci.storage.postgres.chains import deleting, lock_chain
 from memloci.storage.postgres.consolidation import PostgresConsolidation
-from memloci.storage.postgres.inventory import PostgresInventory
 from memloci.storage.postgres.knowledge import PostgresKnowledge
 from memloci.storage.postgres.paging import PostgresPaging
 from memloci.storage.postgres.privacy import PostgresPrivacy
 from memloci.storage.postgres.records import NODE_COLS, PostgresRecords
-from memloci.storage.postgres.search import PostgresSearch
+from memloci.storage.postgres.search import PostgresSearch, _f32
 from memloci.storage.postgres.walks import PostgresWalks
 from memloci.storage.rows import edge_from_row, node_from_row, node_to_row, version_from_row
+from memloci.storage.sql.chains import previous_turn
+from memloci.storage.sql.inventory import SQLInventory
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.windows import SQLChain, edited, linked, restart, said, window
 
@@ -75,7 +76,7 @@ class PostgresStore(
     PostgresConsolidation,
     PostgresKnowledge,
     PostgresWalks,
-    PostgresInventory,
+    SQLInventory,
     PostgresPrivacy,
 ):
     """memloci on PostgreSQL + pgvector: ``PostgresStore("postgresql://user:pw@host/db")``.
@@ -83,6 +84,10 @@ class PostgresStore(
     ``schema`` (or a ``?schema=`` URL parameter) keeps the tables in their own schema;
     ``pool_size`` bounds the connections this process opens.
     """
+
+    @staticmethod
+    def _vector_bytes(value: object) -> bytes:
+        return _f32(value)
 
     supports_vectors = True
 
@@ -144,7 +149,7 @@ class PostgresStore(
         prev = None
         if link_previous and (node.session is not None or node.speaker is not None):
             lock_chain(c, self.schema, node)  # one writer per chain, none while deleting
-            prev = previous_turn(c, node)
+            prev = previous_turn(c, self.dialect, node)
         if prev is None:
             return self._insert(c, node, "")
         node = self._insert(c, node, window(said(prev[1], prev[2]), prev[3]))

@@ -19,6 +19,8 @@ from memloci.errors import EmbeddingModelError, StorageError, store_too_new
 from memloci.storage import cancel, faults
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import check_writable, create_private
+from memloci.storage.sql.core import SQLCore, columns
+from memloci.storage.sql.dialect import SQLITE
 from memloci.storage.sqlite import fts_totals
 from memloci.storage.sqlite.checkpoint import WAL_BOUND, Checkpointer
 from memloci.storage.sqlite.vecindex import VectorIndex
@@ -163,8 +165,11 @@ def _close_quietly(conn: Any) -> None:
         conn.close()
 
 
-class SQLiteBase:
+class SQLiteBase(SQLCore):
     """Connections, transactions, migrations and store metadata."""
+
+    dialect = SQLITE
+    cols = columns(SQLITE)
 
     def __init__(
         self, path: str | os.PathLike[str] = "memloci.db", *, busy_timeout: float | None = None

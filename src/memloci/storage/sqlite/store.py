@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from memloci.errors import NotFoundError, StorageError, ValidationError
 from memloci.models import (
@@ -31,12 +31,12 @@ from memloci.storage.rows import (
     node_to_row,
     version_from_row,
 )
+from memloci.storage.sql.chains import previous_turn
+from memloci.storage.sql.inventory import SQLInventory
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite.base import IntegrityError, chunks, qs
-from memloci.storage.sqlite.chains import previous_turn
 from memloci.storage.sqlite.consolidation import SQLiteConsolidation
 from memloci.storage.sqlite.doctor import SQLiteDoctor
-from memloci.storage.sqlite.inventory import SQLiteInventory
 from memloci.storage.sqlite.knowledge import SQLiteKnowledge
 from memloci.storage.sqlite.paging import SQLitePaging
 from memloci.storage.sqlite.privacy import SQLitePrivacy
@@ -68,10 +68,13 @@ class SQLiteStore(
     SQLiteKnowledge,
     SQLiteWalks,
     SQLitePrivacy,
-    SQLiteInventory,
+    SQLInventory,
     SQLiteDoctor,
 ):
     """The default store: everything in one SQLite file."""
+
+    def _vector_bytes(self, value: object) -> bytes:
+        return bytes(cast("bytes", value))
 
     supports_vectors = True
 
@@ -129,9 +132,9 @@ class SQLiteStore(
 
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
         """Insert ``node``; with ``link_previous``, as the next turn of its chain (see
-        :mod:`memloci.storage.sqlite.chains`): a temporal edge from the turn before, and
+        :mod:`memloci.storage.sql.chains`): a temporal edge from the turn before, and
         the neighbour windows of its full-text row (:mod:`memloci.storage.windows`)."""
-        prev = previous_turn(c, node) if link_previous else None
+        prev = previous_turn(c, self.dialect, node) if link_previous else None
         if prev is None:
             return self._insert(c, node, "")
         node = self._insert(c, node, window(said(prev[1], prev[2]), prev[3]))

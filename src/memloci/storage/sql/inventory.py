@@ -5,28 +5,39 @@ from __future__ import annotations
 
 from memloci.storage.base import SessionState
 from memloci.storage.rows import dt
-from memloci.storage.sqlite.base import SQLiteBase
+from memloci.storage.sql.core import SQLCore
 
 _NAMESPACE_TABLES = (
-    "nodes", "memory_users", "threads", "entities", "consolidation_state",
-    "knowledge_sources", "edges",
-)  # fmt: skip
+    "nodes",
+    "memory_users",
+    "threads",
+    "entities",
+    "consolidation_state",
+    "knowledge_sources",
+    "edges",
+)
 
 
-class SQLiteInventory(SQLiteBase):
+class SQLInventory(SQLCore):
+    def _vector_bytes(self, value: object) -> bytes:
+        """A stored vector as float32 bytes."""
+        raise NotImplementedError
+
     def record_namespaces(self) -> list[str]:
         """Every namespace holding any record, sorted."""
         union = " UNION ".join(f"SELECT namespace FROM {t}" for t in _NAMESPACE_TABLES)
         with self._reading() as c:
-            return sorted(str(r[0]) for r in c.execute(union))
+            return sorted(str(r[0]) for r in c.execute(union).fetchall())
 
     def sessions(self, namespace: str) -> list[SessionState]:
         """Every session recorded for consolidation in ``namespace``, first seen first."""
         with self._reading() as c:
             rows = c.execute(
-                "SELECT session_id, user_id, agent_id, first_seen_at, consolidated_at"
-                " FROM consolidation_state WHERE namespace = ?"
-                " ORDER BY first_seen_at, session_id",
+                self.dialect.q(
+                    "SELECT session_id, user_id, agent_id, first_seen_at, consolidated_at"
+                    " FROM consolidation_state WHERE namespace = ?"
+                    " ORDER BY first_seen_at, session_id"
+                ),
                 (namespace,),
             ).fetchall()
         out = []
@@ -40,8 +51,10 @@ class SQLiteInventory(SQLiteBase):
         """Chunk id → float32 vector bytes of a source's chunks that have one."""
         with self._reading() as c:
             rows = c.execute(
-                "SELECT id, embedding FROM knowledge_chunks WHERE namespace = ?"
-                " AND source_id = ? AND embedding IS NOT NULL ORDER BY ordinal",
+                self.dialect.q(
+                    "SELECT id, embedding FROM knowledge_chunks WHERE namespace = ?"
+                    " AND source_id = ? AND embedding IS NOT NULL ORDER BY ordinal"
+                ),
                 (namespace, source_id),
             ).fetchall()
-        return {str(r[0]): bytes(r[1]) for r in rows}
+        return {str(r[0]): self._vector_bytes(r[1]) for r in rows}
