@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from memloci.storage.rows import NODE_COLUMNS
 from memloci.storage.sql.dialect import Dialect
 
-_JSON_NODE_COLUMNS = ("value", "metadata", "details")
+JSON_NODE_COLUMNS = ("value", "metadata", "details")
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Columns:
 def columns(d: Dialect) -> Columns:
     return Columns(
         node=", ".join(
-            d.json(f"n.{c}") if c in _JSON_NODE_COLUMNS else f"n.{c}" for c in NODE_COLUMNS
+            d.json(f"n.{c}") if c in JSON_NODE_COLUMNS else f"n.{c}" for c in NODE_COLUMNS
         ),
         user=(
             f"u.namespace, u.id, u.display_name, {d.json('u.identifiers')},"
@@ -60,3 +61,9 @@ class SQLCore:
         def _tx(self) -> AbstractContextManager[Any]: ...
 
         def _bump(self, c: Any, key: str) -> int: ...
+
+        def get_meta(self, key: str) -> str | None: ...
+
+        def _xlock(self, c: Any, key: str) -> None: ...
+
+        def count_pending_sessions(self, namespaces: Sequence[str]) -> int: ...

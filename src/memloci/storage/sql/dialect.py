@@ -24,6 +24,8 @@ class Dialect:
     same: str  # NULL-safe equality: ``a IS b`` / ``a IS NOT DISTINCT FROM b``
     jsonb: str  # a JSON parameter
     arrays: bool  # ``= ANY(?)`` over one array (else ``IN (?, …)`` over chunks)
+    row_locks: bool  # ``FOR UPDATE`` locks the rows a write reads first
+    offset: str  # skip rows without a limit
     like: str  # ``LIKE`` a pattern with ``\\`` escapes
     ilike: str  # the same, case-blind
 
@@ -95,7 +97,16 @@ class Dialect:
 
 # JSON columns written from Python text (PostgreSQL types them jsonb)
 _JSON_PARAMS = frozenset(
-    {"identifiers", "preferences", "messages", "aliases", "attributes", "namespaces", "value"}
+    {
+        "identifiers",
+        "preferences",
+        "messages",
+        "aliases",
+        "attributes",
+        "namespaces",
+        "value",
+        "evidence",
+    }
 )
 
 
@@ -112,6 +123,8 @@ SQLITE = Dialect(
     same="IS",
     jsonb="?",
     arrays=False,
+    row_locks=False,
+    offset="LIMIT -1 OFFSET ?",
     like="LIKE ? ESCAPE '\\'",
     ilike="LIKE ? ESCAPE '\\'",
 )
@@ -123,6 +136,8 @@ POSTGRES = Dialect(
     same="IS NOT DISTINCT FROM",
     jsonb="?::jsonb",
     arrays=True,
+    row_locks=True,
+    offset="OFFSET ?",
     like="LIKE ?",
     ilike="ILIKE ?",
 )

@@ -324,6 +324,9 @@ class SQLiteBase(SQLCore):
         with self._tx():
             yield
 
+    def _xlock(self, c: Any, key: str) -> None:
+        """Serialise writers of ``key``: the single writer already does."""
+
     def _read(self) -> Any:
         if self._closed:
             raise StorageError("the store is closed")
