@@ -1,0 +1,226 @@
+"""The knowledge tier's rows (layer: storage): read-only RAG sources and their chunks.
+
+Sources, chunks and their replacement and deletion are written once here; each backend
+keeps its search (FTS5 and a cached float32 matrix on SQLite, tsvector and pgvector on
+PostgreSQL) and says how a chunk's vector is stored (:meth:`SQLKnowledge._chunk_tail`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from memloci.errors import EmbeddingModelError, ValidationError
+from memloci.models import KnowledgeChunk, KnowledgeHit, KnowledgeSource
+from memloci.storage.rows import dt
+from memloci.storage.sql.core import SQLCore
+from memloci.storage.sqlfilter import ts
+
+SOURCE_COLS = (
+    "id, namespace, collection, path, title, content_hash, mtime, size_bytes, chunk_count,"
+    " embedding_model, added_at, updated_at"
+)
+CHUNK_COLS = (
+    "id, namespace, source_id, collection, ordinal, text, heading, start_char, end_char,"
+    " embedding_model"
+)
+# a hit: the chunk joined with its source (c = knowledge_chunks, s = knowledge_sources)
+HIT_COLS = (
+    "c.id, c.text, c.heading, c.source_id, s.path, s.title, c.collection, c.namespace, c.ordinal"
+)
+HIT_JOIN = "JOIN knowledge_sources s ON s.namespace = c.namespace AND s.id = c.source_id"
+
+
+def source_from_row(row: Any) -> KnowledgeSource:
+    return KnowledgeSource(
+        id=row[0],
+        namespace=row[1],
+        collection=row[2],
+        path=row[3],
+        title=row[4],
+        content_hash=row[5],
+        mtime=dt(row[6]),
+        size_bytes=row[7],
+        chunk_count=row[8],
+        embedding_model=row[9],
+        added_at=dt(row[10]),
+        updated_at=dt(row[11]),
+    )
+
+
+def chunk_from_row(row: Any) -> KnowledgeChunk:
+    return KnowledgeChunk(
+        id=row[0],
+        namespace=row[1],
+        source_id=row[2],
+        collection=row[3],
+        ordinal=row[4],
+        text=row[5],
+        heading=row[6],
+        start_char=row[7],
+        end_char=row[8],
+        embedding_model=row[9],
+    )
+
+
+def hit_from_row(row: Any, score: float, match: str) -> KnowledgeHit:
+    return KnowledgeHit(
+        chunk_id=row[0],
+        text=row[1],
+        heading=row[2],
+        source_id=row[3],
+        path=row[4],
+        title=row[5],
+        collection=row[6],
+        namespace=row[7],
+        ordinal=row[8],
+        score=score,
+        match=match,
+    )
+
+
+class SQLKnowledge(SQLCore):
+    """Knowledge sources and chunks: reads, replacement and deletion."""
+
+    chunk_tail: ClassVar[tuple[str, ...]]  # the columns :meth:`_chunk_tail` fills
+
+    def _chunk_tail(
+        self, source: KnowledgeSource, vector: npt.NDArray[np.float32] | None
+    ) -> tuple[Any, ...]:
+        """The values of :attr:`chunk_tail` for one chunk of ``source``."""
+        raise NotImplementedError
+
+    def _knowledge_changed(self, c: Any, namespace: str) -> None:
+        """A hook: the knowledge of ``namespace`` changed in the open transaction ``c``."""
+
+    # ------------------------------------------------------------------ reads
+    def knowledge_source(self, namespace: str, source_id: str) -> KnowledgeSource | None:
+        with self._reading() as c:
+            row = c.execute(
+                self.dialect.q(
+                    f"SELECT {SOURCE_COLS} FROM knowledge_sources WHERE namespace = ? AND id = ?"
+                ),
+                (namespace, source_id),
+            ).fetchone()
+        return None if row is None else source_from_row(row)
+
+    def knowledge_sources(
+        self, namespace: str, *, collection: str | None = None
+    ) -> list[KnowledgeSource]:
+        sql = f"SELECT {SOURCE_COLS} FROM knowledge_sources WHERE namespace = ?"
+        params: list[Any] = [namespace]
+        if collection is not None:
+            sql += " AND collection = ?"
+            params.append(collection)
+        with self._reading() as c:
+            rows = c.execute(self.dialect.q(sql + " ORDER BY collection, path"), params).fetchall()
+        return [source_from_row(r) for r in rows]
+
+    def knowledge_chunks(self, namespace: str, source_id: str) -> list[KnowledgeChunk]:
+        with self._reading() as c:
+            rows = c.execute(
+                self.dialect.q(
+                    f"SELECT {CHUNK_COLS} FROM knowledge_chunks WHERE namespace = ?"
+                    " AND source_id = ? ORDER BY ordinal"
+                ),
+                (namespace, source_id),
+            ).fetchall()
+        return [chunk_from_row(r) for r in rows]
+
+    # ------------------------------------------------------------------ writes
+    def replace_knowledge(
+        self,
+        source: KnowledgeSource,
+        chunks_: Sequence[KnowledgeChunk],
+        vectors: npt.NDArray[np.float32] | None,
+    ) -> None:
+        """Store a source and its chunks (vectors from ``source.embedding_model``, or none),
+        replacing whatever the source held before: one transaction."""
+        if vectors is not None and (vectors.ndim != 2 or len(vectors) != len(chunks_)):
+            raise EmbeddingModelError(
+                f"expected {len(chunks_)} chunk vectors, got an array of shape {vectors.shape}"
+            )
+        if vectors is not None and source.embedding_model is None:
+            raise ValidationError("chunk vectors need the source's embedding_model")
+        d, ns = self.dialect, source.namespace
+        columns = f"{CHUNK_COLS}, {', '.join(self.chunk_tail)}"
+        marks = ", ".join("?" * (10 + len(self.chunk_tail)))
+        with self._tx() as c:
+            self._xlock(c, f"knowledge:{ns}:{source.id}")
+            c.execute(
+                d.q("DELETE FROM knowledge_chunks WHERE namespace = ? AND source_id = ?"),
+                (ns, source.id),
+            )
+            c.execute(
+                d.q(
+                    f"INSERT INTO knowledge_sources ({SOURCE_COLS})"
+                    f" VALUES ({', '.join('?' * 12)})"
+                    " ON CONFLICT (namespace, id) DO UPDATE SET collection = excluded.collection,"
+                    " path = excluded.path, title = excluded.title,"
+                    " content_hash = excluded.content_hash, mtime = excluded.mtime,"
+                    " size_bytes = excluded.size_bytes, chunk_count = excluded.chunk_count,"
+                    " embedding_model = excluded.embedding_model,"
+                    " updated_at = excluded.updated_at"
+                ),
+                (
+                    source.id,
+                    ns,
+                    source.collection,
+                    source.path,
+                    source.title,
+                    source.content_hash,
+                    ts(source.mtime),
+                    source.size_bytes,
+                    len(chunks_),
+                    source.embedding_model,
+                    ts(source.added_at),
+                    ts(source.updated_at),
+                ),
+            )
+            model = source.embedding_model if vectors is not None else None
+            d.many(
+                c,
+                f"INSERT INTO knowledge_chunks ({columns}) VALUES ({marks})",
+                [
+                    (
+                        ch.id,
+                        ns,
+                        source.id,
+                        source.collection,
+                        ch.ordinal,
+                        ch.text,
+                        ch.heading,
+                        ch.start_char,
+                        ch.end_char,
+                        model,
+                        *self._chunk_tail(source, None if vectors is None else vectors[i]),
+                    )
+                    for i, ch in enumerate(chunks_)
+                ],
+            )
+            self._knowledge_changed(c, ns)
+
+    def delete_knowledge(self, namespace: str, source_ids: Sequence[str]) -> int:
+        """Delete sources with their chunks; returns how many sources were deleted."""
+        d = self.dialect
+        ids = list(dict.fromkeys(source_ids))
+        if not ids:
+            return 0
+        deleted = 0
+        with self._tx() as c:
+            for part in d.chunks(ids):
+                test, params = d.any("source_id", part)
+                c.execute(
+                    d.q(f"DELETE FROM knowledge_chunks WHERE namespace = ? AND {test}"),
+                    [namespace, *params],
+                )
+                test, params = d.any("id", part)
+                deleted += c.execute(
+                    d.q(f"DELETE FROM knowledge_sources WHERE namespace = ? AND {test}"),
+                    [namespace, *params],
+                ).rowcount
+            self._knowledge_changed(c, namespace)
+        return int(deleted)
