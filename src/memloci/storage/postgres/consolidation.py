@@ -5,11 +5,12 @@ conditional statements, so two servers never both win one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 
 from memloci.storage.postgres.base import PostgresBase
-from memloci.storage.sql.consolidation import SQLConsolidation
+from memloci.storage.sql.consolidation import SQLConsolidation, Stale
 from memloci.storage.sqlfilter import ts
 
 
@@ -37,15 +38,7 @@ class PostgresConsolidation(SQLConsolidation, PostgresBase):
             ).fetchall()
         return {eid: bytes(blob) for eid, blob in rows}
 
-    def acquire_lock(
-        self,
-        name: str,
-        owner: str,
-        *,
-        now: datetime,
-        ttl: timedelta,
-        stale: Callable[[str], bool] | None = None,
-    ) -> bool:
+    def _take_lock(self, name: str, owner: str, now: Any, expires: Any, stale: Stale) -> bool:
         """One conditional upsert: taken when free, expired or already ours; else, when
         ``stale(holder)``, a compare-and-set on that holder (another process that took it
         meanwhile keeps it)."""
@@ -55,7 +48,7 @@ class PostgresConsolidation(SQLConsolidation, PostgresBase):
                 " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,"
                 " expires_at = excluded.expires_at"
                 " WHERE locks.owner = excluded.owner OR locks.expires_at <= %s RETURNING owner",
-                (name, owner, ts(now + ttl), ts(now)),
+                (name, owner, expires, now),
             ).fetchone()
             if row is not None or stale is None:
                 return row is not None
@@ -64,6 +57,6 @@ class PostgresConsolidation(SQLConsolidation, PostgresBase):
                 return False
             taken = c.execute(
                 "UPDATE locks SET owner = %s, expires_at = %s WHERE name = %s AND owner = %s",
-                (owner, ts(now + ttl), name, held[0]),
+                (owner, expires, name, held[0]),
             ).rowcount
         return bool(taken)

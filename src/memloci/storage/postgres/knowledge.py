@@ -22,7 +22,7 @@ from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.sql.knowledge import HIT_COLS as _HIT_COLS
 from memloci.storage.sql.knowledge import HIT_JOIN as _HIT_JOIN
-from memloci.storage.sql.knowledge import SQLKnowledge
+from memloci.storage.sql.knowledge import Names, SQLKnowledge, Vector
 from memloci.storage.sql.knowledge import hit_from_row as _hit
 
 # FTS5 column weights of the SQLite knowledge index: text, heading path, source title
@@ -51,17 +51,9 @@ class PostgresKnowledge(SQLKnowledge, PostgresBase):
             params.append(list(collections))
         return where, params
 
-    def knowledge_fulltext(
-        self,
-        namespaces: Sequence[str],
-        match: str,
-        *,
-        limit: int,
-        collections: Sequence[str] | None = None,
+    def _knowledge_fulltext(
+        self, namespaces: Sequence[str], match: str, limit: int, collections: Names
     ) -> list[KnowledgeHit]:
-        """Chunks matching an FTS5-syntax expression, best first (BM25, FTS5 scale)."""
-        if not match.strip() or not namespaces or collections == []:
-            return []
         tsq, tparams = to_tsquery_sql(match)
         where, params = self._scope(namespaces, collections)
         with self._reading() as c:
@@ -89,20 +81,9 @@ class PostgresKnowledge(SQLKnowledge, PostgresBase):
         by_seq = {r[0]: r[1:] for r in rows}
         return [_hit(by_seq[seq], score, "fulltext") for seq, score in found if seq in by_seq]
 
-    def knowledge_vector_search(
-        self,
-        namespaces: Sequence[str],
-        query: npt.NDArray[np.float32],
-        *,
-        model: str,
-        limit: int,
-        collections: Sequence[str] | None = None,
+    def _knowledge_vectors(
+        self, namespaces: Sequence[str], q: Vector, model: str, limit: int, collections: Names
     ) -> list[KnowledgeHit]:
-        """The ``limit`` chunks (vectors from ``model``) most similar to ``query``, best
-        first; ``score`` is cosine similarity."""
-        if not namespaces or limit < 1 or collections == []:
-            return []
-        q = np.ascontiguousarray(query, dtype=np.float32)
         where, params = self._scope(namespaces, collections)
         with self._reading() as c:
             dims = c.execute(

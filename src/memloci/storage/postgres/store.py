@@ -23,13 +23,13 @@ from memloci.storage.postgres.privacy import PostgresPrivacy
 from memloci.storage.postgres.records import NODE_COLS, PostgresRecords
 from memloci.storage.postgres.search import PostgresSearch, _f32
 from memloci.storage.postgres.walks import PostgresWalks
-from memloci.storage.rows import node_from_row, node_to_row
+from memloci.storage.rows import node_to_row
 from memloci.storage.sql.chains import previous_turn
 from memloci.storage.sql.core import JSON_NODE_COLUMNS
 from memloci.storage.sql.inventory import SQLInventory
 from memloci.storage.sql.nodes import SQLNodes
 from memloci.storage.sqlfilter import ts
-from memloci.storage.windows import SQLChain, restart, said, window
+from memloci.storage.windows import SQLChain, said, window
 
 _SELECT_NODE = f"SELECT {NODE_COLS} FROM nodes n"
 BULK = 1000  # rows per pipelined batch of a bulk insert
@@ -80,6 +80,11 @@ class PostgresStore(
             notes=["PostgreSQL types vectors and JSON: no damaged rows to look for"],
         )
 
+    neighbour_order = " ORDER BY seq"
+
+    def _purging(self, c: Any, namespace: str) -> None:
+        self._xlock(c, deleting(namespace))  # no turn links to one of them meanwhile
+
     @staticmethod
     def _text_changed(c: Any, rowid: int) -> str:
         return ", embedding = NULL"  # the old vector no longer describes the text
@@ -94,18 +99,6 @@ class PostgresStore(
         return int(size)
 
     # ------------------------------------------------------------------ nodes
-    def id_namespaces(
-        self, ids: Sequence[str], *, edges: bool = False, entities: bool = False
-    ) -> dict[str, str]:
-        if not ids:
-            return {}
-        table = "edges" if edges else "entities" if entities else "nodes"
-        with self._reading() as c:
-            rows = c.execute(
-                f"SELECT id, namespace FROM {table} WHERE id = ANY(%s)", (list(ids),)
-            ).fetchall()
-        return {str(i): str(ns) for i, ns in rows}
-
     def _insert(self, c: Any, node: MemoryNode, context: str = "") -> MemoryNode:
         for _ in range(8):
             row = node_to_row(node, context)
@@ -185,74 +178,3 @@ class PostgresStore(
                 " source_session = excluded.source_session, created_at = excluded.created_at",
                 versions,
             )
-
-    def get_nodes(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[MemoryNode]:
-        if not ids:
-            return []
-        nss = [namespace] if isinstance(namespace, str) else list(namespace)
-        with self._reading() as c:
-            rows = c.execute(
-                f"{_SELECT_NODE} WHERE n.id = ANY(%s) AND n.namespace = ANY(%s)",
-                (list(ids), nss),
-            ).fetchall()
-        out = {node.id: node for node in map(node_from_row, rows)}
-        return [out[i] for i in ids if i in out]
-
-    def people_of(self, namespace: str | Sequence[str], ids: Sequence[str]) -> dict[str, str]:
-        if not ids:
-            return {}
-        nss = [namespace] if isinstance(namespace, str) else list(namespace)
-        with self._reading() as c:
-            rows = c.execute(
-                "SELECT n.id, coalesce(n.speaker, n.subject) FROM nodes n WHERE n.id = ANY(%s)"
-                " AND n.namespace = ANY(%s) AND coalesce(n.speaker, n.subject) IS NOT NULL",
-                (list(ids), nss),
-            ).fetchall()
-        return {str(i): str(who) for i, who in rows}
-
-    def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
-        self._xlock(c, deleting(namespace))  # no turn links to one of them meanwhile
-        total = 0
-        # the turns that stay next to removed ones hold their words in their windows
-        stay = SQLChain(c, namespace, "%s").beside(ids)
-        for chunk in chunks(list(ids), 1000):
-            mine = [
-                r[0]
-                for r in c.execute(
-                    "SELECT id FROM nodes WHERE namespace = %s AND id = ANY(%s)",
-                    (namespace, chunk),
-                )
-            ]
-            if not mine:
-                continue
-            c.execute("DELETE FROM versions WHERE node_id = ANY(%s)", (mine,))
-            self._unlink_entities(c, namespace, mine)  # and entities no memory mentions
-            c.execute(
-                "DELETE FROM edges WHERE namespace = %s AND (source_id = ANY(%s)"
-                " OR target_id = ANY(%s))",
-                (namespace, mine, mine),
-            )
-            total += c.execute(
-                "DELETE FROM nodes WHERE namespace = %s AND id = ANY(%s)", (namespace, mine)
-            ).rowcount
-        chain = SQLChain(c, namespace, "%s")
-        for node_id, column in stay:
-            restart(chain, node_id, column)
-        return total
-
-    # ------------------------------------------------------------------ edges
-    def neighbours(self, namespace: str, ids: Sequence[str], relation: str) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {i: [] for i in ids}
-        if not ids:
-            return out
-        with self._reading() as c:
-            for src, dst in c.execute(
-                "SELECT source_id, target_id FROM edges WHERE namespace = %s AND relation = %s"
-                " AND (source_id = ANY(%s) OR target_id = ANY(%s)) ORDER BY seq",
-                (namespace, relation, list(ids), list(ids)),
-            ).fetchall():
-                if src in out:
-                    out[src].append(dst)
-                if dst in out:
-                    out[dst].append(src)
-        return out

@@ -1,24 +1,32 @@
 """One SQL core over two dialects (layer: storage).
 
 The slices of the store that read and write the same rows with the same statements on
-SQLite and PostgreSQL live here once, written over a :class:`~.dialect.Dialect`; each
-backend keeps only what really differs (connections and the writer model, full-text
-ranking, vector search, scrubbing, migrations).
+SQLite and PostgreSQL live here once, written over a :class:`~.dialect.Dialect`:
+memories, versions and edges (:mod:`.nodes`), users, threads, entities and API keys
+(:mod:`.records`), paged lists (:mod:`.paging`), consolidation rows
+(:mod:`.consolidation`), knowledge rows (:mod:`.knowledge`), the embedding queue and key
+search (:mod:`.search`), walks (:mod:`.walks`), the chain a turn joins (:mod:`.chains`),
+privacy reads (:mod:`.privacy`) and the inventory a copy reads (:mod:`.inventory`).
+Each backend keeps only what really differs: connections and the writer model, full
+text, vectors, scrubbing and migrations, plus the few reads whose plans it tunes.
 
-A statement is written with ``?`` placeholders; the dialect turns it into its driver's
-form. A dialect must provide:
+A statement is written with ``?`` placeholders (and no other ``?``). A dialect must
+provide, as data (one table in :mod:`.dialect`, SQLite beside PostgreSQL):
 
-- ``q(sql)``: the statement in its driver's placeholder style (``?`` or ``%s``);
-- ``rowid``: the column that orders rows by insertion (``rowid``, ``seq``);
-- ``any(column, values)``: a membership test and its parameters (``IN (?, …)`` over
-  chunks of values, or ``= ANY(?)`` over one array), and ``chunks(values)`` to match;
-- ``upsert(…)`` and ``insert_ignore(…)``: its spelling of insert-or-replace and
-  insert-or-skip;
-- ``json(expr)`` / ``jsonb``: a JSON column read as text, a JSON parameter written;
-  ``json_array_length``; ``nocase(expr)`` (case-blind order) and ``bytewise(expr)``
-  (byte order of text); ``flag(value)`` (a boolean parameter); ``same`` (NULL-safe
-  equality); ``many(conn, sql, rows)`` (a statement over many rows).
+- ``ph`` and ``q(sql)``: its driver's placeholder, and a statement in that style;
+- ``rowid``: the column that orders rows by insertion (``rowid``, ``seq``), and
+  ``rowid_key``: whether it addresses a row more cheaply than its ``id``;
+- ``arrays``: membership over one array parameter (``= ANY(?)``) or ``IN (?, …)``
+  lists over chunks; ``any(column, values)`` and ``chunks(values)`` follow it;
+- ``jsonb`` (a JSON parameter), ``json(expr)`` (a JSON column read as text),
+  ``json_array_length``; ``same`` (NULL-safe equality); ``like`` / ``ilike``;
+- ``upsert(…)`` / ``insert_ignore(…)``: insert-or-replace and insert-or-skip;
+- ``row_locks`` (``FOR UPDATE`` on rows a write reads first), ``offset`` (skip rows
+  without a limit), ``nocase(expr)``, ``bytewise(expr)``, ``bytes_range(expr)``;
+- plan hints that are no-ops elsewhere: ``unindexed(expr)``, ``join_first``,
+  ``indexed_by(index)``, ``by_ids(alias, ids)``; and ``many(conn, sql, rows)``.
 
-A backend mixes the slices it shares into its store and provides the hooks of
-:class:`~.core.SQLCore` (``_reading``, ``_tx``, ``dialect``).
+A backend mixes the slices into its store and provides the hooks of
+:class:`~.core.SQLCore` (``dialect``, ``_reading``, ``_tx``, ``_xlock``, …) and the
+``NotImplementedError`` methods of the slices it uses.
 """

@@ -11,8 +11,8 @@ and taking a named lock stay with each backend (its writer model decides them).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from memloci.models import Entity, MemoryNode, NodeType
@@ -22,6 +22,8 @@ from memloci.storage.sql.core import SQLCore
 from memloci.storage.sql.records import entity_from_row
 from memloci.storage.sqlfilter import ts
 
+Owner = str | None  # a user or agent id, or none
+Stale = Callable[[str], bool] | None  # whether a lock's holder is gone
 # matches the partial index nodes_unconsolidated (turns with or without a session)
 PENDING = "n.type = 'episodic' AND n.consolidated_at IS NULL"
 
@@ -31,13 +33,7 @@ class SQLConsolidation(SQLCore):
 
     # ------------------------------------------------------------------ sessions
     def register_session(
-        self,
-        namespace: str,
-        session: str,
-        *,
-        user: str | None,
-        agent: str | None,
-        now: datetime,
+        self, namespace: str, session: str, *, user: Owner, agent: Owner, now: datetime
     ) -> None:
         with self._tx() as c:
             c.execute(
@@ -73,15 +69,12 @@ class SQLConsolidation(SQLCore):
         # one per session, and per owner for the turns stored without one (pending_groups)
         owner = "CASE WHEN n.session_id IS NULL THEN n.{} END"
         test, params = self.dialect.any("n.namespace", nss)
-        with self._reading() as c:
-            row = c.execute(
-                self.dialect.q(
-                    "SELECT count(*) FROM (SELECT DISTINCT n.namespace, n.session_id,"
-                    f" {owner.format('user_id')}, {owner.format('agent_id')} FROM nodes n"
-                    f" WHERE {test} AND {PENDING}) groups"
-                ),
-                params,
-            ).fetchone()
+        row = self._select_one(
+            "SELECT count(*) FROM (SELECT DISTINCT n.namespace, n.session_id,"
+            f" {owner.format('user_id')}, {owner.format('agent_id')} FROM nodes n"
+            f" WHERE {test} AND {PENDING}) groups",
+            params,
+        )
         return int(row[0])
 
     def session_episodes(
@@ -98,24 +91,15 @@ class SQLConsolidation(SQLCore):
         if session is None:  # the owner's turns stored without a session
             which = f"n.session_id IS NULL AND n.user_id {d.same} ? AND n.agent_id {d.same} ?"
             params = [user, agent]
-        with self._reading() as c:
-            rows = c.execute(
-                d.q(
-                    f"SELECT {self.cols.node} FROM nodes n WHERE n.namespace = ? AND {which}"
-                    f" AND {PENDING} ORDER BY n.{d.rowid} LIMIT ?"
-                ),
-                (namespace, *params, limit),
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {self.cols.node} FROM nodes n WHERE n.namespace = ? AND {which}"
+            f" AND {PENDING} ORDER BY n.{d.rowid} LIMIT ?",
+            (namespace, *params, limit),
+        )
         return [node_from_row(r) for r in rows]
 
     def finish_session(
-        self,
-        namespace: str,
-        session: str,
-        *,
-        user: str | None,
-        agent: str | None,
-        now: datetime,
+        self, namespace: str, session: str, *, user: Owner, agent: Owner, now: datetime
     ) -> None:
         with self._tx() as c:
             c.execute(
@@ -135,16 +119,13 @@ class SQLConsolidation(SQLCore):
         self, namespace: str, type: NodeType, *, after: int, limit: int
     ) -> list[DecayCandidate]:
         rowid = f"n.{self.dialect.rowid}"
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    f"SELECT {rowid}, {self.cols.node}, d.base, d.anchor FROM nodes n"
-                    " LEFT JOIN decay_state d ON d.node_id = n.id"
-                    " WHERE n.namespace = ? AND n.type = ? AND n.valid_until IS NULL"
-                    f" AND {rowid} > ? AND n.decay_rate > 0 ORDER BY {rowid} LIMIT ?"
-                ),
-                (namespace, type.value, after, limit),
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {rowid}, {self.cols.node}, d.base, d.anchor FROM nodes n"
+            " LEFT JOIN decay_state d ON d.node_id = n.id"
+            " WHERE n.namespace = ? AND n.type = ? AND n.valid_until IS NULL"
+            f" AND {rowid} > ? AND n.decay_rate > 0 ORDER BY {rowid} LIMIT ?",
+            (namespace, type.value, after, limit),
+        )
         width = len(NODE_COLUMNS)
         return [
             DecayCandidate(r[0], node_from_row(r[1 : width + 1]), r[width + 1], dt(r[width + 2]))
@@ -203,15 +184,12 @@ class SQLConsolidation(SQLCore):
 
     # ------------------------------------------------------------------ entities
     def entities_to_enrich(self, namespace: str, *, min_mentions: int, limit: int) -> list[Entity]:
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    f"SELECT {self.cols.entity} FROM entities e WHERE e.namespace = ?"
-                    " AND e.summary IS NULL AND e.mention_count >= ?"
-                    " ORDER BY e.mention_count DESC, e.id LIMIT ?"
-                ),
-                (namespace, min_mentions, limit),
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {self.cols.entity} FROM entities e WHERE e.namespace = ?"
+            " AND e.summary IS NULL AND e.mention_count >= ?"
+            " ORDER BY e.mention_count DESC, e.id LIMIT ?",
+            (namespace, min_mentions, limit),
+        )
         return [entity_from_row(r) for r in rows]
 
     def save_entity_vector(self, namespace: str, entity_id: str, model: str, vector: bytes) -> None:
@@ -228,25 +206,35 @@ class SQLConsolidation(SQLCore):
         self, namespace: str, *, after: int, limit: int
     ) -> list[tuple[int, str, str]]:
         rowid = self.dialect.rowid
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    f"SELECT {rowid}, source_id, target_id FROM edges WHERE {rowid} > ?"
-                    f" AND namespace = ? AND relation = 'temporal' ORDER BY {rowid} LIMIT ?"
-                ),
-                (after, namespace, limit),
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {rowid}, source_id, target_id FROM edges WHERE {rowid} > ?"
+            f" AND namespace = ? AND relation = 'temporal' ORDER BY {rowid} LIMIT ?",
+            (after, namespace, limit),
+        )
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     # ------------------------------------------------------------------ locks
+    def acquire_lock(
+        self,
+        name: str,
+        owner: str,
+        *,
+        now: datetime,
+        ttl: timedelta,
+        stale: Callable[[str], bool] | None = None,
+    ) -> bool:
+        """Take the named lock for ``owner`` until ``now + ttl``: when free, expired or
+        already ours, or when ``stale(holder)`` says its holder is gone; atomic."""
+        return self._take_lock(name, owner, ts(now), ts(now + ttl), stale)
+
+    def _take_lock(self, name: str, owner: str, now: Any, expires: Any, stale: Stale) -> bool:
+        raise NotImplementedError
+
     def lock_holder(self, name: str, *, now: datetime) -> tuple[str, datetime] | None:
-        with self._reading() as c:
-            row = c.execute(
-                self.dialect.q(
-                    "SELECT owner, expires_at FROM locks WHERE name = ? AND expires_at > ?"
-                ),
-                (name, ts(now)),
-            ).fetchone()
+        row = self._select_one(
+            "SELECT owner, expires_at FROM locks WHERE name = ? AND expires_at > ?",
+            (name, ts(now)),
+        )
         if row is None:
             return None
         expires = dt(row[1])

@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from memloci.errors import EmbeddingModelError
 from memloci.storage.rows import NODE_COLUMNS
 from memloci.storage.sql.dialect import Dialect
 
@@ -46,6 +47,18 @@ def columns(d: Dialect) -> Columns:
     )
 
 
+def refuse_other_embedder(bound: dict[str, str], model_id: str, dimension: int) -> None:
+    """Raise :class:`EmbeddingModelError` when the store's ``meta`` rows (``bound``) name
+    another embedding model or dimension than ``model_id`` / ``dimension``."""
+    known = bound.get("embedding_model")
+    if known is not None and (known != model_id or bound.get("dimension") != str(dimension)):
+        raise EmbeddingModelError(
+            f"this store holds vectors from {known!r} ({bound.get('dimension')}-d), "
+            f"not {model_id!r} ({dimension}-d)",
+            hint="use the same embedder, or run `memloci reembed` to switch models",
+        )
+
+
 class SQLCore:
     """The hooks a backend gives the shared slices: its dialect, and connections for
     reads and for write transactions (nested ones join the open transaction)."""
@@ -62,8 +75,34 @@ class SQLCore:
 
         def _bump(self, c: Any, key: str) -> int: ...
 
-        def get_meta(self, key: str) -> str | None: ...
-
         def _xlock(self, c: Any, key: str) -> None: ...
 
+        def _drop_vectors(self, c: Any, rowids: Sequence[int]) -> None: ...
+
+        def _unlink_entities(self, c: Any, namespace: str, ids: Sequence[str]) -> int: ...
+
         def count_pending_sessions(self, namespaces: Sequence[str]) -> int: ...
+
+    def get_meta(self, key: str) -> str | None:
+        with self._reading() as c:
+            row = c.execute(self.dialect.q("SELECT value FROM meta WHERE key = ?"), (key,))
+            found = row.fetchone()
+        return None if found is None else str(found[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._tx() as c:
+            self._put_meta(c, key, value)
+
+    def _put_meta(self, c: Any, key: str, value: str) -> None:
+        d = self.dialect
+        c.execute(d.q(d.upsert("meta", ("key", "value"), ("key",))), (key, value))
+
+    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one read (``sql`` with ``?`` placeholders)."""
+        with self._reading() as c:
+            return list(c.execute(self.dialect.q(sql), params).fetchall())
+
+    def _select_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one read, or None."""
+        with self._reading() as c:
+            return c.execute(self.dialect.q(sql), params).fetchone()

@@ -8,6 +8,7 @@ the same text each time, so PostgreSQL's prepared statements still apply).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ class Dialect:
     same: str  # NULL-safe equality: ``a IS b`` / ``a IS NOT DISTINCT FROM b``
     jsonb: str  # a JSON parameter
     arrays: bool  # ``= ANY(?)`` over one array (else ``IN (?, …)`` over chunks)
+    rowid_key: bool  # ``rowid`` addresses a row directly (cheaper than its ``id``)
     row_locks: bool  # ``FOR UPDATE`` locks the rows a write reads first
     offset: str  # skip rows without a limit
     like: str  # ``LIKE`` a pattern with ``\\`` escapes
@@ -41,6 +43,22 @@ class Dialect:
         """``expr`` kept out of SQLite's index choice (the unary ``+``)."""
         return expr if self.name == "postgres" else f"+{expr}"
 
+    @property
+    def join_first(self) -> str:
+        """A join whose left table SQLite must read first (``CROSS JOIN``)."""
+        return "JOIN" if self.name == "postgres" else "CROSS JOIN"
+
+    def indexed_by(self, index: str) -> str:
+        """SQLite told to read through ``index``."""
+        return "" if self.name == "postgres" else f" INDEXED BY {index}"
+
+    def bytes_range(self, expr: str) -> str:
+        """``expr`` in ``[?, ?)`` compared bytewise (PostgreSQL's pattern operators match
+        its ``text_pattern_ops`` index)."""
+        if self.name == "postgres":
+            return f"({expr} ~>=~ ? AND {expr} ~<~ ?)"
+        return f"({expr} >= ? AND {expr} < ?)"
+
     def nocase(self, expr: str) -> str:
         """``expr`` as a case-blind sort key."""
         return f"lower({expr})" if self.name == "postgres" else f"{expr} COLLATE NOCASE"
@@ -53,10 +71,11 @@ class Dialect:
         """A boolean parameter."""
         return value if self.name == "postgres" else int(value)
 
-    def chunks(self, values: Sequence[Any]) -> Iterator[list[Any]]:
-        """``values`` in the parts one :meth:`any` test takes (all at once with arrays)."""
+    def chunks(self, values: Sequence[Any], arrays: int = 0) -> Iterator[list[Any]]:
+        """``values`` in the parts one :meth:`any` test takes (with arrays: all at once,
+        or ``arrays`` at a time)."""
         items = list(values)
-        size = len(items) if self.arrays else CHUNK
+        size = (arrays or len(items)) if self.arrays else CHUNK
         for i in range(0, len(items), max(size, 1)):
             yield items[i : i + size]
 
@@ -66,10 +85,24 @@ class Dialect:
             return f"{column} = ANY(?)", [list(values)]
         return f"{column} IN ({', '.join('?' * len(values))})", list(values)
 
-    def upsert(self, table: str, columns: Sequence[str], keys: Sequence[str]) -> str:
-        """Insert a row of ``columns``, replacing the row of the same ``keys``."""
+    def by_ids(self, alias: str, ids: Sequence[str], table: str = "nodes") -> tuple[str, list[Any]]:
+        """``{table} {alias}`` narrowed to ``ids``, up to a ``WHERE`` that takes one more
+        condition; and its parameters. SQLite looks the ids up through the unique index
+        whatever its statistics say (a ``CROSS JOIN`` from a JSON array)."""
+        if self.name == "postgres":
+            return f"{table} {alias} WHERE {alias}.id = ANY(?) AND", [list(ids)]
+        return (
+            f"json_each(?) j CROSS JOIN {table} {alias} ON {alias}.id = j.value WHERE",
+            [json.dumps(list(ids))],
+        )
+
+    def upsert(
+        self, table: str, columns: Sequence[str], keys: Sequence[str], json: Sequence[str] = ()
+    ) -> str:
+        """Insert a row of ``columns`` (``json``: those written as JSON), replacing the
+        row of the same ``keys``."""
         cols = ", ".join(columns)
-        values = ", ".join(self.jsonb if c in _JSON_PARAMS else "?" for c in columns)
+        values = ", ".join(self.jsonb if c in json else "?" for c in columns)
         if self.name != "postgres":
             return f"INSERT OR REPLACE INTO {table} ({cols}) VALUES ({values})"
         sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in keys)
@@ -95,49 +128,24 @@ class Dialect:
         return conn.executemany(sql, rows)
 
 
-# JSON columns written from Python text (PostgreSQL types them jsonb)
-_JSON_PARAMS = frozenset(
-    {
-        "identifiers",
-        "preferences",
-        "messages",
-        "aliases",
-        "attributes",
-        "namespaces",
-        "value",
-        "evidence",
-    }
-)
-
-
 @functools.lru_cache(maxsize=4096)
 def _pyformat(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
-SQLITE = Dialect(
-    name="sqlite",
-    ph="?",
-    rowid="rowid",
-    json_array_length="json_array_length",
-    same="IS",
-    jsonb="?",
-    arrays=False,
-    row_locks=False,
-    offset="LIMIT -1 OFFSET ?",
-    like="LIKE ? ESCAPE '\\'",
-    ilike="LIKE ? ESCAPE '\\'",
-)
-POSTGRES = Dialect(
-    name="postgres",
-    ph="%s",
-    rowid="seq",
-    json_array_length="jsonb_array_length",
-    same="IS NOT DISTINCT FROM",
-    jsonb="?::jsonb",
-    arrays=True,
-    row_locks=True,
-    offset="OFFSET ?",
-    like="LIKE ?",
-    ilike="ILIKE ?",
-)
+# what differs between the two, field by field: (SQLite, PostgreSQL)
+_SPELLINGS: dict[str, tuple[Any, Any]] = {
+    "ph": ("?", "%s"),
+    "rowid": ("rowid", "seq"),
+    "json_array_length": ("json_array_length", "jsonb_array_length"),
+    "same": ("IS", "IS NOT DISTINCT FROM"),
+    "jsonb": ("?", "?::jsonb"),
+    "arrays": (False, True),
+    "rowid_key": (True, False),
+    "row_locks": (False, True),
+    "offset": ("LIMIT -1 OFFSET ?", "OFFSET ?"),
+    "like": ("LIKE ? ESCAPE '\\'", "LIKE ?"),
+    "ilike": ("LIKE ? ESCAPE '\\'", "ILIKE ?"),
+}
+SQLITE = Dialect("sqlite", **{field: both[0] for field, both in _SPELLINGS.items()})
+POSTGRES = Dialect("postgres", **{field: both[1] for field, both in _SPELLINGS.items()})

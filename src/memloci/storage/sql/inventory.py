@@ -31,15 +31,12 @@ class SQLInventory(SQLCore):
 
     def sessions(self, namespace: str) -> list[SessionState]:
         """Every session recorded for consolidation in ``namespace``, first seen first."""
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    "SELECT session_id, user_id, agent_id, first_seen_at, consolidated_at"
-                    " FROM consolidation_state WHERE namespace = ?"
-                    " ORDER BY first_seen_at, session_id"
-                ),
-                (namespace,),
-            ).fetchall()
+        rows = self._select(
+            "SELECT session_id, user_id, agent_id, first_seen_at, consolidated_at"
+            " FROM consolidation_state WHERE namespace = ?"
+            " ORDER BY first_seen_at, session_id",
+            (namespace,),
+        )
         out = []
         for r in rows:
             first = dt(r[3])
@@ -49,12 +46,9 @@ class SQLInventory(SQLCore):
 
     def knowledge_vectors(self, namespace: str, source_id: str) -> dict[str, bytes]:
         """Chunk id → float32 vector bytes of a source's chunks that have one."""
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    "SELECT id, embedding FROM knowledge_chunks WHERE namespace = ?"
-                    " AND source_id = ? AND embedding IS NOT NULL ORDER BY ordinal"
-                ),
-                (namespace, source_id),
-            ).fetchall()
+        rows = self._select(
+            "SELECT id, embedding FROM knowledge_chunks WHERE namespace = ?"
+            " AND source_id = ? AND embedding IS NOT NULL ORDER BY ordinal",
+            (namespace, source_id),
+        )
         return {str(r[0]): self._vector_bytes(r[1]) for r in rows}

@@ -19,6 +19,8 @@ from memloci.storage.rows import dt
 from memloci.storage.sql.core import SQLCore
 from memloci.storage.sqlfilter import ts
 
+Names = Sequence[str] | None  # collections to search (None: all)
+Vector = npt.NDArray[np.float32]
 SOURCE_COLS = (
     "id, namespace, collection, path, title, content_hash, mtime, size_bytes, chunk_count,"
     " embedding_model, added_at, updated_at"
@@ -96,15 +98,53 @@ class SQLKnowledge(SQLCore):
     def _knowledge_changed(self, c: Any, namespace: str) -> None:
         """A hook: the knowledge of ``namespace`` changed in the open transaction ``c``."""
 
+    # ------------------------------------------------------------------ search
+    def knowledge_fulltext(
+        self,
+        namespaces: Sequence[str],
+        match: str,
+        *,
+        limit: int,
+        collections: Sequence[str] | None = None,
+    ) -> list[KnowledgeHit]:
+        """Chunks matching an FTS5-syntax expression, best first; ``score`` is BM25 on
+        FTS5's scale, higher is better."""
+        if not match.strip() or not namespaces or collections == []:
+            return []
+        return self._knowledge_fulltext(namespaces, match, limit, collections)
+
+    def knowledge_vector_search(
+        self,
+        namespaces: Sequence[str],
+        query: npt.NDArray[np.float32],
+        *,
+        model: str,
+        limit: int,
+        collections: Sequence[str] | None = None,
+    ) -> list[KnowledgeHit]:
+        """The ``limit`` chunks (vectors from ``model``) most similar to ``query``, best
+        first; ``score`` is cosine similarity."""
+        if not namespaces or limit < 1 or collections == []:
+            return []
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        return self._knowledge_vectors(namespaces, q, model, limit, collections)
+
+    def _knowledge_fulltext(
+        self, namespaces: Sequence[str], match: str, limit: int, collections: Names
+    ) -> list[KnowledgeHit]:
+        raise NotImplementedError
+
+    def _knowledge_vectors(
+        self, namespaces: Sequence[str], q: Vector, model: str, limit: int, collections: Names
+    ) -> list[KnowledgeHit]:
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ reads
     def knowledge_source(self, namespace: str, source_id: str) -> KnowledgeSource | None:
-        with self._reading() as c:
-            row = c.execute(
-                self.dialect.q(
-                    f"SELECT {SOURCE_COLS} FROM knowledge_sources WHERE namespace = ? AND id = ?"
-                ),
-                (namespace, source_id),
-            ).fetchone()
+        row = self._select_one(
+            f"SELECT {SOURCE_COLS} FROM knowledge_sources WHERE namespace = ? AND id = ?",
+            (namespace, source_id),
+        )
         return None if row is None else source_from_row(row)
 
     def knowledge_sources(
@@ -120,14 +160,11 @@ class SQLKnowledge(SQLCore):
         return [source_from_row(r) for r in rows]
 
     def knowledge_chunks(self, namespace: str, source_id: str) -> list[KnowledgeChunk]:
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    f"SELECT {CHUNK_COLS} FROM knowledge_chunks WHERE namespace = ?"
-                    " AND source_id = ? ORDER BY ordinal"
-                ),
-                (namespace, source_id),
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {CHUNK_COLS} FROM knowledge_chunks WHERE namespace = ?"
+            " AND source_id = ? ORDER BY ordinal",
+            (namespace, source_id),
+        )
         return [chunk_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ writes

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import NODE_ORDERS, Edge, MemoryNode, MemoryVersion, StoreStats, short_id
@@ -26,7 +26,7 @@ from memloci.storage.rows import (
 )
 from memloci.storage.sql.core import JSON_NODE_COLUMNS, SQLCore
 from memloci.storage.sqlfilter import filter_sql, ts
-from memloci.storage.windows import SQLChain, edited, linked
+from memloci.storage.windows import SQLChain, edited, linked, restart
 
 _ORDERS = {
     "created": "n.created_at, n.{seq}",
@@ -61,16 +61,15 @@ class SQLNodes(SQLCore):
     """Nodes, versions and edges: the reads and edits both backends word alike."""
 
     # ------------------------------------------------------------------ backend hooks
-    def get_nodes(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[MemoryNode]:
-        raise NotImplementedError
-
     def _insert(self, c: Any, node: MemoryNode, context: str = "") -> MemoryNode:
         """Insert ``node`` (a fresh id when its id is taken) and its first version."""
         raise NotImplementedError
 
-    def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
-        """Delete these memories of ``namespace`` and all that hangs on them."""
+    def _purging(self, c: Any, namespace: str) -> None:
+        """Memories of ``namespace`` are about to be deleted in the transaction ``c``."""
         raise NotImplementedError
+
+    neighbour_order: ClassVar[str] = ""  # how ``neighbours`` reads its edges
 
     def _text_changed(self, c: Any, rowid: int) -> str:
         """The memory at ``rowid`` has a new text: drop its vector (SQL to add to its
@@ -85,6 +84,47 @@ class SQLNodes(SQLCore):
         with self._reading() as c:
             found = c.execute(self.dialect.q("SELECT 1 FROM nodes WHERE id = ?"), (node_id,))
             return found.fetchone() is not None
+
+    def id_namespaces(
+        self, ids: Sequence[str], *, edges: bool = False, entities: bool = False
+    ) -> dict[str, str]:
+        if not ids:
+            return {}
+        table = "edges" if edges else "entities" if entities else "nodes"
+        rows, params = self.dialect.by_ids("t", ids, table)
+        with self._reading() as c:
+            found = c.execute(
+                self.dialect.q(f"SELECT t.id, t.namespace FROM {rows} TRUE"), params
+            ).fetchall()
+        return {str(i): str(ns) for i, ns in found}
+
+    def get_nodes(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[MemoryNode]:
+        d = self.dialect
+        if not ids:
+            return []
+        nss = [namespace] if isinstance(namespace, str) else list(namespace)
+        nodes, params = d.by_ids("n", ids)
+        in_ns, ns_params = d.any(d.unindexed("n.namespace"), nss)
+        with self._reading() as c:
+            rows = c.execute(
+                d.q(f"SELECT {self.cols.node} FROM {nodes} {in_ns}"), [*params, *ns_params]
+            ).fetchall()
+        out = {node.id: node for node in map(node_from_row, rows)}
+        return [out[i] for i in ids if i in out]
+
+    def people_of(self, namespace: str | Sequence[str], ids: Sequence[str]) -> dict[str, str]:
+        d = self.dialect
+        if not ids:
+            return {}
+        nss = [namespace] if isinstance(namespace, str) else list(namespace)
+        nodes, params = d.by_ids("n", ids)
+        in_ns, ns_params = d.any(d.unindexed("n.namespace"), nss)
+        rows = self._select(
+            f"SELECT n.id, coalesce(n.speaker, n.subject) FROM {nodes} {in_ns}"
+            " AND coalesce(n.speaker, n.subject) IS NOT NULL",
+            [*params, *ns_params],
+        )
+        return {str(i): str(who) for i, who in rows}
 
     def get_node(self, namespace: str, node_id: str) -> MemoryNode | None:
         found = self.get_nodes(namespace, [node_id])
@@ -101,14 +141,11 @@ class SQLNodes(SQLCore):
                 f"unknown order {order!r}", hint=f"use one of {', '.join(NODE_ORDERS)}"
             )
         order_sql = order_sql.format(seq=d.rowid, id=d.bytewise("n.id"))
-        with self._reading() as c:
-            rows = c.execute(
-                d.q(
-                    f"SELECT {self.cols.node} FROM nodes n WHERE {where}"
-                    f" ORDER BY {order_sql} LIMIT ? OFFSET ?"
-                ),
-                [*params, limit, offset],
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {self.cols.node} FROM nodes n WHERE {where}"
+            f" ORDER BY {order_sql} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
         return [node_from_row(r) for r in rows]
 
     def count_nodes(self, flt: NodeFilter) -> int:
@@ -202,6 +239,46 @@ class SQLNodes(SQLCore):
                 (short_id() + short_id(), namespace, new.id, old_id, ts(now), ts(now)),
             )
 
+    def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
+        """Delete these memories of ``namespace`` and all that hangs on them."""
+        d = self.dialect
+        self._purging(c, namespace)
+        total = 0
+        # the turns that stay next to removed ones hold their words in their windows
+        stay = SQLChain(c, namespace, d.ph).beside(ids)
+        for chunk in d.chunks(ids, arrays=1000):
+            test, params = d.any("id", chunk)
+            found = c.execute(
+                d.q(
+                    f"SELECT id, {d.rowid} FROM nodes"
+                    f" WHERE {d.unindexed('namespace')} = ? AND {test}"
+                ),
+                [namespace, *params],
+            ).fetchall()
+            if not found:
+                continue
+            mine, rowids = [r[0] for r in found], [r[1] for r in found]
+            self._drop_vectors(c, rowids)
+            test, params = d.any("node_id", mine)
+            c.execute(d.q(f"DELETE FROM versions WHERE {test}"), params)
+            self._unlink_entities(c, namespace, mine)  # and entities no memory mentions
+            sources, params = d.any("source_id", mine)
+            targets, more = d.any("target_id", mine)
+            c.execute(
+                d.q(f"DELETE FROM edges WHERE namespace = ? AND ({sources} OR {targets})"),
+                [namespace, *params, *more],
+            )
+            if d.rowid_key:
+                test, params = d.any(d.rowid, rowids)
+            else:
+                test, params = d.any("id", mine)
+                test, params = f"namespace = ? AND {test}", [namespace, *params]
+            total += c.execute(d.q(f"DELETE FROM nodes WHERE {test}"), params).rowcount
+        chain = SQLChain(c, namespace, d.ph)
+        for node_id, column in stay:
+            restart(chain, node_id, column)
+        return int(total)
+
     def purge_node(self, namespace: str, node_id: str) -> bool:
         with self._tx() as c:
             return self._purge(c, namespace, [node_id]) > 0
@@ -239,7 +316,7 @@ class SQLNodes(SQLCore):
         with self._tx() as c:
             d.many(
                 c,
-                d.upsert("versions", _VERSION_COLUMNS, ("node_id", "version")),
+                d.upsert("versions", _VERSION_COLUMNS, ("node_id", "version"), json=["value"]),
                 [
                     (
                         v.node_id,
@@ -256,14 +333,11 @@ class SQLNodes(SQLCore):
     def find_by_hash(self, flt: NodeFilter, content_hash: str) -> list[MemoryNode]:
         d = self.dialect
         where, params = filter_sql(flt)
-        with self._reading() as c:
-            rows = c.execute(
-                d.q(
-                    f"SELECT {self.cols.node} FROM nodes n WHERE {where}"
-                    f" AND n.content_hash = ? ORDER BY n.{d.rowid} LIMIT 5"
-                ),
-                [*params, content_hash],
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {self.cols.node} FROM nodes n WHERE {where}"
+            f" AND n.content_hash = ? ORDER BY n.{d.rowid} LIMIT 5",
+            [*params, content_hash],
+        )
         return [node_from_row(r) for r in rows]
 
     def prune_oldest(self, flt: NodeFilter, keep: int, *, now: datetime) -> int:
@@ -317,7 +391,7 @@ class SQLNodes(SQLCore):
         with self._tx() as c:
             d.many(
                 c,
-                d.upsert("edges", _EDGE_COLUMNS, ("id",)),
+                d.upsert("edges", _EDGE_COLUMNS, ("id",), json=["evidence"]),
                 [
                     (
                         edge.id,
@@ -338,6 +412,25 @@ class SQLNodes(SQLCore):
             )
             linked(c, edges, d.ph)  # a temporal edge joins its turns' windows
 
+    def neighbours(self, namespace: str, ids: Sequence[str], relation: str) -> dict[str, list[str]]:
+        d = self.dialect
+        out: dict[str, list[str]] = {i: [] for i in ids}
+        if not ids:
+            return out
+        sources, params = d.any("source_id", ids)
+        targets, more = d.any("target_id", ids)
+        rows = self._select(
+            "SELECT source_id, target_id FROM edges WHERE namespace = ? AND relation = ?"
+            f" AND ({sources} OR {targets}){self.neighbour_order}",
+            [namespace, relation, *params, *more],
+        )
+        for src, dst in rows:
+            if src in out:
+                out[src].append(dst)
+            if dst in out:
+                out[dst].append(src)
+        return out
+
     def _edge_columns(self) -> str:
         return ", ".join(self.dialect.json(c) if c == "evidence" else c for c in _EDGE_COLUMNS)
 
@@ -355,29 +448,22 @@ class SQLNodes(SQLCore):
         return [edge_from_row(r) for r in rows]
 
     def iter_edges(self, namespace: str) -> Iterator[Edge]:
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    f"SELECT {self._edge_columns()} FROM edges WHERE namespace = ?"
-                    " ORDER BY created_at, id"
-                ),
-                (namespace,),
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {self._edge_columns()} FROM edges WHERE namespace = ? ORDER BY created_at, id",
+            (namespace,),
+        )
         for r in rows:
             yield edge_from_row(r)
 
     def iter_versions(self, namespace: str) -> Iterator[MemoryVersion]:
         d = self.dialect
-        with self._reading() as c:
-            rows = c.execute(
-                d.q(
-                    f"SELECT v.node_id, v.version, v.content, {d.json('v.value')},"
-                    " v.source_session, v.created_at FROM versions v"
-                    " JOIN nodes n ON n.id = v.node_id WHERE n.namespace = ?"
-                    f" ORDER BY n.{d.rowid}, v.version"
-                ),
-                (namespace,),
-            ).fetchall()
+        rows = self._select(
+            f"SELECT v.node_id, v.version, v.content, {d.json('v.value')},"
+            " v.source_session, v.created_at FROM versions v"
+            " JOIN nodes n ON n.id = v.node_id WHERE n.namespace = ?"
+            f" ORDER BY n.{d.rowid}, v.version",
+            (namespace,),
+        )
         for r in rows:
             yield version_from_row(r)
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from memloci.errors import ConflictError, NotFoundError
-from memloci.models import ApiKey, Entity, MemoryUser, Thread, short_id
-from memloci.storage.base import NodeFilter
+from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short_id
+from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import lookup_names, name_norm, unaccented
-from memloci.storage.rows import dt, owner_tokens, stored_json, user_from_row
+from memloci.storage.rows import dt, node_from_row, owner_tokens, stored_json, user_from_row
 from memloci.storage.sql.core import SQLCore
 from memloci.storage.sqlfilter import filter_sql, ts
 
@@ -42,6 +42,7 @@ _THREAD_COLUMNS = (
     "created_at",
     "updated_at",
 )
+_KEYS = ("namespace", "id")
 _KEY_COLUMNS = (
     "id, name, namespaces, can_write, admin, created_at, revoked_at, last_used_at, key_hash"
 )
@@ -61,7 +62,11 @@ class SQLRecords(SQLCore):
         d = self.dialect
         with self._tx() as c:
             c.execute(
-                d.q(d.upsert("memory_users", _USER_COLUMNS, ("namespace", "id"))),
+                d.q(
+                    d.upsert(
+                        "memory_users", _USER_COLUMNS, _KEYS, json=["identifiers", "preferences"]
+                    )
+                ),
                 (
                     user.namespace,
                     user.id,
@@ -88,14 +93,10 @@ class SQLRecords(SQLCore):
         return user
 
     def get_user(self, namespace: str, user_id: str) -> MemoryUser | None:
-        with self._reading() as c:
-            row = c.execute(
-                self.dialect.q(
-                    f"SELECT {self.cols.user} FROM memory_users u"
-                    " WHERE u.namespace = ? AND u.id = ?"
-                ),
-                (namespace, user_id),
-            ).fetchone()
+        row = self._select_one(
+            f"SELECT {self.cols.user} FROM memory_users u WHERE u.namespace = ? AND u.id = ?",
+            (namespace, user_id),
+        )
         return None if row is None else user_from_row(row)
 
     def _user_where(self, namespace: str, query: str | None) -> tuple[str, list[Any]]:
@@ -111,14 +112,11 @@ class SQLRecords(SQLCore):
         self, namespace: str, limit: int = 100, offset: int = 0, *, query: str | None = None
     ) -> list[MemoryUser]:
         where, params = self._user_where(namespace, query)
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    f"SELECT {self.cols.user} FROM memory_users u WHERE {where}"
-                    " ORDER BY u.created_at, u.id LIMIT ? OFFSET ?"
-                ),
-                [*params, limit, offset],
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {self.cols.user} FROM memory_users u WHERE {where}"
+            " ORDER BY u.created_at, u.id LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
         return [user_from_row(r) for r in rows]
 
     def count_users(self, namespace: str, *, query: str | None = None) -> int:
@@ -130,16 +128,13 @@ class SQLRecords(SQLCore):
             return int(c.execute(self.dialect.q(sql), list(params)).fetchone()[0])
 
     def find_user(self, namespace: str, channel: str, identifier: str) -> MemoryUser | None:
-        with self._reading() as c:
-            row = c.execute(
-                self.dialect.q(
-                    f"SELECT {self.cols.user} FROM user_identifiers i JOIN memory_users u"
-                    " ON u.namespace = i.namespace AND u.id = i.user_id"
-                    " WHERE i.namespace = ? AND i.channel = ? AND i.identifier = ?"
-                    " ORDER BY u.merged_into IS NOT NULL, u.created_at, u.id LIMIT 1"
-                ),
-                (namespace, channel, identifier),
-            ).fetchone()
+        row = self._select_one(
+            f"SELECT {self.cols.user} FROM user_identifiers i JOIN memory_users u"
+            " ON u.namespace = i.namespace AND u.id = i.user_id"
+            " WHERE i.namespace = ? AND i.channel = ? AND i.identifier = ?"
+            " ORDER BY u.merged_into IS NOT NULL, u.created_at, u.id LIMIT 1",
+            (namespace, channel, identifier),
+        )
         return None if row is None else user_from_row(row)
 
     def delete_users(self, namespace: str, ids: Sequence[str]) -> int:
@@ -186,7 +181,7 @@ class SQLRecords(SQLCore):
         messages = [m.model_dump(mode="json") for m in thread.messages]
         with self._tx() as c:
             c.execute(
-                d.q(d.upsert("threads", _THREAD_COLUMNS, ("namespace", "id"))),
+                d.q(d.upsert("threads", _THREAD_COLUMNS, _KEYS, json=["messages"])),
                 (
                     thread.namespace,
                     thread.id,
@@ -230,14 +225,11 @@ class SQLRecords(SQLCore):
         """Newest updated first, without messages (``message_count`` says how many)."""
         where, params = self._thread_where(namespace, user, agent)
         cols = self.cols.thread.format(messages=f"{self.dialect.json_array_length}(messages)")
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    f"SELECT {cols} FROM threads WHERE {where}"
-                    " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
-                ),
-                [*params, limit, offset],
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {cols} FROM threads WHERE {where}"
+            " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
         return [thread_from_row(r) for r in rows]
 
     def count_threads(
@@ -455,6 +447,91 @@ class SQLRecords(SQLCore):
                     out[row[0]].append(entity_from_row(row[1:]))
         return out
 
+    # the newest links of an entity (parameters: the entity, how many), joined to their
+    # memories ``n``: each backend's fastest plan
+    newest_links: ClassVar[str]
+
+    def linked_nodes(
+        self, flt: NodeFilter, node_ids: Sequence[str], entity_ids: Sequence[str]
+    ) -> dict[str, set[str]]:
+        d = self.dialect
+        if not node_ids or not entity_ids:
+            return {}
+        where, params = filter_sql(flt)
+        found: dict[str, set[str]] = {}
+        with self._reading() as c:
+            for chunk in d.chunks(node_ids):
+                nodes, node_params = d.any("ne.node_id", chunk)
+                # by the memories' keys: an entity may have thousands of links
+                linked, linked_params = d.any(d.unindexed("ne.entity_id"), entity_ids)
+                rows = c.execute(
+                    d.q(
+                        "SELECT ne.node_id, ne.entity_id FROM node_entities ne"
+                        f" {d.join_first} nodes n ON n.id = ne.node_id"  # the listed memories first
+                        f" WHERE {nodes} AND {linked} AND {where}"
+                    ),
+                    [*node_params, *linked_params, *params],
+                ).fetchall()
+                for node_id, entity_id in rows:
+                    found.setdefault(node_id, set()).add(entity_id)
+        return found
+
+    def entity_nodes(self, flt: NodeFilter, entity_id: str, *, limit: int = 20) -> list[MemoryNode]:
+        """Memories (visible through ``flt``) linked to an entity, newest first, among
+        its last :data:`~memloci.storage.base.NEWEST_LINKED` links (bounded work for a
+        speaker linked to every turn they said: the context block asks on every call).
+        When ``flt`` names types that have few memories (the facts of a conversation
+        store), those are read instead, each checked for the link: exact and cheaper."""
+        d = self.dialect
+        where, params = filter_sql(flt)
+        newest = f"n.created_at DESC, n.{d.rowid} DESC"
+        with self._reading() as c:
+            if flt.types:
+                in_ns, ns_params = d.any("n.namespace", flt.namespaces)
+                typed, type_params = d.any("n.type", [t.value for t in flt.types])
+                few = (
+                    c.execute(
+                        d.q(
+                            "SELECT count(*) FROM (SELECT 1 FROM nodes n"
+                            f"{d.indexed_by('nodes_ns_type')} WHERE {in_ns} AND {typed}"
+                            " LIMIT ?) typed"
+                        ),
+                        [*ns_params, *type_params, NEWEST_LINKED + 1],
+                    ).fetchone()[0]
+                    <= NEWEST_LINKED
+                )
+                if few:
+                    rows = c.execute(
+                        d.q(
+                            f"SELECT {self.cols.node} FROM nodes n WHERE {where} AND EXISTS"
+                            " (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
+                            f" AND ne.entity_id = ?) ORDER BY {newest} LIMIT ?"
+                        ),
+                        [*params, entity_id, limit],
+                    ).fetchall()
+                    return [node_from_row(r) for r in rows]
+            rows = c.execute(
+                d.q(
+                    f"SELECT {self.cols.node} FROM {self.newest_links}"
+                    f" WHERE {where} ORDER BY {newest} LIMIT ?"
+                ),
+                [entity_id, NEWEST_LINKED, *params, limit],
+            ).fetchall()
+        return [node_from_row(r) for r in rows]
+
+    def entity_links_seen(
+        self, flt: NodeFilter, entity_id: str, *, limit: int = 200
+    ) -> list[tuple[str, bool]]:
+        d = self.dialect
+        where, params = filter_sql(flt)
+        in_ns, ns_params = d.any("n.namespace", flt.namespaces)
+        rows = self._select(
+            f"SELECT n.id, CASE WHEN {where} THEN 1 ELSE 0 END FROM {self.newest_links}"
+            f" WHERE {in_ns} ORDER BY n.created_at DESC, n.{d.rowid} DESC",
+            [*params, entity_id, limit, *ns_params],
+        )
+        return [(str(i), bool(seen)) for i, seen in rows]
+
     def related_entities(
         self, flt: NodeFilter, entity_id: str, *, limit: int = 20
     ) -> list[tuple[Entity, int]]:
@@ -515,13 +592,10 @@ class SQLRecords(SQLCore):
 
     def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]:
         where = "" if include_revoked else " WHERE revoked_at IS NULL"
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    f"SELECT {self.cols.key} FROM api_keys{where} ORDER BY created_at, id"
-                ),
-                (),
-            ).fetchall()
+        rows = self._select(
+            f"SELECT {self.cols.key} FROM api_keys{where} ORDER BY created_at, id",
+            (),
+        )
         return [key_from_row(r) for r in rows]
 
     def revoke_key(self, key_id: str, *, now: datetime) -> ApiKey:

@@ -12,14 +12,11 @@ from memloci.storage.sqlfilter import filter_sql
 
 class SQLSearch(SQLCore):
     def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
-        with self._reading() as c:
-            rows = c.execute(
-                self.dialect.q(
-                    "SELECT id, content_hash, content, speaker, key, subject FROM nodes"
-                    f" WHERE embedded = 0 ORDER BY {self.dialect.rowid} LIMIT ?"
-                ),
-                (limit,),
-            ).fetchall()
+        rows = self._select(
+            "SELECT id, content_hash, content, speaker, key, subject FROM nodes"
+            f" WHERE embedded = 0 ORDER BY {self.dialect.rowid} LIMIT ?",
+            (limit,),
+        )
         return [PendingEmbedding(*r) for r in rows]
 
     def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:
@@ -28,15 +25,12 @@ class SQLSearch(SQLCore):
         if not key_norm:
             return []
         where, params = filter_sql(flt)
-        with self._reading() as c:
-            rows = c.execute(
-                d.q(
-                    f"SELECT n.id, n.key_norm FROM nodes n WHERE {where}"
-                    f" AND n.key_norm IS NOT NULL AND n.key_norm {d.like}"
-                    f" ORDER BY length(n.key_norm), n.{d.rowid} LIMIT ?"
-                ),
-                [*params, like(key_norm), limit],
-            ).fetchall()
+        rows = self._select(
+            f"SELECT n.id, n.key_norm FROM nodes n WHERE {where}"
+            f" AND n.key_norm IS NOT NULL AND n.key_norm {d.like}"
+            f" ORDER BY length(n.key_norm), n.{d.rowid} LIMIT ?",
+            [*params, like(key_norm), limit],
+        )
         out = []
         for node_id, key in rows:
             score = 1.0 if key == key_norm else 0.8 if key.startswith(key_norm) else 0.6

@@ -6,11 +6,12 @@ vectors checked for damage.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 
 from memloci.storage import faults
-from memloci.storage.sql.consolidation import SQLConsolidation
+from memloci.storage.sql.consolidation import SQLConsolidation, Stale
 from memloci.storage.sqlfilter import ts
 from memloci.storage.sqlite.base import SQLiteBase, chunks, qs
 
@@ -43,24 +44,16 @@ class SQLiteConsolidation(SQLConsolidation, SQLiteBase):
             faults.damaged(self.path, "entity vectors", f"{len(rows) - len(out)} of {len(rows)}")
         return out
 
-    def acquire_lock(
-        self,
-        name: str,
-        owner: str,
-        *,
-        now: datetime,
-        ttl: timedelta,
-        stale: Callable[[str], bool] | None = None,
-    ) -> bool:
+    def _take_lock(self, name: str, owner: str, now: Any, expires: Any, stale: Stale) -> bool:
         with self._tx() as c:  # the file's write lock: read, judge and take as one step
             row = c.execute(
                 "SELECT owner, expires_at FROM locks WHERE name = ?", (name,)
             ).fetchone()
-            held = row is not None and row[0] != owner and row[1] > ts(now)
+            held = row is not None and row[0] != owner and row[1] > now
             if held and not (stale is not None and stale(str(row[0]))):
                 return False
             c.execute(
                 "INSERT OR REPLACE INTO locks (name, owner, expires_at) VALUES (?, ?, ?)",
-                (name, owner, ts(now + ttl)),
+                (name, owner, expires),
             )
         return True

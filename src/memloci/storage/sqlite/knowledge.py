@@ -21,7 +21,7 @@ from memloci.errors import EmbeddingModelError, StorageError, ValidationError
 from memloci.models import KnowledgeChunk, KnowledgeHit, KnowledgeSource
 from memloci.storage.sql.knowledge import HIT_COLS as _HIT_COLS
 from memloci.storage.sql.knowledge import HIT_JOIN as _HIT_JOIN
-from memloci.storage.sql.knowledge import SQLKnowledge
+from memloci.storage.sql.knowledge import Names, SQLKnowledge, Vector
 from memloci.storage.sql.knowledge import hit_from_row as _hit
 from memloci.storage.sqlite.base import IntegrityError, OperationalError, SQLiteBase, qs
 
@@ -67,17 +67,9 @@ class SQLiteKnowledge(SQLKnowledge, SQLiteBase):
             raise StorageError(f"could not store knowledge source {source.path!r}: {exc}") from exc
 
     # ------------------------------------------------------------------ search
-    def knowledge_fulltext(
-        self,
-        namespaces: Sequence[str],
-        match: str,
-        *,
-        limit: int,
-        collections: Sequence[str] | None = None,
+    def _knowledge_fulltext(
+        self, namespaces: Sequence[str], match: str, limit: int, collections: Names
     ) -> list[KnowledgeHit]:
-        """Chunks matching an FTS5 expression, best first; ``score`` is ``-bm25``."""
-        if not match.strip() or not namespaces or collections == []:
-            return []
         where, params = f"c.namespace IN ({qs(namespaces)})", list(namespaces)
         if collections is not None:
             where += f" AND c.collection IN ({qs(collections)})"
@@ -95,20 +87,9 @@ class SQLiteKnowledge(SQLKnowledge, SQLiteBase):
             raise ValidationError(f"bad full-text query: {exc}") from exc
         return [_hit(r, -float(r[-1]), "fulltext") for r in rows]
 
-    def knowledge_vector_search(
-        self,
-        namespaces: Sequence[str],
-        query: npt.NDArray[np.float32],
-        *,
-        model: str,
-        limit: int,
-        collections: Sequence[str] | None = None,
+    def _knowledge_vectors(
+        self, namespaces: Sequence[str], q: Vector, model: str, limit: int, collections: Names
     ) -> list[KnowledgeHit]:
-        """The ``limit`` chunks (vectors from ``model``) most similar to ``query``, best
-        first; ``score`` is cosine similarity (vectors are unit length)."""
-        if not namespaces or limit < 1 or collections == []:
-            return []
-        q = np.ascontiguousarray(query, dtype=np.float32)
         found: list[tuple[float, int]] = []
         for ns in dict.fromkeys(namespaces):
             part = self._knowledge_matrix(ns, model)

@@ -7,18 +7,17 @@ from :mod:`memloci.storage.sqlite.search`, plumbing from :mod:`memloci.storage.s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, cast
 
 from memloci.errors import StorageError
 from memloci.models import MemoryNode, short_id
-from memloci.storage.rows import NODE_COLUMNS, node_from_row, node_to_row
+from memloci.storage.rows import node_to_row
 from memloci.storage.sql.chains import previous_turn
 from memloci.storage.sql.inventory import SQLInventory
 from memloci.storage.sql.nodes import SQLNodes
 from memloci.storage.sqlfilter import ts
-from memloci.storage.sqlite.base import IntegrityError, chunks, qs
+from memloci.storage.sqlite.base import IntegrityError, qs
 from memloci.storage.sqlite.consolidation import SQLiteConsolidation
 from memloci.storage.sqlite.doctor import SQLiteDoctor
 from memloci.storage.sqlite.knowledge import SQLiteKnowledge
@@ -27,7 +26,7 @@ from memloci.storage.sqlite.privacy import SQLitePrivacy
 from memloci.storage.sqlite.records import SQLiteRecords
 from memloci.storage.sqlite.search import SQLiteSearch
 from memloci.storage.sqlite.walks import SQLiteWalks
-from memloci.storage.windows import SQLChain, restart, said, window
+from memloci.storage.windows import SQLChain, said, window
 
 
 class SQLiteStore(
@@ -49,6 +48,9 @@ class SQLiteStore(
     def _vector_bytes(self, value: object) -> bytes:
         return bytes(cast("bytes", value))
 
+    def _purging(self, c: Any, namespace: str) -> None:
+        self._scrub_pending = True  # close() merges the full-text index and the WAL away
+
     def _text_changed(self, c: Any, rowid: int) -> str:
         self._drop_vectors(c, [rowid])
         return ""
@@ -58,20 +60,6 @@ class SQLiteStore(
         return int(pages) * int(c.execute("PRAGMA page_size").fetchone()[0])
 
     # ------------------------------------------------------------------ nodes
-    def id_namespaces(
-        self, ids: Sequence[str], *, edges: bool = False, entities: bool = False
-    ) -> dict[str, str]:
-        if not ids:
-            return {}
-        table = "edges" if edges else "entities" if entities else "nodes"
-        with self._reading() as c:
-            rows = c.execute(
-                f"SELECT t.id, t.namespace FROM json_each(?) j CROSS JOIN {table} t"
-                " ON t.id = j.value",
-                (json.dumps(list(ids)),),
-            ).fetchall()
-        return {str(i): str(ns) for i, ns in rows}
-
     def _insert(self, c: Any, node: MemoryNode, context: str = "") -> MemoryNode:
         for _ in range(8):
             row = node_to_row(node, context)
@@ -120,82 +108,3 @@ class SQLiteStore(
         with self._tx() as c:
             for node in nodes:
                 self._insert_linked(c, node, link_previous)
-
-    def get_nodes(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[MemoryNode]:
-        if not ids:
-            return []
-        nss = [namespace] if isinstance(namespace, str) else list(namespace)
-        out: dict[str, MemoryNode] = {}
-        cols = ", ".join("n." + c for c in NODE_COLUMNS)
-        with self._reading() as c:
-            # CROSS JOIN: look ids up through the unique index, whatever the statistics say
-            for row in c.execute(
-                f"SELECT {cols} FROM json_each(?) j CROSS JOIN nodes n ON n.id = j.value"
-                f" WHERE +n.namespace IN ({qs(nss)})",
-                [json.dumps(list(ids)), *nss],
-            ):
-                node = node_from_row(row)
-                out[node.id] = node
-        return [out[i] for i in ids if i in out]
-
-    def people_of(self, namespace: str | Sequence[str], ids: Sequence[str]) -> dict[str, str]:
-        if not ids:
-            return {}
-        nss = [namespace] if isinstance(namespace, str) else list(namespace)
-        with self._reading() as c:
-            return dict(
-                c.execute(
-                    "SELECT n.id, coalesce(n.speaker, n.subject) FROM json_each(?) j"
-                    " CROSS JOIN nodes n ON n.id = j.value WHERE +n.namespace IN"
-                    f" ({qs(nss)}) AND coalesce(n.speaker, n.subject) IS NOT NULL",
-                    [json.dumps(list(ids)), *nss],
-                ).fetchall()
-            )
-
-    def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
-        self._scrub_pending = True  # close() merges the full-text index and the WAL away
-        total = 0
-        # the turns that stay next to removed ones hold their words in their windows
-        stay = SQLChain(c, namespace).beside(ids)
-        for chunk in chunks(list(ids), 400):
-            rowids = [
-                r[0]
-                for r in c.execute(
-                    f"SELECT rowid FROM nodes WHERE +namespace = ? AND id IN ({qs(chunk)})",
-                    [namespace, *chunk],
-                )
-            ]
-            if not rowids:
-                continue
-            self._drop_vectors(c, rowids)
-            q = qs(chunk)
-            c.execute(f"DELETE FROM versions WHERE node_id IN ({q})", chunk)
-            self._unlink_entities(c, namespace, chunk)  # and entities no memory mentions
-            c.execute(
-                f"DELETE FROM edges WHERE namespace = ? AND (source_id IN ({q})"
-                f" OR target_id IN ({q}))",
-                [namespace, *chunk, *chunk],
-            )
-            total += c.execute(f"DELETE FROM nodes WHERE rowid IN ({qs(rowids)})", rowids).rowcount
-        chain = SQLChain(c, namespace)
-        for node_id, column in stay:
-            restart(chain, node_id, column)
-        return total
-
-    # ------------------------------------------------------------------ edges
-    def neighbours(self, namespace: str, ids: Sequence[str], relation: str) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {i: [] for i in ids}
-        if not ids:
-            return out
-        q = qs(list(ids))
-        with self._reading() as c:
-            for src, dst in c.execute(
-                f"SELECT source_id, target_id FROM edges WHERE namespace = ? AND relation = ?"
-                f" AND (source_id IN ({q}) OR target_id IN ({q}))",
-                [namespace, relation, *ids, *ids],
-            ):
-                if src in out:
-                    out[src].append(dst)
-                if dst in out:
-                    out[dst].append(src)
-        return out
