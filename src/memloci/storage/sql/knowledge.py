@@ -21,67 +21,63 @@ from memloci.storage.sqlfilter import ts
 
 Names = Sequence[str] | None  # collections to search (None: all)
 Vector = npt.NDArray[np.float32]
-SOURCE_COLS = (
-    "id, namespace, collection, path, title, content_hash, mtime, size_bytes, chunk_count,"
-    " embedding_model, added_at, updated_at"
-)
-CHUNK_COLS = (
-    "id, namespace, source_id, collection, ordinal, text, heading, start_char, end_char,"
-    " embedding_model"
-)
+# the columns a source, a chunk and a hit are read by: the models' field names
+_SOURCE_FIELDS = [
+    "id",
+    "namespace",
+    "collection",
+    "path",
+    "title",
+    "content_hash",
+    "mtime",
+    "size_bytes",
+    "chunk_count",
+    "embedding_model",
+    "added_at",
+    "updated_at",
+]
+_CHUNK_FIELDS = [
+    "id",
+    "namespace",
+    "source_id",
+    "collection",
+    "ordinal",
+    "text",
+    "heading",
+    "start_char",
+    "end_char",
+    "embedding_model",
+]
+_TIMES = ("mtime", "added_at", "updated_at")
+SOURCE_COLS = ", ".join(_SOURCE_FIELDS)
+CHUNK_COLS = ", ".join(_CHUNK_FIELDS)
 # a hit: the chunk joined with its source (c = knowledge_chunks, s = knowledge_sources)
-HIT_COLS = (
-    "c.id, c.text, c.heading, c.source_id, s.path, s.title, c.collection, c.namespace, c.ordinal"
-)
+_HIT = {
+    "chunk_id": "c.id",
+    "text": "c.text",
+    "heading": "c.heading",
+    "source_id": "c.source_id",
+    "path": "s.path",
+    "title": "s.title",
+    "collection": "c.collection",
+    "namespace": "c.namespace",
+    "ordinal": "c.ordinal",
+}
+HIT_COLS = ", ".join(_HIT.values())
 HIT_JOIN = "JOIN knowledge_sources s ON s.namespace = c.namespace AND s.id = c.source_id"
 
 
 def source_from_row(row: Any) -> KnowledgeSource:
-    return KnowledgeSource(
-        id=row[0],
-        namespace=row[1],
-        collection=row[2],
-        path=row[3],
-        title=row[4],
-        content_hash=row[5],
-        mtime=dt(row[6]),
-        size_bytes=row[7],
-        chunk_count=row[8],
-        embedding_model=row[9],
-        added_at=dt(row[10]),
-        updated_at=dt(row[11]),
-    )
+    data = dict(zip(_SOURCE_FIELDS, row, strict=False))
+    return KnowledgeSource(**{k: dt(v) if k in _TIMES else v for k, v in data.items()})
 
 
 def chunk_from_row(row: Any) -> KnowledgeChunk:
-    return KnowledgeChunk(
-        id=row[0],
-        namespace=row[1],
-        source_id=row[2],
-        collection=row[3],
-        ordinal=row[4],
-        text=row[5],
-        heading=row[6],
-        start_char=row[7],
-        end_char=row[8],
-        embedding_model=row[9],
-    )
+    return KnowledgeChunk(**dict(zip(_CHUNK_FIELDS, row, strict=False)))
 
 
 def hit_from_row(row: Any, score: float, match: str) -> KnowledgeHit:
-    return KnowledgeHit(
-        chunk_id=row[0],
-        text=row[1],
-        heading=row[2],
-        source_id=row[3],
-        path=row[4],
-        title=row[5],
-        collection=row[6],
-        namespace=row[7],
-        ordinal=row[8],
-        score=score,
-        match=match,
-    )
+    return KnowledgeHit(**dict(zip(_HIT, row, strict=False)), score=score, match=match)
 
 
 class SQLKnowledge(SQLCore):
