@@ -45,6 +45,7 @@ LAYERS = (
             "memloci.exiting",
             "memloci.kinds",
             "memloci.models",
+            "memloci.rules",
             "memloci.telemetry",
             "memloci.validate",
             "memloci.words",
