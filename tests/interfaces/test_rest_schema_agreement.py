@@ -83,3 +83,16 @@ def test_blank_text_is_blank_for_the_schema_and_the_server_alike(
     r = http.post("/api/v1/entities/", json={"name": "Lisbon", "aliases": [blank]})
     assert_error_shape(r, 400, "invalid_input")
     assert http.get("/api/v1/entities/").json()["total"] == 0
+
+
+def test_an_empty_patch_is_refused_by_the_schema_and_the_server(
+    mem: Memory, http: httpx.Client
+) -> None:
+    """The fuzz run sent ``PATCH /api/v1/facts/ID {}``: the server answers 400 "nothing
+    to update", so the schema asks for at least one field."""
+    fact = mem.remember("Sam likes green tea", user="sam").memory
+    spec = http.get("/openapi.json").json()
+    assert spec["components"]["schemas"]["NodeUpdate"]["minProperties"] == 1
+    body = assert_error_shape(http.patch(f"/api/v1/facts/{fact.id}", json={}), 400)
+    assert "nothing to update" in body["message"]
+    assert mem.get(fact.id).version == 1

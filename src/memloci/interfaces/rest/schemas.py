@@ -109,6 +109,8 @@ def _no_null_schema(schema: dict[str, Any], cls: type[Any]) -> None:
             prop.update(rest[0])
         else:
             prop["anyOf"] = rest
+    if getattr(cls, "required_one", False):  # an empty body changes nothing: a 400
+        schema["minProperties"] = 1
 
 
 class Patch(Body):
@@ -222,6 +224,7 @@ class TurnsCreate(Body):
 
 class NodeUpdate(Patch):
     nullable = frozenset({"value"})  # null is a value: the memory's value set to null
+    required_one: ClassVar[bool] = True  # "nothing to update" otherwise
     content: str | None = None
     value: Any = None
     category: str | None = None
