@@ -203,9 +203,9 @@ def test_a_cron_expression_schedules_the_runner(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMLOCI_", "OPENAI_", "ANTH"))}
     with serving("openai") as model:
         role = write_role(tmp_path, model)
+        cli = [sys.executable, "-m", "memloci.interfaces.cli", "run", str(role)]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "memloci.interfaces.cli", "run", str(role), "--user", "ops"]
-            + ["--every", "*/5 * * * *", "-p", "Check backups"],
+            [*cli, "--user", "ops", "--every", "*/5 * * * *", "-p", "Check backups"],
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,

@@ -55,7 +55,7 @@ app = typer.Typer(
     help="memloci: long-term memory for LLM agents (embedded SQLite, hybrid recall).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, pwsh)
     epilog=examples(
         "memloci demo",
         "memloci memory add 'I moved to Lisbon last year' --user sam",
