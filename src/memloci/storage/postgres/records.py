@@ -16,7 +16,14 @@ from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import lookup_names, name_norm, unaccented
 from memloci.storage.postgres.base import PostgresBase
-from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row, owner_tokens, user_from_row
+from memloci.storage.rows import (
+    NODE_COLUMNS,
+    USER_ACTIVITY,
+    dt,
+    node_from_row,
+    owner_tokens,
+    user_from_row,
+)
 from memloci.storage.sqlfilter import filter_sql, ts
 
 # node columns as the shared row conversion reads them (JSON as text, like SQLite)
@@ -24,8 +31,9 @@ NODE_COLS = ", ".join(
     f"n.{c}::text" if c in ("value", "metadata", "details") else f"n.{c}" for c in NODE_COLUMNS
 )
 _USER_COLS = (
-    "u.namespace, u.id, u.display_name, u.identifiers::text, u.preferences::text,"
-    " u.conversation_count, u.last_seen, u.merged_into, u.created_at"
+    "u.namespace, u.id, u.display_name, u.identifiers::text, u.preferences::text, "
+    + USER_ACTIVITY
+    + ", u.merged_into, u.created_at"
 )
 _THREAD_COLS = "namespace, id, user_id, agent_id, {messages}, summary, created_at, updated_at"
 ENTITY_COLS = (

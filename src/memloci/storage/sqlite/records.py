@@ -17,6 +17,7 @@ from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import lookup_names, name_norm, unaccented
 from memloci.storage.rows import (
     NODE_COLUMNS,
+    USER_ACTIVITY,
     dt,
     node_from_row,
     owner_tokens,
@@ -27,8 +28,9 @@ from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.sqlite.base import IntegrityError, SQLiteBase, chunks, qs
 
 _USER_COLS = (
-    "u.namespace, u.id, u.display_name, u.identifiers, u.preferences, u.conversation_count,"
-    " u.last_seen, u.merged_into, u.created_at"
+    "u.namespace, u.id, u.display_name, u.identifiers, u.preferences, "
+    + USER_ACTIVITY
+    + ", u.merged_into, u.created_at"
 )
 _THREAD_COLS = "namespace, id, user_id, agent_id, {messages}, summary, created_at, updated_at"
 _ENTITY_COLS = (
