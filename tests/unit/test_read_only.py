@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from memloci import Memory, NotFoundError, ReadOnlyError, StorageError, ValidationError
@@ -147,3 +148,20 @@ def test_the_cli_reads_a_store_in_a_read_only_folder(store: Path, tmp_path: Path
         assert sorted(os.listdir(store.parent)) == listing  # no -wal / -shm left behind
     assert digest(store) == before
     assert len(out.read_text().splitlines()) > 2
+
+
+def test_a_read_only_server_answers_reads_and_refuses_writes_with_403(store: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interfaces"))
+    from rest_server import running
+
+    before = digest(store)
+    with Memory(str(store), embedder=FakeEmbedder(), read_only=True) as m:  # noqa: SIM117
+        with running(m.service) as base, httpx.Client(base_url=base, timeout=20) as http:
+            found = http.get("/api/v1/search", params={"q": "green tea", "user": "sam"})
+            assert found.status_code == 200 and found.json()["hits"]
+            refused = http.post("/api/v1/facts/", json={"content": "Sam plays the cello"})
+            assert refused.status_code == 403, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == "read_only" and "--read-only" in error["hint"]
+            assert http.get("/api/v1/facts/").json()["total"] == 1
+    assert digest(store) == before
