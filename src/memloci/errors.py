@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from memloci._version import __version__
+
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -157,8 +159,6 @@ def read_only(where: str) -> ReadOnlyError:
 def store_too_new(where: str, found: int, known: int) -> StoreTooNewError:
     """The error for a store at schema ``found`` opened by a memloci that knows up to
     ``known``."""
-    from memloci import __version__
-
     return StoreTooNewError(
         f"{where} was written by a newer memloci (schema version {found}; memloci "
         f"{__version__} knows up to {known}); nothing was written to it",
@@ -192,3 +192,63 @@ __all__ = [
     "UnauthorizedError",
     "ValidationError",
 ]
+
+
+# A database driver's own error (SQLite's ``OperationalError: database or disk is full``,
+# ``DatabaseError: database disk image is malformed``, psycopg's errors) must never reach
+# a caller: :func:`storage_error` turns it into a :class:`StorageError` with a hint saying
+# what to do (:class:`StorageFullError` for a full disk). It lives here, beside the error
+# tree, so that an interface maps an escaped driver error without loading storage.
+
+DAMAGED_HINT = (
+    "the store file is damaged: run `memloci doctor --db STORE` (it rebuilds the "
+    "full-text index and repairs damaged rows); if the file itself is damaged, restore "
+    "it from a backup (`memloci memory import BACKUP.jsonl --db NEW.db`) or let "
+    "`sqlite3 FILE .recover` save what it can"
+)
+FULL_HINT = (
+    "free disk space where the store lives (or raise its size limit), then retry; "
+    "nothing of this write was stored and reads still work"
+)
+_IO_HINT = "check the disk and the store's folder (permissions, free space, a removed drive)"
+_READ_ONLY_HINT = "the store file or its folder is read-only: check its permissions"
+_BUSY_HINT = "another process held the database lock too long: retry when it is done"
+_OTHER_HINT = "check the store (--db, MEMLOCI_PATH); MEMLOCI_DEBUG=1 shows the traceback"
+
+# what a SQLite message says about the database (not about the statement that failed)
+_FULL = ("database or disk is full", "disk is full", "no space left")
+_DAMAGED = ("malformed", "corrupt", "not a database")
+_IO = ("disk i/o error", "unable to open database")
+_READ_ONLY = ("readonly database", "read-only")
+_BUSY = ("database is locked", "database is busy")
+
+
+def driver_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a database driver's error: a DB-API ``DatabaseError``
+    (sqlite3, pysqlite3 and psycopg all name their base class so)."""
+    return any(cls.__name__ == "DatabaseError" for cls in type(exc).__mro__)
+
+
+def about_the_database(exc: BaseException) -> bool:
+    """Whether a driver error is about the database itself (full, damaged, I/O,
+    read-only, locked), not about one statement (a full-text query's syntax, a missing
+    table a caller checks for): those are always mapped; the others are left to the
+    code that runs the statement, which may expect them."""
+    text = str(exc).lower()
+    return any(word in text for word in (*_FULL, *_DAMAGED, *_IO, *_READ_ONLY, *_BUSY))
+
+
+def storage_error(exc: BaseException) -> StorageError:
+    """The :class:`StorageError` (with a hint) for a driver error ``exc``."""
+    text = str(exc).strip() or type(exc).__name__
+    low = text.lower()
+    if any(word in low for word in _FULL):
+        return StorageFullError(
+            f"the disk (or the database's size limit) is full: {text}", hint=FULL_HINT
+        )
+    if any(word in low for word in _DAMAGED):
+        return StorageError(f"the store is damaged: {text}", hint=DAMAGED_HINT)
+    for words, hint in ((_IO, _IO_HINT), (_READ_ONLY, _READ_ONLY_HINT), (_BUSY, _BUSY_HINT)):
+        if any(word in low for word in words):
+            return StorageError(f"database error: {text}", hint=hint)
+    return StorageError(f"database error: {text}", hint=_OTHER_HINT)

@@ -17,7 +17,8 @@ threads, knowledge sources, sessions), so an interrupted migration can be run ag
 completes: the versions and edges of every memory are copied, whichever run copied the
 memory. Ids of memories, edges and entities are unique across a store, so one that another
 namespace of the target holds is copied under an id derived from it (as an import does,
-:mod:`memloci.copies`), and found again by the next run. Each batch is one transaction.
+:mod:`memloci.service.transfer.copies`), and found again by the next run. Each batch is
+one transaction.
 At the end both stores are counted namespace by namespace (:func:`inventory`) and a
 namespace holding less than it does in the source is an error.
 """
@@ -34,10 +35,10 @@ from typing import TypeVar
 
 import numpy as np
 
-from memloci.compose import open_store
-from memloci.copies import copy_edges, copy_ids, entity_copies
 from memloci.errors import ConflictError, NotFoundError, StorageError
 from memloci.models import MemoryNode, MemoryVersion
+from memloci.service.compose import open_store
+from memloci.service.transfer.copies import copy_edges, copy_ids, entity_copies
 from memloci.storage.base import PendingEmbedding, Store
 from memloci.storage.location import describe, is_database_url
 from memloci.storage.rows import content_hash
@@ -201,7 +202,7 @@ class _Copier:
     def entities(self, ns: str) -> dict[str, str]:
         """Copy the entities the target lacks; returns those stored under another id
         (their id was another namespace's: an id derived from it, found again by the
-        next run, :func:`~memloci.copies.entity_copies`)."""
+        next run, :func:`~memloci.service.transfer.copies.entity_copies`)."""
         src, dst = self.src, self.dst
         moved: dict[str, str] = {}
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 import secrets
 import string
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -262,13 +263,6 @@ class Thread(_Record):
         return self
 
 
-class ConsolidationState(_Record):
-    namespace: str = "default"
-    session: str
-    first_seen_at: datetime
-    consolidated_at: datetime | None = None
-
-
 class SearchHit(_Record):
     """A search result: the memory, its fused score and why it was found."""
 
@@ -466,3 +460,85 @@ class KnowledgeHit(_Record):
     ordinal: int
     score: float
     match: Literal["vector", "fulltext"] = "vector"
+
+
+# Plain value types every layer passes around (the storage contract takes them, the
+# service builds them, the interfaces read them): they live here, not in storage.
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class NodeFilter:
+    """Which nodes a read may see.
+
+    ``user`` / ``agent`` / ``session`` are the *caller's context*: nodes scoped to
+    another user, agent or session are hidden, shared (wider-scope) nodes stay
+    visible. ``owner_user`` restricts to nodes recorded for exactly that user.
+    """
+
+    namespaces: tuple[str, ...] = ("default",)
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    owner_user: str | None = None
+    sessions: tuple[str, ...] | None = None
+    types: tuple[NodeType, ...] | None = None
+    scopes: tuple[Scope, ...] | None = None
+    categories: tuple[str, ...] | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+    min_confidence: float | None = None
+    as_of: datetime | None = None  # None = current only
+    include_invalid: bool = False  # True = ignore validity entirely (history views)
+    key_norm: str | None = None
+    ids: tuple[str, ...] | None = None
+    subject: str | None = None  # exactly this subject, case-insensitive
+
+
+@dataclass(frozen=True)
+class KeyPage(Generic[T]):
+    """One page: its rows, the total of the filter read in the same snapshot, and the
+    cursor of the page after it (None on the last page)."""
+
+    items: list[T]
+    total: int
+    next_cursor: str | None
+
+
+@dataclass
+class Health:
+    """What :meth:`Store.doctor` found and, with ``repair``, fixed. Each list names the
+    damaged things found (empty: sound)."""
+
+    backend: str
+    integrity: list[str] = field(default_factory=list)  # the file's own check (pages)
+    fulltext: list[str] = field(default_factory=list)  # full-text indexes found damaged
+    vectors: list[str] = field(default_factory=list)  # memories whose vector is damaged
+    entity_vectors: list[str] = field(default_factory=list)  # entities alike
+    json: list[str] = field(default_factory=list)  # "table.column of what": not readable
+    repaired: bool = False
+    notes: list[str] = field(default_factory=list)  # what a repair did, what is left
+
+    @property
+    def damaged(self) -> bool:
+        """Whether anything damaged was found."""
+        return any((self.integrity, self.fulltext, self.vectors, self.entity_vectors, self.json))
+
+    @property
+    def sound(self) -> bool:
+        """Whether the store is sound now: nothing found, or all of it repaired (a damaged
+        page is never repaired here)."""
+        return not self.damaged or (self.repaired and not self.integrity)
+
+
+@dataclass(frozen=True)
+class StoreGauges:
+    """What a server's ``/metrics`` reads from its store, cheaply, across namespaces:
+    its size on disk (SQLite: the file with its journal; PostgreSQL:
+    ``pg_database_size``), the memories waiting for their vector, and (PostgreSQL) the
+    connection pool's figures (``psycopg_pool``'s ``get_stats()``)."""
+
+    size_bytes: int
+    pending_embeddings: int
+    pool: dict[str, int] = field(default_factory=dict)

@@ -1,7 +1,7 @@
 """Learned procedures (layer: context): when a procedure applies, and its track record.
 
 A procedure without trigger conditions is a standing instruction: it is always part
-of the prompt. One with triggers (reference 000: ``{"goal_contains": ["weather"]}``)
+of the prompt. One with triggers (``{"goal_contains": ["weather"]}``)
 applies to a goal only when the goal mentions one of the words; a goal is whatever the
 agent is asked to do (the user's message, a task). Each use can be recorded with its
 outcome and duration: ``times_used``, ``success_rate`` and ``avg_duration_ms`` are

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from pydantic import ValidationError as PydanticValidationError
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import ValidationError
 from memloci.models import (
@@ -20,6 +19,7 @@ from memloci.models import (
     KnowledgeHit,
     MemoryNode,
     MemoryVersion,
+    NodeFilter,
     SearchHit,
     StoreStats,
     WriteResult,
@@ -37,12 +37,15 @@ from memloci.sdk_args import (
 )
 from memloci.sdk_loop import LoopThread
 from memloci.service import MemoryService
-from memloci.storage.base import NodeFilter, Store
+from memloci.service.compose import FROM_SETTINGS, build_service
+from memloci.service.context import Context
+from memloci.service.edits import Edits
+from memloci.service.memories import Memories
+from memloci.storage.base import Store
 
 if TYPE_CHECKING:  # loaded on first use: a plain search needs none of these
     from memloci.consolidation.consolidator import ConsolidationReport as Consolidated
     from memloci.consolidation.maintenance import MaintenanceReport as Maintained
-    from memloci.knowledge import KnowledgeReport, PathLike
     from memloci.runtime.conversation import (
         ConversationMemory,
         ConversationOptions,
@@ -50,9 +53,10 @@ if TYPE_CHECKING:  # loaded on first use: a plain search needs none of these
     )
     from memloci.runtime.identify import UserContext
     from memloci.sdk_tools import MemoryTools, SyncTools
+    from memloci.service.documents import KnowledgeReport, PathLike
     from memloci.service.knowledge import KnowledgeProgress
     from memloci.service.privacy import ForgetReport
-    from memloci.transfer import ImportReport
+    from memloci.service.transfer import ImportReport
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -98,9 +102,11 @@ class AsyncMemory:
             raise ValidationError(
                 f"invalid settings: {problems}", hint="see the Configuration table in the README"
             ) from None
-        emb: Embedder | str | None = "settings" if isinstance(embedder, str) else embedder
         self.service: MemoryService = build_service(
-            self.settings, store=store, embedder=emb, reembed=reembed
+            self.settings,
+            store=store,
+            embedder=FROM_SETTINGS if isinstance(embedder, str) else embedder,
+            reembed=reembed,
         )
         self._tools: MemoryTools | None = None
 
@@ -126,7 +132,7 @@ class AsyncMemory:
         ``metadata``, ``namespace``.
         """
         known("add", turn, TURN)
-        nodes = await self.service.add(content, **turn)
+        nodes = await self.service.memories.add(content, **turn)
         return nodes[0] if isinstance(content, str) else nodes
 
     async def search(
@@ -139,7 +145,7 @@ class AsyncMemory:
         ``7d``, ISO dates…), ``min_confidence``, ``as_of``.
         """
         known("search", filters, SEARCH)
-        return await self.service.search(query, self._flt(**filters), k=k, recipe=recipe)
+        return await self.service.memories.search(query, self._flt(**filters), k=k, recipe=recipe)
 
     async def context(
         self,
@@ -150,7 +156,7 @@ class AsyncMemory:
     ) -> str:
         """A markdown block for the system prompt, within ``budget`` tokens."""
         known("context", filters, CONTEXT)
-        return await self.service.context(prompt, self._flt(**filters), budget=budget)
+        return await self.service.context.context(prompt, self._flt(**filters), budget=budget)
 
     async def context_parts(
         self,
@@ -166,7 +172,7 @@ class AsyncMemory:
         part a conversation keeps using (loaded once, for the prompt cache) — a fact
         written since then is brought up in the dynamic part, not taken for shown."""
         known("context_parts", filters, CONTEXT)
-        return await self.service.context_parts(
+        return await self.service.context.context_parts(
             prompt, self._flt(**filters), budget=budget, loaded=loaded
         )
 
@@ -182,7 +188,7 @@ class AsyncMemory:
         used, each section with its tokens and items (each item's score and why it is
         there) and the search hits left out below ``relevance_threshold``."""
         known("context_report", filters, CONTEXT)
-        return await self.service.context_report(
+        return await self.service.context.context_report(
             prompt, self._flt(**filters), budget=budget, loaded=loaded
         )
 
@@ -191,7 +197,7 @@ class AsyncMemory:
     ) -> int:
         """Hard-delete every memory of the namespace (or of one user / type); returns how many."""
         flt = self._flt(namespace=namespace, owner_user=owner, type=type)
-        return await self.service.clear(flt)
+        return await self.service.memories.clear(flt)
 
     async def count(
         self,
@@ -207,33 +213,33 @@ class AsyncMemory:
             namespace=namespace, user=user, owner_user=owner, type=type,
             include_forgotten=include_forgotten,
         )  # fmt: skip
-        return await self.service.count(flt)
+        return await self.service.memories.count(flt)
 
     async def remember(self, /, content: str, **kwargs: Any) -> WriteResult:
-        """Store a fact; see :meth:`MemoryService.remember` for the options."""
-        known("remember", kwargs, keywords(MemoryService.remember))
-        return await self.service.remember(content, **kwargs)
+        """Store a fact; see :meth:`~memloci.service.memories.Memories.remember` for the options."""
+        known("remember", kwargs, keywords(Memories.remember.fn))
+        return await self.service.memories.remember(content, **kwargs)
 
     async def update(
         self, /, memory_id: str, content: str | None = None, **kwargs: Any
     ) -> WriteResult:
         """Change a memory: same id, new version."""
-        known("update", kwargs, keywords(MemoryService.update))
-        return await self.service.update(memory_id, content, **kwargs)
+        known("update", kwargs, keywords(Edits.update.fn))
+        return await self.service.edits.update(memory_id, content, **kwargs)
 
     async def correct(self, /, memory_id: str, content: str, **kwargs: Any) -> WriteResult:
         """Replace a fact by a new one that supersedes it."""
-        known("correct", kwargs, keywords(MemoryService.correct))
-        return await self.service.correct(memory_id, content, **kwargs)
+        known("correct", kwargs, keywords(Edits.correct.fn))
+        return await self.service.edits.correct(memory_id, content, **kwargs)
 
     async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
-        return await self.service.confirm(memory_id, namespace=namespace)
+        return await self.service.edits.confirm(memory_id, namespace=namespace)
 
     async def forget(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
-        return await self.service.forget(memory_id, namespace=namespace)
+        return await self.service.edits.forget(memory_id, namespace=namespace)
 
     async def purge(self, memory_id: str, *, namespace: str | None = None) -> None:
-        await self.service.purge(memory_id, namespace=namespace)
+        await self.service.memories.purge(memory_id, namespace=namespace)
 
     async def forget_user(self, user: str, *, namespace: str | None = None) -> ForgetReport:
         """Forget a person: every memory, version, vector, edge, entity only they mention,
@@ -241,39 +247,40 @@ class AsyncMemory:
         them) in one transaction, then the files are scrubbed of their text (without
         waiting for other connections' reads: ``scrubbed=False`` and ``scrub_reason``
         when one held an old snapshot). Returns counts per kind; see
-        :meth:`MemoryService.forget_user`."""
-        return await self.service.forget_user(user, namespace=namespace)
+        :meth:`~memloci.service.privacy.Privacy.forget_user`."""
+        return await self.service.privacy.forget_user(user, namespace=namespace)
 
     async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode:
-        return await self.service.get(memory_id, namespace=namespace)
+        return await self.service.memories.get(memory_id, namespace=namespace)
 
     async def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryVersion]:
-        return await self.service.history(memory_id, namespace=namespace)
+        return await self.service.memories.history(memory_id, namespace=namespace)
 
     async def lookup(self, /, key: str, **kwargs: Any) -> MemoryNode | None:
         """The fact under ``key``, walking session → user → agent → global."""
-        known("lookup", kwargs, keywords(MemoryService.lookup))
-        return await self.service.lookup(key, **kwargs)
+        known("lookup", kwargs, keywords(Memories.lookup.fn))
+        return await self.service.memories.lookup(key, **kwargs)
 
     async def learn_procedure(self, /, content: str, **kwargs: Any) -> WriteResult:
         """A standing instruction, or with ``triggers={"goal_contains": [...]}`` one for
-        the goals that mention those words; see :meth:`MemoryService.learn_procedure`."""
-        known("learn_procedure", kwargs, keywords(MemoryService.learn_procedure))
-        return await self.service.learn_procedure(content, **kwargs)
+        the goals that mention those words; see
+        :meth:`~memloci.service.memories.Memories.learn_procedure`."""
+        known("learn_procedure", kwargs, keywords(Memories.learn_procedure.fn))
+        return await self.service.memories.learn_procedure(content, **kwargs)
 
     async def record_episode(self, /, content: str, **kwargs: Any) -> WriteResult:
-        known("record_episode", kwargs, keywords(MemoryService.record_episode))
-        return await self.service.record_episode(content, **kwargs)
+        known("record_episode", kwargs, keywords(Memories.record_episode.fn))
+        return await self.service.memories.record_episode(content, **kwargs)
 
     async def record_procedure_use(self, /, memory_id: str, **kwargs: Any) -> MemoryNode:
         """Count one use of a procedure (``success=``, ``duration_ms=`` when known)."""
-        known("record_procedure_use", kwargs, keywords(MemoryService.record_procedure_use))
-        return await self.service.record_procedure_use(memory_id, **kwargs)
+        known("record_procedure_use", kwargs, keywords(Context.record_procedure_use.fn))
+        return await self.service.context.record_procedure_use(memory_id, **kwargs)
 
     async def explain(self, memory_id: str, *, namespace: str | None = None) -> Explanation:
         """Where a memory comes from: its versions, what it supersedes and what superseded
         it, the episodes it was derived from, its entities and edges."""
-        return await self.service.explain(memory_id, namespace=namespace)
+        return await self.service.records.explain(memory_id, namespace=namespace)
 
     async def weak_facts(
         self,
@@ -285,33 +292,35 @@ class AsyncMemory:
     ) -> list[tuple[MemoryNode, float]]:
         """Current facts (visible to ``user``, if given) that are fading: retention below
         ``threshold``, weakest first, as ``(memory, retention)`` pairs."""
-        return await self.service.weak_facts(
+        return await self.service.records.weak_facts(
             namespace=namespace, user=user, limit=limit, threshold=threshold
         )
 
     async def end_session(self, session: str, *, namespace: str | None = None) -> Consolidated:
         """The session is over: consolidate its episodes into facts now."""
-        return await self.service.end_session(session, namespace=namespace)
+        return await self.service.consolidation.end_session(session, namespace=namespace)
 
     async def consolidate(
         self, session: str | None = None, *, user: str | None = None, namespace: str | None = None
     ) -> Consolidated:
         """Episodes into facts: one session, or every pending one (of ``user``)."""
-        return await self.service.consolidate(session, namespace=namespace, user=user)
+        return await self.service.consolidation.consolidate(session, namespace=namespace, user=user)
 
     async def maintain(self) -> Maintained:
         """The nightly job now: consolidate, decay, enrich, infer causes, embed."""
-        return await self.service.maintain()
+        return await self.service.consolidation.maintain()
 
     async def stats(self, namespace: str | Sequence[str] | None = None) -> StoreStats:
         nss = [namespace] if isinstance(namespace, str) else namespace
-        return await self.service.stats(nss)
+        return await self.service.memories.stats(nss)
 
     async def export(self, path: str, *, namespace: str | None = None) -> int:
         """Write the namespace to a JSON Lines file; returns the number of lines."""
-        from memloci.transfer import write_lines
+        from memloci.service.transfer import write_lines
 
-        return await asyncio.to_thread(write_lines, path, self.service.export_lines(namespace))
+        return await asyncio.to_thread(
+            write_lines, path, self.service.admin.export_lines(namespace)
+        )
 
     async def import_file(
         self,
@@ -324,19 +333,19 @@ class AsyncMemory:
         (``memloci memory export -o file.json``) — validated whole before anything is
         written."""
 
-        from memloci.transfer import read_lines
+        from memloci.service.transfer import read_lines
 
         lines = await asyncio.to_thread(read_lines, path)
-        return await self.service.import_lines(lines, namespace, progress)
+        return await self.service.admin.import_lines(lines, namespace, progress)
 
     async def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed everything that is waiting now (e.g. after ``reembed=True``), with progress."""
-        return await self.service.embed_pending(progress)
+        return await self.service.admin.embed_pending(progress)
 
     async def reembed_knowledge(self, progress: KnowledgeProgress | None = None) -> int:
         """Embed the knowledge chunks of another model (or of none) with this embedder,
         e.g. after ``reembed=True``; ``progress(done, total)`` counts chunks."""
-        return await self.service.reembed_knowledge(progress=progress)
+        return await self.service.knowledge.reembed_knowledge(progress=progress)
 
     async def add_knowledge(
         self,
@@ -353,7 +362,7 @@ class AsyncMemory:
         unchanged file is skipped, a changed one replaced. ``progress(done, total)``
         counts chunks.
         """
-        return await self.service.add_knowledge(
+        return await self.service.knowledge.add_knowledge(
             paths, namespace=namespace, collection=collection, glob=glob, progress=progress
         )
 
@@ -368,7 +377,7 @@ class AsyncMemory:
     ) -> list[KnowledgeHit]:
         """The best knowledge chunks for ``query`` with a score ≥ ``threshold`` (cosine
         similarity; full-text relevance in 0–1 without an embedder), best first."""
-        return await self.service.search_knowledge(
+        return await self.service.knowledge.search_knowledge(
             query, namespace=namespace, collections=collections, limit=limit, threshold=threshold
         )
 
@@ -442,7 +451,7 @@ class AsyncMemory:
             category=category, scope=scope, after=after, before=before,
             include_forgotten=include_forgotten, owner_user=owner,
         )  # fmt: skip
-        return await self.service.list_nodes(flt, limit=limit, offset=offset, order=order)
+        return await self.service.memories.list_nodes(flt, limit=limit, offset=offset, order=order)
 
 
 def _sync(
@@ -496,7 +505,7 @@ class Memory:
         # The hot path: runs in the calling thread, one short transaction, no LLM, no
         # embedding (that follows in the background).
         known("add", turn, TURN)
-        nodes = self.service.add_now(content, **turn)
+        nodes = self.service.memories.add.now(content, **turn)
         return nodes[0] if isinstance(content, str) else nodes
 
     add.__doc__ = AsyncMemory.add.__doc__
@@ -505,7 +514,9 @@ class Memory:
         self, query: str, *, k: int = 10, recipe: str = "hybrid", **filters: Unpack[SearchFilters]
     ) -> list[SearchHit]:
         known("search", filters, SEARCH)
-        return self.service.search_now(query, self._async._flt(**filters), k=k, recipe=recipe)
+        return self.service.memories.search.now(
+            query, self._async._flt(**filters), k=k, recipe=recipe
+        )
 
     def context(
         self,
@@ -515,7 +526,7 @@ class Memory:
         **filters: Unpack[ContextFilters],
     ) -> str:
         known("context", filters, CONTEXT)
-        return self.service.context_now(prompt, self._async._flt(**filters), budget=budget)
+        return self.service.context.context.now(prompt, self._async._flt(**filters), budget=budget)
 
     def context_parts(
         self,
@@ -527,7 +538,7 @@ class Memory:
     ) -> tuple[str, str]:
         known("context_parts", filters, CONTEXT)
         flt = self._async._flt(**filters)
-        return self.service.context_parts_now(prompt, flt, budget=budget, loaded=loaded)
+        return self.service.context.context_parts.now(prompt, flt, budget=budget, loaded=loaded)
 
     context_parts.__doc__ = AsyncMemory.context_parts.__doc__
 
@@ -541,7 +552,7 @@ class Memory:
     ) -> ContextReport:
         known("context_report", filters, CONTEXT)
         flt = self._async._flt(**filters)
-        return self.service.context_report_now(prompt, flt, budget=budget, loaded=loaded)
+        return self.service.context.context_report.now(prompt, flt, budget=budget, loaded=loaded)
 
     context_report.__doc__ = AsyncMemory.context_report.__doc__
 
@@ -554,7 +565,7 @@ class Memory:
         limit: int = 5,
         threshold: float = 0.3,
     ) -> list[KnowledgeHit]:
-        return self.service.search_knowledge_now(
+        return self.service.knowledge.search_knowledge.now(
             query, namespace=namespace, collections=collections, limit=limit, threshold=threshold
         )
 

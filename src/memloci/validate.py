@@ -1,4 +1,5 @@
-"""Input validation (layer: service): every edge funnels through these checks.
+"""Input validation (layer: models — it depends on models and errors only, so every layer
+may call it): every edge funnels through these checks.
 
 Each function returns the cleaned value or raises :class:`ValidationError`
 with a message that names the field and a hint; none of them does I/O.
@@ -10,7 +11,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -23,6 +24,7 @@ from memloci.models import (
     ID_RE,
     TURN_MAX,
     EpisodeDetails,
+    NodeFilter,
     NodeType,
     Scope,
     ThreadMessage,
@@ -31,8 +33,6 @@ from memloci.models import (
     sanitize_category,
     utcnow,
 )
-from memloci.retrieval.query import as_utc, parse_time
-from memloci.storage.base import NodeFilter
 
 E = TypeVar("E", bound=Enum)
 _IDENT = re.compile(r"^[^\x00-\x1f\ud800-\udfff]{1,200}$")
@@ -43,6 +43,53 @@ JSON_DEPTH_MAX = 32  # nesting of metadata / values / preferences (a dict in a l
 JSON_BYTES_MAX = 64_000  # encoded size of one metadata / value / preferences object
 INT_MAX = 2**63 - 1  # what every backend stores (SQLite INTEGER, PostgreSQL BIGINT)
 OFFSET_MAX = 10**9
+
+
+# time phrases a filter takes (``after="last_week"``)
+_RELATIVE = {
+    "today": timedelta(days=0),
+    "yesterday": timedelta(days=1),
+    "last_day": timedelta(days=1),
+    "last_week": timedelta(days=7),
+    "last_month": timedelta(days=30),
+    "last_year": timedelta(days=365),
+}
+
+
+def parse_time(value: str | datetime | None, *, now: datetime | None = None) -> datetime | None:
+    """``last_week`` / ``last_month`` / ``yesterday`` / ``today`` / ``Nd`` / ISO date → UTC time."""
+    if value is None or isinstance(value, datetime):
+        return as_utc(value) if isinstance(value, datetime) else None
+    now = now or datetime.now(UTC)
+    text = str(value).strip().lower().replace(" ", "_").replace("-", "_")
+    if text in _RELATIVE:
+        start = now - _RELATIVE[text]
+        return (
+            start.replace(hour=0, minute=0, second=0, microsecond=0)
+            if text
+            in (
+                "today",
+                "yesterday",
+            )
+            else start
+        )
+    match = re.fullmatch(r"(\d+)_?(d|days?|w|weeks?|h|hours?)", text)
+    if match:
+        n, unit = int(match.group(1)), match.group(2)[0]
+        delta = {"d": timedelta(days=n), "w": timedelta(weeks=n), "h": timedelta(hours=n)}[unit]
+        return now - delta
+    try:
+        return as_utc(datetime.fromisoformat(str(value).strip()))
+    except ValueError:
+        raise ValidationError(
+            f"cannot read time {value!r}",
+            hint="use last_week, last_month, yesterday, today, 7d, or an ISO date like 2024-05-01",
+        ) from None
+
+
+def as_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC; aware ones are converted."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def unicode_text(value: str, field: str) -> str:

@@ -132,18 +132,20 @@ async def _seed_entity_graph(db: Path) -> dict[str, str]:
 
     async with AsyncMemory(str(db), embedder=FakeEmbedder()) as memory:
         svc = memory.service
-        acme = await svc.save_entity(
+        acme = await svc.records.save_entity(
             "Acme Robotics", type="organization", aliases=["Acme"],
             summary="Sam's employer: warehouse robots, based in Porto.",
         )  # fmt: skip
-        dana = await svc.save_entity("Dana Reyes", type="person", summary="Sam's manager.")
-        atlas = await svc.save_entity("Atlas", type="project", summary="The new picking robot.")
+        dana = await svc.records.save_entity("Dana Reyes", type="person", summary="Sam's manager.")
+        atlas = await svc.records.save_entity(
+            "Atlas", type="project", summary="The new picking robot."
+        )
         lead = await memory.remember(
             "Dana Reyes leads the Atlas team at Acme Robotics", category="person", user="sam"
         )
         based = await memory.remember("Acme Robotics is based in Porto", category="context")
-        await svc.link_entities(lead.memory.id, [acme.id, dana.id, atlas.id])
-        await svc.link_entities(based.memory.id, [acme.id])
+        await svc.records.link_entities(lead.memory.id, [acme.id, dana.id, atlas.id])
+        await svc.records.link_entities(based.memory.id, [acme.id])
     return {"acme": acme.id, "dana": dana.id, "atlas": atlas.id, "lead_fact": lead.memory.id}
 
 
@@ -239,7 +241,7 @@ async def _create_key(db: Path) -> str:
 
     async with AsyncMemory(str(db), embedder=FakeEmbedder()) as memory:
         await memory.remember("The locked store holds this one fact", category="context")
-        _key, secret = await memory.service.create_key("ui-test", ["default"])
+        _key, secret = await memory.service.keys.create_key("ui-test", ["default"])
     return secret
 
 

@@ -177,6 +177,22 @@ def test_entities_to_enrich_and_name_vectors(store: Store) -> None:
     assert store.drop_orphans() == 1 and store.entity_vectors("default", "m:4") == {}
 
 
+def test_profile_vectors_stand_for_a_summary_of_their_namespace(store: Store) -> None:
+    known = store.insert_entity(_entity("Cleo", 9, summary="runs the billing platform"))
+    bare = store.insert_entity(_entity("Bea", 1))
+    vec = np.arange(4, dtype=np.float32).tobytes()
+    store.save_profile_vector("default", known.id, "m:4", "d1", vec)
+    store.save_profile_vector("default", bare.id, "m:4", "d0", vec)  # no summary: not shown
+    assert store.profile_vectors("default", "m:4") == {known.id: ("d1", vec)}
+    assert store.profile_vectors("default", "other-model") == {}
+    assert store.profile_vectors("other", "m:4") == {}
+    store.save_profile_vector("default", known.id, "m:4", "d2", vec[::-1])  # a new summary
+    assert store.profile_vectors("default", "m:4") == {known.id: ("d2", vec[::-1])}
+    store.delete_entities("default", [known.id, bare.id])
+    assert store.profile_vectors("default", "m:4") == {}
+    assert store.drop_orphans() == 2
+
+
 # ---------------------------------------------------------------------- causal pairs
 def test_temporal_pairs_follow_a_cursor(store: Store) -> None:
     ids = [turn(store, "s1", f"turn {i}") for i in range(4)]

@@ -92,3 +92,19 @@ def test_knowledge_vectors_round_trip_bytes(store: Store) -> None:
         assert np.array_equal(np.frombuffer(blob, np.float32), vecs[i])
     assert store.knowledge_vectors("b", "src") == {}
     assert store.knowledge_vectors("c", "src") == {}
+
+
+def test_gauges_count_the_backlog_of_every_namespace(store: Store) -> None:
+    """What a server's /metrics reads: the whole store's size and embedding backlog;
+    the PostgreSQL pool's figures (SQLite has no pool)."""
+    empty = store.gauges()
+    assert empty.pending_embeddings == 0 and empty.size_bytes > 0
+    for ns in ("mem", "other", "other"):
+        store.insert_node(_node(ns))
+    found = store.gauges()
+    assert found.pending_embeddings == 3 == len(store.pending_embeddings(10))
+    postgres = type(store).__name__ == "PostgresStore"
+    assert bool(found.pool) == postgres
+    if postgres:
+        assert found.pool["pool_max"] == 4 and found.pool["pool_size"] >= 1
+        assert found.pool["requests_num"] > empty.pool.get("requests_num", 0)

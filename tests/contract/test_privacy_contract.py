@@ -299,3 +299,28 @@ def test_a_canonical_name_only_the_removed_memories_used_gives_way(store: Store,
     assert store.entity_vectors(ns, "m:4") == {}
     still = store.get_entity(ns, zed.id)  # no alias the memories left use: unchanged
     assert still is not None and still.canonical_name == "Zed Quill"
+
+
+def test_forgetting_a_user_drops_the_profile_vectors_their_facts_fed(store: Store) -> None:
+    """An entity's summary is drawn from every user's facts: forgetting one user clears
+    it, and the vector made from it goes too (a deleted entity's goes with it)."""
+    ns = "default"
+    alices = node("Alice works on Atlas, the billing platform", user="alice", scope=Scope.USER)
+    bobs = node("Bob also works on Atlas", user="bob", scope=Scope.USER)
+    lonely = node("Alice built Zephyr alone", user="alice", scope=Scope.USER)
+    store.insert_nodes([alices, bobs, lonely])
+    atlas = store.insert_entity(entity("Atlas", ns, mention_count=2))
+    zephyr = store.insert_entity(entity("Zephyr", ns, mention_count=1))
+    for n, e in ((alices, atlas), (bobs, atlas), (lonely, zephyr)):
+        store.link_entities(ns, n.id, [e.id])
+    for e in (atlas, zephyr):
+        store.update_entity(e.model_copy(update={"summary": f"{e.canonical_name} bills"}))
+        store.save_profile_vector(ns, e.id, "m:4", "d1", b"\0" * 16)
+    assert set(store.profile_vectors(ns, "m:4")) == {atlas.id, zephyr.id}
+    store.delete_user_data(ns, "alice")
+    kept = store.get_entity(ns, atlas.id)
+    assert kept is not None and kept.summary is None
+    assert store.profile_vectors(ns, "m:4") == {}
+    store.drop_orphans()
+    store.update_entity(kept.model_copy(update={"summary": "Atlas bills again"}))
+    assert store.profile_vectors(ns, "m:4") == {}  # no vector survived to stand for it

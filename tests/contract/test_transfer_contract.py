@@ -28,8 +28,8 @@ from memloci.models import (
     ThreadMessage,
     short_id,
 )
+from memloci.service.transfer import ImportReport, export_lines, import_lines
 from memloci.storage.base import Store
-from memloci.transfer import ImportReport, export_lines, import_lines
 
 from .conftest import EMBED_DIM, EMBED_MODEL
 

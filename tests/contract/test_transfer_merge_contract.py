@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from memloci.models import Entity, EntityType, MemoryNode, NodeType, Scope, short_id
+from memloci.service.transfer import ImportReport, export_lines, import_lines
 from memloci.storage.base import NodeFilter, Store
-from memloci.transfer import ImportReport, export_lines, import_lines
 
 from .conftest import EMBED_DIM, EMBED_MODEL
 

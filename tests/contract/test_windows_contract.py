@@ -10,9 +10,9 @@ from pathlib import Path
 
 from memloci.migrate import copy_store
 from memloci.models import MemoryNode, NodeType, Scope, short_id
+from memloci.service.transfer import export_lines, import_lines
 from memloci.storage.base import NodeFilter, NodePatch, Store
 from memloci.storage.windows import WINDOW
-from memloci.transfer import export_lines, import_lines
 
 from .conftest import EMBED_DIM, EMBED_MODEL
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-ID_LINE = re.compile(r"^- \[id:(\w{8})\] (.*)$", re.MULTILINE)
+ID_LINE = re.compile(r"^- \[id:(\w{8})\] (.*)$", re.MULTILINE)  # a fact
+RULE_LINE = re.compile(r"^- \[\w+\] (.*) \[id:(\w{8})\]$", re.MULTILINE)  # a standing procedure
 ASK = "Would you like me to remember that {}?"
 
 
@@ -40,8 +41,9 @@ class Seen:
     structured: bool  # a JSON-schema request (consolidation), not a chat turn
 
     def memory_lines(self) -> dict[str, str]:
-        """``id -> text`` of the fact lines in the system prompt's memory block."""
-        return {m.group(1): m.group(2) for m in ID_LINE.finditer(self.system)}
+        """``id -> text`` of the fact and standing-procedure lines in the system prompt."""
+        facts = {m.group(1): m.group(2) for m in ID_LINE.finditer(self.system)}
+        return facts | {m.group(2): m.group(1) for m in RULE_LINE.finditer(self.system)}
 
     def texts(self, role: str) -> list[str]:
         return [m["content"] for m in self.messages if m["role"] == role]

@@ -32,4 +32,4 @@ def first_id(answer: str) -> str:
 def stored(service: MemoryService, **filters: Any) -> list[MemoryNode]:
     """Every memory (forgotten ones too) ``filters`` select."""
     flt = service.filter(include_forgotten=True, **filters)
-    return asyncio.run(service.list_nodes(flt, limit=1000))
+    return asyncio.run(service.memories.list_nodes(flt, limit=1000))

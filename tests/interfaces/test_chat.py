@@ -429,7 +429,7 @@ def test_the_memory_block_is_loaded_once_per_conversation(tmp_path: Path) -> Non
             await agent.start()
             for text in texts:
                 if text == "ADD":
-                    await agent.service.remember("Sam moved to Lisbon in May", user="sam")
+                    await agent.service.memories.remember("Sam moved to Lisbon in May", user="sam")
                 else:
                     await agent.ask(text)
             await agent.finish(consolidate=False)

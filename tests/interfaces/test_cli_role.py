@@ -74,7 +74,7 @@ def seed(tmp_path: Path) -> dict[str, str]:
         ids["episode"] = episode.memory.id
         for agent in (NS, "other"):
             m._call(
-                m.service.append_messages(
+                m.service.records.append_messages(
                     f"sam||{agent}", [{"role": "user", "content": "hello"}], namespace=NS,
                     user="sam", agent=agent,
                 )
@@ -133,7 +133,7 @@ def test_list_clear_and_export_pick_one_agent_of_an_agents_file(tmp_path: Path) 
 # ---------------------------------------------------------------------- clear
 def counts(tmp_path: Path) -> tuple[int, int, int]:
     with store(tmp_path) as m:
-        threads = m._call(m.service.list_threads(namespace=NS))
+        threads = m._call(m.service.records.list_threads(namespace=NS))
         mine = sum(t.agent == NS for t in threads)
         return m.count(include_forgotten=True), mine, len(threads) - mine
 
@@ -320,7 +320,7 @@ def porto_sessions(tmp_path: Path, n: int) -> None:
 
 def pending(tmp_path: Path) -> list[str]:
     with store(tmp_path) as m:
-        return [p.session for p in m._call(m.service.pending_sessions(namespace=NS))]
+        return [p.session for p in m._call(m.service.consolidation.pending_sessions(namespace=NS))]
 
 
 def test_consolidate_uses_the_roles_model_and_max_episodes_per_run(tmp_path: Path) -> None:
@@ -426,7 +426,7 @@ def test_store_folder_is_created_and_the_retry_hint_works_as_printed(
     retried = runner.invoke(app, shlex.split(command)[1:])
     assert retried.exit_code == 0, retried.output
     with Memory(str(tmp_path / "agents/new/memory.db"), namespace=NS, embedder="fake") as m:
-        assert m._call(m.service.pending_sessions(namespace=NS)) == []
+        assert m._call(m.service.consolidation.pending_sessions(namespace=NS)) == []
 
 
 # ---------------------------------------------------------------------- closed pipe

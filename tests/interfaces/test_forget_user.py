@@ -27,9 +27,9 @@ def seed(mem: Memory) -> None:
         mem.add("u1 says the locker code is quarkbell", user="u1", session="s1", namespace=ns)
         mem.remember("u1 likes quarkbell tea", user="u1", namespace=ns)
         mem.remember("u2 likes green tea", user="u2", namespace=ns)
-        mem._call(mem.service.save_user("u1", namespace=ns, identifiers={"telegram": "77"}))
+        mem._call(mem.service.records.save_user("u1", namespace=ns, identifiers={"telegram": "77"}))
         mem._call(
-            mem.service.append_messages(
+            mem.service.records.append_messages(
                 "u1-chat", [{"role": "user", "content": "quarkbell"}], namespace=ns, user="u1"
             )
         )
@@ -37,9 +37,9 @@ def seed(mem: Memory) -> None:
 
 def test_rest_forget_user_needs_a_write_key_and_stays_in_its_namespace(mem: Memory) -> None:
     seed(mem)
-    _, writer = mem._call(mem.service.create_key("writer", ["team-x"]))
-    _, reader = mem._call(mem.service.create_key("reader", ["team-x"], write=False))
-    _, other = mem._call(mem.service.create_key("other", ["team-y"]))
+    _, writer = mem._call(mem.service.keys.create_key("writer", ["team-x"]))
+    _, reader = mem._call(mem.service.keys.create_key("reader", ["team-x"], write=False))
+    _, other = mem._call(mem.service.keys.create_key("other", ["team-y"]))
     url = "/api/v1/memory-users/u1/forget"
     with running(mem.service) as base:
         with client(base) as anon:
@@ -71,9 +71,9 @@ def test_rest_forget_user_needs_a_write_key_and_stays_in_its_namespace(mem: Memo
 
 def test_rest_forget_a_merged_user_is_a_conflict(mem: Memory, http: httpx.Client) -> None:
     mem.remember("old account fact", user="old")
-    mem._call(mem.service.save_user("old"))
-    mem._call(mem.service.save_user("new"))
-    mem._call(mem.service.merge_users("old", "new"))
+    mem._call(mem.service.records.save_user("old"))
+    mem._call(mem.service.records.save_user("new"))
+    mem._call(mem.service.records.merge_users("old", "new"))
     body = assert_error_shape(http.post("/api/v1/memory-users/old/forget"), 409, "conflict")
     assert "new" in body["hint"]
     assert mem.count(owner="new") == 1

@@ -24,11 +24,11 @@ from mcp_helpers import first_id, stored, text
 from rest_server import free_port, running
 
 from memloci import Memory
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.interfaces.mcp import build_server
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.tools import TOOLS, Tools, mcp_tools
 
 T = TypeVar("T")
@@ -132,13 +132,13 @@ def test_memory_stats_counts_only_what_the_bound_caller_sees(service: MemoryServ
     async def scenario() -> tuple[str, str, str, str]:
         svc = service
         for i in range(3):
-            await svc.remember(f"u1 private fact number {i} about Sarah", user="u1")
-        await svc.add("u1 talks about Sarah and the locker", user="u1")
-        sarah = await svc.save_entity("Sarah", type="person")
-        u1_fact = (await svc.list_nodes(svc.filter(owner_user="u1", type="semantic")))[0]
-        await svc.link_entities(u1_fact.id, [sarah.id])
-        await svc.remember("u2 likes green tea", user="u2")
-        await svc.remember("The office is in Lisbon")  # shared (global)
+            await svc.memories.remember(f"u1 private fact number {i} about Sarah", user="u1")
+        await svc.memories.add("u1 talks about Sarah and the locker", user="u1")
+        sarah = await svc.records.save_entity("Sarah", type="person")
+        u1_fact = (await svc.memories.list_nodes(svc.filter(owner_user="u1", type="semantic")))[0]
+        await svc.records.link_entities(u1_fact.id, [sarah.id])
+        await svc.memories.remember("u2 likes green tea", user="u2")
+        await svc.memories.remember("The office is in Lisbon")  # shared (global)
         async with Client(build_server(service, user="u2")) as client:
             bound = text(await client.call_tool("memory_stats", {}))
         sdk_bound = await Tools(service, user="u2").call("memory_stats")
@@ -169,8 +169,8 @@ async def _keyed(url: str, key: str) -> AsyncIterator[Client]:
 
 def test_http_respects_api_keys_and_namespaces(mem: Memory) -> None:
     svc = mem.service
-    _, writer = mem._call(svc.create_key("writer", ["team-a", "team-b"]))
-    _, reader = mem._call(svc.create_key("reader", ["team-a"], write=False))
+    _, writer = mem._call(svc.keys.create_key("writer", ["team-a", "team-b"]))
+    _, reader = mem._call(svc.keys.create_key("reader", ["team-a"], write=False))
     with running(svc) as base:
         url = f"{base}/mcp/"
         refused = httpx.post(url, json={}, timeout=10)
@@ -415,7 +415,9 @@ def test_piped_requests_are_all_answered_when_stdin_ends(tmp_path: Path) -> None
 
 
 def test_a_procedure_use_is_recorded_over_mcp(service: MemoryService) -> None:
-    pid = asyncio.run(service.learn_procedure("Always run the tests before deploying")).memory.id
+    pid = asyncio.run(
+        service.memories.learn_procedure("Always run the tests before deploying")
+    ).memory.id
 
     async def scenario() -> str:
         async with Client(build_server(service, user="sam", agent="helper")) as client:
@@ -428,7 +430,7 @@ def test_a_procedure_use_is_recorded_over_mcp(service: MemoryService) -> None:
     assert run(scenario) == (
         f"Recorded a use of [id:{pid}]: used 1 time, success rate 100%, 0.8 s on average."
     )
-    node = asyncio.run(service.get(pid))
+    node = asyncio.run(service.memories.get(pid))
     assert node.procedure is not None and node.procedure.avg_duration_ms == 800
 
 

@@ -13,11 +13,11 @@ from mcp import Client
 from mcp.types import CallToolResult
 from mcp_helpers import first_id, stored, text
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.interfaces.mcp import build_server
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.tools import TOOLS, Tools
 from memloci.tools.render import RESULT_CHARS
 
@@ -47,11 +47,11 @@ def test_an_entity_only_a_forgotten_memory_of_another_user_names_stays_hidden(
     u1 = Tools(service, user="u1")
     secret = asyncio.run(u1.call("remember", {"content": "Dr. Miles Dyson treats my ulcer"}))
     doctor = asyncio.run(
-        service.save_entity(
+        service.records.save_entity(
             "Miles Dyson", type="person", aliases=["Milo"], summary="u1's ulcer doctor"
         )
     )
-    asyncio.run(service.link_entities(first_id(secret), [doctor.id]))
+    asyncio.run(service.records.link_entities(first_id(secret), [doctor.id]))
     assert "ulcer doctor" in asyncio.run(u1.call("get_entity_info", {"name": "Milo"}))
     forgot = asyncio.run(u1.call("forget", {"memory_id": first_id(secret)}))
     assert forgot.startswith("Forgot")
@@ -90,7 +90,7 @@ def test_episode_details_with_a_non_finite_number_are_refused_by_the_service(
 
     details = EpisodeDetails(duration_ms=float("inf"), outcome={"success": True})
     with pytest.raises(ValidationError, match="non-finite"):
-        asyncio.run(service.record_episode("Deployed v2 to staging", details=details))
+        asyncio.run(service.memories.record_episode("Deployed v2 to staging", details=details))
     assert stored(service) == []
 
 

@@ -42,12 +42,12 @@ def test_mcp_bound_to_a_merged_user_acts_as_the_user_it_joined(mem: Memory) -> N
     service = mem.service
 
     async def scenario() -> tuple[str, str]:
-        await service.save_user("sam")
-        await service.save_user("sam3")
-        await service.remember("Sam's greyhound is called Pixel", user="sam")
+        await service.records.save_user("sam")
+        await service.records.save_user("sam3")
+        await service.memories.remember("Sam's greyhound is called Pixel", user="sam")
         async with Client(build_server(service, user="sam3")) as client:
             await client.call_tool("recall", {"query": "greyhound"})  # looked up before
-            await service.merge_users("sam3", "sam")
+            await service.records.merge_users("sam3", "sam")
             recalled = await client.call_tool("recall", {"query": "greyhound"})
             saved = await client.call_tool("remember", {"content": "Sam plays the cello"})
             return text(recalled), text(saved)

@@ -35,7 +35,7 @@ def send(http: httpx.Client, method: str, path: str, body: Any = None) -> httpx.
 def seeded(mem: Memory) -> dict[str, str]:
     fact = mem.remember("The seeded fact about the garden shed", user="u1", key="shed")
     assert fact.memory is not None
-    asyncio.run(mem.service.save_user("u1", display_name="Uma"))
+    asyncio.run(mem.service.records.save_user("u1", display_name="Uma"))
     return {"fact": fact.memory.id}
 
 

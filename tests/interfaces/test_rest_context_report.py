@@ -143,7 +143,7 @@ def test_bad_input_is_a_400_with_the_error_body(
 
 def test_keys_guard_the_report_as_they_guard_context(mem: Memory) -> None:
     mem.remember("Team A's launch code is in the blue binder", namespace="team-a")
-    _, secret = mem._call(mem.service.create_key("team-b", ["team-b"]))
+    _, secret = mem._call(mem.service.keys.create_key("team-b", ["team-b"]))
     with running(mem.service) as base:
         with client(base) as anon:
             assert_error_shape(anon.post("/api/v1/context/report", json={}), 401, "unauthorized")

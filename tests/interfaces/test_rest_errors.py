@@ -162,11 +162,11 @@ def test_fuzzed_bodies_never_cause_a_server_error(http: httpx.Client, body: Any)
 # ---------------------------------------------------------------- keys and isolation
 def test_api_keys_bound_namespaces(mem: Memory) -> None:
     svc = mem.service
-    _, writer = mem._call(svc.create_key("writer", ["team-a"]))
-    _, reader = mem._call(svc.create_key("reader", ["team-a"], write=False))
-    revoked, old = mem._call(svc.create_key("old", ["team-a"]))
-    mem._call(svc.revoke_key(revoked.id))
-    _, admin = mem._call(svc.create_key("ops", ["*"], admin=True))
+    _, writer = mem._call(svc.keys.create_key("writer", ["team-a"]))
+    _, reader = mem._call(svc.keys.create_key("reader", ["team-a"], write=False))
+    revoked, old = mem._call(svc.keys.create_key("old", ["team-a"]))
+    mem._call(svc.keys.revoke_key(revoked.id))
+    _, admin = mem._call(svc.keys.create_key("ops", ["*"], admin=True))
     mem.remember("Team B secret plan", namespace="team-b")
     with running(svc) as base:
         with client(base) as anon:
@@ -235,7 +235,7 @@ def test_a_key_for_two_namespaces_searches_both_named_in_the_body(mem: Memory) -
     not read then, needs no permission; every named one (and an explicit ``?namespace``)
     still does."""
     svc = mem.service
-    _, both = mem._call(svc.create_key("both", ["team-a", "team-b"], write=False))
+    _, both = mem._call(svc.keys.create_key("both", ["team-a", "team-b"], write=False))
     mem.remember("Team A plans the spring offsite", namespace="team-a")
     mem.remember("Team B plans the autumn offsite", namespace="team-b")
     mem.remember("Default plans stay hidden", namespace="default")

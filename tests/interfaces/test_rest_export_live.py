@@ -2,7 +2,7 @@
 still imports back whole: every record it holds refers only to records it holds, and no
 thread is lost or written twice because another one changed meanwhile.
 
-The export streams lines from ``MemoryService.export_lines`` (the route sends them as they
+The export streams lines from ``MemoryService.admin.export_lines`` (the route sends them as they
 come); the tests step that same iterator and write over real HTTP between two lines, at
 the points where a write used to tear the file: after the memories were read and before
 their versions and edges, and between two pages of threads.
@@ -54,7 +54,7 @@ def test_turns_written_while_exporting_leave_an_export_that_imports(
     http: httpx.Client, mem: Memory
 ) -> None:
     _turns(http, "before", 450)
-    lines = mem.service.export_lines("default")
+    lines = mem.service.admin.export_lines("default")
     taken = _until(lines, "node", 450)  # every memory of the namespace has been read
     _turns(http, "before", 3)  # the same conversation goes on: edges to exported turns
     fact = http.post("/api/v1/facts/", json={"content": "Sam moved to Porto last spring"})
@@ -81,7 +81,7 @@ def test_a_thread_changed_while_exporting_is_neither_lost_nor_doubled(
             json={"messages": [{"role": "user", "content": f"hello from {thread}"}]},
         )
         assert r.status_code == 200, r.text
-    lines = mem.service.export_lines("default")
+    lines = mem.service.admin.export_lines("default")
     taken = _until(lines, "thread", 1)  # the first page of threads has been read
     # the oldest thread (last page) gets a new message: it moves to the front
     r = http.post(

@@ -88,7 +88,7 @@ def test_entities_and_graph(http: httpx.Client, mem: Memory) -> None:
     sarah = r.json()
     acme = http.post("/api/v1/entities/", json={"name": "Acme", "type": "organization"}).json()
     fact = mem.remember("Sarah works at Acme", category="person").memory
-    mem._call(mem.service.link_entities(fact.id, [sarah["id"], acme["id"]]))
+    mem._call(mem.service.records.link_entities(fact.id, [sarah["id"], acme["id"]]))
 
     listing = http.get("/api/v1/entities/", params={"type": "person"}).json()
     assert [e["canonical_name"] for e in listing["items"]] == ["Sarah"]
@@ -197,7 +197,9 @@ def test_export_and_import_carry_entities_threads_and_sessions(
     adds nothing, and two unmerged users with one channel id are a 409."""
     mem.add("Remember that my boss is Dana Whitfield", user="u1", session="s1", speaker="user")
     mem.consolidate()
-    mem._call(mem.service.append_messages("t1", [{"role": "user", "content": "hi"}], user="u1"))
+    mem._call(
+        mem.service.records.append_messages("t1", [{"role": "user", "content": "hi"}], user="u1")
+    )
     body = http.get("/api/v1/export").content
     kinds = {json.loads(line)["kind"] for line in body.decode().splitlines()}
     assert {"entity", "link", "thread", "session"} <= kinds

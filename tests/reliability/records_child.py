@@ -26,21 +26,23 @@ def calls(
     service = memory.service
     if kind == "import":  # every process imports the same export into one namespace
         lines = Path(path).read_text(encoding="utf-8").splitlines()
-        return [lambda: service.import_lines(lines, "team")]
+        return [lambda: service.admin.import_lines(lines, "team")]
     if kind == "contact":  # every call starts a new conversation: none may be lost
-        return [lambda: service.touch_user("u1", new_conversation=True)] * ROUNDS
+        return [lambda: service.records.touch_user("u1", new_conversation=True)] * ROUNDS
     if kind == "identifiers":  # each process adds channels of its own to one user
         return [
-            lambda j=j: service.save_user("u1", identifiers={f"c{index}x{j}": f"{index}.{j}"})
+            lambda j=j: service.records.save_user(
+                "u1", identifiers={f"c{index}x{j}": f"{index}.{j}"}
+            )
             for j in range(ROUNDS)
         ]
     if kind == "claim":  # every process claims the same channel id for a user of its own
-        return [lambda: service.save_user(f"user{index}", identifiers={"telegram": "42"})]
+        return [lambda: service.records.save_user(f"user{index}", identifiers={"telegram": "42"})]
     if kind == "merge":  # process 0 merges a into b, process 1 b into a
         src, dst = ("a", "b") if index % 2 == 0 else ("b", "a")
-        return [lambda: service.merge_users(src, dst)]
+        return [lambda: service.records.merge_users(src, dst)]
     if kind == "entity":  # every process names the same things
-        return [lambda j=j: service.save_entity(f"Thing {j}") for j in range(ROUNDS)]
+        return [lambda j=j: service.records.save_entity(f"Thing {j}") for j in range(ROUNDS)]
     raise SystemExit(f"unknown kind {kind!r}")
 
 

@@ -49,7 +49,7 @@ REVOKE = "revoke_key_api_v1_keys__key_id__delete"  # operationId of DELETE /api/
 def test_fuzz_every_operation_with_every_check(mem: Memory, tmp_path: Path) -> None:
     mem.remember("Sam prefers green tea", user="sam", category="preference")
     mem.record_episode("Sam asked about the garden", user="sam")
-    _, admin = mem._call(mem.service.create_key("fuzz", ["*"], admin=True))
+    _, admin = mem._call(mem.service.keys.create_key("fuzz", ["*"], admin=True))
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
     with running(mem.service) as base:
         args = [

@@ -62,9 +62,9 @@ class World:
         self.base = base
         with client(base) as open_http:  # no key exists yet: the server is open
             self.seeded = {(ns, u): seed(open_http, ns, u) for ns in NAMESPACES for u in USERS}
-        self.admin_key, self.admin = mem._call(svc.create_key("admin", ["*"], admin=True))
-        self.key_a, self.secret_a = mem._call(svc.create_key("team-a", [A]))
-        self.key_b, self.secret_b = mem._call(svc.create_key("team-b", [B]))
+        self.admin_key, self.admin = mem._call(svc.keys.create_key("admin", ["*"], admin=True))
+        self.key_a, self.secret_a = mem._call(svc.keys.create_key("team-a", [A]))
+        self.key_b, self.secret_b = mem._call(svc.keys.create_key("team-b", [B]))
         self.probes = 0
         self.findings: list[str] = []  # leaks
         self.unexpected: list[str] = []  # wrong status codes

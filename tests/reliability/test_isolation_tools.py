@@ -78,7 +78,7 @@ def forbid(findings: list[str], how: str, name: str, args: dict[str, Any], answe
 
 
 def export(mem: Memory, namespace: str) -> list[str]:
-    return sorted(mem.service.export_lines(namespace, vectors=False))[1:]
+    return sorted(mem.service.admin.export_lines(namespace, vectors=False))[1:]
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_agent_and_mcp_tools_keep_namespaces_and_users_apart(
         forbid(findings, "tools", name, args, answer, forbidden)
         shown += marker(B, "u2") in answer
     # 2. MCP over HTTP, with a key bound to team-b
-    _, secret = mem._call(mem.service.create_key("team-b", [B]))
+    _, secret = mem._call(mem.service.keys.create_key("team-b", [B]))
     url = f"{base}/mcp/?namespace={B}&user=u2"
 
     async def over_mcp() -> list[tuple[str, dict[str, Any], str]]:

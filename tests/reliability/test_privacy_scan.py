@@ -74,19 +74,21 @@ async def fill(mem: AsyncMemory) -> list[str]:
     await mem.record_episode("alice episodrax trip to the coast", user="alice")
     await mem.remember("bob prefers plumtoastic tea", user="bob")
     await mem.remember("alice othermarkerq", user="alice", namespace="other")
-    await svc.save_user("alice", display_name="Alice", identifiers={"telegram": "tgalice9931"})
-    await svc.save_user("bob", identifiers={"telegram": "tgbob"})
-    await svc.append_messages(
+    await svc.records.save_user(
+        "alice", display_name="Alice", identifiers={"telegram": "tgalice9931"}
+    )
+    await svc.records.save_user("bob", identifiers={"telegram": "tgbob"})
+    await svc.records.append_messages(
         "t-alice", [{"role": "user", "content": "threadmurk is my secret"}], user="alice"
     )
-    await svc.append_messages(
+    await svc.records.append_messages(
         "t-bob", [{"role": "user", "content": "bobthreadwyrm here"}], user="bob"
     )
-    own = await svc.save_entity("Vexmoorgrad")
-    shared = await svc.save_entity("Lisbon")
-    await svc.link_entities(fact.memory.id, [own.id, shared.id])
+    own = await svc.records.save_entity("Vexmoorgrad")
+    shared = await svc.records.save_entity("Lisbon")
+    await svc.records.link_entities(fact.memory.id, [own.id, shared.id])
     bob_fact = (await mem.list(owner="bob", type="semantic"))[0]
-    await svc.link_entities(bob_fact.id, [shared.id])
+    await svc.records.link_entities(bob_fact.id, [shared.id])
     await mem.flush(30)
     alice_ids = [n.id for n in await mem.list(owner="alice", include_forgotten=True, limit=1000)]
     vectors = svc.store.vectors("default", alice_ids)

@@ -59,22 +59,22 @@ def _memory(location: str) -> Memory:
 
 def test_concurrent_contacts_count_every_conversation(db_path: str) -> None:
     with _memory(db_path) as mem:
-        mem._call(mem.service.save_user("u1"))
+        mem._call(mem.service.records.save_user("u1"))
     outcomes = _race(db_path, "contact")
     assert Counter(o for run in outcomes for o in run) == {"ok": PROCESSES * ROUNDS}
     with _memory(db_path) as mem:
-        user = mem._call(mem.service.get_user("u1"))
+        user = mem._call(mem.service.records.get_user("u1"))
     assert user.conversation_count == PROCESSES * ROUNDS
 
 
 def test_concurrent_identifier_updates_keep_every_channel(db_path: str) -> None:
     with _memory(db_path) as mem:
-        mem._call(mem.service.save_user("u1"))
+        mem._call(mem.service.records.save_user("u1"))
     _race(db_path, "identifiers")
     with _memory(db_path) as mem:
-        user = mem._call(mem.service.get_user("u1"))
+        user = mem._call(mem.service.records.get_user("u1"))
         found = {
-            (i, j): mem._call(mem.service.find_user(f"c{i}x{j}", f"{i}.{j}"))
+            (i, j): mem._call(mem.service.records.find_user(f"c{i}x{j}", f"{i}.{j}"))
             for i in range(PROCESSES)
             for j in range(ROUNDS)
         }
@@ -89,19 +89,19 @@ def test_a_channel_id_claimed_at_once_goes_to_one_user(db_path: str) -> None:
         "ConflictError": PROCESSES - 1,
     }
     with _memory(db_path) as mem:
-        holders = [u.id for u in mem._call(mem.service.list_users()) if u.identifiers]
+        holders = [u.id for u in mem._call(mem.service.records.list_users()) if u.identifiers]
     assert len(holders) == 1
 
 
 def test_opposite_merges_at_once_land_one_way(db_path: str) -> None:
     with _memory(db_path) as mem:
         for uid in ("a", "b"):
-            mem._call(mem.service.save_user(uid))
+            mem._call(mem.service.records.save_user(uid))
             mem.remember(f"Memory user {uid} likes the colour teal", user=uid)
     outcomes = _race(db_path, "merge", processes=2)
     assert sorted(o for run in outcomes for o in run) == ["ConflictError", "ok"]
     with _memory(db_path) as mem:
-        a, b = (mem._call(mem.service.get_user(uid)) for uid in ("a", "b"))
+        a, b = (mem._call(mem.service.records.get_user(uid)) for uid in ("a", "b"))
         owners = {n.user for n in mem.list(limit=10)}
     merged = [u for u in (a, b) if u.merged_into is not None]
     assert len(merged) == 1  # never both (a loop), never neither
@@ -114,7 +114,7 @@ def test_one_name_named_at_once_makes_one_entity(db_path: str) -> None:
     outcomes = _race(db_path, "entity")
     assert Counter(o for run in outcomes for o in run) == {"ok": PROCESSES * ROUNDS}
     with _memory(db_path) as mem:
-        entities = mem._call(mem.service.list_entities(limit=100))
+        entities = mem._call(mem.service.records.list_entities(limit=100))
     assert sorted(e.canonical_name for e in entities) == [f"Thing {j}" for j in range(ROUNDS)]
     # the first save makes the entity, every later one is a mention
     assert [e.mention_count for e in entities] == [PROCESSES] * ROUNDS
@@ -126,8 +126,10 @@ def test_one_file_imported_at_once_lands_once(db_path: str, tmp_path: Path) -> N
         for i in range(12):
             source.remember(f"Team fact {i}: the build of service s{i} runs at {i}:00", user="al")
         source.add("Al said the release is on Friday", user="al", session="s1")
-        source._call(source.service.save_user("al", identifiers={"email": "al@example.com"}))
-        source._call(source.service.save_entity("Friday Release"))
+        source._call(
+            source.service.records.save_user("al", identifiers={"email": "al@example.com"})
+        )
+        source._call(source.service.records.save_entity("Friday Release"))
         source.flush()
         source.export(str(export))
         stored = source.count(namespace="default")
@@ -141,8 +143,8 @@ def test_one_file_imported_at_once_lands_once(db_path: str, tmp_path: Path) -> N
     ]
     with _memory(db_path) as mem:
         assert mem.count(namespace="team") == stored
-        assert mem._call(mem.service.count_users(namespace="team")) == 1
-        assert mem._call(mem.service.count_entities(namespace="team")) == 1
+        assert mem._call(mem.service.records.count_users(namespace="team")) == 1
+        assert mem._call(mem.service.records.count_entities(namespace="team")) == 1
 
 
 def test_a_user_forgotten_while_their_turns_arrive_leaves_no_word_behind(db_path: str) -> None:

@@ -16,5 +16,5 @@ from memloci.providers.fake import FakeEmbedder
 
 if __name__ == "__main__":
     mem = Memory(sys.argv[1], embedder=FakeEmbedder(), consolidate_on_session_switch=False)
-    mem.service.extractor = SlowRules(delay=600)
-    mem._call(mem.service.maintain())
+    mem.service.consolidation.extractor = SlowRules(delay=600)
+    mem._call(mem.service.consolidation.maintain())

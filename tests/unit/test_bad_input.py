@@ -43,7 +43,7 @@ def keeps_working(mem: Memory, tmp_path: Path) -> None:
 @pytest.fixture
 def seeded(mem: Memory) -> Memory:
     mem.remember("The user keeps bees in the garden", user="u1")
-    asyncio.run(mem.service.save_user("u1", display_name="Uma"))
+    asyncio.run(mem.service.records.save_user("u1", display_name="Uma"))
     return mem
 
 
@@ -57,11 +57,13 @@ def cases(mem: Memory) -> dict[str, Callable[[], object]]:
         "fact value 999": lambda: mem.remember("a valid fact text", value=deep(999)),
         "fact value list": lambda: mem.remember("a valid fact text", value=[[[deep(40)]]]),
         "update metadata": lambda: mem.update(fid, metadata=deep(500)),
-        "preferences 999": lambda: asyncio.run(svc.save_user("u1", preferences=deep(999))),
-        "new user prefs": lambda: asyncio.run(svc.save_user("u2", preferences=deep(300))),
+        "preferences 999": lambda: asyncio.run(svc.records.save_user("u1", preferences=deep(999))),
+        "new user prefs": lambda: asyncio.run(svc.records.save_user("u2", preferences=deep(300))),
         "triggers": lambda: mem.learn_procedure("a valid procedure", triggers=deep(300)),
         "thread metadata": lambda: asyncio.run(
-            svc.append_messages("t1", [{"role": "user", "content": "hi", "metadata": deep(300)}])
+            svc.records.append_messages(
+                "t1", [{"role": "user", "content": "hi", "metadata": deep(300)}]
+            )
         ),
         # item 8: lone surrogates
         "turn": lambda: mem.add(BAD, user="u1"),
@@ -80,12 +82,12 @@ def cases(mem: Memory) -> dict[str, Callable[[], object]]:
         "query": lambda: mem.search(BAD),
         "context": lambda: mem.context(BAD),
         "user filter": lambda: mem.list(user=BAD),
-        "display name": lambda: asyncio.run(svc.save_user("u1", display_name=BAD)),
-        "identifier": lambda: asyncio.run(svc.save_user("u1", identifiers={"email": BAD})),
+        "display name": lambda: asyncio.run(svc.records.save_user("u1", display_name=BAD)),
+        "identifier": lambda: asyncio.run(svc.records.save_user("u1", identifiers={"email": BAD})),
         "thread message": lambda: asyncio.run(
-            svc.append_messages("t1", [{"role": "user", "content": BAD}])
+            svc.records.append_messages("t1", [{"role": "user", "content": BAD}])
         ),
-        "entity": lambda: asyncio.run(svc.save_entity(BAD)),
+        "entity": lambda: asyncio.run(svc.records.save_entity(BAD)),
         # item 8: past 64 bits / past the calendar
         "offset": lambda: mem.list(offset=10**20),
         "limit": lambda: mem.list(limit=10**20),

@@ -40,18 +40,18 @@ def live(make_memory: MakeMemory) -> Memory:
 @both_backends
 def test_rules_turn_a_session_into_facts_with_provenance(mem: Memory) -> None:
     eps = turns(mem, "s1", "Alec is my boss by the way", "I prefer tea over coffee")
-    report = mem._call(mem.service.consolidate("s1"))
+    report = mem._call(mem.service.consolidation.consolidate("s1"))
     assert report.sessions == ["s1"] and report.extractor == "rules"
     assert report.episodes == 2 and len(report.created) == 2 and not report.failed
     facts = {n.content: n for n in mem.list(user="sam", type=["semantic", "opinion"])}
     boss = facts["Alec is the user's boss"]
     assert boss.type is NodeType.SEMANTIC and boss.user == "sam" and boss.session == "s1"
-    why = mem._call(mem.service.explain(boss.id))
+    why = mem._call(mem.service.records.explain(boss.id))
     assert [s.id for s in why.sources] == [eps[0].id]  # derived_from: fact → episode
     assert [e.canonical_name for e in why.entities] == ["Alec"]
     derived = [e for e in why.edges if e.relation is EdgeType.DERIVED_FROM]
     assert [(e.source_id, e.target_id) for e in derived] == [(boss.id, eps[0].id)]
-    info = mem._call(mem.service.entity_info("alec"))  # the episode is linked too
+    info = mem._call(mem.service.records.entity_info("alec"))  # the episode is linked too
     assert {m.id for m in info.memories} == {boss.id, eps[0].id}
     assert mem.stats().pending_sessions == 0
     assert mem.get(eps[0].id).consolidated_at is not None
@@ -60,12 +60,12 @@ def test_rules_turn_a_session_into_facts_with_provenance(mem: Memory) -> None:
 @both_backends
 def test_consolidating_twice_creates_nothing_new(mem: Memory) -> None:
     turns(mem, "s1", "Alec is my boss by the way", "I work at Solara")
-    first = mem._call(mem.service.consolidate())
+    first = mem._call(mem.service.consolidation.consolidate())
     assert first.sessions == ["s1"] and first.created
     before = counts(mem)
-    again = mem._call(mem.service.consolidate())
+    again = mem._call(mem.service.consolidation.consolidate())
     assert again.sessions == [] and again.created == []
-    explicit = mem._call(mem.service.consolidate("s1"))
+    explicit = mem._call(mem.service.consolidation.consolidate("s1"))
     assert explicit.skipped == ["s1"] and explicit.created == []
     assert counts(mem) == before
 
@@ -73,9 +73,9 @@ def test_consolidating_twice_creates_nothing_new(mem: Memory) -> None:
 @both_backends
 def test_new_turns_in_a_consolidated_session_are_consolidated_alone(mem: Memory) -> None:
     turns(mem, "s1", "Alec is my boss by the way")
-    mem._call(mem.service.consolidate("s1"))
+    mem._call(mem.service.consolidation.consolidate("s1"))
     turns(mem, "s1", "I prefer green tea")
-    report = mem._call(mem.service.consolidate("s1"))
+    report = mem._call(mem.service.consolidation.consolidate("s1"))
     assert report.episodes == 1 and len(report.created) == 1
 
 
@@ -83,10 +83,12 @@ def test_duplicate_fact_confirms_the_known_one(mem: Memory) -> None:
     known = mem.remember("User prefers tea over coffee", user="sam", type="opinion").memory
     turns(mem, "s1", "I prefer tea over coffee")
     again = fact("user prefers tea  over coffee", type="opinion")  # case, spaces folded
-    report = mem._call(mem.service.consolidate("s1", extractor=Scripted({"s1": [again]})))
+    report = mem._call(
+        mem.service.consolidation.consolidate("s1", extractor=Scripted({"s1": [again]}))
+    )
     assert report.created == [] and report.confirmed == 1
     assert mem.get(known.id).times_confirmed == 1
-    assert mem._call(mem.service.explain(known.id)).sources  # provenance added
+    assert mem._call(mem.service.records.explain(known.id)).sources  # provenance added
 
 
 # ---------------------------------------------------------------------- conflicts
@@ -99,10 +101,10 @@ def test_a_changed_key_supersedes_the_old_fact_and_keeps_both(mem: Memory) -> No
         {"s1": [fact(old_text, key="sarah_team", subject="Sarah")],
          "s2": [fact(new_text, key="sarah_team", subject="Sarah")]}
     )  # fmt: skip
-    mem._call(mem.service.consolidate("s1", extractor=script))
+    mem._call(mem.service.consolidation.consolidate("s1", extractor=script))
     old = mem.lookup("sarah_team", user="sam")
     assert old is not None and old.content == old_text
-    report = mem._call(mem.service.consolidate("s2", extractor=script))
+    report = mem._call(mem.service.consolidation.consolidate("s2", extractor=script))
     assert report.superseded == [old.id] and len(report.created) == 1
     new = mem.lookup("sarah_team", user="sam")
     assert new is not None and new.content == new_text and new.id != old.id
@@ -111,9 +113,9 @@ def test_a_changed_key_supersedes_the_old_fact_and_keeps_both(mem: Memory) -> No
     assert current == [new_text]
     every = [n.content for n in mem.list(user="sam", type="semantic", include_forgotten=True)]
     assert sorted(every) == sorted([old_text, new_text])
-    why = mem._call(mem.service.explain(new.id))
+    why = mem._call(mem.service.records.explain(new.id))
     assert [n.id for n in why.supersedes] == [old.id]
-    assert mem._call(mem.service.explain(old.id)).superseded_by.id == new.id  # type: ignore[union-attr]
+    assert mem._call(mem.service.records.explain(old.id)).superseded_by.id == new.id  # type: ignore[union-attr]
 
 
 def test_a_flagged_correction_supersedes_the_same_subject(mem: Memory) -> None:
@@ -121,7 +123,9 @@ def test_a_flagged_correction_supersedes_the_same_subject(mem: Memory) -> None:
                        category="person").memory  # fmt: skip
     turns(mem, "s1", "Actually Sarah is in Design now")
     fixed = fact("Sarah works on the Design team", subject="Sarah", fact_type="correction")
-    report = mem._call(mem.service.consolidate("s1", extractor=Scripted({"s1": [fixed]})))
+    report = mem._call(
+        mem.service.consolidation.consolidate("s1", extractor=Scripted({"s1": [fixed]}))
+    )
     assert report.superseded == [old.id]
     assert mem.get(old.id).valid_until is not None
     assert [n.content for n in mem.list(user="sam")] == [
@@ -134,7 +138,7 @@ def test_two_values_for_one_key_in_one_batch_end_with_the_last(mem: Memory) -> N
     turns(mem, "s1", "I live in Paris", "no wait, I moved to Berlin")
     script = Scripted({"s1": [fact("User lives in Paris", key="home_city"),
                               fact("User lives in Berlin", key="home_city")]})  # fmt: skip
-    report = mem._call(mem.service.consolidate("s1", extractor=script))
+    report = mem._call(mem.service.consolidation.consolidate("s1", extractor=script))
     assert len(report.created) == 2 and len(report.superseded) == 1
     found = mem.lookup("home_city", user="sam")
     assert found is not None and found.content == "User lives in Berlin"
@@ -144,7 +148,7 @@ def test_procedures_and_opinions_keep_their_type(mem: Memory) -> None:
     turns(mem, "s1", "From now on, always answer in French")
     script = Scripted({"s1": [fact("Always answer in French", type="procedural"),
                               fact("User likes French", type="opinion")]})  # fmt: skip
-    mem._call(mem.service.consolidate("s1", extractor=script))
+    mem._call(mem.service.consolidation.consolidate("s1", extractor=script))
     (proc,) = mem.list(type="procedural")
     assert proc.procedure is not None and proc.user == "sam"
     assert [n.content for n in mem.list(type="opinion")] == ["User likes French"]
@@ -169,14 +173,14 @@ def test_a_malformed_llm_reply_changes_nothing(mem: Memory, reply: str) -> None:
     eps = turns(mem, "s1", "Alec is my boss by the way", "I prefer tea over coffee")
     before = counts(mem)
     llm = GarbageLLM(reply)
-    report = mem._call(mem.service.consolidate("s1", extractor=LLMExtractor(llm)))
+    report = mem._call(mem.service.consolidation.consolidate("s1", extractor=LLMExtractor(llm)))
     assert llm.calls >= 1
     assert report.failed and "s1" in report.failed and report.sessions == []
     assert counts(mem) == before
     assert all(mem.get(e.id).consolidated_at is None for e in eps)
-    assert [p.session for p in mem._call(mem.service.pending_sessions())] == ["s1"]
+    assert [p.session for p in mem._call(mem.service.consolidation.pending_sessions())] == ["s1"]
     # the rules still work afterwards: nothing was half-written
-    assert mem._call(mem.service.consolidate("s1")).sessions == ["s1"]
+    assert mem._call(mem.service.consolidation.consolidate("s1")).sessions == ["s1"]
 
 
 @both_backends
@@ -190,7 +194,7 @@ def test_a_store_error_mid_transaction_rolls_everything_back(
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(mem.service.store, "link_entities", broken)
-    report = mem._call(mem.service.consolidate("s1"))
+    report = mem._call(mem.service.consolidation.consolidate("s1"))
     assert report.failed == {"s1": "disk full"}
     assert counts(mem) == before and mem.stats().pending_sessions == 1
 
@@ -204,7 +208,7 @@ def test_an_extractor_that_raises_leaves_the_session_pending(mem: Memory) -> Non
         def extract(self, episodes: Sequence[MemoryNode], *, known: Any = ()) -> Extraction:
             raise ValueError("model went away")
 
-    report = mem._call(mem.service.consolidate(extractor=Broken()))
+    report = mem._call(mem.service.consolidation.consolidate(extractor=Broken()))
     assert report.failed == {"s1": "model went away"} and mem.stats().pending_sessions == 1
 
 
@@ -213,7 +217,7 @@ def test_invalid_facts_are_rejected_and_the_rest_stored(mem: Memory) -> None:
     bad = ExtractedFact.model_construct(content="x", type="semantic", category="general",
                                         confidence=0.5, source_ids=[], entities=[])  # fmt: skip
     script = Scripted({"s1": [bad, fact("User says hello a lot")]})
-    report = mem._call(mem.service.consolidate("s1", extractor=script))
+    report = mem._call(mem.service.consolidation.consolidate("s1", extractor=script))
     assert report.rejected == 1 and len(report.created) == 1
 
 
@@ -236,7 +240,7 @@ def test_entity_resolution_merges_sarah_variants(mem: Memory) -> None:
         third = later.resolve("sarah")
         fourth = later.resolve("SARAH K")
     assert first.id == second.id == third.id == fourth.id
-    (entity,) = mem._call(mem.service.list_entities())
+    (entity,) = mem._call(mem.service.records.list_entities())
     assert entity.canonical_name == "Sarah" and entity.aliases == ["Sarah K."]
     assert entity.mention_count == 4 and entity.type is EntityType.PERSON
 
@@ -283,7 +287,7 @@ def test_embedding_similarity_resolves_names_of_the_same_type(make_memory: MakeM
         same = second.resolve("Acme Corporation", EntityType.ORGANIZATION)
         other_type = second.resolve("Acme HQ", EntityType.PLACE)  # same vector, other type
     assert same.id == acme.id and other_type.id != acme.id
-    assert "Acme Corporation" in m._call(m.service.get_entity(acme.id)).aliases
+    assert "Acme Corporation" in m._call(m.service.records.get_entity(acme.id)).aliases
 
 
 class OtherNameEmbedder(NameEmbedder):
@@ -321,11 +325,13 @@ def test_consolidation_resolves_entities_across_sessions(mem: Memory) -> None:
         "s2": [fact("Sarah K. sent the report", entities=["Sarah K."])],
         "s3": [fact("User thinks Sarah is great", type="opinion", entities=["sarah"])],
     }, entity_type="person")  # fmt: skip
-    report = mem._call(mem.service.consolidate(extractor=script))
+    report = mem._call(mem.service.consolidation.consolidate(extractor=script))
     assert report.sessions == ["s1", "s2", "s3"] and report.entities_created == 1
-    (sarah,) = mem._call(mem.service.list_entities())
+    (sarah,) = mem._call(mem.service.records.list_entities())
     assert sarah.mention_count == 3 and sarah.aliases == ["Sarah K."]
-    assert len(mem._call(mem.service.entity_info(sarah.id)).memories) == 6  # 3 facts, 3 turns
+    assert (
+        len(mem._call(mem.service.records.entity_info(sarah.id)).memories) == 6
+    )  # 3 facts, 3 turns
 
 
 # ---------------------------------------------------------------------- triggers
@@ -333,9 +339,9 @@ def test_a_new_session_consolidates_the_previous_one_in_the_background(live: Mem
     turns(live, "s1", "Alec is my boss by the way")
     assert live.list(type="semantic") == []
     turns(live, "s2", "Good morning")
-    assert live.service.wait_for_consolidation(10)
+    assert live.service.consolidation.wait_for_consolidation(10)
     assert [n.content for n in live.list(type="semantic")] == ["Alec is the user's boss"]
-    assert [p.session for p in live._call(live.service.pending_sessions())] == ["s2"]
+    assert [p.session for p in live._call(live.service.consolidation.pending_sessions())] == ["s2"]
 
 
 def test_a_new_process_on_the_same_file_consolidates_the_last_session(
@@ -346,7 +352,7 @@ def test_a_new_process_on_the_same_file_consolidates_the_last_session(
     first.close()
     second = make_memory()
     turns(second, "s2", "Hello again")
-    assert second.service.wait_for_consolidation(10)
+    assert second.service.consolidation.wait_for_consolidation(10)
     assert [n.content for n in second.list(type="opinion")] == ["User prefers tea over coffee"]
 
 
@@ -354,8 +360,8 @@ def test_other_users_sessions_are_left_alone(live: Memory) -> None:
     turns(live, "a1", "Alec is my boss by the way", user="ann")
     turns(live, "s1", "Hello", user="sam")
     turns(live, "s2", "Hello again", user="sam")
-    assert live.service.wait_for_consolidation(10)
-    pending = sorted(p.session for p in live._call(live.service.pending_sessions()))
+    assert live.service.consolidation.wait_for_consolidation(10)
+    pending = sorted(p.session for p in live._call(live.service.consolidation.pending_sessions()))
     assert pending == ["a1", "s2"]
 
 
@@ -364,11 +370,11 @@ def test_background_consolidation_waits_while_a_search_runs(live: Memory) -> Non
     after each database call: the session waits until searches pause."""
     svc = live.service
     turns(live, "s1", "Alec is my boss by the way")
-    with svc._foreground():  # a search is running for as long as this block lasts
+    with svc.consolidation.foreground():  # a search is running for as long as this block lasts
         turns(live, "s2", "Good morning")
-        assert not svc.wait_for_consolidation(1.0)  # held back, not lost
+        assert not svc.consolidation.wait_for_consolidation(1.0)  # held back, not lost
         assert live.list(type="semantic") == []
-    assert svc.wait_for_consolidation(10)
+    assert svc.consolidation.wait_for_consolidation(10)
     assert [n.content for n in live.list(type="semantic")] == ["Alec is the user's boss"]
 
 
@@ -376,7 +382,7 @@ def test_the_switch_trigger_can_be_turned_off(make_memory: MakeMemory) -> None:
     m = make_memory(consolidate_on_session_switch=False)
     turns(m, "s1", "Alec is my boss by the way")
     turns(m, "s2", "Hello")
-    assert m.service.wait_for_consolidation(10)
+    assert m.service.consolidation.wait_for_consolidation(10)
     assert m.stats().pending_sessions == 2 and m.list(type="semantic") == []
 
 
@@ -397,14 +403,14 @@ def test_the_hot_path_records_a_session_once(live: Memory, monkeypatch: pytest.M
 
 def test_end_session_consolidates_it_now(mem: Memory) -> None:
     turns(mem, "s1", "Alec is my boss by the way")
-    report = mem._call(mem.service.end_session("s1"))
+    report = mem._call(mem.service.consolidation.end_session("s1"))
     assert report.sessions == ["s1"] and len(report.created) == 1
 
 
 def test_consolidation_respects_the_fact_cap(make_memory: MakeMemory) -> None:
     m = make_memory(max_memories=1)
     turns(m, "s1", "Alec is my boss by the way", "I prefer tea over coffee")
-    m._call(m.service.consolidate("s1"))
+    m._call(m.service.consolidation.consolidate("s1"))
     assert m.count(type=["semantic", "opinion"]) == 1
 
 
@@ -414,7 +420,7 @@ def test_cli_memory_consolidate(tmp_path: Path) -> None:
     with Memory(db, embedder="fake") as m:
         turns(m, "s1", "Alec is my boss by the way")
         turns(m, "s2", "I prefer tea over coffee", user="ann")
-        m.service.wait_for_consolidation(10)
+        m.service.consolidation.wait_for_consolidation(10)
     runner = CliRunner()
     base = ["--db", db, "--embedder", "fake"]
     result = runner.invoke(app, ["memory", "consolidate", "--user", "sam", "--json", *base])
@@ -431,7 +437,7 @@ def test_cli_memory_consolidate(tmp_path: Path) -> None:
 def test_fact_types_survive(mem: Memory) -> None:
     turns(mem, "s1", "hello there")
     item = fact("User is a night owl", fact_type="self_knowledge")
-    mem._call(mem.service.consolidate("s1", extractor=Scripted({"s1": [item]})))
+    mem._call(mem.service.consolidation.consolidate("s1", extractor=Scripted({"s1": [item]})))
     (node,) = mem.list(type="semantic")
     assert node.fact_type is FactType.SELF_KNOWLEDGE and node.source_type.value == "consolidation"
     assert node.metadata == {"source": "consolidation"}  # reference 004
@@ -441,8 +447,8 @@ def test_fact_types_survive(mem: Memory) -> None:
 def test_extracted_entities_without_facts_are_ignored(mem: Memory) -> None:
     turns(mem, "s1", "hello there")
     script = Scripted({"s1": []}, extra_entities=[ExtractedEntity(name="Nobody")])
-    mem._call(mem.service.consolidate("s1", extractor=script))
-    assert mem._call(mem.service.list_entities()) == []
+    mem._call(mem.service.consolidation.consolidate("s1", extractor=script))
+    assert mem._call(mem.service.records.list_entities()) == []
 
 
 # ---------------------------------------------------------------------- owners
@@ -468,13 +474,13 @@ def test_users_sharing_a_session_id_are_consolidated_apart(mem: Memory) -> None:
     turns(mem, "s1", "hello there", user="bo")
     turns(mem, "s1", "I like tea", user="ana")
     script = Recording({"s1": [fact("User's pin is 4321")]})
-    mem._call(mem.service.consolidate("s1", extractor=script))
+    mem._call(mem.service.consolidation.consolidate("s1", extractor=script))
     assert [sorted({e.user or "" for e in call}) for call in script.seen] == [["ana"], ["bo"]]
     assert [len(call) for call in script.seen] == [2, 1]
     # the scripted fact is written once per owner, each from that owner's turns only
     facts = {n.user: n for n in mem.list(type="semantic", limit=10)}
     assert set(facts) == {"ana", "bo"}
     for user, node in facts.items():
-        sources = mem._call(mem.service.explain(node.id)).sources
+        sources = mem._call(mem.service.records.explain(node.id)).sources
         assert sources and {s.user for s in sources} == {user}
     assert all(e.consolidated_at is not None for e in mem.list(type="episodic", limit=10))

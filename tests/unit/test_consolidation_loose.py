@@ -38,22 +38,22 @@ def facts(m: Memory, user: str) -> list[str]:
 def test_turns_without_a_session_become_facts_of_their_owner(mem: Memory) -> None:
     ids = said(mem, "Alec is my boss by the way", "I prefer tea over coffee")
     said(mem, "I work at Solara", user="ann")
-    pending = mem._call(mem.service.pending_sessions())
+    pending = mem._call(mem.service.consolidation.pending_sessions())
     assert [(p.session, p.user, p.episodes) for p in pending] == [
         (None, "sam", 2), (None, "ann", 1),
     ]  # fmt: skip
     assert mem.stats().pending_sessions == 2
-    report = mem._call(mem.service.consolidate(user="sam"))
+    report = mem._call(mem.service.consolidation.consolidate(user="sam"))
     assert report.sessions == ["(no session: user sam)"] and report.episodes == 2
     assert facts(mem, "sam") == ["Alec is the user's boss", "User prefers tea over coffee"]
     assert facts(mem, "ann") == []  # another user's turns wait for their own run
     boss = next(n for n in mem.list(user="sam", type="semantic"))
     assert boss.session is None
-    why = mem._call(mem.service.explain(boss.id))
+    why = mem._call(mem.service.records.explain(boss.id))
     assert [s.id for s in why.sources] == [ids[0]]
-    again = mem._call(mem.service.consolidate(user="sam"))
+    again = mem._call(mem.service.consolidation.consolidate(user="sam"))
     assert again.sessions == [] and again.created == []
-    mem._call(mem.service.consolidate())
+    mem._call(mem.service.consolidation.consolidate())
     assert facts(mem, "ann") == ["User works at Solara"]
     assert mem.stats().pending_sessions == 0
 
@@ -61,26 +61,26 @@ def test_turns_without_a_session_become_facts_of_their_owner(mem: Memory) -> Non
 @both_backends
 def test_new_turns_without_a_session_are_consolidated_alone(mem: Memory) -> None:
     said(mem, "Alec is my boss by the way")
-    mem._call(mem.service.consolidate())
+    mem._call(mem.service.consolidation.consolidate())
     said(mem, "I prefer green tea")
-    report = mem._call(mem.service.consolidate())
+    report = mem._call(mem.service.consolidation.consolidate())
     assert report.episodes == 1 and len(report.created) == 1
 
 
 def test_without_session_leaves_sessions_pending(mem: Memory) -> None:
     mem.add("I prefer tea over coffee", user="sam", session="s1", role="user")
     said(mem, "Alec is my boss by the way")
-    report = mem._call(mem.service.consolidate(without_session=True))
+    report = mem._call(mem.service.consolidation.consolidate(without_session=True))
     assert report.sessions == ["(no session: user sam)"]
-    assert [p.session for p in mem._call(mem.service.pending_sessions())] == ["s1"]
+    assert [p.session for p in mem._call(mem.service.consolidation.pending_sessions())] == ["s1"]
     with pytest.raises(ValidationError, match="not both"):
-        mem._call(mem.service.consolidate("s1", without_session=True))
-    assert [p.session for p in mem._call(mem.service.pending_sessions())] == ["s1"]
+        mem._call(mem.service.consolidation.consolidate("s1", without_session=True))
+    assert [p.session for p in mem._call(mem.service.consolidation.pending_sessions())] == ["s1"]
 
 
 def test_maintenance_consolidates_turns_without_a_session(mem: Memory) -> None:
     said(mem, "Alec is my boss by the way")
-    report = mem._call(mem.service.maintain())
+    report = mem._call(mem.service.consolidation.maintain())
     assert report.sessions_consolidated == 1 and report.facts_created == 1
     assert facts(mem, "sam") == ["Alec is the user's boss"]
 
@@ -94,9 +94,9 @@ def test_a_new_session_leaves_them_for_consolidate_or_maintenance(
     said(live, "Alec is my boss by the way")
     live.add("I prefer tea over coffee", user="sam", session="s1", role="user")
     live.add("Good morning", user="sam", session="s2", role="user")
-    assert live.service.wait_for_consolidation(10)
+    assert live.service.consolidation.wait_for_consolidation(10)
     assert facts(live, "sam") == ["User prefers tea over coffee"]
-    pending = live._call(live.service.pending_sessions())
+    pending = live._call(live.service.consolidation.pending_sessions())
     assert [(p.session, p.user) for p in pending] == [(None, "sam"), ("s2", "sam")]
 
 
@@ -107,7 +107,7 @@ def test_two_runs_at_once_consolidate_each_turn_once(mem: Memory) -> None:
 
     def run() -> None:
         start.wait()
-        reports.append(mem._call(mem.service.consolidate(without_session=True)))
+        reports.append(mem._call(mem.service.consolidation.consolidate(without_session=True)))
 
     threads = [threading.Thread(target=run) for _ in range(2)]
     for t in threads:

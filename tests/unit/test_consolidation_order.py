@@ -26,7 +26,7 @@ def _moved(mem: Memory) -> None:
         "I live in Porto now", user="u", session="s2", speaker="user",
         event_time=later + timedelta(minutes=1),
     )  # fmt: skip
-    mem._call(mem.service.consolidate("s2"))
+    mem._call(mem.service.consolidation.consolidate("s2"))
 
 
 @both_backends
@@ -37,9 +37,9 @@ def test_an_older_statement_consolidated_late_is_history(make_memory: MakeMemory
     porto = mem.list(user="u", type="semantic")
     assert [n.content for n in porto] == ["User lives in Porto"]
     if how == "consolidate":
-        report = mem._call(mem.service.consolidate("s1"))
+        report = mem._call(mem.service.consolidation.consolidate("s1"))
     else:
-        mem._call(mem.service.maintain())
+        mem._call(mem.service.consolidation.maintain())
         report = None
     current = mem.list(user="u", type="semantic")
     assert [n.id for n in current] == [porto[0].id]  # Porto stays the current fact
@@ -51,11 +51,11 @@ def test_an_older_statement_consolidated_late_is_history(make_memory: MakeMemory
     assert lisbon[0].valid_until == porto[0].valid_from  # true until the move
     if report is not None:
         assert report.superseded == [lisbon[0].id] and report.created == [lisbon[0].id]
-    edges = mem._call(mem.service.explain(porto[0].id)).edges
+    edges = mem._call(mem.service.records.explain(porto[0].id)).edges
     superseded = {e.target_id for e in edges if e.relation is EdgeType.SUPERSEDES}
     assert lisbon[0].id in superseded  # Porto → Lisbon, as if said in order
     flt = mem.service.filter(user="u", type="semantic", as_of=T0 + timedelta(hours=12))
-    then = mem._call(mem.service.list_nodes(flt))
+    then = mem._call(mem.service.memories.list_nodes(flt))
     assert [n.content for n in then] == ["User lives in Lisbon"]
 
 
@@ -63,9 +63,9 @@ def test_an_older_statement_consolidated_late_is_history(make_memory: MakeMemory
 def test_a_newer_statement_still_supersedes(make_memory: MakeMemory) -> None:
     mem = make_memory(consolidate_on_session_switch=False)
     mem.add("I live in Lisbon", user="u", session="s1", speaker="user", event_time=T0)
-    mem._call(mem.service.consolidate("s1"))
+    mem._call(mem.service.consolidation.consolidate("s1"))
     later = T0 + timedelta(days=2)
     mem.add("I live in Porto now", user="u", session="s2", speaker="user", event_time=later)
-    report = mem._call(mem.service.consolidate("s2"))
+    report = mem._call(mem.service.consolidation.consolidate("s2"))
     assert [n.content for n in mem.list(user="u", type="semantic")] == ["User lives in Porto"]
     assert len(report.superseded) == 1 and len(report.created) == 1

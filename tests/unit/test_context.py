@@ -61,7 +61,8 @@ def test_procedures_come_first_as_standing_instructions(mem: Memory) -> None:
     text = mem.context()
     assert text.startswith("## Learned Procedures and Policies")
     head, _, tail = text.partition("## Your Memory")
-    assert f"- [id:{ids['proc']}] Always answer in British English" in head
+    # reference 004's line, with the handle at the end for record_procedure_use
+    assert f"- [procedure] Always answer in British English [id:{ids['proc']}]" in head
     assert ids["proc"] not in tail
 
 
@@ -70,6 +71,30 @@ def test_at_most_twenty_procedures(mem: Memory) -> None:
         mem.learn_procedure(f"Procedure {WORDS[i]}: always do step {i}")
     head = mem.context(budget=5000).partition("## Your Memory")[0]
     assert len(HANDLE.findall(head)) == 20
+
+
+def test_twenty_standing_instructions_fit_the_default_budget_with_a_prompt(mem: Memory) -> None:
+    """Reference 004: up to 20 of the most recent procedures, as ``- [category] text``
+    lines; they take up to half the budget, beside "Your Memory"'s share."""
+    rules = [
+        ("deployment", "Always run tests before deploying to production"),
+        ("code_review", "Check for SQL injection in any database queries"),
+        ("communication", "Summarize changes in bullet points for the user"),
+    ]
+    for i in range(22):
+        category, text = rules[i % 3]
+        mem.learn_procedure(f"{text}, rule {WORDS[i]}", category=category)
+    mem.remember("The user likes green tea", category="preference")
+    mem.flush()
+    text = mem.context("what tea does the user like?")  # the default budget, 1000
+    assert estimate_tokens(text) <= 1000
+    head, _, rest = text.partition("## Your Memory")
+    lines = [ln for ln in head.splitlines() if ln.startswith("- ")]
+    assert len(lines) == 20
+    line = re.compile(r"- \[(deployment|code_review|communication)\] .+ \[id:\w{8}\]")
+    assert all(line.fullmatch(ln) for ln in lines), lines
+    assert "rule " + WORDS[0] not in head and "rule " + WORDS[21] in head  # the 20 newest
+    assert "green tea" in rest
 
 
 def test_relevant_conversation_comes_after_the_cacheable_part(mem: Memory) -> None:
@@ -226,7 +251,7 @@ def test_cacheable_part_is_stable_far_over_the_budget(make_memory, db_path: str)
         mem.search(query)  # reads reinforce confidence: not part of the block
     mem.flush()
     assert cacheable(mem.context("tell me about Alec")) == base
-    mem._call(mem.service.maintain(now=utcnow() + timedelta(days=30)))  # decay
+    mem._call(mem.service.consolidation.maintain(now=utcnow() + timedelta(days=30)))  # decay
     assert cacheable(mem.context("Python details")) == base
     mem.close()
     assert cacheable(make_memory(db_path).context("tell me about Alec")) == base

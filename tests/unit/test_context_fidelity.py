@@ -31,11 +31,11 @@ def test_a_shared_entity_shows_only_what_this_user_said_of_it(mem: Memory) -> No
     mem.add("Remember that Sarah Kowalski is my divorce lawyer", user="bob", session="b1")
     mem.consolidate()
     mem.flush()
-    (sarah,) = mem._call(mem.service.list_entities())
+    (sarah,) = mem._call(mem.service.records.list_entities())
     assert "Sarah Kowalski" in [sarah.canonical_name, *sarah.aliases]  # one entity, shared
     # maintenance wrote a summary from every user's facts (as enrichment does)
     mem._call(
-        mem.service.save_entity(
+        mem.service.records.save_entity(
             sarah.canonical_name, entity_id=sarah.id, summary="Bob's divorce lawyer"
         )
     )
@@ -55,8 +55,12 @@ def test_a_shared_entity_hides_what_another_user_said_even_once_forgotten(mem: M
     mem.flush()
     for node in mem.list(user="bob"):  # his turn and the fact drawn from it
         mem.forget(node.id)
-    (sarah,) = mem._call(mem.service.list_entities())
-    mem._call(mem.service.save_entity(sarah.canonical_name, entity_id=sarah.id, summary="A lawyer"))
+    (sarah,) = mem._call(mem.service.records.list_entities())
+    mem._call(
+        mem.service.records.save_entity(
+            sarah.canonical_name, entity_id=sarah.id, summary="A lawyer"
+        )
+    )
     alice = mem.context("who is Sarah?", user="alice", budget=2000)
     assert "climbing partner" in _section(alice, "## People and Things")
     for secret in ("Kowalski", "lawyer"):
@@ -67,8 +71,10 @@ def test_an_entity_only_this_user_mentions_keeps_its_summary(mem: Memory) -> Non
     mem.add("Remember that Sarah is my climbing partner", user="alice", session="a1")
     mem.consolidate()
     mem.flush()
-    (sarah,) = mem._call(mem.service.list_entities())
-    mem._call(mem.service.save_entity("Sarah", entity_id=sarah.id, summary="Climbs on Sundays"))
+    (sarah,) = mem._call(mem.service.records.list_entities())
+    mem._call(
+        mem.service.records.save_entity("Sarah", entity_id=sarah.id, summary="Climbs on Sundays")
+    )
     people = _section(mem.context("who is Sarah?", user="alice", budget=2000), "## People")
     assert "Climbs on Sundays" in people
 
@@ -82,7 +88,7 @@ def test_a_long_standing_instruction_does_not_hide_the_short_ones(mem: Memory, b
     text = mem.context(budget=budget)
     assert estimate_tokens(text) <= budget
     head = text.partition("## Your Memory")[0]
-    assert f"[id:{short.memory.id}] Always answer in British English" in head
+    assert f"- [b_style] Always answer in British English [id:{short.memory.id}]" in head
 
 
 def test_the_newest_standing_instructions_are_kept_when_not_all_fit(mem: Memory) -> None:

@@ -36,9 +36,9 @@ def seed(mem: Memory) -> dict[str, str]:
     ]
     fact = mem.remember("Sarah is the user's climbing partner", category="person", user="sam")
     svc = mem.service
-    sarah = mem._call(svc.save_entity("Sarah", type="person", summary="Climbing partner"))
-    mem._call(svc.link_entities(ids[1], [sarah.id]))
-    mem._call(svc.link_entities(fact.memory.id, [sarah.id]))
+    sarah = mem._call(svc.records.save_entity("Sarah", type="person", summary="Climbing partner"))
+    mem._call(svc.records.link_entities(ids[1], [sarah.id]))
+    mem._call(svc.records.link_entities(fact.memory.id, [sarah.id]))
     mem.flush()
     return {"fact": fact.memory.id, "ferry": ids[1], "first": ids[0], "sarah": sarah.id}
 

@@ -12,13 +12,13 @@ from typing import Any, TypeVar
 import pytest
 
 from memloci import Memory
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import ThreadMessage, utcnow
 from memloci.providers.fake import FakeEmbedder
 from memloci.runtime import ConversationMemory, llm_summarizer, thread_id
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ def talk(c: ConversationMemory, *turns: str) -> None:
 
 
 def stored(service: MemoryService, c: ConversationMemory) -> list[ThreadMessage]:
-    return run(service.get_thread(c.thread_id)).messages
+    return run(service.records.get_thread(c.thread_id)).messages
 
 
 def contents(messages: Sequence[ThreadMessage]) -> list[str]:
@@ -91,7 +91,7 @@ def test_every_turn_is_checkpointed_with_its_session(service: MemoryService) -> 
     for i, text in enumerate(["hi", "hello", "how are you?"]):
         assert run(c.record("user" if i % 2 == 0 else "assistant", text))
         assert contents(stored(service, c)) == ["hi", "hello", "how are you?"][: i + 1]
-    thread = run(service.get_thread(c.thread_id))
+    thread = run(service.records.get_thread(c.thread_id))
     assert (thread.user, thread.agent) == ("telegram:1", "bot")
     assert {m.metadata["session"] for m in thread.messages} == {session}
 
@@ -263,7 +263,7 @@ def test_old_sessions_are_pruned_to_max_sessions(service: MemoryService) -> None
     one = conv(service, max_sessions=1)
     run(one.start())  # keeps no old session: the thread goes
     with pytest.raises(NotFoundError):
-        run(service.get_thread(one.thread_id))
+        run(service.records.get_thread(one.thread_id))
 
 
 def test_end_prunes_after_max_sessions_shrinks(service: MemoryService) -> None:
@@ -293,13 +293,13 @@ def test_older_turns_fold_into_a_running_summary(service: MemoryService) -> None
     talk(c, "n0", "n1", "n2", "n3")
     assert calls[1:] == [("summary 1", ["m4", "m5", "m6", "m7"])]
     assert c.window().summary == "summary 2"
-    assert run(service.get_thread(c.thread_id)).summary == "summary 2"
+    assert run(service.records.get_thread(c.thread_id)).summary == "summary 2"
     again = conv(service)
     run(again.start(resume=True))
     assert again.summary == "summary 2"
     fresh = conv(service)
     run(fresh.start())
-    assert fresh.summary is None and run(service.get_thread(c.thread_id)).summary is None
+    assert fresh.summary is None and run(service.records.get_thread(c.thread_id)).summary is None
 
 
 def test_async_summarizers_work_too(service: MemoryService) -> None:
@@ -363,7 +363,11 @@ def test_saving_never_raises_when_the_store_fails(
 
 def test_a_foreign_thread_owner_does_not_raise(service: MemoryService) -> None:
     c = conv(service)
-    run(service.append_messages(c.thread_id, [{"role": "user", "content": "x"}], user="someone"))
+    run(
+        service.records.append_messages(
+            c.thread_id, [{"role": "user", "content": "x"}], user="someone"
+        )
+    )
     assert run(c.record("user", "mine")) is False and c.failures == 1
 
 

@@ -35,11 +35,11 @@ def test_every_kind_of_record_is_filled(demo: Memory) -> None:
     assert len(demo.list(type="episodic", limit=100)) == 36
     procedures = demo.list(type="procedural", limit=10)
     assert sum(p.procedure is not None and bool(p.procedure.triggers) for p in procedures) == 1
-    threads = demo._call(svc.list_threads())
+    threads = demo._call(svc.records.list_threads())
     assert [(t.id, t.message_count) for t in threads] == [("telegram-sam-2024-04-06", 12)]
-    sam = demo._call(svc.find_user("email", "sam.rivera@example.com"))
+    sam = demo._call(svc.records.find_user("email", "sam.rivera@example.com"))
     assert sam is not None and sam.id == "sam" and set(sam.identifiers) == {"telegram", "email"}
-    entities = demo._call(svc.list_entities(limit=50))
+    entities = demo._call(svc.records.list_entities(limit=50))
     kinds = {e.type.value for e in entities}
     assert {"person", "organization", "project", "place"} <= kinds and len(entities) == 8
     assert all(e.summary for e in entities)
@@ -49,7 +49,7 @@ def test_the_entities_form_a_graph_not_a_star(demo: Memory) -> None:
     svc = demo.service
     linked: dict[str, EntityInfo] = {}
     for name in ("Sam", "Solara", "Pixel", "Lisbon", "Marta Silva", "Skylark"):
-        info = demo._call(svc.entity_info(name))
+        info = demo._call(svc.records.entity_info(name))
         linked[name] = info
         assert len(info.memories) >= 2, name  # each is linked to several memories
     solara_related = {r.entity.canonical_name for r in linked["Solara"].related}
@@ -61,7 +61,7 @@ def test_the_entities_form_a_graph_not_a_star(demo: Memory) -> None:
 def test_facts_are_derived_from_their_turns(demo: Memory) -> None:
     manager = demo.lookup("manager", user=DEMO_USER)
     assert manager is not None
-    explained = demo._call(demo.service.explain(manager.id))
+    explained = demo._call(demo.service.records.explain(manager.id))
     sources = [n.content for n in explained.sources]
     assert sources == ["My manager is Marta Silva, the head of data. She hired me while I was "
                        "still in Manchester."]  # fmt: skip

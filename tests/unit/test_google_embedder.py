@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memloci.compose import build_embedder
 from memloci.config import Settings
 from memloci.errors import ProviderError
 from memloci.providers.fake import FakeEmbedder
 from memloci.providers.google import GoogleEmbedder
 from memloci.runtime import Role
+from memloci.service.compose import build_embedder
 
 DIM = 12
 KEY = "g-right"

@@ -23,7 +23,7 @@ from memloci.retrieval.intent import (
 )
 from memloci.retrieval.mentions import leading_name, mentions, speaker_name
 from memloci.retrieval.timephrases import REPORT_LAG, _easter, chain_direction, time_window
-from memloci.worker import link_mentions
+from memloci.service.worker import link_mentions
 from pgtest import both_backends
 
 NOW = datetime(2024, 5, 10, 15, 30, tzinfo=UTC)

@@ -10,13 +10,13 @@ from typing import Any, TypeVar
 
 import pytest
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import utcnow
 from memloci.providers.fake import FakeEmbedder
 from memloci.runtime import Identity, extract_identity, identify_user
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 
 T = TypeVar("T")
 
@@ -98,13 +98,13 @@ def test_a_new_user_is_created_with_the_channel_id(service: MemoryService) -> No
     assert (ctx.channel, ctx.identifier) == ("telegram", "12345")
     again = run(identify_user(service, TG_UPDATE))
     assert not again.created and again.user.id == "telegram:12345"
-    assert run(service.count_users()) == 1
+    assert run(service.records.count_users()) == 1
 
 
 def test_a_merged_user_resolves_to_the_target(service: MemoryService) -> None:
-    run(service.save_user("sam", display_name="Sam", identifiers={"email": "sam@x.io"}))
+    run(service.records.save_user("sam", display_name="Sam", identifiers={"email": "sam@x.io"}))
     tg = run(identify_user(service, {"telegram": {"from": {"id": 777}}})).user
-    run(service.merge_users(tg.id, "sam"))
+    run(service.records.merge_users(tg.id, "sam"))
     ctx = run(identify_user(service, {"channel": "telegram", "user_id": 777}))
     assert ctx.user.id == "sam" and not ctx.created
     assert run(identify_user(service, {"email": "SAM@x.io"})).user.id == "sam"
@@ -112,12 +112,14 @@ def test_a_merged_user_resolves_to_the_target(service: MemoryService) -> None:
 
 def test_context_has_user_facts_episodes_and_preferences(service: MemoryService) -> None:
     uid = "telegram:5"
-    run(service.save_user(uid, identifiers={"telegram": "5"}, preferences={"tone": "brief"}))
-    mine = run(service.remember("Sam keeps bees on the roof", user=uid)).memory
-    run(service.remember("Alex collects stamps", user="telegram:6"))
-    run(service.remember("The office closes at six", scope="global"))
-    episode = run(service.record_episode("Helped Sam plan a trip", user=uid)).memory
-    run(service.add("a plain conversation turn", user=uid, session="s1"))
+    run(
+        service.records.save_user(uid, identifiers={"telegram": "5"}, preferences={"tone": "brief"})
+    )
+    mine = run(service.memories.remember("Sam keeps bees on the roof", user=uid)).memory
+    run(service.memories.remember("Alex collects stamps", user="telegram:6"))
+    run(service.memories.remember("The office closes at six", scope="global"))
+    episode = run(service.memories.record_episode("Helped Sam plan a trip", user=uid)).memory
+    run(service.memories.add("a plain conversation turn", user=uid, session="s1"))
     ctx = run(identify_user(service, {"channel": "telegram", "user_id": 5, "name": "Sam"}))
     assert [f.id for f in ctx.facts] == [mine.id]
     assert [e.id for e in ctx.episodes] == [episode.id]
@@ -130,7 +132,11 @@ def test_context_has_user_facts_episodes_and_preferences(service: MemoryService)
 
 
 def test_known_display_name_is_kept(service: MemoryService) -> None:
-    run(service.save_user("telegram:5", display_name="Samuel", identifiers={"telegram": "5"}))
+    run(
+        service.records.save_user(
+            "telegram:5", display_name="Samuel", identifiers={"telegram": "5"}
+        )
+    )
     ctx = run(identify_user(service, {"channel": "telegram", "user_id": 5, "name": "sam"}))
     assert ctx.user.display_name == "Samuel"
 
@@ -145,8 +151,8 @@ def test_conversations_are_counted_after_a_silence(service: MemoryService) -> No
     forced = run(identify_user(service, payload, new_conversation=True))
     assert forced.user.conversation_count == 2
     long_ago = utcnow() - timedelta(hours=2)
-    run(service.save_user("web:v2", identifiers={"web": "v2"}))
-    run(service.touch_user("web:v2", when=long_ago))
+    run(service.records.save_user("web:v2", identifiers={"web": "v2"}))
+    run(service.records.touch_user("web:v2", when=long_ago))
     later = run(identify_user(service, {"channel": "web", "user_id": "v2"}))
     assert later.new_conversation and later.user.conversation_count == 1
     never = run(identify_user(service, {"channel": "web", "user_id": "v2"}, new_conversation=False))
@@ -156,15 +162,15 @@ def test_conversations_are_counted_after_a_silence(service: MemoryService) -> No
 def test_identify_uses_the_namespace(service: MemoryService) -> None:
     ctx = run(identify_user(service, {"email": "a@b.io"}, namespace="tenant-a"))
     assert ctx.user.namespace == "tenant-a"
-    assert run(service.find_user("email", "a@b.io")) is None
+    assert run(service.records.find_user("email", "a@b.io")) is None
 
 
 def test_touch_user_needs_a_known_user(service: MemoryService) -> None:
     with pytest.raises(NotFoundError):
-        run(service.touch_user("nobody"))
-    user = run(service.save_user("u1"))
-    later = run(service.touch_user("u1", new_conversation=True))
-    earlier = run(service.touch_user("u1", when=utcnow() - timedelta(days=1)))
+        run(service.records.touch_user("nobody"))
+    user = run(service.records.save_user("u1"))
+    later = run(service.records.touch_user("u1", new_conversation=True))
+    earlier = run(service.records.touch_user("u1", when=utcnow() - timedelta(days=1)))
     assert user.last_seen is None and later.conversation_count == 1
     assert earlier.last_seen == later.last_seen  # never moves backwards
 

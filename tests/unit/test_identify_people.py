@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.providers.fake import FakeEmbedder
 from memloci.runtime import extract_identity, identify_user
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 
 T = TypeVar("T")
 TELEGRAM = {
@@ -49,26 +49,30 @@ def test_first_and_last_name_come_before_the_handle(service: MemoryService) -> N
 
 def test_cached_preferences_follow_user_preference_facts(service: MemoryService) -> None:
     uid = run(identify_user(service, TELEGRAM)).user.id
-    run(service.save_user(uid, preferences={"language": "pt"}))  # set by hand: kept
+    run(service.records.save_user(uid, preferences={"language": "pt"}))  # set by hand: kept
     style = run(
-        service.remember(
+        service.memories.remember(
             "Sam likes concise answers", user=uid, fact_type="user_preference",
             key="answer_style", value="concise",
         )
     ).memory  # fmt: skip
-    run(service.remember("Sam prefers dark mode", user=uid, fact_type="user_preference"))
-    run(service.remember("Sam lives in Lisbon", user=uid))  # not a preference
+    run(service.memories.remember("Sam prefers dark mode", user=uid, fact_type="user_preference"))
+    run(service.memories.remember("Sam lives in Lisbon", user=uid))  # not a preference
 
     ctx = run(identify_user(service, TELEGRAM))
     assert ctx.preferences == {
         "language": "pt", "answer_style": "concise", "noted": ["Sam prefers dark mode"],
     }  # fmt: skip
-    cached = run(service.get_user(uid))  # denormalised onto the user record
+    cached = run(service.records.get_user(uid))  # denormalised onto the user record
     assert cached.preferences["answer_style"] == "concise"
     assert "answer_style: concise" in ctx.as_prompt()
 
-    run(service.update(style.id, "Sam likes detailed answers", value="detailed", set_value=True))
+    run(
+        service.edits.update(
+            style.id, "Sam likes detailed answers", value="detailed", set_value=True
+        )
+    )
     assert run(identify_user(service, TELEGRAM)).preferences["answer_style"] == "detailed"
-    run(service.forget(style.id))
+    run(service.edits.forget(style.id))
     after = run(identify_user(service, TELEGRAM)).preferences
     assert after == {"language": "pt", "noted": ["Sam prefers dark mode"]}

@@ -319,7 +319,7 @@ def test_openai_agents_session_round_trip(db_path: str) -> None:
             assert await s.get_items(limit=2) == items[2:]
             assert await s.pop_item() == items[3]
             assert await s.get_items() == items[:3]
-            thread = await m.service.get_thread(s.thread_id)
+            thread = await m.service.records.get_thread(s.thread_id)
             assert [x.role for x in thread.messages] == ["user", "tool", "tool"]
             assert thread.messages[2].content == "No memories yet."  # readable text
             # the same thread as the conversation memory of that user + chat + agent

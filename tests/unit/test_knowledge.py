@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memloci import AsyncMemory, Memory
-from memloci import knowledge as kb
 from memloci.context import estimate_tokens
 from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.providers.fake import FakeEmbedder
+from memloci.service import documents as kb
 
 MakeMemory = Callable[..., Memory]
 Kind = Literal["markdown", "rst", "text"]
@@ -271,10 +271,10 @@ def test_add_chunks_embeds_and_reports(mem: Memory, docs: Path) -> None:
 
 def test_re_adding_an_unchanged_file_does_nothing(mem: Memory, docs: Path) -> None:
     mem.add_knowledge(docs)
-    before = mem._call(mem.service.list_knowledge_sources())
+    before = mem._call(mem.service.knowledge.list_knowledge_sources())
     again = mem.add_knowledge(docs)
     assert (again.added, again.updated, again.unchanged, again.chunks) == (0, 0, 2, 0)
-    assert mem._call(mem.service.list_knowledge_sources()) == before
+    assert mem._call(mem.service.knowledge.list_knowledge_sources()) == before
 
 
 def test_a_changed_file_replaces_its_chunks(mem: Memory, docs: Path) -> None:
@@ -288,7 +288,7 @@ def test_a_changed_file_replaces_its_chunks(mem: Memory, docs: Path) -> None:
     ]
     texts = [h.text for h in mem.search_knowledge("refunds", threshold=0.0, limit=50)]
     assert not any("Refunds" in t for t in texts)
-    sources = {s.id: s for s in mem._call(mem.service.list_knowledge_sources())}
+    sources = {s.id: s for s in mem._call(mem.service.knowledge.list_knowledge_sources())}
     assert sources[sid].chunk_count == 1 and sources[sid].updated_at > sources[sid].added_at
 
 
@@ -296,7 +296,7 @@ def test_a_missing_path_writes_nothing(mem: Memory, docs: Path) -> None:
     with pytest.raises(NotFoundError) as info:
         mem.add_knowledge([docs, docs / "nope.md", "also-missing"])
     assert "nope.md" in info.value.message and "also-missing" in info.value.message
-    assert mem._call(mem.service.list_knowledge_sources()) == []
+    assert mem._call(mem.service.knowledge.list_knowledge_sources()) == []
 
 
 def test_bad_arguments_are_validation_errors(mem: Memory, docs: Path) -> None:
@@ -311,7 +311,7 @@ def test_bad_arguments_are_validation_errors(mem: Memory, docs: Path) -> None:
             mem.search_knowledge("kettle", **bad)
     with pytest.raises(ValidationError):
         mem.search_knowledge("   ")
-    assert mem._call(mem.service.list_knowledge_sources()) == []
+    assert mem._call(mem.service.knowledge.list_knowledge_sources()) == []
 
 
 class FailingEmbedder(FakeEmbedder):
@@ -329,7 +329,7 @@ def test_an_embedding_failure_keeps_the_old_chunks(make_memory: MakeMemory, docs
     write(docs, "faq.txt", "poison pill\n")
     with pytest.raises(ProviderError):
         mem.add_knowledge(docs / "faq.txt")
-    [src] = mem._call(mem.service.list_knowledge_sources())
+    [src] = mem._call(mem.service.knowledge.list_knowledge_sources())
     assert src.content_hash != kb.read_document(docs / "faq.txt").content_hash  # type: ignore[union-attr]
     hits = mem.search_knowledge("refunds five days", threshold=0.0)
     assert hits and "Refunds" in hits[0].text
@@ -398,7 +398,7 @@ def test_collections_and_namespaces_are_separate(mem: Memory, docs: Path) -> Non
     assert mem.search_knowledge("kettle", collections=["faq"], threshold=0.0) == []
     both = mem.search_knowledge("refunds kettle", namespace=["default", "shop"], threshold=0.0)
     assert {h.namespace for h in both} == {"default", "shop"}
-    listed = mem._call(mem.service.list_knowledge_sources(namespace="shop"))
+    listed = mem._call(mem.service.knowledge.list_knowledge_sources(namespace="shop"))
     assert [s.collection for s in listed] == ["faq"]
 
 
@@ -407,16 +407,17 @@ def test_remove_by_id_path_or_folder(mem: Memory, docs: Path) -> None:
     mem.add_knowledge(docs)
     service = mem.service
     sid = kb.source_id(str((docs / "faq.txt").resolve()))
-    assert [s.id for s in mem._call(service.remove_knowledge(sid))] == [sid]
-    gone = mem._call(service.remove_knowledge(str(docs / "more")))
+    assert [s.id for s in mem._call(service.knowledge.remove_knowledge(sid))] == [sid]
+    gone = mem._call(service.knowledge.remove_knowledge(str(docs / "more")))
     assert [Path(s.path).name for s in gone] == ["extra.md"]
     assert [
-        Path(s.path).name for s in mem._call(service.remove_knowledge(str(docs / "guide.md")))
+        Path(s.path).name
+        for s in mem._call(service.knowledge.remove_knowledge(str(docs / "guide.md")))
     ] == ["guide.md"]
-    assert mem._call(service.list_knowledge_sources()) == []
+    assert mem._call(service.knowledge.list_knowledge_sources()) == []
     assert mem.search_knowledge("kettle", threshold=0.0) == []
     with pytest.raises(NotFoundError):
-        mem._call(service.remove_knowledge(sid))
+        mem._call(service.knowledge.remove_knowledge(sid))
 
 
 def test_knowledge_block_cites_sources_within_a_budget(mem: Memory, docs: Path) -> None:

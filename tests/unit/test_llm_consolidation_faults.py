@@ -33,7 +33,7 @@ def mem(make_memory: Any, model: UnrulyServer) -> Memory:
     m: Memory = make_memory(
         llm=model.protocol, llm_options=options, consolidate_on_session_switch=False
     )
-    m.service.llm.retry_backoff = 0.0  # type: ignore[union-attr]
+    m.service.consolidation.llm.retry_backoff = 0.0  # type: ignore[union-attr]
     return m
 
 
@@ -103,7 +103,7 @@ def test_thousands_of_facts_in_one_reply_are_capped(
     with caplog.at_level(logging.WARNING, logger="memloci"):
         report = mem.consolidate("s1")
     assert report.sessions == ["s1"]
-    extractor = mem.service.default_extractor()
+    extractor = mem.service.consolidation.default_extractor()
     assert 0 < len(report.created) <= extractor.max_facts  # type: ignore[attr-defined]
     assert any("3000 facts" in r.getMessage() for r in caplog.records)
 
@@ -155,5 +155,5 @@ def test_a_summary_cut_off_while_the_model_thinks_is_not_stored(
     model.answer = answer
     report = m.maintain()
     assert report.entities_enriched == 0 and any("enrichment" in e for e in report.errors)
-    [sarah] = m._call(m.service.list_entities())
+    [sarah] = m._call(m.service.records.list_entities())
     assert sarah.summary is None  # asked again next run, never "<think> Okay, the user…"

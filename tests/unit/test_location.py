@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from memloci import Memory
-from memloci.compose import open_store
 from memloci.errors import MissingExtraError, StorageError, ValidationError
 from memloci.interfaces.cli import app
 from memloci.runtime import Role
+from memloci.service.compose import open_store
 from memloci.storage.location import describe, is_database_url, is_postgres_url, redact_url
 from memloci.storage.sqlite import SQLiteStore
 

@@ -40,7 +40,7 @@ def mem(make_memory: MakeMemory) -> Memory:
 
 
 def maintain(m: Memory, **kwargs: Any) -> MaintenanceReport:
-    return m._call(m.service.maintain(**kwargs))
+    return m._call(m.service.consolidation.maintain(**kwargs))
 
 
 # ---------------------------------------------------------------------- decay
@@ -82,9 +82,9 @@ def test_weak_facts_after_maintenance_does_not_decay_twice(mem: Memory) -> None:
     maintain(mem, now=night)
     maintained = mem.get(fact.id).confidence
     assert maintained == pytest.approx(math.exp(-0.1 * 10**0.8), rel=1e-6)  # ≈ 0.53
-    weak = mem._call(mem.service.weak_facts(threshold=0.9, now=night))
+    weak = mem._call(mem.service.records.weak_facts(threshold=0.9, now=night))
     assert [(n.id, round(c, 6)) for n, c in weak] == [(fact.id, round(maintained, 6))]
-    later = mem._call(mem.service.weak_facts(threshold=0.9, now=night + timedelta(days=10)))
+    later = mem._call(mem.service.records.weak_facts(threshold=0.9, now=night + timedelta(days=10)))
     assert later[0][1] == pytest.approx(math.exp(-0.1 * 20**0.8), rel=1e-6)  # one curve
 
 
@@ -159,23 +159,23 @@ class ScriptedLLM:
 
 def test_enrichment_and_causal_links_with_an_llm(mem: Memory) -> None:
     llm = ScriptedLLM()
-    mem.service.llm = llm
+    mem.service.consolidation.llm = llm
     first = mem.add("Why is the build red?", user="sam", session="s1", role="user")
     mem.add("Because the API key expired.", user="sam", session="s1", role="assistant")
-    alec = mem._call(mem.service.save_entity("Alec", type="person"))
+    alec = mem._call(mem.service.records.save_entity("Alec", type="person"))
     for text in ("Alec is the user's boss", "Alec likes early meetings", "Alec lives in Porto"):
         node = mem.remember(text, user="sam").memory
-        mem._call(mem.service.link_entities(node.id, [alec.id]))
+        mem._call(mem.service.records.link_entities(node.id, [alec.id]))
     for _ in range(2):
-        mem._call(mem.service.save_entity("Alec"))  # two more mentions: 3 in all
-    mem.service.extractor = SlowRules(delay=0)
+        mem._call(mem.service.records.save_entity("Alec"))  # two more mentions: 3 in all
+    mem.service.consolidation.extractor = SlowRules(delay=0)
     report = maintain(mem)
     assert report.ran and report.llm == "scripted" and not report.errors, report.errors
     assert report.entities_enriched == 1 and report.causal_edges == 1
-    assert mem._call(mem.service.get_entity(alec.id)).summary == (
+    assert mem._call(mem.service.records.get_entity(alec.id)).summary == (
         "Alec is someone the user talks about a lot."
     )
-    edges = mem._call(mem.service.explain(first.id)).edges  # type: ignore[union-attr]
+    edges = mem._call(mem.service.records.explain(first.id)).edges  # type: ignore[union-attr]
     (causal,) = [e for e in edges if e.relation is EdgeType.CAUSAL]
     assert causal.source_id == first.id and causal.confidence == 0.9  # type: ignore[union-attr]
     assert causal.evidence == ["the question led to the answer"]
@@ -184,7 +184,7 @@ def test_enrichment_and_causal_links_with_an_llm(mem: Memory) -> None:
 
 
 def test_a_malformed_llm_reply_in_maintenance_changes_nothing(mem: Memory) -> None:
-    mem.service.llm = ScriptedLLM()  # answers extraction prompts with prose
+    mem.service.consolidation.llm = ScriptedLLM()  # answers extraction prompts with prose
     eps = turns(mem, "s1", "Alec is my boss by the way")
     report = maintain(mem)
     assert report.ran and report.sessions_failed == 1 and report.errors
@@ -199,7 +199,7 @@ def test_two_threads_do_the_work_once(make_memory: MakeMemory) -> None:
     turns(a, "s1", "Alec is my boss by the way")
     release = threading.Event()
     slow = SlowRules(delay=10, release=release)
-    a.service.extractor = slow
+    a.service.consolidation.extractor = slow
     reports: list[MaintenanceReport] = []
     first = threading.Thread(target=lambda: reports.append(maintain(a)))
     first.start()
@@ -227,9 +227,9 @@ def test_a_stale_lock_expires_and_a_live_one_blocks(mem: Memory) -> None:
 def _maintain_in_process(path: str, barrier: Any, results: Any) -> None:
     m = Memory(path, embedder=FakeEmbedder(), consolidate_on_session_switch=False)
     try:
-        m.service.extractor = SlowRules(delay=1.5)
+        m.service.consolidation.extractor = SlowRules(delay=1.5)
         barrier.wait(60)
-        report = m.service.maintain_now()
+        report = m.service.consolidation.maintain.now()
         results.put((report.ran, report.facts_created, report.message))
     finally:
         m.close()

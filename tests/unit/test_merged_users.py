@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import pytest
 
 from memloci import AsyncMemory, Memory
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.errors import ConflictError
 from memloci.models import Thread, utcnow
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.storage.base import NodeFilter
 from pgtest import both_backends
 
@@ -27,16 +27,16 @@ pytestmark = both_backends
 def owners(service: MemoryService) -> set[str | None]:
     """Who every stored memory belongs to, read as stored (no id followed)."""
     every = NodeFilter(namespaces=("default",), include_invalid=True)
-    return {n.user for n in asyncio.run(service.list_nodes(every, limit=200))}
+    return {n.user for n in asyncio.run(service.memories.list_nodes(every, limit=200))}
 
 
 def merged(mem: Memory) -> None:
     """sam and sam3, one fact each; sam3 merged into sam."""
-    asyncio.run(mem.service.save_user("sam"))
-    asyncio.run(mem.service.save_user("sam3"))
+    asyncio.run(mem.service.records.save_user("sam"))
+    asyncio.run(mem.service.records.save_user("sam3"))
     mem.remember("Sam's greyhound is called Pixel", user="sam")
     mem.remember("Sam plays the cello on Sundays", user="sam3")
-    asyncio.run(mem.service.merge_users("sam3", "sam"))
+    asyncio.run(mem.service.records.merge_users("sam3", "sam"))
 
 
 def test_sdk_writes_as_a_merged_user_land_under_the_user_it_joined(mem: Memory) -> None:
@@ -76,11 +76,11 @@ def test_sdk_reads_as_a_merged_user_see_the_user_it_joined(mem: Memory) -> None:
 def test_async_sdk_follows_the_merge(db_path: str) -> None:
     async def scenario() -> None:
         async with AsyncMemory(db_path, embedder=FakeEmbedder()) as mem:
-            await mem.service.save_user("sam")
-            await mem.service.save_user("sam3")
+            await mem.service.records.save_user("sam")
+            await mem.service.records.save_user("sam3")
             await mem.remember("Sam's greyhound is called Pixel", user="sam")
             await mem.search("greyhound", user="sam3")  # the old id is looked up (cached)
-            await mem.service.merge_users("sam3", "sam")
+            await mem.service.records.merge_users("sam3", "sam")
             stored = (await mem.remember("Sam moved to Porto in May", user="sam3")).memory
             assert stored.user == "sam"
             turn = await mem.add("I booked the Porto flat", user="sam3", session="s1")
@@ -103,32 +103,34 @@ def service(db_path: str) -> Iterator[MemoryService]:
 def test_service_follows_chains_threads_and_lookups(service: MemoryService) -> None:
     async def scenario() -> None:
         for uid in ("a", "b", "c"):
-            await service.save_user(uid)
-        await service.remember("A likes figs", user="a", key="fruit")
-        await service.merge_users("a", "b")
-        await service.merge_users("b", "c")  # a → b → c
-        assert (await service.remember("A likes tea", user="a")).memory.user == "c"
-        assert (await service.lookup("fruit", user="a")) is not None
+            await service.records.save_user(uid)
+        await service.memories.remember("A likes figs", user="a", key="fruit")
+        await service.records.merge_users("a", "b")
+        await service.records.merge_users("b", "c")  # a → b → c
+        assert (await service.memories.remember("A likes tea", user="a")).memory.user == "c"
+        assert (await service.memories.lookup("fruit", user="a")) is not None
         assert service.filter(user="a", owner_user="b").user == "c"
         assert service.filter(user="a", owner_user="b").owner_user == "c"
-        thread = await service.append_messages("t1", [{"role": "user", "content": "hi"}], user="a")
+        thread = await service.records.append_messages(
+            "t1", [{"role": "user", "content": "hi"}], user="a"
+        )
         assert thread.user == "c"
-        again = await service.append_messages(  # the owner is the same person: no conflict
+        again = await service.records.append_messages(  # the owner is the same person: no conflict
             "t1", [{"role": "user", "content": "again"}], user="b"
         )
         assert again.message_count == 2
         now = utcnow()
-        saved = await service.save_thread(
+        saved = await service.records.save_thread(
             Thread(id="t2", namespace="default", user="a", created_at=now, updated_at=now)
         )
         assert saved.user == "c"
-        assert {t.id for t in await service.list_threads(user="a")} == {"t1", "t2"}
-        assert {t.id for t in (await service.page_threads(user="a")).items} == {"t1", "t2"}
-        contact = await service.touch_user("a", new_conversation=True)
+        assert {t.id for t in await service.records.list_threads(user="a")} == {"t1", "t2"}
+        assert {t.id for t in (await service.paging.page_threads(user="a")).items} == {"t1", "t2"}
+        contact = await service.records.touch_user("a", new_conversation=True)
         assert contact.id == "c"  # threads t1 and t2 were conversations: this is the 3rd
         assert contact.conversation_count == 3
         with pytest.raises(ConflictError):
-            await service.forget_user("a")  # kept: forget the user it joined instead
+            await service.privacy.forget_user("a")  # kept: forget the user it joined instead
 
     asyncio.run(scenario())
 
@@ -140,26 +142,26 @@ def test_a_stale_cache_never_lets_a_write_land_under_the_merged_id(
     still lands under the user it joined."""
 
     async def before() -> None:
-        await service.save_user("sam")
-        await service.save_user("sam3")
-        await service.remember("Sam's greyhound is called Pixel", user="sam3")
+        await service.records.save_user("sam")
+        await service.records.save_user("sam3")
+        await service.memories.remember("Sam's greyhound is called Pixel", user="sam3")
         assert service.filter(user="sam3").user == "sam3"  # looked up, cached
 
     asyncio.run(before())
     code = (
         "import asyncio, sys\n"
-        "from memloci.compose import build_service\n"
+        "from memloci.service.compose import build_service\n"
         "from memloci.config import Settings\n"
         "svc = build_service(Settings(path=sys.argv[1]), embedder=None)\n"
-        "asyncio.run(svc.merge_users('sam3', 'sam'))\n"
+        "asyncio.run(svc.records.merge_users('sam3', 'sam'))\n"
         "svc.close()\n"
     )
     subprocess.run([sys.executable, "-c", code, db_path], check=True, timeout=120)
 
     async def after() -> None:
-        stored = (await service.remember("Sam moved to Porto in May", user="sam3")).memory
+        stored = (await service.memories.remember("Sam moved to Porto in May", user="sam3")).memory
         assert stored.user == "sam"
-        [turn] = await service.add("I booked the Porto flat", user="sam3", session="s9")
+        [turn] = await service.memories.add("I booked the Porto flat", user="sam3", session="s9")
         assert turn.user == "sam"
 
     asyncio.run(after())

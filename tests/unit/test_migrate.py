@@ -18,8 +18,8 @@ from memloci.interfaces.cli import app
 from memloci.migrate import KINDS, inventory, migrate
 from memloci.models import ApiKey, Entity, MemoryUser, Thread, ThreadMessage, short_id, utcnow
 from memloci.providers.fake import FakeEmbedder
+from memloci.service.transfer import export_lines
 from memloci.storage.base import Store
-from memloci.transfer import export_lines
 
 
 def pg_url(schema: str) -> str:
@@ -43,7 +43,7 @@ def populate(path: str, docs: Path) -> None:
         m.update(fact.memory.id, "Sam's favourite city is Porto")
         wrong = m.remember("Sam drives a red car", user="sam")
         m.correct(wrong.memory.id, "Sam drives a blue car")
-        m.service.consolidate_now("s1", namespace="default", user="sam")
+        m.service.consolidation.consolidate.now("s1", namespace="default", user="sam")
         (docs / "guide.md").write_text("# Guide\n\nInstall with pip.\n\n## Use\n\nRun it.\n")
         m.add_knowledge(docs, collection="manual")
         m.flush(30)
@@ -108,7 +108,7 @@ def snapshot(store: Store) -> dict[str, Any]:
 
 
 def _snapshot_of(location: str) -> dict[str, Any]:
-    from memloci.compose import open_store
+    from memloci.service.compose import open_store
 
     store = open_store(location)
     try:
@@ -218,7 +218,7 @@ def _write(path: str, lines: list[str]) -> str:
 
 def _namespace(location: str, ns: str) -> dict[str, Any]:
     """What a namespace holds, with its ids replaced by the memories' texts."""
-    from memloci.compose import open_store
+    from memloci.service.compose import open_store
 
     store = open_store(location)
     try:
@@ -245,7 +245,7 @@ def test_force_copies_a_namespace_whose_ids_another_namespace_holds(tmp_path: Pa
     origin = str(tmp_path / "origin.db")
     populate(origin, tmp_path)
     with Memory(origin, embedder=FakeEmbedder()) as m:
-        lines = list(m.service.export_lines("default"))
+        lines = list(m.service.admin.export_lines("default"))
     one, two, merged = (str(tmp_path / f"{n}.db") for n in ("one", "two", "merged"))
     for path, ns in ((one, "alice"), (two, "bob")):
         with Memory(path, embedder=FakeEmbedder()) as m:
@@ -290,7 +290,7 @@ def test_verification_counts_each_namespace(
 
 
 def _meta(location: str, key: str) -> str | None:
-    from memloci.compose import open_store
+    from memloci.service.compose import open_store
 
     store = open_store(location)
     try:
@@ -303,9 +303,9 @@ def test_the_form_of_the_vectors_is_carried_over(tmp_path: Path) -> None:
     """A copy of a current store is not told its vectors are of an older form; a store
     of an older form stays one (``memloci reembed`` offers the rebuild), and so does a
     current one that copies of an older form's vectors were merged into."""
-    from memloci.compose import open_store
     from memloci.retrieval.query import DOCUMENT_FORM
-    from memloci.worker import outdated_form
+    from memloci.service.compose import open_store
+    from memloci.service.worker import outdated_form
 
     src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.db")
     populate(src, tmp_path)
@@ -346,7 +346,7 @@ def test_force_copies_entities_whose_ids_another_namespace_holds(tmp_path: Path)
     assert first.copied["entities"] == 1
     again = migrate(two, merged, force=True)
     assert again.copied.get("entities", 0) == 0 and again.skipped["entities"] == 1
-    from memloci.compose import open_store
+    from memloci.service.compose import open_store
 
     store = open_store(merged)
     try:

@@ -21,7 +21,7 @@ from memloci.consolidation.base import ExtractedFact, Extraction
 from memloci.errors import StorageError
 from memloci.models import MemoryNode
 from memloci.providers.fake import FakeEmbedder
-from memloci.service.consolidation import ConsolidationMixin
+from memloci.service.consolidation import Consolidation
 from memloci.storage.sqlite import SQLiteStore
 
 HOLDER = Path(__file__).resolve().parent / "lock_holder.py"
@@ -106,20 +106,18 @@ def test_closing_during_background_consolidation_is_quiet(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     # close waits this long for background consolidation (30 s by default), then goes on
-    original = ConsolidationMixin._close_consolidation
-    monkeypatch.setattr(
-        ConsolidationMixin, "_close_consolidation", lambda self: original(self, timeout=0.05)
-    )
+    original = Consolidation.close
+    monkeypatch.setattr(Consolidation, "close", lambda self: original(self, timeout=0.05))
     mem = Memory(str(tmp_path / "bg.db"), embedder=FakeEmbedder())
     gate = GatedExtractor(mem)
-    mem.service.extractor = gate
+    mem.service.consolidation.extractor = gate
     for user in ("u1", "u2"):  # a session switch queues a job per user
         mem.add("We talked about the garden", user=user, session="s1")
         mem.add("Now something else", user=user, session="s2")
     assert gate.started.wait(60)
     with caplog.at_level(logging.DEBUG, logger="memloci"):
         mem.close()
-        assert mem.service.wait_for_consolidation(60)  # the background thread ends
+        assert mem.service.consolidation.wait_for_consolidation(60)  # the background thread ends
     assert gate.users == ["u1"]  # the queued job did not start after close
     loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert loud == []

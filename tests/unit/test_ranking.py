@@ -29,11 +29,11 @@ from memloci.retrieval.fusion import (
     semantic,
     session_context,
 )
-from memloci.retrieval.graph import GraphLists, anchored, fulltext_search, linked_to_named
+from memloci.retrieval.graph import GraphLists, Via, anchored, fulltext_search, linked_to_named
 from memloci.retrieval.query import asks_only, fts_match
 from memloci.retrieval.timephrases import time_window
+from memloci.service.worker import link_mentions
 from memloci.storage.base import NodeFilter
-from memloci.worker import link_mentions
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]
@@ -185,7 +185,7 @@ def test_a_named_entitys_memory_found_by_meaning_alone_joins_the_entity_list() -
     """Linked to the entity the query names, found by meaning but by none of its other
     words: it joins the entity list at NAME_ONLY of its meaning evidence."""
     graph = GraphLists()
-    graph.add("entity", [("words", 4.0)], {"words": "entity Nate"})
+    graph.add("entity", [("words", 4.0)], {"words": Via.NAMED}, {"words": "entity Nate"})
     graph.linked = {"meaning"}
     vector = [("meaning", 0.9), ("other", 0.85)] + [(f"x{i}", 0.5) for i in range(10)]
     fused = {f.id: f for f in fuse_lists({"vector": vector}, graph, {}, 1.0)}
@@ -214,6 +214,7 @@ def test_linked_to_named_reads_the_links_of_the_meaning_matches(make_memory: Mak
     linked_to_named(store, flt, [n.id for n in nodes], graph)
     assert graph.linked == {nodes[0].id}  # Nate's, not yet on the list; not Joanna's
     assert graph.reasons["entity"][nodes[0].id] == "entity Nate, by meaning"
+    assert graph.via["entity"][nodes[0].id] is Via.MEANING
     # the ids come from the caller's meaning matches, bounded by user in storage: another
     # user's memory linked to the same entity never joins a search
     other = mem.add("My friend Nate told me about his books", user="u2", session="t")
@@ -317,7 +318,7 @@ def test_the_time_list_weighs_its_own_words() -> None:
     """The time list ranks by the query minus its date ("on 1 May, 2022"), so its
     evidence is scaled by those words' weight, not the whole query's."""
     graph = GraphLists()
-    graph.add("time", [("a", 4.0)], {"a": "1 May, 2022"})
+    graph.add("time", [("a", 4.0)], {"a": Via.WINDOW}, {"a": "1 May, 2022"})
     whole = fuse_lists({}, graph, {}, 1.0, query_weight=12.0)
     graph.weights["time"] = 3.0  # the words left once the date is taken out
     own = fuse_lists({}, graph, {}, 1.0, query_weight=12.0)
@@ -331,7 +332,7 @@ def test_a_match_inside_a_narrow_window_counts_at_least_in_window() -> None:
 
     def evidence(phrase: str) -> float:
         graph = GraphLists(window=time_window(phrase))
-        graph.add("time", [("a", 1.0)], {"a": phrase})
+        graph.add("time", [("a", 1.0)], {"a": Via.WINDOW}, {"a": phrase})
         graph.weights["time"] = 9.0
         return fuse_lists({}, graph, {}, 1.0)[0].evidence["time"]
 
@@ -364,7 +365,7 @@ def test_a_turn_and_the_fact_drawn_from_it_take_one_place(real: Memory) -> None:
     ]:
         real.add(text, user="u1", session="s1", speaker=speaker, namespace=ns)
     real.flush()
-    real.service.consolidate_now("s1", namespace=ns, user="u1")
+    real.service.consolidation.consolidate.now("s1", namespace=ns, user="u1")
     facts = [m.content for m in real.list(user="u1", namespace=ns) if m.type.value != "episodic"]
     assert "Melanie loves camping with their kids" in facts
     hits = real.search("Does Melanie like camping?", user="u1", namespace=ns)
@@ -387,7 +388,7 @@ def test_merged_facts_leave_no_gap_in_k(make_memory: MakeMemory) -> None:
     for text in turns[1:]:
         mem.add(text, user="u1", session="s1", speaker="Caroline")
     mem.flush()
-    mem.service.consolidate_now("s1", namespace="default", user="u1")
+    mem.service.consolidation.consolidate.now("s1", namespace="default", user="u1")
     hits = mem.search("love camping in the mountains", user="u1", k=40)
     contents = [h.memory.content for h in hits]
     assert len(hits) == 40 and len(set(contents)) == 40
@@ -650,8 +651,8 @@ def _moved(mem: Memory, ns: str) -> None:
         when = day.replace(day=2, minute=minute)
         mem.add(text, user="u", session="s2", speaker="user", event_time=when, namespace=ns)
     mem.flush()
-    mem.service.consolidate_now("s2", namespace=ns, user="u")
-    mem.service.consolidate_now("s1", namespace=ns, user="u")
+    mem.service.consolidation.consolidate.now("s2", namespace=ns, user="u")
+    mem.service.consolidation.consolidate.now("s1", namespace=ns, user="u")
     facts = [m.content for m in mem.list(user="u", namespace=ns, type="semantic")]
     assert facts == ["User lives in Porto"]
 
@@ -693,10 +694,29 @@ def test_the_fact_that_replaced_a_hit_holds_its_place(real: Memory) -> None:
         real.add(text, user="u", session=session, speaker="user", event_time=when, namespace=ns)
     real.flush()
     for session in ("s1", "s2"):
-        real.service.consolidate_now(session, namespace=ns, user="u")
+        real.service.consolidation.consolidate.now(session, namespace=ns, user="u")
     hits = real.search("where does the user live?", user="u", k=3, namespace=ns)
     assert hits[0].memory.content.startswith("I moved to Porto"), [
         (h.memory.content, h.why) for h in hits
     ]
     lisbon = [h for h in hits if "Lisbon" in h.memory.content]
     assert lisbon and "since replaced by" in lisbon[0].why
+
+
+def test_the_fusion_reads_how_a_node_came_onto_a_list_not_its_reason_text() -> None:
+    """A chain's seeds gain nothing from their own chain and a shared-entity list is a
+    walk, whatever the reasons say for people (an entity named "Linseed" once read as
+    a seed)."""
+    graph = GraphLists()
+    via = {"seed": Via.SEED, "next": Via.CHAIN}
+    reasons = {"seed": "temporal chain from [x] (+1)", "next": "shares Linseed with [seed]"}
+    graph.add("temporal", [("seed", 1.0), ("next", 0.5)], via, reasons)
+    fused = {f.id: f for f in fuse_lists({}, graph, {}, 1.0, seeds={"seed": 0.8})}
+    assert "temporal" not in fused.get("seed", Fused("seed")).evidence
+    assert fused["next"].evidence["temporal"] == pytest.approx(0.5 * 0.8)
+    # an entity list reached by walking (shared entities) is weighed as a walk: by the
+    # seeds' relevance, not as full text on its own words
+    graph = GraphLists()
+    graph.add("entity", [("a", 2.0)], {"a": Via.SHARED}, {"a": "entity Nate"})
+    fused = {f.id: f for f in fuse_lists({}, graph, {}, 1.0, seeds={"s": 0.6})}
+    assert fused["a"].evidence["entity"] == pytest.approx(1.0 * 0.6)

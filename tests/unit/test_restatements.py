@@ -191,16 +191,16 @@ def test_an_edit_racing_a_forget_is_refused_not_lost(make_memory: Callable[..., 
     mem = make_memory()
     mid = mem.remember("The office is on the second floor", user="u").memory.id
     service = mem.service
-    real = service._embed_doc
+    real = service.edits._embed_doc
 
-    async def forget_meanwhile(doc: str) -> object:  # runs between the check and the write
+    def forget_meanwhile(doc: str) -> object:  # runs between the check and the write
         service.store.update_node("default", mid, NodePatch(valid_until=utcnow()))
-        return await real(doc)
+        return real(doc)
 
-    service._embed_doc = forget_meanwhile  # type: ignore[method-assign]
+    service.edits._embed_doc = forget_meanwhile  # type: ignore[method-assign]
     with pytest.raises(ValidationError, match="was forgotten; it can no longer change"):
         mem.update(mid, "The office is on the third floor")
-    service._embed_doc = real  # type: ignore[method-assign]
+    service.edits._embed_doc = real  # type: ignore[method-assign]
     assert [v.content for v in mem.history(mid)] == ["The office is on the second floor"]
     assert mem.forget(mid).action == "unchanged"
 

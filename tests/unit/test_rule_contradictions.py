@@ -10,7 +10,7 @@ from memloci import Memory
 
 
 def _end(mem: Memory, session: str) -> None:
-    report = mem._call(mem.service.end_session(session))
+    report = mem._call(mem.service.consolidation.end_session(session))
     assert report.extractor == "rules" and report.sessions == [session]
 
 
@@ -104,7 +104,7 @@ def test_a_correction_supersedes_the_fact_it_corrects(mem: Memory) -> None:
 
 def test_a_bare_negation_stores_nothing(mem: Memory) -> None:
     turns(mem, "s1", "I don't work at TechCorp", "I don't live in Lisbon")
-    mem._call(mem.service.end_session("s1"))
+    mem._call(mem.service.consolidation.end_session("s1"))
     assert _current(mem) == []
 
 

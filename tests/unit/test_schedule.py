@@ -24,7 +24,7 @@ def test_nightly_runs_maintenance_and_survives_failures(
 ) -> None:
     monkeypatch.setattr(schedule, "seconds_until", lambda hhmm, now: 0.01)
     calls: list[str] = []
-    real = mem.service.maintain
+    real = mem.service.consolidation.maintain
 
     async def flaky() -> dict:
         calls.append("run")
@@ -32,7 +32,7 @@ def test_nightly_runs_maintenance_and_survives_failures(
             raise RuntimeError("disk hiccup")
         return await real()
 
-    monkeypatch.setattr(mem.service, "maintain", flaky)
+    monkeypatch.setattr(mem.service.consolidation, "maintain", flaky)
 
     async def main() -> None:
         async with schedule.nightly(mem.service):

@@ -52,7 +52,7 @@ class HeldCommit:
 
 def snapshot(mem: AsyncMemory, namespace: str = "default") -> list[str]:
     """Every record of the namespace (the export without its dated header)."""
-    return list(mem.service.export_lines(namespace))[1:]
+    return list(mem.service.admin.export_lines(namespace))[1:]
 
 
 async def cancel_at_commit(mem: AsyncMemory, call: Awaitable[Any]) -> None:
@@ -140,14 +140,15 @@ def test_a_call_cancelled_after_its_commit_returns_its_result(tmp_path: Path) ->
         mem = AsyncMemory(str(tmp_path / "r.db"), embedder=FakeEmbedder())
         service = mem.service
         committed, release = threading.Event(), threading.Event()
-        prune = service._prune
+        core = service.memories.core
+        prune = core.prune
 
         def slow_prune(*args: Any, **kwargs: Any) -> None:  # runs after the fact's commit
             committed.set()
             release.wait(30)
             prune(*args, **kwargs)
 
-        service._prune = slow_prune  # type: ignore[method-assign]
+        core.prune = slow_prune  # type: ignore[method-assign]
         task = asyncio.ensure_future(mem.remember("User likes hiking", user="u1"))
         while not committed.is_set():
             await asyncio.sleep(0.005)
@@ -226,7 +227,7 @@ def test_a_cancelled_consolidation_stops_at_once_keeping_the_sessions_it_finishe
         assert task.done() and task.cancelled()  # not when the whole job is done
         release.set()
         await mem.add("Just a turn", user="u1", session="s3")  # after the rollback
-        pending = [p.session for p in await mem.service.pending_sessions(user="u1")]
+        pending = [p.session for p in await mem.service.consolidation.pending_sessions(user="u1")]
         assert pending == ["s2", "s3"]
         facts = [n.content for n in await mem.list(user="u1") if n.type != "episodic"]
         assert facts == ["User prefers window seats"]
@@ -387,3 +388,35 @@ def test_one_async_memory_across_event_loops_and_the_sync_one_inside_a_loop(
 
 async def _open(path: str) -> AsyncMemory:
     return AsyncMemory(path, embedder=FakeEmbedder())
+
+
+def test_a_service_method_is_written_once_and_runs_either_side(tmp_path: Path) -> None:
+    """``@threaded``: awaiting a service method runs it off the loop thread, ``.now`` in
+    the caller's; both validate the same way, and the class keeps the plain signature."""
+    from memloci.errors import ValidationError
+    from memloci.service.memories import Memories
+
+    async def main() -> None:
+        mem = AsyncMemory(str(tmp_path / "t.db"), embedder=FakeEmbedder())
+        memories = mem.service.memories
+        seen: list[threading.Thread] = []
+        store_get = memories.store.get_node
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            seen.append(threading.current_thread())
+            return store_get(*args, **kwargs)
+
+        memories.store.get_node = spy  # type: ignore[method-assign]
+        fact = (await memories.remember("User likes tea", user="u1")).memory
+        assert (await memories.get(fact.id)).content == "User likes tea"
+        assert memories.get.now(fact.id).id == fact.id
+        assert seen[-2] is not threading.current_thread()  # awaited: a worker thread
+        assert seen[-1] is threading.current_thread()  # .now: this thread
+        with pytest.raises(ValidationError):
+            await memories.get("")
+        with pytest.raises(ValidationError):
+            memories.get.now("")
+        assert "memory_id" in Memories.get.fn.__code__.co_varnames
+        await mem.aclose()
+
+    asyncio.run(main())

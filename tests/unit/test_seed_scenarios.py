@@ -50,12 +50,12 @@ def test_1_store_after_the_user_agrees(make_memory: MakeMemory, path: str) -> No
                       "conversations?"),
         ("user", "Yes"),
     )  # fmt: skip
-    report = m._call(m.service.end_session("s1"))
+    report = m._call(m.service.consolidation.end_session("s1"))
     assert report.sessions == ["s1"] and len(report.created) == 1
     (boss,) = m.list(user=USER, type="semantic")
     assert boss.content == "Alec is the user's boss"
     assert boss.category == "person" and boss.subject == "Alec"
-    sources = m._call(m.service.explain(boss.id)).sources
+    sources = m._call(m.service.records.explain(boss.id)).sources
     assert [s.content for s in sources] == ["Alec is my boss by the way"]
 
 
@@ -73,7 +73,7 @@ def test_2_recall_in_a_new_session(make_memory: MakeMemory, path: str) -> None:
     first.close()
     later = make_memory(path)  # a new conversation on the same store
     chat(later, "s2", ("user", "Can you create a task to update Alec on the project?"))
-    assert later.service.wait_for_consolidation(10)  # the switch consolidated s1
+    assert later.service.consolidation.wait_for_consolidation(10)  # the switch consolidated s1
     (boss,) = later.list(user=USER, type="semantic")
     block = later.context("Can you create a task to update Alec on the project?", user=USER)
     line = next(x for x in block.splitlines() if f"[id:{boss.id}]" in x)
@@ -93,7 +93,7 @@ def test_3_update_when_information_changes(make_memory: MakeMemory, path: str) -
     assert facts(m) == ["Sarah works on the Design team"]
     history = [v.content for v in m.history(old.id)]
     assert history == ["Sarah works on the Platform team", "Sarah works on the Design team"]
-    m._call(m.service.end_session("s1"))  # the rules add nothing conflicting
+    m._call(m.service.consolidation.end_session("s1"))  # the rules add nothing conflicting
     assert facts(m) == ["Sarah works on the Design team"]
 
 
@@ -107,10 +107,10 @@ def test_4_nothing_is_stored_when_the_user_declines(make_memory: MakeMemory, pat
         ("user", "No, it's just for this task"),
         ("assistant", "No problem, I won't store that."),
     )  # fmt: skip
-    report = m._call(m.service.end_session("s1"))
+    report = m._call(m.service.consolidation.end_session("s1"))
     assert report.sessions == ["s1"] and report.created == []
     assert facts(m) == []
-    names = [e.canonical_name for e in m._call(m.service.list_entities())]
+    names = [e.canonical_name for e in m._call(m.service.records.list_entities())]
     assert "James" not in names  # (the speaker, Sam, may be linked by the embedding worker)
     assert m.count(type="episodic") == 4  # the conversation itself is kept
 
@@ -119,7 +119,7 @@ def test_4_nothing_is_stored_when_the_user_declines(make_memory: MakeMemory, pat
 def _seed(m: Memory) -> dict[str, str]:
     chat(m, "s1", ("user", "Alec is my boss by the way"), ("assistant", "Shall I remember?"),
          ("user", "Yes"), ("user", "I prefer Thursday due dates"))  # fmt: skip
-    m._call(m.service.end_session("s1"))
+    m._call(m.service.consolidation.end_session("s1"))
     m.remember("Sarah works on the Design team", category="person", subject="Sarah", user=USER)
     return {n.content: n.id for n in m.list(user=USER, type=["semantic", "opinion"])}
 

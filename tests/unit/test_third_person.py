@@ -15,7 +15,7 @@ from memloci import Memory
 from memloci.interfaces.cli import app
 from memloci.retrieval.graph import meaning_query
 from memloci.retrieval.query import DOCUMENT_FORM, document_text, third_person
-from memloci.worker import outdated_form
+from memloci.service.worker import outdated_form
 from pgtest import both_backends
 
 MakeMemory = Callable[..., Memory]

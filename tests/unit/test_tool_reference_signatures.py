@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.models import FactType, MemoryNode
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.storage.base import NodePatch
 from memloci.tools import Tools
 
@@ -34,7 +34,7 @@ def call(tools: Tools, name: str, arguments: Any = None) -> str:
 
 
 def stored(service: MemoryService, **filters: Any) -> list[MemoryNode]:
-    return asyncio.run(service.list_nodes(service.filter(**filters), limit=1000))
+    return asyncio.run(service.memories.list_nodes(service.filter(**filters), limit=1000))
 
 
 def test_remember_key_value_as_reference_000(service: MemoryService) -> None:
@@ -139,7 +139,9 @@ def test_search_memory_filters_of_reference_002(service: MemoryService) -> None:
     tools = Tools(service)
     call(tools, "remember", {"content": "Alec is the user's boss at Globex", "subject": "Alec"})
     call(tools, "remember", {"content": "The user's boss prefers short reports"})
-    asyncio.run(service.remember("The user's boss in 2020 was Maria", event_time="2020-03-01"))
+    asyncio.run(
+        service.memories.remember("The user's boss in 2020 was Maria", event_time="2020-03-01")
+    )
     out = call(
         tools, "search_memory", {"query": "boss", "type": "semantic", "before": "2021-01-01"}
     )
@@ -147,8 +149,8 @@ def test_search_memory_filters_of_reference_002(service: MemoryService) -> None:
     out = call(tools, "search_memory", {"query": "boss", "after": "2021-01-01"})
     assert "Maria" not in out and "Alec" in out
     alec = next(n for n in stored(service, type="semantic") if "Alec" in n.content)
-    entity = asyncio.run(service.save_entity("Alec", type="person"))
-    asyncio.run(service.link_entities(alec.id, [entity.id]))
+    entity = asyncio.run(service.records.save_entity("Alec", type="person"))
+    asyncio.run(service.records.link_entities(alec.id, [entity.id]))
     only = call(tools, "search_memory", {"query": "boss", "entity_name": "Alec"})
     assert only.startswith("1 memory for 'boss'") and f"[id:{alec.id}]" in only
     nobody = call(tools, "search_memory", {"query": "boss", "entity_name": "Zorblax"})
@@ -157,9 +159,9 @@ def test_search_memory_filters_of_reference_002(service: MemoryService) -> None:
 
 def test_memory_stats_shows_links_by_type_and_storage_size(service: MemoryService) -> None:
     tools = Tools(service)
-    service_add = asyncio.run(service.add("I moved to Lisbon", session="s1"))
+    service_add = asyncio.run(service.memories.add("I moved to Lisbon", session="s1"))
     assert service_add is not None
-    asyncio.run(service.add("My dog Biscuit hates rain", session="s1"))
+    asyncio.run(service.memories.add("My dog Biscuit hates rain", session="s1"))
     out = call(tools, "memory_stats")
     assert re.search(r"Links by type: \d+ temporal\.", out), out
     assert re.search(r"Storage size: \d+(\.\d)? (bytes|KB|MB)\.", out), out
@@ -175,7 +177,9 @@ def test_overwriting_a_key_counts_a_confirmation(service: MemoryService) -> None
 
 def test_same_subject_is_found_however_many_facts_came_before(service: MemoryService) -> None:
     for i in range(210):
-        asyncio.run(service.remember(f"Unrelated note number {i} about topic {i * 7919 % 1000}"))
+        asyncio.run(
+            service.memories.remember(f"Unrelated note number {i} about topic {i * 7919 % 1000}")
+        )
     tools = Tools(service)
     first = call(
         tools, "add_to_memory", {"content": "Sarah works at Globex", "category": "person",

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from memloci.compose import build_service
 from memloci.config import Settings
 from memloci.models import MemoryNode, NodeType
 from memloci.providers.fake import FakeEmbedder
 from memloci.service import MemoryService
+from memloci.service.compose import build_service
 from memloci.tools import (
     TOOLS,
     McpTool,
@@ -58,7 +58,7 @@ def first_id(text: str) -> str:
 
 def stored(service: MemoryService, **filters: Any) -> list[MemoryNode]:
     flt = service.filter(include_forgotten=True, **filters)
-    return asyncio.run(service.list_nodes(flt, limit=1000))
+    return asyncio.run(service.memories.list_nodes(flt, limit=1000))
 
 
 def walk(schema: Any) -> Iterator[dict[str, Any]]:
@@ -232,18 +232,18 @@ def test_remember_recall_update_correct_confirm_forget(service: MemoryService) -
 
     same = call(tools, "correct_fact", {"memory_id": mid, "content": "The user prefers light mode"})
     assert same.startswith(f"No change: [id:{mid}]")  # no new fact replaces an equal one
-    assert asyncio.run(service.get(mid)).valid_until is None
+    assert asyncio.run(service.memories.get(mid)).valid_until is None
     out = call(tools, "correct_fact", {"memory_id": mid, "content": "The user prefers sepia mode"})
     new_id = ID_IN_TEXT.findall(out)[0]
     assert out.startswith("Corrected:") and new_id != mid and f"[id:{mid}]" in out
-    assert asyncio.run(service.get(mid)).valid_until is not None
+    assert asyncio.run(service.memories.get(mid)).valid_until is not None
     # the replaced fact says which one replaced it (it was "forgotten", a dead end)
     out = call(tools, "update_memory", {"memory_id": mid, "content": "The user likes dark mode"})
     assert "was replaced by [" in out and new_id in out and "forgotten" not in out
 
     out = call(tools, "confirm_fact", {"memory_id": f"[id:{new_id}]"})  # copied from context
     assert out.startswith(f"Confirmed [id:{new_id}]") and "1.00" in out
-    assert asyncio.run(service.get(new_id)).decay_rate == 0.0
+    assert asyncio.run(service.memories.get(new_id)).decay_rate == 0.0
 
     assert call(tools, "forget", {"memory_id": new_id}).startswith(f"Forgot [id:{new_id}]")
     assert "already forgotten" in call(tools, "forget", {"memory_id": new_id})
@@ -267,7 +267,7 @@ def test_remember_fact_with_a_key(service: MemoryService) -> None:
         tools, "remember", {"content": "Timezone is Asia/Tokyo", "key": "tz", "overwrite": False}
     )
     assert out.startswith(f"Not stored: [id:{mid}] already holds key tz") and "update_memory" in out
-    assert asyncio.run(service.get(mid)).content == "Timezone is Europe/Lisbon"
+    assert asyncio.run(service.memories.get(mid)).content == "Timezone is Europe/Lisbon"
 
 
 def test_recall_by_key_falls_back_to_the_closest_keys(service: MemoryService) -> None:
@@ -355,7 +355,7 @@ def test_learn_procedure_and_record_episode(service: MemoryService) -> None:
         {"content": "Check the forecast first", "triggers": ["weather"], "category": "Travel"},
     )
     assert out.startswith("Learned procedure [id:") and "standing instructions" in out
-    node = asyncio.run(service.get(first_id(out)))
+    node = asyncio.run(service.memories.get(first_id(out)))
     assert node.type is NodeType.PROCEDURAL and node.category == "travel"
     assert node.procedure is not None and node.procedure.triggers == {"goal_contains": ["weather"]}
 
@@ -365,7 +365,7 @@ def test_learn_procedure_and_record_episode(service: MemoryService) -> None:
         {"content": "Deploy failed: disk full", "outcome": "failure", "error": "ENOSPC"},
     )
     assert out.startswith("Recorded episode [id:")
-    ep = asyncio.run(service.get(first_id(out)))
+    ep = asyncio.run(service.memories.get(first_id(out)))
     assert ep.type is NodeType.EPISODIC and (ep.user, ep.session) == ("u1", "s1")
     assert ep.episode is not None and ep.episode.outcome == {"success": False, "error": "ENOSPC"}
     assert "Deploy failed" in call(tools, "list_memories", {"memory_type": "episodes"})
@@ -397,10 +397,12 @@ def test_get_entity_info_and_explain_fact(service: MemoryService) -> None:
     # names the worker links only to known entities: none yet ("Alec is …" says nothing
     # of who Alec is; "Alec owes …" would be taken for a name and made an entity)
     assert asyncio.run(service.flush(20))
-    alec = asyncio.run(service.save_entity("Alec", type="person", aliases=["Al"], summary="Boss"))
-    corp = asyncio.run(service.save_entity("TechCorp", type="organization"))
-    asyncio.run(service.link_entities(mid, [alec.id, corp.id]))
-    asyncio.run(service.link_entities(other, [alec.id]))
+    alec = asyncio.run(
+        service.records.save_entity("Alec", type="person", aliases=["Al"], summary="Boss")
+    )
+    corp = asyncio.run(service.records.save_entity("TechCorp", type="organization"))
+    asyncio.run(service.records.link_entities(mid, [alec.id, corp.id]))
+    asyncio.run(service.records.link_entities(other, [alec.id]))
 
     # u2's memory mentions Alec too: u1 sees neither it nor what may come from it — the
     # summary (drawn from every user's facts), an alias no memory of u1's uses, the count
@@ -414,7 +416,7 @@ def test_get_entity_info_and_explain_fact(service: MemoryService) -> None:
     # an entity only u1's memories mention is shown whole
     out = call(tools, "get_entity_info", {"name": "TechCorp"})
     assert out.startswith("TechCorp (organization), mentioned")
-    asyncio.run(service.save_entity("TechCorp", aliases=["TC"], summary="Alec's employer"))
+    asyncio.run(service.records.save_entity("TechCorp", aliases=["TC"], summary="Alec's employer"))
     out = call(tools, "get_entity_info", {"name": "TC"})
     assert "Also called: TC" in out and "Summary: Alec's employer" in out
 
@@ -497,7 +499,7 @@ def test_unexpected_exceptions_are_logged_not_raised(
     async def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(service, "search", boom)
+    monkeypatch.setattr(service.memories, "search", boom)
     with caplog.at_level(logging.ERROR, logger="memloci.tools"):
         out = call(Tools(service), "recall", {"query": "anything"})
     assert out.startswith("Error: recall failed unexpectedly (RuntimeError)")
@@ -554,7 +556,7 @@ def test_user_binding_hides_other_users_memories(service: MemoryService) -> None
     mid = first_id(call(alice, "remember", {"content": "Alice's PIN is 4321"}))
     assert "4321" not in call(bob, "recall", {"query": "PIN"})
     assert call(bob, "forget", {"memory_id": mid}).startswith("Error: no memory")
-    assert asyncio.run(service.get(mid)).is_current
+    assert asyncio.run(service.memories.get(mid)).is_current
     assert "4321" in call(alice, "recall", {"query": "PIN"})
 
 
@@ -607,9 +609,9 @@ def test_reference_001_scenarios(service: MemoryService) -> None:
     )
     assert f"[id:{sarah}]" in out and "version 2" in out
     assert '"Sarah works on the Platform team" → "Sarah works on the Design team"' in out
-    node = asyncio.run(service.get(sarah))
+    node = asyncio.run(service.memories.get(sarah))
     assert (node.id, node.version, node.content) == (sarah, 2, "Sarah works on the Design team")
-    history = asyncio.run(service.history(sarah))
+    history = asyncio.run(service.memories.history(sarah))
     assert [v.content for v in history][-2:] == [
         "Sarah works on the Platform team",
         "Sarah works on the Design team",
@@ -728,9 +730,9 @@ def test_record_procedure_use_keeps_the_track_record(service: MemoryService) -> 
     call(tools, "forget", {"memory_id": pid})
     out = call(tools, "record_procedure_use", {"memory_id": pid, "success": True})
     assert out.startswith(f"Error: procedure {pid} is no longer current")
-    node = asyncio.run(service.get(pid))
+    node = asyncio.run(service.memories.get(pid))
     assert node.procedure is not None and node.procedure.times_used == 3
-    assert fid and asyncio.run(service.get(fid)).procedure is None
+    assert fid and asyncio.run(service.memories.get(fid)).procedure is None
     # the tier is the caller's: without procedures it cannot see one
     facts_only = Tools(service, user="alice", agent="bot", types=["semantic"])
     assert call(facts_only, "record_procedure_use", {"memory_id": pid}).startswith(

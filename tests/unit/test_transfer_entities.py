@@ -1,5 +1,5 @@
 """Which entity of the namespace an imported entity is merged into
-(:mod:`memloci.transfer_entities`): the one whose names hold the incoming canonical name
+(:mod:`memloci.service.transfer.entities`): the one whose names hold the incoming canonical name
 (else an alias) by ``name_key``, of a type that fits; never one of several, never by a
 merely compatible name."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memloci.models import Entity, EntityType
-from memloci.transfer_entities import NameIndex, merged
+from memloci.service.transfer.entities import NameIndex, merged
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T1 = datetime(2024, 6, 1, tzinfo=UTC)
@@ -79,7 +79,7 @@ def test_the_rest_import_result_has_every_count_of_the_report() -> None:
     from dataclasses import fields
 
     from memloci.interfaces.rest.schemas import ImportResult
-    from memloci.transfer import ImportReport
+    from memloci.service.transfer import ImportReport
 
     counts = {f.name for f in fields(ImportReport)} - {"errors", "names_to_embed"}
     assert counts <= set(ImportResult.model_fields)

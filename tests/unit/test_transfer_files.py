@@ -16,7 +16,7 @@ import pytest
 
 from memloci import Memory
 from memloci.errors import StorageError, ValidationError
-from memloci.transfer import VERSION, write_lines
+from memloci.service.transfer import VERSION, write_lines
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_a_failed_export_keeps_the_previous_backup(
         yield json.dumps({"kind": "header", "format": "memloci", "version": VERSION})
         raise StorageError("the store went away")
 
-    monkeypatch.setattr(source.service, "export_lines", failing)
+    monkeypatch.setattr(source.service.admin, "export_lines", failing)
     with pytest.raises(StorageError):
         source.export(str(backup))
     assert backup.read_bytes() == before  # not truncated, not half written

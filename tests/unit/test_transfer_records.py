@@ -24,7 +24,7 @@ def build_graph(mem: Memory, docs: Path) -> None:
     mem.add("I moved to Lisbon with my partner Sarah", user="u1", session="s2", speaker="user")
     mem.consolidate()
     mem._call(
-        mem.service.append_messages(
+        mem.service.records.append_messages(
             "t1", [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}],
             user="u1", agent="bot",
         )
@@ -281,7 +281,7 @@ def test_two_unmerged_users_with_one_channel_id_are_refused(
     )
     assert "nothing was imported" in str(exc.value.hint)
     assert target.service.store.list_users("default") == []
-    target._call(target.service.save_user("carol", identifiers={"telegram": "555"}))
+    target._call(target.service.records.save_user("carol", identifiers={"telegram": "555"}))
     rows = _users(
         {"id": "dave", "display_name": "Dave"}, {"id": "bob", "identifiers": {"telegram": "555"}}
     )
@@ -299,7 +299,7 @@ def test_users_merged_into_one_another_may_share_a_channel_id(
         {"id": "alice", "identifiers": {"telegram": "555"}},
     )
     assert target.import_file(str(save(tmp_path / "merged.jsonl", rows))).users == 2
-    target._call(target.service.save_user("erin", identifiers={"email": "e@x.org"}))
+    target._call(target.service.records.save_user("erin", identifiers={"email": "e@x.org"}))
     again = _users({"id": "old-erin", "identifiers": {"email": "e@x.org"}, "merged_into": "erin"})
     assert target.import_file(str(save(tmp_path / "old.jsonl", again))).users == 1
 

@@ -471,7 +471,7 @@ class Consolidator:
             updated_at=run.now, valid_from=when, confidence=fact.confidence,
             decay_rate=self.settings.decay_rate_default, source_type=SourceType.CONSOLIDATION,
             procedure=ProcedureDetails() if procedural else None,
-            metadata={"source": "consolidation"},  # reference 004, shown in exports
+            metadata={"source": "consolidation"},  # says where it came from in exports
         )  # fmt: skip
 
 

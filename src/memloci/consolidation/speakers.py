@@ -110,7 +110,7 @@ def speaker_names(turns: Iterable[tuple[str, Hashable, str]]) -> dict[str, str]:
 
 class SpeakerNames:
     """The names of speakers whose labels are not names, per namespace and user (see
-    :func:`speaker_names`), for :func:`memloci.worker.link_mentions`. Remembered for
+    :func:`speaker_names`), for :func:`memloci.service.worker.link_mentions`. Remembered for
     :data:`REMEMBERED` seconds; a user whose speakers have no name yet is looked at
     again only when new turns address someone."""
 

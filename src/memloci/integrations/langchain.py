@@ -45,9 +45,8 @@ from pydantic import ValidationError as PydanticValidationError
 from memloci import validate as v
 from memloci.errors import ValidationError
 from memloci.integrations._common import ToolSource, bound_tools, run_sync, select
-from memloci.models import CONTENT_MAX, CONTENT_MIN, MemoryNode, NodeType, normalize_key
+from memloci.models import CONTENT_MAX, CONTENT_MIN, MemoryNode, NodeFilter, NodeType, normalize_key
 from memloci.sdk import AsyncMemory, Memory
-from memloci.storage.base import NodeFilter
 from memloci.tools import ToolDef, Tools
 
 __all__ = ["MemlociStore", "memory_tools"]
@@ -196,7 +195,7 @@ class MemlociStore(BaseStore):
         )  # fmt: skip
 
     async def _find(self, namespace: tuple[str, ...], key: str) -> MemoryNode | None:
-        node = await self.service.lookup(
+        node = await self.service.memories.lookup(
             _memloci_key(namespace, key), namespace=self.namespace, user=self._user(namespace)
         )
         return node if node is not None and _identity(node) == (namespace, key) else None
@@ -207,10 +206,10 @@ class MemlociStore(BaseStore):
         if op.value is None:
             node = await self._find(op.namespace, op.key)
             if node is not None:
-                await self.service.forget(node.id, namespace=self.namespace)
+                await self.service.edits.forget(node.id, namespace=self.namespace)
             return
         value = dict(op.value)
-        await self.service.remember(
+        await self.service.memories.remember(
             _text(op.key, value, op.index), namespace=self.namespace,
             key=_memloci_key(op.namespace, op.key), value=value, category=self.category,
             user=self._user(op.namespace),
@@ -228,7 +227,7 @@ class MemlociStore(BaseStore):
         found: list[SearchItem] = []
         if op.query:
             k = min(200, max(50, wanted * 5))
-            hits = await self.service.search(op.query, flt, k=k)
+            hits = await self.service.memories.search(op.query, flt, k=k)
             found = [_hit(h.memory, h.score) for h in hits if keep(h.memory)]
         else:
             async for node in self._scan(flt):
@@ -250,7 +249,9 @@ class MemlociStore(BaseStore):
         """Every store item matching ``flt``, newest first."""
         offset = 0
         while True:
-            page = await self.service.list_nodes(flt, limit=_PAGE, offset=offset, order="-created")
+            page = await self.service.memories.list_nodes(
+                flt, limit=_PAGE, offset=offset, order="-created"
+            )
             for node in page:
                 if META in node.metadata:
                     yield node

@@ -1,5 +1,5 @@
 """A LangGraph checkpointer over memloci threads (layer: interfaces) — conversation
-state of a graph kept in the same store as its long-term memory (reference 000).
+state of a graph kept in the same store as its long-term memory (one file to back up).
 
 Needs ``pip install 'memloci[langchain]'``::
 
@@ -234,7 +234,7 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
             _stored(KIND, thread_id),
             *(_stored(f"{KIND}-{n}", thread_id) for n in range(shards)),
         ]
-        await self.service.delete_threads(ids, namespace=self.namespace)
+        await self.service.records.delete_threads(ids, namespace=self.namespace)
         with self._lock:
             self._counts.pop(thread_id, None)
             for key in [k for k in self._shards if k[0] == thread_id]:
@@ -250,7 +250,7 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
             one = await self._index(_thread(config))
             indexes = [one] if one is not None else []
         else:
-            threads = await self.service.list_threads(namespace=self.namespace, limit=1000)
+            threads = await self.service.records.list_threads(namespace=self.namespace, limit=1000)
             for t in threads:
                 if t.id.startswith(PREFIX):
                     full = await self._read(t.id)
@@ -335,14 +335,14 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
 
     async def _read(self, stored: str) -> Thread | None:
         try:
-            return await self.service.get_thread(stored, namespace=self.namespace)
+            return await self.service.records.get_thread(stored, namespace=self.namespace)
         except NotFoundError:
             return None
 
     # ------------------------------------------------------------------ writing
     async def _append(self, stored: str, tid: str, messages: builtins.list[dict[str, Any]]) -> None:
         user, agent = _owner(tid)
-        await self.service.append_messages(
+        await self.service.records.append_messages(
             stored, messages, namespace=self.namespace, user=user, agent=agent
         )
 

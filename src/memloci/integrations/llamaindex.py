@@ -90,7 +90,7 @@ class MemlociMemoryBlock(BaseMemoryBlock[str]):
         """memloci's context block for the last user message (or the last message)."""
         prompt = _last_prompt(messages or [])
         flt = self._service.filter(session=self.session, **self._filters())
-        return await self._service.context(prompt, flt, budget=self.budget)
+        return await self._service.context.context(prompt, flt, budget=self.budget)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Store the user and assistant messages as conversation turns, in order (one
@@ -106,7 +106,7 @@ class MemlociMemoryBlock(BaseMemoryBlock[str]):
             if session is None and isinstance(found, str):
                 session = found
         if turns:
-            await self._service.add(turns, session=session, **self._filters())
+            await self._service.memories.add(turns, session=session, **self._filters())
 
 
 def _text(message: ChatMessage) -> str:

@@ -89,7 +89,7 @@ class MemlociSession:
         """Append items to the thread (created when new)."""
         if not items:
             return
-        await self.service.append_messages(
+        await self.service.records.append_messages(
             self.thread_id, [_encode(dict(item)) for item in items],
             namespace=self.namespace, user=self.user, agent=self.agent,
         )  # fmt: skip
@@ -101,18 +101,18 @@ class MemlociSession:
             return None
         *kept, last = thread.messages
         if kept:
-            await self.service.save_thread(thread.model_copy(update={"messages": kept}))
+            await self.service.records.save_thread(thread.model_copy(update={"messages": kept}))
         else:
-            await self.service.delete_threads([self.thread_id], namespace=self.namespace)
+            await self.service.records.delete_threads([self.thread_id], namespace=self.namespace)
         return _decode(last)
 
     async def clear_session(self) -> None:
         """Delete the thread."""
-        await self.service.delete_threads([self.thread_id], namespace=self.namespace)
+        await self.service.records.delete_threads([self.thread_id], namespace=self.namespace)
 
     async def _thread(self) -> Thread | None:
         try:
-            return await self.service.get_thread(self.thread_id, namespace=self.namespace)
+            return await self.service.records.get_thread(self.thread_id, namespace=self.namespace)
         except NotFoundError:
             return None
 

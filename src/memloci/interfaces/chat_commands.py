@@ -25,9 +25,8 @@ from enum import StrEnum
 
 from memloci.errors import NotFoundError, ValidationError
 from memloci.kinds import FACT_TYPES
-from memloci.models import ID_RE, MemoryNode, sanitize_category
+from memloci.models import ID_RE, MemoryNode, NodeFilter, sanitize_category
 from memloci.service import MemoryService
-from memloci.storage.base import NodeFilter
 from memloci.tools.handlers import change_refused
 
 LIST_LIMIT = 50  # memories shown by /memory before "…and N more"
@@ -182,8 +181,8 @@ async def run_memory_command(
         if action is MemoryAction.LIST:
             if command.argument:
                 flt = replace(flt, categories=(command.argument,))
-            nodes = await service.list_nodes(flt, limit=limit, order="category")
-            total = await service.count(flt) if len(nodes) >= limit else len(nodes)
+            nodes = await service.memories.list_nodes(flt, limit=limit, order="category")
+            total = await service.memories.count(flt) if len(nodes) >= limit else len(nodes)
             return format_memory_list(nodes, total=total, category=command.argument)
         if action is MemoryAction.DELETE:
             return await _delete(service, flt, command.argument or "", user=user, agent=agent)
@@ -200,7 +199,7 @@ async def _delete(
     if not ID_RE.match(memory_id):
         return missing
     # a filtered read, not a bare get: the id must be visible to this caller
-    found = await service.list_nodes(replace(flt, ids=(memory_id,)), limit=1)
+    found = await service.memories.list_nodes(replace(flt, ids=(memory_id,)), limit=1)
     if not found:
         return missing
     node = found[0]
@@ -208,7 +207,7 @@ async def _delete(
     if refused is not None:
         return f"⚠️ {refused}"
     try:
-        result = await service.forget(node.id, namespace=node.namespace)
+        result = await service.edits.forget(node.id, namespace=node.namespace)
     except NotFoundError:  # purged in the meantime
         return missing
     if result.action != "forgotten":  # forgotten in the meantime
@@ -217,7 +216,7 @@ async def _delete(
 
 
 async def _search(service: MemoryService, flt: NodeFilter, query: str) -> str:
-    hits = await service.search(query, flt, k=SEARCH_LIMIT)
+    hits = await service.memories.search(query, flt, k=SEARCH_LIMIT)
     if not hits:
         return f"🔎 No memories match '{query}'."
     lines = [f"🔎 Memories matching '{query}':", *(_line(h.memory) for h in hits)]

@@ -100,7 +100,7 @@ def reembed(
     """Embed what is pending, or rebuild every vector after switching models.
 
     A store whose vectors were embedded in an older form is offered a rebuild too."""
-    from memloci.worker import outdated_form
+    from memloci.service.worker import outdated_form
 
     if embedder is EmbedderName.NONE:
         raise ValidationError(
@@ -163,7 +163,7 @@ def _reembed_knowledge(memory: Memory) -> int:
         bar.update(task, completed=done, total=total)
 
     try:
-        return service.reembed_knowledge_now(progress=tick)
+        return service.knowledge.reembed_knowledge.now(progress=tick)
     finally:
         if bar.live.is_started:
             bar.stop()
@@ -172,7 +172,7 @@ def _reembed_knowledge(memory: Memory) -> int:
 def _kept_minilm(memory: Memory) -> bool:
     """Whether ``local`` (from ``--embedder`` or ``MEMLOCI_EMBEDDER``) kept a store on the
     bundled MiniLM (made before bge-small became the default; see
-    :func:`memloci.compose.build_service`)."""
+    :func:`memloci.service.compose.build_service`)."""
     from memloci.providers.minilm import MODEL_ID
 
     settings, embedder = memory.settings, memory.service.embedder
@@ -245,7 +245,7 @@ def _demo(db: str, namespace: str | None, embedder: EmbedderName | None) -> None
             hits = m.search(query, user=DEMO_USER, k=3)
             out.print(hits_table(hits, title=f"memloci memory search {query!r} -k 3"))
         flt = m.service.filter(namespace=ns, user=DEMO_USER)
-        stable, dynamic = m.service.context_parts_now(DEMO_PROMPT, flt, budget=900)
+        stable, dynamic = m.service.context.context_parts.now(DEMO_PROMPT, flt, budget=900)
     from rich.panel import Panel
 
     say(f"\nThe context block for the prompt {DEMO_PROMPT!r} (memloci memory context):", "bold")

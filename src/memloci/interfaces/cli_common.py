@@ -265,7 +265,7 @@ def role_settings(
     """Settings from a role file (store path, namespace, embedder, caps, model), with the
     command line on top. ``with_model`` sets the role's model as the consolidation LLM
     even when the role's automatic consolidation is off. A role ``store_path`` whose
-    folder does not exist gets it created (reference 004), so a new agent's first run
+    folder does not exist gets it created, so a new agent's first run
     works."""
     import pydantic
 
@@ -302,7 +302,7 @@ def role_settings(
 
 def agent_memory(role: Role, settings: Settings, *, db: str | None = None) -> AsyncMemory:
     """The store an agent of ``role`` talks through. A role without a ``memory:`` block
-    has no memory (reference 000/003): it gets an empty in-process store that is never
+    has no memory (memory is opt-in): it gets an empty in-process store that is never
     written (the agent leaves it alone), so no store file is created or opened; a
     ``--db`` given anyway is reported as unused."""
     from memloci.sdk import AsyncMemory
@@ -320,7 +320,7 @@ def agent_memory(role: Role, settings: Settings, *, db: str | None = None) -> As
 
 
 def _local(path: str) -> bool:
-    from memloci.storage.location import is_database_url
+    from memloci.config import is_database_url
 
     return not is_database_url(path) and path != ":memory:"
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from memloci.errors import StorageError
+from memloci.errors import DAMAGED_HINT, StorageError
 from memloci.interfaces.cli_common import (
     DbOpt,
     EmbedderName,
@@ -23,8 +23,7 @@ from memloci.interfaces.cli_common import (
     out,
     say,
 )
-from memloci.storage.base import Health
-from memloci.storage.faults import DAMAGED_HINT
+from memloci.models import Health
 
 DOCTOR_EXAMPLES = (
     "Examples:\n\n"

@@ -12,14 +12,8 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
-from memloci.errors import MemlociError
+from memloci.errors import MemlociError, driver_error, storage_error
 from memloci.interfaces.cli_common import report_error
-
-
-def database_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is a database driver's error (DB-API ``DatabaseError``: SQLite's
-    "database disk image is malformed", …) that the storage layer let through."""
-    return any(cls.__name__ == "DatabaseError" for cls in type(exc).__mro__)
 
 
 class QuickHelpGroup(TyperGroup):
@@ -93,9 +87,7 @@ class GuardedGroup(QuickHelpGroup):
             if os.environ.get("MEMLOCI_DEBUG", "") not in ("", "0"):
                 traceback.print_exc(file=sys.stderr)
             first = (str(exc).splitlines() or [""])[0]
-            if database_error(exc):
-                from memloci.storage.faults import storage_error  # only on this path
-
+            if driver_error(exc):  # a database failure the storage layer let through
                 error = storage_error(exc)
                 report_error(error.message.splitlines()[0], error.hint)
                 raise typer.Exit(error.exit_code) from None
@@ -106,4 +98,4 @@ class GuardedGroup(QuickHelpGroup):
             raise typer.Exit(1) from None
 
 
-__all__ = ["GuardedGroup", "QuickHelpGroup", "database_error"]
+__all__ = ["GuardedGroup", "QuickHelpGroup"]

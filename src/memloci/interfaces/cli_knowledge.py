@@ -31,8 +31,8 @@ from memloci.interfaces.cli_common import (
     say,
     snippet,
 )
-from memloci.knowledge import DEFAULT_GLOBS, GONE, KnowledgeReport
 from memloci.models import KnowledgeHit, KnowledgeSource
+from memloci.service.documents import DEFAULT_GLOBS, GONE, KnowledgeReport
 
 if TYPE_CHECKING:
     from memloci.sdk import Memory
@@ -188,7 +188,7 @@ def search(
 
 
 def _collections(m: Memory, namespace: str) -> set[str]:
-    sources = m._call(m.service.list_knowledge_sources(namespace=namespace))
+    sources = m._call(m.service.knowledge.list_knowledge_sources(namespace=namespace))
     return {s.collection for s in sources}
 
 
@@ -236,7 +236,9 @@ def list_(
     """The documents in the knowledge tier, with their ids and chunk counts."""
     with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
         ns = m.settings.namespace
-        sources = m._call(m.service.list_knowledge_sources(namespace=ns, collection=collection))
+        sources = m._call(
+            m.service.knowledge.list_knowledge_sources(namespace=ns, collection=collection)
+        )
     if as_json:
         emit_json([s.model_dump(mode="json") for s in sources])
     elif not sources:
@@ -287,7 +289,7 @@ def remove(
     """Remove documents (and their chunks) from the knowledge tier."""
     with open_memory(db, namespace, embedder, must_exist=True) as m:
         ns = m.settings.namespace
-        gone = m._call(m.service.remove_knowledge(source, namespace=ns))
+        gone = m._call(m.service.knowledge.remove_knowledge(source, namespace=ns))
     if as_json:
         emit_json({"action": "removed", "sources": [s.model_dump(mode="json") for s in gone]})
         return

@@ -95,7 +95,7 @@ def consolidate(
         if session is not None:
             sessions = [(session, None, session)]
         else:
-            pending = m._call(service.pending_sessions(namespace=ns, user=user))
+            pending = m._call(service.consolidation.pending_sessions(namespace=ns, user=user))
             loose = {p.user: p.label for p in pending if p.session is None}
             if None in loose:  # turns of no user: one run takes every owner's
                 loose = {user: "(no session)"}
@@ -112,7 +112,7 @@ def consolidate(
                 if left is not None and left <= 0:
                     break
                 report = m._call(
-                    service.consolidate(
+                    service.consolidation.consolidate(
                         sid,
                         namespace=ns,
                         user=uid,
@@ -191,7 +191,7 @@ def maintain(
     """Run the nightly maintenance now: consolidate, decay, enrich, infer causes, embed."""
     memory = open_memory(db, None, embedder, must_exist=True)
     with memory as m, nullcontext() if as_json else err.status("Running maintenance…"):
-        report = m._call(m.service.maintain())
+        report = m._call(m.service.consolidation.maintain())
     if as_json:
         emit_json(report.model_dump(mode="json"))
     elif not report.ran:

@@ -357,7 +357,7 @@ def clear(
         do_memories, do_sessions = not sessions_only, not memories_only and type_ is None
         total = m.count(owner=user, type=type_, include_forgotten=True) if do_memories else 0
         threads = (
-            m._call(m.service.count_threads(namespace=ns, user=user, agent=agent))
+            m._call(m.service.records.count_threads(namespace=ns, user=user, agent=agent))
             if do_sessions
             else 0
         )
@@ -393,8 +393,10 @@ def _what(memory_count: int | None, session_count: int | None, type_: NodeType |
 def _clear_threads(m: Memory, ns: str, user: str | None, agent: str | None) -> int:
     """Delete the conversation threads (sessions) of the namespace, page by page."""
     deleted = 0
-    while page := m._call(m.service.list_threads(namespace=ns, user=user, agent=agent, limit=1000)):
-        n = m._call(m.service.delete_threads([t.id for t in page], namespace=ns))
+    while page := m._call(
+        m.service.records.list_threads(namespace=ns, user=user, agent=agent, limit=1000)
+    ):
+        n = m._call(m.service.records.delete_threads([t.id for t in page], namespace=ns))
         deleted += n
         if n == 0:
             break

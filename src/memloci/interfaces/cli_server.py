@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import shutil
 import signal
 import socket
 import tempfile
 from collections.abc import Iterable
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from memloci._extras import require
-from memloci.config import Settings
+from memloci.config import Settings, describe
 from memloci.errors import ConflictError, PermissionDeniedError, StorageError, ValidationError
 from memloci.interfaces.cli_common import (
     DbOpt,
@@ -34,7 +36,14 @@ from memloci.interfaces.cli_common import (
     settings_for,
 )
 from memloci.interfaces.hosts import is_loopback
-from memloci.storage.location import describe
+
+
+class LogFormat(StrEnum):
+    """How ``memloci serve`` writes its log."""
+
+    TEXT = "text"
+    JSON = "json"
+
 
 keys_app = typer.Typer(
     rich_markup_mode="markdown",
@@ -70,6 +79,13 @@ def serve(
         bool, typer.Option(help="Run the daily maintenance job inside the server.")
     ] = True,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(
+            help="Log lines as text (uvicorn's) or json: one JSON object per request "
+            "(request id, route, status, duration…) and per log record, on stderr.",
+        ),
+    ] = LogFormat.TEXT,
     allowed_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -95,10 +111,21 @@ def serve(
     try:
         if scratch is not None:
             settings = settings.model_copy(update={"path": str(scratch / "demo.db")})
-        _serve(settings, sock, demo=demo, namespace=namespace, embedder=embedder,
-               maintenance=maintenance, log_level=log_level)  # fmt: skip
+        _serve(
+            settings,
+            sock,
+            demo=demo,
+            namespace=namespace,
+            embedder=embedder,
+            maintenance=maintenance,
+            logs=(log_level, log_format),
+        )
     except (KeyboardInterrupt, _Stopped):
-        note("Stopped.")  # Ctrl-C or SIGTERM (uvicorn re-raises the one it shut down on)
+        # Ctrl-C or SIGTERM (uvicorn re-raises the one it shut down on)
+        if log_format is LogFormat.JSON:
+            logging.getLogger("memloci.server").info("stopped")
+        else:
+            note("Stopped.")
     finally:
         signal.signal(signal.SIGTERM, previous)
         sock.close()
@@ -115,8 +142,9 @@ def _serve(
     namespace: str | None,
     embedder: EmbOpt,
     maintenance: bool,
-    log_level: str,
+    logs: tuple[str, LogFormat],
 ) -> None:
+    """``logs``: the log level and format."""
     import uvicorn
 
     from memloci.interfaces.rest import create_app
@@ -127,19 +155,31 @@ def _serve(
     memory = AsyncMemory(settings=settings, embedder=settings.embedder)
     service = memory.service
     try:
-        has_keys = asyncio.run(service.has_keys())
+        has_keys = asyncio.run(service.keys.has_keys())
         guard_public(settings.host, has_keys=has_keys, allowed_hosts=settings.allowed_hosts)
     except BaseException:
         service.close()
         raise
-    app = create_app(service, close_service=True, maintenance=maintenance)
+    log_level, log_format = logs
+    as_json = log_format is LogFormat.JSON
+    app = create_app(service, close_service=True, maintenance=maintenance, access_log=as_json)
     url = f"http://{_url_host(settings.host)}:{settings.port}"
     say(f"memloci serving {describe(settings.path)} (namespace {settings.namespace!r})", "bold")
     say(f"  web UI   {url}/memories")
     say(f"  REST     {url}/api/v1  (OpenAPI docs: {url}/docs)")
     say(f"  MCP      {url}/mcp/  (streamable HTTP)")
+    logging_options: dict[str, Any] = {}
+    if as_json:
+        from memloci.interfaces.rest.ops import json_log_config
+
+        logging_options = {"log_config": json_log_config(log_level), "access_log": False}
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level=log_level, lifespan="on"
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        lifespan="on",
+        **logging_options,
     )
     server = uvicorn.Server(config)
     try:
@@ -289,7 +329,9 @@ def keys_create(
         )
     nss = key_namespaces or ["*"]
     with open_memory(db, None, None) as m:
-        key, secret = m._call(m.service.create_key(name, nss, write=not read_only, admin=admin))
+        key, secret = m._call(
+            m.service.keys.create_key(name, nss, write=not read_only, admin=admin)
+        )
     if as_json:
         emit_json({**key.model_dump(mode="json"), "secret": secret})
         return
@@ -309,7 +351,7 @@ def keys_list(
 ) -> None:
     """List API keys (never their secrets)."""
     with open_memory(db, None, None, must_exist=True) as m:
-        keys = m._call(m.service.list_keys(include_revoked=include_revoked))
+        keys = m._call(m.service.keys.list_keys(include_revoked=include_revoked))
     if as_json:
         emit_json([k.model_dump(mode="json") for k in keys])
         return
@@ -334,5 +376,5 @@ def keys_revoke(
 ) -> None:
     """Revoke an API key: requests with it are refused from now on."""
     with open_memory(db, None, None, must_exist=True) as m:
-        key = m._call(m.service.revoke_key(key_id))
+        key = m._call(m.service.keys.revoke_key(key_id))
     say(f"Revoked key {key.id} ({key.name}).")

@@ -1,6 +1,7 @@
 """``memloci memory export`` and ``memloci memory import`` (layer: interfaces).
 
-Export writes reference 004's JSON array of memories or the full JSON Lines backup;
+Export writes a JSON array of the memories (readable by other tools) or the full JSON
+Lines backup;
 import loads a backup. Registered on ``memloci memory`` by
 :mod:`memloci.interfaces.cli_memory`.
 """
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 
 
 class ExportFormat(StrEnum):
-    """``json``: reference 004's array of memories; ``jsonl``: the full, importable backup."""
+    """``json``: an array of the memories; ``jsonl``: the full, importable backup."""
 
     JSON = "json"
     JSONL = "jsonl"
@@ -135,11 +136,11 @@ def export(
 
 
 def _export_array(m: Memory, file: Path) -> int:
-    """Reference 004's export: a JSON array of the current memories, oldest first. Written
-    as the JSON Lines backup is (:func:`memloci.transfer.write_lines`): to a file beside
+    """The plain export: a JSON array of the current memories, oldest first. Written
+    as the JSON Lines backup is (:func:`memloci.service.transfer.write_lines`): to a file beside
     ``file``, then renamed, so a failure leaves no half file; into a pipe or a device
     (``-o /dev/stdout``) directly."""
-    from memloci.transfer import write_lines
+    from memloci.service.transfer import write_lines
 
     records: list[dict[str, Any]] = []
     while page := m.list(limit=10_000, offset=len(records)):
@@ -157,7 +158,7 @@ def _exported(node: MemoryNode) -> dict[str, Any]:
         "created_at": data["created_at"],
         "memory_type": node.type.value,
         "metadata": node.metadata or None,
-        # memloci's own fields, after the reference's
+        # memloci's own fields, after the common ones above
         "user": node.user,
         "agent": node.agent,
         "session": node.session,

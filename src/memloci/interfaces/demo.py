@@ -157,7 +157,7 @@ class _Loader:
             return
         session, self.session = self.session, None
         extractor = DemoExtractor(self.facts.pop(session, []), list(self.entities.values()))
-        report = self.m.service.consolidate_now(
+        report = self.m.service.consolidation.consolidate.now(
             session, namespace=self.m.settings.namespace, extractor=extractor
         )
         if report.failed:
@@ -166,12 +166,12 @@ class _Loader:
         for name, rec in self.entities.items():
             if name in self.entity_ids:
                 continue
-            found = self.m.service.find_entity(name)
+            found = self.m.service.records.find_entity(name)
             entity = self.m._call(found)
             if entity is not None:  # mentioned by this session: give it its summary
                 self.entity_ids[name] = entity.id
                 self.m._call(
-                    self.m.service.save_entity(
+                    self.m.service.records.save_entity(
                         name, entity_id=entity.id, summary=rec.get("summary")
                     )
                 )
@@ -180,7 +180,7 @@ class _Loader:
     def link(self, memory_id: str, names: Sequence[str]) -> None:
         ids = [self.entity_ids[n] for n in names if n in self.entity_ids]
         if ids:
-            self.m._call(self.m.service.link_entities(memory_id, ids))
+            self.m._call(self.m.service.records.link_entities(memory_id, ids))
 
     def current(self, key: str) -> MemoryNode:
         node = self.m.lookup(key, user=self.user)
@@ -222,10 +222,10 @@ class _Loader:
             m.learn_procedure(rec.pop("content"), user=self.user, **rec)
             self.done.procedures += 1
         elif kind == "user":
-            m._call(svc.save_user(rec.pop("id"), **rec))
+            m._call(svc.records.save_user(rec.pop("id"), **rec))
             self.done.users += 1
         elif kind == "merge_users":
-            m._call(svc.merge_users(rec["source"], rec["target"]))
+            m._call(svc.records.merge_users(rec["source"], rec["target"]))
         elif kind == "thread":
             turns = m.list(user=self.user, type="episodic", limit=1000)
             messages = [
@@ -233,7 +233,7 @@ class _Loader:
                 for t in turns
                 if t.session == rec["session"]
             ]
-            m._call(svc.append_messages(
+            m._call(svc.records.append_messages(
                 rec["id"], messages, user=rec.get("user"), agent=rec.get("agent"),
             ))  # fmt: skip
             self.done.threads += 1

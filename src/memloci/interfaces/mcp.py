@@ -221,7 +221,7 @@ def http_app(service: MemoryService, *, guard: bool = True) -> Starlette:
     The caller must run ``app.router.lifespan_context(app)`` (it runs the MCP session
     manager), as the REST app does. Every request is checked against the API keys.
     ``guard``: wrap the app in the REST app's HTTP guards (Host, Origin, content type,
-    body size; :func:`memloci.interfaces.rest.app.add_guards`) — off only when it is
+    body size; :func:`memloci.interfaces.rest.guards.add_guards`) — off only when it is
     mounted in an app that has them, as ``create_app`` does.
     """
     from memloci.interfaces.rest.security import JsonErrors
@@ -238,7 +238,7 @@ def http_app(service: MemoryService, *, guard: bool = True) -> Starlette:
     app.add_middleware(_KeyAuth, service=service)
     app.add_middleware(JsonErrors)  # the SDK's plain-text 400 / 406 / 413
     if guard:
-        from memloci.interfaces.rest.app import add_guards
+        from memloci.interfaces.rest.guards import add_guards
 
         add_guards(app, service.settings)
     return app

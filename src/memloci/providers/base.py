@@ -100,19 +100,14 @@ def calibration_of(embedder: object | None) -> Calibration:
 
 # name -> "module:factory"; factories take keyword options and return an Embedder.
 _EMBEDDERS: dict[str, str] = {
-    "local": "memloci.providers.minilm:local_embedder",
+    "local": "memloci.providers.local:local_embedder",
     "minilm-int8": "memloci.providers.minilm_int8:OnnxMiniLMEmbedder",
-    "minilm-fp32": "memloci.providers.local:LocalMiniLMEmbedder",
+    "minilm-fp32": "memloci.providers.minilm_fp32:MiniLMFp32Embedder",
     "bge-small": "memloci.providers.bge:BgeSmallEmbedder",
     "openai": "memloci.providers.openai:OpenAIEmbedder",
     "google": "memloci.providers.google:GoogleEmbedder",
     "fake": "memloci.providers.fake:FakeEmbedder",
 }
-
-
-def register_embedder(name: str, target: str) -> None:
-    """Register an embedder factory as ``"module:attribute"`` (lazy import)."""
-    _EMBEDDERS[name] = target
 
 
 def embedder_names() -> list[str]:

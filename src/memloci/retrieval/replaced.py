@@ -24,6 +24,7 @@ from memloci.retrieval.fusion import Fused
 from memloci.storage.base import NodeFilter, Store
 
 REPLACED = 0.8  # a turn all of whose facts were since superseded keeps this of its score
+CHAIN = 4  # supersessions followed from a fact to the current one that holds in its place
 
 
 def replaced(
@@ -47,10 +48,9 @@ def replaced(
     newer: dict[str, str] = {}  # superseded fact -> the current fact that replaced it
     for old in sorted(facts):  # one walk each: a walk returns a node once, and one
         # current fact may have replaced several ("no longer in Lisbon", "in Lisbon")
-        for fact, _, _, _ in store.walk(
-            flt, [old], EdgeType.SUPERSEDES, depth=1, direction="backward", limit=1
-        ):
-            newer[old] = fact
+        current = _current_heir(store, flt, every, old)
+        if current is not None:
+            newer[old] = current
     by = {t: newer[fs[0]] for t, fs in drawn.items() if all(f in newer for f in fs)}
     if not by:
         return head
@@ -75,3 +75,24 @@ def replaced(
         note = f"since replaced by [{heir_id}]"
         entry.note = "; ".join(filter(None, [entry.note, note]))
     return sorted(out, key=lambda f: (-f.score, min(f.ranks.values()), f.id))
+
+
+def _current_heir(store: Store, flt: NodeFilter, every: NodeFilter, old: str) -> str | None:
+    """The current fact (visible through ``flt``) that holds in place of ``old``: the one
+    that superseded it, or, when that one was superseded in turn ("lives in Lisbon" →
+    "no longer lives in Lisbon" → "lives in Porto"), the nearest current fact down the
+    chain, at most :data:`CHAIN` steps."""
+    direct = store.walk(flt, [old], EdgeType.SUPERSEDES, depth=1, direction="backward", limit=1)
+    if direct:
+        return direct[0][0]
+    chain = store.walk(
+        every, [old], EdgeType.SUPERSEDES, depth=CHAIN, direction="backward", limit=2 * CHAIN
+    )
+    if not chain:
+        return None
+    steps = {node_id: distance for node_id, _, distance, _ in chain}
+    wanted = tuple(sorted(steps))
+    current = store.list_nodes(with_changes(flt, ids=wanted, types=None), limit=len(wanted))
+    if not current:
+        return None
+    return min(current, key=lambda n: (steps[n.id], n.id)).id

@@ -8,7 +8,7 @@ What ``memloci chat role.yaml`` runs, usable by any front end::
     await agent.finish()              # end of the session: prune, maybe consolidate
 
 Each turn: identify the user (``identify_user``), build the system prompt — the role's
-prompt, how to use memory, who the user is, then ``service.context(...)`` (procedures
+prompt, how to use memory, who the user is, then ``service.context.context(...)`` (procedures
 as standing instructions, "Your Memory" with ``[id:…]`` handles, entity profiles,
 timeline) and the knowledge block (chunks above ``similarityThreshold``) — add the
 conversation window, and call the model with the memory tools. Tool calls run through
@@ -16,12 +16,13 @@ conversation window, and call the model with the memory tools. Tool calls run th
 until the model answers in text (at most ``max_tool_rounds`` rounds). The user's
 message and the answer are checkpointed at once (``--resume`` restores them).
 
-A role without a ``memory:`` block has no memory at all (reference 000/003): no user is
+A role without a ``memory:`` block has no memory at all (memory is opt-in): no user is
 registered, nothing is read or written, the conversation lives in this process only
 (``start(resume=True)`` is refused), and the model gets no memory tools and no memory
 block — :attr:`Agent.has_memory` is False.
 
-Procedure performance (reference 000): after each turn, every learned procedure the turn
+Procedure performance (so that a procedure's track record shows whether it works):
+after each turn, every learned procedure the turn
 applied — its trigger matched the message, or the answer cites its ``[id:…]`` — gets one
 use recorded with the turn's duration, a success unless the turn stopped without an
 answer (:meth:`Agent.record_procedures`); the model can report a use itself with the
@@ -54,8 +55,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memloci import validate as v
 from memloci.config import Settings
 from memloci.errors import MemlociError, ValidationError
-from memloci.knowledge import knowledge_block
-from memloci.models import MemoryNode, NodeType, ThreadMessage, utcnow
+from memloci.models import TURN_MAX, EpisodeDetails, MemoryNode, NodeType, ThreadMessage, utcnow
 from memloci.procedures import matching
 from memloci.providers.chat import CHAT_PROVIDERS, ChatModel, ToolCall
 from memloci.providers.llm import LLM
@@ -67,6 +67,7 @@ from memloci.runtime.conversation import (
 )
 from memloci.runtime.identify import UserContext, identify_user
 from memloci.runtime.role import MemoryConfig, Role
+from memloci.service.documents import knowledge_block
 from memloci.tools import TOOLS, Tools
 
 if TYPE_CHECKING:
@@ -416,7 +417,7 @@ class Agent:
         if not kn.active:
             return
         try:
-            known = await self.service.list_knowledge_sources(namespace=self.namespace)
+            known = await self.service.knowledge.list_knowledge_sources(namespace=self.namespace)
         except Exception as exc:
             self._report("list the knowledge sources", exc)
             return
@@ -444,15 +445,13 @@ class Agent:
         if self.conversation is None:
             return None
         if autonomous and self._turns:
-            from memloci.runtime.autonomous import capture_episode  # imports this module
-
             await capture_episode(self)
         await self.conversation.end()
         cap = self.role.episodes_per_run(autonomous) if consolidate else None
         if cap is None:
             return None
-        try:  # at most the role's max_episodes_per_run, oldest first (reference 004)
-            return await self.service.consolidate(
+        try:  # at most the role's max_episodes_per_run, oldest first: a bounded cost per run
+            return await self.service.consolidation.consolidate(
                 namespace=self.namespace, user=self.user, max_episodes=cap
             )
         except Exception as exc:
@@ -503,7 +502,7 @@ class Agent:
     ) -> list[str]:
         """Count a use of each procedure this turn or run applied — its trigger matched
         ``goal``, or the model cited its ``[id:…]`` in ``answer`` — with the outcome and
-        duration (reference 000: ``times_used``, ``success_rate``, ``avg_duration_ms``).
+        duration (the procedure's ``times_used``, ``success_rate``, ``avg_duration_ms``).
         A procedure the model reported itself (``record_procedure_use``) is not counted
         twice. Returns the ids counted; never raises."""
         mem = self.role.memory
@@ -524,7 +523,7 @@ class Agent:
             for pid in applied:
                 if pid in reported:
                     continue
-                await self.service.record_procedure_use(
+                await self.service.context.record_procedure_use(
                     pid, namespace=self.namespace, success=success, duration_ms=duration_ms
                 )
                 counted.append(pid)
@@ -537,7 +536,7 @@ class Agent:
         """The current procedures this agent may see (those the context block draws on)."""
         assert self.tools is not None
         flt = self.tools.bound.filter(type=NodeType.PROCEDURAL)
-        return await self.service.list_nodes(flt, limit=10_000, order="-created")
+        return await self.service.memories.list_nodes(flt, limit=10_000, order="-created")
 
     async def _loop(
         self, system: str, messages: list[dict[str, Any]]
@@ -579,7 +578,7 @@ class Agent:
     # ------------------------------------------------------------------ the prompt
     async def _context(self, text: str) -> str:
         """Guidance, the user and the memory block — loaded once per conversation, so the
-        prompt's prefix stays byte-identical for the provider's cache (reference 001) —
+        prompt's prefix stays byte-identical for the provider's prompt cache —
         then what this message brings up: relevant memories and knowledge."""
         parts = [memory_guidance(self.tool_names)]
         dynamic = ""
@@ -591,7 +590,7 @@ class Agent:
                     namespace=self.namespace, user=self.user, agent=self.role.name,
                     session=self.session,
                 )  # fmt: skip
-                cacheable, dynamic = await self.service.context_parts(
+                cacheable, dynamic = await self.service.context.context_parts(
                     text, flt, facts=mem.semantic_enabled, procedures=mem.procedural.enabled,
                     episodes=mem.episodic.enabled, loaded=loaded[1] if loaded else None,
                 )  # fmt: skip
@@ -604,7 +603,7 @@ class Agent:
         if mem is not None and mem.knowledge.active:
             kn = mem.knowledge
             try:
-                hits = await self.service.search_knowledge(
+                hits = await self.service.knowledge.search_knowledge(
                     text[-v.QUERY_MAX :], namespace=self.namespace, collections=kn.sources,
                     limit=kn.retrieval_limit, threshold=kn.similarity_threshold,
                 )  # fmt: skip
@@ -623,11 +622,11 @@ class Agent:
         payload = {"channel": self.channel, "user_id": self.login}
         try:
             if not self._registered:
-                known = await self.service.find_user(
+                known = await self.service.records.find_user(
                     self.channel, self.login, namespace=self.namespace
                 )
                 if known is None:
-                    await self.service.save_user(
+                    await self.service.records.save_user(
                         self.login, namespace=self.namespace,
                         identifiers={self.channel: self.login},
                     )  # fmt: skip
@@ -672,8 +671,69 @@ def memory_command_handler(
     return handle
 
 
+# the category of the episode an autonomous run (or ``chat -p``) records
+CATEGORY = "autonomous_run"
+
+
+async def capture_episode(agent: Agent) -> None:
+    """What an autonomous run (or ``chat -p``) did, as one episode of category
+    ``autonomous_run``: the ``finish_task`` summary (``Task:`` / ``Outcome:`` lines for
+    several tasks), with the trigger in metadata. Never raises."""
+    mem = agent.role.memory
+    turns = agent.turns
+    if not turns or mem is None or not (mem.episodic.enabled and mem.episodic.auto_capture):
+        return
+    if len(turns) == 1 and agent.outcome is not None:
+        content = turns[0].answer
+    else:
+        content = "\n".join(f"Task: {t.prompt}\nOutcome: {t.answer}" for t in turns)
+    if len(content) > TURN_MAX:
+        content = content[: TURN_MAX - 1] + "…"
+    trigger = dict(agent.trigger or {})
+    outcome = agent.outcome or {"success": True, "final_output": turns[-1].answer[:2000]}
+    details = EpisodeDetails(
+        trigger={
+            "channel": agent.channel,
+            "mode": "autonomous",
+            "agent": agent.role.name,
+            **trigger,
+        },
+        conversation=[
+            m
+            for t in turns
+            for m in (
+                {"role": "user", "content": t.prompt},
+                {"role": "assistant", "content": t.answer},
+            )
+        ],
+        actions=[
+            {"tool": r.name, "arguments": r.arguments, "result": r.result[:1000], "ok": r.ok}
+            for t in turns
+            for r in t.tools
+        ],
+        outcome=outcome,
+        started_at=agent.started,
+        ended_at=utcnow(),
+        duration_ms=round((time.monotonic() - agent.clock) * 1000, 1),
+    )
+    try:
+        await agent.service.memories.record_episode(
+            content,
+            namespace=agent.namespace,
+            user=agent.user,
+            agent=agent.role.name,
+            session=agent.session,
+            details=details,
+            category=CATEGORY,
+            metadata=trigger or None,
+        )
+    except Exception as exc:
+        agent._report("record the run's episode", exc)
+
+
 __all__ = [
     "AGENT_TOOLS",
+    "CATEGORY",
     "MAX_TOOL_ROUNDS",
     "MEMORY_GUIDANCE",
     "Agent",
@@ -682,6 +742,7 @@ __all__ = [
     "Reply",
     "ToolRun",
     "agent_tools",
+    "capture_episode",
     "memory_command_handler",
     "model_spec",
     "no_memory_error",

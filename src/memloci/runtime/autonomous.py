@@ -1,5 +1,5 @@
 """Autonomous runs (layer: runtime): the agent works on a task until it calls
-``finish_task(summary)``, bounded by the role's ``autonomy.max_steps`` (reference 004).
+``finish_task(summary)``, bounded by the role's ``autonomy.max_steps``.
 
 ::
 
@@ -32,15 +32,13 @@ import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memloci import validate as v
 from memloci.errors import MemlociError
-from memloci.models import TURN_MAX, EpisodeDetails, utcnow
+from memloci.models import TURN_MAX
+from memloci.runtime.agent import CATEGORY, Agent, ToolRun, capture_episode
 from memloci.runtime.run_config import MAX_STEPS
-
-if TYPE_CHECKING:
-    from memloci.runtime.agent import Agent, ToolRun
 
 FINISH_TASK = "finish_task"
 FINISH_SPEC: dict[str, Any] = {
@@ -63,7 +61,6 @@ STEP_LIMIT = (
     "(Stopped: the step limit of {n} model calls was reached before finish_task was "
     "called. Raise autonomy.max_steps in the role file, or give a smaller task.)"
 )
-CATEGORY = "autonomous_run"
 
 
 @dataclass(frozen=True)
@@ -152,47 +149,6 @@ async def run_autonomous(
 def _tool_message(call_id: str, name: str, result: str, *, ok: bool) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "name": name, "content": result,
             "is_error": not ok}  # fmt: skip
-
-
-async def capture_episode(agent: Agent) -> None:
-    """What an autonomous run (or ``chat -p``) did, as one episode of category
-    ``autonomous_run``: the ``finish_task`` summary (``Task:`` / ``Outcome:`` lines for
-    several tasks), with the trigger in metadata. Never raises."""
-    mem = agent.role.memory
-    turns = agent.turns
-    if not turns or mem is None or not (mem.episodic.enabled and mem.episodic.auto_capture):
-        return
-    if len(turns) == 1 and agent.outcome is not None:
-        content = turns[0].answer
-    else:
-        content = "\n".join(f"Task: {t.prompt}\nOutcome: {t.answer}" for t in turns)
-    if len(content) > TURN_MAX:
-        content = content[: TURN_MAX - 1] + "…"
-    trigger = dict(agent.trigger or {})
-    outcome = agent.outcome or {"success": True, "final_output": turns[-1].answer[:2000]}
-    details = EpisodeDetails(
-        trigger={"channel": agent.channel, "mode": "autonomous", "agent": agent.role.name,
-                 **trigger},
-        conversation=[
-            m for t in turns for m in (
-                {"role": "user", "content": t.prompt},
-                {"role": "assistant", "content": t.answer},
-            )
-        ],
-        actions=[
-            {"tool": r.name, "arguments": r.arguments, "result": r.result[:1000], "ok": r.ok}
-            for t in turns for r in t.tools
-        ],
-        outcome=outcome, started_at=agent.started, ended_at=utcnow(),
-        duration_ms=round((time.monotonic() - agent.clock) * 1000, 1),
-    )  # fmt: skip
-    try:
-        await agent.service.record_episode(
-            content, namespace=agent.namespace, user=agent.user, agent=agent.role.name,
-            session=agent.session, details=details, category=CATEGORY, metadata=trigger or None,
-        )  # fmt: skip
-    except Exception as exc:
-        agent._report("record the run's episode", exc)
 
 
 __all__ = ["CATEGORY", "FINISH_SPEC", "FINISH_TASK", "RunResult", "capture_episode",

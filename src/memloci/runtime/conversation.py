@@ -239,7 +239,7 @@ class ConversationMemory:
         if len(text) > TURN_MAX:
             text = text[: TURN_MAX - 14] + " …[truncated]"
         try:
-            await self.service.append_messages(
+            await self.service.records.append_messages(
                 self.thread_id, [msg.model_copy(update={"content": text})],
                 namespace=self.namespace, user=self.user, agent=self.agent,
             )  # fmt: skip
@@ -274,15 +274,17 @@ class ConversationMemory:
 
     async def _save_summary(self) -> None:
         try:
-            thread = await self.service.get_thread(self.thread_id, namespace=self.namespace)
-            await self.service.save_thread(thread.model_copy(update={"summary": self._summary}))
+            thread = await self.service.records.get_thread(self.thread_id, namespace=self.namespace)
+            await self.service.records.save_thread(
+                thread.model_copy(update={"summary": self._summary})
+            )
         except Exception as exc:
             self._report("save the conversation summary", exc)
 
     # ------------------------------------------------------------------ store access
     async def _load(self) -> Thread | None:
         try:
-            return await self.service.get_thread(self.thread_id, namespace=self.namespace)
+            return await self.service.records.get_thread(self.thread_id, namespace=self.namespace)
         except NotFoundError:
             return None
         except Exception as exc:
@@ -299,9 +301,11 @@ class ConversationMemory:
         try:
             if kept:
                 new = thread.model_copy(update={"messages": kept, "summary": summary})
-                await self.service.save_thread(new)
+                await self.service.records.save_thread(new)
             else:
-                await self.service.delete_threads([self.thread_id], namespace=self.namespace)
+                await self.service.records.delete_threads(
+                    [self.thread_id], namespace=self.namespace
+                )
         except Exception as exc:
             self._report("prune old sessions", exc)
 

@@ -167,26 +167,26 @@ async def identify_user(
     e_lim = v.limit(episodes_limit, "episodes_limit", 1000)
     if new_conversation is not None:
         v.flag(new_conversation, "new_conversation")
-    user = await service.find_user(who.channel, who.identifier, namespace=ns)
+    user = await service.records.find_user(who.channel, who.identifier, namespace=ns)
     created = user is None
     if user is None:
-        user = await service.save_user(
+        user = await service.records.save_user(
             who.canonical_id, namespace=ns, display_name=who.display_name,
             identifiers={who.channel: who.identifier},
         )  # fmt: skip
-        user = await service.get_user(user.id, namespace=ns, follow_merged=True)
+        user = await service.records.get_user(user.id, namespace=ns, follow_merged=True)
     elif user.display_name is None and who.display_name is not None:
-        user = await service.save_user(user.id, namespace=ns, display_name=who.display_name)
+        user = await service.records.save_user(user.id, namespace=ns, display_name=who.display_name)
     now = utcnow()
     new = new_conversation if new_conversation is not None else _new_conversation(user, now)
-    user = await service.touch_user(user.id, namespace=ns, new_conversation=new, when=now)
+    user = await service.records.touch_user(user.id, namespace=ns, new_conversation=new, when=now)
     user = await _cached_preferences(service, ns, user)
     owned = {"namespace": ns, "user": user.id, "owner_user": user.id}
     facts_flt = service.filter(**owned, type=["semantic", "opinion"], scope=Scope.USER)
     episodes_flt = service.filter(**owned, type=NodeType.EPISODIC, category="episode")
     facts, episodes = await asyncio.gather(
-        service.list_nodes(facts_flt, limit=f_lim, order="-created"),
-        service.list_nodes(episodes_flt, limit=e_lim, order="-created"),
+        service.memories.list_nodes(facts_flt, limit=f_lim, order="-created"),
+        service.memories.list_nodes(episodes_flt, limit=e_lim, order="-created"),
     )
     return UserContext(
         user=user, channel=who.channel, identifier=who.identifier, created=created,
@@ -240,7 +240,8 @@ DERIVED_KEYS = "_from_facts"  # the preference keys that came from facts (not sh
 
 async def _cached_preferences(service: MemoryService, ns: str, user: MemoryUser) -> MemoryUser:
     """Refresh the user's cached preferences from their current ``user_preference``
-    facts (reference 000: denormalised from facts): a keyed fact gives ``key: value``
+    facts (a copy kept on the user record so the prompt reads it in one call; the facts stay
+    the truth): a keyed fact gives ``key: value``
     (its content without a value), the others are listed under ``"noted"``, oldest
     first. Preferences set by hand under other keys are kept; the record is written only
     when something changed."""
@@ -248,7 +249,9 @@ async def _cached_preferences(service: MemoryService, ns: str, user: MemoryUser)
         namespace=ns, user=user.id, owner_user=user.id, type=["semantic", "opinion"],
         scope=Scope.USER,
     )  # fmt: skip
-    facts = reversed(await service.list_nodes(flt, limit=PREFERENCE_SCAN, order="-created"))
+    facts = reversed(
+        await service.memories.list_nodes(flt, limit=PREFERENCE_SCAN, order="-created")
+    )
     derived: dict[str, Any] = {}
     noted: list[str] = []
     for fact in facts:
@@ -267,7 +270,7 @@ async def _cached_preferences(service: MemoryService, ns: str, user: MemoryUser)
         fresh[DERIVED_KEYS] = sorted(derived)
     if fresh == user.preferences:
         return user
-    return await service.save_user(user.id, namespace=ns, preferences=fresh)
+    return await service.records.save_user(user.id, namespace=ns, preferences=fresh)
 
 
 def _person(data: Mapping[str, Any], *, bare_id: bool = True) -> tuple[str, str | None] | None:

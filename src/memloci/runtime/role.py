@@ -1,7 +1,8 @@
 """The role file (layer: runtime): ``role.yaml`` → a validated :class:`Role`.
 
 A role describes one agent: its name, system prompt, chat model and memory tiers. Three
-document shapes are accepted, so files written for the reference designs load as-is:
+document shapes are accepted, so role files written in the other common layouts load
+as-is:
 
 * the **flat** form (what ``memloci init --template memory`` writes)::
 
@@ -37,9 +38,9 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
+from memloci.config import is_database_url
 from memloci.errors import NotFoundError, ValidationError
 from memloci.runtime.run_config import AutonomyConfig, TriggerConfig
-from memloci.storage.location import is_database_url
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
 ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -84,9 +85,10 @@ class ModelConfig(_Block):
 class EmbeddingsConfig(_Block):
     """Which embedder builds the vectors. Empty provider: the bundled local model, an
     OpenAI-compatible endpoint when ``base_url`` is set, or — when ``model`` is set —
-    the chat model's provider (reference 004). ``anthropic`` has no embeddings of its
-    own: it maps to OpenAI's default, as in reference 004; ``google`` is the Gemini API
-    (``text-embedding-004``). ``model`` may carry its provider (``google:text-embedding-004``)."""
+    the chat model's provider. ``anthropic`` has no embeddings of its own: it maps to
+    OpenAI's default (so a role with an Anthropic chat model still gets vectors);
+    ``google`` is the Gemini API (``text-embedding-004``). ``model`` may carry its
+    provider (``google:text-embedding-004``)."""
 
     provider: Literal["", "local", "openai", "anthropic", "google", "ollama", "fake", "none"] = ""
     model: str = Field("", max_length=200)
@@ -238,7 +240,7 @@ class MemoryConfig(_Block):
         _agree("facts.enabled", self.facts.enabled, "semantic.enabled", self.semantic.enabled)
         cap = self.semantic.max_memories
         _agree("facts.maxFacts", self.facts.max_facts, "semantic.max_memories", cap)
-        if self.max_memories is not None:  # reference 004: deprecated, synced
+        if self.max_memories is not None:  # the old name of the cap: still read, with a note
             used = "synced to" if self.max_facts == self.max_memories else "ignored: using"
             note = "memloci: memory.max_memories is deprecated; use semantic.max_memories (%s %d)"
             logger.warning(note, used, self.max_facts)
@@ -260,7 +262,7 @@ class MemoryConfig(_Block):
     @property
     def max_facts(self) -> int:
         """The cap on facts: ``facts.maxFacts`` = ``semantic.max_memories`` (default 1000).
-        The deprecated ``max_memories`` is synced into it (reference 004) when the cap is
+        The deprecated ``max_memories`` (older role files) is synced into it when the cap is
         not set or is set to the default; a cap set to another value wins."""
         cap = self.facts.max_facts or self.semantic.max_memories
         if self.max_memories is not None and cap in (None, DEFAULT_MAX_FACTS):

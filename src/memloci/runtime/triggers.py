@@ -1,5 +1,5 @@
 """A minimal trigger runner (layer: runtime): run an agent's task on a schedule and/or
-when a webhook is called, until stopped (reference 004's daemon mode).
+when a webhook is called, until stopped (``memloci run``'s daemon mode).
 
 ::
 

@@ -1,40 +1,68 @@
 """Bulk and housekeeping operations of MemoryService (layer: service).
 
-A mixin so memory_service.py stays readable; it relies on the attributes MemoryService
-sets up (``store``, ``settings``, ``worker``, ``_run``, ``_ns``).
+``MemoryService.admin``: batch deletes, export and import, embedding catch-up.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memloci import validate as v
+from memloci.consolidation.profiles import embed_profiles
 from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
-from memloci.service.owners import OwnersMixin
-from memloci.storage.base import NodePatch, Store
-from memloci.worker import EmbeddingWorker
+from memloci.service.calls import threaded
+from memloci.service.core import Core
+from memloci.service.owners import Owners
+from memloci.storage.base import NodePatch, Store, StoreGauges
 
 if TYPE_CHECKING:  # loaded on first export or import
-    from memloci import transfer
+    from memloci.service import transfer
 
-P = ParamSpec("P")
-T = TypeVar("T")
 BATCH_MAX = 1000
 
 
-class AdminMixin(OwnersMixin):
-    """forget_many (atomic batch delete), export / import, embedding catch-up."""
+class Admin:
+    """forget_many (atomic batch delete), export / import, embedding catch-up, and what a
+    server's operations surface reads (gauges, readiness)."""
 
-    store: Store
-    embedder: Embedder | None
-    worker: EmbeddingWorker | None
+    def __init__(self, core: Core, owners: Owners) -> None:
+        self.core = core
+        self.owners = owners
+        self.store = core.store
+        self.settings = core.settings
+        self.embedder = core.embedder
+        self.worker = core.worker
 
-    async def forget_many(
+    @threaded
+    def gauges(self) -> StoreGauges:
+        """The store's size, embedding backlog and pool figures (a server's ``/metrics``)."""
+        return self.store.gauges()
+
+    @threaded
+    def ping(self) -> None:
+        """Return once the store answers a read; a StorageError when it cannot."""
+        self.store.get_meta("embedding_model")
+
+    @threaded
+    def load_embedder(self) -> str:
+        """Load an in-process embedding model now, rather than at the first embedding that
+        needs it: ``"loaded"``; ``"remote"`` for an endpoint (nothing to load), ``"none"``
+        without an embedder. A model that cannot load raises its ProviderError."""
+        load = getattr(self.embedder, "load", None)
+        if self.embedder is None:
+            return "none"
+        if not getattr(self.embedder, "in_process", False) or not callable(load):
+            return "remote"
+        load()
+        return "loaded"
+
+    @threaded
+    def forget_many(
         self,
         ids: Sequence[str],
         *,
@@ -47,7 +75,7 @@ class AdminMixin(OwnersMixin):
         ``types`` restricts which kinds may be deleted (an id of another kind counts as
         unknown). Soft delete ends validity (history kept); ``hard`` purges.
         """
-        ns = self._ns(namespace)
+        ns = self.core.ns(namespace)
         if isinstance(ids, str) or not isinstance(ids, Sequence):
             raise ValidationError("ids must be a list of memory ids")
         wanted = list(dict.fromkeys(v.memory_id(i) for i in ids))
@@ -56,49 +84,46 @@ class AdminMixin(OwnersMixin):
         if len(wanted) > BATCH_MAX:
             raise ValidationError(f"at most {BATCH_MAX} ids per batch, got {len(wanted)}")
 
-        def run() -> list[str]:
-            found = {n.id: n for n in self.store.get_nodes(ns, wanted)}
-            missing = [
-                i for i in wanted if i not in found or (types and found[i].type not in types)
-            ]
-            if missing:
-                raise NotFoundError(
-                    f"{len(missing)} of {len(wanted)} ids are unknown in namespace {ns!r}; "
-                    "nothing was deleted",
-                    hint="list the memories to see their ids",
-                    missing=missing,
-                )
-            now = utcnow()
-            with self.store.batch():
-                for mid in wanted:
-                    if hard:
-                        self.store.purge_node(ns, mid)
-                    elif found[mid].valid_until is None:
-                        self.store.update_node(ns, mid, NodePatch(valid_until=now))
-            return wanted
+        found = {n.id: n for n in self.store.get_nodes(ns, wanted)}
+        missing = [i for i in wanted if i not in found or (types and found[i].type not in types)]
+        if missing:
+            raise NotFoundError(
+                f"{len(missing)} of {len(wanted)} ids are unknown in namespace {ns!r}; "
+                "nothing was deleted",
+                hint="list the memories to see their ids",
+                missing=missing,
+            )
+        now = utcnow()
+        with self.store.batch():
+            for mid in wanted:
+                if hard:
+                    self.store.purge_node(ns, mid)
+                elif found[mid].valid_until is None:
+                    self.store.update_node(ns, mid, NodePatch(valid_until=now))
+        return wanted
 
-        return await self._run(run)
-
-    async def namespaces(self) -> list[str]:
+    @threaded
+    def namespaces(self) -> list[str]:
         """Every namespace that holds memories."""
-        return await self._run(self.store.namespaces)
+        return self.store.namespaces()
 
     # ------------------------------------------------------------------ transfer
     def export_lines(self, namespace: str | None = None, *, vectors: bool = True) -> Iterator[str]:
-        """The namespace as JSON lines (see :mod:`memloci.transfer`); run it in a thread."""
-        from memloci import transfer
+        """The namespace as JSON lines (see :mod:`memloci.service.transfer`); run it in a thread."""
+        from memloci.service import transfer
 
-        return transfer.export_lines(self.store, self._ns(namespace), vectors=vectors)
+        return transfer.export_lines(self.store, self.core.ns(namespace), vectors=vectors)
 
-    async def import_lines(
+    @threaded
+    def import_lines(
         self,
         lines: Iterable[str],
         namespace: str | None = None,
         progress: transfer.Progress | None = None,
     ) -> transfer.ImportReport:
-        from memloci import transfer
+        from memloci.service import transfer
 
-        ns = self._ns(namespace)
+        ns = self.core.ns(namespace)
         model = self.embedder.model_id if self.embedder else None
         dim = self.embedder.dimension if self.embedder else None
 
@@ -110,12 +135,13 @@ class AdminMixin(OwnersMixin):
                 self.worker.wake()
             if self.embedder is not None and (report.chunks_to_embed or report.names_to_embed):
                 self._embed_imported(ns, report)
+            embed_profiles(self.store, self.embedder, ns)  # the imported entities' profiles
             return report
 
         try:
-            return await self._run(run)
+            return run()
         finally:
-            self._owners_changed(ns)  # it may bring users merged into others
+            self.owners.changed(ns)  # it may bring users merged into others
 
     def _embed_imported(self, namespace: str, report: transfer.ImportReport) -> None:
         """Embed what an import brought with vectors of another model: knowledge chunks
@@ -135,12 +161,13 @@ class AdminMixin(OwnersMixin):
                 "were left without vectors (`memloci reembed` embeds the chunks)"
             )
 
-    async def embed_pending(self, progress: transfer.Progress | None = None) -> int:
+    @threaded
+    def embed_pending(self, progress: transfer.Progress | None = None) -> int:
         """Embed everything still waiting, reporting progress; returns how many."""
         if self.worker is None:
             return 0
         done = 0
-        while n := await self._run(self.worker.run_once, progress):
+        while n := self.worker.run_once(progress):
             done += n
         return done
 

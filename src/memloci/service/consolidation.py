@@ -1,8 +1,7 @@
-"""Consolidation and maintenance of MemoryService (layer: service).
+"""Consolidation and maintenance (layer: service): ``MemoryService.consolidation``.
 
-A mixin so memory_service.py stays readable; it relies on what MemoryService sets up
-(``store``, ``embedder``, ``settings``, ``worker``, ``_run``, ``_ns``, ``_prune``,
-``embed_pending``). The work itself lives in :mod:`memloci.consolidation`.
+It holds the shared :class:`~memloci.service.core.Core` (store, settings, embedder,
+worker); the work itself lives in :mod:`memloci.consolidation`.
 
 Triggers: ``consolidate`` (on demand), ``end_session``, a session switch seen by the hot
 path (a user/agent's previous sessions are consolidated in a background thread) and
@@ -19,20 +18,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING
 
 from memloci import validate as v
-from memloci.config import Settings
+from memloci.consolidation.profiles import embed_profiles
 from memloci.errors import MemlociError, ValidationError
 from memloci.exiting import exiting, on_exit
 from memloci.models import MemoryNode, NodeType, utcnow
-from memloci.providers.base import Embedder
-from memloci.service.core import ServiceCore
-from memloci.storage.base import PendingSession, Store
-from memloci.worker import EmbeddingWorker
+from memloci.service.calls import in_steps, threaded
+from memloci.service.core import Core
+from memloci.storage.base import PendingSession
 
-P = ParamSpec("P")
-T = TypeVar("T")
 if TYPE_CHECKING:  # loaded when consolidation or maintenance first runs, not by every open
     from memloci.consolidation.base import Extractor
     from memloci.consolidation.consolidator import ConsolidationReport, Consolidator
@@ -156,34 +152,40 @@ class _Background:
             thread.join(timeout)
 
 
-class ConsolidationMixin(ServiceCore):
+class Consolidation:
     """``consolidate``, ``end_session``, ``maintain`` and the session-switch trigger."""
 
-    store: Store
-    embedder: Embedder | None
-    settings: Settings
-    worker: EmbeddingWorker | None
     extractor: Extractor | None = None  # set to use another extractor everywhere
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.store = core.store
+        self.settings = core.settings
+        self.embedder = core.embedder
+        self.worker = core.worker
+        self._llm: LLM | None = None
+        self._llm_made = False  # built (or assigned) already
+        self._seen: dict[_Owner, str] = {}  # each owner's session last seen by the hot path
+        self._seen_lock = threading.Lock()
+        self._bg: _Background | None = None
 
     # ------------------------------------------------------------------ providers
     @property
     def llm(self) -> LLM | None:
         """The LLM for extraction and enrichment (``settings.llm``; None = rules only).
         Built on first use; assign to inject one."""
-        if "_llm" not in self.__dict__:
+        if not self._llm_made:
             name = self.settings.llm or "none"
-            if name == "none":  # no HTTP client to load (httpx: ~0.3 s)
-                self.__dict__["_llm"] = None
-            else:
+            if name != "none":  # else no HTTP client to load (httpx: ~0.3 s)
                 from memloci.providers.llm import load_llm
 
-                self.__dict__["_llm"] = load_llm(name, **self.settings.llm_options)
-        llm: LLM | None = self.__dict__["_llm"]
-        return llm
+                self._llm = load_llm(name, **self.settings.llm_options)
+            self._llm_made = True
+        return self._llm
 
     @llm.setter
     def llm(self, value: LLM | None) -> None:
-        self.__dict__["_llm"] = value
+        self._llm, self._llm_made = value, True
 
     def default_extractor(self) -> Extractor:
         """``extractor`` if set, else the LLM extractor with an LLM, else the rules."""
@@ -202,16 +204,24 @@ class ConsolidationMixin(ServiceCore):
         from memloci.consolidation.consolidator import Consolidator
 
         return Consolidator(
-            self.store, self.settings, extractor or self.default_extractor(),
+            self.store,
+            self.settings,
+            extractor or self.default_extractor(),
             embedder=self.embedder,
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------------ consolidation
-    async def consolidate(
-        self, session: str | None = None, *, namespace: str | None = None,
-        user: str | None = None, extractor: Extractor | None = None,
-        max_episodes: int | None = None, without_session: bool = False,
-    ) -> ConsolidationReport:  # fmt: skip
+    @in_steps
+    def consolidate(
+        self,
+        session: str | None = None,
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        extractor: Extractor | None = None,
+        max_episodes: int | None = None,
+        without_session: bool = False,
+    ) -> ConsolidationReport:
         """Turn unconsolidated episodes into facts, opinions and procedures.
 
         One session, or every pending session (of ``user``, if given), oldest first;
@@ -222,7 +232,7 @@ class ConsolidationMixin(ServiceCore):
         session whose extraction fails stays pending and is listed in ``failed``.
         ``max_episodes`` caps the episodes read by this call (a role's
         ``consolidation.max_episodes_per_run``); the rest stay pending."""
-        ns, sid, uid = self._ns(namespace), v.ident(session), v.ident(user, "user")
+        ns, sid, uid = self.core.ns(namespace), v.ident(session), v.ident(user, "user")
         cap = None if max_episodes is None else v.limit(max_episodes, "max_episodes", 100_000)
         if without_session and sid is not None:
             raise ValidationError("pass a session or without_session=True, not both")
@@ -232,85 +242,91 @@ class ConsolidationMixin(ServiceCore):
             raise ValidationError(
                 "extractor must have a name and an extract(episodes, *, known) method"
             )
-        return await self._run_steps(
-            self.consolidate_now, sid, namespace=ns, user=uid, extractor=extractor,
-            max_episodes=cap, without_session=bool(without_session),
-        )  # fmt: skip
+        return self._consolidate(
+            sid,
+            namespace=ns,
+            user=uid,
+            extractor=extractor,
+            max_episodes=cap,
+            without_session=bool(without_session),
+        )
 
-    def consolidate_now(
-        self, session: str | None = None, *, namespace: str, user: str | None = None,
-        extractor: Extractor | None = None, max_episodes: int | None = None,
+    def _consolidate(
+        self,
+        session: str | None = None,
+        *,
+        namespace: str,
+        user: str | None = None,
+        extractor: Extractor | None = None,
+        max_episodes: int | None = None,
         without_session: bool = False,
-    ) -> ConsolidationReport:  # fmt: skip
-        """:meth:`consolidate` in the caller's thread (arguments already validated)."""
+    ) -> ConsolidationReport:
+        """:meth:`consolidate` once its arguments are validated."""
         sessions: list[str | PendingSession]
         if session is not None:
             sessions = [session]
         else:
             sessions = [
-                p for p in self.store.pending_sessions(namespace, user=user)
+                p
+                for p in self.store.pending_sessions(namespace, user=user)
                 if p.session is None or not without_session
-            ]  # fmt: skip
+            ]
         return self._consolidate_sessions(namespace, sessions, extractor, max_episodes)
 
     def _consolidate_sessions(
-        self, ns: str, sessions: list[str | PendingSession], extractor: Extractor | None = None,
-        max_episodes: int | None = None, keep_going: Callable[[], bool] | None = None,
-    ) -> ConsolidationReport:  # fmt: skip
+        self,
+        ns: str,
+        sessions: list[str | PendingSession],
+        extractor: Extractor | None = None,
+        max_episodes: int | None = None,
+        keep_going: Callable[[], bool] | None = None,
+    ) -> ConsolidationReport:
         report = self._consolidator(extractor).run(
             ns, sessions, max_episodes=max_episodes, keep_going=keep_going
         )
         if report.created:
-            self._prune_facts(ns, report.created)
-            self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
+            self.core.prune_facts(ns, report.created)
+            self.core.prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
             if self.worker:
                 self.worker.wake()
         return report
 
-    async def pending_sessions(
+    @threaded
+    def pending_sessions(
         self, *, namespace: str | None = None, user: str | None = None, limit: int = 1000
     ) -> list[PendingSession]:
         """Sessions with conversation turns not consolidated yet, oldest first; per
         owner, the turns stored without a session are one entry (``session`` None)."""
-        ns, uid, lim = self._ns(namespace), v.ident(user, "user"), v.limit(limit, "limit", 100_000)
-        return await self._run(self.store.pending_sessions, ns, user=uid, limit=lim)
+        ns, uid, lim = (
+            self.core.ns(namespace),
+            v.ident(user, "user"),
+            v.limit(limit, "limit", 100_000),
+        )
+        return self.store.pending_sessions(ns, user=uid, limit=lim)
 
-    async def end_session(
-        self, session: str, *, namespace: str | None = None
-    ) -> ConsolidationReport:
+    @in_steps
+    def end_session(self, session: str, *, namespace: str | None = None) -> ConsolidationReport:
         """The session is over: consolidate it now."""
-        ns, sid = self._ns(namespace), v.ident(session)
+        ns, sid = self.core.ns(namespace), v.ident(session)
         if sid is None:
             raise ValidationError("end_session needs a session id")
-        return await self._run_steps(self.consolidate_now, sid, namespace=ns)
+        return self._consolidate(sid, namespace=ns)
 
     # ------------------------------------------------------------------ session switch
-    def _sessions(self) -> dict[_Owner, str]:
-        found: dict[_Owner, str] | None = self.__dict__.get("_seen_sessions")
-        if found is None:
-            found = self.__dict__.setdefault("_seen_sessions", {})
-        return found
-
-    def _switch_lock(self) -> threading.Lock:
-        lock: threading.Lock | None = self.__dict__.get("_seen_lock")
-        if lock is None:
-            lock = self.__dict__.setdefault("_seen_lock", threading.Lock())
-        return lock
-
-    def _session_seen(self, node: MemoryNode) -> None:
+    def session_seen(self, node: MemoryNode) -> None:
         """Hot-path hook, before a turn is stored: a dict lookup unless the session is
         new to this process for its user/agent; then the session is recorded and the
         owner's other pending sessions go to the background thread."""
-        bg: _Background | None = self.__dict__.get("_bg")
+        bg = self._bg
         if bg is not None:
             bg.last_turn = time.monotonic()
         if node.session is None:
             return
         owner = (node.namespace, node.user, node.agent)
-        seen = self._sessions()
+        seen = self._seen
         if seen.get(owner) == node.session:
             return
-        with self._switch_lock():
+        with self._seen_lock:
             if seen.get(owner) == node.session:
                 return
             seen[owner] = node.session
@@ -321,10 +337,12 @@ class ConsolidationMixin(ServiceCore):
             self._background().submit(owner)
 
     def _background(self) -> _Background:
-        bg: _Background | None = self.__dict__.get("_bg")
+        bg = self._bg
         if bg is None:
-            with self._switch_lock():
-                bg = self.__dict__.setdefault("_bg", _Background(self._consolidate_left))
+            with self._seen_lock:
+                if self._bg is None:
+                    self._bg = _Background(self._consolidate_left)
+                bg = self._bg
         assert bg is not None
         return bg
 
@@ -333,16 +351,19 @@ class ConsolidationMixin(ServiceCore):
         The current one is read *after* the pending list: the hot path names a session
         before storing its first turn, so a turn listed here has its session named."""
         pending = self.store.pending_sessions(ns, user=user)
-        with self._switch_lock():
-            current = self._sessions().get((ns, user, agent))
+        with self._seen_lock:
+            current = self._seen.get((ns, user, agent))
         # sessions only: turns stored without one wait for consolidate() or maintenance
         sessions: list[str | PendingSession] = [
-            p for p in pending
-            if p.session is not None and p.session != current
-            and p.user == user and p.agent == agent
-        ]  # fmt: skip
+            p
+            for p in pending
+            if p.session is not None
+            and p.session != current
+            and p.user == user
+            and p.agent == agent
+        ]
         if sessions:
-            bg: _Background | None = self.__dict__.get("_bg")
+            bg = self._bg
 
             def stopping() -> bool:
                 return bg is not None and bg.closed
@@ -358,35 +379,32 @@ class ConsolidationMixin(ServiceCore):
             elif report.failed:
                 log.warning("background consolidation left sessions pending: %s", report.failed)
 
-    def _foreground(self) -> contextlib.AbstractContextManager[None]:
+    def foreground(self) -> contextlib.AbstractContextManager[None]:
         """Around a search: background consolidation pauses until it is over."""
-        bg: _Background | None = self.__dict__.get("_bg")
+        bg = self._bg
         return bg.query() if bg is not None else contextlib.nullcontext()
 
     def wait_for_consolidation(self, timeout: float | None = None) -> bool:
         """Wait until background consolidation (after session switches) is done; False
         on timeout."""
-        bg: _Background | None = self.__dict__.get("_bg")
+        bg = self._bg
         return bg.join(timeout) if bg is not None else True
 
-    def _close_consolidation(self, timeout: float = 30.0) -> None:
-        bg: _Background | None = self.__dict__.get("_bg")
+    def close(self, timeout: float = 30.0) -> None:
+        bg = self._bg
         if bg is not None:
             bg.close(timeout)
 
     # ------------------------------------------------------------------ maintenance
-    async def maintain(self, *, now: datetime | None = None) -> MaintenanceReport:
+    @in_steps
+    def maintain(self, *, now: datetime | None = None) -> MaintenanceReport:
         """The nightly job: consolidate pending sessions, decay (and prune) facts, enrich
         entities and infer causal links (with an LLM), embed what is pending and record
         ``last_maintenance``. When another process or thread is already running it, this
-        one does nothing and says so (``ran`` False)."""
-        when = v.when(now)
-        return await self._run_steps(self.maintain_now, now=when)
-
-    def maintain_now(self, *, now: datetime | None = None) -> MaintenanceReport:
-        """:meth:`maintain` in the caller's thread. When the configured LLM cannot be
+        one does nothing and says so (``ran`` False). When the configured LLM cannot be
         built, the LLM steps and consolidation wait for the next run (sessions stay
         pending rather than being consolidated by the rules instead)."""
+        now = v.when(now)
         try:
             llm, consolidator, problem = self.llm, self._consolidator(), None
         except MemlociError as exc:
@@ -394,21 +412,28 @@ class ConsolidationMixin(ServiceCore):
         from memloci.consolidation.maintenance import Maintenance
 
         job = Maintenance(
-            self.store, self.settings, consolidator=consolidator, llm=llm,
-            embed=self._embed_all if self.worker is not None else None,
-        )  # fmt: skip
+            self.store,
+            self.settings,
+            consolidator=consolidator,
+            llm=llm,
+            embed=self._embed_all if self.worker or self.embedder else None,
+        )
         report = job.run(now=now)
         if problem is not None and report.ran:
             report.errors.insert(0, problem)
         if report.ran:
             for ns in report.namespaces:
-                self._prune_facts(ns, report.created_ids(ns))
-                self._prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
+                self.core.prune_facts(ns, report.created_ids(ns))
+                self.core.prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
         return report
 
     def _embed_all(self) -> int:
+        """Embed what is pending, and the entity profiles without a vector (written by
+        enrichment, or before profiles had vectors)."""
         done = 0
         if self.worker is not None:
             while n := self.worker.run_once():
                 done += n
+        for ns in dict.fromkeys([self.settings.namespace, *self.store.namespaces()]):
+            done += embed_profiles(self.store, self.embedder, ns)
         return done

@@ -1,8 +1,7 @@
-"""The prompt context of MemoryService (layer: service): gather, then render.
+"""The prompt context (layer: service): ``MemoryService.context``; gather, then render.
 
-A mixin; it relies on what MemoryService sets up (``store``, ``settings``,
-``search_now``, ``_run``). Rendering and the budget shares live in
-:mod:`memloci.context`.
+It searches through :class:`~memloci.service.memories.Memories`. Rendering and the
+budget shares live in :mod:`memloci.context`.
 """
 
 from __future__ import annotations
@@ -11,10 +10,10 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TypeVar
 
 from memloci import validate as v
-from memloci.config import Settings
+from memloci.consolidation.profiles import matching_profiles
 from memloci.context import (
     MAX_PROCEDURES,
     Candidate,
@@ -24,10 +23,11 @@ from memloci.context import (
     entity_line,
     episode_line,
     fact_line,
+    procedure_line,
     report_of,
     time_key,
 )
-from memloci.errors import NotFoundError, ValidationError
+from memloci.errors import MemlociError, NotFoundError, ValidationError
 from memloci.kinds import FACT_TYPES
 from memloci.models import (
     ContextReport,
@@ -40,14 +40,17 @@ from memloci.models import (
     utcnow,
 )
 from memloci.procedures import has_triggers, matching, record_use
+from memloci.providers.base import Embedder, calibration_of
 from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
+from memloci.retrieval.relevance import RELEVANT
 from memloci.retrieval.timephrases import TimeWindow, time_window
-from memloci.service.core import ServiceCore
+from memloci.service.calls import threaded
+from memloci.service.core import Core
+from memloci.service.memories import Memories
 from memloci.storage.aliases import names_in_use
-from memloci.storage.base import NodeFilter, NodePatch, Store
+from memloci.storage.base import NodeFilter, NodePatch
+from memloci.telemetry import observed
 
-P = ParamSpec("P")
-T = TypeVar("T")
 MAX_HITS = 60  # search hits read for the dynamic part at most
 TOKENS_PER_HIT = 20  # hits read: one per this many tokens of its room (at least 10)
 TURN_CHARS = 1200  # a turn longer than this is cut in the block
@@ -59,25 +62,27 @@ PEEK = 200  # memories of an entity read to tell whether others' memories mentio
 NAMES_READ = 25  # of the caller's memories of a shared entity, read at a time for its names
 
 
-class ContextMixin(ServiceCore):
+T = TypeVar("T")
+
+
+class Context:
     """``context`` / ``context_report``: the cacheable part, then what answers the prompt."""
 
-    store: Store
-    settings: Settings
-    if TYPE_CHECKING:  # provided by MemoryService
+    def __init__(self, core: Core, memories: Memories) -> None:
+        self.core = core
+        self.memories = memories
+        self.store = core.store
+        self.settings = core.settings
+        self.embedder: Embedder | None = core.embedder
 
-        def search_now(
-            self, query: str, flt: NodeFilter, *, k: int = 10, recipe: str = "hybrid"
-        ) -> list[SearchHit]: ...
-
-    async def context(
-        self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None
-    ) -> str:
+    @threaded
+    def context(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
         """The prompt block: procedures and "Your Memory" (cacheable), then what the prompt
         brings up: entity profiles, a timeline and the most relevant past turns."""
-        return await self._run(self.context_now, prompt, flt, budget=budget)
+        return self._report(prompt, flt, budget=budget).block
 
-    async def context_parts(
+    @threaded
+    def context_parts(
         self,
         prompt: str | None,
         flt: NodeFilter,
@@ -93,46 +98,7 @@ class ContextMixin(ServiceCore):
         ``facts`` / ``procedures`` / ``episodes`` False: leave that tier out (an agent
         that has it off). ``loaded``: the cacheable part the conversation holds (a fact
         written since it was loaded is then relevant, not taken for shown)."""
-        return await self._run(
-            self.context_parts_now,
-            prompt,
-            flt,
-            budget=budget,
-            facts=facts,
-            procedures=procedures,
-            episodes=episodes,
-            loaded=loaded,
-        )
-
-    async def context_report(
-        self,
-        prompt: str | None,
-        flt: NodeFilter,
-        *,
-        budget: int | None = None,
-        loaded: str | None = None,
-    ) -> ContextReport:
-        """:meth:`context` with how it was composed: each section's tokens and items, and
-        why each item is in the block (the web UI's Context view shows it)."""
-        return await self._run(self.context_report_now, prompt, flt, budget=budget, loaded=loaded)
-
-    def context_now(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
-        """:meth:`context` in the caller's thread."""
-        return self.context_report_now(prompt, flt, budget=budget).block
-
-    def context_parts_now(
-        self,
-        prompt: str | None,
-        flt: NodeFilter,
-        *,
-        budget: int | None = None,
-        facts: bool = True,
-        procedures: bool = True,
-        episodes: bool = True,
-        loaded: str | None = None,
-    ) -> tuple[str, str]:
-        """:meth:`context_parts` in the caller's thread."""
-        report = self.context_report_now(
+        report = self._report(
             prompt,
             flt,
             budget=budget,
@@ -143,7 +109,21 @@ class ContextMixin(ServiceCore):
         )
         return report.cacheable, report.dynamic
 
-    def context_report_now(
+    @threaded
+    def context_report(
+        self,
+        prompt: str | None,
+        flt: NodeFilter,
+        *,
+        budget: int | None = None,
+        loaded: str | None = None,
+    ) -> ContextReport:
+        """:meth:`context` with how it was composed: each section's tokens and items, and
+        why each item is in the block (the web UI's Context view shows it)."""
+        return self._report(prompt, flt, budget=budget, loaded=loaded)
+
+    @observed("context")
+    def _report(
         self,
         prompt: str | None,
         flt: NodeFilter,
@@ -154,7 +134,7 @@ class ContextMixin(ServiceCore):
         episodes: bool = True,
         loaded: str | None = None,
     ) -> ContextReport:
-        """:meth:`context_report` in the caller's thread.
+        """:meth:`context_report` with every tier's switch.
 
         Procedures without trigger conditions are standing instructions (the 20 most
         recent, in the cacheable part); triggered ones appear, after it, only when the
@@ -214,21 +194,23 @@ class ContextMixin(ServiceCore):
             return report_of(composed, budget, threshold)
         # a long prompt is searched by its most recent part
         query = (prompt or "").strip()[-v.QUERY_MAX :]
-        dynamic = None
+        total = budget
         if not fixed:  # a complex prompt gets more: 3000 to a simple one's 1000
             grow = COMPLEX["budget"] / SIMPLE["budget"] if is_complex(query) else 1
-            dynamic = int(budget * grow) - int(budget * share)
-        room = dynamic if dynamic is not None else budget
+            total = int(budget * grow)
+        room = total - int(budget * share)
         k = max(10, min(MAX_HITS, room // TOKENS_PER_HIT))
         search_flt = replace(flt, types=tuple(sorted(shown)))
-        hits = self.search_now(query, search_flt, k=k) if shown else []
+        hits = self.memories.search.now(query, search_flt, k=k) if shown else []
         if reading is not None:
             known_facts, known = reading.result()
             procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]
         relevant = [h for h in hits if h.score >= threshold]
         candidates = self._candidates(query, relevant, flt, profiles=facts)
         triggered = [
-            Candidate("procedures", (fact_line(p),), (p.id,), 1.0, "its trigger matches the prompt")
+            Candidate(
+                "procedures", (procedure_line(p),), (p.id,), 1.0, "its trigger matches the prompt"
+            )
             for p in matching(known, prompt or "")[:MAX_PROCEDURES]
         ]
         composed = compose(
@@ -237,7 +219,7 @@ class ContextMixin(ServiceCore):
             candidates=[*triggered, *candidates],
             budget=budget,
             stable_share=share,
-            dynamic_budget=dynamic,
+            total=total,
             loaded=loaded,
         )
         below = [h for h in hits if h.score < threshold]
@@ -285,16 +267,62 @@ class ContextMixin(ServiceCore):
                     )
                 )
             elif m.type is NodeType.PROCEDURAL:
-                out.append(Candidate("procedures", (fact_line(m),), (m.id,), hit.score, hit.why))
+                line = procedure_line(m)
+                out.append(Candidate("procedures", (line,), (m.id,), hit.score, hit.why))
             else:
                 out.append(Candidate("facts", (fact_line(m),), (m.id,), hit.score, hit.why))
         # profiles only when the search found hits through an entity the prompt names
+        named: list[EntityProfile] = []
         if profiles and any("entity" in h.strategies for h in hits[:PROFILED]):
             named = self._profiles(query, hits[:PROFILED], flt)
             out[1:1] = [
                 Candidate("entities", (entity_line(p),), (), hits[0].score, "the prompt names it")
                 for p in named
             ]
+        if profiles:  # and the entities whose profile says what the prompt asks about
+            skip = {p.entity.id for p in named}
+            for profile, cosine, score in self._described(query, flt, skip):
+                why = f"its profile matches the prompt (cosine {cosine:.2f})"
+                cand = Candidate("entities", (entity_line(profile),), (), score, why)
+                at = next((i for i, c in enumerate(out) if c.score < score), len(out))
+                out.insert(at, cand)
+        return out
+
+    def _described(
+        self, query: str, flt: NodeFilter, skip: set[str]
+    ) -> list[tuple[EntityProfile, float, float]]:
+        """The entities whose profile (summary) matches ``query`` by meaning, as the
+        caller may see them (a summary drawn from memories it cannot see is not
+        matched), with the cosine and a relevance score (the embedder's ``answers``
+        cosine scores the threshold); at most :data:`ENTITIES`."""
+        if self.embedder is None:
+            return []
+        calibration = calibration_of(self.embedder)
+        model = self.embedder.model_id
+        vector = None
+        out: list[tuple[EntityProfile, float, float]] = []
+        for ns in flt.namespaces:
+            known = self.store.profile_vectors(ns, model)
+            if not known:
+                continue
+            if vector is None:
+                try:
+                    vector = self.embedder.embed_query(query)
+                except MemlociError:  # search said so already; no profiles by meaning
+                    return out
+            found = matching_profiles(known, vector, min_cosine=calibration.answers, limit=ENTITIES)
+            for entity_id, cosine in found:
+                entity = self.store.get_entity(ns, entity_id)
+                if entity is None or entity.id in skip or len(out) >= ENTITIES:
+                    continue
+                shown = self._as_seen(entity, replace(flt, namespaces=(ns,), types=None))
+                if not shown.summary:
+                    continue
+                own = replace(flt, namespaces=(ns,), types=FACT_TYPES)
+                facts = self.store.entity_nodes(own, entity.id, limit=2)
+                span = max(1.0 - calibration.answers, 1e-6)
+                score = RELEVANT + (1.0 - RELEVANT) * (cosine - calibration.answers) / span
+                out.append((EntityProfile(shown, tuple(facts)), cosine, min(1.0, score)))
         return out
 
     def _context_turns(self, turns: Sequence[MemoryNode], flt: NodeFilter) -> dict[str, MemoryNode]:
@@ -324,7 +352,8 @@ class ContextMixin(ServiceCore):
                     break
         return out
 
-    async def record_procedure_use(
+    @threaded
+    def record_procedure_use(
         self,
         memory_id: str,
         *,
@@ -335,29 +364,26 @@ class ContextMixin(ServiceCore):
         """Count one use of a learned procedure, with its outcome and duration when known
         (``times_used``, ``success_rate``, ``avg_duration_ms``; atomic across writers).
         A forgotten or replaced procedure is refused (ValidationError)."""
-        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
         if success is not None:
             success = v.flag(success, "success")
         ms = v.non_negative(duration_ms, "duration_ms") if duration_ms is not None else None
 
-        def run() -> MemoryNode:
-            with self.store.exclusive(f"procedure:{ns}:{mid}"):
-                node = self.store.get_node(ns, mid)
-                if node is None or node.type is not NodeType.PROCEDURAL:
-                    raise NotFoundError(f"no procedure with id {mid!r}")
-                if not node.is_current:  # forgotten or replaced: its record is closed
-                    raise ValidationError(
-                        f"procedure {mid} is no longer current (forgotten or replaced); "
-                        "its uses are no longer counted",
-                        hint="record the use on the procedure that replaced it",
-                    )
-                details = record_use(
-                    node.procedure or ProcedureDetails(), success=success, duration_ms=ms
+        with self.store.exclusive(f"procedure:{ns}:{mid}"):
+            node = self.store.get_node(ns, mid)
+            if node is None or node.type is not NodeType.PROCEDURAL:
+                raise NotFoundError(f"no procedure with id {mid!r}")
+            if not node.is_current:  # forgotten or replaced: its record is closed
+                raise ValidationError(
+                    f"procedure {mid} is no longer current (forgotten or replaced); "
+                    "its uses are no longer counted",
+                    hint="record the use on the procedure that replaced it",
                 )
-                patch = NodePatch(extra={"procedure": details, "updated_at": node.updated_at})
-                return self.store.update_node(ns, mid, patch)
-
-        return await self._run(run)
+            details = record_use(
+                node.procedure or ProcedureDetails(), success=success, duration_ms=ms
+            )
+            patch = NodePatch(extra={"procedure": details, "updated_at": node.updated_at})
+            return self.store.update_node(ns, mid, patch)
 
     def _profiles(
         self, query: str, hits: Sequence[SearchHit], flt: NodeFilter

@@ -1,47 +1,52 @@
-"""What every part of MemoryService shares (layer: service): the store, the settings,
-running blocking work in a thread, resolving the namespace of a call, and the caps
-(``max_memories`` and the like) every write path applies."""
+"""What every service of MemoryService shares (layer: service): the store, the settings,
+the embedder and its worker, resolving the namespace of a call, reading one memory, and
+the caps (``max_memories`` and the like) every write path applies."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import ParamSpec, TypeVar
 
 from memloci import validate as v
 from memloci.config import Settings
+from memloci.errors import NotFoundError
 from memloci.kinds import FACT_TYPES, NodeType, Scope
-from memloci.models import utcnow
-from memloci.service.calls import in_thread
+from memloci.models import MemoryNode, utcnow
+from memloci.providers.base import Embedder
+from memloci.service.worker import EmbeddingWorker
 from memloci.storage.base import NodeFilter, Store
 
-P = ParamSpec("P")
-T = TypeVar("T")
 
+class Core:
+    """The store, settings, embedder and embedding worker every service holds, and the
+    helpers they share."""
 
-class ServiceCore:
-    """Base of MemoryService and each of its mixins (one definition of the shared helpers)."""
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        embedder: Embedder | None,
+        worker: EmbeddingWorker | None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.embedder = embedder
+        self.worker = worker
 
-    store: Store
-    settings: Settings
-
-    async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run blocking store or model work in a worker thread; a caller cancelled
-        meanwhile leaves no write behind (:func:`~memloci.service.calls.in_thread`)."""
-        return await in_thread(functools.partial(fn, *args, **kwargs))
-
-    async def _run_steps(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """:meth:`_run` for a long job of units that each stand alone (a session
-        consolidated, a file added): a caller cancelled meanwhile stops it at once; the
-        units it finished stay, the open one rolls back."""
-        return await in_thread(functools.partial(fn, *args, **kwargs), steps=True)
-
-    def _ns(self, namespace: str | None) -> str:
+    def ns(self, namespace: str | None) -> str:
         """The call's namespace, validated (the configured one when none is given)."""
         return v.namespace(namespace or self.settings.namespace)
 
-    def _prune(
+    def node(self, ns: str, mid: str) -> MemoryNode:
+        """Memory ``mid`` of namespace ``ns`` (both validated), or a NotFoundError."""
+        node = self.store.get_node(ns, mid)
+        if node is None:
+            raise NotFoundError(
+                f"no memory {mid!r} in namespace {ns!r}", hint="list memories to see their ids"
+            )
+        return node
+
+    def prune(
         self, ns: str, types: tuple[NodeType, ...], cap: int | None, user: str | None = None
     ) -> None:
         """Keep at most ``cap`` memories of these types in the namespace (records no longer
@@ -56,7 +61,7 @@ class ServiceCore:
                 flt = replace(flt, scopes=(Scope.SESSION, Scope.AGENT, Scope.GLOBAL))
             self.store.prune_oldest(flt, cap, now=utcnow())
 
-    def _prune_facts(self, ns: str, created: Sequence[str]) -> None:
+    def prune_facts(self, ns: str, created: Sequence[str]) -> None:
         """The fact cap after facts ``created`` (consolidation): each owner of user facts
         among them keeps ``max_memories`` of their own, shared facts count together."""
         cap = self.settings.max_memories
@@ -65,6 +70,6 @@ class ServiceCore:
         nodes = self.store.get_nodes(ns, list(created))
         owners = {n.user for n in nodes if n.scope is Scope.USER and n.user is not None}
         for owner in sorted(owners):
-            self._prune(ns, FACT_TYPES, cap, owner)
+            self.prune(ns, FACT_TYPES, cap, owner)
         if any(n.scope is not Scope.USER or n.user is None for n in nodes):
-            self._prune(ns, FACT_TYPES, cap)
+            self.prune(ns, FACT_TYPES, cap)

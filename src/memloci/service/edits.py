@@ -1,7 +1,7 @@
 """Changing a stored memory (layer: service): ``update``, ``correct``, ``confirm`` and
 ``forget``, and what a confirmed restatement brings to the fact it repeats.
 
-A mixin of MemoryService. A change of text is embedded in the write path, as
+``MemoryService.edits``. A change of text is embedded in the write path, as
 ``remember`` embeds a new fact: the new text's vector is stored with it, under the same
 dedupe lock (``store.exclusive(fact_lock(namespace))``), so a ``remember`` right after
 an edit compares against the new text, not against a fact with no vector until the
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -31,12 +31,12 @@ from memloci.models import (
     short_id,
     utcnow,
 )
-from memloci.providers.base import Embedder, Vector
+from memloci.providers.base import Vector
 from memloci.retrieval.query import document_text
-from memloci.service.core import ServiceCore
+from memloci.service.calls import threaded
+from memloci.service.core import Core
 from memloci.storage.base import NodePatch, PendingEmbedding
 from memloci.storage.rows import content_hash
-from memloci.worker import EmbeddingWorker
 
 log = logging.getLogger("memloci.service")
 
@@ -58,16 +58,17 @@ def value_still_holds(value: Any, text: str) -> bool:
     return bool(said) and re.search(edges, text.casefold()) is not None
 
 
-class EditsMixin(ServiceCore):
+class Edits:
     """``update`` (in place, a new version) and ``correct`` (a new fact that supersedes)."""
 
-    embedder: Embedder | None
-    worker: EmbeddingWorker | None
-    if TYPE_CHECKING:  # provided by MemoryService
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.store = core.store
+        self.embedder = core.embedder
+        self.worker = core.worker
 
-        async def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryNode: ...
-
-    async def update(
+    @threaded
+    def update(
         self,
         memory_id: str,
         content: str | None = None,
@@ -80,17 +81,45 @@ class EditsMixin(ServiceCore):
         metadata: Mapping[str, Any] | None = None,
         session: str | None = None,
         confirmed: bool = False,
-        _embedded: tuple[str, Vector] | None = None,
     ) -> WriteResult:
         """Change a memory in place: same id, a new version in its history. ``confirmed``:
         the change also counts as a confirmation (``times_confirmed`` + 1), as when
         ``remember`` overwrites a key. New text is embedded before this returns (when
-        the embedder is reachable), unless ``_embedded`` (internal: ``remember``
-        overwriting a key) holds that text's document and vector already."""
-        ns, mid = self._ns(namespace), v.memory_id(memory_id)
-        old = await self.get(mid, namespace=ns)
+        the embedder is reachable)."""
+        return self.rewrite(
+            memory_id,
+            content,
+            namespace=namespace,
+            value=value,
+            set_value=set_value,
+            category=category,
+            subject=subject,
+            metadata=metadata,
+            session=session,
+            confirmed=confirmed,
+        )
+
+    def rewrite(
+        self,
+        memory_id: str,
+        content: str | None = None,
+        *,
+        namespace: str | None = None,
+        value: Any = None,
+        set_value: bool = False,
+        category: str | None = None,
+        subject: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        session: str | None = None,
+        confirmed: bool = False,
+        embedded: tuple[str, Vector] | None = None,
+    ) -> WriteResult:
+        """:meth:`update` in the caller's thread, given the new text's document and
+        vector when the caller embedded it already (``remember`` overwriting a key)."""
+        ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
+        old = self.core.node(ns, mid)
         if old.valid_until is not None:
-            raise ValidationError(f"{await self._ended(ns, mid)}; it can no longer change")
+            raise ValidationError(f"{self.ended_now(ns, mid)}; it can no longer change")
         text = None
         if content is not None:
             text = v.turn(content) if old.type is NodeType.EPISODIC else v.fact(content)
@@ -99,18 +128,18 @@ class EditsMixin(ServiceCore):
         elif text is not None and old.value is not None and not value_still_holds(old.value, text):
             value, set_value = None, True  # the new text no longer says it
         patch = NodePatch(
-            content=text, value=value, set_value=set_value,
+            content=text,
+            value=value,
+            set_value=set_value,
             category=v.category(category) if category is not None else None,
             subject=v.label(subject, "subject", 200),
             metadata=v.metadata(metadata) if metadata is not None else None,
             times_confirmed_delta=1 if confirmed else 0,
-        )  # fmt: skip
+        )
         vector = None
         if text is not None and text != old.content:
             doc = document_text(text, old.speaker, old.key, patch.subject or old.subject)
-            vector = (
-                _embedded[1] if _embedded and _embedded[0] == doc else await self._embed_doc(doc)
-            )
+            vector = embedded[1] if embedded and embedded[0] == doc else self._embed_doc(doc)
         who = v.ident(session)
 
         def write() -> MemoryNode:
@@ -122,7 +151,7 @@ class EditsMixin(ServiceCore):
                 self._save_vector(new, vector)
                 return new
 
-        new = await self._run(write)
+        new = write()
         if self.worker:
             self.worker.wake()
         msg = f"Updated [{mid}] to version {new.version}"
@@ -146,16 +175,17 @@ class EditsMixin(ServiceCore):
                     hint=f"forget [{old.id}] instead, or confirm [{other.id}]",
                 )
 
-    async def correct(
+    @threaded
+    def correct(
         self, memory_id: str, content: str, *, namespace: str | None = None, value: Any = None
     ) -> WriteResult:
         """Replace a fact with a new one that ``supersedes`` it; the old one stops being
         valid. The new text is embedded before this returns (when the embedder is
         reachable)."""
-        ns, mid = self._ns(namespace), v.memory_id(memory_id)
+        ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
         text = v.fact(content)
         v.json_value(value)
-        old = await self.get(mid, namespace=ns)
+        old = self.core.node(ns, mid)
         if old.valid_until is not None:
             raise ValidationError(f"memory {mid} is no longer current; correct the current one")
         now = utcnow()
@@ -163,14 +193,24 @@ class EditsMixin(ServiceCore):
             value = old.value  # else the new text no longer says it
         new = old.model_copy(
             update={
-                "id": short_id(), "content": text, "value": value, "created_at": now,
-                "updated_at": now, "valid_from": now, "event_time": now, "version": 1,
-                "confidence": 1.0, "times_confirmed": 0, "times_contradicted": 0,
-                "access_count": 0, "last_accessed": None, "source_type": SourceType.USER,
+                "id": short_id(),
+                "content": text,
+                "value": value,
+                "created_at": now,
+                "updated_at": now,
+                "valid_from": now,
+                "event_time": now,
+                "version": 1,
+                "confidence": 1.0,
+                "times_confirmed": 0,
+                "times_contradicted": 0,
+                "access_count": 0,
+                "last_accessed": None,
+                "source_type": SourceType.USER,
                 "embedded": False,
             }
-        )  # fmt: skip
-        vector = await self._embed_doc(document_text(text, new.speaker, new.key, new.subject))
+        )
+        vector = self._embed_doc(document_text(text, new.speaker, new.key, new.subject))
 
         def write() -> MemoryNode:
             with self.store.exclusive(fact_lock(ns)):
@@ -178,13 +218,14 @@ class EditsMixin(ServiceCore):
                 self._not_a_copy(old, text)
                 at = utcnow()  # after any change that held the lock before this one
                 times = ("created_at", "updated_at", "valid_from", "event_time")
-                self.store.supersede(ns, mid, new.model_copy(update=dict.fromkeys(times, at)),
-                                     now=at)  # fmt: skip
+                self.store.supersede(
+                    ns, mid, new.model_copy(update=dict.fromkeys(times, at)), now=at
+                )
                 self._save_vector(new, vector)
             # read back in this thread: once committed, the call ends with its result
             return self.store.get_node(ns, new.id) or new
 
-        stored = await self._run(write)
+        stored = write()
         if self.worker:
             self.worker.wake()
         return WriteResult(
@@ -193,32 +234,34 @@ class EditsMixin(ServiceCore):
             message=f"Corrected: [{new.id}] supersedes [{mid}] ({old.content!r} → {text!r}).",
         )
 
-    async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
+    @threaded
+    def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
         """Mark a fact as certain and protected from decay."""
-        ns, mid = self._ns(namespace), v.memory_id(memory_id)
-        if (await self.get(mid, namespace=ns)).valid_until is not None:
-            raise ValidationError(f"{await self._ended(ns, mid)}; it cannot be confirmed")
+        ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
+        if (self.core.node(ns, mid)).valid_until is not None:
+            raise ValidationError(f"{self.ended_now(ns, mid)}; it cannot be confirmed")
 
         def patch() -> NodePatch:
             return NodePatch(confidence=1.0, decay_rate=0.0, times_confirmed_delta=1)
 
-        node = await self._run(self.change_current, ns, mid, patch, "it cannot be confirmed")
+        node = self.change_current(ns, mid, patch, "it cannot be confirmed")
         return WriteResult(action="confirmed", memory=node, message=f"Confirmed [{mid}].")
 
-    async def forget(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
+    @threaded
+    def forget(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
         """Soft delete: the memory stops being current; its history stays."""
-        ns, mid = self._ns(namespace), v.memory_id(memory_id)
-        old = await self.get(mid, namespace=ns)
+        ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
+        old = self.core.node(ns, mid)
         if old.valid_until is not None:
-            message = f"{await self._ended(ns, mid, brackets=True)}."
+            message = f"{self.ended_now(ns, mid, brackets=True)}."
             return WriteResult(action="unchanged", memory=old, message=message)
         try:  # under the fact lock: an edit racing it lands before it or is refused
-            node = await self._run(
-                self.change_current, ns, mid, lambda: NodePatch(valid_until=utcnow()), "forgotten"
+            node = self.change_current(
+                ns, mid, lambda: NodePatch(valid_until=utcnow()), "forgotten"
             )
         except ValidationError:  # forgotten or replaced meanwhile
-            old = await self.get(mid, namespace=ns)
-            message = f"{await self._ended(ns, mid, brackets=True)}."
+            old = self.core.node(ns, mid)
+            message = f"{self.ended_now(ns, mid, brackets=True)}."
             return WriteResult(action="unchanged", memory=old, message=message)
         return WriteResult(action="forgotten", memory=node, message=f"Forgot [{mid}].")
 
@@ -241,8 +284,8 @@ class EditsMixin(ServiceCore):
         if node.valid_until is not None:
             raise ValidationError(f"{self.ended_now(ns, mid)}; {refused}")
 
-    async def _ended(self, ns: str, mid: str, *, brackets: bool = False) -> str:
-        return await self._run(self.ended_now, ns, mid, brackets)
+    def _ended(self, ns: str, mid: str, *, brackets: bool = False) -> str:
+        return self.ended_now(ns, mid, brackets)
 
     def ended_now(self, ns: str, mid: str, brackets: bool = False) -> str:
         """How a memory that is no longer current ended: "memory X was replaced by [Y]"
@@ -256,13 +299,13 @@ class EditsMixin(ServiceCore):
             return f"{name} was replaced by [{nodes[-1].id}]"
         return f"{name} was forgotten"
 
-    async def _embed_doc(self, doc: str) -> Vector | None:
+    def _embed_doc(self, doc: str) -> Vector | None:
         """The vector of a memory's new document (:func:`document_text`), or None (no
         embedder, or it is down: the worker embeds it later)."""
         if self.embedder is None:
             return None
         try:
-            vectors = await self._run(self.embedder.embed, [doc])
+            vectors = self.embedder.embed([doc])
         except ProviderError as exc:
             log.warning("edit: not embedded now (%s); the worker embeds it later", exc)
             return None
@@ -273,7 +316,11 @@ class EditsMixin(ServiceCore):
         if vector is None:
             return
         item = PendingEmbedding(
-            node.id, content_hash(node.content), node.content, node.speaker, node.key,
+            node.id,
+            content_hash(node.content),
+            node.content,
+            node.speaker,
+            node.key,
             node.subject,
-        )  # fmt: skip
+        )
         self.store.save_embeddings([item], vector[None, :])

@@ -1,8 +1,7 @@
 """API keys of MemoryService (layer: service): create, list, revoke, verify, and whether a
 server on the store must demand a key.
 
-A mixin (part of :class:`memloci.service.records.RecordsMixin`); it relies on what
-MemoryService sets up (``store``, ``_run``).
+``MemoryService.keys``; the interfaces check a caller's key through it.
 """
 
 from __future__ import annotations
@@ -17,7 +16,8 @@ from datetime import timedelta
 from memloci import validate as v
 from memloci.errors import ConflictError
 from memloci.models import ApiKey, short_id, utcnow
-from memloci.service.core import ServiceCore
+from memloci.service.calls import threaded
+from memloci.service.core import Core
 
 KEY_RE = re.compile(r"^mlk_([A-Za-z0-9]{8})_([A-Za-z0-9_-]{43})$")
 AUTH_MARKER = "auth_required"  # store meta: set when the first API key is created
@@ -29,62 +29,73 @@ def key_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-class KeysMixin(ServiceCore):
+class Keys:
     """API keys: each maps to the namespaces it may read (and maybe write)."""
 
-    async def create_key(
-        self, name: str, namespaces: Sequence[str], *, write: bool = True, admin: bool = False,
-    ) -> tuple[ApiKey, str]:  # fmt: skip
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.store = core.store
+
+    @threaded
+    def create_key(
+        self,
+        name: str,
+        namespaces: Sequence[str],
+        *,
+        write: bool = True,
+        admin: bool = False,
+    ) -> tuple[ApiKey, str]:
         """A new API key and its secret ``mlk_<id>_<43 chars>``; the secret is shown only
         now (the store keeps its sha256). ``["*"]`` (all namespaces) is for admin keys."""
         label = v.name(name, "key name", 100)
         write, admin = v.flag(write, "write"), v.flag(admin, "admin")
         nss = v.key_namespaces(namespaces, admin=admin)
 
-        def run() -> tuple[ApiKey, str]:
-            for _ in range(5):
-                kid = short_id()
-                secret = f"mlk_{kid}_{secrets.token_urlsafe(32)}"
-                key = ApiKey(
-                    id=kid, name=label, namespaces=nss, can_write=write, admin=admin,
-                    created_at=utcnow(),
-                )  # fmt: skip
-                try:
-                    self.store.insert_key(key, key_hash(secret))
-                except ConflictError:
-                    continue
-                self.store.set_meta(AUTH_MARKER, "1")  # from now on the server needs a key
-                return key, secret
-            raise ConflictError("could not allocate a unique API key id")  # pragma: no cover
+        for _ in range(5):
+            kid = short_id()
+            secret = f"mlk_{kid}_{secrets.token_urlsafe(32)}"
+            key = ApiKey(
+                id=kid,
+                name=label,
+                namespaces=nss,
+                can_write=write,
+                admin=admin,
+                created_at=utcnow(),
+            )
+            try:
+                self.store.insert_key(key, key_hash(secret))
+            except ConflictError:
+                continue
+            self.store.set_meta(AUTH_MARKER, "1")  # from now on the server needs a key
+            return key, secret
+        raise ConflictError("could not allocate a unique API key id")  # pragma: no cover
 
-        return await self._run(run)
-
-    async def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]:
+    @threaded
+    def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]:
         """Keys without secrets or hashes, oldest first."""
-        return await self._run(
-            self.store.list_keys, include_revoked=v.flag(include_revoked, "include_revoked")
-        )
+        return self.store.list_keys(include_revoked=v.flag(include_revoked, "include_revoked"))
 
-    async def revoke_key(self, key_id: str) -> ApiKey:
+    @threaded
+    def revoke_key(self, key_id: str) -> ApiKey:
         kid = v.short_ref(key_id, "API key")
-        return await self._run(self.store.revoke_key, kid, now=utcnow())
+        return self.store.revoke_key(kid, now=utcnow())
 
-    async def auth_required(self) -> bool:
+    @threaded
+    def auth_required(self) -> bool:
         """Whether a server on this store must demand an API key: true once any key was
         ever created here, even when every key is revoked since (then an operator creates
         a new one with ``memloci keys create``)."""
 
-        def run() -> bool:
-            marked = self.store.get_meta(AUTH_MARKER) == "1"
-            return marked or bool(self.store.list_keys(include_revoked=True))
+        marked = self.store.get_meta(AUTH_MARKER) == "1"
+        return marked or bool(self.store.list_keys(include_revoked=True))
 
-        return await self._run(run)
-
-    async def has_keys(self) -> bool:
+    @threaded
+    def has_keys(self) -> bool:
         """Whether any API key is active."""
-        return await self._run(self.store.has_keys)
+        return self.store.has_keys()
 
-    async def verify_key(self, secret: str) -> ApiKey | None:
+    @threaded
+    def verify_key(self, secret: str) -> ApiKey | None:
         """The active key a secret belongs to, or None (malformed, unknown, wrong or
         revoked). Records ``last_used_at`` at most once a minute."""
         match = KEY_RE.match(secret) if isinstance(secret, str) else None
@@ -92,17 +103,14 @@ class KeysMixin(ServiceCore):
             return None
         kid = match[1]
 
-        def run() -> ApiKey | None:
-            found = self.store.get_key(kid)
-            if found is None:
-                return None
-            key, digest = found
-            if not hmac.compare_digest(digest, key_hash(secret)) or key.revoked_at is not None:
-                return None
-            now = utcnow()
-            if key.last_used_at is None or now - key.last_used_at >= KEY_TOUCH_EVERY:
-                self.store.touch_key(key.id, now=now)
-                key = key.model_copy(update={"last_used_at": now})
-            return key
-
-        return await self._run(run)
+        found = self.store.get_key(kid)
+        if found is None:
+            return None
+        key, digest = found
+        if not hmac.compare_digest(digest, key_hash(secret)) or key.revoked_at is not None:
+            return None
+        now = utcnow()
+        if key.last_used_at is None or now - key.last_used_at >= KEY_TOUCH_EVERY:
+            self.store.touch_key(key.id, now=now)
+            key = key.model_copy(update={"last_used_at": now})
+        return key

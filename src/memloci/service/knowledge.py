@@ -1,11 +1,9 @@
 """The knowledge tier of MemoryService (layer: service): read-only RAG documents.
 
-Files are chunked by :mod:`memloci.knowledge`, embedded with the service's embedder and
+Files are chunked by :mod:`memloci.service.documents`, embedded with the service's embedder and
 stored beside the memories, in the same namespaces. Re-adding an unchanged file (same
 content hash, same embedding model) does nothing; a changed one has its chunks replaced
-in one transaction (each file is its own transaction). A mixin, like
-:mod:`memloci.service.admin`: it relies on ``store``, ``embedder``, ``settings``, ``_run``
-and ``_ns`` from MemoryService.
+in one transaction (each file is its own transaction). ``MemoryService.knowledge``.
 
 Scores are higher-is-better. With an embedder, a hit's score is the cosine similarity of
 query and chunk (only chunks embedded by that same model are searched; ``memloci
@@ -26,40 +24,40 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from memloci import knowledge as kb
 from memloci import validate as v
-from memloci.config import Settings
 from memloci.errors import NotFoundError, ProviderError, ValidationError
-from memloci.knowledge import KnowledgeFile, KnowledgeReport, PathLike
 from memloci.models import ID_RE, KnowledgeChunk, KnowledgeHit, KnowledgeSource, utcnow
 from memloci.providers.base import Embedder
 from memloci.retrieval.query import fts_match
-from memloci.service.core import ServiceCore
+from memloci.service import documents as kb
+from memloci.service.calls import in_steps, threaded
+from memloci.service.core import Core
+from memloci.service.documents import KnowledgeFile, KnowledgeReport, PathLike
 from memloci.storage.base import Store
 from memloci.words import terms
 
-P = ParamSpec("P")
-T = TypeVar("T")
 KnowledgeProgress = Callable[[int, int], None]  # (chunks done, chunks in total)
 SEARCH_MAX = 100
 
 log = logging.getLogger("memloci.knowledge")
 
 
-class KnowledgeMixin(ServiceCore):
-    """add_knowledge, search_knowledge, list_knowledge_sources, remove_knowledge."""
+class Knowledge:
+    """``add_knowledge``, ``search_knowledge``, ``list_knowledge_sources``, ``remove_knowledge``."""
 
-    store: Store
-    embedder: Embedder | None
-    settings: Settings
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.store = core.store
+        self.embedder = core.embedder
+        self.settings = core.settings
 
     # ------------------------------------------------------------------ add
-    async def add_knowledge(
+    @in_steps
+    def add_knowledge(
         self,
         paths: PathLike | Sequence[PathLike],
         *,
@@ -75,11 +73,11 @@ class KnowledgeMixin(ServiceCore):
         PDF and non-UTF-8 files are skipped with a reason in the report. ``progress`` is
         called as ``progress(chunks_done, chunks_total)``.
         """
-        ns = self._ns(namespace)
+        ns = self.core.ns(namespace)
         coll, globs = kb.check_collection(collection), kb.check_globs(glob)
-        return await self._run_steps(self.add_knowledge_now, paths, ns, coll, globs, progress)
+        return self._add_files(paths, ns, coll, globs, progress)
 
-    def add_knowledge_now(
+    def _add_files(
         self,
         paths: PathLike | Sequence[PathLike],
         namespace: str,
@@ -87,7 +85,7 @@ class KnowledgeMixin(ServiceCore):
         globs: Sequence[str],
         progress: KnowledgeProgress | None = None,
     ) -> KnowledgeReport:
-        """:meth:`add_knowledge` in the caller's thread, with validated arguments."""
+        """:meth:`add_knowledge` once its arguments are validated."""
         model = self.embedder.model_id if self.embedder is not None else None
         files: list[KnowledgeFile] = []
         todo: list[tuple[int, kb.Document, KnowledgeSource | None]] = []
@@ -106,17 +104,19 @@ class KnowledgeMixin(ServiceCore):
                     stale.append(sid)
                     reason = f"{doc}; what it held before was removed"
                     files.append(
-                        KnowledgeFile(path=str(path), action="removed", source_id=sid,
-                                      reason=reason)
-                    )  # fmt: skip
+                        KnowledgeFile(
+                            path=str(path), action="removed", source_id=sid, reason=reason
+                        )
+                    )
                     continue
                 files.append(KnowledgeFile(path=str(path), action="skipped", reason=doc))
                 continue
             if old is not None and _unchanged(old, doc, collection, model):
                 files.append(
-                    KnowledgeFile(path=str(path), action="unchanged", source_id=sid,
-                                  chunks=old.chunk_count)
-                )  # fmt: skip
+                    KnowledgeFile(
+                        path=str(path), action="unchanged", source_id=sid, chunks=old.chunk_count
+                    )
+                )
                 continue
             files.append(KnowledgeFile(path=str(path), action="added", source_id=sid))
             todo.append((len(files) - 1, doc, old))
@@ -151,18 +151,23 @@ class KnowledgeMixin(ServiceCore):
         folders = [Path(os.fspath(p)).expanduser().resolve() for p in items]
         under = [os.path.join(str(f), "") for f in folders if f.is_dir()]
         kept = {str(p) for p in found}
-        gone = [
-            src for src in self.store.knowledge_sources(namespace)
-            if src.path.startswith(tuple(under)) and src.path not in kept
-            and not os.path.exists(src.path)
-        ] if under else []  # fmt: skip
+        gone = (
+            [
+                src
+                for src in self.store.knowledge_sources(namespace)
+                if src.path.startswith(tuple(under))
+                and src.path not in kept
+                and not os.path.exists(src.path)
+            ]
+            if under
+            else []
+        )
         if gone:
             self.store.delete_knowledge(namespace, [src.id for src in gone])
         return [
-            KnowledgeFile(path=src.path, action="removed", source_id=src.id,
-                          reason=kb.GONE)
+            KnowledgeFile(path=src.path, action="removed", source_id=src.id, reason=kb.GONE)
             for src in gone
-        ]  # fmt: skip
+        ]
 
     def _embed_pieces(
         self,
@@ -178,23 +183,21 @@ class KnowledgeMixin(ServiceCore):
         return _embed(self.embedder, title, pieces, batch, done, total, progress)
 
     # ------------------------------------------------------------------ re-embed
-    async def reembed_knowledge(self, *, progress: KnowledgeProgress | None = None) -> int:
+    @in_steps
+    def reembed_knowledge(self, *, progress: KnowledgeProgress | None = None) -> int:
         """Embed the knowledge chunks (of every namespace) that the service's embedder did
         not embed: stored without vectors, or with another model's (``memloci reembed``
         runs it after switching models). Returns how many chunks were embedded."""
-        return await self._run_steps(self.reembed_knowledge_now, None, progress)
-
-    def reembed_knowledge_now(
-        self, namespaces: Sequence[str] | None = None, progress: KnowledgeProgress | None = None
-    ) -> int:
-        """:meth:`reembed_knowledge` in the caller's thread (``namespaces``: only those)."""
         if self.embedder is None:
             return 0
-        nss = self.store.record_namespaces() if namespaces is None else namespaces
+        nss = self.store.record_namespaces()
         return embed_sources(
-            self.store, self.embedder, nss, batch=self.settings.embed_batch_size,
+            self.store,
+            self.embedder,
+            nss,
+            batch=self.settings.embed_batch_size,
             progress=progress,
-        )  # fmt: skip
+        )
 
     def _store_source(
         self,
@@ -209,23 +212,39 @@ class KnowledgeMixin(ServiceCore):
         now, sid = utcnow(), kb.source_id(str(doc.path))
         model = self.embedder.model_id if vectors is not None and self.embedder else None
         source = KnowledgeSource(
-            id=sid, namespace=namespace, collection=collection, path=str(doc.path), title=title,
-            content_hash=doc.content_hash, mtime=doc.mtime, size_bytes=doc.size,
-            chunk_count=len(pieces), embedding_model=model,
-            added_at=old.added_at if old else now, updated_at=now,
-        )  # fmt: skip
+            id=sid,
+            namespace=namespace,
+            collection=collection,
+            path=str(doc.path),
+            title=title,
+            content_hash=doc.content_hash,
+            mtime=doc.mtime,
+            size_bytes=doc.size,
+            chunk_count=len(pieces),
+            embedding_model=model,
+            added_at=old.added_at if old else now,
+            updated_at=now,
+        )
         chunks = [
             KnowledgeChunk(
-                id=f"{sid}-{i}", namespace=namespace, source_id=sid, collection=collection,
-                ordinal=i, text=p.text, heading=p.heading, start_char=p.start, end_char=p.end,
+                id=f"{sid}-{i}",
+                namespace=namespace,
+                source_id=sid,
+                collection=collection,
+                ordinal=i,
+                text=p.text,
+                heading=p.heading,
+                start_char=p.start,
+                end_char=p.end,
                 embedding_model=source.embedding_model,
             )
             for i, p in enumerate(pieces)
-        ]  # fmt: skip
+        ]
         self.store.replace_knowledge(source, chunks, vectors)
 
     # ------------------------------------------------------------------ search
-    async def search_knowledge(
+    @threaded
+    def search_knowledge(
         self,
         query: str,
         *,
@@ -236,22 +255,8 @@ class KnowledgeMixin(ServiceCore):
     ) -> list[KnowledgeHit]:
         """The ``limit`` best chunks for ``query`` scoring at least ``threshold`` (0–1),
         best first; ``collections`` restricts to named knowledge bases. See the module
-        docstring for what the score means."""
-        return await self._run(
-            self.search_knowledge_now, query, namespace=namespace, collections=collections,
-            limit=limit, threshold=threshold,
-        )  # fmt: skip
-
-    def search_knowledge_now(
-        self,
-        query: str,
-        *,
-        namespace: str | Sequence[str] | None = None,
-        collections: Sequence[str] | None = None,
-        limit: int = 5,
-        threshold: float = 0.3,
-    ) -> list[KnowledgeHit]:
-        """:meth:`search_knowledge` in the caller's thread (the sync SDK and chat use it)."""
+        docstring for what the score means. ``search_knowledge.now(...)`` runs it in the
+        caller's thread (the sync SDK and chat)."""
         text = v.query(query)
         lim = v.limit(limit, "limit", SEARCH_MAX)
         floor = v.unit(threshold, "threshold")
@@ -301,66 +306,71 @@ class KnowledgeMixin(ServiceCore):
 
     def _namespaces(self, namespace: str | Sequence[str] | None) -> list[str]:
         if namespace is None or isinstance(namespace, str):
-            return [self._ns(namespace)]
+            return [self.core.ns(namespace)]
         nss = list(dict.fromkeys(v.namespace(n) for n in namespace))
         if not nss:
             raise ValidationError("namespace list is empty", hint="name at least one namespace")
         return nss
 
     # ------------------------------------------------------------------ sources
-    async def list_knowledge_sources(
+    @threaded
+    def list_knowledge_sources(
         self, *, namespace: str | None = None, collection: str | None = None
     ) -> list[KnowledgeSource]:
         """The files in the knowledge tier, by collection and path."""
-        ns = self._ns(namespace)
+        ns = self.core.ns(namespace)
         coll = kb.check_collection(collection) if collection is not None else None
-        return await self._run(self.store.knowledge_sources, ns, collection=coll)
+        return self.store.knowledge_sources(ns, collection=coll)
 
-    async def remove_knowledge(
+    @threaded
+    def remove_knowledge(
         self, source: str, *, namespace: str | None = None
     ) -> list[KnowledgeSource]:
         """Remove a source by id or path (a folder path removes every source under it);
         returns what was removed. Raises :class:`NotFoundError` when nothing matches."""
-        ns = self._ns(namespace)
+        ns = self.core.ns(namespace)
         if not isinstance(source, str) or not source.strip():
             raise ValidationError("give a knowledge source id or path")
         ref = source.strip()
 
-        def run() -> list[KnowledgeSource]:
-            found = self.store.knowledge_source(ns, ref) if ID_RE.match(ref) else None
-            if found is not None:
-                gone = [found]
-            else:
-                full = str(Path(ref).expanduser().resolve())
-                folder = os.path.join(full, "")
-                gone = [
-                    s
-                    for s in self.store.knowledge_sources(ns)
-                    if s.path in (ref, full) or s.path.startswith(folder)
-                ]
-            if not gone:
-                raise NotFoundError(
-                    f"no knowledge source {ref!r} in namespace {ns!r}",
-                    hint="`memloci knowledge list` shows the sources, their ids and paths",
-                )
-            self.store.delete_knowledge(ns, [s.id for s in gone])
-            return gone
-
-        return await self._run(run)
+        found = self.store.knowledge_source(ns, ref) if ID_RE.match(ref) else None
+        if found is not None:
+            gone = [found]
+        else:
+            full = str(Path(ref).expanduser().resolve())
+            folder = os.path.join(full, "")
+            gone = [
+                s
+                for s in self.store.knowledge_sources(ns)
+                if s.path in (ref, full) or s.path.startswith(folder)
+            ]
+        if not gone:
+            raise NotFoundError(
+                f"no knowledge source {ref!r} in namespace {ns!r}",
+                hint="`memloci knowledge list` shows the sources, their ids and paths",
+            )
+        self.store.delete_knowledge(ns, [s.id for s in gone])
+        return gone
 
 
 def embed_sources(
-    store: Store, embedder: Embedder, namespaces: Sequence[str], *, batch: int,
+    store: Store,
+    embedder: Embedder,
+    namespaces: Sequence[str],
+    *,
+    batch: int,
     progress: KnowledgeProgress | None = None,
-) -> int:  # fmt: skip
+) -> int:
     """Embed, source by source (a transaction each), the knowledge chunks of
     ``namespaces`` that ``embedder`` did not embed (no vectors, or another model's): a
     knowledge search with an embedder finds only chunks of its model. Returns how many."""
     model = embedder.model_id
     stale = [
-        src for ns in namespaces for src in store.knowledge_sources(ns)
+        src
+        for ns in namespaces
+        for src in store.knowledge_sources(ns)
         if src.embedding_model != model and src.chunk_count
-    ]  # fmt: skip
+    ]
     total, done = sum(src.chunk_count for src in stale), 0
     if progress is not None and stale:
         progress(0, total)
@@ -380,9 +390,14 @@ def embed_sources(
 
 
 def _embed(
-    embedder: Embedder, title: str, pieces: Sequence[kb.Piece], batch: int, done: int,
-    total: int, progress: KnowledgeProgress | None,
-) -> npt.NDArray[np.float32]:  # fmt: skip
+    embedder: Embedder,
+    title: str,
+    pieces: Sequence[kb.Piece],
+    batch: int,
+    done: int,
+    total: int,
+    progress: KnowledgeProgress | None,
+) -> npt.NDArray[np.float32]:
     texts = [kb.embedding_text(title, p) for p in pieces]
     size = max(1, batch)
     parts = []

@@ -7,12 +7,12 @@ memories; writes land under it. ``get_user``, ``save_user`` and ``forget_user`` 
 address the record itself (forgetting a merged user stays a ConflictError).
 
 Reads pay a dict lookup: roots are cached per (namespace, user id), unknown ids too
-(a miss reads the record: in a worker thread for the async methods, in the caller's
-thread for :meth:`OwnersMixin.filter`), and dropped when this process merges, saves,
-deletes, forgets or imports users. Another process's merge reaches this cache within
+(a miss reads the record in the thread of the call: a worker thread for an awaited
+service method, the caller's for :meth:`Owners.filter`), and dropped when this process
+merges, saves, deletes, forgets or imports users. Another process's merge reaches this cache within
 :data:`OWNER_TTL` seconds. Writes never wait for that: after its transaction commits,
 a write with a user reads that user's record afresh (one primary-key read,
-:meth:`OwnersMixin._settled`) and, if it was merged meanwhile, moves what stands under
+:meth:`Owners.settled`) and, if it was merged meanwhile, moves what stands under
 the old id to the user it joined before the call returns; ``merge_users`` moves them
 once more after its own commit. Either the write's fresh read sees the merge, or the
 merge's second move starts after the write committed — so no memory stays under a
@@ -29,7 +29,7 @@ from typing import Any
 
 from memloci import validate as v
 from memloci.models import MemoryNode, MemoryUser, Thread
-from memloci.service.core import ServiceCore
+from memloci.service.core import Core
 from memloci.storage.base import NodeFilter
 
 CHAIN_MAX = 100  # supersedes / merged_into chains followed at most this far
@@ -37,19 +37,17 @@ OWNER_TTL = 5.0  # seconds a cached root stands for reads (another process may m
 OWNERS_MAX = 50_000  # cached ids at most (then the cache starts afresh)
 
 
-class OwnersMixin(ServiceCore):
+class Owners:
     """Resolve a user id to the user it was merged into (cached); see the module doc."""
 
-    @property
-    def _owners(self) -> dict[tuple[str, str], tuple[str, float]]:
-        """(namespace, user id) → (root id, when read); made on first use."""
-        cache: dict[tuple[str, str], tuple[str, float]] | None
-        cache = self.__dict__.get("_owner_cache")
-        if cache is None:
-            cache = self.__dict__.setdefault("_owner_cache", {})
-        return cache
+    def __init__(self, core: Core) -> None:
+        self.store = core.store
+        self.settings = core.settings
+        # (namespace, user id) → (root id, when read)
+        self._owners: dict[tuple[str, str], tuple[str, float]] = {}
+        self._generation = 0  # users changed by this process: bumped on each change
 
-    def _root_user(self, ns: str, user: MemoryUser) -> MemoryUser:
+    def root_user(self, ns: str, user: MemoryUser) -> MemoryUser:
         """Follow ``merged_into`` (loop-safe; stops at a deleted user)."""
         seen = {user.id}
         while user.merged_into and user.merged_into not in seen and len(seen) < CHAIN_MAX:
@@ -60,80 +58,73 @@ class OwnersMixin(ServiceCore):
             user = nxt
         return user
 
-    def _owner(self, ns: str, user: str | None) -> str | None:
+    def owner(self, ns: str, user: str | None) -> str | None:
         """``user`` (validated), or the user it was merged into; None stays None."""
         uid = v.ident(user, "user")
         if uid is None:
             return None
-        return self._cached_owner(ns, uid) or self._owner_now(ns, uid)
+        return self._cached_owner(ns, uid) or self.owner_now(ns, uid)
 
-    async def _owner_of(self, ns: str, user: str | None) -> str | None:
-        """:meth:`_owner` for an async method: a cache miss reads in a worker thread."""
-        uid = v.ident(user, "user")
-        if uid is None:
-            return None
-        return self._cached_owner(ns, uid) or await self._run(self._owner_now, ns, uid)
-
-    async def _who(
+    def who(
         self, ns: str, user: str | None, agent: str | None, session: str | None
     ) -> tuple[str | None, str | None, str | None]:
-        """A write's or lookup's user (followed, see :meth:`_owner_of`), agent and session,
+        """A write's or lookup's user (followed, see :meth:`owner`), agent and session,
         validated."""
         agent, session = v.ident(agent, "agent"), v.ident(session)
-        return await self._owner_of(ns, user), agent, session
+        return self.owner(ns, user), agent, session
 
     def _cached_owner(self, ns: str, uid: str) -> str | None:
         hit = self._owners.get((ns, uid))
         return hit[0] if hit is not None and time.monotonic() - hit[1] < OWNER_TTL else None
 
-    def _owner_now(self, ns: str, uid: str) -> str:
-        """:meth:`_owner` read from the store (not the cache), and cached — unless this
+    def owner_now(self, ns: str, uid: str) -> str:
+        """:meth:`owner` read from the store (not the cache), and cached — unless this
         process changed its users meanwhile (the read may be older than that change)."""
-        generation = self.__dict__.get("_owner_generation", 0)
+        generation = self._generation
         record = self.store.get_user(ns, uid)
-        root = uid if record is None else self._root_user(ns, record).id
-        if self.__dict__.get("_owner_generation", 0) == generation:
+        root = uid if record is None else self.root_user(ns, record).id
+        if self._generation == generation:
             if len(self._owners) >= OWNERS_MAX:
                 self._owners.clear()
             self._owners[(ns, uid)] = (root, time.monotonic())
         return root
 
-    def _owners_changed(self, ns: str) -> None:
+    def changed(self, ns: str) -> None:
         """Users of ``ns`` were merged, saved, deleted, forgotten or imported here: look
         them up again."""
-        self.__dict__["_owner_generation"] = self.__dict__.get("_owner_generation", 0) + 1
+        self._generation += 1
         for key in list(self._owners):  # one C call: safe while other threads add keys
             if key[0] == ns:
                 self._owners.pop(key, None)
 
-    def _as_owner(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
+    def as_owner(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
         """``nodes`` (not stored yet) owned by the users their users were merged into."""
         out = []
         for node in nodes:
-            root = self._owner(node.namespace, node.user)
+            root = self.owner(node.namespace, node.user)
             out.append(node if root == node.user else node.model_copy(update={"user": root}))
         return out
 
-    def _settled(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
+    def settled(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
         """Just-written ``nodes``, checked against a fresh read of their user: one merged
         meanwhile (another process, after this one's cache looked) has its memories
         moved to the user it joined, and the nodes say so. Call after the commit."""
         out = list(nodes)
         for ns, uid in {(n.namespace, n.user) for n in out if n.user is not None}:
-            root = self._settled_user(ns, uid)
+            root = self.settled_user(ns, uid)
             if root != uid:
                 out = [n.model_copy(update={"user": root}) if n.user == uid else n for n in out]
         return out
 
-    def _settled_thread(self, thread: Thread) -> Thread:
-        """:meth:`_settled` for a just-written thread."""
+    def settled_thread(self, thread: Thread) -> Thread:
+        """:meth:`settled` for a just-written thread."""
         if thread.user is None:
             return thread
-        root = self._settled_user(thread.namespace, thread.user)
+        root = self.settled_user(thread.namespace, thread.user)
         return thread if root == thread.user else thread.model_copy(update={"user": root})
 
-    def _settled_user(self, ns: str, uid: str) -> str:
-        root = self._owner_now(ns, uid)
+    def settled_user(self, ns: str, uid: str) -> str:
+        root = self.owner_now(ns, uid)
         if root != uid:
             self.store.reassign_user(ns, uid, root)
         return root
@@ -146,10 +137,11 @@ class OwnersMixin(ServiceCore):
         if flt.user is None and flt.owner_user is None:
             return flt
         return replace(
-            flt, user=self._owner_in(flt.namespaces, flt.user),
+            flt,
+            user=self._owner_in(flt.namespaces, flt.user),
             owner_user=self._owner_in(flt.namespaces, flt.owner_user),
-        )  # fmt: skip
+        )
 
     def _owner_in(self, namespaces: Sequence[str], user: str | None) -> str | None:
-        roots = {self._owner(ns, user) for ns in namespaces}
+        roots = {self.owner(ns, user) for ns in namespaces}
         return roots.pop() if len(roots) == 1 else user

@@ -2,7 +2,7 @@
 one page and its total read in one snapshot, paged on by an opaque cursor (see
 :mod:`memloci.storage.paging`) or, for compatibility, by offset.
 
-A mixin of :class:`~memloci.service.MemoryService`; the REST lists and the web UI page
+``MemoryService.paging``; the REST lists and the web UI page
 through it. ``cursor`` is the ``next_cursor`` of the page before: the next page starts
 strictly after that page's last row, so rows written meanwhile never make another row
 be skipped or listed twice (offset paging does, while the list changes).
@@ -13,7 +13,9 @@ from __future__ import annotations
 from memloci import validate as v
 from memloci.errors import ValidationError
 from memloci.models import Entity, EntityType, MemoryNode, MemoryUser, Thread
-from memloci.service.owners import OwnersMixin
+from memloci.service.calls import threaded
+from memloci.service.core import Core
+from memloci.service.owners import Owners
 from memloci.storage.base import NodeFilter
 from memloci.storage.paging import CURSOR_MAX, KeyPage
 
@@ -36,55 +38,80 @@ def _cursor(cursor: str | None, offset: int) -> str | None:
     return cursor
 
 
-class PagingMixin(OwnersMixin):
+class Paging:
     """``page_nodes``, ``page_threads``, ``page_entities``, ``page_users``."""
 
-    async def page_nodes(
-        self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created",
+    def __init__(self, core: Core, owners: Owners) -> None:
+        self.core = core
+        self.owners = owners
+        self.store = core.store
+
+    @threaded
+    def page_nodes(
+        self,
+        flt: NodeFilter,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        order: str = "created",
         cursor: str | None = None,
-    ) -> KeyPage[MemoryNode]:  # fmt: skip
+    ) -> KeyPage[MemoryNode]:
         """Memories of ``flt`` in ``order`` (one of ``NODE_ORDERS``), with their total."""
         v.page(limit, offset)
         cur = _cursor(cursor, offset)
-        return await self._run(
-            self.store.page_nodes, flt, limit=limit, offset=offset, order=order, cursor=cur
+        return self.store.page_nodes(flt, limit=limit, offset=offset, order=order, cursor=cur)
+
+    @threaded
+    def page_threads(
+        self,
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        cursor: str | None = None,
+    ) -> KeyPage[Thread]:
+        """Threads, last updated first (a thread that gets messages moves to the top)."""
+        ns, agent = self.core.ns(namespace), v.ident(agent, "agent")
+        v.page(limit, offset)
+        cur, user = _cursor(cursor, offset), self.owners.owner(ns, user)
+        return self.store.page_threads(
+            ns, user=user, agent=agent, limit=limit, offset=offset, cursor=cur
         )
 
-    async def page_threads(
-        self, *, namespace: str | None = None, user: str | None = None, agent: str | None = None,
-        limit: int = 50, offset: int = 0, cursor: str | None = None,
-    ) -> KeyPage[Thread]:  # fmt: skip
-        """Threads, last updated first (a thread that gets messages moves to the top)."""
-        ns, agent = self._ns(namespace), v.ident(agent, "agent")
-        v.page(limit, offset)
-        cur, user = _cursor(cursor, offset), await self._owner_of(ns, user)
-        return await self._run(
-            self.store.page_threads, ns, user=user, agent=agent, limit=limit, offset=offset,
-            cursor=cur,
-        )  # fmt: skip
-
-    async def page_entities(
-        self, *, namespace: str | None = None, type: EntityType | str | None = None,
-        query: str | None = None, limit: int = 50, offset: int = 0, cursor: str | None = None,
-    ) -> KeyPage[Entity]:  # fmt: skip
+    @threaded
+    def page_entities(
+        self,
+        *,
+        namespace: str | None = None,
+        type: EntityType | str | None = None,
+        query: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        cursor: str | None = None,
+    ) -> KeyPage[Entity]:
         """Entities, most mentioned first; ``query`` matches names and aliases."""
-        ns, q = self._ns(namespace), v.label(query, "query", 200)
+        ns, q = self.core.ns(namespace), v.label(query, "query", 200)
         kind = None if type is None else v.enum(EntityType, type, "type").value
         v.page(limit, offset)
         cur = _cursor(cursor, offset)
-        return await self._run(
-            self.store.page_entities, ns, type=kind, query=q, limit=limit, offset=offset,
-            cursor=cur,
-        )  # fmt: skip
+        return self.store.page_entities(
+            ns, type=kind, query=q, limit=limit, offset=offset, cursor=cur
+        )
 
-    async def page_users(
-        self, *, namespace: str | None = None, query: str | None = None, limit: int = 50,
-        offset: int = 0, cursor: str | None = None,
-    ) -> KeyPage[MemoryUser]:  # fmt: skip
+    @threaded
+    def page_users(
+        self,
+        *,
+        namespace: str | None = None,
+        query: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        cursor: str | None = None,
+    ) -> KeyPage[MemoryUser]:
         """Memory users, oldest first; ``query`` matches id or display name."""
-        ns, q = self._ns(namespace), v.label(query, "query", 200)
+        ns, q = self.core.ns(namespace), v.label(query, "query", 200)
         v.page(limit, offset)
         cur = _cursor(cursor, offset)
-        return await self._run(
-            self.store.page_users, ns, query=q, limit=limit, offset=offset, cursor=cur
-        )
+        return self.store.page_users(ns, query=q, limit=limit, offset=offset, cursor=cur)

@@ -1,7 +1,7 @@
 """Forgetting a person (layer: service): one call that removes everything memloci holds
 about a user in a namespace, then scrubs the store so none of it stays on disk.
 
-A mixin of MemoryService; the storage work is two store primitives,
+``MemoryService.privacy``; the storage work is two store primitives,
 :meth:`~memloci.storage.base.Store.delete_user_data` (one transaction) and
 :meth:`~memloci.storage.base.Store.scrub`.
 """
@@ -12,7 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memloci import validate as v
 from memloci.errors import ConflictError
-from memloci.service.owners import OwnersMixin
+from memloci.service.calls import threaded
+from memloci.service.core import Core
+from memloci.service.owners import Owners
 from memloci.storage.base import Scrub
 from memloci.storage.locks import entities_lock, users_lock
 
@@ -55,10 +57,16 @@ class ForgetReport(BaseModel):
         return any(getattr(self, kind) for kind in kinds)
 
 
-class PrivacyMixin(OwnersMixin):
+class Privacy:
     """``forget_user``: the "forget a person" operation."""
 
-    async def forget_user(self, user_id: str, *, namespace: str | None = None) -> ForgetReport:
+    def __init__(self, core: Core, owners: Owners) -> None:
+        self.core = core
+        self.owners = owners
+        self.store = core.store
+
+    @threaded
+    def forget_user(self, user_id: str, *, namespace: str | None = None) -> ForgetReport:
         """Forget a person in one namespace: their memories (every type and scope, with
         versions, vectors, full-text rows, edges and entity links), entities only they
         mention, threads, user record and identifiers (and users merged into them), and
@@ -76,7 +84,7 @@ class PrivacyMixin(OwnersMixin):
         A user merged into another is refused (:class:`ConflictError`): their memories
         now belong to the user they were merged into; forget that one.
         """
-        ns, uid = self._ns(namespace), v.required(user_id, "user")
+        ns, uid = self.core.ns(namespace), v.required(user_id, "user")
 
         def run() -> ForgetReport:
             # the check and the delete: one transaction, serialised with merges and (in
@@ -107,6 +115,6 @@ class PrivacyMixin(OwnersMixin):
             )
 
         try:
-            return await self._run(run)
+            return run()
         finally:
-            self._owners_changed(ns)
+            self.owners.changed(ns)

@@ -105,6 +105,9 @@ def drop_unused_aliases(c: Any, namespace: str, used: dict[str, set[str]], ph: s
                 gone.add(canonical)
                 canonical = heir
                 c.execute(f"DELETE FROM entity_vectors WHERE entity_id = {ph}", (entity_id,))
+                c.execute(
+                    f"DELETE FROM entity_profile_vectors WHERE entity_id = {ph}", (entity_id,)
+                )
         if not gone:
             continue
         aliases = [a for a in aliases if a not in gone and a != canonical]

@@ -29,10 +29,12 @@ from memloci.models import (
     MemoryUser,
     MemoryVersion,
     NodeType,
-    Scope,
     StoreStats,
     Thread,
 )
+from memloci.models import Health as Health
+from memloci.models import NodeFilter as NodeFilter
+from memloci.models import StoreGauges as StoreGauges
 from memloci.storage.paging import PagedReads
 
 # a chat without session ids: a turn that names its speaker (or role) is linked to its
@@ -46,34 +48,6 @@ RECENT_LOOSE = 200
 # (before the caller's filter): a speaker linked to every turn they said, or a name many
 # users mention, would otherwise cost a scan of all of them on every such search
 NEWEST_LINKED = 500
-
-
-@dataclass(frozen=True)
-class NodeFilter:
-    """Which nodes a read may see.
-
-    ``user`` / ``agent`` / ``session`` are the *caller's context*: nodes scoped to
-    another user, agent or session are hidden, shared (wider-scope) nodes stay
-    visible. ``owner_user`` restricts to nodes recorded for exactly that user.
-    """
-
-    namespaces: tuple[str, ...] = ("default",)
-    user: str | None = None
-    agent: str | None = None
-    session: str | None = None
-    owner_user: str | None = None
-    sessions: tuple[str, ...] | None = None
-    types: tuple[NodeType, ...] | None = None
-    scopes: tuple[Scope, ...] | None = None
-    categories: tuple[str, ...] | None = None
-    after: datetime | None = None
-    before: datetime | None = None
-    min_confidence: float | None = None
-    as_of: datetime | None = None  # None = current only
-    include_invalid: bool = False  # True = ignore validity entirely (history views)
-    key_norm: str | None = None
-    ids: tuple[str, ...] | None = None
-    subject: str | None = None  # exactly this subject, case-insensitive
 
 
 @dataclass
@@ -177,32 +151,6 @@ class Scrub:
 
     done: bool
     reason: str | None = None
-
-
-@dataclass
-class Health:
-    """What :meth:`Store.doctor` found and, with ``repair``, fixed. Each list names the
-    damaged things found (empty: sound)."""
-
-    backend: str
-    integrity: list[str] = field(default_factory=list)  # the file's own check (pages)
-    fulltext: list[str] = field(default_factory=list)  # full-text indexes found damaged
-    vectors: list[str] = field(default_factory=list)  # memories whose vector is damaged
-    entity_vectors: list[str] = field(default_factory=list)  # entities alike
-    json: list[str] = field(default_factory=list)  # "table.column of what": not readable
-    repaired: bool = False
-    notes: list[str] = field(default_factory=list)  # what a repair did, what is left
-
-    @property
-    def damaged(self) -> bool:
-        """Whether anything damaged was found."""
-        return any((self.integrity, self.fulltext, self.vectors, self.entity_vectors, self.json))
-
-    @property
-    def sound(self) -> bool:
-        """Whether the store is sound now: nothing found, or all of it repaired (a damaged
-        page is never repaired here)."""
-        return not self.damaged or (self.repaired and not self.integrity)
 
 
 @dataclass(frozen=True)
@@ -458,6 +406,13 @@ class Store(PagedReads, Protocol):
     def save_entity_vector(
         self, namespace: str, entity_id: str, model: str, vector: bytes
     ) -> None: ...
+    def profile_vectors(self, namespace: str, model: str) -> dict[str, tuple[str, bytes]]:
+        """Entity id → (digest of the profile text, float32 vector bytes) of the entities
+        of ``namespace`` whose profile has a vector of ``model``."""
+
+    def save_profile_vector(
+        self, namespace: str, entity_id: str, model: str, digest: str, vector: bytes
+    ) -> None: ...
     def temporal_pairs(
         self, namespace: str, *, after: int, limit: int
     ) -> list[tuple[int, str, str]]:
@@ -621,6 +576,9 @@ class Store(PagedReads, Protocol):
 
     # housekeeping
     def stats(self, namespaces: Sequence[str]) -> StoreStats: ...
+    def gauges(self) -> StoreGauges:
+        """Size, embedding backlog and pool figures of the whole store (for ``/metrics``)."""
+
     def namespaces(self) -> list[str]: ...
 
     # inventory: what a whole-store copy (``memloci migrate``) needs to read

@@ -20,27 +20,17 @@ import binascii
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memloci.errors import ValidationError
+from memloci.models import KeyPage as KeyPage
 
 if TYPE_CHECKING:
-    from memloci.models import Entity, MemoryNode, MemoryUser, Thread
-    from memloci.storage.base import NodeFilter
+    from memloci.models import Entity, MemoryNode, MemoryUser, NodeFilter, Thread
 
 T = TypeVar("T")
 CURSOR_MAX = 2000  # characters; a longer cursor was never made here
 _HINT = "pass the next_cursor of the previous page unchanged, with the same order and filters"
-
-
-@dataclass(frozen=True)
-class KeyPage(Generic[T]):
-    """One page: its rows, the total of the filter read in the same snapshot, and the
-    cursor of the page after it (None on the last page)."""
-
-    items: list[T]
-    total: int
-    next_cursor: str | None
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ KIND_TYPES: dict[str, tuple[NodeType, ...] | None] = {
     "procedures": (NodeType.PROCEDURAL,),
     "episodes": (NodeType.EPISODIC,),
     "all": None,
-    **{t.value: (t,) for t in NodeType},  # reference 004 names the node types themselves
+    **{t.value: (t,) for t in NodeType},  # the node types' own names work too
 }
 
 

@@ -13,9 +13,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memloci.errors import NotFoundError, PermissionDeniedError
-from memloci.models import EpisodeDetails, MemoryNode, NodeType, ProcedureType, SearchHit
+from memloci.models import (
+    EpisodeDetails,
+    MemoryNode,
+    NodeFilter,
+    NodeType,
+    ProcedureType,
+    SearchHit,
+)
 from memloci.service import MemoryService
-from memloci.storage.base import NodeFilter
 from memloci.tools import render as r
 from memloci.tools.args import (
     AddToMemoryArgs,
@@ -103,7 +109,7 @@ class Bound:
     async def node(self, memory_id: str) -> MemoryNode:
         """The memory, if this caller may see it (forgotten ones included)."""
         flt = replace(self.filter(include_forgotten=True), ids=(memory_id,))
-        found = await self.service.list_nodes(flt, limit=1)
+        found = await self.service.memories.list_nodes(flt, limit=1)
         if not found:
             raise NotFoundError(f"no memory with id {memory_id!r}", hint=FIND_IDS)
         return found[0]
@@ -114,12 +120,12 @@ class Bound:
         if not ids:
             return set()
         flt = replace(self.filter(include_forgotten=True), ids=ids)
-        return {n.id for n in await self.service.list_nodes(flt, limit=len(ids))}
+        return {n.id for n in await self.service.memories.list_nodes(flt, limit=len(ids))}
 
 
 async def _shown(b: Bound, flt: NodeFilter, nodes: list[MemoryNode], limit: int) -> str:
     """``3 memories`` or, when the list was cut, ``20 of 57 memories``."""
-    total = await b.service.count(flt) if len(nodes) >= limit else len(nodes)
+    total = await b.service.memories.count(flt) if len(nodes) >= limit else len(nodes)
     if total > len(nodes):
         return f"{len(nodes)} of {r.count(total)}"
     return r.count(len(nodes))
@@ -133,14 +139,14 @@ def _hits(hits: list[SearchHit]) -> str:
 
 
 async def recall(b: Bound, a: RecallArgs) -> str:
-    """No query or key → list facts, highest confidence first (reference 000); ``key`` →
+    """No query or key → list facts, highest confidence first; ``key`` →
     exact, then fuzzy; ``query`` → search.
 
-    Defaults follow reference 000 (facts, ``min_confidence`` 0.5, 10 results);
-    ``top_k`` / ``memory_types`` are reference 004's spellings of the same options."""
+    Defaults: facts, ``min_confidence`` 0.5, 10 results; ``top_k`` / ``memory_types``
+    are other spellings of the same options, accepted so that either works."""
     limit, conf = a.count, a.min_confidence
     if a.key is not None:
-        node = await b.service.lookup(
+        node = await b.service.memories.lookup(
             a.key, namespace=b.namespace, user=b.user, agent=b.agent, session=b.session
         )
         if node is not None and b.types is not None and node.type not in b.types:
@@ -154,7 +160,7 @@ async def recall(b: Bound, a: RecallArgs) -> str:
                 "it with the user."
             )
         flt = b.filter(type=a.types(), min_confidence=conf)
-        hits = await b.service.search(a.key, flt, k=limit)
+        hits = await b.service.memories.search(a.key, flt, k=limit)
         by_key = [h for h in hits if "key" in h.strategies]
         if by_key:
             return f"No fact has exactly the key {a.key!r}. Closest keys:\n{_hits(by_key)}"
@@ -170,7 +176,7 @@ async def recall(b: Bound, a: RecallArgs) -> str:
             if not ids:
                 return f"Nothing is known about {a.entity_name!r}."
             flt = replace(flt, ids=ids)
-        hits = await b.service.search(a.query, flt, k=limit)
+        hits = await b.service.memories.search(a.query, flt, k=limit)
         if not hits:
             return f"No memories match {a.query!r}{await _weaker(b, a.query, flt, limit)}."
         threshold = b.service.settings.relevance_threshold
@@ -179,9 +185,9 @@ async def recall(b: Bound, a: RecallArgs) -> str:
             text = f"None of them scores as an answer (below {threshold:.2f}):\n\n{text}"
         return f"{r.count(len(hits))} for {a.query!r} (best first):\n\n{text}"
     flt = b.filter(type=a.types(), min_confidence=conf, **_when(a))
-    nodes = await b.service.list_nodes(flt, limit=limit, order="-confidence")
+    nodes = await b.service.memories.list_nodes(flt, limit=limit, order="-confidence")
     if not nodes:
-        weaker = await b.service.count(replace(flt, min_confidence=None))
+        weaker = await b.service.memories.count(replace(flt, min_confidence=None))
         if weaker:
             return (
                 f"No memories at confidence {conf:.2f} or more; {r.count(weaker)} below it "
@@ -197,7 +203,7 @@ async def _weaker(b: Bound, query: str, flt: NodeFilter, limit: int) -> str:
     if not flt.min_confidence:
         return ""
     # a look the model is not shown: the faded facts it finds are not reinforced
-    hits = await b.service.search(
+    hits = await b.service.memories.search(
         query, replace(flt, min_confidence=None), k=limit, reinforce=False
     )
     faded = [h for h in hits if h.memory.confidence < flt.min_confidence]
@@ -219,17 +225,19 @@ def _when(a: RecallArgs) -> dict[str, Any]:
 async def _entity_ids(b: Bound, name: str) -> tuple[str, ...]:
     """The ids of the memories this caller may see that mention the entity ``name``."""
     try:
-        info = await b.service.entity_info(name, namespace=b.namespace, limit=200, user=b.user)
+        info = await b.service.records.entity_info(
+            name, namespace=b.namespace, limit=200, user=b.user
+        )
     except NotFoundError:
         return ()
     return tuple(sorted(await b.visible(info.memories)))
 
 
 async def list_memories(b: Bound, a: ListMemoriesArgs) -> str:
-    """Every type unless ``memory_type`` narrows it (reference 004), newest first, as
+    """Every type unless ``memory_type`` narrows it, newest first, as
     ``[semantic:preferences] (time) [id:…] text`` lines."""
     flt = b.filter(type=kind_types(a.memory_type, default="all"), category=a.category)
-    nodes = await b.service.list_nodes(flt, limit=a.limit, order="-created")
+    nodes = await b.service.memories.list_nodes(flt, limit=a.limit, order="-created")
     kinds = a.memory_type or "all types"
     what = kinds if a.category is None else f"{kinds} in category {a.category!r}"
     if not nodes:
@@ -238,7 +246,9 @@ async def list_memories(b: Bound, a: ListMemoriesArgs) -> str:
 
 
 async def get_entity_info(b: Bound, a: EntityInfoArgs) -> str:
-    info = await b.service.entity_info(a.name, namespace=b.namespace, limit=a.limit, user=b.user)
+    info = await b.service.records.entity_info(
+        a.name, namespace=b.namespace, limit=a.limit, user=b.user
+    )
     e = info.entity
     head = f"{e.canonical_name} ({e.type.value}), mentioned {e.mention_count}x"
     out = [head]
@@ -260,7 +270,7 @@ async def get_entity_info(b: Bound, a: EntityInfoArgs) -> str:
 
 async def explain_fact(b: Bound, a: MemoryIdArgs) -> str:
     node = await b.node(a.memory_id)
-    ex = await b.service.explain(node.id, namespace=b.namespace)
+    ex = await b.service.records.explain(node.id, namespace=b.namespace)
     m = ex.memory
     out = [
         r.line(m),
@@ -300,7 +310,7 @@ def _some(nodes: list[MemoryNode], noun: str) -> str:
 async def memory_stats(b: Bound, a: NoArgs) -> str:
     if (b.user, b.agent, b.session, b.types) != (None, None, None, None):
         return await _visible_stats(b)
-    s = await b.service.stats([b.namespace])
+    s = await b.service.memories.stats([b.namespace])
     current = ", ".join(f"{n} {t}" for t, n in sorted(s.current_by_type.items())) or "none"
     total = sum(s.nodes_by_type.values())
     out = [
@@ -328,7 +338,7 @@ async def memory_stats(b: Bound, a: NoArgs) -> str:
 async def _visible_stats(b: Bound) -> str:
     """A bound caller's view: only what it may see (its memories and shared ones), never
     namespace-wide figures that count other users' memories."""
-    s = await b.service.visible_stats(b.filter())
+    s = await b.service.memories.visible_stats(b.filter())
     who = ", ".join(
         f"{kind} {name!r}"
         for kind, name in (("user", b.user), ("agent", b.agent), ("session", b.session))
@@ -354,7 +364,7 @@ def _size(n: int) -> str:
 
 
 async def weak_facts(b: Bound, a: WeakFactsArgs) -> str:
-    pairs = await b.service.weak_facts(
+    pairs = await b.service.records.weak_facts(
         namespace=b.namespace, user=b.user, limit=a.limit, threshold=a.threshold
     )
     seen = await b.visible(n for n, _ in pairs)
@@ -373,12 +383,12 @@ async def weak_facts(b: Bound, a: WeakFactsArgs) -> str:
 
 async def remember(b: Bound, a: RememberArgs) -> str:
     b.may_store(NodeType.SEMANTIC)
-    result = await b.service.remember(
+    result = await b.service.memories.remember(
         a.text, namespace=b.namespace, key=a.key, value=a.value, category=a.category,
         subject=a.subject, fact_type=a.fact_type, overwrite=a.overwrite, user=b.user,
         agent=b.agent, session=b.session,
     )  # fmt: skip
-    if a.content is None:  # reference 000: "Remembered: color = blue (created)"
+    if a.content is None:  # a key/value: "Remembered: color = blue (created)"
         if result.action == "exists":  # the model must not read that red was stored
             held = result.memory.content
             return f"Not changed: {held} (exists; overwrite is false) {r.ref(result.memory)}"
@@ -386,7 +396,7 @@ async def remember(b: Bound, a: RememberArgs) -> str:
         return f"Remembered: {a.text} ({result.action}) {r.ref(result.memory)} ({where})"
     previous = None
     if result.action == "updated":
-        versions = await b.service.history(result.memory.id, namespace=b.namespace)
+        versions = await b.service.memories.history(result.memory.id, namespace=b.namespace)
         before = result.memory.version - 1
         previous = next((x.content for x in versions if x.version == before), None)
     return r.write(result, previous=previous)
@@ -394,7 +404,7 @@ async def remember(b: Bound, a: RememberArgs) -> str:
 
 async def add_to_memory(b: Bound, a: AddToMemoryArgs) -> str:
     b.may_store(NodeType.SEMANTIC)
-    result = await b.service.remember(
+    result = await b.service.memories.remember(
         a.content, namespace=b.namespace, category=a.category, subject=a.subject,
         user=b.user, agent=b.agent, session=b.session, suggest_on_subject=True,
     )  # fmt: skip
@@ -403,7 +413,9 @@ async def add_to_memory(b: Bound, a: AddToMemoryArgs) -> str:
 
 async def update_memory(b: Bound, a: UpdateMemoryArgs) -> str:
     old = await b.writable(a.memory_id)
-    result = await b.service.update(old.id, a.content, namespace=b.namespace, session=b.session)
+    result = await b.service.edits.update(
+        old.id, a.content, namespace=b.namespace, session=b.session
+    )
     if result.memory.version == old.version:
         return f"No change: {r.ref(old)} already says {r.quote(old.content)}."
     return r.write(result, previous=old.content)
@@ -413,7 +425,7 @@ async def correct_fact(b: Bound, a: CorrectFactArgs) -> str:
     old = await b.writable(a.memory_id)
     if a.content.split() == old.content.split():  # nothing to correct: no new fact
         return f"No change: {r.ref(old)} already says {r.quote(old.content)}."
-    new = (await b.service.correct(old.id, a.content, namespace=b.namespace)).memory
+    new = (await b.service.edits.correct(old.id, a.content, namespace=b.namespace)).memory
     return (
         f"Corrected: {r.ref(new)} replaces {r.ref(old)}: {r.quote(old.content)} → "
         f"{r.quote(new.content)}. The old fact is kept in the history but no longer current."
@@ -422,7 +434,7 @@ async def correct_fact(b: Bound, a: CorrectFactArgs) -> str:
 
 async def confirm_fact(b: Bound, a: MemoryIdArgs) -> str:
     node = (
-        await b.service.confirm((await b.writable(a.memory_id)).id, namespace=b.namespace)
+        await b.service.edits.confirm((await b.writable(a.memory_id)).id, namespace=b.namespace)
     ).memory
     return (
         f"Confirmed {r.ref(node)}: {r.quote(node.content)} (confidence {node.confidence:.2f}, "
@@ -431,7 +443,7 @@ async def confirm_fact(b: Bound, a: MemoryIdArgs) -> str:
 
 
 async def forget(b: Bound, a: MemoryIdArgs) -> str:
-    result = await b.service.forget((await b.writable(a.memory_id)).id, namespace=b.namespace)
+    result = await b.service.edits.forget((await b.writable(a.memory_id)).id, namespace=b.namespace)
     node = result.memory
     if result.action == "unchanged":
         return f"{r.ref(node)} was already forgotten: {r.quote(node.content)}."
@@ -440,7 +452,7 @@ async def forget(b: Bound, a: MemoryIdArgs) -> str:
 
 async def learn_procedure(b: Bound, a: LearnProcedureArgs) -> str:
     b.may_store(NodeType.PROCEDURAL)
-    result = await b.service.learn_procedure(
+    result = await b.service.memories.learn_procedure(
         a.content, namespace=b.namespace, category=a.category or "procedure",
         triggers={"goal_contains": a.triggers} if a.triggers else None,
         procedure_type=a.procedure_type or ProcedureType.WORKFLOW_GRAPH, user=b.user, agent=b.agent,
@@ -456,7 +468,7 @@ async def record_procedure_use(b: Bound, a: RecordProcedureUseArgs) -> str:
             f"{r.ref(node)} is a {node.type.value} memory, not a procedure",
             hint="recall with memory_type 'procedures' lists the procedures",
         )
-    done = await b.service.record_procedure_use(
+    done = await b.service.context.record_procedure_use(
         node.id, namespace=b.namespace, success=a.success, duration_ms=a.duration_ms
     )
     return f"Recorded a use of {r.ref(done)}: {r.procedure_record(done)}."
@@ -472,7 +484,7 @@ async def record_episode(b: Bound, a: RecordEpisodeArgs) -> str:
     details = None
     if outcome or a.duration_ms is not None:
         details = EpisodeDetails(outcome=outcome or None, duration_ms=a.duration_ms)
-    result = await b.service.record_episode(
+    result = await b.service.memories.record_episode(
         a.content, namespace=b.namespace, user=b.user, agent=b.agent, session=b.session,
         details=details, category=a.category,
     )  # fmt: skip

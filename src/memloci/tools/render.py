@@ -66,7 +66,7 @@ def _fit(shown: list[str]) -> str:
 
 
 def entry(node: MemoryNode) -> str:
-    """A ``list_memories`` line as reference 004 shows it, with the id handle::
+    """A ``list_memories`` line, with the id handle the model passes back::
 
     [semantic:preferences] (2025-06-01T10:30:00+00:00) [id:a1B2c3D4] The user prefers dark mode.
     """
@@ -87,7 +87,7 @@ def listed(nodes: Iterable[MemoryNode]) -> str:
 
 
 def scored(hits: Sequence[SearchHit], threshold: float = 0.0) -> str:
-    """Search results as reference 004 shows them, each with its id handle; a hit scoring
+    """Search results, each with its id handle the model passes back; a hit scoring
     below ``threshold`` (the relevance threshold) is marked a weak match::
 
     [Type: semantic | Category: preferences | Score: 0.912 | 2025-06-01T10:30:00+00:00]

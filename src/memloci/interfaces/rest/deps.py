@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, Request
 
 from memloci.errors import PermissionDeniedError, UnauthorizedError, ValidationError
-from memloci.interfaces.rest.security import REQUIRE_KEY
+from memloci.interfaces.rest.security import REQUIRE_KEY, request_note
 from memloci.models import check_namespace
 from memloci.service import MemoryService
 
@@ -73,13 +73,13 @@ def _secret(request: Request) -> str | None:
 async def get_caller(request: Request, service: Service) -> Caller:
     secret = _secret(request)
     if secret is None:
-        if request.scope.get(REQUIRE_KEY) or await service.auth_required():
+        if request.scope.get(REQUIRE_KEY) or await service.keys.auth_required():
             raise UnauthorizedError(
                 "this server requires an API key",
                 hint="send 'Authorization: Bearer <key>' (memloci keys create)",
             )
         return Caller()
-    key = await service.verify_key(secret)
+    key = await service.keys.verify_key(secret)
     if key is None:
         raise UnauthorizedError("unknown or revoked API key", hint="memloci keys list")
     return Caller(key)
@@ -96,16 +96,24 @@ def _or_default(namespace: str | None, service: MemoryService) -> str:
     return service.settings.namespace if namespace is None else namespace
 
 
+def noted(request: Request, namespace: str) -> str:
+    """``namespace``, recorded as the one the request uses (for its access-log line)."""
+    note = request_note(request.scope)
+    if note is not None:
+        note.namespace = namespace
+    return namespace
+
+
 async def read_namespace(
-    caller: CallerDep, service: Service, namespace: NamespaceQuery = None
+    request: Request, caller: CallerDep, service: Service, namespace: NamespaceQuery = None
 ) -> str:
-    return caller.check(_or_default(namespace, service), write=False)
+    return noted(request, caller.check(_or_default(namespace, service), write=False))
 
 
 async def write_namespace(
-    caller: CallerDep, service: Service, namespace: NamespaceQuery = None
+    request: Request, caller: CallerDep, service: Service, namespace: NamespaceQuery = None
 ) -> str:
-    return caller.check(_or_default(namespace, service), write=True)
+    return noted(request, caller.check(_or_default(namespace, service), write=True))
 
 
 ReadNS = Annotated[str, Depends(read_namespace)]

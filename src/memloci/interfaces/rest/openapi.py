@@ -54,6 +54,7 @@ ERRORS = {
     "413": "The request body is larger than the server accepts",
     "415": "The request body is not declared as JSON (or JSON Lines for import)",
     "421": "The Host header does not name this server (DNS-rebinding protection)",
+    "503": "Not ready yet: the store does not answer or the embedding model is loading",
     "507": "The disk (or the database's size limit) is full; nothing was written",
 }
 SECURITY = {  # required once the store has (or had) a key, or off loopback
@@ -178,9 +179,12 @@ IMPORT_BODY = {
 }
 
 
+OPS_ERRORS = {"/metrics": ["401", "421"], "/readyz": ["421", "503"]}  # see rest.ops
+
+
 def _errors_for(path: str, method: str, op: dict[str, Any]) -> list[str]:
     if not path.startswith("/api/"):
-        return ["421"]
+        return OPS_ERRORS.get(path, ["421"])
     codes = ["400", "401", "403", "421"]
     if "{" in path or method in WRITES:
         codes.append("404")

@@ -1,6 +1,6 @@
 """The versioned-memory endpoints ``/api/memory/`` (layer: interfaces).
 
-The small API agent tools and chat front ends use (reference 001): list the active
+The small API agent tools and chat front ends use: list the active
 memories, get one with its version history, create (5–500 characters, one of the four
 categories, an optional subject), update (same id, new version) and soft delete.
 """
@@ -100,7 +100,7 @@ def _out(node: MemoryNode) -> MemoryResponse:
 
 
 async def _active(service: Service, ns: str, memory_id: str) -> MemoryNode:
-    node = await service.get(memory_id, namespace=ns)
+    node = await service.memories.get(memory_id, namespace=ns)
     if node.type not in _FACTS or node.valid_until is not None:
         raise NotFoundError(f"no active memory {memory_id!r}", hint="GET /api/memory/ lists them")
     return node
@@ -119,7 +119,7 @@ async def list_memories(
     """Active memories, ordered by category then creation (stable for prompt caches);
     page on with ``cursor`` (the previous page's ``next_cursor``)."""
     flt = service.filter(namespace=ns, user=user, type=list(_FACTS), category=category)
-    page = await service.page_nodes(
+    page = await service.paging.page_nodes(
         flt, limit=limit, offset=offset, order="category", cursor=cursor
     )
     return MemoryListResponse(
@@ -130,7 +130,7 @@ async def list_memories(
 @router.get("/{memory_id}")
 async def get_memory(memory_id: str, service: Service, ns: ReadNS) -> MemoryWithHistory:
     node = await _active(service, ns, memory_id)
-    versions = await service.history(memory_id, namespace=ns)
+    versions = await service.memories.history(memory_id, namespace=ns)
     return MemoryWithHistory(
         **_out(node).model_dump(),
         versions=[VersionResponse(**x.model_dump(include={"version", "content", "created_at"}))
@@ -150,7 +150,7 @@ async def create_memory(
     ``action: confirmed`` and a message naming any requested category or subject that
     was not applied). A memory with the same subject → 409 with its id (update it
     instead)."""
-    result = await service.remember(
+    result = await service.memories.remember(
         body.content, namespace=ns, category=body.category, subject=body.subject,
         user=body.user, suggest_on_subject=not body.allow_similar,
     )  # fmt: skip
@@ -185,7 +185,7 @@ async def update_memory(
 ) -> UpdatedMemory:
     """Update the content: same id, version + 1, the old text kept in the history."""
     old = await _active(service, ns, memory_id)
-    result = await service.update(memory_id, body.content, namespace=ns)
+    result = await service.edits.update(memory_id, body.content, namespace=ns)
     return UpdatedMemory(**_out(result.memory).model_dump(), previous_content=old.content)
 
 
@@ -193,5 +193,5 @@ async def update_memory(
 async def delete_memory(memory_id: str, service: Service, ns: WriteNS) -> DeletedMemory:
     """Soft delete: it stops being active; its history stays."""
     node = await _active(service, ns, memory_id)
-    await service.forget(memory_id, namespace=ns)
+    await service.edits.forget(memory_id, namespace=ns)
     return DeletedMemory(id=node.id, content=node.content)

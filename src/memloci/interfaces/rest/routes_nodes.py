@@ -32,13 +32,13 @@ from memloci.models import (
     NODE_ORDERS,
     ContextReport,
     MemoryNode,
+    NodeFilter,
     NodeType,
     SearchHit,
     StoreStats,
     WriteResult,
 )
 from memloci.service import MemoryService
-from memloci.storage.base import NodeFilter
 
 router = APIRouter(prefix="/api/v1")
 
@@ -51,7 +51,7 @@ Many = Annotated[list[str] | None, Query()]
 
 
 async def _node_of_kind(service: MemoryService, ns: str, mid: str, kind: str) -> MemoryNode:
-    node = await service.get(mid, namespace=ns)
+    node = await service.memories.get(mid, namespace=ns)
     if node.type not in KINDS[kind]:
         raise NotFoundError(
             f"{mid!r} is a {node.type.value} memory, not one of the {kind}",
@@ -104,7 +104,9 @@ def _register(kind: str) -> None:
             before=s.time_bound(before, "before"),
             min_confidence=min_confidence, include_forgotten=include_forgotten,
         )  # fmt: skip
-        page = await service.page_nodes(flt, limit=limit, offset=offset, order=order, cursor=cursor)
+        page = await service.paging.page_nodes(
+            flt, limit=limit, offset=offset, order=order, cursor=cursor
+        )
         return s.Page[MemoryNode](
             items=page.items, total=page.total, limit=limit, offset=offset,
             next_cursor=page.next_cursor,
@@ -113,7 +115,9 @@ def _register(kind: str) -> None:
     @router.get(f"/{kind}/{{memory_id}}", tags=tag, summary=f"Get one of the {kind}")
     async def get_kind(memory_id: str, service: Service, ns: ReadNS) -> s.MemoryDetail:
         node = await _node_of_kind(service, ns, memory_id, kind)
-        return s.MemoryDetail(memory=node, versions=await service.history(node.id, namespace=ns))
+        return s.MemoryDetail(
+            memory=node, versions=await service.memories.history(node.id, namespace=ns)
+        )
 
     @router.patch(f"/{kind}/{{memory_id}}", tags=tag, summary="Update in place (new version)")
     async def update_kind(
@@ -123,7 +127,7 @@ def _register(kind: str) -> None:
         fields = body.model_fields_set
         if not fields:
             raise ValidationError("nothing to update", hint="send content, category, …")
-        return await service.update(
+        return await service.edits.update(
             memory_id, body.content, namespace=ns, value=body.value,
             set_value="value" in fields, category=body.category, subject=body.subject,
             metadata=body.metadata,
@@ -137,14 +141,14 @@ def _register(kind: str) -> None:
         hard: bool = Query(False, description="purge it and its history"),
     ) -> s.Deleted:
         await _node_of_kind(service, ns, memory_id, kind)
-        await service.forget_many([memory_id], namespace=ns, types=types, hard=hard)
+        await service.admin.forget_many([memory_id], namespace=ns, types=types, hard=hard)
         return s.Deleted(id=memory_id, hard=hard)
 
     @router.post(f"/{kind}/batch-delete/", tags=tag, summary=f"Delete several {kind}")
     async def batch_delete_kind(
         body: s.BatchDelete, service: Service, ns: WriteNS
     ) -> s.BatchDeleted:
-        ids = await service.forget_many(body.ids, namespace=ns, types=types, hard=body.hard)
+        ids = await service.admin.forget_many(body.ids, namespace=ns, types=types, hard=body.hard)
         return s.BatchDeleted(deleted=len(ids), ids=ids)
 
 
@@ -155,7 +159,7 @@ for _kind in KINDS:
 @router.post("/facts/", tags=["facts"], status_code=status.HTTP_201_CREATED)
 async def create_fact(body: s.FactCreate, service: Service, ns: WriteNS) -> WriteResult:
     """Remember a fact: a duplicate confirms the existing one, a known key updates it."""
-    return await service.remember(namespace=ns, **body.model_dump())
+    return await service.memories.remember(namespace=ns, **body.model_dump())
 
 
 @router.post("/facts/{memory_id}/correct", tags=["facts"])
@@ -164,31 +168,31 @@ async def correct_fact(
 ) -> WriteResult:
     """Replace a wrong fact: the new one supersedes it; both stay in the history."""
     await _node_of_kind(service, ns, memory_id, "facts")
-    return await service.correct(memory_id, body.content, namespace=ns, value=body.value)
+    return await service.edits.correct(memory_id, body.content, namespace=ns, value=body.value)
 
 
 @router.post("/facts/{memory_id}/confirm", tags=["facts"])
 async def confirm_fact(memory_id: str, service: Service, ns: WriteNS) -> WriteResult:
     await _node_of_kind(service, ns, memory_id, "facts")
-    return await service.confirm(memory_id, namespace=ns)
+    return await service.edits.confirm(memory_id, namespace=ns)
 
 
 @router.post("/episodes/", tags=["episodes"], status_code=status.HTTP_201_CREATED)
 async def create_episode(body: s.EpisodeCreate, service: Service, ns: WriteNS) -> WriteResult:
-    return await service.record_episode(namespace=ns, **body.model_dump())
+    return await service.memories.record_episode(namespace=ns, **body.model_dump())
 
 
 @router.post("/turns/", tags=["episodes"], status_code=status.HTTP_201_CREATED)
 async def add_turns(body: s.TurnsCreate, service: Service, ns: WriteNS) -> list[MemoryNode]:
     """The hot path: store conversation turns as episodes (system prompts are dropped)."""
     data = body.model_dump()
-    return await service.add(data.pop("messages"), namespace=ns, **data)
+    return await service.memories.add(data.pop("messages"), namespace=ns, **data)
 
 
 @router.post("/procedures/", tags=["procedures"], status_code=status.HTTP_201_CREATED)
 async def create_procedure(body: s.ProcedureCreate, service: Service, ns: WriteNS) -> WriteResult:
     data = body.model_dump(exclude_none=True)
-    return await service.learn_procedure(data.pop("content"), namespace=ns, **data)
+    return await service.memories.learn_procedure(data.pop("content"), namespace=ns, **data)
 
 
 @router.post("/procedures/{memory_id}/uses", tags=["procedures"])
@@ -199,7 +203,7 @@ async def record_procedure_use(
     the procedure with its track record (``procedure.times_used``, ``success_rate``,
     ``avg_duration_ms``)."""
     node = await _node_of_kind(service, ns, memory_id, "procedures")
-    return await service.record_procedure_use(
+    return await service.context.record_procedure_use(
         node.id, namespace=ns, success=body.success, duration_ms=body.duration_ms
     )
 
@@ -207,14 +211,16 @@ async def record_procedure_use(
 # ---------------------------------------------------------------- any memory
 @router.get("/memories/{memory_id}/history", tags=["memories"])
 async def history(memory_id: str, service: Service, ns: ReadNS) -> s.MemoryDetail:
-    node = await service.get(memory_id, namespace=ns)
-    return s.MemoryDetail(memory=node, versions=await service.history(memory_id, namespace=ns))
+    node = await service.memories.get(memory_id, namespace=ns)
+    return s.MemoryDetail(
+        memory=node, versions=await service.memories.history(memory_id, namespace=ns)
+    )
 
 
 @router.get("/memories/{memory_id}/explain", tags=["memories"])
 async def explain(memory_id: str, service: Service, ns: ReadNS) -> Any:
     """Provenance: versions, what it supersedes, source episodes, linked entities."""
-    return await service.explain(memory_id, namespace=ns)
+    return await service.records.explain(memory_id, namespace=ns)
 
 
 # ---------------------------------------------------------------- search and context
@@ -244,7 +250,9 @@ async def search(
     """Hybrid search (full text + vectors + key), fused by weighted RRF; ``namespaces``
     searches several namespaces (each readable by the caller) instead of ``?namespace``."""
     flt = _search_filter(service, body, namespace, caller)
-    hits: list[SearchHit] = await service.search(body.query, flt, k=body.k, recipe=body.recipe)
+    hits: list[SearchHit] = await service.memories.search(
+        body.query, flt, k=body.k, recipe=body.recipe
+    )
     return s.SearchResponse(query=body.query, hits=hits)
 
 
@@ -275,7 +283,7 @@ async def context(body: s.ContextRequest, service: Service, ns: ReadNS) -> s.Con
     from memloci.context import estimate_tokens
 
     flt = _context_filter(service, body, ns)
-    text = await service.context(body.prompt, flt, budget=body.budget)
+    text = await service.context.context(body.prompt, flt, budget=body.budget)
     return s.ContextResponse(context=text, tokens=estimate_tokens(text))
 
 
@@ -286,18 +294,18 @@ async def context_report(body: s.ContextRequest, service: Service, ns: ReadNS) -
     tokens and items (lines, memory ids, score, tokens, why), and the search hits left
     out for scoring below the threshold (the web UI's Context tab shows it)."""
     flt = _context_filter(service, body, ns)
-    return await service.context_report(body.prompt, flt, budget=body.budget)
+    return await service.context.context_report(body.prompt, flt, budget=body.budget)
 
 
 @router.get("/stats", tags=["server"])
 async def stats(service: Service, ns: ReadNS) -> StoreStats:
-    return await service.stats([ns])
+    return await service.memories.stats([ns])
 
 
 @router.get("/namespaces", tags=["server"])
 async def namespaces(service: Service, caller: CallerDep) -> list[str]:
     """Namespaces that hold memories and that the caller's key may read."""
-    found = await service.namespaces()
+    found = await service.admin.namespaces()
     return [ns for ns in found if caller.key is None or caller.key.allows(ns, False)]
 
 
@@ -306,7 +314,7 @@ async def maintain(service: Service, caller: CallerDep) -> MaintenanceReport:
     """Run maintenance now (admin): the same job the nightly schedule runs. ``ran`` is
     false when another process is already running it."""
     caller.require_admin()
-    return await service.maintain()
+    return await service.consolidation.maintain()
 
 
 @router.post("/chat-command", tags=["memories"])
@@ -328,7 +336,7 @@ async def export(
 ) -> StreamingResponse:
     """The namespace as JSON Lines (every record: memories, versions, edges, users,
     entities and their links, threads, sessions, knowledge)."""
-    lines = service.export_lines(ns, vectors=vectors)
+    lines = service.admin.export_lines(ns, vectors=vectors)
 
     def step() -> list[str]:
         return list(itertools.islice(lines, 500))
@@ -352,5 +360,5 @@ async def import_lines(request: Request, service: Service, ns: WriteNS) -> s.Imp
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         raise ValidationError("the import body is empty", hint="send JSON Lines from /export")
-    report = await service.import_lines(lines, namespace=ns)
+    report = await service.admin.import_lines(lines, namespace=ns)
     return s.ImportResult(**{k: getattr(report, k) for k in s.ImportResult.model_fields})

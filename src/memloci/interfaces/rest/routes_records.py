@@ -27,9 +27,8 @@ from memloci.interfaces.rest.schemas import (
     Page,
     Patch,
 )
-from memloci.models import Entity, MemoryUser, Thread
+from memloci.models import Entity, KeyPage, MemoryUser, Thread
 from memloci.service.privacy import ForgetReport
-from memloci.storage.paging import KeyPage
 
 router = APIRouter(prefix="/api/v1")
 
@@ -185,7 +184,7 @@ async def list_users(
     cursor: str | None = Query(None, description=CURSOR_DOC),
 ) -> Page[MemoryUser]:
     """Memory users, oldest first (then by id)."""
-    page = await service.page_users(
+    page = await service.paging.page_users(
         namespace=ns, query=q, limit=limit, offset=offset, cursor=cursor
     )
     return _page(Page[MemoryUser], page, limit, offset)
@@ -193,35 +192,35 @@ async def list_users(
 
 @router.get("/memory-users/{user_id:memloci_user}", tags=USERS)
 async def get_user(user_id: str, service: Service, ns: ReadNS) -> MemoryUser:
-    return await service.get_user(user_id, namespace=ns)
+    return await service.records.get_user(user_id, namespace=ns)
 
 
 @router.post("/memory-users/", tags=USERS, status_code=status.HTTP_201_CREATED)
 async def create_user(body: UserCreate, service: Service, ns: WriteNS) -> MemoryUser:
     data = body.model_dump()
-    return await service.save_user(data.pop("id"), namespace=ns, **data)
+    return await service.records.save_user(data.pop("id"), namespace=ns, **data)
 
 
 @router.patch("/memory-users/{user_id:memloci_user}", tags=USERS)
 async def update_user(user_id: str, body: UserUpdate, service: Service, ns: WriteNS) -> MemoryUser:
-    await service.get_user(user_id, namespace=ns)
-    return await service.save_user(user_id, namespace=ns, **body.model_dump())
+    await service.records.get_user(user_id, namespace=ns)
+    return await service.records.save_user(user_id, namespace=ns, **body.model_dump())
 
 
 @router.delete("/memory-users/{user_id:memloci_user}", tags=USERS)
 async def delete_user(user_id: str, service: Service, ns: WriteNS) -> BatchDeleted:
-    return await _delete_all(service.delete_users, [user_id], ns, service.get_user)
+    return await _delete_all(service.records.delete_users, [user_id], ns, service.records.get_user)
 
 
 @router.post("/memory-users/batch-delete/", tags=USERS)
 async def batch_delete_users(body: IdsBody, service: Service, ns: WriteNS) -> BatchDeleted:
-    return await _delete_all(service.delete_users, body.ids, ns, service.get_user)
+    return await _delete_all(service.records.delete_users, body.ids, ns, service.records.get_user)
 
 
 @router.post("/memory-users/{user_id:memloci_user}/merge", tags=USERS)
 async def merge_user(user_id: str, body: MergeBody, service: Service, ns: WriteNS) -> MemoryUser:
     """Merge ``user_id`` into ``into``: identifiers, preferences and memories move over."""
-    return await service.merge_users(user_id, body.into, namespace=ns)
+    return await service.records.merge_users(user_id, body.into, namespace=ns)
 
 
 @router.post("/memory-users/{user_id:memloci_user}/forget", tags=USERS)
@@ -235,7 +234,7 @@ async def forget_user(user_id: str, service: Service, ns: WriteNS) -> ForgetRepo
     A user with nothing stored (unknown, mistyped or already forgotten) answers 404; it
     scrubs only when a scrub is still due, so a retry finishes an unfinished one
     (``details.scrubbed``); a merged-away user answers 409."""
-    report = await service.forget_user(user_id, namespace=ns)
+    report = await service.privacy.forget_user(user_id, namespace=ns)
     if not report.removed:
         raise NotFoundError(
             f"nothing stored for memory user {report.user!r} in namespace {ns!r}: no user "
@@ -267,14 +266,14 @@ def _thread_routes(prefix: str, include_in_schema: bool) -> None:
         """Threads, last updated first (then by id). A thread that gets messages moves to
         the top: while paging by cursor it is listed once more or not at all; no other
         thread is skipped or repeated."""
-        page = await service.page_threads(
+        page = await service.paging.page_threads(
             namespace=ns, user=user, agent=agent, limit=limit, offset=offset, cursor=cursor
         )
         return _page(Page[Thread], page, limit, offset)
 
     @router.get(one, tags=THREADS, include_in_schema=include_in_schema)
     async def get_thread(thread_id: str, service: Service, ns: ReadNS) -> Thread:
-        return await service.get_thread(thread_id, namespace=ns)
+        return await service.records.get_thread(thread_id, namespace=ns)
 
     @router.post(
         f"{one}/messages",
@@ -285,17 +284,21 @@ def _thread_routes(prefix: str, include_in_schema: bool) -> None:
         """Checkpoint messages onto a thread (created when new); as strict as turns: each
         message needs non-blank content, and system prompts alone are nothing to add."""
         _checkpoint(body.messages)
-        return await service.append_messages(
+        return await service.records.append_messages(
             thread_id, body.messages, namespace=ns, user=body.user, agent=body.agent
         )
 
     @router.delete(one, tags=THREADS, include_in_schema=include_in_schema)
     async def delete_thread(thread_id: str, service: Service, ns: WriteNS) -> BatchDeleted:
-        return await _delete_all(service.delete_threads, [thread_id], ns, service.get_thread)
+        return await _delete_all(
+            service.records.delete_threads, [thread_id], ns, service.records.get_thread
+        )
 
     @router.post(f"/{prefix}/batch-delete/", tags=THREADS, include_in_schema=include_in_schema)
     async def batch_delete_threads(body: IdsBody, service: Service, ns: WriteNS) -> BatchDeleted:
-        return await _delete_all(service.delete_threads, body.ids, ns, service.get_thread)
+        return await _delete_all(
+            service.records.delete_threads, body.ids, ns, service.records.get_thread
+        )
 
 
 _thread_routes("checkpoints", True)
@@ -319,7 +322,7 @@ async def list_entities(
     """Entities, most mentioned first (then by name, id). An entity mentioned again
     moves up: while paging by cursor it is listed once more or not at all; no other
     entity is skipped or repeated."""
-    page = await service.page_entities(
+    page = await service.paging.page_entities(
         namespace=ns, type=type, query=q, limit=limit, offset=offset, cursor=cursor
     )
     return _page(Page[Entity], page, limit, offset)
@@ -328,14 +331,14 @@ async def list_entities(
 @router.get("/entities/{entity_id}", tags=ENTITIES)
 async def get_entity(entity_id: str, service: Service, ns: ReadNS, limit: int = 20) -> Any:
     """The entity, its current memories and related entities."""
-    entity = await service.get_entity(entity_id, namespace=ns)
-    return await service.entity_info(entity.id, namespace=ns, limit=limit)
+    entity = await service.records.get_entity(entity_id, namespace=ns)
+    return await service.records.entity_info(entity.id, namespace=ns, limit=limit)
 
 
 @router.get("/entities/{entity_id}/graph", tags=ENTITIES)
 async def entity_graph(entity_id: str, service: Service, ns: ReadNS, limit: int = 30) -> Any:
     """Nodes and links around the entity, for a small graph view."""
-    return await service.entity_graph(entity_id, namespace=ns, limit=limit)
+    return await service.records.entity_graph(entity_id, namespace=ns, limit=limit)
 
 
 class LinksBody(Body):
@@ -346,38 +349,42 @@ class LinksBody(Body):
 @router.post("/entities/{entity_id}/links", tags=ENTITIES)
 async def link_entity(entity_id: str, body: LinksBody, service: Service, ns: WriteNS) -> Any:
     """Link memories to the entity (all must exist, or nothing is linked)."""
-    entity = await service.get_entity(entity_id, namespace=ns)
+    entity = await service.records.get_entity(entity_id, namespace=ns)
     for mid in body.memory_ids:
-        await service.get(mid, namespace=ns)
+        await service.memories.get(mid, namespace=ns)
     for mid in body.memory_ids:
-        await service.link_entities(mid, [entity.id], namespace=ns)
-    return await service.entity_info(entity.id, namespace=ns)
+        await service.records.link_entities(mid, [entity.id], namespace=ns)
+    return await service.records.entity_info(entity.id, namespace=ns)
 
 
 @router.post("/entities/", tags=ENTITIES, status_code=status.HTTP_201_CREATED)
 async def create_entity(body: EntityCreate, service: Service, ns: WriteNS) -> Entity:
     data = body.model_dump(exclude_none=True)
-    return await service.save_entity(data.pop("name"), namespace=ns, **data)
+    return await service.records.save_entity(data.pop("name"), namespace=ns, **data)
 
 
 @router.patch("/entities/{entity_id}", tags=ENTITIES)
 async def update_entity(
     entity_id: str, body: EntityUpdate, service: Service, ns: WriteNS
 ) -> Entity:
-    old = await service.get_entity(entity_id, namespace=ns)
+    old = await service.records.get_entity(entity_id, namespace=ns)
     data = body.model_dump(exclude_none=True)
     name = data.pop("name", old.canonical_name)
-    return await service.save_entity(name, namespace=ns, entity_id=old.id, **data)
+    return await service.records.save_entity(name, namespace=ns, entity_id=old.id, **data)
 
 
 @router.delete("/entities/{entity_id}", tags=ENTITIES)
 async def delete_entity(entity_id: str, service: Service, ns: WriteNS) -> BatchDeleted:
-    return await _delete_all(service.delete_entities, [entity_id], ns, service.get_entity)
+    return await _delete_all(
+        service.records.delete_entities, [entity_id], ns, service.records.get_entity
+    )
 
 
 @router.post("/entities/batch-delete/", tags=ENTITIES)
 async def batch_delete_entities(body: EntityIds, service: Service, ns: WriteNS) -> BatchDeleted:
-    return await _delete_all(service.delete_entities, body.ids, ns, service.get_entity)
+    return await _delete_all(
+        service.records.delete_entities, body.ids, ns, service.records.get_entity
+    )
 
 
 # ---------------------------------------------------------------- API keys (admin)
@@ -393,13 +400,13 @@ async def list_keys(
     service: Service, caller: CallerDep, include_revoked: bool = False
 ) -> list[KeyOut]:
     caller.require_admin(key=True)
-    return [_key_out(k) for k in await service.list_keys(include_revoked=include_revoked)]
+    return [_key_out(k) for k in await service.keys.list_keys(include_revoked=include_revoked)]
 
 
 @router.post("/keys/", tags=KEYS, status_code=status.HTTP_201_CREATED)
 async def create_key(body: KeyCreate, service: Service, caller: CallerDep) -> KeyCreated:
     caller.require_admin(key=True)
-    key, secret = await service.create_key(
+    key, secret = await service.keys.create_key(
         body.name, body.namespaces, write=body.write, admin=body.admin
     )
     return KeyCreated(key=_key_out(key), secret=secret)
@@ -408,4 +415,4 @@ async def create_key(body: KeyCreate, service: Service, caller: CallerDep) -> Ke
 @router.delete("/keys/{key_id}", tags=KEYS)
 async def revoke_key(key_id: str, service: Service, caller: CallerDep) -> KeyOut:
     caller.require_admin(key=True)
-    return _key_out(await service.revoke_key(key_id))
+    return _key_out(await service.keys.revoke_key(key_id))

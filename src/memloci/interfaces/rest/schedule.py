@@ -27,7 +27,7 @@ async def _loop(service: MemoryService, hhmm: str) -> None:
     while True:
         await asyncio.sleep(seconds_until(hhmm, utcnow()))
         try:
-            report = await service.maintain()
+            report = await service.consolidation.maintain()
             log.info("maintenance done: %s", report)
         except Exception:  # a failed night must not stop the next one
             log.exception("maintenance failed")
@@ -35,7 +35,8 @@ async def _loop(service: MemoryService, hhmm: str) -> None:
 
 @asynccontextmanager
 async def nightly(service: MemoryService) -> AsyncIterator[asyncio.Task[None]]:
-    """Run :meth:`MemoryService.maintain` daily at ``settings.maintenance_time`` (UTC)."""
+    """Run :meth:`~memloci.service.consolidation.Consolidation.maintain` daily at
+    ``settings.maintenance_time`` (UTC)."""
     hhmm = service.settings.maintenance_time or "03:00"
     task = asyncio.create_task(_loop(service, hhmm), name="memloci-maintenance")
     try:

@@ -30,14 +30,15 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
 
+from memloci.errors import driver_error, storage_error
 from memloci.interfaces.hosts import is_loopback
-from memloci.storage import faults
 
 log = logging.getLogger("memloci.server")
 Scope = MutableMapping[str, Any]
@@ -55,6 +56,7 @@ JSON_TYPES = frozenset({"application/json"})
 IMPORT_PATH = "/api/v1/import"
 IMPORT_TYPES = frozenset({"application/json", "application/x-ndjson", "application/jsonl"})
 REQUIRE_KEY = "memloci.require_key"  # scope key: this server always demands an API key
+REQUEST_KEY = "memloci.request"  # scope key: the request's RequestNote
 ERROR_CODES = {
     400: "invalid_input",
     401: "unauthorized",
@@ -69,6 +71,21 @@ ERROR_CODES = {
     500: "internal_error",
     507: "storage_full",
 }
+
+
+@dataclass
+class RequestNote:
+    """What is learnt about a request as it runs, for its access-log line and metrics:
+    its id (``X-Request-ID``, and the error id of a 500) and the namespace it used. Every
+    copy of the request's scope shares it (``HEAD`` runs as ``GET`` in a copy)."""
+
+    id: str = field(default_factory=lambda: secrets.token_hex(6))
+    namespace: str | None = None
+
+
+def request_note(scope: Scope) -> RequestNote | None:
+    note = scope.get(REQUEST_KEY)
+    return note if isinstance(note, RequestNote) else None
 
 
 def _is_ip(name: str) -> bool:
@@ -242,14 +259,17 @@ class CatchAll:
         try:
             await self.app(scope, receive, tracked)
         except Exception as exc:
-            error_id = secrets.token_hex(6)
+            note = request_note(scope)
+            error_id = note.id if note is not None else secrets.token_hex(6)
+            method, path = scope.get("method"), scope.get("path")
+            fields = {"request_id": error_id}
             log.exception(
-                "internal error %s on %s %s", error_id, scope.get("method"), scope.get("path")
+                "internal error %s on %s %s", error_id, method, path, extra={"fields": fields}
             )
             if started:
                 raise
-            if faults.driver_error(exc):  # a database failure: say which, with its hint
-                error = faults.storage_error(exc)
+            if driver_error(exc):  # a database failure: say which, with its hint
+                error = storage_error(exc)
                 body = {"error": {**error.to_dict(), "details": {"error_id": error_id}}}
                 await JSONResponse(body, status_code=error.http_status)(scope, receive, send)
                 return

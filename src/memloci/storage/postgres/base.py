@@ -25,6 +25,7 @@ from memloci.storage import cancel
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import redact_url
 from memloci.storage.postgres.ranking import TermStats
+from memloci.storage.postgres.settings_check import on_open
 
 try:
     import psycopg
@@ -116,6 +117,9 @@ class PostgresBase:
         dim = self.get_meta("dimension")
         if dim:
             self._dim = int(dim)
+        self.server_advice = on_open(
+            self._reading, f"{self.url} (schema {self.schema or 'public'})"
+        )
 
     # ------------------------------------------------------------------ plumbing
     @contextlib.contextmanager

@@ -174,6 +174,10 @@ class PostgresConsolidation(PostgresBase):
                 "DELETE FROM entity_vectors v WHERE NOT EXISTS"
                 " (SELECT 1 FROM entities e WHERE e.id = v.entity_id)"
             ).rowcount
+            gone += c.execute(
+                "DELETE FROM entity_profile_vectors v WHERE NOT EXISTS"
+                " (SELECT 1 FROM entities e WHERE e.id = v.entity_id)"
+            ).rowcount
         return int(gone)
 
     # ------------------------------------------------------------------ entities
@@ -204,6 +208,30 @@ class PostgresConsolidation(PostgresBase):
                 " namespace = excluded.namespace, model = excluded.model,"
                 " embedding = excluded.embedding",
                 (entity_id, namespace, model, bytes(vector)),
+            )
+
+    def profile_vectors(self, namespace: str, model: str) -> dict[str, tuple[str, bytes]]:
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT p.entity_id, p.digest, p.embedding FROM entity_profile_vectors p"
+                " JOIN entities e ON e.id = p.entity_id AND e.namespace = p.namespace"
+                " AND e.summary IS NOT NULL"
+                " WHERE p.namespace = %s AND p.model = %s",
+                (namespace, model),
+            ).fetchall()
+        return {eid: (d, bytes(b)) for eid, d, b in rows if b and len(b) % 4 == 0}
+
+    def save_profile_vector(
+        self, namespace: str, entity_id: str, model: str, digest: str, vector: bytes
+    ) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO entity_profile_vectors"
+                " (entity_id, namespace, model, digest, embedding)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (entity_id) DO UPDATE SET"
+                " namespace = excluded.namespace, model = excluded.model,"
+                " digest = excluded.digest, embedding = excluded.embedding",
+                (entity_id, namespace, model, digest, bytes(vector)),
             )
 
     # ------------------------------------------------------------------ causal pairs

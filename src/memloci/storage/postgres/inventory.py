@@ -1,9 +1,10 @@
-"""Reads that let a whole store be copied elsewhere (layer: storage): every namespace in
-use, consolidation sessions and knowledge-chunk vectors (``memloci migrate``)."""
+"""Reads over a whole store (layer: storage): every namespace in use, consolidation
+sessions and knowledge-chunk vectors (to copy it elsewhere: ``memloci migrate``), and
+its gauges (a server's ``/metrics``)."""
 
 from __future__ import annotations
 
-from memloci.storage.base import SessionState
+from memloci.storage.base import SessionState, StoreGauges
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.search import _f32
 from memloci.storage.rows import dt
@@ -15,6 +16,17 @@ _NAMESPACE_TABLES = (
 
 
 class PostgresInventory(PostgresBase):
+    def gauges(self) -> StoreGauges:
+        """The whole database's size (``pg_database_size``: every schema in it), the
+        backlog, and the pool's figures (its state and counters since it opened)."""
+        with self._reading() as c:
+            size, pending = c.execute(
+                "SELECT pg_database_size(current_database()),"
+                " (SELECT count(*) FROM nodes WHERE embedded = 0)"
+            ).fetchone()
+        pool = {k: int(v) for k, v in self._pool.get_stats().items()}
+        return StoreGauges(size_bytes=int(size), pending_embeddings=int(pending), pool=pool)
+
     def record_namespaces(self) -> list[str]:
         """Every namespace holding any record, sorted."""
         union = " UNION ".join(f"SELECT namespace FROM {t}" for t in _NAMESPACE_TABLES)

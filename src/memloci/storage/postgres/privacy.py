@@ -29,6 +29,7 @@ HELD_SNAPSHOT = (
 )
 _SCRUB_TABLES = (
     "nodes", "node_bits", "versions", "edges", "entities", "entity_names", "entity_vectors",
+    "entity_profile_vectors",
     "node_entities", "memory_users", "user_identifiers", "threads", "decay_state",
     "consolidation_state", "knowledge_chunks", "knowledge_sources",
 )  # fmt: skip
@@ -111,6 +112,11 @@ class PostgresPrivacy(PostgresBase):
             " WHERE e.namespace = %s AND e.id = r.id AND l.n_left > 0",
             ([r[0] for r in counted], [int(r[1]) for r in counted], ns),
         )
+        # their profiles' vectors too (made from that summary, or the entity goes)
+        c.execute(
+            "DELETE FROM entity_profile_vectors WHERE entity_id = ANY(%s)",
+            ([r[0] for r in counted],),
+        )
         gone = [
             r[0]
             for r in c.execute(
@@ -121,6 +127,7 @@ class PostgresPrivacy(PostgresBase):
         ]
         c.execute("DELETE FROM entity_names WHERE entity_id = ANY(%s)", (gone,))
         c.execute("DELETE FROM entity_vectors WHERE entity_id = ANY(%s)", (gone,))
+        c.execute("DELETE FROM entity_profile_vectors WHERE entity_id = ANY(%s)", (gone,))
         out["entities"] = c.execute(
             "DELETE FROM entities WHERE namespace = %s AND id = ANY(%s)", (ns, gone)
         ).rowcount
@@ -175,6 +182,7 @@ class PostgresPrivacy(PostgresBase):
             return 0
         c.execute("DELETE FROM entity_names WHERE entity_id = ANY(%s)", (gone,))
         c.execute("DELETE FROM entity_vectors WHERE entity_id = ANY(%s)", (gone,))
+        c.execute("DELETE FROM entity_profile_vectors WHERE entity_id = ANY(%s)", (gone,))
         return int(
             c.execute(
                 "DELETE FROM entities WHERE namespace = %s AND id = ANY(%s)", (namespace, gone)

@@ -76,6 +76,27 @@ class TermStats:
                 self._lexemes[text] = found
         return found
 
+    def lexemes_each(self, c: Any, texts: Sequence[str]) -> dict[str, list[str]]:
+        """:meth:`lexemes` of each text apart, those not remembered parsed in one
+        statement (``unseen`` asks about every word of a query: one round trip, not one
+        per word)."""
+        with self._lock:
+            found = {t: self._lexemes[t] for t in texts if t in self._lexemes}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            rows = c.execute(
+                "SELECT w, ARRAY(SELECT DISTINCT lexeme FROM unnest(to_tsvector('memloci', w))"
+                " ORDER BY 1) FROM unnest(%s::text[]) AS w",
+                (missing,),
+            ).fetchall()
+            fresh = {str(w): [str(lx) for lx in lxs] for w, lxs in rows}
+            with self._lock:
+                if len(self._lexemes) > 4096:
+                    self._lexemes.clear()
+                self._lexemes.update(fresh)
+            found |= fresh
+        return found
+
     def get(self, c: Any, table: str, lexemes: Sequence[str]) -> tuple[int, dict[str, int]]:
         """``(rows in table, {lexeme: rows holding it})``, counted or cached."""
         now = time.monotonic()
@@ -190,7 +211,7 @@ def weight(c: Any, stats: TermStats, table: str, texts: Sequence[str]) -> float:
 def unseen(c: Any, stats: TermStats, table: str, words: Sequence[str]) -> list[str]:
     """Those of ``words`` none of whose lexemes a row of ``table`` holds (see
     ``Store.unseen``); a word PostgreSQL indexes no lexeme for is not one."""
-    per = {w: stats.lexemes(c, [w]) for w in dict.fromkeys(words)}
+    per = stats.lexemes_each(c, words)
     every = sorted({lx for lxs in per.values() for lx in lxs})
     if not every:
         return []

@@ -4,9 +4,9 @@ Scores are higher-is-better: full text returns BM25 on the FTS5 scale over the w
 ``nodes.fts`` vector (content and key + subject A, previous turn and date words B,
 speaker C, next turn D; see :mod:`memloci.storage.postgres.ranking`), vectors return
 cosine similarity from the pgvector HNSW index (iterative scans on, so a filtered search
-still fills its limit), key search returns 1.0 / 0.8 / 0.6 for exact / prefix /
-contained. No rows are cached in the process: a write by any server is seen by the next
-search of every other one.
+still fills its limit; one user's search ranks a 1-bit pre-selection exactly), key
+search returns 1.0 / 0.8 / 0.6 for exact / prefix / contained. No rows are cached in the
+process: a write by any server is seen by the next search of every other one.
 """
 
 from __future__ import annotations
@@ -28,9 +28,15 @@ from memloci.storage.sqlfilter import filter_sql
 # B previous turn + date words, C speaker, D next turn
 NODE_WEIGHTS = {"A": 1.0, "B": 0.5, "C": 0.4, "D": 0.25}
 # one user's vector search ranks exactly the rows nearest by Hamming distance on their
-# 1-bit codes: at least this many, or this many times the limit (recall: bench/README.md)
-PRESELECT_MIN = 400
+# 1-bit codes: at least this many, or this many times the limit (recall: bench/README.md;
+# 400 left recall@10 at 0.998 at 100k turns, 600 at 0.9995)
+PRESELECT_MIN = 1000
 PRESELECT_FACTOR = 8
+# a search across a namespace (no user) walks the HNSW graph with pgvector's widest
+# candidate list, set for its own transaction: recall@10 0.963 -> 0.969 at 100k turns
+# (800, the connections' default, stays for the rest); m=48 / ef_construction=256 and
+# an exact re-rank of a wider HNSW result added nothing (bench/README.md, "Scale", round 5)
+NAMESPACE_EF_SEARCH = 1000
 
 
 def _f32(value: object) -> bytes:
@@ -201,8 +207,11 @@ class PostgresSearch(PostgresBase):
                     [q, *bparams, q, pre, *params, limit],
                 ).fetchall()
             else:
-                rows = c.execute(sql.format(order="n.embedding <=> %s"), [q, *params, q, limit])
-                rows = rows.fetchall()
+                # BEGIN, SET LOCAL and the search in one round trip, COMMIT in another
+                with c.pipeline(), c.transaction():
+                    c.execute(f"SET LOCAL hnsw.ef_search = {NAMESPACE_EF_SEARCH}")
+                    order = sql.format(order="n.embedding <=> %s")
+                    rows = c.execute(order, [q, *params, q, limit]).fetchall()
             if len(rows) < limit:
                 # an index scan stops after hnsw.max_scan_tuples, and the pre-selection
                 # may hold too few rows that pass the rest of the filter: when either left

@@ -90,13 +90,17 @@ class PostgresStore(
         """See :meth:`memloci.storage.base.Store.doctor`. PostgreSQL types its vectors
         (pgvector, one dimension) and JSON (jsonb): no row can hold what a SQLite reader
         skips, and its full-text vectors are columns of the rows. Only the connection
-        is checked; the server's own tools (``amcheck``, ``pg_dump``) check its pages."""
+        is checked; the server's own tools (``amcheck``, ``pg_dump``) check its pages.
+        The notes also carry the advice of the settings check made on open."""
         with self._reading() as c:
             c.execute("SELECT 1").fetchone()
         return Health(
             backend="postgres",
             repaired=repair,
-            notes=["PostgreSQL types vectors and JSON: no damaged rows to look for"],
+            notes=[
+                "PostgreSQL types vectors and JSON: no damaged rows to look for",
+                *self.server_advice,
+            ],
         )
 
     # ------------------------------------------------------------------ nodes

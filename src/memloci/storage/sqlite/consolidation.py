@@ -169,6 +169,10 @@ class SQLiteConsolidation(SQLiteBase):
                 "DELETE FROM entity_vectors WHERE NOT EXISTS"
                 " (SELECT 1 FROM entities e WHERE e.id = entity_vectors.entity_id)"
             ).rowcount
+            gone += c.execute(
+                "DELETE FROM entity_profile_vectors WHERE NOT EXISTS"
+                " (SELECT 1 FROM entities e WHERE e.id = entity_profile_vectors.entity_id)"
+            ).rowcount
         return int(gone)
 
     # ------------------------------------------------------------------ entities
@@ -202,6 +206,30 @@ class SQLiteConsolidation(SQLiteBase):
                 "INSERT OR REPLACE INTO entity_vectors (entity_id, namespace, model, embedding)"
                 " VALUES (?, ?, ?, ?)",
                 (entity_id, namespace, model, vector),
+            )
+
+    def profile_vectors(self, namespace: str, model: str) -> dict[str, tuple[str, bytes]]:
+        with self._reading() as c:
+            rows = c.execute(
+                "SELECT p.entity_id, p.digest, p.embedding FROM entity_profile_vectors p"
+                " JOIN entities e ON e.id = p.entity_id AND e.namespace = p.namespace"
+                " AND e.summary IS NOT NULL"
+                " WHERE p.namespace = ? AND p.model = ?",
+                (namespace, model),
+            ).fetchall()
+        out = {eid: (d, bytes(b)) for eid, d, b in rows if b and len(b) % 4 == 0}
+        if len(out) < len(rows):
+            faults.damaged(self.path, "profile vectors", f"{len(rows) - len(out)} of {len(rows)}")
+        return out
+
+    def save_profile_vector(
+        self, namespace: str, entity_id: str, model: str, digest: str, vector: bytes
+    ) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO entity_profile_vectors"
+                " (entity_id, namespace, model, digest, embedding) VALUES (?, ?, ?, ?, ?)",
+                (entity_id, namespace, model, digest, vector),
             )
 
     # ------------------------------------------------------------------ causal pairs

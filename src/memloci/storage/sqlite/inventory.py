@@ -1,9 +1,12 @@
-"""Reads that let a whole store be copied elsewhere (layer: storage): every namespace in
-use, consolidation sessions and knowledge-chunk vectors (``memloci migrate``)."""
+"""Reads over a whole store (layer: storage): every namespace in use, consolidation
+sessions and knowledge-chunk vectors (to copy it elsewhere: ``memloci migrate``), and
+its gauges (a server's ``/metrics``)."""
 
 from __future__ import annotations
 
-from memloci.storage.base import SessionState
+import os
+
+from memloci.storage.base import SessionState, StoreGauges
 from memloci.storage.rows import dt
 from memloci.storage.sqlite.base import SQLiteBase
 
@@ -14,6 +17,18 @@ _NAMESPACE_TABLES = (
 
 
 class SQLiteInventory(SQLiteBase):
+    def gauges(self) -> StoreGauges:
+        """The file's size with its write-ahead log (the pages, for an in-memory store)."""
+        with self._reading() as c:
+            pending = int(c.execute("SELECT count(*) FROM nodes WHERE embedded = 0").fetchone()[0])
+            pages = int(c.execute("PRAGMA page_count").fetchone()[0])
+            page_size = int(c.execute("PRAGMA page_size").fetchone()[0])
+        size = pages * page_size
+        if not self._memory:
+            files = (self.path, f"{self.path}-wal", f"{self.path}-shm")
+            size = sum(os.path.getsize(f) for f in files if os.path.exists(f))
+        return StoreGauges(size_bytes=size, pending_embeddings=pending)
+
     def record_namespaces(self) -> list[str]:
         """Every namespace holding any record, sorted."""
         union = " UNION ".join(f"SELECT namespace FROM {t}" for t in _NAMESPACE_TABLES)

@@ -188,6 +188,10 @@ class SQLitePrivacy(SQLiteBase):
             " AND id IN (SELECT entity_id FROM node_entities)",
             (ns,),
         )
+        # their profiles' vectors too (made from that summary, or the entity goes)
+        c.execute(
+            "DELETE FROM entity_profile_vectors WHERE entity_id IN (SELECT id FROM forget_entities)"
+        )
         c.execute(
             "DELETE FROM forget_entities WHERE id IN (SELECT entity_id FROM node_entities)"
             " OR id NOT IN (SELECT id FROM entities WHERE namespace = ?)",
@@ -196,6 +200,7 @@ class SQLitePrivacy(SQLiteBase):
         gone = "SELECT id FROM forget_entities"
         c.execute(f"DELETE FROM entity_names WHERE entity_id IN ({gone})")
         c.execute(f"DELETE FROM entity_vectors WHERE entity_id IN ({gone})")
+        c.execute(f"DELETE FROM entity_profile_vectors WHERE entity_id IN ({gone})")
         out["entities"] = c.execute(
             f"DELETE FROM entities WHERE namespace = ? AND id IN ({gone})", (ns,)
         ).rowcount
@@ -237,6 +242,7 @@ class SQLitePrivacy(SQLiteBase):
                 continue
             c.execute("DELETE FROM entity_names WHERE entity_id = ?", (entity_id,))
             c.execute("DELETE FROM entity_vectors WHERE entity_id = ?", (entity_id,))
+            c.execute("DELETE FROM entity_profile_vectors WHERE entity_id = ?", (entity_id,))
             gone += c.execute(
                 "DELETE FROM entities WHERE namespace = ? AND id = ?", (namespace, entity_id)
             ).rowcount

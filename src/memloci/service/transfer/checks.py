@@ -1,6 +1,6 @@
 """The write API's checks applied to an import's records (layer: service helpers).
 
-Each record of a :mod:`memloci.transfer` import is checked as the write commands check
+Each record of a :mod:`memloci.service.transfer` import is checked as the write commands check
 their input (:mod:`memloci.validate`) and returned cleaned as a write stores it. Also the
 two record kinds of an export that are no model of their own: :class:`Link` (a memory
 mentions an entity) and :class:`SessionRecord` (a session as consolidation records it).
@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict
 
 from memloci import validate as v
 from memloci.errors import ValidationError
-from memloci.knowledge import MAX_FILE_BYTES, check_collection
 from memloci.models import (
     TURN_MAX,
     Edge,
@@ -29,11 +28,17 @@ from memloci.models import (
     Thread,
     check_id,
 )
+from memloci.service.documents import MAX_FILE_BYTES, check_collection
 
 _NODE_TIMES = (
-    "event_time", "created_at", "updated_at", "valid_from", "valid_until", "last_accessed",
+    "event_time",
+    "created_at",
+    "updated_at",
+    "valid_from",
+    "valid_until",
+    "last_accessed",
     "consolidated_at",
-)  # fmt: skip
+)
 
 
 def checked_node(node: MemoryNode) -> MemoryNode:

@@ -83,9 +83,13 @@ class KnowledgeReport(BaseModel):
         kinds = ("added", "updated", "unchanged", "skipped", "removed")
         count = {a: sum(f.action == a for f in files) for a in kinds}
         return cls(
-            namespace=namespace, collection=collection, embedding_model=model, files=files,
-            chunks=sum(f.chunks for f in files if f.action in ("added", "updated")), **count,
-        )  # fmt: skip
+            namespace=namespace,
+            collection=collection,
+            embedding_model=model,
+            files=files,
+            chunks=sum(f.chunks for f in files if f.action in ("added", "updated")),
+            **count,
+        )
 
 
 # ---------------------------------------------------------------------- inputs
@@ -210,9 +214,13 @@ def read_document(path: Path) -> Document | str:
         "markdown" if suffix in MARKDOWN_SUFFIXES else "rst" if suffix in RST_SUFFIXES else "text"
     )
     return Document(
-        path=path, text=text, kind=kind, content_hash=hashlib.sha256(raw).hexdigest(),
-        mtime=datetime.fromtimestamp(stat.st_mtime, UTC), size=len(raw),
-    )  # fmt: skip
+        path=path,
+        text=text,
+        kind=kind,
+        content_hash=hashlib.sha256(raw).hexdigest(),
+        mtime=datetime.fromtimestamp(stat.st_mtime, UTC),
+        size=len(raw),
+    )
 
 
 def _decode(raw: bytes, utf16: bool) -> tuple[str, str] | tuple[None, str]:

@@ -1,6 +1,6 @@
 """Imported entities merged into the namespace's own by name (layer: service helpers).
 
-An import (:mod:`memloci.transfer`) into a namespace that already knows a person must not
+An import (:mod:`memloci.service.transfer`) into a namespace that already knows a person must not
 make a second entity of them. An incoming entity is merged into an entity the target
 namespace held before the import when its canonical name (else one of its aliases) is a
 name of exactly one of them (its canonical name or an alias), compared by
@@ -27,12 +27,12 @@ import numpy as np
 
 from memloci.consolidation.entities import merge_aliases, name_key, types_fit
 from memloci.models import Entity, EntityType
+from memloci.service.transfer.checks import Link
+from memloci.service.transfer.parse import Line
 from memloci.storage.base import Store
-from memloci.transfer_checks import Link
-from memloci.transfer_parse import Line
 
 if TYPE_CHECKING:
-    from memloci.transfer import ImportReport
+    from memloci.service.transfer.report import ImportReport
 
 __all__ = ["NameIndex", "existing", "merge_into", "merged"]
 PAGE = 1000
@@ -89,10 +89,18 @@ def merged(ours: Entity, theirs: Entity, *, mentions: bool) -> Entity:
 
 
 def merge_into(
-    store: Store, namespace: str, targets: dict[str, Entity], entities: Sequence[Line],
-    links: Sequence[Line], renamed: dict[str, str], report: ImportReport, *,
-    model: str | None, dimension: int | None, same_model: bool,
-) -> None:  # fmt: skip
+    store: Store,
+    namespace: str,
+    targets: dict[str, Entity],
+    entities: Sequence[Line],
+    links: Sequence[Line],
+    renamed: dict[str, str],
+    report: ImportReport,
+    *,
+    model: str | None,
+    dimension: int | None,
+    same_model: bool,
+) -> None:
     """Merge each incoming entity of ``entities`` that ``targets`` maps (incoming id →
     the namespace's entity) into it, before the ``links`` (their memories renamed as
     ``renamed`` says) are written; counts in ``report.entities_merged`` those that

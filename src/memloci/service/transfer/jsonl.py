@@ -24,7 +24,7 @@ consolidation sessions and knowledge (sources, chunks, chunk vectors), and the h
 ``document_form``: the form the memories' vectors were embedded in
 (:data:`~memloci.retrieval.query.DOCUMENT_FORM`). Lines may follow the end line (records
 added by hand, another export appended). Import validates every line before it writes
-anything (:mod:`memloci.transfer_parse`); memory vectors are reused when the file's
+anything (:mod:`memloci.service.transfer.parse`); memory vectors are reused when the file's
 embedding model and form are the store's model and the current form, otherwise (or
 when a vector is not finite) the memories are re-embedded; knowledge chunks keep their
 vectors when their model is the store's, else they are embedded after the import.
@@ -39,12 +39,10 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from memloci.copies import copy_edges, copy_ids
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import (
     Edge,
@@ -56,22 +54,20 @@ from memloci.models import (
     utcnow,
 )
 from memloci.retrieval.query import DOCUMENT_FORM
-from memloci.storage.base import PendingEmbedding, Store
-from memloci.storage.locks import entities_lock, users_lock
-from memloci.storage.rows import content_hash
-from memloci.transfer_parse import FORMAT, VERSION, Line, invalid, narrowest, parse
-from memloci.transfer_records import (
+from memloci.service.transfer.copies import copy_edges, copy_ids
+from memloci.service.transfer.parse import FORMAT, VERSION, Line, invalid, narrowest, parse
+from memloci.service.transfer.records import (
     check_store,
     every,
     link_lines,
     record_lines,
     write_records,
 )
+from memloci.service.transfer.report import ImportReport
+from memloci.storage.base import PendingEmbedding, Store
+from memloci.storage.locks import entities_lock, users_lock
+from memloci.storage.rows import content_hash
 
-__all__ = [
-    "FORMAT", "VERSION", "ImportReport", "Progress", "array_lines", "export_lines",
-    "import_lines", "read_lines", "write_lines",
-]  # fmt: skip
 Progress = Callable[[int], None]
 
 
@@ -80,13 +76,16 @@ def export_lines(store: Store, namespace: str, *, vectors: bool = True) -> Itera
     line counting them."""
     model = store.get_meta("embedding_model")
     header = {
-        "kind": "header", "format": FORMAT, "version": VERSION, "namespace": namespace,
+        "kind": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "namespace": namespace,
         "embedding_model": model,
         "dimension": int(store.get_meta("dimension") or 0) or None,
         # the form the vectors are in (a store without the record holds form "1")
         "document_form": (store.get_meta("document_form") or "1") if model else None,
         "exported_at": utcnow().isoformat(),
-    }  # fmt: skip
+    }
     yield json.dumps(header)
     records = 0
     for line in _records(store, namespace, vectors=vectors):
@@ -139,15 +138,31 @@ def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
 
 
 ARRAY_FIELDS = (
-    "content", "category", "created_at", "updated_at", "metadata", "user", "agent",
-    "session", "subject", "key", "value", "confidence", "version", "scope", "id",
-    "event_time", "speaker", "fact_type", "procedure",
-)  # fmt: skip
+    "content",
+    "category",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "user",
+    "agent",
+    "session",
+    "subject",
+    "key",
+    "value",
+    "confidence",
+    "version",
+    "scope",
+    "id",
+    "event_time",
+    "speaker",
+    "fact_type",
+    "procedure",
+)
 
 
 def array_lines(text: str) -> list[str]:
-    """A JSON array export (``memloci memory export -o file.json``, reference 004's
-    format: one object per current memory) as import lines: each object becomes a
+    """A JSON array export (``memloci memory export -o file.json``: one object per
+    current memory) as import lines: each object becomes a
     node without a vector (it is embedded after the import). Memories keep their id,
     content, category, type, times (``event_time``: ``created_at`` when not given),
     owner, speaker, subject, key / value, fact type, confidence, version, metadata and a
@@ -255,30 +270,6 @@ def read_lines(path: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-@dataclass
-class ImportReport:
-    """What an import wrote (and skipped: memories the namespace held already)."""
-
-    nodes: int = 0
-    skipped: int = 0
-    versions: int = 0
-    edges: int = 0
-    users: int = 0
-    vectors_reused: int = 0
-    needs_embedding: int = 0
-    entities: int = 0
-    entities_merged: int = 0  # merged by name into one the namespace held
-    links: int = 0
-    threads: int = 0
-    sessions: int = 0
-    knowledge_sources: int = 0
-    knowledge_chunks: int = 0
-    chunks_to_embed: int = 0  # knowledge chunks stored without a vector (another model)
-    errors: list[str] = field(default_factory=list)
-    # entities whose name vector came from another model: embedded after the import
-    names_to_embed: list[str] = field(default_factory=list)
-
-
 def import_lines(
     store: Store,
     lines: Iterable[str],
@@ -292,7 +283,7 @@ def import_lines(
     transaction. A memory whose id the target namespace holds is skipped (importing a
     file twice adds nothing), as are entities, threads, sessions and knowledge sources it
     holds; an entity named as exactly one entity of the namespace (case and punctuation
-    aside, of a type that fits) is merged into it (:mod:`memloci.transfer_entities`).
+    aside, of a type that fits) is merged into it (:mod:`memloci.service.transfer.entities`).
     Memory, edge and entity ids are unique across the store, so one whose id
     another namespace holds is copied under an id derived from it and the target
     namespace (a second import finds that copy and skips it), its versions, edges and
@@ -353,9 +344,15 @@ def import_lines(
                 store.upsert_user(user)
                 report.users += 1
         write_records(
-            store, namespace, records, renamed, report, model=embedding_model,
-            dimension=dimension, same_model=same_model,
-        )  # fmt: skip
+            store,
+            namespace,
+            records,
+            renamed,
+            report,
+            model=embedding_model,
+            dimension=dimension,
+            same_model=same_model,
+        )
         # vectors of another form than the worker embeds now are embedded again
         current = same_model and header.get("document_form") == DOCUMENT_FORM
         with_vec = [(n, v) for n, v in fresh if v is not None] if current else []

@@ -338,10 +338,15 @@ def link_mentions(
                 if entity is None:
                     entity = store.insert_entity(
                         Entity(
-                            id=short_id(), namespace=namespace, canonical_name=name, type=kind,
-                            first_seen=now, last_seen=now, mention_count=0,
+                            id=short_id(),
+                            namespace=namespace,
+                            canonical_name=name,
+                            type=kind,
+                            first_seen=now,
+                            last_seen=now,
+                            mention_count=0,
                         )
-                    )  # fmt: skip
+                    )
                 try:
                     new = store.link_entities(namespace, node_id, [entity.id])
                 except NotFoundError:  # forgotten or purged meanwhile

@@ -1,8 +1,8 @@
 """Reading an import (layer: service helpers): every line parsed and checked, then what
 no single line shows.
 
-:func:`parse` turns the lines of an export (:mod:`memloci.transfer`) into records, each
-checked as the write API checks its input (:mod:`memloci.transfer_checks`); the first
+:func:`parse` turns the lines of an export (:mod:`memloci.service.transfer`) into records, each
+checked as the write API checks its input (:mod:`memloci.service.transfer.checks`); the first
 problem is raised naming its line and field, before anything is written. Then the file
 as a whole: an id given twice, a fact's old versions within the fact bounds, knowledge
 chunks with their source.
@@ -33,7 +33,7 @@ from memloci.models import (
     NodeType,
     Thread,
 )
-from memloci.transfer_checks import (
+from memloci.service.transfer.checks import (
     Link,
     SessionRecord,
     checked_chunk,
@@ -98,9 +98,14 @@ def parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[Li
                 what = _what(kind, data)
                 records.append(_record(kind, data, namespace, where, what))
         except (
-            ValueError, KeyError, TypeError, AttributeError, binascii.Error, MemlociError,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            binascii.Error,
+            MemlociError,
             RecursionError,
-        ) as exc:  # fmt: skip
+        ) as exc:
             raise invalid(where, _problem(exc), what) from None
         if export is not None and export.header["version"] > VERSION:
             raise ValidationError(
@@ -114,12 +119,17 @@ def parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[Li
 
 
 _LABELS = {
-    "node": ("memory", "id"), "version": ("version of memory", "node_id"),
-    "edge": ("edge", "id"), "user": ("user", "id"), "entity": ("entity", "id"),
-    "link": ("link of memory", "node_id"), "thread": ("thread", "id"),
-    "session": ("session", "session"), "knowledge": ("knowledge source", "id"),
+    "node": ("memory", "id"),
+    "version": ("version of memory", "node_id"),
+    "edge": ("edge", "id"),
+    "user": ("user", "id"),
+    "entity": ("entity", "id"),
+    "link": ("link of memory", "node_id"),
+    "thread": ("thread", "id"),
+    "session": ("session", "session"),
+    "knowledge": ("knowledge source", "id"),
     "chunk": ("knowledge chunk", "id"),
-}  # fmt: skip
+}
 
 
 def _what(kind: Any, data: dict[str, Any]) -> str:
@@ -277,9 +287,13 @@ def _key(rec: Any) -> tuple[tuple[str, Any], str]:
     if isinstance(rec, SessionRecord):
         return ("session", rec.session), f"session {rec.session!r}"
     kinds: dict[type, str] = {
-        Edge: "edge", MemoryUser: "user", Entity: "entity", Thread: "thread",
-        KnowledgeSource: "knowledge source", KnowledgeChunk: "knowledge chunk",
-    }  # fmt: skip
+        Edge: "edge",
+        MemoryUser: "user",
+        Entity: "entity",
+        Thread: "thread",
+        KnowledgeSource: "knowledge source",
+        KnowledgeChunk: "knowledge chunk",
+    }
     kind = kinds[type(rec)]
     return (kind, rec.id), f"{kind} {rec.id!r}"
 
@@ -342,8 +356,13 @@ def check_channels(users: list[Line], lookup: Lookup) -> None:
             if other is line:
                 continue
             if root(other.record.id, lookup) != root(user.id, lookup):
-                raise conflict(line, channel, ref, other.record.id,
-                               f" (on {other.where.removesuffix(' of the import')})")  # fmt: skip
+                raise conflict(
+                    line,
+                    channel,
+                    ref,
+                    other.record.id,
+                    f" (on {other.where.removesuffix(' of the import')})",
+                )
 
 
 def root(user_id: str, lookup: Lookup) -> str:

@@ -2,13 +2,13 @@
 entities with their name vectors, memory ↔ entity links, conversation threads,
 consolidation sessions, and knowledge sources with their chunks and chunk vectors.
 
-:mod:`memloci.transfer` writes their lines after the memories' (:func:`record_lines`,
+:mod:`memloci.service.transfer` writes their lines after the memories' (:func:`record_lines`,
 :func:`link_lines`) and, importing, checks them against the store (:func:`check_store`)
 and writes them (:func:`write_records`) in its one transaction. Entity ids are unique
 across a store, so an entity whose id another namespace holds is copied under an id
-derived from it (:func:`~memloci.copies.entity_copies`), as memories are, and one
+derived from it (:func:`~memloci.service.transfer.copies.entity_copies`), as memories are, and one
 named as exactly one entity the namespace holds is merged into it
-(:mod:`memloci.transfer_entities`); threads, sessions and knowledge sources are the
+(:mod:`memloci.service.transfer.entities`); threads, sessions and knowledge sources are the
 namespace's own (their ids are per namespace). What the namespace holds already is left
 as it is, so importing twice adds nothing.
 """
@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from memloci.copies import entity_copies
 from memloci.models import Entity, KnowledgeChunk, KnowledgeSource, MemoryUser, Thread
+from memloci.service.transfer.checks import Link, SessionRecord
+from memloci.service.transfer.copies import entity_copies
+from memloci.service.transfer.entities import existing, merge_into
+from memloci.service.transfer.parse import Line, check_channels, conflict, invalid, root
 from memloci.storage.base import Store
-from memloci.transfer_checks import Link, SessionRecord
-from memloci.transfer_entities import existing, merge_into
-from memloci.transfer_parse import Line, check_channels, conflict, invalid, root
 
 if TYPE_CHECKING:
-    from memloci.transfer import ImportReport
+    from memloci.service.transfer.report import ImportReport
 
 
 def _b64(blob: bytes | None) -> str | None:
@@ -77,9 +77,12 @@ def record_lines(
             yield json.dumps({"kind": "thread", **thread.model_dump(mode="json")})
     for state in store.sessions(namespace):
         session = SessionRecord(
-            session=state.session, user=state.user, agent=state.agent,
-            first_seen_at=state.first_seen_at, consolidated_at=state.consolidated_at,
-        )  # fmt: skip
+            session=state.session,
+            user=state.user,
+            agent=state.agent,
+            first_seen_at=state.first_seen_at,
+            consolidated_at=state.consolidated_at,
+        )
         yield json.dumps({"kind": "session", **session.model_dump(mode="json")})
     for source in store.knowledge_sources(namespace):
         yield json.dumps({"kind": "knowledge", **source.model_dump(mode="json")})
@@ -129,9 +132,16 @@ def check_store(
 
 
 def write_records(
-    store: Store, namespace: str, records: list[Line], renamed: dict[str, str],
-    report: ImportReport, *, model: str | None, dimension: int | None, same_model: bool,
-) -> None:  # fmt: skip
+    store: Store,
+    namespace: str,
+    records: list[Line],
+    renamed: dict[str, str],
+    report: ImportReport,
+    *,
+    model: str | None,
+    dimension: int | None,
+    same_model: bool,
+) -> None:
     """Write the entities (with their name vectors when ``same_model``; those whose name
     vector is of another model are listed in ``report.names_to_embed``), links (their
     memories renamed as ``renamed`` says), threads, sessions and knowledge sources the
@@ -139,9 +149,17 @@ def write_records(
     of = _by_kind(records)
     entities = _write_entities(store, namespace, of[Entity], report)
     merge_into(
-        store, namespace, entities.merged, of[Entity], of[Link], renamed, report, model=model,
-        dimension=dimension, same_model=same_model,
-    )  # fmt: skip
+        store,
+        namespace,
+        entities.merged,
+        of[Entity],
+        of[Link],
+        renamed,
+        report,
+        model=model,
+        dimension=dimension,
+        same_model=same_model,
+    )
     for line in of[Entity]:
         if line.record.id not in entities.fresh or (line.vector is None and not line.note):
             continue
@@ -167,11 +185,13 @@ def write_records(
         s: SessionRecord = line.record
         if s.session in have:
             continue
-        store.register_session(namespace, s.session, user=s.user, agent=s.agent,
-                               now=s.first_seen_at)  # fmt: skip
+        store.register_session(
+            namespace, s.session, user=s.user, agent=s.agent, now=s.first_seen_at
+        )
         if s.consolidated_at is not None:
-            store.finish_session(namespace, s.session, user=s.user, agent=s.agent,
-                                 now=s.consolidated_at)  # fmt: skip
+            store.finish_session(
+                namespace, s.session, user=s.user, agent=s.agent, now=s.consolidated_at
+            )
         report.sessions += 1
     _write_knowledge(store, namespace, of, report, model=model, dimension=dimension)
 
@@ -188,7 +208,7 @@ def _by_kind(records: list[Line]) -> dict[type, list[Line]]:
 
 class _Entities:
     """The import's entities: the id each is stored under, those written now, and those
-    merged into an entity the namespace held (:mod:`memloci.transfer_entities`)."""
+    merged into an entity the namespace held (:mod:`memloci.service.transfer.entities`)."""
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
@@ -224,9 +244,14 @@ def _write_entities(
 
 
 def _write_knowledge(
-    store: Store, namespace: str, of: dict[type, list[Line]], report: ImportReport, *,
-    model: str | None, dimension: int | None,
-) -> None:  # fmt: skip
+    store: Store,
+    namespace: str,
+    of: dict[type, list[Line]],
+    report: ImportReport,
+    *,
+    model: str | None,
+    dimension: int | None,
+) -> None:
     """Each knowledge source the namespace lacks, with its chunks: their vectors when
     they come from ``model`` (all of them, finite, of its dimension), else none (the
     chunks are embedded after the import, :attr:`ImportReport.chunks_to_embed`)."""

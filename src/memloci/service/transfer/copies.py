@@ -1,10 +1,11 @@
 """Ids for a namespace's copies of records another namespace holds (layer: service helpers).
 
-Memory, edge and entity ids are unique across a store, so an import (:mod:`memloci.transfer`)
-or a migration (:mod:`memloci.migrate`) that copies records into a namespace while
-another namespace of the target holds their ids gives the copies ids derived from the
-old id and the namespace: the same copy made again finds its earlier copy under that id
-and skips it, so both can be run twice (or completed after an interruption).
+Memory, edge and entity ids are unique across a store, so an import
+(:mod:`memloci.service.transfer`) or a migration (:mod:`memloci.migrate`) that copies
+records into a namespace while another namespace of the target holds their ids gives
+the copies ids derived from the old id and the namespace: the same copy made again finds
+its earlier copy under that id and skips it, so both can be run twice (or completed
+after an interruption).
 """
 
 from __future__ import annotations
@@ -28,9 +29,14 @@ def derived_id(namespace: str, old: str, attempt: int, size: int = NODE_ID_SIZE)
 
 
 def copy_ids(
-    store: Store, namespace: str, ids: Sequence[str], *, taken: Taken, edges: bool = False,
+    store: Store,
+    namespace: str,
+    ids: Sequence[str],
+    *,
+    taken: Taken,
+    edges: bool = False,
     entities: bool = False,
-) -> tuple[dict[str, str], set[str]]:  # fmt: skip
+) -> tuple[dict[str, str], set[str]]:
     """The id of the copy in ``namespace`` of each of ``ids`` (memories, or ``edges``, or
     ``entities``, another namespace holds): derived from the id and the namespace, so the
     same copy finds its earlier one again; the next derivation when that id is taken

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+from enum import Enum
+from typing import Final
 
 from memloci._extras import require
 from memloci.config import Settings
@@ -72,6 +74,11 @@ def _kept_model(store: Store, settings: Settings, emb: Embedder | None) -> Embed
         return emb
     from memloci.providers.minilm_int8 import OnnxMiniLMEmbedder
 
+    require(
+        "minilm",
+        what="this store (its vectors come from all-MiniLM-L6-v2, int8)",
+        hint="or move it to bge-small-en, the default: memloci reembed",
+    )
     kept = OnnxMiniLMEmbedder(**settings.embedder_options)
     warm_up(kept)
     return kept
@@ -84,17 +91,26 @@ def build_reranker(settings: Settings) -> Reranker | None:
     return load_reranker(settings.reranker, **settings.reranker_options)
 
 
+class FromSettings(Enum):
+    """The type of :data:`FROM_SETTINGS`: a default that is no embedder and no None."""
+
+    EMBEDDER = "the embedder the settings name"
+
+
+# build_service's default embedder: build the one the settings name (None is "no embedder")
+FROM_SETTINGS: Final = FromSettings.EMBEDDER
+
+
 def build_service(
     settings: Settings | None = None,
     *,
     store: Store | None = None,
-    embedder: Embedder | str | None = "settings",
+    embedder: Embedder | FromSettings | None = FROM_SETTINGS,
     reembed: bool = False,
 ) -> MemoryService:
     """Wire a service; ``store`` and ``embedder`` may be injected (tests, custom providers)."""
     settings = settings or Settings()
-    emb = build_embedder(settings) if embedder == "settings" else embedder
-    assert not isinstance(emb, str)
+    emb = build_embedder(settings) if embedder is FROM_SETTINGS else embedder
     warm_up(emb)
     reranker = build_reranker(settings)  # before the store: a bad name or model opens nothing
     st = store or build_store(settings)
