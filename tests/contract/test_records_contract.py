@@ -253,11 +253,9 @@ def test_entity_nodes_bounded_for_a_busy_entity_exact_for_its_facts(
 ) -> None:
     """A speaker linked to every turn: the newest memories are read from the last
     NEWEST_LINKED links; its facts (few) are found however old their link is."""
-    import memloci.storage.postgres.records as pg_records
-    import memloci.storage.sqlite.records as sqlite_records
+    import memloci.storage.sql.records as sql_records
 
-    for module in (sqlite_records, pg_records):
-        monkeypatch.setattr(module, "NEWEST_LINKED", 2)
+    monkeypatch.setattr(sql_records, "NEWEST_LINKED", 2)  # the one core of both backends
     mel = store.insert_entity(entity("Melanie"))
     fact = store.insert_node(node("Melanie paints", when=at(1)))
     store.link_entities("default", fact.id, [mel.id])

@@ -166,31 +166,8 @@ class SessionState:
     consolidated_at: datetime | None
 
 
-class Store(PagedReads, Protocol):
-    """What every storage backend provides. Capability flags, never ``None`` returns.
-    Paged lists (``page_nodes``, …) come from :class:`~memloci.storage.paging.PagedReads`."""
-
-    supports_vectors: bool
-
-    # lifecycle / metadata
-    def close(self) -> None: ...
-    def get_meta(self, key: str) -> str | None: ...
-    def set_meta(self, key: str, value: str) -> None: ...
-    def bind_embedder(self, model_id: str, dimension: int) -> None: ...
-    def schema_version(self) -> int: ...
-    def batch(self) -> AbstractContextManager[None]:
-        """Several writes as one transaction: all land or none (nested writes join it).
-        Reads made inside it by the same thread see the transaction's own writes."""
-
-    def exclusive(self, key: str) -> AbstractContextManager[None]:
-        """One write transaction for a check-then-write (dedupe): it holds a lock on
-        ``key`` from its start to its commit, serialised with every other
-        ``exclusive(key)`` on the same key across threads, processes and servers;
-        reads made inside it by the same thread see every write committed before the
-        lock was taken plus the transaction's own writes (vectors included). Inside
-        ``batch()`` it joins the open transaction and takes the lock there. SQLite:
-        the file's one writer lock (``BEGIN IMMEDIATE``); PostgreSQL: an advisory
-        transaction lock on ``key``."""
+class MemoryStore(Protocol):
+    """Memories, their versions and the edges between them."""
 
     # nodes
     def insert_node(self, node: MemoryNode, *, link_previous: bool = False) -> MemoryNode: ...
@@ -236,6 +213,10 @@ class Store(PagedReads, Protocol):
     def iter_versions(self, namespace: str) -> Iterator[MemoryVersion]: ...
     def edges(self, namespace: str, node_id: str, relation: str | None = None) -> list[Edge]: ...
 
+
+class SearchStore(Protocol):
+    """The embedding queue, search primitives and graph walks."""
+
     # embeddings
     def pending_embeddings(self, limit: int) -> list[PendingEmbedding]: ...
     def save_embeddings(
@@ -265,6 +246,59 @@ class Store(PagedReads, Protocol):
     def neighbours(
         self, namespace: str, ids: Sequence[str], relation: str
     ) -> dict[str, list[str]]: ...
+
+    # graph walks for the retrieval pipeline (temporal / causal chains, entity
+    # neighbourhoods): every walk is bounded by the filter — hidden nodes are neither
+    # returned nor walked through; scores are higher-is-better
+    def walk(
+        self, flt: NodeFilter, seeds: Sequence[str], relation: str, *, depth: int = 1,
+        direction: str = "both", limit: int = 200,
+    ) -> list[tuple[str, str, int, int]]:  # fmt: skip
+        """``(node_id, seed_id, distance, sign)`` within ``depth`` steps over current
+        ``relation`` edges, breadth first; ``sign`` +1 along edges, -1 against them;
+        ``direction`` is ``forward``, ``backward`` or ``both``; seeds not returned."""
+
+    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str | None]:
+        """Each of ``ids``, and the turns after each through the reply to it (the next
+        turn, then while someone else speaks, at most ``reach``), that someone says (a
+        speaker, and not a message that says nothing) → the turn it replies to: the nearest earlier
+        turn of its chain (current ``temporal`` edges, turns the filter admits) said by
+        someone else, at most ``reach`` turns back; None when there is none
+        (:mod:`memloci.storage.replies`)."""
+
+    def entities_in_text(
+        self, namespaces: Sequence[str], text: str, *, max_words: int = 4
+    ) -> list[tuple[str, Entity]]:
+        """Entities whose name or alias occurs in ``text`` as whole words (any case):
+        ``(matched name, entity)``, longest names first."""
+
+    def people_named(
+        self, namespaces: Sequence[str], prefixes: Sequence[str], limit: int = 20
+    ) -> list[Entity]:
+        """Person entities with a name or alias that begins with one of ``prefixes``
+        (lookup form: :func:`memloci.storage.names.name_norm`), most mentioned first, at
+        most ``limit`` (read through the name index, not by scanning the names)."""
+
+    def entity_fulltext(
+        self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
+    ) -> list[tuple[str, float]]:
+        """Nodes linked to any of ``entity_ids``, ranked by the FTS5 ``match`` (empty:
+        newest first, score 0, among the last :data:`NEWEST_LINKED` links)."""
+
+    def entity_neighbours(
+        self, flt: NodeFilter, node_ids: Sequence[str], *, max_links: int, limit: int = 200
+    ) -> list[tuple[str, str, str]]:
+        """``(node_id, via node_id, entity_id)``: other nodes sharing an entity linked to
+        at most ``max_links`` nodes with ``node_ids``."""
+
+    def mention_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
+        """``(id, namespace, about, content)`` of the current episodes and facts among
+        ``ids``, for linking them to the entities they are about: ``about`` is an
+        episode's speaker, a fact's subject."""
+
+
+class PeopleStore(Protocol):
+    """Memory users, conversation threads and API keys."""
 
     # people: memory users (an upsert replaces the row; channel ids are indexed)
     def upsert_user(self, user: MemoryUser) -> MemoryUser: ...
@@ -296,6 +330,20 @@ class Store(PagedReads, Protocol):
         self, namespace: str, *, user: str | None = None, agent: str | None = None
     ) -> int: ...
     def delete_threads(self, namespace: str, ids: Sequence[str]) -> int: ...
+
+    # API keys (not namespaced: each key lists the namespaces it may use)
+    def insert_key(self, key: ApiKey, key_hash: str) -> None: ...
+    def get_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """The key and the stored sha256 hex of its secret."""
+
+    def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]: ...
+    def revoke_key(self, key_id: str, *, now: datetime) -> ApiKey: ...
+    def touch_key(self, key_id: str, *, now: datetime) -> None: ...
+    def has_keys(self) -> bool: ...
+
+
+class EntityStore(Protocol):
+    """Entities and their links to memories."""
 
     # entities and their links to memories (node_entities)
     def insert_entity(self, entity: Entity) -> Entity:
@@ -341,15 +389,9 @@ class Store(PagedReads, Protocol):
         self, flt: NodeFilter, entity_id: str, *, limit: int = 20
     ) -> list[tuple[Entity, int]]: ...
 
-    # API keys (not namespaced: each key lists the namespaces it may use)
-    def insert_key(self, key: ApiKey, key_hash: str) -> None: ...
-    def get_key(self, key_id: str) -> tuple[ApiKey, str] | None:
-        """The key and the stored sha256 hex of its secret."""
 
-    def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]: ...
-    def revoke_key(self, key_id: str, *, now: datetime) -> ApiKey: ...
-    def touch_key(self, key_id: str, *, now: datetime) -> None: ...
-    def has_keys(self) -> bool: ...
+class JobStore(Protocol):
+    """Consolidation and maintenance: sessions, claims, decay and named locks."""
 
     # consolidation and maintenance: sessions, episode claims, decay anchors, entity name
     # vectors, causal pairs and named locks shared by every process on the store
@@ -435,6 +477,10 @@ class Store(PagedReads, Protocol):
     def lock_holder(self, name: str, *, now: datetime) -> tuple[str, datetime] | None: ...
     def release_lock(self, name: str, owner: str) -> None: ...
 
+
+class KnowledgeStore(Protocol):
+    """The knowledge tier: RAG sources and their chunks."""
+
     # knowledge tier: read-only RAG sources (files) and their chunks, beside the memories.
     # Bounded by namespace like everything else; search scores are higher-is-better
     # (cosine for vectors, ``-bm25`` for full text).
@@ -474,54 +520,41 @@ class Store(PagedReads, Protocol):
     ) -> list[KnowledgeHit]:
         """Chunks with vectors from ``model``, most similar first (cosine)."""
 
-    # graph walks for the retrieval pipeline (temporal / causal chains, entity
-    # neighbourhoods): every walk is bounded by the filter — hidden nodes are neither
-    # returned nor walked through; scores are higher-is-better
-    def walk(
-        self, flt: NodeFilter, seeds: Sequence[str], relation: str, *, depth: int = 1,
-        direction: str = "both", limit: int = 200,
-    ) -> list[tuple[str, str, int, int]]:  # fmt: skip
-        """``(node_id, seed_id, distance, sign)`` within ``depth`` steps over current
-        ``relation`` edges, breadth first; ``sign`` +1 along edges, -1 against them;
-        ``direction`` is ``forward``, ``backward`` or ``both``; seeds not returned."""
 
-    def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str | None]:
-        """Each of ``ids``, and the turns after each through the reply to it (the next
-        turn, then while someone else speaks, at most ``reach``), that someone says (a
-        speaker, and not a message that says nothing) → the turn it replies to: the nearest earlier
-        turn of its chain (current ``temporal`` edges, turns the filter admits) said by
-        someone else, at most ``reach`` turns back; None when there is none
-        (:mod:`memloci.storage.replies`)."""
+class Store(
+    PagedReads,
+    MemoryStore,
+    SearchStore,
+    PeopleStore,
+    EntityStore,
+    JobStore,
+    KnowledgeStore,
+    Protocol,
+):
+    """What every storage backend provides. Capability flags, never ``None`` returns.
+    Paged lists (``page_nodes``, …) come from :class:`~memloci.storage.paging.PagedReads`."""
 
-    def entities_in_text(
-        self, namespaces: Sequence[str], text: str, *, max_words: int = 4
-    ) -> list[tuple[str, Entity]]:
-        """Entities whose name or alias occurs in ``text`` as whole words (any case):
-        ``(matched name, entity)``, longest names first."""
+    supports_vectors: bool
 
-    def people_named(
-        self, namespaces: Sequence[str], prefixes: Sequence[str], limit: int = 20
-    ) -> list[Entity]:
-        """Person entities with a name or alias that begins with one of ``prefixes``
-        (lookup form: :func:`memloci.storage.names.name_norm`), most mentioned first, at
-        most ``limit`` (read through the name index, not by scanning the names)."""
+    # lifecycle / metadata
+    def close(self) -> None: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def bind_embedder(self, model_id: str, dimension: int) -> None: ...
+    def schema_version(self) -> int: ...
+    def batch(self) -> AbstractContextManager[None]:
+        """Several writes as one transaction: all land or none (nested writes join it).
+        Reads made inside it by the same thread see the transaction's own writes."""
 
-    def entity_fulltext(
-        self, flt: NodeFilter, entity_ids: Sequence[str], match: str, limit: int
-    ) -> list[tuple[str, float]]:
-        """Nodes linked to any of ``entity_ids``, ranked by the FTS5 ``match`` (empty:
-        newest first, score 0, among the last :data:`NEWEST_LINKED` links)."""
-
-    def entity_neighbours(
-        self, flt: NodeFilter, node_ids: Sequence[str], *, max_links: int, limit: int = 200
-    ) -> list[tuple[str, str, str]]:
-        """``(node_id, via node_id, entity_id)``: other nodes sharing an entity linked to
-        at most ``max_links`` nodes with ``node_ids``."""
-
-    def mention_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
-        """``(id, namespace, about, content)`` of the current episodes and facts among
-        ``ids``, for linking them to the entities they are about: ``about`` is an
-        episode's speaker, a fact's subject."""
+    def exclusive(self, key: str) -> AbstractContextManager[None]:
+        """One write transaction for a check-then-write (dedupe): it holds a lock on
+        ``key`` from its start to its commit, serialised with every other
+        ``exclusive(key)`` on the same key across threads, processes and servers;
+        reads made inside it by the same thread see every write committed before the
+        lock was taken plus the transaction's own writes (vectors included). Inside
+        ``batch()`` it joins the open transaction and takes the lock there. SQLite:
+        the file's one writer lock (``BEGIN IMMEDIATE``); PostgreSQL: an advisory
+        transaction lock on ``key``."""
 
     # privacy: forget a person, leave no deleted text behind
     def delete_user_data(self, namespace: str, user_id: str) -> dict[str, int]:

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memloci.models import Edge, MemoryNode, MemoryUser, MemoryVersion, normalize_key
+from memloci.models import Edge, MemoryNode, MemoryUser, MemoryVersion, normalize_key, utcnow
+from memloci.rules import revised
 from memloci.storage import faults
+from memloci.storage.base import NodePatch
 
 NODE_COLUMNS = (
     "id", "namespace", "type", "content", "key", "value", "category", "subject", "fact_type",
@@ -229,3 +231,21 @@ def user_from_row(row: Any) -> MemoryUser:
         merged_into=merged,
         created_at=dt(created),
     )
+
+
+def patched(node: MemoryNode, patch: NodePatch) -> tuple[MemoryNode, bool]:
+    """``node`` as ``patch`` edits it (a new version by :func:`memloci.rules.revised`),
+    and whether its text changed."""
+    changes: dict[str, Any] = dict(patch.extra)
+    for name in ("category", "subject", "metadata", "confidence", "decay_rate"):
+        if getattr(patch, name) is not None:
+            changes[name] = getattr(patch, name)
+    if patch.times_confirmed_delta:
+        changes["times_confirmed"] = node.times_confirmed + patch.times_confirmed_delta
+    if patch.valid_until is not None:
+        changes["valid_until"] = patch.valid_until
+    new_content = revised(
+        node, changes, content=patch.content, set_value=patch.set_value, value=patch.value
+    )
+    changes.setdefault("updated_at", utcnow())
+    return node.model_copy(update=changes), new_content

@@ -16,16 +16,18 @@ import contextlib
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from memloci.errors import EmbeddingModelError, MemlociError, StorageError, store_too_new
+from memloci.errors import MemlociError, StorageError, store_too_new
 from memloci.storage import cancel
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import redact_url
 from memloci.storage.postgres.ranking import TermStats
 from memloci.storage.postgres.settings_check import on_open
+from memloci.storage.sql.core import SQLCore, columns, refuse_other_embedder
+from memloci.storage.sql.dialect import POSTGRES
 
 try:
     import psycopg
@@ -73,8 +75,11 @@ class Deadlock(StorageError):
     written, and running it again is safe (see :meth:`PostgresBase._retrying`)."""
 
 
-class PostgresBase:
+class PostgresBase(SQLCore):
     """Connections, transactions, migrations and store metadata on PostgreSQL."""
+
+    dialect = POSTGRES
+    cols = columns(POSTGRES)
 
     def __init__(self, url: str, *, schema: str | None = None, pool_size: int = 8) -> None:
         self.url = redact_url(url)  # the only form ever shown
@@ -288,23 +293,6 @@ class PostgresBase:
             self._pool.close()
 
     # ------------------------------------------------------------------ meta
-    @staticmethod
-    def _put_meta(c: Any, key: str, value: str) -> None:
-        c.execute(
-            "INSERT INTO meta (key, value) VALUES (%s, %s)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
-
-    def get_meta(self, key: str) -> str | None:
-        with self._reading() as c:
-            row = c.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._tx() as c:
-            self._put_meta(c, key, value)
-
     def bind_embedder(self, model_id: str, dimension: int) -> None:
         """Record the embedding model; refuse a different one (re-embed to switch). The
         first binding types the vector column ``vector(dimension)`` and builds its HNSW
@@ -316,13 +304,8 @@ class PostgresBase:
                     "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"
                 ).fetchall()
             )
+            refuse_other_embedder(rows, model_id, dimension)
             known = rows.get("embedding_model")
-            if known is not None and (known != model_id or rows.get("dimension") != str(dimension)):
-                raise EmbeddingModelError(
-                    f"this store holds vectors from {known!r} ({rows.get('dimension')}-d), "
-                    f"not {model_id!r} ({dimension}-d)",
-                    hint="use the same embedder, or run `memloci reembed` to switch models",
-                )
             if known is None:
                 dim = int(dimension)
                 c.execute(f"ALTER TABLE nodes ALTER COLUMN embedding TYPE vector({dim})")
@@ -374,6 +357,9 @@ class PostgresBase:
                 # marks the 1-bit codes' pages all-visible: a user's vector search reads
                 # them from the indexes alone (autovacuum does it later otherwise)
                 c.execute("VACUUM (ANALYZE) node_bits")
+
+    def _drop_vectors(self, c: Any, rowids: Sequence[int]) -> None:
+        """Vectors live in their rows: they go with them."""
 
     def _unbind_vectors(self, c: Any) -> None:
         c.execute("DROP INDEX IF EXISTS nodes_embedding")

@@ -17,6 +17,7 @@ from memloci.storage.aliases import aliases_used, drop_unused_aliases
 from memloci.storage.base import Scrub
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.chains import deleting
+from memloci.storage.sql.privacy import SQLPrivacy
 from memloci.storage.windows import SQLChain, restart
 
 FORGET_KINDS = (
@@ -35,7 +36,7 @@ _SCRUB_TABLES = (
 )  # fmt: skip
 
 
-class PostgresPrivacy(PostgresBase):
+class PostgresPrivacy(SQLPrivacy, PostgresBase):
     """Forget a person (``delete_user_data``) and vacuum deleted text (``scrub``)."""
 
     def delete_user_data(self, namespace: str, user_id: str) -> dict[str, int]:
@@ -47,19 +48,9 @@ class PostgresPrivacy(PostgresBase):
                 self._put_meta(c, "scrub_due", "1")
             return report
 
-    def scrub_due(self) -> bool:
-        return self.get_meta("scrub_due") is not None
-
     def _forget(self, c: Any, ns: str, user_id: str) -> dict[str, int]:
         out = dict.fromkeys(FORGET_KINDS, 0)
-        users = [
-            r[0]
-            for r in c.execute(
-                "WITH RECURSIVE m(id) AS (SELECT %s::text UNION SELECT u.id FROM memory_users u"
-                " JOIN m ON u.merged_into = m.id WHERE u.namespace = %s) SELECT id FROM m",
-                (user_id, ns),
-            )
-        ]
+        users = self._merged_users(c, ns, user_id)
         rows = c.execute(
             "SELECT id, embedding IS NOT NULL FROM nodes WHERE namespace = %s"
             " AND user_id = ANY(%s)",

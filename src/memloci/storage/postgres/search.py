@@ -22,6 +22,7 @@ from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.postgres.base import PostgresBase
 from memloci.storage.postgres.ranking import ranked, unseen, weight
 from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
+from memloci.storage.sql.search import SQLSearch
 from memloci.storage.sqlfilter import filter_sql
 
 # column weights of the FTS5 index, by tsvector weight letter: A content + key/subject,
@@ -45,7 +46,7 @@ def _f32(value: object) -> bytes:
     return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32).tobytes()
 
 
-class PostgresSearch(PostgresBase):
+class PostgresSearch(SQLSearch, PostgresBase):
     """Full text, vectors, fuzzy keys and the embedding queue on PostgreSQL."""
 
     def _dimension(self) -> int | None:
@@ -56,15 +57,6 @@ class PostgresSearch(PostgresBase):
         return self._dim
 
     # ------------------------------------------------------------------ embeddings
-    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
-        with self._reading() as c:
-            rows = c.execute(
-                "SELECT id, content_hash, content, speaker, key, subject FROM nodes"
-                " WHERE embedded = 0 ORDER BY seq LIMIT %s",
-                (limit,),
-            ).fetchall()
-        return [PendingEmbedding(*r) for r in rows]
-
     def save_embeddings(
         self, items: Sequence[PendingEmbedding], vectors: npt.NDArray[np.float32]
     ) -> int:
@@ -155,24 +147,6 @@ class PostgresSearch(PostgresBase):
             return unseen(c, self._terms, "nodes", words)
 
     # ------------------------------------------------------------------ keys
-    def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:
-        if not key_norm:
-            return []
-        where, params = filter_sql(flt, ph="%s")
-        pattern = "%" + key_norm.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        with self._reading() as c:
-            rows = c.execute(
-                f"SELECT n.id, n.key_norm FROM nodes n WHERE {where} AND n.key_norm IS NOT NULL"
-                " AND n.key_norm LIKE %s ORDER BY length(n.key_norm), n.seq LIMIT %s",
-                [*params, pattern, limit],
-            ).fetchall()
-        out = []
-        for node_id, key in rows:
-            score = 1.0 if key == key_norm else 0.8 if key.startswith(key_norm) else 0.6
-            out.append((node_id, score))
-        out.sort(key=lambda r: -r[1])
-        return out
-
     # ------------------------------------------------------------------ vectors
     def vector_search(
         self, flt: NodeFilter, query: npt.NDArray[np.float32], limit: int

@@ -16,16 +16,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from memloci.errors import (
-    EmbeddingModelError,
-    NotFoundError,
-    StorageError,
-    read_only,
-    store_too_new,
-)
+from memloci.errors import NotFoundError, StorageError, read_only, store_too_new
 from memloci.storage import cancel, faults
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import check_writable, create_private
+from memloci.storage.sql.core import SQLCore, columns, refuse_other_embedder
+from memloci.storage.sql.dialect import SQLITE
 from memloci.storage.sqlite import fts_totals
 from memloci.storage.sqlite.checkpoint import WAL_BOUND, Checkpointer
 from memloci.storage.sqlite.vecindex import VectorIndex
@@ -177,8 +173,11 @@ def _close_quietly(conn: Any) -> None:
         conn.close()
 
 
-class SQLiteBase:
+class SQLiteBase(SQLCore):
     """Connections, transactions, migrations and store metadata."""
+
+    dialect = SQLITE
+    cols = columns(SQLITE)
 
     def __init__(
         self,
@@ -372,6 +371,9 @@ class SQLiteBase:
         with self._tx():
             yield
 
+    def _xlock(self, c: Any, key: str) -> None:
+        """Serialise writers of ``key``: the single writer already does."""
+
     def _read(self) -> Any:
         if self._closed:
             raise StorageError("the store is closed")
@@ -502,15 +504,6 @@ class SQLiteBase:
                     conn.close()
 
     # ------------------------------------------------------------------ meta
-    def get_meta(self, key: str) -> str | None:
-        with self._reading() as c:
-            row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._tx() as c:
-            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-
     def bind_embedder(self, model_id: str, dimension: int) -> None:
         """Record the embedding model; refuse a different one (re-embed to switch).
         A store already bound to this model is not written (no write lock on open)."""
@@ -529,13 +522,7 @@ class SQLiteBase:
                     "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"
                 ).fetchall()
             )
-            known = rows.get("embedding_model")
-            if known is not None and (known != model_id or rows.get("dimension") != str(dimension)):
-                raise EmbeddingModelError(
-                    f"this store holds vectors from {known!r} ({rows.get('dimension')}-d), "
-                    f"not {model_id!r} ({dimension}-d)",
-                    hint="use the same embedder, or run `memloci reembed` to switch models",
-                )
+            refuse_other_embedder(rows, model_id, dimension)
             c.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('embedding_model', ?)",
                 (model_id,),

@@ -1,6 +1,5 @@
-"""SQLite paged lists (layer: storage): memories, threads, entities and users, each
-page and its total read in one snapshot (a read transaction), paged on by cursor
-(:mod:`memloci.storage.paging`)."""
+"""SQLite paged lists (layer: storage): the lists are :mod:`memloci.storage.sql.paging`;
+here the snapshot a page and its total are read in."""
 
 from __future__ import annotations
 
@@ -8,33 +7,11 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from memloci.models import NODE_ORDERS, Entity, MemoryNode, MemoryUser, Thread
-from memloci.storage.base import NodeFilter
-from memloci.storage.paging import (
-    THREAD_KEYS,
-    USER_KEYS,
-    KeyPage,
-    entity_keys,
-    node_keyset,
-    read_page,
-    unknown_order,
-)
-from memloci.storage.rows import NODE_COLUMNS, node_from_row, user_from_row
-from memloci.storage.sqlfilter import filter_sql
-from memloci.storage.sqlite.records import (
-    _ENTITY_COLS,
-    _THREAD_COLS,
-    _USER_COLS,
-    SQLiteRecords,
-    _entity_from_row,
-    _thread_from_row,
-)
-
-_NODE_COLS = ", ".join("n." + c for c in NODE_COLUMNS)
-_ENTITY_KEYS = entity_keys("e.canonical_name COLLATE NOCASE")
+from memloci.storage.sql.paging import SQLPaging
+from memloci.storage.sqlite.records import SQLiteRecords
 
 
-class SQLitePaging(SQLiteRecords):
+class SQLitePaging(SQLPaging, SQLiteRecords):
     """``Store.page_*`` on SQLite."""
 
     @contextlib.contextmanager
@@ -50,54 +27,3 @@ class SQLitePaging(SQLiteRecords):
                 yield c
             finally:
                 c.execute("ROLLBACK")  # it wrote nothing
-
-    def page_nodes(
-        self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created",
-        cursor: str | None = None,
-    ) -> KeyPage[MemoryNode]:  # fmt: skip
-        keys = node_keyset(order, seq="n.rowid", ident="n.id")
-        if keys is None:
-            raise unknown_order(order, NODE_ORDERS)
-        where, params = filter_sql(flt)
-        with self._snapshot() as c:
-            return read_page(
-                c, table="nodes n", columns=_NODE_COLS, where=where, params=params, keys=keys,
-                limit=limit, offset=offset, cursor=cursor, ph="?", convert=node_from_row,
-            )  # fmt: skip
-
-    def page_threads(
-        self, namespace: str, *, user: str | None = None, agent: str | None = None,
-        limit: int = 50, offset: int = 0, cursor: str | None = None,
-    ) -> KeyPage[Thread]:  # fmt: skip
-        where, params = self._thread_where(namespace, user, agent)
-        with self._snapshot() as c:
-            return read_page(
-                c, table="threads", columns=_THREAD_COLS.format(
-                    messages="json_array_length(messages)"),
-                where=where, params=params, keys=THREAD_KEYS, limit=limit, offset=offset,
-                cursor=cursor, ph="?", convert=_thread_from_row,
-            )  # fmt: skip
-
-    def page_entities(
-        self, namespace: str, *, type: str | None = None, query: str | None = None,
-        limit: int = 50, offset: int = 0, cursor: str | None = None,
-    ) -> KeyPage[Entity]:  # fmt: skip
-        where, params = self._entity_where(namespace, type, query)
-        with self._snapshot() as c:
-            return read_page(
-                c, table="entities e", columns=_ENTITY_COLS, where=where, params=params,
-                keys=_ENTITY_KEYS, limit=limit, offset=offset, cursor=cursor, ph="?",
-                convert=_entity_from_row,
-            )  # fmt: skip
-
-    def page_users(
-        self, namespace: str, *, query: str | None = None, limit: int = 50, offset: int = 0,
-        cursor: str | None = None,
-    ) -> KeyPage[MemoryUser]:  # fmt: skip
-        where, params = self._user_where(namespace, query)
-        with self._snapshot() as c:
-            return read_page(
-                c, table="memory_users u", columns=_USER_COLS, where=where, params=params,
-                keys=USER_KEYS, limit=limit, offset=offset, cursor=cursor, ph="?",
-                convert=user_from_row,
-            )  # fmt: skip

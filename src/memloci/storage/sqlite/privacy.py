@@ -31,6 +31,7 @@ from typing import Any
 from memloci.errors import StorageError
 from memloci.storage.aliases import aliases_used, drop_unused_aliases
 from memloci.storage.base import Scrub
+from memloci.storage.sql.privacy import SQLPrivacy
 from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
 from memloci.storage.windows import SQLChain, restart
 
@@ -59,7 +60,7 @@ HELD_SNAPSHOT = (
 )
 
 
-class SQLitePrivacy(SQLiteBase):
+class SQLitePrivacy(SQLPrivacy, SQLiteBase):
     """Forget a person (``delete_user_data``) and scrub deleted text (``scrub``)."""
 
     _scrub_pending = False  # a hard delete happened since the last scrub (close() scrubs)
@@ -84,19 +85,9 @@ class SQLitePrivacy(SQLiteBase):
                 self._scrub_pending = True
         return report
 
-    def scrub_due(self) -> bool:
-        return self.get_meta("scrub_due") is not None
-
     def _forget(self, c: Any, ns: str, user_id: str) -> dict[str, int]:
         out = dict.fromkeys(FORGET_KINDS, 0)
-        users = [
-            r[0]
-            for r in c.execute(
-                "WITH RECURSIVE m(id) AS (SELECT ? UNION SELECT u.id FROM memory_users u"
-                " JOIN m ON u.merged_into = m.id WHERE u.namespace = ?) SELECT id FROM m",
-                (user_id, ns),
-            )
-        ]
+        users = self._merged_users(c, ns, user_id)
         c.execute("CREATE TEMP TABLE IF NOT EXISTS forget_users (id TEXT PRIMARY KEY)")
         c.execute(
             "CREATE TEMP TABLE IF NOT EXISTS forget_nodes (rowid INTEGER PRIMARY KEY,"

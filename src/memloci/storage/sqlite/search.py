@@ -19,6 +19,7 @@ from memloci.errors import EmbeddingModelError, StorageError, ValidationError
 from memloci.storage import faults
 from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.rows import owner_match
+from memloci.storage.sql.search import SQLSearch
 from memloci.storage.sqlfilter import filter_sql
 from memloci.storage.sqlite.base import DatabaseError, OperationalError, SQLiteBase
 from memloci.storage.sqlite.terms import TermStats
@@ -30,19 +31,10 @@ from memloci.storage.sqlite.vecindex import VectorIndex
 FTS_WEIGHTS = (1.0, 0.4, 0.5, 0.25, 0.5, 1.0, 0.0)  # last: owner tokens, never ranked
 
 
-class SQLiteSearch(SQLiteBase):
+class SQLiteSearch(SQLSearch, SQLiteBase):
     """Full text, vectors, fuzzy keys and the embedding queue on SQLite."""
 
     # ------------------------------------------------------------------ embeddings
-    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
-        with self._reading() as c:
-            rows = c.execute(
-                "SELECT id, content_hash, content, speaker, key, subject FROM nodes"
-                " WHERE embedded = 0 ORDER BY rowid LIMIT ?",
-                (limit,),
-            ).fetchall()
-        return [PendingEmbedding(*r) for r in rows]
-
     def save_embeddings(
         self, items: Sequence[PendingEmbedding], vectors: npt.NDArray[np.float32]
     ) -> int:
@@ -188,24 +180,6 @@ class SQLiteSearch(SQLiteBase):
             return []
 
     # ------------------------------------------------------------------ keys
-    def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]:
-        if not key_norm:
-            return []
-        where, params = filter_sql(flt)
-        pattern = "%" + key_norm.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        with self._reading() as c:
-            rows = c.execute(
-                f"SELECT n.id, n.key_norm FROM nodes n WHERE {where} AND n.key_norm IS NOT NULL"
-                " AND n.key_norm LIKE ? ESCAPE '\\' ORDER BY length(n.key_norm), n.rowid LIMIT ?",
-                [*params, pattern, limit],
-            ).fetchall()
-        out = []
-        for node_id, key in rows:
-            score = 1.0 if key == key_norm else 0.8 if key.startswith(key_norm) else 0.6
-            out.append((node_id, score))
-        out.sort(key=lambda r: -r[1])
-        return out
-
     # ------------------------------------------------------------------ vectors
     def _sync_index(self, namespaces: Sequence[str]) -> VectorIndex | None:
         if self._dim is None:

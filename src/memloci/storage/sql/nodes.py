@@ -1,0 +1,529 @@
+"""Memories, their versions and edges (layer: storage), on either SQL backend.
+
+What stays with each backend: inserting memories (SQLite retries an id on a constraint
+error, PostgreSQL pipelines batches and locks a chain), reading many by id (each
+backend's fastest plan), purging (vectors and locks differ), neighbours (SQLite's index
+order) and the store's size on disk.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from memloci.errors import NotFoundError, ValidationError
+from memloci.models import NODE_ORDERS, Edge, MemoryNode, MemoryVersion, StoreStats, short_id
+from memloci.rules import reinforced
+from memloci.storage.base import NodeFilter, NodePatch
+from memloci.storage.rows import (
+    edge_from_row,
+    node_from_row,
+    node_to_row,
+    patched,
+    version_from_row,
+)
+from memloci.storage.sql.core import JSON_NODE_COLUMNS, SQLCore
+from memloci.storage.sqlfilter import filter_sql, ts
+from memloci.storage.windows import SQLChain, edited, linked, restart
+
+_ORDERS = {
+    "created": "n.created_at, n.{seq}",
+    "-created": "n.created_at DESC, n.{seq} DESC",
+    "event": "n.event_time, n.{seq}",
+    "-event": "n.event_time DESC, n.{seq} DESC",
+    "category": "n.category, n.created_at, n.{seq}",
+    "confidence": "n.confidence, n.{seq}",
+    "-confidence": "n.confidence DESC, n.created_at DESC, n.{seq} DESC",
+    "rowid": "n.{seq}",
+    "protected": "n.decay_rate > 0, n.updated_at DESC, {id}",
+}
+assert set(_ORDERS) == set(NODE_ORDERS)
+_EDGE_COLUMNS = (
+    "id",
+    "namespace",
+    "source_id",
+    "target_id",
+    "relation",
+    "predicate",
+    "weight",
+    "confidence",
+    "valid_from",
+    "valid_until",
+    "evidence",
+    "created_at",
+)
+_VERSION_COLUMNS = ("node_id", "version", "content", "value", "source_session", "created_at")
+
+
+class SQLNodes(SQLCore):
+    """Nodes, versions and edges: the reads and edits both backends word alike."""
+
+    # ------------------------------------------------------------------ backend hooks
+    def _insert(self, c: Any, node: MemoryNode, context: str = "") -> MemoryNode:
+        """Insert ``node`` (a fresh id when its id is taken) and its first version."""
+        raise NotImplementedError
+
+    def _purging(self, c: Any, namespace: str) -> None:
+        """Memories of ``namespace`` are about to be deleted in the transaction ``c``."""
+        raise NotImplementedError
+
+    neighbour_order: ClassVar[str] = ""  # how ``neighbours`` reads its edges
+
+    def _text_changed(self, c: Any, rowid: int) -> str:
+        """The memory at ``rowid`` has a new text: drop its vector (SQL to add to its
+        ``UPDATE … SET``, or done here)."""
+        raise NotImplementedError
+
+    def _size_bytes(self, c: Any) -> int:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ nodes
+    def id_exists(self, node_id: str) -> bool:
+        with self._reading() as c:
+            found = c.execute(self.dialect.q("SELECT 1 FROM nodes WHERE id = ?"), (node_id,))
+            return found.fetchone() is not None
+
+    def id_namespaces(
+        self, ids: Sequence[str], *, edges: bool = False, entities: bool = False
+    ) -> dict[str, str]:
+        if not ids:
+            return {}
+        table = "edges" if edges else "entities" if entities else "nodes"
+        rows, params = self.dialect.by_ids("t", ids, table)
+        with self._reading() as c:
+            found = c.execute(
+                self.dialect.q(f"SELECT t.id, t.namespace FROM {rows} TRUE"), params
+            ).fetchall()
+        return {str(i): str(ns) for i, ns in found}
+
+    def get_nodes(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[MemoryNode]:
+        d = self.dialect
+        if not ids:
+            return []
+        nss = [namespace] if isinstance(namespace, str) else list(namespace)
+        nodes, params = d.by_ids("n", ids)
+        in_ns, ns_params = d.any(d.unindexed("n.namespace"), nss)
+        with self._reading() as c:
+            rows = c.execute(
+                d.q(f"SELECT {self.cols.node} FROM {nodes} {in_ns}"), [*params, *ns_params]
+            ).fetchall()
+        out = {node.id: node for node in map(node_from_row, rows)}
+        return [out[i] for i in ids if i in out]
+
+    def people_of(self, namespace: str | Sequence[str], ids: Sequence[str]) -> dict[str, str]:
+        d = self.dialect
+        if not ids:
+            return {}
+        nss = [namespace] if isinstance(namespace, str) else list(namespace)
+        nodes, params = d.by_ids("n", ids)
+        in_ns, ns_params = d.any(d.unindexed("n.namespace"), nss)
+        rows = self._select(
+            f"SELECT n.id, coalesce(n.speaker, n.subject) FROM {nodes} {in_ns}"
+            " AND coalesce(n.speaker, n.subject) IS NOT NULL",
+            [*params, *ns_params],
+        )
+        return {str(i): str(who) for i, who in rows}
+
+    def get_node(self, namespace: str, node_id: str) -> MemoryNode | None:
+        found = self.get_nodes(namespace, [node_id])
+        return found[0] if found else None
+
+    def list_nodes(
+        self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created"
+    ) -> list[MemoryNode]:
+        d = self.dialect
+        where, params = filter_sql(flt)
+        order_sql = _ORDERS.get(order)
+        if order_sql is None:
+            raise ValidationError(
+                f"unknown order {order!r}", hint=f"use one of {', '.join(NODE_ORDERS)}"
+            )
+        order_sql = order_sql.format(seq=d.rowid, id=d.bytewise("n.id"))
+        rows = self._select(
+            f"SELECT {self.cols.node} FROM nodes n WHERE {where}"
+            f" ORDER BY {order_sql} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [node_from_row(r) for r in rows]
+
+    def count_nodes(self, flt: NodeFilter) -> int:
+        where, params = filter_sql(flt)
+        with self._reading() as c:
+            sql = self.dialect.q(f"SELECT count(*) FROM nodes n WHERE {where}")
+            return int(c.execute(sql, params).fetchone()[0])
+
+    def iter_nodes(self, namespace: str) -> Iterator[MemoryNode]:
+        rowid = f"n.{self.dialect.rowid}"
+        sql = self.dialect.q(
+            f"SELECT {rowid}, {self.cols.node} FROM nodes n"
+            f" WHERE n.namespace = ? AND {rowid} > ? ORDER BY {rowid} LIMIT 500"
+        )
+        last = 0
+        while True:
+            with self._reading() as c:
+                rows = c.execute(sql, (namespace, last)).fetchall()
+            if not rows:
+                return
+            for r in rows:
+                yield node_from_row(r[1:])
+            last = rows[-1][0]
+
+    def update_node(
+        self, namespace: str, node_id: str, patch: NodePatch, *, session: str | None = None
+    ) -> MemoryNode:
+        d = self.dialect
+        with self._tx() as c:
+            row = c.execute(
+                d.q(
+                    f"SELECT n.{d.rowid}, {self.cols.node} FROM nodes n"
+                    f" WHERE {d.unindexed('n.namespace')} = ? AND n.id = ?"
+                    + (" FOR UPDATE" if d.row_locks else "")
+                ),
+                (namespace, node_id),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no memory {node_id!r} in namespace {namespace!r}")
+            rowid, node = row[0], node_from_row(row[1:])
+            updated, new_content = patched(node, patch)
+            newrow = node_to_row(updated)
+            dropped = self._text_changed(c, rowid) if new_content else ""
+            if not new_content:
+                newrow.pop("embedded")
+            newrow.pop("context")
+            newrow.pop("id")
+            sets = ", ".join(f"{k} = {d.jsonb if k in JSON_NODE_COLUMNS else '?'}" for k in newrow)
+            c.execute(
+                d.q(f"UPDATE nodes SET {sets}{dropped} WHERE {d.rowid} = ?"),
+                [*newrow.values(), rowid],
+            )
+            if new_content and node.type.value == "episodic":
+                edited(SQLChain(c, namespace, d.ph), [node_id])
+            if updated.version != node.version:
+                c.execute(
+                    d.q(
+                        f"INSERT INTO versions ({', '.join(_VERSION_COLUMNS)})"
+                        f" VALUES (?, ?, ?, {d.jsonb}, ?, ?)"
+                    ),
+                    (
+                        updated.id,
+                        updated.version,
+                        updated.content,
+                        newrow["value"],
+                        session,
+                        ts(updated.updated_at),
+                    ),
+                )
+            return updated
+
+    def supersede(self, namespace: str, old_id: str, new: MemoryNode, *, now: datetime) -> None:
+        d = self.dialect
+        with self._tx() as c:
+            cur = c.execute(
+                d.q(
+                    "UPDATE nodes SET valid_until = ?, updated_at = ?,"
+                    " times_contradicted = times_contradicted + 1"
+                    f" WHERE {d.unindexed('namespace')} = ? AND id = ? AND valid_until IS NULL"
+                ),
+                (ts(now), ts(now), namespace, old_id),
+            )
+            if cur.rowcount != 1:
+                raise NotFoundError(f"no current memory {old_id!r} in namespace {namespace!r}")
+            self._insert(c, new)
+            c.execute(
+                d.q(
+                    "INSERT INTO edges (id, namespace, source_id, target_id, relation,"
+                    " valid_from, created_at) VALUES (?, ?, ?, ?, 'supersedes', ?, ?)"
+                ),
+                (short_id() + short_id(), namespace, new.id, old_id, ts(now), ts(now)),
+            )
+
+    def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
+        """Delete these memories of ``namespace`` and all that hangs on them."""
+        d = self.dialect
+        self._purging(c, namespace)
+        total = 0
+        # the turns that stay next to removed ones hold their words in their windows
+        stay = SQLChain(c, namespace, d.ph).beside(ids)
+        for chunk in d.chunks(ids, arrays=1000):
+            test, params = d.any("id", chunk)
+            found = c.execute(
+                d.q(
+                    f"SELECT id, {d.rowid} FROM nodes"
+                    f" WHERE {d.unindexed('namespace')} = ? AND {test}"
+                ),
+                [namespace, *params],
+            ).fetchall()
+            if not found:
+                continue
+            mine, rowids = [r[0] for r in found], [r[1] for r in found]
+            self._drop_vectors(c, rowids)
+            test, params = d.any("node_id", mine)
+            c.execute(d.q(f"DELETE FROM versions WHERE {test}"), params)
+            self._unlink_entities(c, namespace, mine)  # and entities no memory mentions
+            sources, params = d.any("source_id", mine)
+            targets, more = d.any("target_id", mine)
+            c.execute(
+                d.q(f"DELETE FROM edges WHERE namespace = ? AND ({sources} OR {targets})"),
+                [namespace, *params, *more],
+            )
+            if d.rowid_key:
+                test, params = d.any(d.rowid, rowids)
+            else:
+                test, params = d.any("id", mine)
+                test, params = f"namespace = ? AND {test}", [namespace, *params]
+            total += c.execute(d.q(f"DELETE FROM nodes WHERE {test}"), params).rowcount
+        chain = SQLChain(c, namespace, d.ph)
+        for node_id, column in stay:
+            restart(chain, node_id, column)
+        return int(total)
+
+    def purge_node(self, namespace: str, node_id: str) -> bool:
+        with self._tx() as c:
+            return self._purge(c, namespace, [node_id]) > 0
+
+    def clear(self, namespace: str, flt: NodeFilter | None = None) -> int:
+        flt = flt or NodeFilter(namespaces=(namespace,), include_invalid=True)
+        if tuple(flt.namespaces) != (namespace,):
+            raise ValidationError("clear works on exactly one namespace")
+        where, params = filter_sql(flt)
+        with self._tx() as c:
+            sql = self.dialect.q(f"SELECT n.id FROM nodes n WHERE {where}")
+            ids = [r[0] for r in c.execute(sql, params).fetchall()]
+            return self._purge(c, namespace, ids)
+
+    def versions(self, namespace: str, node_id: str) -> list[MemoryVersion]:
+        d = self.dialect
+        with self._reading() as c:
+            found = c.execute(
+                d.q(f"SELECT 1 FROM nodes WHERE {d.unindexed('namespace')} = ? AND id = ?"),
+                (namespace, node_id),
+            ).fetchone()
+            if found is None:
+                raise NotFoundError(f"no memory {node_id!r} in namespace {namespace!r}")
+            rows = c.execute(
+                d.q(
+                    f"SELECT node_id, version, content, {d.json('value')}, source_session,"
+                    " created_at FROM versions WHERE node_id = ? ORDER BY version"
+                ),
+                (node_id,),
+            ).fetchall()
+        return [version_from_row(r) for r in rows]
+
+    def import_versions(self, versions: Sequence[MemoryVersion]) -> None:
+        d = self.dialect
+        with self._tx() as c:
+            d.many(
+                c,
+                d.upsert("versions", _VERSION_COLUMNS, ("node_id", "version"), json=["value"]),
+                [
+                    (
+                        v.node_id,
+                        v.version,
+                        v.content,
+                        json.dumps(v.value),
+                        v.source_session,
+                        ts(v.created_at),
+                    )
+                    for v in versions
+                ],
+            )
+
+    def find_by_hash(self, flt: NodeFilter, content_hash: str) -> list[MemoryNode]:
+        d = self.dialect
+        where, params = filter_sql(flt)
+        rows = self._select(
+            f"SELECT {self.cols.node} FROM nodes n WHERE {where}"
+            f" AND n.content_hash = ? ORDER BY n.{d.rowid} LIMIT 5",
+            [*params, content_hash],
+        )
+        return [node_from_row(r) for r in rows]
+
+    def prune_oldest(self, flt: NodeFilter, keep: int, *, now: datetime) -> int:
+        d = self.dialect
+        if len(flt.namespaces) != 1:
+            raise ValidationError("pruning works on exactly one namespace")
+        where, params = filter_sql(flt)
+        with self._tx() as c:
+            self._xlock(c, f"prune:{flt.namespaces[0]}")
+            ids = [
+                r[0]
+                for r in c.execute(
+                    d.q(
+                        f"SELECT n.id FROM nodes n WHERE {where} ORDER BY (n.valid_until IS NULL"
+                        f" OR n.valid_until > ?) DESC, n.created_at DESC, n.{d.rowid} DESC"
+                        f" {d.offset}"
+                    ),
+                    [*params, ts(now), keep],
+                ).fetchall()
+            ]
+            return self._purge(c, flt.namespaces[0], ids) if ids else 0
+
+    def touch(self, namespace: str, ids: Sequence[str], *, now: datetime) -> None:
+        """Count a read of each memory and reinforce it (:func:`memloci.rules.reinforced`)."""
+        d = self.dialect
+        if not ids:
+            return
+        test, params = d.any("id", ids)
+        lock = f" ORDER BY {d.rowid} FOR UPDATE" if d.row_locks else ""
+        with self._tx() as c:
+            rows = c.execute(
+                d.q(
+                    f"SELECT {d.rowid}, access_count, confidence FROM nodes"
+                    f" WHERE {d.unindexed('namespace')} = ? AND {test}{lock}"
+                ),
+                [namespace, *params],
+            ).fetchall()
+            d.many(
+                c,
+                "UPDATE nodes SET access_count = ?, last_accessed = ?, confidence = ?"
+                f" WHERE {d.rowid} = ?",
+                [(n + 1, ts(now), reinforced(conf, n), rowid) for rowid, n, conf in rows],
+            )
+
+    # ------------------------------------------------------------------ edges
+    def insert_edge(self, edge: Edge) -> None:
+        self.insert_edges([edge])
+
+    def insert_edges(self, edges: Sequence[Edge]) -> None:
+        d = self.dialect
+        with self._tx() as c:
+            d.many(
+                c,
+                d.upsert("edges", _EDGE_COLUMNS, ("id",), json=["evidence"]),
+                [
+                    (
+                        edge.id,
+                        edge.namespace,
+                        edge.source_id,
+                        edge.target_id,
+                        edge.relation.value,
+                        edge.predicate,
+                        edge.weight,
+                        edge.confidence,
+                        ts(edge.valid_from),
+                        ts(edge.valid_until),
+                        json.dumps(edge.evidence),
+                        ts(edge.created_at),
+                    )
+                    for edge in edges
+                ],
+            )
+            linked(c, edges, d.ph)  # a temporal edge joins its turns' windows
+
+    def neighbours(self, namespace: str, ids: Sequence[str], relation: str) -> dict[str, list[str]]:
+        d = self.dialect
+        out: dict[str, list[str]] = {i: [] for i in ids}
+        if not ids:
+            return out
+        sources, params = d.any("source_id", ids)
+        targets, more = d.any("target_id", ids)
+        rows = self._select(
+            "SELECT source_id, target_id FROM edges WHERE namespace = ? AND relation = ?"
+            f" AND ({sources} OR {targets}){self.neighbour_order}",
+            [namespace, relation, *params, *more],
+        )
+        for src, dst in rows:
+            if src in out:
+                out[src].append(dst)
+            if dst in out:
+                out[dst].append(src)
+        return out
+
+    def _edge_columns(self) -> str:
+        return ", ".join(self.dialect.json(c) if c == "evidence" else c for c in _EDGE_COLUMNS)
+
+    def edges(self, namespace: str, node_id: str, relation: str | None = None) -> list[Edge]:
+        sql = (
+            f"SELECT {self._edge_columns()} FROM edges"
+            " WHERE namespace = ? AND (source_id = ? OR target_id = ?)"
+        )
+        params: list[Any] = [namespace, node_id, node_id]
+        if relation is not None:
+            sql += " AND relation = ?"
+            params.append(relation)
+        with self._reading() as c:
+            rows = c.execute(self.dialect.q(sql + " ORDER BY created_at, id"), params).fetchall()
+        return [edge_from_row(r) for r in rows]
+
+    def iter_edges(self, namespace: str) -> Iterator[Edge]:
+        rows = self._select(
+            f"SELECT {self._edge_columns()} FROM edges WHERE namespace = ? ORDER BY created_at, id",
+            (namespace,),
+        )
+        for r in rows:
+            yield edge_from_row(r)
+
+    def iter_versions(self, namespace: str) -> Iterator[MemoryVersion]:
+        d = self.dialect
+        rows = self._select(
+            f"SELECT v.node_id, v.version, v.content, {d.json('v.value')},"
+            " v.source_session, v.created_at FROM versions v"
+            " JOIN nodes n ON n.id = v.node_id WHERE n.namespace = ?"
+            f" ORDER BY n.{d.rowid}, v.version",
+            (namespace,),
+        )
+        for r in rows:
+            yield version_from_row(r)
+
+    # ------------------------------------------------------------------ housekeeping
+    def namespaces(self) -> list[str]:
+        with self._reading() as c:
+            rows = c.execute("SELECT DISTINCT namespace FROM nodes ORDER BY 1").fetchall()
+        return [r[0] for r in rows]
+
+    def stats(self, namespaces: Sequence[str]) -> StoreStats:
+        nss = list(namespaces)
+        test, params = self.dialect.any("namespace", nss)
+        with self._reading() as c:
+
+            def counts(sql: str) -> dict[str, int]:  # by key
+                rows = c.execute(self.dialect.q(sql), params).fetchall()
+                return {str(k): int(v) for k, v in sorted(rows)}
+
+            def one(sql: str) -> int:
+                return int(c.execute(self.dialect.q(sql), params).fetchone()[0])
+
+            by_type = counts(f"SELECT type, count(*) FROM nodes WHERE {test} GROUP BY type")
+            current = counts(
+                f"SELECT type, count(*) FROM nodes WHERE {test}"
+                " AND valid_until IS NULL GROUP BY type"
+            )
+            edges = counts(f"SELECT relation, count(*) FROM edges WHERE {test} GROUP BY relation")
+            entities = one(f"SELECT count(*) FROM entities WHERE {test}")
+            users = one(f"SELECT count(*) FROM memory_users WHERE {test}")
+            pending = one(f"SELECT count(*) FROM nodes WHERE {test} AND embedded = 0")
+            orphans = one(
+                f"SELECT count(*) FROM nodes n WHERE n.{test}"
+                " AND n.type IN ('semantic', 'opinion') AND n.valid_until IS NULL"
+                " AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.namespace = n.namespace"
+                " AND e.source_id = n.id)"
+                " AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.namespace = n.namespace"
+                " AND e.target_id = n.id)"
+                " AND NOT EXISTS (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id)"
+            )
+            size = self._size_bytes(c)
+        dim = self.get_meta("dimension")
+        maintained = self.get_meta("last_maintenance")
+        try:
+            last_maintenance = datetime.fromisoformat(maintained) if maintained else None
+        except ValueError:
+            last_maintenance = None
+        if last_maintenance is not None and last_maintenance.tzinfo is None:
+            last_maintenance = last_maintenance.replace(tzinfo=UTC)
+        return StoreStats(
+            nodes_by_type=by_type,
+            current_by_type=current,
+            edges_by_type=edges,
+            entities=entities,
+            users=users,
+            pending_embeddings=pending,
+            size_bytes=size,
+            embedding_model=self.get_meta("embedding_model"),
+            dimension=int(dim) if dim else None,
+            namespaces=[ns for ns in self.namespaces() if ns in nss],
+            orphans=orphans,
+            last_maintenance=last_maintenance,
+            pending_sessions=self.count_pending_sessions(nss),
+        )
