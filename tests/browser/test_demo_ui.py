@@ -200,17 +200,21 @@ def test_the_entity_graphs_labels_do_not_overlap(page: Page, shot: Shot) -> None
     open_tab(page, "entities")
     for name in ("Solara", "Sam", "Lisbon"):
         row(page, name).first.click()
-        graph = page.get_by_test_id("detail").get_by_test_id("graph")
-        expect(graph).to_be_visible()
+        detail = page.get_by_test_id("detail")
+        expect(detail.get_by_test_id("detail-title")).to_have_text(name)  # this one's graph
+        graph = detail.get_by_test_id("graph")
+        expect(graph).to_have_attribute("aria-label", f"Graph around {name}")
         boxes = graph.evaluate(LABEL_BOXES)
+        assert all(b["right"] > b["left"] for b in boxes), boxes  # drawn, not detached
         assert len(boxes) >= 4, boxes
         for i, a in enumerate(boxes):
             for b in boxes[i + 1 :]:
                 side = a["right"] <= b["left"] + 0.5 or b["right"] <= a["left"] + 0.5
                 apart = side or a["bottom"] <= b["top"] + 0.5 or b["bottom"] <= a["top"] + 0.5
                 assert apart, (name, a, b)
-        width = graph.evaluate("(svg) => svg.getBoundingClientRect().right")
-        assert all(box["right"] <= width + 1 for box in boxes)  # none cut off
+        frame = graph.evaluate("(svg) => svg.getBoundingClientRect().toJSON()")
+        cut = [b for b in boxes if b["right"] > frame["right"] + 1 or b["left"] < frame["left"] - 1]
+        assert cut == [], (name, frame, cut)  # none cut off
         entity_names = graph.locator("[data-kind=entity] [data-testid=graph-label]")
         names = entity_names.evaluate_all("(ts) => ts.map((t) => t.textContent)")
         assert names and all("…" not in t for t in names), names  # names in full

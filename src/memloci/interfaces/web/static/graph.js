@@ -50,12 +50,24 @@ function layout(center, nodes, links) {
   return { pos, shown: [center, ...memories, ...entities] };
 }
 
-const CHAR = 7.2; // mean width of a 13 px label character (an estimate, a little wide)
 const LINE = 16; // a label's height with some air
+let measurer = null;
+
+/** The width of a 13 px label in the page's font (bold for the centre's), measured on
+ * a canvas; 8 px a character where no canvas is at hand. */
+function textWidth(text, bold) {
+  if (measurer === null) {
+    measurer = document.createElement("canvas").getContext("2d") || false;
+  }
+  if (!measurer) return text.length * 8;
+  const family = getComputedStyle(document.body).fontFamily || "sans-serif";
+  measurer.font = `${bold ? "600 " : ""}13px ${family}`;
+  return measurer.measureText(text).width + 2;
+}
 
 /** A label's box when its text starts at (x, y) with ``anchor``. */
-function labelBox(text, { x, y, "text-anchor": anchor }) {
-  const w = text.length * CHAR;
+function labelBox(text, { x, y, "text-anchor": anchor }, bold = false) {
+  const w = textWidth(text, bold);
   const left = anchor === "middle" ? x - w / 2 : anchor === "end" ? x - w : x;
   return { left, right: left + w, top: y - LINE + 4, bottom: y + 4 };
 }
@@ -70,7 +82,8 @@ function placeLabels(items) {
   const order = [...items].sort((a, b) => a.rank - b.rank);
   const placed = new Map();
   for (const item of order) {
-    const { p, r, text, preferred } = item;
+    const { p, r, text, preferred, rank } = item;
+    const bold = rank === 0;
     const sides = [
       preferred,
       { x: p.x, y: p.y + r + 14, "text-anchor": "middle" },
@@ -82,10 +95,10 @@ function placeLabels(items) {
       sides.push({ ...preferred, y: preferred.y + step * LINE }, { ...preferred, y: preferred.y - step * LINE });
     }
     const free = sides.find((at) => {
-      const box = labelBox(text, at);
+      const box = labelBox(text, at, bold);
       return !taken.some((other) => overlaps(box, other));
     }) || preferred;
-    taken.push(labelBox(text, free));
+    taken.push(labelBox(text, free, bold));
     placed.set(item.node.id, free);
   }
   return placed;
@@ -153,12 +166,12 @@ export function graphView(graph, centerId, onSelect) {
   });
 
   const hidden = nodes.length - shown.length;
-  const boxes = shown.map((node) => labelBox(texts.get(node.id), labels.get(node.id)));
+  const boxes = shown.map((node) => labelBox(texts.get(node.id), labels.get(node.id), node === center));
   const ys = [...pos.values()].map((p) => p.y); // crop the empty rows, keep every label
   const top = Math.min(...ys, ...boxes.map((b) => b.top)) - 12;
   const bottom = Math.max(...ys, ...boxes.map((b) => b.bottom)) + 12;
-  const left = Math.min(0, ...boxes.map((b) => b.left - 4));
-  const right = Math.max(WIDTH, ...boxes.map((b) => b.right + 4));
+  const left = Math.min(0, ...boxes.map((b) => b.left - 8));
+  const right = Math.max(WIDTH, ...boxes.map((b) => b.right + 8));
   return h("figure", { class: "graph-figure" },
     s("svg", {
       class: "graph", testid: "graph", viewBox: `${left} ${top} ${right - left} ${bottom - top}`,
