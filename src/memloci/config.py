@@ -45,6 +45,11 @@ class Settings(BaseModel):
         description="SQLite file (':memory:' for a throwaway store) or postgresql:// URL",
     )
     namespace: str = Field("default", description="namespace used when a call names none")
+    read_only: bool = Field(
+        False,
+        description="open the store read-only: reads work (a SQLite file in a folder or "
+        "file you may not write too), every write is a ReadOnlyError and nothing is attempted",
+    )
     embedder: str = Field(
         "local",
         description="embedder: local (bundled int8 bge-small-en; a MiniLM store keeps "

@@ -10,7 +10,8 @@
     ├── ProviderError          embedder / LLM failed or unreachable (502, exit 7)
     ├── StorageError           database problem                     (500, exit 8)
     │   ├── StorageFullError   the disk (or the database's size limit) is full (507)
-    │   └── StoreTooNewError   the store was written by a newer memloci
+    │   ├── StoreTooNewError   the store was written by a newer memloci
+    │   └── ReadOnlyError      a write to a store opened read-only      (403)
     └── MissingExtraError      an optional part is not installed    (501, exit 9)
 
 Every error carries a stable ``code``, a user-safe ``message`` and an optional
@@ -139,6 +140,22 @@ class StoreTooNewError(StorageError):
     code = "store_too_new"
 
 
+class ReadOnlyError(StorageError):
+    """A write to a store opened read-only (``Memory(path, read_only=True)``,
+    ``--read-only``, ``MEMLOCI_READ_ONLY=1``): refused before anything is attempted."""
+
+    code = "read_only"
+    http_status = 403
+
+
+def read_only(where: str) -> ReadOnlyError:
+    """The error for a write to the read-only store ``where``."""
+    return ReadOnlyError(
+        f"{where} is open read-only: nothing was written",
+        hint="open it without read_only=True / --read-only / MEMLOCI_READ_ONLY to change it",
+    )
+
+
 def store_too_new(where: str, found: int, known: int) -> StoreTooNewError:
     """The error for a store at schema ``found`` opened by a memloci that knows up to
     ``known``."""
@@ -168,6 +185,7 @@ __all__ = [
     "NotFoundError",
     "PermissionDeniedError",
     "ProviderError",
+    "ReadOnlyError",
     "StorageError",
     "StorageFullError",
     "StoreTooNewError",

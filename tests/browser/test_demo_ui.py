@@ -156,3 +156,96 @@ def test_the_user_is_known_on_two_channels_and_the_thread_is_checkpointed(page: 
     messages = page.get_by_test_id("detail").get_by_test_id("message")
     expect(messages).to_have_count(12)
     expect(messages.first).to_contain_text("Pixel and I are planning a day trip")
+
+
+# ---------------------------------------------------------------------- issue 39's look
+def test_the_users_tab_counts_conversations_and_shows_when_last_seen(
+    page: Page, server: DemoServer
+) -> None:
+    """Sam's turns (36 episodes in 3 sessions, a 12-message thread) came from the demo,
+    not from an agent's contact: the tab still counts them and says when."""
+    users = server.api.get("/api/v1/memory-users/").json()["items"]
+    sam = next(u for u in users if u["display_name"] == "Sam Rivera" and not u["merged_into"])
+    assert sam["conversation_count"] == 3 and sam["last_seen"] is not None
+    open_tab(page, "users")
+    cells = row(page, "Sam Rivera").first.locator("td")
+    texts = [cells.nth(i).inner_text() for i in range(cells.count())]
+    assert "3" in texts, texts
+    assert texts[-1].strip() not in ("", "—"), texts  # last seen, a time
+    row(page, "Sam Rivera").first.click()
+    fields = page.get_by_test_id("detail").get_by_test_id("fields")
+    expect(fields).to_contain_text("3")
+    expect(fields).not_to_contain_text("0 conversations")
+
+
+def test_confidence_reads_rounded(page: Page, server: DemoServer) -> None:
+    facts = server.api.get("/api/v1/facts/", params={"limit": 100}).json()["items"]
+    fact = max(facts, key=lambda f: len(repr(f["confidence"])))  # the longest decimals
+    page.goto(f"/memories#facts/{fact['id']}")
+    detail = page.get_by_test_id("detail")
+    expect(detail.get_by_test_id("detail-title")).to_be_visible()
+    shown = detail.locator("dt", has_text="confidence").locator("xpath=following-sibling::dd[1]")
+    text = shown.inner_text().strip()
+    assert re.fullmatch(r"[01](\.\d{1,2})?", text), text
+    assert float(text) == round(fact["confidence"], 2)
+
+
+LABEL_BOXES = """(svg) => [...svg.querySelectorAll('[data-testid=graph-label]')].map((t) => {
+  const b = t.getBoundingClientRect();
+  return {text: t.textContent, left: b.left, right: b.right, top: b.top, bottom: b.bottom};
+})"""
+
+
+def test_the_entity_graphs_labels_do_not_overlap(page: Page, shot: Shot) -> None:
+    open_tab(page, "entities")
+    for name in ("Solara", "Sam", "Lisbon"):
+        row(page, name).first.click()
+        detail = page.get_by_test_id("detail")
+        expect(detail.get_by_test_id("detail-title")).to_have_text(name)  # this one's graph
+        graph = detail.get_by_test_id("graph")
+        expect(graph).to_have_attribute("aria-label", f"Graph around {name}")
+        boxes = graph.evaluate(LABEL_BOXES)
+        assert all(b["right"] > b["left"] for b in boxes), boxes  # drawn, not detached
+        assert len(boxes) >= 4, boxes
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                side = a["right"] <= b["left"] + 0.5 or b["right"] <= a["left"] + 0.5
+                apart = side or a["bottom"] <= b["top"] + 0.5 or b["bottom"] <= a["top"] + 0.5
+                assert apart, (name, a, b)
+        frame = graph.evaluate("(svg) => svg.getBoundingClientRect().toJSON()")
+        cut = [b for b in boxes if b["right"] > frame["right"] + 1 or b["left"] < frame["left"] - 1]
+        assert cut == [], (name, frame, cut)  # none cut off
+        entity_names = graph.locator("[data-kind=entity] [data-testid=graph-label]")
+        names = entity_names.evaluate_all("(ts) => ts.map((t) => t.textContent)")
+        assert names and all("…" not in t for t in names), names  # names in full
+        shot(page, f"demo-graph-{name.lower()}")
+
+
+# a word broken across two lines has two client rects (a hyphen is a place to break)
+SPLIT_WORDS = """(cells) => {
+  const split = [];
+  for (const cell of cells) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const re = /[^\\s-]+/g;
+      let m;
+      while ((m = re.exec(node.textContent))) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+        if (lines.size > 1) split.push(m[0]);
+      }
+    }
+  }
+  return split;
+}"""
+
+
+@pytest.mark.parametrize("tab", ["facts", "episodes", "procedures", "users", "entities"])
+def test_at_420_px_the_table_wraps_between_words(page: Page, tab: str) -> None:
+    page.set_viewport_size({"width": 420, "height": 800})
+    open_tab(page, tab)
+    cells = page.get_by_test_id("row").locator("td:not(.id)")  # ids may break anywhere
+    assert cells.count() > 4
+    assert cells.evaluate_all(SPLIT_WORDS) == []

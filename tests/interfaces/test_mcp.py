@@ -356,6 +356,64 @@ def test_stdio_memloci_mcp(tmp_path: Path) -> None:
     assert node.content == FACT and node.user == "sam"
 
 
+def test_piped_requests_are_all_answered_when_stdin_ends(tmp_path: Path) -> None:
+    """``printf '<initialize><remember><recall>' | memloci mcp``: the input ends while
+    the calls run; every request gets its answer before the server exits, none the
+    SDK's "Connection closed", and the write is stored."""
+    import json
+
+    db = tmp_path / "piped.db"
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "printf", "version": "1"},
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"content": FACT}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "greyhound"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"content": "Sam plays the cello"}},
+        },
+    ]
+    piped = "".join(json.dumps(line) + "\n" for line in lines)
+    done = subprocess.run(
+        [*CLI, "mcp", "--db", str(db), "--embedder", "fake", "--user", "sam"],
+        input=piped,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3, 4], done.stdout
+    assert all("error" not in a for a in answers.values()), done.stdout
+    assert "Remembered" in answers[2]["result"]["content"][0]["text"]
+    assert answers[2]["result"]["isError"] is False
+    assert "isError" in answers[3]["result"]  # recall ran (it may or may not see the fact)
+    with Memory(str(db), embedder=FakeEmbedder()) as m:
+        contents = sorted(n.content for n in m.list(include_forgotten=True))
+    assert contents == sorted([FACT, "Sam plays the cello"])
+
+
 def test_a_procedure_use_is_recorded_over_mcp(service: MemoryService) -> None:
     pid = asyncio.run(
         service.memories.learn_procedure("Always run the tests before deploying")

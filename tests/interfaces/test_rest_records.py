@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import httpx
 
@@ -220,3 +221,24 @@ def test_export_and_import_carry_entities_threads_and_sessions(
         "/api/v1/import", content="\n".join(json.dumps(u) for u in users), headers=ndjson
     )
     assert clash.status_code == 409 and "belongs to memory user 'alice'" in clash.text
+
+
+def test_a_users_conversations_and_last_contact_come_from_their_turns(
+    http: httpx.Client, mem: Memory
+) -> None:
+    """Turns recorded through the SDK (not an agent's ``identify_user``) still count: the
+    distinct sessions of the user's episodes are their conversations, the newest turn
+    their last contact (the Users tab showed "0 conversations" and no time)."""
+    assert http.post("/api/v1/memory-users/", json={"id": "sam"}).status_code == 201
+    before = http.get("/api/v1/memory-users/sam").json()
+    assert (before["conversation_count"], before["last_seen"]) == (0, None)
+    for session in ("s1", "s1", "s2", "s3"):
+        mem.add(f"A turn of session {session}", user="sam", session=session)
+    mem.add("Someone else's turn", user="ana", session="s9")
+    newest = max(n.event_time for n in mem.list(type="episodic", user="sam", limit=10))
+    sam = http.get("/api/v1/memory-users/sam").json()
+    assert sam["conversation_count"] == 3
+    assert sam["last_seen"] is not None
+    assert abs(datetime.fromisoformat(sam["last_seen"]) - newest).total_seconds() < 0.001
+    [listed] = http.get("/api/v1/memory-users/", params={"q": "sam"}).json()["items"]
+    assert listed["conversation_count"] == 3 and listed["last_seen"] == sam["last_seen"]

@@ -96,3 +96,31 @@ def test_an_empty_patch_is_refused_by_the_schema_and_the_server(
     body = assert_error_shape(http.patch(f"/api/v1/facts/{fact.id}", json={}), 400)
     assert "nothing to update" in body["message"]
     assert mem.get(fact.id).version == 1
+
+
+def test_search_takes_type_as_one_value_or_a_list_in_both_forms(
+    mem: Memory, http: httpx.Client
+) -> None:
+    """``POST /search`` takes ``type`` (and ``scope``, ``category``) as a string, as
+    ``GET /search?type=`` does, or as a list; the schema says both."""
+    mem.remember("Sam drinks green tea every morning", user="sam")
+    mem.add("Sam and I talked about green tea", user="sam")
+    spec = http.get("/openapi.json").json()
+    prop = spec["components"]["schemas"]["SearchRequest"]["properties"]["type"]
+    kinds = [a.get("type") for a in prop["anyOf"]]
+    assert kinds == ["string", "array", "null"]
+    assert prop["anyOf"][0]["enum"] == prop["anyOf"][1]["items"]["enum"]
+    ids = {}
+    for form in ("semantic", ["semantic"]):
+        r = http.post("/api/v1/search", json={"query": "green tea", "user": "sam", "type": form})
+        assert r.status_code == 200, r.text
+        ids[str(form)] = [h["memory"]["id"] for h in r.json()["hits"]]
+        assert {h["memory"]["type"] for h in r.json()["hits"]} == {"semantic"}
+    got = http.get("/api/v1/search", params={"q": "green tea", "user": "sam", "type": "semantic"})
+    assert ids["semantic"] == ids["['semantic']"] == [h["memory"]["id"] for h in got.json()["hits"]]
+    assert ids["semantic"]  # the fact was found
+    both = {"query": "green tea", "user": "sam", "type": "semantic", "scope": "user"}
+    assert http.post("/api/v1/search", json=both).status_code == 200
+    for bad in ([], "planet", ["semantic", "planet"], 3):
+        r = http.post("/api/v1/search", json={"query": "tea", "type": bad})
+        assert_error_shape(r, 400)

@@ -79,6 +79,7 @@ def test_postgres_url_without_the_postgres_extra(tmp_path: Path) -> None:
         ("memloci.integrations.langgraph_checkpoint", "langchain_core", "langchain"),
         ("memloci.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
         ("memloci.integrations.openai_agents", "agents", "openai-agents"),
+        ("memloci.integrations.llamaindex", "llama_index", "llamaindex"),
         ("memloci.interfaces.rest", "fastapi", "server"),
         ("memloci.interfaces.mcp", "mcp", "server"),  # embedding the MCP server
     ],

@@ -84,7 +84,7 @@ def test_a_role_files_file_watch_trigger_is_validated_and_resolved(tmp_path: Pat
     assert TriggerConfig(type="file_watch", path="x").seconds == 1.0  # default poll
     for bad, message in [
         ({"type": "file_watch"}, "a file_watch trigger needs path:"),
-        ({"type": "file_watch", "path": "x", "every": "1m"}, "not every: or port:"),
+        ({"type": "file_watch", "path": "x", "every": "1m"}, "not every:, schedule: or port:"),
         ({"type": "file_watch", "path": "x", "poll": "0s"}, "poll '0s' must be over 0"),
         ({"type": "file_watch", "path": "x", "poll": "2h"}, "at most 1h"),
         ({"type": "cron", "every": "1m", "path": "x"}, "are for file_watch triggers"),

@@ -27,6 +27,7 @@ EXPECTED = [
     "NotFoundError",
     "PermissionDeniedError",
     "ProviderError",
+    "ReadOnlyError",
     "Scope",
     "SearchHit",
     "Settings",

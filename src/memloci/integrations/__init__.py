@@ -11,6 +11,9 @@ imported until you import the module itself:
 - :mod:`memloci.integrations.openai_agents` (``pip install 'memloci[openai-agents]'``):
   :class:`MemlociSession`, an OpenAI Agents SDK ``Session`` over memloci threads, and
   the memory tools as ``FunctionTool`` objects.
+- :mod:`memloci.integrations.llamaindex` (``pip install 'memloci[llamaindex]'``):
+  :class:`MemlociMemoryBlock`, a long-term memory block for LlamaIndex's ``Memory``,
+  and the memory tools as LlamaIndex ``FunctionTool`` objects.
 
 Every tool is generated from :data:`memloci.tools.TOOLS` and runs through
 :meth:`memloci.tools.Tools.call`, so validation, results and ``Error: …`` texts are

@@ -12,9 +12,7 @@ import logging
 import os
 import shlex
 import sys
-import tempfile
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -55,7 +53,7 @@ app = typer.Typer(
     help="memloci: long-term memory for LLM agents (embedded SQLite, hybrid recall).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, pwsh)
     epilog=examples(
         "memloci demo",
         "memloci memory add 'I moved to Lisbon last year' --user sam",
@@ -204,17 +202,28 @@ def demo(
     db: Annotated[
         str | None,
         typer.Option(
-            "--db", metavar="PATH", help="Store to load the demo into (default: a new temp file)."
+            "--db",
+            metavar="PATH",
+            help="Store to load the demo into (default: the one demo store, replaced on each "
+            "run: ~/.cache/memloci/demo.db).",
         ),
     ] = None,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
 ) -> None:
     """Load a sample conversation, then show searches and a context block (offline)."""
+    from memloci.interfaces.demo import fresh_demo_store
+
+    if db is not None:
+        _demo(db, namespace, embedder)
+        return
+    with fresh_demo_store() as store:
+        _demo(str(store), namespace, embedder)
+
+
+def _demo(db: str, namespace: str | None, embedder: EmbedderName | None) -> None:
     from memloci.interfaces.demo import DEMO_PROMPT, DEMO_SEARCHES, DEMO_USER, load_demo
 
-    if db is None:
-        db = str(Path(tempfile.mkdtemp(prefix="memloci-demo-")) / "demo.db")
     with open_memory(db, namespace, embedder) as m:
         ns = m.settings.namespace
         if m.list(limit=1, include_forgotten=True):

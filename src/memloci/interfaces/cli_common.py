@@ -58,6 +58,14 @@ DbOpt = Annotated[
         show_default=False,
     ),
 ]
+ReadOnlyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--read-only",
+        help="Open the store read-only (a store in a folder you may not write, a backup): "
+        "nothing is written to it.",
+    ),
+]
 NsOpt = Annotated[
     str | None,
     typer.Option(
@@ -395,10 +403,12 @@ def open_memory(
     reembed: bool = False,
     role: Role | Path | None = None,
     settings: Settings | None = None,
+    read_only: bool = False,
 ) -> Memory:
     """Open the store through the SDK; ``must_exist`` refuses to create a new file.
     With ``role`` (a role file or a loaded role), its store and namespace are the
-    defaults that ``db`` and ``namespace`` override; ``settings`` are used as given."""
+    defaults that ``db`` and ``namespace`` override; ``settings`` are used as given.
+    ``read_only`` opens it for reads only (as ``MEMLOCI_READ_ONLY=1`` does)."""
     if isinstance(role, Path):
         from memloci.runtime.role import load_role
 
@@ -407,6 +417,8 @@ def open_memory(
         settings = role_settings(role, db, namespace, embedder)
     elif settings is None:
         settings = settings_for(db, namespace, embedder)
+    if read_only:
+        settings = settings.model_copy(update={"read_only": True})
     local = _local(settings.path)
     if must_exist and local and not Path(settings.path).exists():
         raise NotFoundError(

@@ -28,6 +28,33 @@ class QuickHelpGroup(TyperGroup):
             option.default = False
         return option
 
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)
+        for param in params:  # the root's unused --install/--show-completion flags too
+            if param.name in COMPLETION_PARAMS and param.default is None:
+                param.default = False
+        return params
+
+
+COMPLETION_PARAMS = ("install_completion", "show_completion")
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def completion(ctx: Any, option: str, shell: str) -> None:
+    """``--show-completion SHELL`` prints ``SHELL``'s completion script, and
+    ``--install-completion SHELL`` installs it (typer's flags alone detect the shell
+    the command runs in); then the command exits."""
+    from typer._completion_shared import get_completion_script, install
+
+    prog = ctx.find_root().info_name or "memloci"
+    var = "_{}_COMPLETE".format(prog.replace("-", "_").upper())
+    if option == "--show-completion":
+        typer.echo(get_completion_script(prog_name=prog, complete_var=var, shell=shell))
+    else:
+        shell, path = install(shell=shell, prog_name=prog, complete_var=var)
+        typer.echo(f"{shell} completion installed in {path}; it works in a new shell")
+    raise typer.Exit(0)
+
 
 class GuardedGroup(QuickHelpGroup):
     """Root command group: turns every error into ``error:`` / ``hint:`` lines and an exit code.
@@ -38,6 +65,13 @@ class GuardedGroup(QuickHelpGroup):
     A closed stdout (EPIPE, e.g. ``memloci memory consolidate --help | head -1``) is left
     to click's main, which exits 1 without a message.
     """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        flags = ("--show-completion", "--install-completion")
+        if len(args) >= 2 and args[0] in flags and args[1] in SHELLS:
+            completion(ctx, args[0], args[1])
+        result: list[str] = super().parse_args(ctx, args)
+        return result
 
     def invoke(self, ctx: Any) -> Any:
         try:

@@ -18,6 +18,7 @@ from memloci.interfaces.cli_common import (
     EmbOpt,
     JsonOpt,
     NsOpt,
+    ReadOnlyOpt,
     Table,
     cell,
     emit_json,
@@ -168,12 +169,13 @@ def search(
         ),
     ] = None,
     db: DbOpt = None,
+    read_only: ReadOnlyOpt = False,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The knowledge chunks closest to a query, best first (those above the threshold)."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
         hits = m.search_knowledge(query, collections=collection, limit=k, threshold=threshold)
         ns = m.settings.namespace
         held = set() if hits or as_json else _collections(m, ns)
@@ -226,12 +228,13 @@ def list_(
         typer.Option("--collection", "-c", help="Only this knowledge base.", show_default=False),
     ] = None,
     db: DbOpt = None,
+    read_only: ReadOnlyOpt = False,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The documents in the knowledge tier, with their ids and chunk counts."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
         ns = m.settings.namespace
         sources = m._call(
             m.service.knowledge.list_knowledge_sources(namespace=ns, collection=collection)

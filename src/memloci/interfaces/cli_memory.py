@@ -19,6 +19,7 @@ from memloci.interfaces.cli_common import (
     IdArg,
     JsonOpt,
     NsOpt,
+    ReadOnlyOpt,
     RoleArg,
     Table,
     UserOpt,
@@ -429,12 +430,13 @@ def search(
         ),
     ] = "hybrid",
     db: DbOpt = None,
+    read_only: ReadOnlyOpt = False,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + meaning + keys), best first."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
         hits = m.search(
             query, k=k, user=user, type=type_, category=category, after=after, before=before,
             min_confidence=min_confidence, recipe=recipe,
@@ -469,6 +471,7 @@ def context(
         typer.Option(help="Tokens the block may use (default: the store's context_budget)."),
     ] = None,
     db: DbOpt = None,
+    read_only: ReadOnlyOpt = False,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
@@ -476,7 +479,7 @@ def context(
     """The memory block an agent puts in its prompt, within a token budget."""
     from memloci.context import estimate_tokens
 
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
         block = m.context(prompt, user=user, budget=budget)
     if as_json:
         emit_json({"context": block, "tokens": estimate_tokens(block)})
@@ -508,13 +511,14 @@ def list_(
     ] = False,
     agent: AgentOpt = None,
     db: DbOpt = None,
+    read_only: ReadOnlyOpt = False,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List memories, oldest first."""
     role = role_of(role_file, agent)
-    with open_memory(db, namespace, embedder, must_exist=True, role=role) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, role=role, read_only=read_only) as m:
         nodes = m.list(
             user=user, type=type_, category=category, limit=limit, offset=offset,
             include_forgotten=include_forgotten,
@@ -533,12 +537,13 @@ def list_(
 def show(
     memory_id: IdArg,
     db: DbOpt = None,
+    read_only: ReadOnlyOpt = False,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show every field of one memory."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
         node = m.get(memory_id)
     if as_json:
         emit_json(node.model_dump(mode="json"))
@@ -550,12 +555,13 @@ def show(
 def history(
     memory_id: IdArg,
     db: DbOpt = None,
+    read_only: ReadOnlyOpt = False,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show every version of a memory, oldest first."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
         m.get(memory_id)  # unknown id → NotFoundError with a hint
         versions = m.history(memory_id)
     if as_json:
@@ -574,12 +580,13 @@ def history(
 @memory_app.command("stats", epilog=examples("memloci memory stats", "memloci memory stats --json"))
 def stats(
     db: DbOpt = None,
+    read_only: ReadOnlyOpt = False,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Counts by type, edges, pending embeddings, size and embedding model."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
         result = m.stats()
     if as_json:
         emit_json(result.model_dump(mode="json"))

@@ -34,7 +34,7 @@ from memloci.runtime.agent import Agent
 from memloci.runtime.agent import model_spec as resolve_model
 from memloci.runtime.autonomous import RunResult, run_autonomous
 from memloci.runtime.role import Role, load_role
-from memloci.runtime.run_config import MAX_STEPS, TriggerConfig, parse_every
+from memloci.runtime.run_config import MAX_STEPS, TriggerConfig, every_problem
 from memloci.runtime.triggers import TriggerRunner
 
 RUN_EXAMPLES = examples(
@@ -58,7 +58,8 @@ def run(
     every: Annotated[
         str | None,
         typer.Option("--every", metavar="INTERVAL", show_default=False,
-                     help="Run the task on a schedule: 30s, 10m, 1h, 1d."),
+                     help="Run the task on a schedule: 30s, 10m, 1h, 1d, or a cron "
+                     "expression such as '*/5 * * * *'."),
     ] = None,
     webhook: Annotated[
         int | None,
@@ -120,7 +121,10 @@ def _triggers(
     if every is not None or webhook is not None:
         out = []
         if every is not None:
-            parse_every(every)
+            problem = every_problem(every)
+            if problem is not None:
+                hint = "e.g. --every 10m or --every '*/5 * * * *'"
+                raise ValidationError(f"--{problem}", hint=hint)
             out.append(TriggerConfig(type="cron", every=every, prompt=prompt))
         if webhook is not None:
             out.append(TriggerConfig(type="webhook", port=webhook))

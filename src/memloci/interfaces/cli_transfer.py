@@ -25,6 +25,7 @@ from memloci.interfaces.cli_common import (
     EmbOpt,
     JsonOpt,
     NsOpt,
+    ReadOnlyOpt,
     counter,
     embed_all,
     emit_json,
@@ -87,6 +88,7 @@ def export(
     ] = None,
     agent: AgentOpt = None,
     db: DbOpt = None,
+    read_only: ReadOnlyOpt = False,
     namespace: NsOpt = None,
     embedder: EmbOpt = None,
     as_json: JsonOpt = False,
@@ -112,7 +114,7 @@ def export(
         )
     kind = fmt or (ExportFormat.JSONL if file.suffix.lower() == ".jsonl" else ExportFormat.JSON)
     role = role_of(role_file, agent)
-    with open_memory(db, namespace, embedder, must_exist=True, role=role) as m:
+    with open_memory(db, namespace, embedder, must_exist=True, role=role, read_only=read_only) as m:
         ns = m.settings.namespace
         with nullcontext() if as_json else err.status(f"Exporting {ns}…"):
             try:

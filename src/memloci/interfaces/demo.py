@@ -19,14 +19,18 @@ record after its turns, entities and facts comes (before the next session starts
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from memloci.consolidation.base import ExtractedEntity, ExtractedFact, Extraction, finalize
-from memloci.errors import ValidationError
+from memloci.errors import ConflictError, ValidationError
 
 if TYPE_CHECKING:
     from memloci.models import MemoryNode
@@ -40,6 +44,49 @@ DEMO_SEARCHES = (
     "who is Sam's manager",
 )
 DEMO_PROMPT = "Can you plan a Saturday for me?"
+
+
+def demo_home() -> Path:
+    """The folder of ``memloci demo``'s one store (``demo.db``, replaced on each run):
+    ``$MEMLOCI_CACHE_DIR``, else ``$XDG_CACHE_HOME/memloci``, else ``~/.cache/memloci``;
+    without a home directory, ``memloci-demo-<uid>`` in the temporary folder."""
+    raw = os.environ.get("MEMLOCI_CACHE_DIR", "").strip()
+    if raw and raw.lower() not in ("0", "off", "false", "no", "none"):
+        return Path(raw).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if base:
+        return Path(base).expanduser() / "memloci"
+    try:
+        return Path.home() / ".cache" / "memloci"
+    except (RuntimeError, KeyError, OSError):  # a bare service user
+        uid = os.getuid() if hasattr(os, "getuid") else os.getpid()
+        return Path(tempfile.gettempdir()) / f"memloci-demo-{uid}"
+
+
+@contextlib.contextmanager
+def fresh_demo_store() -> Iterator[Path]:
+    """The demo's store path, emptied (the previous run's file and its ``-wal`` /
+    ``-shm`` removed) and held by a lock for the run: a second ``memloci demo`` at the
+    same time is a ConflictError, never two runs in one file."""
+    home = demo_home()
+    home.mkdir(parents=True, exist_ok=True)
+    db = home / "demo.db"
+    with (home / "demo.lock").open("a+") as lock:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory lock, one user's demo at a time
+            fcntl = None  # type: ignore[assignment]
+        if fcntl is not None:
+            try:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ConflictError(
+                    f"another memloci demo is running on {db}",
+                    hint="wait for it, or give this one its own store: --db demo.db",
+                ) from None
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        yield db
 
 
 def demo_records() -> Iterator[dict[str, Any]]:

@@ -153,14 +153,66 @@ def _request_caller(ctx: ToolContext) -> McpCaller | None:
 
 
 def run_stdio(service: MemoryService, *, user: str | None = None, agent: str | None = None) -> None:
-    """Serve the tools on stdin/stdout until the client disconnects (``memloci mcp``)."""
+    """Serve the tools on stdin/stdout until the client disconnects (``memloci mcp``).
+
+    When stdin ends, the requests already read are finished and answered before the
+    server stops (``printf '…' | memloci mcp`` gets every answer, and its writes are
+    stored): the SDK would cancel them with "Connection closed"."""
     server = build_server(service, user=user, agent=agent)
 
     async def serve() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
+            reads, writes = _drained(tg, read_stream, write_stream)
+            await server.run(reads, writes, server.create_initialization_options())
 
     anyio.run(serve)
+
+
+def _drained(tg: Any, read_stream: Any, write_stream: Any) -> tuple[Any, Any]:
+    """Streams between the SDK and stdio that hold back the end of input until every
+    request read has been answered (or cancelled by the client)."""
+    to_server, reads = anyio.create_memory_object_stream[Any](0)
+    writes, from_server = anyio.create_memory_object_stream[Any](0)
+    open_ids: set[str] = set()
+    answered = anyio.Event()
+
+    def key(value: object) -> str:
+        return repr(value)
+
+    def settle(request_id: object) -> None:
+        nonlocal answered
+        open_ids.discard(key(request_id))
+        if not open_ids:
+            answered.set()
+
+    async def inbound() -> None:
+        nonlocal answered
+        async with to_server:
+            async for item in read_stream:
+                msg = getattr(item, "message", None)
+                if isinstance(msg, types.JSONRPCRequest):
+                    if not open_ids:
+                        answered = anyio.Event()
+                    open_ids.add(key(msg.id))
+                elif isinstance(msg, types.JSONRPCNotification):
+                    params = msg.params or {}
+                    if msg.method == "notifications/cancelled" and "requestId" in params:
+                        settle(params["requestId"])
+                await to_server.send(item)
+            if open_ids:  # stdin ended: let the requests in flight answer first
+                await answered.wait()
+
+    async def outbound() -> None:
+        async with from_server, write_stream:
+            async for item in from_server:
+                msg = getattr(item, "message", None)
+                await write_stream.send(item)
+                if isinstance(msg, types.JSONRPCResponse | types.JSONRPCError):
+                    settle(msg.id)
+
+    tg.start_soon(inbound)
+    tg.start_soon(outbound)
+    return reads, writes
 
 
 def http_app(service: MemoryService, *, guard: bool = True) -> Starlette:

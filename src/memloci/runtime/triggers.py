@@ -13,7 +13,10 @@ happen one at a time, in the order they were triggered:
 
 * **cron** (``every: 10m``): the first run starts one interval after the runner, the
   next one interval after the previous run ended (runs never overlap or pile up);
-  metadata ``{"trigger_type": "cron", "every": "10m"}``.
+  metadata ``{"trigger_type": "cron", "every": "10m"}``. With a cron expression
+  (``schedule: "*/5 * * * *"``, :mod:`memloci.runtime.cron`) a run starts at each
+  matching minute of local time (a minute that comes round during a run is skipped);
+  metadata ``{"trigger_type": "cron", "schedule": "*/5 * * * *"}``.
 * **webhook** (``port: 8080``): an HTTP server on 127.0.0.1 only. ``POST /`` with a JSON
   body ``{"task": "…"}`` (``prompt`` is accepted too; any other JSON object is given
   to the agent as the task, as JSON text) or a plain-text body queues one run and
@@ -44,6 +47,7 @@ import os
 import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from memloci.errors import ConflictError
@@ -128,7 +132,7 @@ class TriggerRunner:
                     self.on_ready(f"file_watch: {trig.path} ({every}): {trig.prompt or WATCH_TASK}")
                 else:
                     tasks.append(asyncio.create_task(self._cron(trig)))
-                    self.on_ready(f"cron: every {trig.every}: {trig.prompt or DEFAULT_TASK}")
+                    self.on_ready(f"cron: {trig.when}: {trig.prompt or DEFAULT_TASK}")
             worker = asyncio.create_task(self._work())
             await self._stop.wait()
             worker.cancel()
@@ -170,9 +174,18 @@ class TriggerRunner:
 
     async def _cron(self, trig: TriggerConfig) -> None:
         assert self._queue is not None
-        meta = {"trigger_type": "cron", "every": trig.every}
+        schedule = trig.cron
+        meta: dict[str, Any] = {"trigger_type": "cron"}
+        meta.update({"every": trig.every} if schedule is None else {"schedule": schedule.text})
+        last = datetime.now()
         while True:
-            await asyncio.sleep(trig.seconds)
+            if schedule is None:
+                await asyncio.sleep(trig.seconds)
+            else:  # never the same minute twice, even when the clock wakes us early
+                now = datetime.now()
+                due = schedule.next_after(max(now, last))
+                await asyncio.sleep(max(0.0, (due - now).total_seconds()))
+                last = due
             job = _Job(trig.prompt or DEFAULT_TASK, dict(meta))
             await self._queue.put(job)
             await job.done  # the next interval starts when this run has ended

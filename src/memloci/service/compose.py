@@ -15,11 +15,16 @@ from memloci.storage.base import Store
 from memloci.storage.location import describe, is_database_url, is_postgres_url
 
 
-def open_store(location: str, *, schema: str | None = None) -> Store:
+def open_store(location: str, *, schema: str | None = None, read_only: bool = False) -> Store:
     """The store at ``location``: a ``postgresql://`` / ``postgres://`` URL opens a
     :class:`~memloci.storage.postgres.PostgresStore` (``schema`` picks its schema), any
-    other string a SQLite file (``:memory:`` for a throwaway one). Errors never repeat
-    the URL's password."""
+    other string a SQLite file (``:memory:`` for a throwaway one). ``read_only`` opens an
+    existing SQLite store for reads only. Errors never repeat the URL's password."""
+    if read_only and is_database_url(location):
+        raise ValidationError(
+            "read_only opens SQLite store files; a database server keeps its own permissions",
+            hint="for PostgreSQL, connect as a role granted SELECT only",
+        )
     if is_postgres_url(location):
         require(
             "postgres",
@@ -37,12 +42,12 @@ def open_store(location: str, *, schema: str | None = None) -> Store:
         )
     from memloci.storage.sqlite import SQLiteStore
 
-    return SQLiteStore(location)
+    return SQLiteStore(location, read_only=read_only)
 
 
 def build_store(settings: Settings) -> Store:
     """The store named by ``settings.path`` (see :func:`open_store`)."""
-    return open_store(settings.path)
+    return open_store(settings.path, read_only=settings.read_only)
 
 
 def build_embedder(settings: Settings) -> Embedder | None:

@@ -285,7 +285,8 @@ class Knowledge:
             ]
             hits.sort(key=lambda h: -h.score)  # stable: full text's order among equals
         hits = _with_verbatim(hits, self._verbatim(text, nss, lim, colls))[:lim]
-        return [h for h in hits if h.score >= floor]
+        # 4 decimals, as memory search hits: a score is read, not computed with
+        return [h.model_copy(update={"score": round(h.score, 4)}) for h in hits if h.score >= floor]
 
     def _verbatim(
         self, query: str, nss: Sequence[str], limit: int, colls: Sequence[str] | None

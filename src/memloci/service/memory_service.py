@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from memloci.config import Settings
+from memloci.errors import EmbeddingModelError
 from memloci.providers.base import Embedder, Reranker
 from memloci.retrieval.pipeline import Retriever
 from memloci.service.admin import Admin
@@ -54,7 +55,10 @@ class MemoryService:
         self.embedder = embedder
         self.settings = settings
         self.worker: EmbeddingWorker | None = None
-        if embedder is not None:
+        if settings.read_only:  # nothing written: no binding, no embedding, no reinforcing
+            embedder = self.embedder = _reading_embedder(store, embedder)
+            self.settings = settings = settings.model_copy(update={"reinforce_on_search": False})
+        elif embedder is not None:
             if reembed and stale_vectors(store, embedder.model_id):
                 store.reset_embeddings()
             bound = bind_embedder(store, embedder)  # an unreachable embedder never blocks
@@ -91,3 +95,18 @@ class MemoryService:
         if self.worker is not None:
             self.worker.close()
         self.store.close()
+
+
+def _reading_embedder(store: Store, embedder: Embedder | None) -> Embedder | None:
+    """The embedder a read-only service searches with: ``embedder`` when the store's
+    vectors are its model's, None (full text only) when the store holds no vectors; a
+    store of another model is an EmbeddingModelError, as when it is opened to write."""
+    known = store.get_meta("embedding_model")
+    if embedder is None or known is None:
+        return None
+    if known != embedder.model_id:
+        raise EmbeddingModelError(
+            f"this store holds vectors from {known!r}, not {embedder.model_id!r}",
+            hint="open it with the embedder that made it (or embedder='none' for full text)",
+        )
+    return embedder

@@ -21,8 +21,9 @@ from memloci.config import url_scheme as url_scheme
 from memloci.errors import StorageError
 
 WRITABLE_HINT = (
-    "give a path in a folder you may write to (--db, MEMLOCI_PATH or Memory(path)), or "
-    "change the permissions"
+    "to read it, open it read-only (--read-only, Memory(path, read_only=True) or "
+    "MEMLOCI_READ_ONLY=1); to write, give a path in a folder you may write to (--db, "
+    "MEMLOCI_PATH or Memory(path)), or change the permissions"
 )
 
 

@@ -195,6 +195,29 @@ def edge_from_row(row: Any) -> Edge:
     )
 
 
+def _activity(column: str, nodes: str, threads: str) -> str:
+    """The greater of the stored ``column`` and what the user's episodes and threads
+    show (``nodes`` / ``threads``: the aggregates): one SQL for both backends."""
+    return (
+        f"(SELECT max(x) FROM (SELECT u.{column} AS x"
+        f" UNION ALL SELECT {nodes} FROM nodes n WHERE n.namespace = u.namespace"
+        " AND n.user_id = u.id AND n.type = 'episodic'"
+        f" UNION ALL SELECT {threads} FROM threads t WHERE t.namespace = u.namespace"
+        " AND t.user_id = u.id) AS activity)"
+    )
+
+
+#: A memory user's conversations and last contact as they are read: the counts the
+#: agent runtime keeps (``identify_user``), or, when turns were recorded some other way
+#: (the SDK, an import, the demo), the distinct sessions of their episodes (or their
+#: threads) and the newest episode or thread message.
+USER_ACTIVITY = (
+    _activity("conversation_count", "count(DISTINCT n.session_id)", "count(*)")
+    + ", "
+    + _activity("last_seen", "max(n.event_time)", "max(t.updated_at)")
+)
+
+
 def user_from_row(row: Any) -> MemoryUser:
     ns, uid, name, idents, prefs, count, last_seen, merged, created = row
     return MemoryUser(

@@ -98,6 +98,13 @@ def _enum(kind: type[Enum]) -> dict[str, Any]:
 
 IDENT = {"type": "string", "pattern": IDENT_PATTERN, "minLength": 1, "maxLength": 200}
 ID = {"type": "string", "pattern": ID_PATTERN, "minLength": 8, "maxLength": 8}
+
+
+def _one_or_more(item: dict[str, Any]) -> dict[str, Any]:
+    """A body field that takes one value or a non-empty list of them."""
+    return {"anyOf": [item, {"type": "array", "items": item, "minItems": 1}]}
+
+
 # a user's channel identifiers: channel name → the id on that channel
 IDENTIFIERS = {"type": "object", "propertyNames": text(1, 50), "additionalProperties": IDENT}
 NAMESPACE = {"type": "string", "pattern": NAMESPACE_RE.pattern, "maxLength": 64}
@@ -124,8 +131,8 @@ FIELDS: dict[str, dict[str, dict[str, Any]]] = {
         "k": {"type": "integer", "minimum": 1, "maximum": 200},
         "recipe": {"type": "string", "enum": list(RECIPES)},
         "namespaces": {"type": "array", "items": NAMESPACE, "minItems": 1},
-        "type": {"type": "array", "items": _enum(NodeType), "minItems": 1},
-        "scope": {"type": "array", "items": _enum(Scope), "minItems": 1},
+        "type": _one_or_more(_enum(NodeType)),
+        "scope": _one_or_more(_enum(Scope)),
         "min_confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "owner": IDENT,
         "in_session": IDENT,
@@ -288,7 +295,10 @@ def _describe_fields(schemas: dict[str, Any]) -> None:
             if rule is None:
                 continue
             alts = prop.get("anyOf")
-            if alts:  # optional: keep null, constrain the rest
+            if alts and "anyOf" in rule:  # the rule states the alternatives (and null)
+                nulls = [a for a in alts if a.get("type") == "null"]
+                prop["anyOf"] = [*rule["anyOf"], *nulls]
+            elif alts:  # optional: keep null, constrain the rest
                 prop["anyOf"] = [a if a.get("type") == "null" else {**a, **rule} for a in alts]
             else:
                 prop.update(rule)

@@ -17,6 +17,8 @@ from pydantic import (
     Field,
     Strict,
     StrictBool,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -258,6 +260,9 @@ class MemoryDetail(BaseModel):
     versions: list[MemoryVersion]
 
 
+ONE_OR_MORE = "one value, or a list of them (any matches)"
+
+
 class SearchRequest(Body):
     query: str
     namespaces: list[str] | None = Field(
@@ -268,9 +273,9 @@ class SearchRequest(Body):
     session: str | None = None
     owner: str | None = Field(None, description="only memories recorded for this user")
     in_session: str | None = Field(None, description="only memories recorded in this session")
-    type: list[str] | None = Field(None, min_length=1)
-    category: list[str] | None = None
-    scope: list[str] | None = Field(None, min_length=1)
+    type: list[str] | str | None = Field(None, description=ONE_OR_MORE)
+    category: list[str] | str | None = Field(None, description=ONE_OR_MORE)
+    scope: list[str] | str | None = Field(None, description=ONE_OR_MORE)
     after: str | None = Field(None, description=TIME_DOC)
     before: str | None = Field(None, description=TIME_DOC)
     min_confidence: Number | None = None
@@ -280,6 +285,17 @@ class SearchRequest(Body):
         "hybrid",
         description="hybrid (with the graph), core (hybrid without it), fulltext or vector",
     )
+
+    @field_validator("type", "category", "scope", mode="after")
+    @classmethod
+    def _one_or_more(cls, value: list[str] | str | None, info: ValidationInfo) -> list[str] | None:
+        """One value or a list of them, as ``GET /search`` takes ``?type=`` once or
+        repeated; an empty ``type`` or ``scope`` list is refused (it would match nothing)."""
+        if isinstance(value, str):
+            return [value]
+        if value is not None and not value and info.field_name != "category":
+            raise ValueError("give at least one value, or leave the field out")
+        return value
 
 
 class SearchResponse(BaseModel):

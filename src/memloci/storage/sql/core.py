@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memloci.errors import EmbeddingModelError
-from memloci.storage.rows import NODE_COLUMNS
+from memloci.storage.rows import NODE_COLUMNS, USER_ACTIVITY
 from memloci.storage.sql.dialect import Dialect
 
 JSON_NODE_COLUMNS = ("value", "metadata", "details")
@@ -32,8 +32,7 @@ def columns(d: Dialect) -> Columns:
         ),
         user=(
             f"u.namespace, u.id, u.display_name, {d.json('u.identifiers')},"
-            f" {d.json('u.preferences')}, u.conversation_count, u.last_seen, u.merged_into,"
-            " u.created_at"
+            f" {d.json('u.preferences')}, {USER_ACTIVITY}, u.merged_into, u.created_at"
         ),
         entity=(
             f"e.id, e.namespace, e.canonical_name, e.type, {d.json('e.aliases')}, e.summary,"

@@ -13,9 +13,10 @@ import os
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
-from memloci.errors import StorageError, store_too_new
+from memloci.errors import NotFoundError, StorageError, read_only, store_too_new
 from memloci.storage import cancel, faults
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import check_writable, create_private
@@ -50,10 +51,17 @@ BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write lock (d
 CLOSE_WAIT = 10.0  # seconds close() waits for reads running in other threads
 
 
-def _connect(path: str, busy_timeout: float = 30.0) -> Any:
+def _connect(path: str, busy_timeout: float = 30.0, *, ro: str = "") -> Any:
+    """A connection to ``path``; ``ro`` opens it read-only: ``"ro"`` (``mode=ro``: SQLite
+    refuses every write) or ``"immutable"`` (as well: the file cannot change, for a store
+    in a folder this process may not write, where SQLite could not make its -shm file)."""
+    target, uri = path, False
+    if ro:
+        query = "mode=ro&immutable=1" if ro == "immutable" else "mode=ro"
+        target, uri = f"{Path(os.path.abspath(path)).as_uri()}?{query}", True
     try:
         conn = sqlite3.connect(
-            path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
+            target, isolation_level=None, check_same_thread=False, timeout=busy_timeout, uri=uri
         )
     except sqlite3.Error as exc:
         raise StorageError(f"cannot open database {path!r}: {exc}") from exc
@@ -172,14 +180,24 @@ class SQLiteBase(SQLCore):
     cols = columns(SQLITE)
 
     def __init__(
-        self, path: str | os.PathLike[str] = "memloci.db", *, busy_timeout: float | None = None
+        self,
+        path: str | os.PathLike[str] = "memloci.db",
+        *,
+        busy_timeout: float | None = None,
+        read_only: bool = False,
     ) -> None:
         """``busy_timeout``: seconds a write waits for another process's write lock
-        (default :data:`BUSY_TIMEOUT`)."""
+        (default :data:`BUSY_TIMEOUT`). ``read_only``: open an existing store for reads
+        only (see :meth:`_open_read_only`); every write is a ReadOnlyError, refused before
+        any statement runs."""
         self.path = str(path)
         self._busy_timeout = float(BUSY_TIMEOUT if busy_timeout is None else busy_timeout)
         self._memory = self.path == ":memory:" or self.path.startswith("file::memory")
-        if not self._memory:
+        self.read_only = read_only
+        self._ro = ""
+        if read_only:
+            self._open_read_only()
+        elif not self._memory:
             check_writable(self.path)
             create_private(self.path)
         self._wlock = threading.RLock()
@@ -187,16 +205,22 @@ class SQLiteBase(SQLCore):
         self._tx_thread: int | None = None  # the thread inside the open write transaction
         self._index_in_tx = False  # the vector cache read this transaction's own rows
         self._index_lock = threading.Lock()
-        self._writer = _connect(self.path, self._busy_timeout)
+        self._writer = _connect(self.path, self._busy_timeout, ro=self._ro)
         try:  # before WAL mode (kept in the file): another application's file stays as it is
             refuse_foreign(self._writer, self.path)
+            if read_only and not schema_in(self._writer):
+                raise StorageError(
+                    f"{self.path!r} is an empty file, not a memloci store: nothing to read",
+                    hint=NOT_A_STORE_HINT,
+                )
         except BaseException:
             self._writer.close()
             raise
-        self._writer.execute("PRAGMA journal_mode = WAL")
-        self._writer.execute("PRAGMA synchronous = NORMAL")
         self._checkpoints: Checkpointer | None = None
-        if not self._memory:  # checkpoints run on a thread, rarely inside a commit
+        if not read_only:
+            self._writer.execute("PRAGMA journal_mode = WAL")
+            self._writer.execute("PRAGMA synchronous = NORMAL")
+        if not self._memory and not read_only:  # checkpoints run on a thread
             self._writer.execute(f"PRAGMA wal_autocheckpoint = {WAL_BOUND}")
             self._checkpoints = Checkpointer(lambda: _connect(self.path, self._busy_timeout))
         self._local = threading.local()
@@ -228,11 +252,34 @@ class SQLiteBase(SQLCore):
         if dim:
             self._dim = int(dim)
 
+    def _open_read_only(self) -> None:
+        """Check a store opened read-only exists, and choose how SQLite opens it:
+        ``mode=ro``, or also ``immutable`` when its folder cannot take the ``-shm`` file
+        SQLite needs to read a WAL store (a read-only folder, a backup mount)."""
+        if self._memory:
+            raise StorageError(
+                "a new in-memory store cannot be opened read-only: it would be empty",
+                hint="give the path of an existing store file",
+            )
+        if not os.path.isfile(self.path):
+            raise NotFoundError(
+                f"no memory store at {self.path!r} to open read-only",
+                hint="check the path (--db, MEMLOCI_PATH or Memory(path))",
+            )
+        folder = os.path.dirname(os.path.abspath(self.path))
+        shm = f"{self.path}-shm"
+        writable = os.access(folder, os.W_OK | os.X_OK) or (
+            os.path.exists(shm) and os.access(shm, os.R_OK | os.W_OK)
+        )
+        self._ro = "ro" if writable else "immutable"
+
     # ------------------------------------------------------------------ plumbing
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Any]:
         if self._closed:
             raise StorageError("the store is closed")
+        if self.read_only:
+            raise read_only(repr(self.path))
         cancel.writing()  # its async caller was cancelled: no new transaction
         with self._wlock:
             if self._closed:  # closed while this thread waited for the lock
@@ -334,7 +381,7 @@ class SQLiteBase(SQLCore):
             return self._writer
         reader = getattr(self._local, "reader", None)
         if reader is None:
-            conn = _connect(self.path, self._busy_timeout)
+            conn = _connect(self.path, self._busy_timeout, ro=self._ro)
             conn.execute("PRAGMA query_only = ON")
             reader = self._local.reader = _Reader(conn)
             with self._readers_lock:
@@ -406,6 +453,13 @@ class SQLiteBase(SQLCore):
         if stored == latest:
             self._schema_known = latest
             return
+        if self.read_only:
+            raise StorageError(
+                f"{self.path!r} was written by an older memloci (schema version {stored}, "
+                f"now {latest}) and must be upgraded before it can be read",
+                hint="open it once without read_only / --read-only (a copy, for a backup) "
+                "to upgrade it",
+            )
         with self._tx() as c:
             refuse_foreign(c, self.path)  # another process may have written it meanwhile
             c.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -440,7 +494,8 @@ class SQLiteBase(SQLCore):
             self._checkpoints.close()
         with self._wlock:
             with contextlib.suppress(Exception):  # refresh planner statistics (cheap)
-                self._writer.execute("PRAGMA optimize")
+                if not self.read_only:
+                    self._writer.execute("PRAGMA optimize")
             with self._readers_lock:
                 readers = [r.conn for r in self._readers]
                 self._readers.clear()

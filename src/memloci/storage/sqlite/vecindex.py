@@ -7,9 +7,9 @@ rows a caller may see (one matrix-vector product) up to 40k rows; above that,
 rows are pre-selected by Hamming distance on the sign codes and re-ranked
 exactly. It never decides visibility: callers post-filter candidates in SQL.
 
-Why not sqlite-vec's ``vec0`` KNN: on this project's 2-core machine it takes
-36–50 ms per query at 100k vectors (see STACK.md), most of the search budget;
-the cache answers in ~5 ms. sqlite-vec still computes exact distances in SQL
+Why not sqlite-vec's ``vec0`` KNN: on this project's 2-core machine it took 36–50 ms
+per query at 100k vectors (measured when this cache was chosen), most of the search
+budget; the cache answers in ~5 ms. sqlite-vec still computes exact distances in SQL
 (``vec_distance_cosine``) when a filter is too selective for the cache.
 
 Speed: the products run on one BLAS thread (:mod:`memloci.blas`: a 2-thread product

@@ -24,7 +24,7 @@ const TABS = {
       { name: "type", label: "Type", options: ["semantic", "opinion"] }],
     columns: [
       ["Content", (m) => truncate(m.content), "content"], ["Category", (m) => m.category],
-      ["User", (m) => m.user], ["Conf.", (m) => m.confidence?.toFixed(2)],
+      ["User", (m) => m.user, "id"], ["Conf.", (m) => m.confidence?.toFixed(2)],
       ["Ver.", (m) => `v${m.version}`], ["Created", (m) => fmtTime(m.created_at), "when"],
     ],
     empty: "No facts yet — add one with `memloci memory remember …` or POST /api/v1/facts/.",
@@ -34,7 +34,7 @@ const TABS = {
     filters: [owner, session],
     columns: [
       ["Content", (m) => truncate(m.content), "content"], ["Speaker", (m) => m.speaker || m.source_role],
-      ["Session", (m) => m.session], ["User", (m) => m.user], ["When", (m) => fmtTime(m.event_time), "when"],
+      ["Session", (m) => m.session, "id"], ["User", (m) => m.user, "id"], ["When", (m) => fmtTime(m.event_time), "when"],
     ],
     empty: "No episodes yet — conversation turns land here (POST /api/v1/turns/).",
   },
@@ -42,7 +42,7 @@ const TABS = {
     plural: "threads", endpoint: "/api/v1/checkpoints/", searchable: false,
     filters: [user, { name: "agent", label: "Agent", placeholder: "agent" }],
     columns: [
-      ["Thread", (t) => t.id, "content"], ["User", (t) => t.user], ["Agent", (t) => t.agent],
+      ["Thread", (t) => t.id, "content id"], ["User", (t) => t.user, "id"], ["Agent", (t) => t.agent, "id"],
       ["Messages", (t) => t.message_count], ["Updated", (t) => fmtTime(t.updated_at), "when"],
     ],
     empty: "No checkpoints yet — conversation threads are saved here as agents talk.",
@@ -60,10 +60,10 @@ const TABS = {
   users: {
     plural: "users", endpoint: "/api/v1/memory-users/", searchable: true, filters: [],
     columns: [
-      ["User", (u) => u.id, "content"],
+      ["User", (u) => u.id, "content id"],
       ["Name", (u) => [u.display_name || "",
         u.merged_into ? h("div", { class: "muted" }, `merged into ${u.merged_into}`) : ""]],
-      ["Identifiers", (u) => Object.entries(u.identifiers || {}).map(([k, v]) => `${k}:${v}`).join(", ")],
+      ["Identifiers", (u) => Object.entries(u.identifiers || {}).map(([k, v]) => `${k}:${v}`).join(", "), "id"],
       ["Conversations", (u) => u.conversation_count], ["Last seen", (u) => fmtTime(u.last_seen), "when"],
     ],
     empty: "No users yet — agents register the people they talk to (POST /api/v1/memory-users/).",

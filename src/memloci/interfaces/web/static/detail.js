@@ -3,7 +3,7 @@
 
 import { api } from "./api.js";
 import { graphView } from "./graph.js";
-import { fields, fmtTime, fmtValue, h, section, truncate } from "./dom.js";
+import { fields, fmtTime, fmtUnit, fmtValue, h, section, truncate } from "./dom.js";
 
 export const TAB_OF_TYPE = {
   semantic: "facts",
@@ -66,7 +66,7 @@ function memoryFields(m) {
     ["type", m.type], ["category", m.category], ["subject", m.subject], ["key", m.key],
     ["value", m.value], ["fact type", m.fact_type], ["user", m.user], ["agent", m.agent],
     ["session", m.session], ["speaker", m.speaker], ["scope", m.scope],
-    ["confidence", m.confidence], ["confirmed", m.times_confirmed || ""],
+    ["confidence", fmtUnit(m.confidence)], ["confirmed", m.times_confirmed || ""],
     ["contradicted", m.times_contradicted || ""], ["accessed", m.access_count || ""],
     ["source", [m.source_type, m.source_role].filter(Boolean).join(" / ")],
     ["event time", fmtTime(m.event_time)], ["created", fmtTime(m.created_at)],

@@ -48,6 +48,13 @@ export function fmtTime(iso) {
     `${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
+/** A 0–1 number (confidence, decay) for reading: two decimals, trailing zeros dropped
+ * ("0.91", "1", "0.5"); anything else as it is. */
+export function fmtUnit(value) {
+  if (typeof value !== "number") return value ?? "";
+  return String(Number(value.toFixed(2)));
+}
+
 export function truncate(text, max = 140) {
   const t = String(text ?? "");
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;

@@ -50,6 +50,60 @@ function layout(center, nodes, links) {
   return { pos, shown: [center, ...memories, ...entities] };
 }
 
+const LINE = 16; // a label's height with some air
+let measurer = null;
+
+/** The width of a 13 px label in the page's font (bold for the centre's), measured on
+ * a canvas; 8 px a character where no canvas is at hand. */
+function textWidth(text, bold) {
+  if (measurer === null) {
+    measurer = document.createElement("canvas").getContext("2d") || false;
+  }
+  if (!measurer) return text.length * 8;
+  const family = getComputedStyle(document.body).fontFamily || "sans-serif";
+  measurer.font = `${bold ? "600 " : ""}13px ${family}`;
+  return measurer.measureText(text).width + 2;
+}
+
+/** A label's box when its text starts at (x, y) with ``anchor``. */
+function labelBox(text, { x, y, "text-anchor": anchor }, bold = false) {
+  const w = textWidth(text, bold);
+  const left = anchor === "middle" ? x - w / 2 : anchor === "end" ? x - w : x;
+  return { left, right: left + w, top: y - LINE + 4, bottom: y + 4 };
+}
+
+const overlaps = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+
+/** Label positions that overlap no other label and no dot: each label takes the first
+ * free place among its preferred one, the other sides of its dot, and steps away from
+ * it; labels are placed centre first, then entities, then memories. */
+function placeLabels(items) {
+  const taken = items.map(({ p, r }) => ({ left: p.x - r, right: p.x + r, top: p.y - r, bottom: p.y + r }));
+  const order = [...items].sort((a, b) => a.rank - b.rank);
+  const placed = new Map();
+  for (const item of order) {
+    const { p, r, text, preferred, rank } = item;
+    const bold = rank === 0;
+    const sides = [
+      preferred,
+      { x: p.x, y: p.y + r + 14, "text-anchor": "middle" },
+      { x: p.x, y: p.y - r - 5, "text-anchor": "middle" },
+      { x: p.x + r + 4, y: p.y + 4, "text-anchor": "start" },
+      { x: p.x - r - 4, y: p.y + 4, "text-anchor": "end" },
+    ];
+    for (let step = 1; step <= 8; step += 1) {
+      sides.push({ ...preferred, y: preferred.y + step * LINE }, { ...preferred, y: preferred.y - step * LINE });
+    }
+    const free = sides.find((at) => {
+      const box = labelBox(text, at, bold);
+      return !taken.some((other) => overlaps(box, other));
+    }) || preferred;
+    taken.push(labelBox(text, free, bold));
+    placed.set(item.node.id, free);
+  }
+  return placed;
+}
+
 export function graphView(graph, centerId, onSelect) {
   const nodes = (graph && graph.nodes) || [];
   const links = (graph && graph.links) || [];
@@ -70,17 +124,30 @@ export function graphView(graph, centerId, onSelect) {
       }, s("title", {}, l.relation));
     });
 
+  // Entities: label under the dot (over it in the upper half), in full; memories: a
+  // shortened label beside it (the whole text is the node's tooltip).
+  const texts = new Map(shown.map((node) => [
+    node.id, node.kind === "memory" ? truncate(node.label, 24) : truncate(node.label, 40),
+  ]));
+  const labels = placeLabels(shown.map((node) => {
+    const p = pos.get(node.id);
+    const isCenter = node === center;
+    let preferred = { x: p.x, y: p.y + 32, "text-anchor": "middle" };
+    if (!isCenter && node.kind === "memory") {
+      const right = Math.cos(p.angle) > -0.2;
+      preferred = { x: p.x + (right ? 13 : -13), y: p.y + 4, "text-anchor": right ? "start" : "end" };
+    } else if (!isCenter) {
+      preferred = { x: p.x, y: Math.sin(p.angle) < -0.2 ? p.y - 14 : p.y + 22, "text-anchor": "middle" };
+    }
+    const rank = isCenter ? 0 : node.kind === "memory" ? 2 : 1;
+    return { node, p, r: isCenter ? 16 : 9, text: texts.get(node.id), preferred, rank };
+  }));
+
   const dots = shown.map((node) => {
     const p = pos.get(node.id);
     const isCenter = node === center;
-    // Entities: label under the dot (over it in the upper half); memories: label beside it.
-    let label = { x: p.x, y: p.y + 32, "text-anchor": "middle" };
-    if (!isCenter && node.kind === "memory") {
-      const right = Math.cos(p.angle) > -0.2;
-      label = { x: p.x + (right ? 13 : -13), y: p.y + 4, "text-anchor": right ? "start" : "end" };
-    } else if (!isCenter) {
-      label = { x: p.x, y: Math.sin(p.angle) < -0.2 ? p.y - 14 : p.y + 22, "text-anchor": "middle" };
-    }
+    const label = labels.get(node.id);
+    const text = texts.get(node.id);
     return s("g", {
       class: `node node-${node.kind}${isCenter ? " node-center" : ""}`,
       testid: "graph-node",
@@ -95,16 +162,19 @@ export function graphView(graph, centerId, onSelect) {
     },
     s("title", {}, `${node.label} (${node.kind}: ${node.type})`),
     s("circle", { cx: p.x, cy: p.y, r: isCenter ? 16 : 9 }),
-    s("text", label, truncate(node.label, 24)));
+    s("text", { ...label, testid: "graph-label" }, text));
   });
 
   const hidden = nodes.length - shown.length;
-  const ys = [...pos.values()].map((p) => p.y); // crop the empty top and bottom
-  const top = Math.max(0, Math.min(...ys) - 30);
-  const bottom = Math.min(HEIGHT, Math.max(...ys) + 40);
+  const boxes = shown.map((node) => labelBox(texts.get(node.id), labels.get(node.id), node === center));
+  const ys = [...pos.values()].map((p) => p.y); // crop the empty rows, keep every label
+  const top = Math.min(...ys, ...boxes.map((b) => b.top)) - 12;
+  const bottom = Math.max(...ys, ...boxes.map((b) => b.bottom)) + 12;
+  const left = Math.min(0, ...boxes.map((b) => b.left - 8));
+  const right = Math.max(WIDTH, ...boxes.map((b) => b.right + 8));
   return h("figure", { class: "graph-figure" },
     s("svg", {
-      class: "graph", testid: "graph", viewBox: `0 ${top} ${WIDTH} ${bottom - top}`,
+      class: "graph", testid: "graph", viewBox: `${left} ${top} ${right - left} ${bottom - top}`,
       role: "img", "aria-label": `Graph around ${center.label}`,
     }, edges, dots),
     h("figcaption", { class: "muted" },
