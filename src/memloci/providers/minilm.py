@@ -52,7 +52,9 @@ def load_tokenizer(path: Path | None = None) -> WordPieceTokenizer:
     """MiniLM's tokenizer: ``path`` (a tokenizer.json) or the bundled one; no padding,
     truncated at :data:`MAX_TOKENS`."""
     return WordPieceTokenizer.from_file(
-        path or TOKENIZER_DIR / "tokenizer.json", max_length=MAX_TOKENS
+        path or TOKENIZER_DIR / "tokenizer.json",
+        max_length=MAX_TOKENS,
+        hint="reinstall memloci, or pass a model folder holding tokenizer.json",
     )
 
 

@@ -165,13 +165,17 @@ class WordPieceTokenizer:
         self._words: dict[str, list[int]] = {}
 
     @classmethod
-    def from_file(cls, path: str | Path, *, max_length: int) -> WordPieceTokenizer:
+    def from_file(
+        cls, path: str | Path, *, max_length: int, hint: str | None = None
+    ) -> WordPieceTokenizer:
         """Read a HuggingFace ``tokenizer.json`` of the BERT family, or a
-        :class:`ProviderError` naming what is not."""
+        :class:`ProviderError` naming what is not (``hint``: where to get a good one)."""
         try:
             spec = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ProviderError(f"cannot read the tokenizer {str(path)!r}: {exc}") from exc
+            raise ProviderError(
+                f"cannot read the tokenizer {str(path)!r}: {exc}", hint=hint or HINT
+            ) from exc
         try:
             return cls._from_spec(spec, max_length)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
