@@ -9,10 +9,13 @@ gives the same ids, type ids and mask as the ``tokenizers`` package (a test enco
 thousands of texts with both), so the core install needs neither it nor the
 ``huggingface-hub`` it pulls in. A ``tokenizer.json`` of another kind is refused.
 
-Characters are classified with Python's :mod:`unicodedata`; ``tokenizers`` uses older
-Unicode tables for "other" (control, format, unassigned) and nonspacing marks, so a
-character assigned after them (about 4,900 of them, such as ``U+1F97A`` 🥺, none of
-them in ordinary text) is dropped there and becomes ``[UNK]`` or its own word here.
+Characters are classified with Python's :mod:`unicodedata` (Unicode 14.0 on Python
+3.11); ``tokenizers`` classifies punctuation, nonspacing marks and control/format
+characters with Unicode 8.0 tables and treats an unassigned character as a letter (so
+does this module). The 503 characters added to those categories since, or moved
+(U+166D, U+1734), are split off, stripped or dropped here and kept inside words there:
+Arabic Quranic marks, Siddham signs, medieval punctuation (U+2E43–U+2E5D), historic
+scripts, none in ordinary text. ``tests/unit/test_wordpiece.py`` lists them.
 """
 
 from __future__ import annotations
