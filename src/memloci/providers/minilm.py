@@ -20,8 +20,9 @@ carry the one model id ``local:all-MiniLM-L6-v2``: a store embedded by one is se
 by the other with no re-embed (``memloci reembed`` stays the way to switch to a really
 different model).
 
-The tokenizer (WordPiece, lower-cased, 256 tokens at most) ships with memloci as
-package data (``minilm_tokenizer/``, Apache-2.0, see the NOTICE there).
+The tokenizer (WordPiece, lower-cased, 256 tokens at most; read by
+:mod:`memloci.providers.wordpiece`) ships with memloci as package data
+(``minilm_tokenizer/``, Apache-2.0, see the NOTICE there).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memloci.errors import ProviderError, ValidationError
+from memloci.errors import ValidationError
+from memloci.providers.wordpiece import WordPieceTokenizer
 
 F32 = npt.NDArray[np.float32]
 
@@ -46,26 +48,14 @@ QUERY_CACHE_SIZE = 1024
 TOKENIZER_DIR = Path(__file__).parent / "minilm_tokenizer"
 
 
-def load_tokenizer(path: Path | None = None) -> Any:
-    """A ``tokenizers.Tokenizer`` for MiniLM: ``path`` (a tokenizer.json) or the bundled
-    one; no padding, truncated at :data:`MAX_TOKENS`."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise ProviderError(
-            "the local embedder needs the 'tokenizers' package", hint="pip install tokenizers"
-        ) from None
-    file = path or TOKENIZER_DIR / "tokenizer.json"
-    try:
-        tokenizer = Tokenizer.from_file(str(file))
-    except Exception as exc:
-        raise ProviderError(
-            f"cannot read the tokenizer {str(file)!r}: {exc}",
-            hint="reinstall memloci, or pass a model folder holding tokenizer.json",
-        ) from exc
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    return tokenizer
+def load_tokenizer(path: Path | None = None) -> WordPieceTokenizer:
+    """MiniLM's tokenizer: ``path`` (a tokenizer.json) or the bundled one; no padding,
+    truncated at :data:`MAX_TOKENS`."""
+    return WordPieceTokenizer.from_file(
+        path or TOKENIZER_DIR / "tokenizer.json",
+        max_length=MAX_TOKENS,
+        hint="reinstall memloci, or pass a model folder holding tokenizer.json",
+    )
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

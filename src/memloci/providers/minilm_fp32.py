@@ -38,6 +38,7 @@ from memloci.providers.minilm import (
     check_texts,
     positive,
 )
+from memloci.providers.wordpiece import WordPieceTokenizer
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -152,7 +153,7 @@ class _Layer:  # (weight, bias) pairs; weights in torch layout (out, in)
 
 @dataclass(frozen=True, slots=True)
 class _Model:
-    tokenizer: Any  # tokenizers.Tokenizer
+    tokenizer: WordPieceTokenizer
     word: F32  # (vocab, hidden)
     pos_type: F32  # position + token-type-0 embeddings, (max_positions, hidden)
     ln: tuple[F32, F32]
@@ -174,7 +175,6 @@ def _default_model_path() -> Path:
 def _load_model(path: Path) -> _Model:
     try:
         from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
     except ImportError as exc:
         raise ProviderError(
             f"the local embedder needs the {exc.name!r} package",
@@ -185,9 +185,7 @@ def _load_model(path: Path) -> _Model:
         weights = {
             k.removeprefix("bert."): v for k, v in load_file(path / "model.safetensors").items()
         }
-        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer = WordPieceTokenizer.from_file(path / "tokenizer.json", max_length=MAX_TOKENS)
         return _build(weights, config, tokenizer)
     except Exception as exc:
         raise ProviderError(
