@@ -42,8 +42,18 @@ if TYPE_CHECKING:
     from memloci.sdk import AsyncMemory, Memory
 
 
-_MODELS = ("Edge", "Entity", "FactType", "MemoryNode", "MemoryUser", "MemoryVersion",
-           "NodeType", "Scope", "SearchHit", "WriteResult")  # fmt: skip
+_MODELS = (
+    "Edge",
+    "Entity",
+    "FactType",
+    "MemoryNode",
+    "MemoryUser",
+    "MemoryVersion",
+    "NodeType",
+    "Scope",
+    "SearchHit",
+    "WriteResult",
+)
 _LAZY = {
     "Settings": "memloci.config",
     **dict.fromkeys(_MODELS, "memloci.models"),

@@ -57,9 +57,13 @@ def retention(
 
 
 def weakest(
-    nodes: Iterable[MemoryNode], now: datetime, *, limit: int, threshold: float,
+    nodes: Iterable[MemoryNode],
+    now: datetime,
+    *,
+    limit: int,
+    threshold: float,
     curves: Mapping[str, tuple[float | None, datetime | None]] | None = None,
-) -> list[tuple[MemoryNode, float]]:  # fmt: skip
+) -> list[tuple[MemoryNode, float]]:
     """The ``limit`` unprotected memories with the lowest retention below ``threshold``,
     weakest first, with their retention (streams: memory stays O(limit)). ``curves``:
     the recorded ``(base, anchor)`` per memory id (see :func:`curve`)."""

@@ -47,10 +47,21 @@ BATCH = 500
 COPIED_META = ("last_maintenance", "auth_required")
 #: What :func:`inventory` counts, in the order a migration copies it.
 KINDS = (
-    "nodes", "vectors", "versions", "edges", "entities", "links", "entity_vectors",
-    "users", "threads", "sessions", "knowledge_sources", "knowledge_chunks",
-    "knowledge_vectors", "keys",
-)  # fmt: skip
+    "nodes",
+    "vectors",
+    "versions",
+    "edges",
+    "entities",
+    "links",
+    "entity_vectors",
+    "users",
+    "threads",
+    "sessions",
+    "knowledge_sources",
+    "knowledge_chunks",
+    "knowledge_vectors",
+    "keys",
+)
 Progress = Callable[[str, int], None]  # (kind, how many more were copied)
 T = TypeVar("T")
 
@@ -191,11 +202,11 @@ class _Copier:
         sessions = src.sessions(ns)
         with dst.batch():
             for s in sessions:
-                dst.register_session(ns, s.session, user=s.user, agent=s.agent,
-                                     now=s.first_seen_at)  # fmt: skip
+                dst.register_session(ns, s.session, user=s.user, agent=s.agent, now=s.first_seen_at)
                 if s.consolidated_at is not None:
-                    dst.finish_session(ns, s.session, user=s.user, agent=s.agent,
-                                       now=s.consolidated_at)  # fmt: skip
+                    dst.finish_session(
+                        ns, s.session, user=s.user, agent=s.agent, now=s.consolidated_at
+                    )
         self.done("sessions", len(sessions))
         self.knowledge(ns)
 
@@ -209,9 +220,7 @@ class _Copier:
         def taken(ids: list[str]) -> set[str]:
             return self._taken(ids, entities=True)
 
-        for entities in _batches(
-            _pages(lambda o: src.list_entities(ns, limit=BATCH, offset=o))
-        ):  # fmt: skip
+        for entities in _batches(_pages(lambda o: src.list_entities(ns, limit=BATCH, offset=o))):
             with dst.batch():
                 renamed, present = entity_copies(dst, ns, [e.id for e in entities], taken=taken)
                 moved |= renamed
@@ -247,19 +256,25 @@ class _Copier:
             fresh = [n for n in nodes if held.get(n.id) != ns and n.id not in copied]
             mine |= _changed(dst, ns, [n for n in nodes if held.get(n.id) == ns])
             dst.insert_nodes(
-                [n.model_copy(update={"id": renamed.get(n.id, n.id), "embedded": False})
-                 for n in fresh]
-            )  # fmt: skip
+                [
+                    n.model_copy(update={"id": renamed.get(n.id, n.id), "embedded": False})
+                    for n in fresh
+                ]
+            )
             with_vec = [n for n in fresh if n.id in vectors]
             saved = 0
             if with_vec:
                 items = [
                     PendingEmbedding(
-                        renamed.get(n.id, n.id), content_hash(n.content), n.content, n.speaker,
-                        n.key, n.subject,
+                        renamed.get(n.id, n.id),
+                        content_hash(n.content),
+                        n.content,
+                        n.speaker,
+                        n.key,
+                        n.subject,
                     )
                     for n in with_vec
-                ]  # fmt: skip
+                ]
                 matrix = np.stack([np.frombuffer(vectors[n.id], np.float32) for n in with_vec])
                 saved = dst.save_embeddings(items, matrix)
             linked = 0
@@ -277,16 +292,20 @@ class _Copier:
         those the target holds as they are; a memory the target held changed (``mine``)
         keeps its own versions and gains only those it lacks."""
         src, dst = self.src, self.dst
-        have = {} if self.empty else {(v.node_id, v.version): _digest(v)
-                                      for v in dst.iter_versions(ns)}  # fmt: skip
+        have = (
+            {}
+            if self.empty
+            else {(v.node_id, v.version): _digest(v) for v in dst.iter_versions(ns)}
+        )
 
         def wanted(v: MemoryVersion) -> bool:
             held = have.get((v.node_id, v.version))
             return held is None or (v.node_id not in mine and held != _digest(v))
 
         for batch in _batches(src.iter_versions(ns)):
-            mapped = [v.model_copy(update={"node_id": renamed.get(v.node_id, v.node_id)})
-                      for v in batch]  # fmt: skip
+            mapped = [
+                v.model_copy(update={"node_id": renamed.get(v.node_id, v.node_id)}) for v in batch
+            ]
             keep = [v for v in mapped if wanted(v)]
             dst.import_versions(keep)
             self.done("versions", len(keep), len(batch) - len(keep))
@@ -371,16 +390,22 @@ def _changed(store: Store, ns: str, nodes: list[MemoryNode]) -> set[str]:
     }
 
 
-def copy_store(source: Store, target: Store, *, progress: Progress | None = None
-               ) -> MigrationReport:  # fmt: skip
+def copy_store(
+    source: Store, target: Store, *, progress: Progress | None = None
+) -> MigrationReport:
     """Copy every record of ``source`` into ``target`` (see the module docstring)."""
     return _Copier(source, target, progress).run()
 
 
 def migrate_stores(
-    source: Store, target: Store, *, force: bool = False, progress: Progress | None = None,
-    source_name: str = "source", target_name: str = "target",
-) -> MigrationReport:  # fmt: skip
+    source: Store,
+    target: Store,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    source_name: str = "source",
+    target_name: str = "target",
+) -> MigrationReport:
     """Refuse a non-empty target unless ``force``; copy; count both stores; raise
     :class:`~memloci.errors.StorageError` when the target lacks anything the source has."""
     if not force and not is_empty(target):
@@ -422,9 +447,13 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def migrate(
-    source: str, target: str, *, force: bool = False, progress: Progress | None = None,
+    source: str,
+    target: str,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
     before_copy: Callable[[dict[str, int]], None] | None = None,
-) -> MigrationReport:  # fmt: skip
+) -> MigrationReport:
     """:func:`migrate_stores` between two locations (paths or ``postgresql://`` URLs).
     ``before_copy(counts)`` is told the source's counts first (e.g. to size a bar)."""
     if source == target or _same_file(source, target):  # "s.db" and "./s.db" too
@@ -439,6 +468,10 @@ def migrate(
         if before_copy is not None:
             before_copy(inventory(src))
         return migrate_stores(
-            src, dst, force=force, progress=progress, source_name=describe(source),
+            src,
+            dst,
+            force=force,
+            progress=progress,
+            source_name=describe(source),
             target_name=describe(target),
-        )  # fmt: skip
+        )

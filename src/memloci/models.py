@@ -38,9 +38,16 @@ def utcnow() -> datetime:
 
 
 NODE_ORDERS = (
-    "created", "-created", "event", "-event", "category", "confidence", "-confidence", "rowid",
+    "created",
+    "-created",
+    "event",
+    "-event",
+    "category",
+    "confidence",
+    "-confidence",
+    "rowid",
     "protected",
-)  # fmt: skip
+)
 """The orders ``Store.list_nodes`` knows (``-``: descending; ties by creation).
 ``protected``: protected nodes (decay rate 0) first, then the most recently written
 (``updated_at`` descending), ties by id — the facts ``context()`` keeps first."""

@@ -210,9 +210,12 @@ class AsyncMemory:
     ) -> int:
         """How many memories match."""
         flt = self._flt(
-            namespace=namespace, user=user, owner_user=owner, type=type,
+            namespace=namespace,
+            user=user,
+            owner_user=owner,
+            type=type,
             include_forgotten=include_forgotten,
-        )  # fmt: skip
+        )
         return await self.service.memories.count(flt)
 
     async def remember(self, /, content: str, **kwargs: Any) -> WriteResult:
@@ -447,10 +450,18 @@ class AsyncMemory:
         memories recorded for exactly that user.
         """
         flt = self._flt(
-            namespace=namespace, user=user, agent=agent, session=session, type=type,
-            category=category, scope=scope, after=after, before=before,
-            include_forgotten=include_forgotten, owner_user=owner,
-        )  # fmt: skip
+            namespace=namespace,
+            user=user,
+            agent=agent,
+            session=session,
+            type=type,
+            category=category,
+            scope=scope,
+            after=after,
+            before=before,
+            include_forgotten=include_forgotten,
+            owner_user=owner,
+        )
         return await self.service.memories.list_nodes(flt, limit=limit, offset=offset, order=order)
 
 

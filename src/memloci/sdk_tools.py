@@ -33,9 +33,13 @@ class MemoryTools(Tools):
         the memory's; ``types``: the memory types it may use, default all). Invalid ids
         raise ValidationError here, never in ``call``."""
         return MemoryTools(
-            self.service, namespace=namespace, user=user, agent=agent, session=session,
+            self.service,
+            namespace=namespace,
+            user=user,
+            agent=agent,
+            session=session,
             types=types,
-        )  # fmt: skip
+        )
 
 
 class SyncTools:

@@ -136,17 +136,25 @@ class Consolidator:
     """Turns pending sessions into memories with one extractor."""
 
     def __init__(
-        self, store: Store, settings: Settings, extractor: Extractor, *,
+        self,
+        store: Store,
+        settings: Settings,
+        extractor: Extractor,
+        *,
         embedder: Embedder | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store, self.settings, self.extractor = store, settings, extractor
         self.embedder = embedder
         self._known_cache: dict[tuple[str, str | None, str | None], list[MemoryNode]] = {}
 
     def run(
-        self, namespace: str, sessions: Sequence[str | PendingSession], *,
-        keep_going: Callable[[], bool] | None = None, max_episodes: int | None = None,
-    ) -> ConsolidationReport:  # fmt: skip
+        self,
+        namespace: str,
+        sessions: Sequence[str | PendingSession],
+        *,
+        keep_going: Callable[[], bool] | None = None,
+        max_episodes: int | None = None,
+    ) -> ConsolidationReport:
         """Consolidate these sessions (ids, or entries of ``Store.pending_sessions``: one
         whose ``session`` is None stands for the turns its owner stored without a
         session); errors are reported per session, never raised.
@@ -182,9 +190,13 @@ class Consolidator:
         return report
 
     def session(
-        self, namespace: str, target: PendingSession, report: ConsolidationReport, *,
+        self,
+        namespace: str,
+        target: PendingSession,
+        report: ConsolidationReport,
+        *,
         max_episodes: int | None = None,
-    ) -> bool:  # fmt: skip
+    ) -> bool:
         """Consolidate one session's pending episodes (at most ``max_episodes``), or
         those its owner stored without a session (``target.session`` None); False when
         none were pending. A session cut short by ``max_episodes`` is listed in
@@ -228,10 +240,14 @@ class Consolidator:
 
     # ------------------------------------------------------------------ one batch
     def _batch(
-        self, ns: str, session: str | None, episodes: list[MemoryNode],
+        self,
+        ns: str,
+        session: str | None,
+        episodes: list[MemoryNode],
         report: ConsolidationReport,
-        *, last: bool,
-    ) -> None:  # fmt: skip
+        *,
+        last: bool,
+    ) -> None:
         current = [e for e in episodes if e.valid_until is None]
         extraction = Extraction()
         if current:
@@ -246,9 +262,12 @@ class Consolidator:
                 report.rejected += 1
         now = utcnow()
         resolver = EntityResolver(
-            self.store, ns, now=now, embedder=self.embedder,
+            self.store,
+            ns,
+            now=now,
+            embedder=self.embedder,
             threshold=calibration_of(self.embedder).names,
-        )  # fmt: skip
+        )
         resolver.prepare(e.name for e in extraction.entities)
         vectors = self._embed(facts)
         run = _Run(ns, now, report, resolver)
@@ -282,9 +301,11 @@ class Consolidator:
         owner = (ns, episode.user, episode.agent)
         if owner not in self._known_cache:
             flt = NodeFilter(
-                namespaces=(ns,), types=(*FACT_TYPES, NodeType.PROCEDURAL), user=episode.user,
+                namespaces=(ns,),
+                types=(*FACT_TYPES, NodeType.PROCEDURAL),
+                user=episode.user,
                 agent=episode.agent,
-            )  # fmt: skip
+            )
             self._known_cache[owner] = self.store.list_nodes(
                 flt, limit=KNOWN_FACTS, order="-created"
             )
@@ -318,9 +339,15 @@ class Consolidator:
 
     # ------------------------------------------------------------------ one fact
     def _fact(
-        self, run: _Run, fact: ExtractedFact, text: str, vector: Vector | None,
-        episodes: list[MemoryNode], session: str | None, entities: dict[str, Entity],
-    ) -> None:  # fmt: skip
+        self,
+        run: _Run,
+        fact: ExtractedFact,
+        text: str,
+        vector: Vector | None,
+        episodes: list[MemoryNode],
+        session: str | None,
+        entities: dict[str, Entity],
+    ) -> None:
         by_id = {e.id: e for e in episodes}
         sources = [by_id[i] for i in fact.source_ids if i in by_id] or episodes
         first = sources[0]
@@ -337,12 +364,17 @@ class Consolidator:
         )
         run.edges += [
             Edge(
-                id=short_id() + short_id(), namespace=run.namespace, source_id=node.id,
-                target_id=src.id, relation=EdgeType.DERIVED_FROM, confidence=fact.confidence,
-                valid_from=run.now, created_at=run.now,
+                id=short_id() + short_id(),
+                namespace=run.namespace,
+                source_id=node.id,
+                target_id=src.id,
+                relation=EdgeType.DERIVED_FROM,
+                confidence=fact.confidence,
+                valid_from=run.now,
+                created_at=run.now,
             )
             for src in sources
-        ]  # fmt: skip
+        ]
         names = [n.casefold() for n in fact.entities]
         linked = list(dict.fromkeys(entities[n].id for n in names if n in entities))
         if linked:
@@ -351,11 +383,19 @@ class Consolidator:
             run.report.entities_linked += len(linked)
 
     def _store_fact(
-        self, run: _Run, fact: ExtractedFact, text: str, vector: Vector | None, key: str | None,
-        made_key: tuple[object, ...] | None, made_text: tuple[object, ...],
-        types: tuple[NodeType, ...], scope: Scope, sources: list[MemoryNode],
+        self,
+        run: _Run,
+        fact: ExtractedFact,
+        text: str,
+        vector: Vector | None,
+        key: str | None,
+        made_key: tuple[object, ...] | None,
+        made_text: tuple[object, ...],
+        types: tuple[NodeType, ...],
+        scope: Scope,
+        sources: list[MemoryNode],
         session: str | None,
-    ) -> MemoryNode:  # fmt: skip
+    ) -> MemoryNode:
         ns, first = run.namespace, sources[0]
         if made_text in run.made:  # said twice in this batch
             return run.made[made_text]
@@ -364,10 +404,13 @@ class Consolidator:
         if old is None:
             owner = fact_owner(ns, types, scope, user=first.user, agent=first.agent, session=None)
             found = match_fact(
-                self.store, owner, text, key=key,
+                self.store,
+                owner,
+                text,
+                key=key,
                 embed=(lambda: vector) if vector is not None else None,
                 threshold=duplicate_threshold(self.settings.duplicate_threshold, self.embedder),
-            )  # fmt: skip
+            )
             hit = found.node if found.node is not None and found.node.id not in run.ended else None
             if hit is not None and found.kind is MatchKind.KEY and not _ends_it(text, hit):
                 # "no longer lives in Paris" says nothing about the key's "lives in Lisbon"
@@ -384,9 +427,10 @@ class Consolidator:
                 # one confirmation more, the confidence it was said with (what decay
                 # took comes back), and the key and category it brings where it has none
                 given = {
-                    "key": key if hit.key is None else None, "category": new.category,
+                    "key": key if hit.key is None else None,
+                    "category": new.category,
                     "confidence": new.confidence,
-                }  # fmt: skip
+                }
                 self.store.update_node(ns, hit.id, restatement(hit, given)[0])
                 run.report.confirmed += 1
                 run.made[made_text] = hit
@@ -435,11 +479,15 @@ class Consolidator:
         stored = self.store.insert_node(new.model_copy(update={"valid_until": until}))
         run.edges.append(
             Edge(
-                id=short_id() + short_id(), namespace=run.namespace, source_id=newer.id,
-                target_id=stored.id, relation=EdgeType.SUPERSEDES, valid_from=run.now,
+                id=short_id() + short_id(),
+                namespace=run.namespace,
+                source_id=newer.id,
+                target_id=stored.id,
+                relation=EdgeType.SUPERSEDES,
+                valid_from=run.now,
                 created_at=run.now,
             )
-        )  # fmt: skip
+        )
         run.ended.add(stored.id)
         run.report.superseded.append(stored.id)
         return stored
@@ -451,28 +499,48 @@ class Consolidator:
             return None
         subject = fact.subject.casefold()
         same = [
-            n for n in self.store.list_nodes(owner, limit=200, order="-created")
+            n
+            for n in self.store.list_nodes(owner, limit=200, order="-created")
             if n.id not in run.ended and (n.subject or "").casefold() == subject
-        ]  # fmt: skip
+        ]
         return next((n for n in same if n.category == fact.category), same[0] if same else None)
 
     def _node(
-        self, run: _Run, fact: ExtractedFact, text: str, key: str | None, scope: Scope,
-        sources: list[MemoryNode], session: str | None,
-    ) -> MemoryNode:  # fmt: skip
+        self,
+        run: _Run,
+        fact: ExtractedFact,
+        text: str,
+        key: str | None,
+        scope: Scope,
+        sources: list[MemoryNode],
+        session: str | None,
+    ) -> MemoryNode:
         ntype, first = fact.node_type, sources[0]
         when = max(s.event_time for s in sources)
         procedural = ntype is NodeType.PROCEDURAL
         return MemoryNode(
-            id=short_id(), namespace=run.namespace, type=ntype, content=text, key=key,
-            category=fact.category, subject=fact.subject,
-            fact_type=None if procedural else fact.fact_type, scope=scope, user=first.user,
-            agent=first.agent, session=session, event_time=when, created_at=run.now,
-            updated_at=run.now, valid_from=when, confidence=fact.confidence,
-            decay_rate=self.settings.decay_rate_default, source_type=SourceType.CONSOLIDATION,
+            id=short_id(),
+            namespace=run.namespace,
+            type=ntype,
+            content=text,
+            key=key,
+            category=fact.category,
+            subject=fact.subject,
+            fact_type=None if procedural else fact.fact_type,
+            scope=scope,
+            user=first.user,
+            agent=first.agent,
+            session=session,
+            event_time=when,
+            created_at=run.now,
+            updated_at=run.now,
+            valid_from=when,
+            confidence=fact.confidence,
+            decay_rate=self.settings.decay_rate_default,
+            source_type=SourceType.CONSOLIDATION,
             procedure=ProcedureDetails() if procedural else None,
             metadata={"source": "consolidation"},  # says where it came from in exports
-        )  # fmt: skip
+        )
 
 
 _ENDING = re.compile(r"\bno longer\b", re.IGNORECASE)

@@ -47,17 +47,25 @@ class FactMatch:
 
 
 def fact_owner(
-    namespace: str, types: tuple[NodeType, ...], scope: Scope, *, user: str | None,
-    agent: str | None, session: str | None,
-) -> NodeFilter:  # fmt: skip
+    namespace: str,
+    types: tuple[NodeType, ...],
+    scope: Scope,
+    *,
+    user: str | None,
+    agent: str | None,
+    session: str | None,
+) -> NodeFilter:
     """The facts a new fact in ``scope`` competes with: same type family and scope, the
     same owning user (user scope) or session (session scope)."""
     return NodeFilter(
-        namespaces=(namespace,), types=types, scopes=(scope,),
+        namespaces=(namespace,),
+        types=types,
+        scopes=(scope,),
         owner_user=user if scope is Scope.USER else None,
         sessions=(session,) if scope is Scope.SESSION and session else None,
-        agent=agent, session=session,
-    )  # fmt: skip
+        agent=agent,
+        session=session,
+    )
 
 
 def fact_lock(namespace: str) -> str:
@@ -107,9 +115,7 @@ def duplicate_threshold(configured: float | None, embedder: object | None) -> fl
     return configured if configured is not None else calibration_of(embedder).duplicate
 
 
-def restatement(
-    old: MemoryNode, given: Mapping[str, Any]
-) -> tuple[NodePatch, list[str]]:  # fmt: skip
+def restatement(old: MemoryNode, given: Mapping[str, Any]) -> tuple[NodePatch, list[str]]:
     """The patch a confirmed duplicate applies to the fact it repeats: one confirmation
     more, the ``key`` and ``value`` it was given (``given``: those not None) where the
     fact lacks them or holds others — a new key or value is a new version, as
@@ -132,8 +138,11 @@ def restatement(
         category = None
     said = given.get("confidence")  # said again: as certain as it is said now, at least
     patch = NodePatch(
-        value=value if set_value else None, set_value=set_value, category=category,
+        value=value if set_value else None,
+        set_value=set_value,
+        category=category,
         confidence=said if said is not None and said > old.confidence else None,
-        times_confirmed_delta=1, extra=extra,
-    )  # fmt: skip
+        times_confirmed_delta=1,
+        extra=extra,
+    )
     return patch, changes

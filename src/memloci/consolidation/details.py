@@ -44,11 +44,36 @@ _SCAN = re.compile(
     r"|(?P<word>[^\W\d_]+(?:'[^\W\d_]+)*)"
 )
 _NEGATIONS = {
-    "not", "no", "never", "without", "nobody", "nothing", "none", "neither", "nor",
-    "nowhere", "cannot", "cant", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt",
-    "werent", "wont", "wouldnt", "shouldnt", "couldnt", "hasnt", "havent", "hadnt",
-    "mustnt", "neednt", "aint",
-}  # fmt: skip
+    "not",
+    "no",
+    "never",
+    "without",
+    "nobody",
+    "nothing",
+    "none",
+    "neither",
+    "nor",
+    "nowhere",
+    "cannot",
+    "cant",
+    "dont",
+    "doesnt",
+    "didnt",
+    "isnt",
+    "arent",
+    "wasnt",
+    "werent",
+    "wont",
+    "wouldnt",
+    "shouldnt",
+    "couldnt",
+    "hasnt",
+    "havent",
+    "hadnt",
+    "mustnt",
+    "neednt",
+    "aint",
+}
 # comparison, direction and quantity: the same words in another order say another thing
 _RELATION_WORDS = (
     "least most more less fewer over under above below before after earlier later than "
@@ -70,12 +95,34 @@ _ONES = "zero one two three four five six seven eight nine ten eleven twelve thi
 _TEENS = "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
 _NUMBER_WORDS: dict[str, float] = {w: i for i, w in enumerate(f"{_ONES} {_TEENS}".split(" "))}
 _NUMBER_WORDS.update(
-    {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-     "ninety": 90, "hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9,
-     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
-     "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "once": 1, "twice": 2,
-     "half": 0.5, "dozen": 12}
-)  # fmt: skip
+    {
+        "thirty": 30,
+        "forty": 40,
+        "fifty": 50,
+        "sixty": 60,
+        "seventy": 70,
+        "eighty": 80,
+        "ninety": 90,
+        "hundred": 100,
+        "thousand": 1000,
+        "million": 10**6,
+        "billion": 10**9,
+        "first": 1,
+        "second": 2,
+        "third": 3,
+        "fourth": 4,
+        "fifth": 5,
+        "sixth": 6,
+        "seventh": 7,
+        "eighth": 8,
+        "ninth": 9,
+        "tenth": 10,
+        "once": 1,
+        "twice": 2,
+        "half": 0.5,
+        "dozen": 12,
+    }
+)
 _CALENDAR_WORDS = (
     "january february march april may june july august september october november "
     "december monday tuesday wednesday thursday friday saturday sunday today tomorrow "
@@ -93,10 +140,38 @@ _STARTER_WORDS = (
 _STARTERS = set(_STARTER_WORDS.split(" "))
 # words that carry no detail of their own: never a unit, never a content word
 _FUNCTION = _STARTERS | {
-    "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "do",
-    "does", "did", "will", "would", "shall", "should", "can", "could", "might", "must",
-    "not", "about", "around", "per", "than", "and", "or", "nor", "s",
-}  # fmt: skip
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "being",
+    "am",
+    "has",
+    "have",
+    "had",
+    "do",
+    "does",
+    "did",
+    "will",
+    "would",
+    "shall",
+    "should",
+    "can",
+    "could",
+    "might",
+    "must",
+    "not",
+    "about",
+    "around",
+    "per",
+    "than",
+    "and",
+    "or",
+    "nor",
+    "s",
+}
 _EDGE = "\"'“”‘’([{<"
 _TRAIL = "\"'“”‘’)]}>.,;:!?"
 
@@ -257,8 +332,11 @@ def same_details(a: str, b: str) -> bool:
     however close in meaning."""
     ra, rb = _read(a), _read(b)
     if (ra.numbers, ra.literals, ra.relations, ra.negations) != (
-        rb.numbers, rb.literals, rb.relations, rb.negations,
-    ):  # fmt: skip
+        rb.numbers,
+        rb.literals,
+        rb.relations,
+        rb.negations,
+    ):
         return False
     if _tenses(ra.words) & _tenses(rb.words, flip=True) or _inflected(ra.words, rb.words):
         return False  # one says it is so, the other that it was

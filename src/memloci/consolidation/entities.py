@@ -86,9 +86,14 @@ class EntityResolver:
     """Resolves mentions in one namespace; create one per consolidation run."""
 
     def __init__(
-        self, store: Store, namespace: str, *, now: datetime, embedder: Embedder | None = None,
+        self,
+        store: Store,
+        namespace: str,
+        *,
+        now: datetime,
+        embedder: Embedder | None = None,
         threshold: float = NAME_THRESHOLD,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store, self.namespace, self.now = store, namespace, now
         self.embedder, self.threshold = embedder, threshold
         self.created: list[str] = []
@@ -143,9 +148,13 @@ class EntityResolver:
 
     # ------------------------------------------------------------------ inside the tx
     def resolve(
-        self, name: str, type: EntityType | None = None, aliases: Sequence[str] = (), *,
+        self,
+        name: str,
+        type: EntityType | None = None,
+        aliases: Sequence[str] = (),
+        *,
         mentions: int = 1,
-    ) -> Entity:  # fmt: skip
+    ) -> Entity:
         """The entity ``name`` refers to, created or updated (aliases, mention count)."""
         name = v.name(name)
         words = name_words(name)
@@ -213,10 +222,15 @@ class EntityResolver:
         self, name: str, type: EntityType | None, aliases: Sequence[str], mentions: int
     ) -> Entity:
         entity = Entity(
-            id=short_id(), namespace=self.namespace, canonical_name=name,
-            type=type or EntityType.CONCEPT, aliases=v.aliases(aliases, name),
-            first_seen=self.now, last_seen=self.now, mention_count=max(1, mentions),
-        )  # fmt: skip
+            id=short_id(),
+            namespace=self.namespace,
+            canonical_name=name,
+            type=type or EntityType.CONCEPT,
+            aliases=v.aliases(aliases, name),
+            first_seen=self.now,
+            last_seen=self.now,
+            mention_count=max(1, mentions),
+        )
         entity = self.store.insert_entity(entity)
         self._touched[entity.id] = entity
         self.created.append(entity.id)

@@ -166,8 +166,11 @@ class LLMExtractor:
             if len(items) > cap:
                 log.warning(
                     "the LLM proposed %d %s for %d turns; keeping the first %d",
-                    len(items), what, len(chunk), cap,
-                )  # fmt: skip
+                    len(items),
+                    what,
+                    len(chunk),
+                    cap,
+                )
                 del items[cap:]
         ids = [n.id for n in chunk]
         facts, entities = [], []

@@ -145,9 +145,14 @@ class Maintenance:
     ``llm`` None (no enrichment or causal inference), ``embed`` catches up embeddings."""
 
     def __init__(
-        self, store: Store, settings: Settings, *, consolidator: Consolidator | None,
-        llm: LLM | None, embed: Callable[[], int] | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        consolidator: Consolidator | None,
+        llm: LLM | None,
+        embed: Callable[[], int] | None = None,
+    ) -> None:
         self.store, self.settings = store, settings
         self.consolidator, self.llm, self.embed = consolidator, llm, embed
         self.owner = lock_owner()
@@ -285,15 +290,20 @@ class Maintenance:
         now = utcnow()
         edges = [
             Edge(
-                id=short_id() + short_id(), namespace=ns, source_id=link.cause_id,
-                target_id=link.effect_id, relation=EdgeType.CAUSAL, predicate="led_to",
+                id=short_id() + short_id(),
+                namespace=ns,
+                source_id=link.cause_id,
+                target_id=link.effect_id,
+                relation=EdgeType.CAUSAL,
+                predicate="led_to",
                 confidence=link.confidence if link.confidence else CAUSAL_DEFAULT_CONFIDENCE,
-                valid_from=now, created_at=now,
+                valid_from=now,
+                created_at=now,
                 evidence=[link.explanation] if link.explanation else [],
             )
             for link in links
             if link.cause_id in nodes and link.effect_id in nodes
-        ]  # fmt: skip
+        ]
         with self.store.batch():
             if edges:
                 self.store.insert_edges(edges)

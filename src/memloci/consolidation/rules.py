@@ -140,63 +140,125 @@ _ORG, _PLACE = EntityType.ORGANIZATION, EntityType.PLACE
 _ANCHORED = [
     (_rx(p), head, key, kind)
     for p, head, key, kind in (
-        (rf"^i{_NOW}\s+(?:work|am working|'m working)\s+(?P<prep>at|for)\s+", "User works {prep}", "employer", _ORG),  # noqa: E501
-        (rf"^i(?:'m| am)\s+{_ROLE}\s+(?P<prep>at|for)\s+", "User is {role} {prep}", "employer", _ORG),  # noqa: E501
+        (
+            rf"^i{_NOW}\s+(?:work|am working|'m working)\s+(?P<prep>at|for)\s+",
+            "User works {prep}",
+            "employer",
+            _ORG,
+        ),
+        (
+            rf"^i(?:'m| am)\s+{_ROLE}\s+(?P<prep>at|for)\s+",
+            "User is {role} {prep}",
+            "employer",
+            _ORG,
+        ),
         (r"^i\s+work\s+as\s+(?=an?\s)", "User works as", "job_title", None),
         (r"^i\s+work\s+on\s+(?=.*\b(?-i:[A-Z]))", "User works on", None, None),
-        (rf"^i{_NOW}\s+(?:live|reside|am living|'m living)\s+in\s+", "User lives in", "home_location", _PLACE),  # noqa: E501
+        (
+            rf"^i{_NOW}\s+(?:live|reside|am living|'m living)\s+in\s+",
+            "User lives in",
+            "home_location",
+            _PLACE,
+        ),
         (rf"^i(?:'ve| have)?{_NOW}\s+moved\s+to\s+", "User moved to", "home_location", _PLACE),
         (r"^i(?:'m| am)\s+(?:based|located)\s+in\s+", "User is based in", "home_location", _PLACE),
         (r"^i(?:'m| am)\s+(?:originally\s+)?from\s+", "User is from", "hometown", _PLACE),
     )
-]  # fmt: skip
+]
 # a fact about the user that has ended ("I no longer live in Lisbon"): stored as such, under
 # the key it ends (the consolidator supersedes the key's holder only if it names the same)
 _MORE = r"(?P<more>\s+any\s?more)?"
 _ENDED = [
     (_rx(p), head, key, kind)
     for p, head, key, kind in (
-        (rf"^i\s+(?P<neg>no longer|don't|do not)\s+(?:live|reside)\s+in\s+(?P<rest>.+?){_MORE}$", "User no longer lives in", "home_location", _PLACE),  # noqa: E501
-        (rf"^i\s+(?P<neg>no longer|don't|do not)\s+work\s+(?P<prep>at|for)\s+(?P<rest>.+?){_MORE}$", "User no longer works {prep}", "employer", _ORG),  # noqa: E501
-        (r"^i(?:'ve| have)?\s+(?P<neg>moved)\s+(?:away\s+)?(?:from|out of)\s+(?P<rest>.+)$", "User no longer lives in", "home_location", _PLACE),  # noqa: E501
-        (r"^i(?:'ve| have)?\s+(?P<neg>quit|stopped working (?:at|for)|left my job (?:at|with))\s+(?P<rest>.+)$", "User no longer works at", "employer", _ORG),  # noqa: E501
+        (
+            rf"^i\s+(?P<neg>no longer|don't|do not)\s+(?:live|reside)\s+in\s+(?P<rest>.+?){_MORE}$",
+            "User no longer lives in",
+            "home_location",
+            _PLACE,
+        ),
+        (
+            rf"^i\s+(?P<neg>no longer|don't|do not)\s+work\s+(?P<prep>at|for)\s+"
+            rf"(?P<rest>.+?){_MORE}$",
+            "User no longer works {prep}",
+            "employer",
+            _ORG,
+        ),
+        (
+            r"^i(?:'ve| have)?\s+(?P<neg>moved)\s+(?:away\s+)?(?:from|out of)\s+(?P<rest>.+)$",
+            "User no longer lives in",
+            "home_location",
+            _PLACE,
+        ),
+        (
+            r"^i(?:'ve| have)?\s+"
+            r"(?P<neg>quit|stopped working (?:at|for)|left my job (?:at|with))\s+(?P<rest>.+)$",
+            "User no longer works at",
+            "employer",
+            _ORG,
+        ),
     )
-]  # fmt: skip
+]
 _PREFERENCE = _rx(
     r"^i\s+(?:(?:really|much|generally|usually|definitely|strongly|absolutely|also)\s+)*"
     r"(?P<verb>prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|can't stand|cannot stand|"
     r"don't like|do not like|don't enjoy|do not enjoy|don't love|do not love|"
     r"no longer (?:like|love|enjoy|prefer)|would rather|would prefer)\s+(?P<obj>.+)$",
 )
-_VERB3 = {"can't stand": "can't stand", "cannot stand": "can't stand", "don't like": "dislikes",
-          "do not like": "dislikes", "don't enjoy": "doesn't enjoy",
-          "do not enjoy": "doesn't enjoy", "don't love": "doesn't love",
-          "do not love": "doesn't love", "would rather": "would rather",
-          "would prefer": "would prefer"}  # fmt: skip
+_VERB3 = {
+    "can't stand": "can't stand",
+    "cannot stand": "can't stand",
+    "don't like": "dislikes",
+    "do not like": "dislikes",
+    "don't enjoy": "doesn't enjoy",
+    "do not enjoy": "doesn't enjoy",
+    "don't love": "doesn't love",
+    "do not love": "doesn't love",
+    "would rather": "would rather",
+    "would prefer": "would prefer",
+}
 # "… any more": an opinion that has ended ("I don't like Python anymore")
 _ANY_MORE = _rx(r"\s*,?\s+any\s?more[.!]*$")
-_ENDED_OPINION = {"dislikes": "no longer likes", "doesn't enjoy": "no longer enjoys",
-                  "doesn't love": "no longer loves"}  # fmt: skip
+_ENDED_OPINION = {
+    "dislikes": "no longer likes",
+    "doesn't enjoy": "no longer enjoys",
+    "doesn't love": "no longer loves",
+}
 _DEICTIC = _rx(r"^(?:it|this|that|these|those|them|you|your|him|her|the idea|what|how)\b")
 _FAVOURITE = _rx(
     r"^my\s+(?:all-time\s+)?favou?rite\s+(?P<what>[a-z][a-z -]{1,30}?)\s+is\s+(?P<obj>.+)$"
 )
 _PERSON_CUES = _words("with tell ask email call text meet met remind invite")
 _PRONOUNS = [
-    (r"\bi'm\b", "they're"), (r"\bi am\b", "they are"), (r"\bi've\b", "they've"),
-    (r"\bi'll\b", "they'll"), (r"\bi'd\b", "they'd"), (r"\bi was\b", "they were"),
-    (r"\bi\b", "they"), (r"\bmyself\b", "themselves"), (r"\bmine\b", "theirs"),
-    (r"\bmy\b", "their"), (r"\bme\b", "the user"),
-]  # fmt: skip
+    (r"\bi'm\b", "they're"),
+    (r"\bi am\b", "they are"),
+    (r"\bi've\b", "they've"),
+    (r"\bi'll\b", "they'll"),
+    (r"\bi'd\b", "they'd"),
+    (r"\bi was\b", "they were"),
+    (r"\bi\b", "they"),
+    (r"\bmyself\b", "themselves"),
+    (r"\bmine\b", "theirs"),
+    (r"\bmy\b", "their"),
+    (r"\bme\b", "the user"),
+]
 _LEAD_I = [
-    (r"^i(?:'m| am)\b", "User is"), (r"^i(?:'ve| have)\b", "User has"),
-    (r"^i'll\b", "User will"), (r"^i'd\b", "User would"), (r"^i was\b", "User was"),
-    (r"^i (?:don't|do not)\b", "User doesn't"), (r"^i do\b", "User does"), (r"^my\b", "User's"),
+    (r"^i(?:'m| am)\b", "User is"),
+    (r"^i(?:'ve| have)\b", "User has"),
+    (r"^i'll\b", "User will"),
+    (r"^i'd\b", "User would"),
+    (r"^i was\b", "User was"),
+    (r"^i (?:don't|do not)\b", "User doesn't"),
+    (r"^i do\b", "User does"),
+    (r"^my\b", "User's"),
     # "we" is the user and others (a plural: the verb stays), "our" is the user's too
-    (r"^we(?:'re| are)\b", "User and others are"), (r"^we(?:'ve| have)\b", "User and others have"),
-    (r"^we'll\b", "User and others will"), (r"^we'd\b", "User and others would"),
-    (r"^we\b", "User and others"), (r"^our\b", "User's"),
-]  # fmt: skip
+    (r"^we(?:'re| are)\b", "User and others are"),
+    (r"^we(?:'ve| have)\b", "User and others have"),
+    (r"^we'll\b", "User and others will"),
+    (r"^we'd\b", "User and others would"),
+    (r"^we\b", "User and others"),
+    (r"^our\b", "User's"),
+]
 # a fact that leans on what was said before it, with nothing here to say what: a bare
 # pronoun for its subject ("They loved it", "You don't have to …", "Her birthday is …"),
 # or a pronoun for all it is about ("Anna loved it")
@@ -423,9 +485,15 @@ def _person_name(text: str, source: str) -> _Found | None:
         if name:
             entity = ExtractedEntity(name=name, type=EntityType.PERSON)
             return _found(
-                template.format(name), source, 0.9, [entity], category="context", key=key,
-                subject="user", fact_type=FactType.SELF_KNOWLEDGE,
-            )  # fmt: skip
+                template.format(name),
+                source,
+                0.9,
+                [entity],
+                category="context",
+                key=key,
+                subject="user",
+                fact_type=FactType.SELF_KNOWLEDGE,
+            )
     return None
 
 
@@ -433,9 +501,15 @@ def _contact(text: str, source: str) -> _Found | None:
     """The user's phone number or email address (``consolidation.contacts``)."""
     found = contact(text)
     return found and _found(
-        found.content, source, 0.9, [], category="context", key=found.key, subject="user",
+        found.content,
+        source,
+        0.9,
+        [],
+        category="context",
+        key=found.key,
+        subject="user",
         fact_type=FactType.SELF_KNOWLEDGE,
-    )  # fmt: skip
+    )
 
 
 def _relation(text: str, source: str) -> _Found | None:
@@ -456,10 +530,15 @@ def _relation_fact(name: str, rel: str, tail: str, source: str, conf: float) -> 
     tail = _third_person(tail) if _TAIL_OK.match(tail) else ""  # "… at TechCorp", not chatter
     entities = [ExtractedEntity(name=name, type=kind), *_mentions(tail)]
     return _found(
-        f"{name} is the user's {rel}{' ' + tail if tail else ''}", source, conf, entities,
-        category=category, subject=name, key=rel.replace(" ", "_") if single else None,
+        f"{name} is the user's {rel}{' ' + tail if tail else ''}",
+        source,
+        conf,
+        entities,
+        category=category,
+        subject=name,
+        key=rel.replace(" ", "_") if single else None,
         fact_type=FactType.RELATIONSHIP,
-    )  # fmt: skip
+    )
 
 
 def _anchored(text: str, source: str) -> _Found | None:
@@ -473,10 +552,15 @@ def _anchored(text: str, source: str) -> _Found | None:
         groups = {k: v.lower() for k, v in match.groupdict().items() if v}
         entities = [ExtractedEntity(name=name, type=kind)] if name and kind else []
         return _found(
-            f"{head.format(**groups)} {_third_person(rest)}", source, 0.85 if kind else 0.8,
-            [*entities, *_mentions(rest)], category="context", key=key, subject="user",
+            f"{head.format(**groups)} {_third_person(rest)}",
+            source,
+            0.85 if kind else 0.8,
+            [*entities, *_mentions(rest)],
+            category="context",
+            key=key,
+            subject="user",
             fact_type=FactType.SELF_KNOWLEDGE,
-        )  # fmt: skip
+        )
     return None
 
 
@@ -493,10 +577,15 @@ def _ended(text: str, source: str) -> _Found | None:
             continue
         groups = {k: v.lower() for k, v in match.groupdict().items() if v and k == "prep"}
         return _found(
-            f"{head.format(**groups)} {name}", source, 0.85,
-            [ExtractedEntity(name=name, type=kind)], category="context", key=key,
-            subject="user", fact_type=FactType.SELF_KNOWLEDGE,
-        )  # fmt: skip
+            f"{head.format(**groups)} {name}",
+            source,
+            0.85,
+            [ExtractedEntity(name=name, type=kind)],
+            category="context",
+            key=key,
+            subject="user",
+            fact_type=FactType.SELF_KNOWLEDGE,
+        )
     return None
 
 
@@ -512,18 +601,29 @@ def _preference(text: str, source: str) -> _Found | None:
             verb = _ENDED_OPINION.get(verb, verb)
         key = opinion_key(obj, choice=verb.startswith(("pref", "would")))
         return _found(
-            f"User {verb} {_third_person(obj)}", source, 0.8, _mentions(obj),
-            type="opinion", category="preference", fact_type=FactType.USER_PREFERENCE,
-            subject="user", key=key,
-        )  # fmt: skip
+            f"User {verb} {_third_person(obj)}",
+            source,
+            0.8,
+            _mentions(obj),
+            type="opinion",
+            category="preference",
+            fact_type=FactType.USER_PREFERENCE,
+            subject="user",
+            key=key,
+        )
     match = _FAVOURITE.match(text)
     if match and not _NEGATION.search(text):
         what = match["what"].lower()
         return _found(
-            f"User's favourite {what} is {_third_person(match['obj'])}", source, 0.8,
-            _mentions(match["obj"]), type="opinion", category="preference",
-            key=f"favourite_{re.sub(r'[^a-z0-9]+', '_', what)}", fact_type=FactType.USER_PREFERENCE,
-        )  # fmt: skip
+            f"User's favourite {what} is {_third_person(match['obj'])}",
+            source,
+            0.8,
+            _mentions(match["obj"]),
+            type="opinion",
+            category="preference",
+            key=f"favourite_{re.sub(r'[^a-z0-9]+', '_', what)}",
+            fact_type=FactType.USER_PREFERENCE,
+        )
     return None
 
 

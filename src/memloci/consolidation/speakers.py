@@ -201,5 +201,9 @@ def _turns_of(store: Store, namespace: str, user: str | None, label: str) -> lis
 
 
 __all__ = [
-    "USER_LABELS", "SpeakerNames", "named_speaker", "said_by", "speaker_names",
-]  # fmt: skip
+    "USER_LABELS",
+    "SpeakerNames",
+    "named_speaker",
+    "said_by",
+    "speaker_names",
+]

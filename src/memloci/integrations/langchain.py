@@ -190,9 +190,11 @@ class MemlociStore(BaseStore):
 
     def _filter(self, namespace: Sequence[str]) -> NodeFilter:
         return self.service.filter(
-            namespace=self.namespace, owner_user=self._user(namespace), type=list(_FACTS),
+            namespace=self.namespace,
+            owner_user=self._user(namespace),
+            type=list(_FACTS),
             category=self.category,
-        )  # fmt: skip
+        )
 
     async def _find(self, namespace: tuple[str, ...], key: str) -> MemoryNode | None:
         node = await self.service.memories.lookup(
@@ -210,11 +212,14 @@ class MemlociStore(BaseStore):
             return
         value = dict(op.value)
         await self.service.memories.remember(
-            _text(op.key, value, op.index), namespace=self.namespace,
-            key=_memloci_key(op.namespace, op.key), value=value, category=self.category,
+            _text(op.key, value, op.index),
+            namespace=self.namespace,
+            key=_memloci_key(op.namespace, op.key),
+            value=value,
+            category=self.category,
             user=self._user(op.namespace),
             metadata={META: {"namespace": list(op.namespace), "key": op.key}},
-        )  # fmt: skip
+        )
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix, wanted = op.namespace_prefix, op.offset + op.limit
@@ -297,9 +302,12 @@ def _item(node: MemoryNode) -> Item:
     ns, key = _identity(node)
     value = node.value if isinstance(node.value, dict) else {"content": node.content}
     return Item(
-        namespace=ns, key=key or node.id, value=value,
-        created_at=node.created_at, updated_at=node.updated_at,
-    )  # fmt: skip
+        namespace=ns,
+        key=key or node.id,
+        value=value,
+        created_at=node.created_at,
+        updated_at=node.updated_at,
+    )
 
 
 def _hit(node: MemoryNode, score: float | None = None) -> SearchItem:

@@ -122,9 +122,12 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
     the module docstring. ``namespace``: where the threads live (default: the memory's)."""
 
     def __init__(
-        self, memory: Memory | AsyncMemory, *, namespace: str | None = None,
+        self,
+        memory: Memory | AsyncMemory,
+        *,
+        namespace: str | None = None,
         serde: SerializerProtocol | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(serde=serde)
         self.service = memory.service
         self.namespace = v.namespace(namespace or self.service.settings.namespace)
@@ -138,21 +141,31 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
         return run_sync(self.aget_tuple(config))
 
     def list(
-        self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None, limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:  # fmt: skip
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
         return iter(run_sync(self._list(config, filter, before, limit)))
 
     def put(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> RunnableConfig:  # fmt: skip
+    ) -> RunnableConfig:
         return run_sync(self.aput(config, checkpoint, metadata, new_versions))
 
     def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
         task_path: str = "",
-    ) -> None:  # fmt: skip
+    ) -> None:
         run_sync(self.aput_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
@@ -175,16 +188,23 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
         return await self._tuple(index, ns, wanted, {})
 
     async def alist(
-        self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None, limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:  # fmt: skip
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
         for item in await self._list(config, filter, before, limit):
             yield item
 
     async def aput(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> RunnableConfig:  # fmt: skip
+    ) -> RunnableConfig:
         tid, ns = _thread(config), _ns(config)
         shard = await self._next_shard(tid)
         state: dict[str, Any] = dict(checkpoint)
@@ -194,29 +214,43 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
         data = _messages("state", {"ns": ns, "id": cid}, [self._dump(state), meta])
         for channel, version in new_versions.items():
             blob = self._dump(values[channel]) if channel in values else ["empty", ""]
-            data += _messages("blob", {"ns": ns, "channel": channel,
-                                       "version": str(version)}, blob)  # fmt: skip
+            data += _messages("blob", {"ns": ns, "channel": channel, "version": str(version)}, blob)
         await self._append(_stored(f"{KIND}-{shard}", tid), tid, data)
         blobs = [[c, str(ver)] for c, ver in new_versions.items()]
-        head = {"tid": tid, "ns": ns, "id": cid, "parent": get_checkpoint_id(config),
-                "shard": shard, "blobs": blobs}  # fmt: skip
+        head = {
+            "tid": tid,
+            "ns": ns,
+            "id": cid,
+            "parent": get_checkpoint_id(config),
+            "shard": shard,
+            "blobs": blobs,
+        }
         await self._append(_stored(KIND, tid), tid, _messages("checkpoint", head, None))
         with self._lock:
             self._shards[(tid, ns, cid)] = shard
         return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
     async def aput_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
         task_path: str = "",
-    ) -> None:  # fmt: skip
+    ) -> None:
         tid, ns = _thread(config), _ns(config)
         cid = config["configurable"].get("checkpoint_id")
         if not cid:
             raise ValidationError("put_writes needs configurable.checkpoint_id")
         messages: builtins.list[dict[str, Any]] = []
         for idx, (channel, value) in enumerate(writes):
-            head = {"ns": ns, "checkpoint": cid, "task": task_id, "path": task_path,
-                    "channel": channel, "idx": WRITES_IDX_MAP.get(channel, idx)}  # fmt: skip
+            head = {
+                "ns": ns,
+                "checkpoint": cid,
+                "task": task_id,
+                "path": task_path,
+                "channel": channel,
+                "idx": WRITES_IDX_MAP.get(channel, idx),
+            }
             messages += _messages("write", head, self._dump(value))
         if not messages:
             return
@@ -242,9 +276,12 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
 
     # ------------------------------------------------------------------ reading
     async def _list(
-        self, config: RunnableConfig | None, filter: dict[str, Any] | None,
-        before: RunnableConfig | None, limit: int | None,
-    ) -> builtins.list[CheckpointTuple]:  # fmt: skip
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> builtins.list[CheckpointTuple]:
         indexes: builtins.list[_Index] = []
         if config is not None:
             one = await self._index(_thread(config))
@@ -291,20 +328,21 @@ class MemlociSaver(BaseCheckpointSaver[Any]):
             )
             if blob is not None and blob[0] != "empty":
                 values[channel] = self._load(blob)
-        writes = sorted(own.writes.get((ns, cid), {}).values(),
-                        key=lambda w: (w["path"], w["task"], w["idx"]))  # fmt: skip
+        writes = sorted(
+            own.writes.get((ns, cid), {}).values(), key=lambda w: (w["path"], w["task"], w["idx"])
+        )
         parent = head["parent"]
         return CheckpointTuple(
-            config={"configurable": {"thread_id": tid, "checkpoint_ns": ns,
-                                     "checkpoint_id": cid}},
+            config={"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}},
             checkpoint={**checkpoint, "channel_values": values},
             metadata=self._load(meta),
             parent_config=(
                 {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": parent}}
-                if parent else None
+                if parent
+                else None
             ),
             pending_writes=[(w["task"], w["channel"], self._load(w["value"])) for w in writes],
-        )  # fmt: skip
+        )
 
     async def _index(self, tid: str) -> _Index | None:
         thread = await self._read(_stored(KIND, tid))
@@ -410,8 +448,9 @@ def _owner(tid: str) -> tuple[str | None, str | None]:
     parts = tid.split("|")
     if len(parts) != 3 or "#" in tid:
         return None, None
-    user, _chat, agent = (p.replace("%7C", "|").replace("%23", "#").replace("%25", "%")
-                          for p in parts)  # fmt: skip
+    user, _chat, agent = (
+        p.replace("%7C", "|").replace("%23", "#").replace("%25", "%") for p in parts
+    )
     try:
         return v.ident(user, "user") or None, v.ident(agent, "agent") or None
     except ValidationError:
@@ -422,10 +461,13 @@ def _messages(kind: str, head: dict[str, Any], payload: Any) -> list[dict[str, A
     text = json.dumps(payload, separators=(",", ":"))
     chunks = [text[i : i + PART] for i in range(0, len(text), PART)] or [""]
     return [
-        {"role": "tool", "content": chunk,
-         "metadata": {KIND: kind, "head": head, "part": n, "parts": len(chunks)}}
+        {
+            "role": "tool",
+            "content": chunk,
+            "metadata": {KIND: kind, "head": head, "part": n, "parts": len(chunks)},
+        }
         for n, chunk in enumerate(chunks)
-    ]  # fmt: skip
+    ]
 
 
 def _records(thread: Thread) -> Iterator[tuple[str, dict[str, Any], Any]]:

@@ -90,9 +90,12 @@ class MemlociSession:
         if not items:
             return
         await self.service.records.append_messages(
-            self.thread_id, [_encode(dict(item)) for item in items],
-            namespace=self.namespace, user=self.user, agent=self.agent,
-        )  # fmt: skip
+            self.thread_id,
+            [_encode(dict(item)) for item in items],
+            namespace=self.namespace,
+            user=self.user,
+            agent=self.agent,
+        )
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the latest item (None when the session is empty)."""

@@ -192,9 +192,13 @@ async def run_memory_command(
 
 
 async def _delete(
-    service: MemoryService, flt: NodeFilter, memory_id: str, *, user: str | None,
+    service: MemoryService,
+    flt: NodeFilter,
+    memory_id: str,
+    *,
+    user: str | None,
     agent: str | None,
-) -> str:  # fmt: skip
+) -> str:
     missing = f"No memory with id {memory_id}."
     if not ID_RE.match(memory_id):
         return missing

@@ -273,9 +273,11 @@ def _foreign_threads() -> list[threading.Thread]:
     return [
         t
         for t in threading.enumerate()
-        if t.is_alive() and not t.daemon and t is not main_thread
+        if t.is_alive()
+        and not t.daemon
+        and t is not main_thread
         and not t.name.startswith("memloci-")
-    ]  # fmt: skip
+    ]
 
 
 def main() -> None:

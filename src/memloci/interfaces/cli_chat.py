@@ -137,10 +137,14 @@ def chat(
         memory = agent_memory(role, settings, db=db)
         try:
             bot = Agent(
-                memory.service, role, model, user=user or _default_user(),
-                commands=_commands(role), on_tool=_show_tool,
+                memory.service,
+                role,
+                model,
+                user=user or _default_user(),
+                commands=_commands(role),
+                on_tool=_show_tool,
                 warn=lambda line: err.print(cell(line, "yellow"), soft_wrap=True),
-            )  # fmt: skip
+            )
             session = runner.run(bot.start(resume=resume))
             retry = _retry_command(role_file, db, agent)
             if prompt is not None and autonomous:
@@ -277,10 +281,13 @@ def _show_consolidation(report: ConsolidationReport | None, retry: str) -> None:
     if report.failed:
         first = next(iter(report.failed.values()))
         err.print(
-            cell(f"memloci: consolidation left {len(report.failed)} session(s) pending ({first}); "
-                 f"`{retry}` retries", style="yellow"),
+            cell(
+                f"memloci: consolidation left {len(report.failed)} session(s) pending ({first}); "
+                f"`{retry}` retries",
+                style="yellow",
+            ),
             soft_wrap=True,
-        )  # fmt: skip
+        )
 
 
 __all__ = ["CHAT_EXAMPLES", "chat"]

@@ -263,8 +263,14 @@ def sources_table(sources: list[KnowledgeSource]) -> Table:
         table.add_column("title", overflow="fold")
     for s in sources:
         model = [s.embedding_model or "-"] if wide else []
-        cells = [s.id, s.collection, str(s.chunk_count), *model, f"{s.updated_at:%Y-%m-%d}",
-                 shown(s.path)]  # fmt: skip
+        cells = [
+            s.id,
+            s.collection,
+            str(s.chunk_count),
+            *model,
+            f"{s.updated_at:%Y-%m-%d}",
+            shown(s.path),
+        ]
         table.add_row(*cells, *([s.title] if wide else []))
     return table
 

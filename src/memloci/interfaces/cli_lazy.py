@@ -34,40 +34,73 @@ class Lazy:
 
 _CLI = "memloci.interfaces."
 LAZY: dict[str, Lazy] = {
-    "memory": Lazy("memloci.interfaces.cli_lazy", "memory_app",
-                   "Add, search, inspect, change and move memories."),
-    "keys": Lazy(_CLI + "cli_server", "keys_app",
-                 "API keys for the server: each maps to the namespaces it may read or write."),
-    "knowledge": Lazy(_CLI + "cli_knowledge", "knowledge_app",
-                      "The knowledge tier: read-only documents (text, markdown, reST) searched "
-                      "by meaning."),
-    "users": Lazy(_CLI + "cli_users", "users_app",
-                  "People the memory knows: forget one completely."),
-    "serve": Lazy(_CLI + "cli_server", "serve",
-                  "Run the server: REST API (/api, docs at /docs), web UI (/memories) and MCP "
-                  "(/mcp).",
-                  ("memloci serve --demo", "memloci serve --db team.db --port 9000",
-                   "memloci serve --help")),
-    "mcp": Lazy(_CLI + "cli_server", "mcp",
-                "Run the MCP server on stdio (for Claude Desktop, Cursor, … — see the README).",
-                ("memloci mcp --db memloci.db --user sam",)),
-    "maintain": Lazy(_CLI + "cli_maintain", "maintain",
-                     "Run the nightly maintenance now: consolidate, decay, enrich, infer causes, "
-                     "embed.", "MAINTAIN_EXAMPLES"),
-    "init": Lazy(_CLI + "cli_runtime", "init",
-                 "Write a commented role file (role.yaml) for an agent with memory.",
-                 "INIT_EXAMPLES"),
-    "chat": Lazy(_CLI + "cli_chat", "chat",
-                 "Talk to an agent with memory (a REPL, or one run with -p).", "CHAT_EXAMPLES"),
-    "run": Lazy(_CLI + "cli_run", "run",
-                "Run an agent without a person: one task (-p), or on triggers.",
-                "RUN_EXAMPLES"),
-    "migrate": Lazy(_CLI + "cli_migrate", "migrate",
-                    "Copy one store into another (SQLite or PostgreSQL), then verify the "
-                    "counts.", "MIGRATE_EXAMPLES"),
-    "doctor": Lazy(_CLI + "cli_doctor", "doctor",
-                   "Check a store for damage and repair it (--repair).", "DOCTOR_EXAMPLES"),
-}  # fmt: skip
+    "memory": Lazy(
+        "memloci.interfaces.cli_lazy",
+        "memory_app",
+        "Add, search, inspect, change and move memories.",
+    ),
+    "keys": Lazy(
+        _CLI + "cli_server",
+        "keys_app",
+        "API keys for the server: each maps to the namespaces it may read or write.",
+    ),
+    "knowledge": Lazy(
+        _CLI + "cli_knowledge",
+        "knowledge_app",
+        "The knowledge tier: read-only documents (text, markdown, reST) searched by meaning.",
+    ),
+    "users": Lazy(
+        _CLI + "cli_users", "users_app", "People the memory knows: forget one completely."
+    ),
+    "serve": Lazy(
+        _CLI + "cli_server",
+        "serve",
+        "Run the server: REST API (/api, docs at /docs), web UI (/memories) and MCP (/mcp).",
+        ("memloci serve --demo", "memloci serve --db team.db --port 9000", "memloci serve --help"),
+    ),
+    "mcp": Lazy(
+        _CLI + "cli_server",
+        "mcp",
+        "Run the MCP server on stdio (for Claude Desktop, Cursor, … — see the README).",
+        ("memloci mcp --db memloci.db --user sam",),
+    ),
+    "maintain": Lazy(
+        _CLI + "cli_maintain",
+        "maintain",
+        "Run the nightly maintenance now: consolidate, decay, enrich, infer causes, embed.",
+        "MAINTAIN_EXAMPLES",
+    ),
+    "init": Lazy(
+        _CLI + "cli_runtime",
+        "init",
+        "Write a commented role file (role.yaml) for an agent with memory.",
+        "INIT_EXAMPLES",
+    ),
+    "chat": Lazy(
+        _CLI + "cli_chat",
+        "chat",
+        "Talk to an agent with memory (a REPL, or one run with -p).",
+        "CHAT_EXAMPLES",
+    ),
+    "run": Lazy(
+        _CLI + "cli_run",
+        "run",
+        "Run an agent without a person: one task (-p), or on triggers.",
+        "RUN_EXAMPLES",
+    ),
+    "migrate": Lazy(
+        _CLI + "cli_migrate",
+        "migrate",
+        "Copy one store into another (SQLite or PostgreSQL), then verify the counts.",
+        "MIGRATE_EXAMPLES",
+    ),
+    "doctor": Lazy(
+        _CLI + "cli_doctor",
+        "doctor",
+        "Check a store for damage and repair it (--repair).",
+        "DOCTOR_EXAMPLES",
+    ),
+}
 
 
 def memory_app() -> typer.Typer:

@@ -173,13 +173,23 @@ def _sessions_table(rows: list[tuple[str, ConsolidationReport]], extractor: str)
         table.add_column(column, no_wrap=column != "session", overflow="fold")
     for sid, r in rows:
         status = (
-            "failed" if r.failed else "partly done" if r.partial
-            else "done" if r.sessions else "nothing pending"
-        )  # fmt: skip
+            "failed"
+            if r.failed
+            else "partly done"
+            if r.partial
+            else "done"
+            if r.sessions
+            else "nothing pending"
+        )
         table.add_row(
-            sid, str(r.episodes), str(len(r.created)), str(r.confirmed),
-            str(len(r.superseded)), str(r.entities_linked), status,
-        )  # fmt: skip
+            sid,
+            str(r.episodes),
+            str(len(r.created)),
+            str(r.confirmed),
+            str(len(r.superseded)),
+            str(r.entities_linked),
+            status,
+        )
     return table
 
 

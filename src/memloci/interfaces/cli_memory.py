@@ -125,9 +125,14 @@ def add(
         meta = parse_json(metadata, "--metadata", """'{"source": "email"}'""")
     with open_memory(db, namespace, embedder) as m:
         node = m.add(
-            text, user=user, session=session, speaker=speaker, agent=agent,
-            event_time=cast(Any, event_time), metadata=meta,
-        )  # fmt: skip
+            text,
+            user=user,
+            session=session,
+            speaker=speaker,
+            agent=agent,
+            event_time=cast(Any, event_time),
+            metadata=meta,
+        )
     from memloci.models import MemoryNode
 
     assert isinstance(node, MemoryNode)
@@ -167,9 +172,14 @@ def remember(
             hint="e.g. --confidence 0.8",
         )
     options: dict[str, Any] = {
-        "key": key, "category": category, "subject": subject, "fact_type": fact_type,
-        "scope": scope, "confidence": confidence, "user": user,
-    }  # fmt: skip
+        "key": key,
+        "category": category,
+        "subject": subject,
+        "fact_type": fact_type,
+        "scope": scope,
+        "confidence": confidence,
+        "user": user,
+    }
     if value is not None:
         options["value"] = parse_json(value, "--value", """'"Lisbon"'""")
     with open_memory(db, namespace, embedder) as m:
@@ -346,9 +356,15 @@ def clear(
                 role_settings(role, db, namespace) if role else settings_for(db, namespace, None)
             ).namespace
             emit_json(
-                {"action": "cleared", "found": False, "namespace": ns, "user": user,
-                 "deleted": 0, "sessions_deleted": 0}
-            )  # fmt: skip
+                {
+                    "action": "cleared",
+                    "found": False,
+                    "namespace": ns,
+                    "user": user,
+                    "deleted": 0,
+                    "sessions_deleted": 0,
+                }
+            )
         else:
             say("No memory store found.")
         return
@@ -372,9 +388,15 @@ def clear(
         sessions = _clear_threads(m, ns, user, agent) if threads else 0
     if as_json:
         emit_json(
-            {"action": "cleared", "found": True, "namespace": ns, "user": user,
-             "deleted": deleted, "sessions_deleted": sessions}
-        )  # fmt: skip
+            {
+                "action": "cleared",
+                "found": True,
+                "namespace": ns,
+                "user": user,
+                "deleted": deleted,
+                "sessions_deleted": sessions,
+            }
+        )
     else:
         done = _what(deleted if do_memories else None, sessions if do_sessions else None, type_)
         say(f"Erased {done}{whose} from namespace {ns!r}.")
@@ -438,9 +460,16 @@ def search(
     """Hybrid search (full text + meaning + keys), best first."""
     with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
         hits = m.search(
-            query, k=k, user=user, type=type_, category=category, after=after, before=before,
-            min_confidence=min_confidence, recipe=recipe,
-        )  # fmt: skip
+            query,
+            k=k,
+            user=user,
+            type=type_,
+            category=category,
+            after=after,
+            before=before,
+            min_confidence=min_confidence,
+            recipe=recipe,
+        )
     if as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
     elif hits:
@@ -520,9 +549,13 @@ def list_(
     role = role_of(role_file, agent)
     with open_memory(db, namespace, embedder, must_exist=True, role=role, read_only=read_only) as m:
         nodes = m.list(
-            user=user, type=type_, category=category, limit=limit, offset=offset,
+            user=user,
+            type=type_,
+            category=category,
+            limit=limit,
+            offset=offset,
             include_forgotten=include_forgotten,
-        )  # fmt: skip
+        )
     if as_json:
         emit_json([n.model_dump(mode="json") for n in nodes])
     elif nodes:
@@ -572,8 +605,13 @@ def history(
         table.add_column(column, no_wrap=column in ("version", "created"))
     for v in versions:
         value = "" if v.value is None else str(v.value)
-        table.add_row(str(v.version), f"{v.created_at:%Y-%m-%d %H:%M}", v.source_session or "",
-                      v.content, value)  # fmt: skip
+        table.add_row(
+            str(v.version),
+            f"{v.created_at:%Y-%m-%d %H:%M}",
+            v.source_session or "",
+            v.content,
+            value,
+        )
     out.print(table)
 
 

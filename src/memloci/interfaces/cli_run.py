@@ -52,44 +52,71 @@ def run(
     ],
     prompt: Annotated[
         str | None,
-        typer.Option("--prompt", "-p", help="The task (of one run, or of each scheduled run).",
-                     show_default=False),
+        typer.Option(
+            "--prompt",
+            "-p",
+            help="The task (of one run, or of each scheduled run).",
+            show_default=False,
+        ),
     ] = None,
     every: Annotated[
         str | None,
-        typer.Option("--every", metavar="INTERVAL", show_default=False,
-                     help="Run the task on a schedule: 30s, 10m, 1h, 1d, or a cron "
-                     "expression such as '*/5 * * * *'."),
+        typer.Option(
+            "--every",
+            metavar="INTERVAL",
+            show_default=False,
+            help="Run the task on a schedule: 30s, 10m, 1h, 1d, or a cron "
+            "expression such as '*/5 * * * *'.",
+        ),
     ] = None,
     webhook: Annotated[
         int | None,
-        typer.Option("--webhook", metavar="PORT", min=0, max=65535, show_default=False,
-                     help="Listen on 127.0.0.1:PORT; each POST runs its payload as the task."),
+        typer.Option(
+            "--webhook",
+            metavar="PORT",
+            min=0,
+            max=65535,
+            show_default=False,
+            help="Listen on 127.0.0.1:PORT; each POST runs its payload as the task.",
+        ),
     ] = None,
     max_runs: Annotated[
         int | None,
-        typer.Option("--max-runs", min=1, show_default=False,
-                     help="Stop after this many trigger executions."),
+        typer.Option(
+            "--max-runs", min=1, show_default=False, help="Stop after this many trigger executions."
+        ),
     ] = None,
     max_steps: Annotated[
         int | None,
-        typer.Option("--max-steps", min=1, max=MAX_STEPS, show_default=False,
-                     help="Model calls per run (default: the role's autonomy.max_steps, else 10)."),
+        typer.Option(
+            "--max-steps",
+            min=1,
+            max=MAX_STEPS,
+            show_default=False,
+            help="Model calls per run (default: the role's autonomy.max_steps, else 10).",
+        ),
     ] = None,
     user: Annotated[
         str, typer.Option("--user", "-u", help="The memory user the runs act for.")
     ] = "autonomous",
     db: Annotated[
         str | None,
-        typer.Option("--db", metavar="PATH|URL", show_default=False,
-                     help="Store file or postgresql:// URL (default: the role's store_path)."),
+        typer.Option(
+            "--db",
+            metavar="PATH|URL",
+            show_default=False,
+            help="Store file or postgresql:// URL (default: the role's store_path).",
+        ),
     ] = None,
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="The agent to run, when the role file lists several.",
-                     show_default=False),
+        typer.Option(
+            "--agent",
+            help="The agent to run, when the role file lists several.",
+            show_default=False,
+        ),
     ] = None,
-) -> None:  # fmt: skip
+) -> None:
     """Run an agent without a person: one task (-p), or on triggers.
 
     Triggers: a schedule (--every), a webhook (--webhook), or the role file's triggers:."""
@@ -135,15 +162,26 @@ def _triggers(
 
 
 async def _main(
-    role: Role, model: ChatModel, settings: Any, user: str, triggers: list[TriggerConfig],
-    prompt: str | None, max_steps: int | None, max_runs: int | None, db: str | None = None,
-) -> int:  # fmt: skip
+    role: Role,
+    model: ChatModel,
+    settings: Any,
+    user: str,
+    triggers: list[TriggerConfig],
+    prompt: str | None,
+    max_steps: int | None,
+    max_runs: int | None,
+    db: str | None = None,
+) -> int:
     memory = agent_memory(role, settings, db=db)
     try:
         bot = Agent(
-            memory.service, role, model, user=user, channel="autonomous",
+            memory.service,
+            role,
+            model,
+            user=user,
+            channel="autonomous",
             warn=lambda line: err.print(cell(line, "yellow"), soft_wrap=True),
-        )  # fmt: skip
+        )
 
         async def execute(task: str, trigger: Mapping[str, Any] | None) -> RunResult:
             await bot.start()
@@ -164,8 +202,13 @@ async def _main(
             if result.finished:
                 return 0
             return ProviderError.exit_code if result.error else STOPPED_EXIT
-        runner = TriggerRunner(execute, triggers, max_runs=max_runs, on_ready=note,
-                               warn=lambda line: err.print(cell(line, "yellow")))  # fmt: skip
+        runner = TriggerRunner(
+            execute,
+            triggers,
+            max_runs=max_runs,
+            on_ready=note,
+            warn=lambda line: err.print(cell(line, "yellow")),
+        )
         done = await runner.serve()
         note(f"memloci run: stopped after {done} run(s)")
         return 0

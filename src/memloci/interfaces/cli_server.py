@@ -362,10 +362,14 @@ def keys_list(
     for k in keys:
         access = "admin" if k.admin else ("read-write" if k.can_write else "read-only")
         table.add_row(
-            k.id, k.name, ", ".join(k.namespaces), access, f"{k.created_at:%Y-%m-%d}",
+            k.id,
+            k.name,
+            ", ".join(k.namespaces),
+            access,
+            f"{k.created_at:%Y-%m-%d}",
             f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "never",
             f"{k.revoked_at:%Y-%m-%d}" if k.revoked_at else "",
-        )  # fmt: skip
+        )
     out.print(table)
 
 

@@ -198,10 +198,13 @@ class _Loader:
         elif kind == "turn":
             role = rec["role"]
             m.add(
-                rec["content"], user=self.user, session=rec["session"], role=role,
+                rec["content"],
+                user=self.user,
+                session=rec["session"],
+                role=role,
                 speaker=self.speaker if role == "user" else "Assistant",
                 event_time=cast(Any, rec["time"]),
-            )  # fmt: skip
+            )
             if rec["session"] != self.session:
                 self.done.sessions += 1
             self.session = rec["session"]
@@ -233,9 +236,14 @@ class _Loader:
                 for t in turns
                 if t.session == rec["session"]
             ]
-            m._call(svc.records.append_messages(
-                rec["id"], messages, user=rec.get("user"), agent=rec.get("agent"),
-            ))  # fmt: skip
+            m._call(
+                svc.records.append_messages(
+                    rec["id"],
+                    messages,
+                    user=rec.get("user"),
+                    agent=rec.get("agent"),
+                )
+            )
             self.done.threads += 1
         else:
             raise ValidationError(f"unknown demo record kind {kind!r}")

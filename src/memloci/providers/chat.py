@@ -129,10 +129,13 @@ def openai_messages(
             out.append({"role": "tool", "tool_call_id": msg["tool_call_id"], "content": _text(msg)})
         elif role == "assistant" and msg.get("tool_calls"):
             calls = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
                 for c in msg["tool_calls"]
-            ]  # fmt: skip
+            ]
             out.append({"role": "assistant", "content": _text(msg) or None, "tool_calls": calls})
         else:
             out.append({"role": role, "content": _text(msg)})
@@ -142,11 +145,16 @@ def openai_messages(
 def openai_tool_entries(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Tool specs → ``[{"type": "function", "function": {name, description, parameters}}]``."""
     return [
-        {"type": "function",
-         "function": {"name": t["name"], "description": t["description"],
-                      "parameters": t["parameters"]}}
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t["description"],
+                "parameters": t["parameters"],
+            },
+        }
         for t in tools
-    ]  # fmt: skip
+    ]
 
 
 def parse_openai_turn(body: Any) -> ChatTurn:
@@ -234,8 +242,10 @@ def anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, 
         if role == "tool":
             role = "user"
             result: dict[str, Any] = {
-                "type": "tool_result", "tool_use_id": msg["tool_call_id"], "content": _text(msg),
-            }  # fmt: skip
+                "type": "tool_result",
+                "tool_use_id": msg["tool_call_id"],
+                "content": _text(msg),
+            }
             if msg.get("is_error"):
                 result["is_error"] = True
             blocks.append(result)

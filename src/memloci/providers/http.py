@@ -214,11 +214,13 @@ class HTTPClient:
         reason = "connection refused" if "refused" in str(exc).lower() else str(exc)
         return ProviderError(
             words.unreachable.format(
-                where=where, url=url, reason=reason or type(exc).__name__,
+                where=where,
+                url=url,
+                reason=reason or type(exc).__name__,
                 error=f"{type(exc).__name__}: {exc}",
             ),
             hint=words.unreachable_hint,
-        )  # fmt: skip
+        )
 
     def _http_error(self, response: httpx.Response, where: str) -> ProviderError:
         """A ``ProviderError`` for an HTTP error reply, with a hint by status."""

@@ -56,11 +56,22 @@ _INSTALL_HINT = (
 # erf(z) = z * P(z^2) / Q(z^2) on [-4, 4] (the float32 rational approximation of Eigen
 # and XLA, highest power first); |error| < 5e-7 in float32, and erf(+-4) is +-1 in
 # float32, so clamping is exact.
-_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
-          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
-          -1.60960333262415e-02)  # fmt: skip
-_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-          -7.37332916720468e-03, -1.42647390514189e-02)  # fmt: skip
+_ERF_P = (
+    -2.72614225801306e-10,
+    2.77068142495902e-08,
+    -2.10102402082508e-06,
+    -5.69250639462346e-05,
+    -7.34990630326855e-04,
+    -2.95459980854025e-03,
+    -1.60960333262415e-02,
+)
+_ERF_Q = (
+    -1.45660718464996e-05,
+    -2.13374055278905e-04,
+    -1.68282697438203e-03,
+    -7.37332916720468e-03,
+    -1.42647390514189e-02,
+)
 # GELU(x) = x * (0.5 + x * P'(x^2) / Q'(x^2)): the same fraction with z = x / sqrt(2)
 # and the factor 0.5 / sqrt(2) folded into the coefficients (saves element-wise passes).
 _GELU_P = tuple(np.float32(c * 0.5 ** (6 - i) * 0.5**1.5) for i, c in enumerate(_ERF_P))

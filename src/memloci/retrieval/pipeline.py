@@ -340,9 +340,10 @@ class Retriever:
             return None
         links = self.store.linked_nodes(flt, list(nodes), people)
         called = [
-            label for label, ids in by_label.items()
+            label
+            for label, ids in by_label.items()
             if len(ids) >= CALLED_MIN and sum(i in links for i in ids) >= CALLED_SHARE * len(ids)
-        ]  # fmt: skip
+        ]
         if len(called) != 1:
             return None
         label = called[0]
@@ -404,9 +405,14 @@ class Retriever:
         query_weight: float = 0.0,
     ) -> list[Fused]:
         return fuse_lists(
-            ranked, graph, weights, self.settings.weight_graph, seeds,
-            query_weight=query_weight, calibration=calibration_of(self.embedder),
-        )  # fmt: skip
+            ranked,
+            graph,
+            weights,
+            self.settings.weight_graph,
+            seeds,
+            query_weight=query_weight,
+            calibration=calibration_of(self.embedder),
+        )
 
     def plan(self, query: str, vector: Future[npt.NDArray[np.float32]] | None = None) -> QueryPlan:
         """The query's intent and complexity (exemplars with an embedder, rules without);

@@ -38,9 +38,13 @@ def replaced(
     every = with_changes(flt, include_invalid=True, types=None, ids=None)
     drawn: dict[str, list[str]] = {}
     for fact, turn, _, _ in store.walk(
-        every, turns, EdgeType.DERIVED_FROM, depth=1, direction="backward",
+        every,
+        turns,
+        EdgeType.DERIVED_FROM,
+        depth=1,
+        direction="backward",
         limit=len(turns) * 4,
-    ):  # fmt: skip
+    ):
         drawn.setdefault(turn, []).append(fact)
     facts = {f for fs in drawn.values() for f in fs}
     if not facts:

@@ -124,9 +124,12 @@ class Respelt(NamedTuple):
 
 
 def meant(
-    store: Store, flt: NodeFilter, query: str, by_meaning: Sequence[tuple[str, float]],
+    store: Store,
+    flt: NodeFilter,
+    query: str,
+    by_meaning: Sequence[tuple[str, float]],
     unknown: Sequence[str] = (),
-) -> Respelt | None:  # fmt: skip
+) -> Respelt | None:
     """``query`` with its misspelt words respelt as the best matches by meaning
     (``by_meaning``, ids best first) spell them, or None when no word needs it or none
     is near enough. ``unknown``: the people it names that no memory does (left alone)."""

@@ -152,13 +152,20 @@ def _fixed(month: int, day: int) -> Callable[[int], date]:
 # its first day in a year, and how many days it lasts (Easter: Good Friday to Easter
 # Monday; a Monday holiday's weekend: Saturday to Monday)
 _HOLIDAYS: dict[str, tuple[Callable[[int], date], int]] = {
-    "christmas": (_fixed(12, 24), 3), "christmas eve": (_fixed(12, 24), 1),
-    "christmas day": (_fixed(12, 25), 1), "boxing day": (_fixed(12, 26), 1),
-    "new years": (_fixed(12, 31), 2), "new years eve": (_fixed(12, 31), 1),
-    "new years day": (_fixed(1, 1), 1), "valentines": (_fixed(2, 14), 1),
-    "valentines day": (_fixed(2, 14), 1), "st patricks": (_fixed(3, 17), 1),
-    "st patricks day": (_fixed(3, 17), 1), "halloween": (_fixed(10, 31), 1),
-    "independence day": (_fixed(7, 4), 1), "fourth of july": (_fixed(7, 4), 1),
+    "christmas": (_fixed(12, 24), 3),
+    "christmas eve": (_fixed(12, 24), 1),
+    "christmas day": (_fixed(12, 25), 1),
+    "boxing day": (_fixed(12, 26), 1),
+    "new years": (_fixed(12, 31), 2),
+    "new years eve": (_fixed(12, 31), 1),
+    "new years day": (_fixed(1, 1), 1),
+    "valentines": (_fixed(2, 14), 1),
+    "valentines day": (_fixed(2, 14), 1),
+    "st patricks": (_fixed(3, 17), 1),
+    "st patricks day": (_fixed(3, 17), 1),
+    "halloween": (_fixed(10, 31), 1),
+    "independence day": (_fixed(7, 4), 1),
+    "fourth of july": (_fixed(7, 4), 1),
     "4th of july": (_fixed(7, 4), 1),
     "thanksgiving": (lambda y: _nth(y, 11, 3, 4), 1),
     "thanksgiving day": (lambda y: _nth(y, 11, 3, 4), 1),
@@ -173,7 +180,7 @@ _HOLIDAYS: dict[str, tuple[Callable[[int], date], int]] = {
     "memorial day weekend": (lambda y: _nth(y, 5, 0, -1) - timedelta(days=2), 3),
     "labor day": (lambda y: _nth(y, 9, 0, 1), 1),
     "labor day weekend": (lambda y: _nth(y, 9, 0, 1) - timedelta(days=2), 3),
-}  # fmt: skip
+}
 AROUND = timedelta(days=3)  # "around Christmas": from a few days before
 _COUNT = {"a": 1, "one": 1, "two": 2, "three": 3}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
@@ -406,10 +413,13 @@ def _relative(text: str, now: datetime | None) -> TimeWindow | None:
         start = today - back * day
         return TimeWindow(start, min(start + day + REPORT_LAG, today + day), phrase)
     days = {  # word -> (first day back, days it spans)
-        "the day before yesterday": (2, 1), "yesterday": (1, 1), "last night": (1, 1),
-        "a few days ago": (5, 4), "the other day": (7, 7),
+        "the day before yesterday": (2, 1),
+        "yesterday": (1, 1),
+        "last night": (1, 1),
+        "a few days ago": (5, 4),
+        "the other day": (7, 7),
         "last weekend": (today.weekday() + 2, 3),  # Saturday, Sunday, Monday's reports
-    }  # fmt: skip
+    }
     if word in ("over the weekend", "this past weekend"):  # the latest weekend begun
         days[word] = (today.weekday() - 5, 3) if today.weekday() >= 5 else days["last weekend"]
     if word in days:
@@ -417,7 +427,10 @@ def _relative(text: str, now: datetime | None) -> TimeWindow | None:
         start = today - back * day
         return TimeWindow(start, start + span * day, phrase)
     starts = {
-        "today": today, "tonight": today, "this morning": today, "this afternoon": today,
+        "today": today,
+        "tonight": today,
+        "this morning": today,
+        "this afternoon": today,
         "this evening": today,
         "last week": today - 7 * day,
         "last month": today - 30 * day,
@@ -425,7 +438,7 @@ def _relative(text: str, now: datetime | None) -> TimeWindow | None:
         "this week": today - today.weekday() * day,
         "this month": today.replace(day=1),
         "this year": today.replace(month=1, day=1),
-    }  # fmt: skip
+    }
     if word in starts:
         return TimeWindow(starts[word], None, phrase)
     n = int(_COUNT.get(found.group("n").lower(), 0) or found.group("n"))

@@ -34,15 +34,23 @@ if TYPE_CHECKING:
 # Each name loads its module on first use (PEP 562): ``memloci.runtime.role`` alone does
 # not pull in the conversation store, the SDK's validation or the identify models.
 _LAZY = {
-    **dict.fromkeys(("ConversationMemory", "ConversationWindow", "SyncConversation",
-                     "llm_summarizer", "new_session_id", "thread_id"),
-                    "memloci.runtime.conversation"),
-    **dict.fromkeys(("Identity", "UserContext", "extract_identity", "identify_user"),
-                    "memloci.runtime.identify"),
-    **dict.fromkeys(("MemoryConfig", "ModelConfig", "Role", "load_role"),
-                    "memloci.runtime.role"),
+    **dict.fromkeys(
+        (
+            "ConversationMemory",
+            "ConversationWindow",
+            "SyncConversation",
+            "llm_summarizer",
+            "new_session_id",
+            "thread_id",
+        ),
+        "memloci.runtime.conversation",
+    ),
+    **dict.fromkeys(
+        ("Identity", "UserContext", "extract_identity", "identify_user"), "memloci.runtime.identify"
+    ),
+    **dict.fromkeys(("MemoryConfig", "ModelConfig", "Role", "load_role"), "memloci.runtime.role"),
     **dict.fromkeys(("TEMPLATES", "memory_template"), "memloci.runtime.templates"),
-}  # fmt: skip
+}
 
 
 def __getattr__(name: str) -> Any:

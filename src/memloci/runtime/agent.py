@@ -79,14 +79,33 @@ logger = logging.getLogger("memloci.runtime")
 MAX_TOOL_ROUNDS = 8
 #: The tools the agent is offered (aliases such as ``search_memory`` are accepted too).
 AGENT_TOOLS = (
-    "recall", "remember", "add_to_memory", "update_memory", "correct_fact", "confirm_fact",
-    "forget", "list_memories", "learn_procedure", "record_procedure_use", "record_episode",
-    "get_entity_info", "explain_fact", "memory_stats", "weak_facts",
-)  # fmt: skip
+    "recall",
+    "remember",
+    "add_to_memory",
+    "update_memory",
+    "correct_fact",
+    "confirm_fact",
+    "forget",
+    "list_memories",
+    "learn_procedure",
+    "record_procedure_use",
+    "record_episode",
+    "get_entity_info",
+    "explain_fact",
+    "memory_stats",
+    "weak_facts",
+)
 FACT_TOOLS = frozenset(
-    {"remember", "remember_fact", "add_to_memory", "update_memory", "correct_fact",
-     "confirm_fact", "weak_facts"}
-)  # fmt: skip
+    {
+        "remember",
+        "remember_fact",
+        "add_to_memory",
+        "update_memory",
+        "correct_fact",
+        "confirm_fact",
+        "weak_facts",
+    }
+)
 KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 MODEL_OPTIONS = ("model", "base_url", "api_key_env", "timeout", "max_retries")
 STOPPED = "(Stopped: {n} rounds of memory tool calls without an answer. Please ask again.)"
@@ -394,10 +413,15 @@ class Agent:
             if mem.conversation.summarize and isinstance(self.model, LLM):
                 summarize = llm_summarizer(self.model)
             self.conversation = ConversationMemory(
-                self.service, user=self.user, chat=self.chat, agent=self.role.name,
-                namespace=self.namespace, summarize=summarize,
-                system_prompt=self.role.system_prompt, **self.role.conversation_options(),
-            )  # fmt: skip
+                self.service,
+                user=self.user,
+                chat=self.chat,
+                agent=self.role.name,
+                namespace=self.namespace,
+                summarize=summarize,
+                system_prompt=self.role.system_prompt,
+                **self.role.conversation_options(),
+            )
         else:
             self.conversation = _Scratch(self.role.system_prompt, mem.window_size)
         session = await self.conversation.start(resume=resume)
@@ -432,9 +456,13 @@ class Agent:
 
     def _bind(self, session: str) -> None:
         self.tools = Tools(
-            self.service, namespace=self.namespace, user=self.user, agent=self.role.name,
-            session=session, types=memory_types(self.role.memory),
-        )  # fmt: skip
+            self.service,
+            namespace=self.namespace,
+            user=self.user,
+            agent=self.role.name,
+            session=session,
+            types=memory_types(self.role.memory),
+        )
 
     async def finish(
         self, *, autonomous: bool = False, consolidate: bool = True
@@ -477,8 +505,11 @@ class Agent:
                 self._bind(self.session)
         window = self.conversation.window()
         system = window.system(await self._context(text))
-        history = [{"role": m.role, "content": m.content} for m in window.messages
-                   if m.role in ("user", "assistant")]  # fmt: skip
+        history = [
+            {"role": m.role, "content": m.content}
+            for m in window.messages
+            if m.role in ("user", "assistant")
+        ]
         clock = time.monotonic()
         answer, runs = await self._loop(system, [*history, {"role": "user", "content": text}])
         await self.conversation.record("user", text)
@@ -544,9 +575,12 @@ class Agent:
         runs: list[ToolRun] = []
         cfg = self.role.model
         chat = functools.partial(
-            self.model.chat, system=system or None, tools=self._specs,
-            max_tokens=cfg.max_tokens if cfg else 1024, temperature=cfg.temperature if cfg else 0.7,
-        )  # fmt: skip
+            self.model.chat,
+            system=system or None,
+            tools=self._specs,
+            max_tokens=cfg.max_tokens if cfg else 1024,
+            temperature=cfg.temperature if cfg else 0.7,
+        )
         for _ in range(self.max_tool_rounds):
             turn = await asyncio.to_thread(chat, messages)
             if not turn.tool_calls:
@@ -558,9 +592,14 @@ class Agent:
                 run = await self._run_tool(call)
                 runs.append(run)
                 messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "name": call.name,
-                     "content": run.result, "is_error": not run.ok}
-                )  # fmt: skip
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "name": call.name,
+                        "content": run.result,
+                        "is_error": not run.ok,
+                    }
+                )
         logger.warning("agent %s: no answer after %d tool rounds", self.role.name, len(runs))
         return STOPPED.format(n=self.max_tool_rounds), tuple(runs)
 
@@ -587,13 +626,19 @@ class Agent:
         if mem is not None:
             try:
                 flt = self.service.filter(
-                    namespace=self.namespace, user=self.user, agent=self.role.name,
+                    namespace=self.namespace,
+                    user=self.user,
+                    agent=self.role.name,
                     session=self.session,
-                )  # fmt: skip
+                )
                 cacheable, dynamic = await self.service.context.context_parts(
-                    text, flt, facts=mem.semantic_enabled, procedures=mem.procedural.enabled,
-                    episodes=mem.episodic.enabled, loaded=loaded[1] if loaded else None,
-                )  # fmt: skip
+                    text,
+                    flt,
+                    facts=mem.semantic_enabled,
+                    procedures=mem.procedural.enabled,
+                    episodes=mem.episodic.enabled,
+                    loaded=loaded[1] if loaded else None,
+                )
                 if loaded is None:
                     loaded = self._loaded = (self._who(), cacheable)
             except Exception as exc:
@@ -604,9 +649,12 @@ class Agent:
             kn = mem.knowledge
             try:
                 hits = await self.service.knowledge.search_knowledge(
-                    text[-v.QUERY_MAX :], namespace=self.namespace, collections=kn.sources,
-                    limit=kn.retrieval_limit, threshold=kn.similarity_threshold,
-                )  # fmt: skip
+                    text[-v.QUERY_MAX :],
+                    namespace=self.namespace,
+                    collections=kn.sources,
+                    limit=kn.retrieval_limit,
+                    threshold=kn.similarity_threshold,
+                )
                 parts.append(knowledge_block(hits))
             except Exception as exc:
                 self._report("search the knowledge sources", exc)
@@ -627,14 +675,19 @@ class Agent:
                 )
                 if known is None:
                     await self.service.records.save_user(
-                        self.login, namespace=self.namespace,
+                        self.login,
+                        namespace=self.namespace,
                         identifiers={self.channel: self.login},
-                    )  # fmt: skip
+                    )
                 self._registered = True
             ctx = await identify_user(
-                self.service, payload, namespace=self.namespace,
-                new_conversation=new_conversation, facts_limit=1, episodes_limit=1,
-            )  # fmt: skip
+                self.service,
+                payload,
+                namespace=self.namespace,
+                new_conversation=new_conversation,
+                facts_limit=1,
+                episodes_limit=1,
+            )
         except Exception as exc:
             self._report("identify the user", exc)
             return self.user
@@ -646,9 +699,12 @@ class Agent:
         self.failures += 1
         text = exc.message if isinstance(exc, MemlociError) else f"{type(exc).__name__}: {exc}"
         logger.warning(
-            "agent %s: could not %s: %s", self.role.name, doing, text,
+            "agent %s: could not %s: %s",
+            self.role.name,
+            doing,
+            text,
             exc_info=None if isinstance(exc, MemlociError) else exc,
-        )  # fmt: skip
+        )
         self.warn(f"memloci: could not {doing} ({text}); continuing")
 
 
@@ -664,9 +720,12 @@ def memory_command_handler(
 
     async def handle(text: str, agent: Agent) -> str | None:
         return await answer(
-            text, agent.service, namespace=agent.namespace, user=agent.user,
+            text,
+            agent.service,
+            namespace=agent.namespace,
+            user=agent.user,
             agent=agent.role.name,
-        )  # fmt: skip
+        )
 
     return handle
 

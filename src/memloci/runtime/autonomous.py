@@ -77,9 +77,12 @@ class RunResult:
 
 
 async def run_autonomous(
-    agent: Agent, task: str, *, max_steps: int | None = None,
+    agent: Agent,
+    task: str,
+    *,
+    max_steps: int | None = None,
     trigger: Mapping[str, Any] | None = None,
-) -> RunResult:  # fmt: skip
+) -> RunResult:
     """Run ``task`` until ``finish_task`` or ``max_steps`` model calls (default: the
     role's ``autonomy.max_steps``); ``trigger`` (e.g. ``{"trigger_type": "cron"}``) goes
     into the run's episode. Starts the agent's session if needed; never raises."""
@@ -100,9 +103,12 @@ async def run_autonomous(
     messages.append({"role": "user", "content": task})
     cfg = agent.role.model
     chat = functools.partial(
-        agent.model.chat, system=system or None, tools=[*agent._specs, FINISH_SPEC],
-        max_tokens=cfg.max_tokens if cfg else 1024, temperature=cfg.temperature if cfg else 0.7,
-    )  # fmt: skip
+        agent.model.chat,
+        system=system or None,
+        tools=[*agent._specs, FINISH_SPEC],
+        max_tokens=cfg.max_tokens if cfg else 1024,
+        temperature=cfg.temperature if cfg else 0.7,
+    )
     runs: list[ToolRun] = []
     summary, finished, error, steps = "", False, None, 0
     while steps < steps_max and not finished:
@@ -147,9 +153,20 @@ async def run_autonomous(
 
 
 def _tool_message(call_id: str, name: str, result: str, *, ok: bool) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "name": name, "content": result,
-            "is_error": not ok}  # fmt: skip
+    return {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "name": name,
+        "content": result,
+        "is_error": not ok,
+    }
 
 
-__all__ = ["CATEGORY", "FINISH_SPEC", "FINISH_TASK", "RunResult", "capture_episode",
-           "run_autonomous"]  # fmt: skip
+__all__ = [
+    "CATEGORY",
+    "FINISH_SPEC",
+    "FINISH_TASK",
+    "RunResult",
+    "capture_episode",
+    "run_autonomous",
+]

@@ -169,9 +169,11 @@ class ConversationMemory:
         """The last ``window`` messages of this session (plus the summary, if any)."""
         start = _user_start(self._messages, len(self._messages) - self.window_size)
         return ConversationWindow(
-            messages=tuple(_from_user(self._messages[start:])), summary=self._summary,
-            system_prompt=self.system_prompt, system_id=self.system_id,
-        )  # fmt: skip
+            messages=tuple(_from_user(self._messages[start:])),
+            summary=self._summary,
+            system_prompt=self.system_prompt,
+            system_id=self.system_id,
+        )
 
     # ------------------------------------------------------------------ sessions
     async def start(self, *, resume: bool = False) -> str:
@@ -240,9 +242,12 @@ class ConversationMemory:
             text = text[: TURN_MAX - 14] + " …[truncated]"
         try:
             await self.service.records.append_messages(
-                self.thread_id, [msg.model_copy(update={"content": text})],
-                namespace=self.namespace, user=self.user, agent=self.agent,
-            )  # fmt: skip
+                self.thread_id,
+                [msg.model_copy(update={"content": text})],
+                namespace=self.namespace,
+                user=self.user,
+                agent=self.agent,
+            )
         except Exception as exc:
             self._report("save the conversation", exc)
             return False
@@ -314,9 +319,12 @@ class ConversationMemory:
         self.failures += 1
         text = exc.message if isinstance(exc, MemlociError) else f"{type(exc).__name__}: {exc}"
         logger.warning(
-            "conversation %r: could not %s: %s", self.thread_id, doing, text,
+            "conversation %r: could not %s: %s",
+            self.thread_id,
+            doing,
+            text,
             exc_info=None if isinstance(exc, MemlociError) else exc,
-        )  # fmt: skip
+        )
         if text != self.last_error:
             print(f"memloci: could not {doing} ({text}); continuing", file=sys.stderr)
         self.last_error = text
@@ -354,9 +362,11 @@ def llm_summarizer(llm: LLM, *, max_tokens: int = 400) -> Callable[..., str]:
         before = f"Summary so far:\n{previous}\n\n" if previous else ""
         prompt = f"{before}New turns:\n{turns}\n\nWrite the updated summary."
         return llm.complete(
-            [{"role": "user", "content": prompt}], system=SUMMARY_SYSTEM,
-            max_tokens=max_tokens, temperature=0.0,
-        ).strip()  # fmt: skip
+            [{"role": "user", "content": prompt}],
+            system=SUMMARY_SYSTEM,
+            max_tokens=max_tokens,
+            temperature=0.0,
+        ).strip()
 
     return summarize
 

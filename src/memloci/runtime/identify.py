@@ -129,9 +129,10 @@ def extract_identity(payload: Mapping[str, Any]) -> Identity:
     candidates = [
         (key, found)
         for key, value in payload.items()
-        if isinstance(key, str) and isinstance(value, Mapping)
+        if isinstance(key, str)
+        and isinstance(value, Mapping)
         and (found := _person(value, bare_id=False) or _telegram(value)) is not None
-    ]  # fmt: skip
+    ]
     if len(candidates) > 1:
         names = ", ".join(repr(k) for k, _ in candidates)
         raise ValidationError(
@@ -171,9 +172,11 @@ async def identify_user(
     created = user is None
     if user is None:
         user = await service.records.save_user(
-            who.canonical_id, namespace=ns, display_name=who.display_name,
+            who.canonical_id,
+            namespace=ns,
+            display_name=who.display_name,
             identifiers={who.channel: who.identifier},
-        )  # fmt: skip
+        )
         user = await service.records.get_user(user.id, namespace=ns, follow_merged=True)
     elif user.display_name is None and who.display_name is not None:
         user = await service.records.save_user(user.id, namespace=ns, display_name=who.display_name)
@@ -189,10 +192,15 @@ async def identify_user(
         service.memories.list_nodes(episodes_flt, limit=e_lim, order="-created"),
     )
     return UserContext(
-        user=user, channel=who.channel, identifier=who.identifier, created=created,
-        new_conversation=new, facts=facts, episodes=episodes,
+        user=user,
+        channel=who.channel,
+        identifier=who.identifier,
+        created=created,
+        new_conversation=new,
+        facts=facts,
+        episodes=episodes,
         preferences={k: val for k, val in user.preferences.items() if k != DERIVED_KEYS},
-    )  # fmt: skip
+    )
 
 
 def _new_conversation(user: MemoryUser, now: datetime) -> bool:
@@ -246,9 +254,12 @@ async def _cached_preferences(service: MemoryService, ns: str, user: MemoryUser)
     first. Preferences set by hand under other keys are kept; the record is written only
     when something changed."""
     flt = service.filter(
-        namespace=ns, user=user.id, owner_user=user.id, type=["semantic", "opinion"],
+        namespace=ns,
+        user=user.id,
+        owner_user=user.id,
+        type=["semantic", "opinion"],
         scope=Scope.USER,
-    )  # fmt: skip
+    )
     facts = reversed(
         await service.memories.list_nodes(flt, limit=PREFERENCE_SCAN, order="-created")
     )

@@ -516,11 +516,15 @@ def _pick(doc: BaseModel, agent: str | None, source: str) -> Role:
     if isinstance(doc, _Manifest):
         roles = [
             Role(
-                name=doc.metadata.name, description=doc.metadata.description,
-                system_prompt=doc.spec.role, model=doc.spec.model, memory=doc.spec.memory,
-                autonomy=doc.spec.autonomy, triggers=doc.spec.triggers,
+                name=doc.metadata.name,
+                description=doc.metadata.description,
+                system_prompt=doc.spec.role,
+                model=doc.spec.model,
+                memory=doc.spec.memory,
+                autonomy=doc.spec.autonomy,
+                triggers=doc.spec.triggers,
             )
-        ]  # fmt: skip
+        ]
     elif isinstance(doc, _AgentsFile):
         roles = list(doc.agents)
         seen = [r.name for r in roles]

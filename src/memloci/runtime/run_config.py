@@ -40,9 +40,12 @@ class _Block(BaseModel):
     """Strict, closed, either-case keys (as every block of the role file)."""
 
     model_config = ConfigDict(
-        extra="forbid", strict=True, alias_generator=to_camel, populate_by_name=True,
+        extra="forbid",
+        strict=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
         frozen=True,
-    )  # fmt: skip
+    )
 
 
 class AutonomyConfig(_Block):

@@ -80,9 +80,14 @@ class TriggerRunner:
     reports of failed runs."""
 
     def __init__(
-        self, execute: Execute, triggers: list[TriggerConfig], *, max_runs: int | None = None,
-        on_ready: Callable[[str], None] | None = None, warn: Callable[[str], None] | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        execute: Execute,
+        triggers: list[TriggerConfig],
+        *,
+        max_runs: int | None = None,
+        on_ready: Callable[[str], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         self.execute, self.triggers, self.max_runs = execute, list(triggers), max_runs
         self.on_ready = on_ready or (lambda line: None)
         self.warn = warn or (lambda line: logger.warning("%s", line))
@@ -223,10 +228,17 @@ class TriggerRunner:
         except ConnectionError:
             return
         data = json.dumps(body).encode()
-        reason = {202: "Accepted", 400: "Bad Request", 405: "Method Not Allowed",
-                  413: "Content Too Large", 503: "Service Unavailable"}[status]  # fmt: skip
-        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n")  # fmt: skip
+        reason = {
+            202: "Accepted",
+            400: "Bad Request",
+            405: "Method Not Allowed",
+            413: "Content Too Large",
+            503: "Service Unavailable",
+        }[status]
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+        )
         with contextlib.suppress(ConnectionError):
             writer.write(head.encode() + data)
             await writer.drain()

@@ -116,9 +116,12 @@ def pending_groups(
             out[key] = PendingSession(namespace, session, uid, aid, int(count))
         else:
             out[key] = PendingSession(
-                namespace, session, known.user or uid, known.agent or aid,
+                namespace,
+                session,
+                known.user or uid,
+                known.agent or aid,
                 known.episodes + int(count),
-            )  # fmt: skip
+            )
     return list(out.values())
 
 
@@ -251,9 +254,15 @@ class SearchStore(Protocol):
     # neighbourhoods): every walk is bounded by the filter — hidden nodes are neither
     # returned nor walked through; scores are higher-is-better
     def walk(
-        self, flt: NodeFilter, seeds: Sequence[str], relation: str, *, depth: int = 1,
-        direction: str = "both", limit: int = 200,
-    ) -> list[tuple[str, str, int, int]]:  # fmt: skip
+        self,
+        flt: NodeFilter,
+        seeds: Sequence[str],
+        relation: str,
+        *,
+        depth: int = 1,
+        direction: str = "both",
+        limit: int = 200,
+    ) -> list[tuple[str, str, int, int]]:
         """``(node_id, seed_id, distance, sign)`` within ``depth`` steps over current
         ``relation`` edges, breadth first; ``sign`` +1 along edges, -1 against them;
         ``direction`` is ``forward``, ``backward`` or ``both``; seeds not returned."""
@@ -396,9 +405,14 @@ class JobStore(Protocol):
     # consolidation and maintenance: sessions, episode claims, decay anchors, entity name
     # vectors, causal pairs and named locks shared by every process on the store
     def register_session(
-        self, namespace: str, session: str, *, user: str | None, agent: str | None,
+        self,
+        namespace: str,
+        session: str,
+        *,
+        user: str | None,
+        agent: str | None,
         now: datetime,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Record a session the first time it is seen (no-op when known)."""
 
     def pending_sessions(
@@ -412,9 +426,14 @@ class JobStore(Protocol):
         """How many entries :meth:`pending_sessions` would list over ``namespaces``."""
 
     def session_episodes(
-        self, namespace: str, session: str | None, *, limit: int,
-        user: str | None = None, agent: str | None = None,
-    ) -> list[MemoryNode]:  # fmt: skip
+        self,
+        namespace: str,
+        session: str | None,
+        *,
+        limit: int,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> list[MemoryNode]:
         """Unconsolidated episodes of a session (forgotten ones too), oldest first;
         ``session`` None: those ``user`` and ``agent`` (exactly: None is no user) stored
         without a session."""
@@ -423,9 +442,14 @@ class JobStore(Protocol):
         """Mark episodes consolidated unless they already are; returns how many it marked."""
 
     def finish_session(
-        self, namespace: str, session: str, *, user: str | None, agent: str | None,
+        self,
+        namespace: str,
+        session: str,
+        *,
+        user: str | None,
+        agent: str | None,
         now: datetime,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Record that a session was consolidated at ``now``."""
 
     def decay_candidates(
@@ -434,9 +458,13 @@ class JobStore(Protocol):
         """Current memories of ``type`` with a decay rate > 0, in ``cursor`` order."""
 
     def apply_decay(
-        self, namespace: str, updates: Sequence[DecayUpdate], forget: Sequence[str], *,
+        self,
+        namespace: str,
+        updates: Sequence[DecayUpdate],
+        forget: Sequence[str],
+        *,
         now: datetime,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Store decayed confidences (not an edit: ``updated_at`` stays) and soft-delete
         ``forget``; episodes and protected memories are never touched."""
 

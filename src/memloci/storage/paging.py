@@ -130,9 +130,19 @@ def node_keyset(order: str, *, seq: str, ident: str) -> Keyset | None:
 
 
 def read_page(
-    c: Any, *, table: str, columns: str, where: str, params: Sequence[Any], keys: Keyset,
-    limit: int, offset: int, cursor: str | None, ph: str, convert: Callable[[Any], T],
-) -> KeyPage[T]:  # fmt: skip
+    c: Any,
+    *,
+    table: str,
+    columns: str,
+    where: str,
+    params: Sequence[Any],
+    keys: Keyset,
+    limit: int,
+    offset: int,
+    cursor: str | None,
+    ph: str,
+    convert: Callable[[Any], T],
+) -> KeyPage[T]:
     """One page of ``table`` (aliased in ``columns`` / ``where``) and the total of
     ``where``, on connection ``c`` (the caller holds it in one snapshot); ``offset``
     counts from the cursor's row when both are given."""
@@ -166,27 +176,49 @@ class PagedReads(Protocol):
     store did not make, is a ValidationError."""
 
     def page_nodes(
-        self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created",
+        self,
+        flt: NodeFilter,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        order: str = "created",
         cursor: str | None = None,
-    ) -> KeyPage[MemoryNode]:  # fmt: skip
+    ) -> KeyPage[MemoryNode]:
         """In one of ``NODE_ORDERS`` (as :meth:`Store.list_nodes` lists them)."""
 
     def page_threads(
-        self, namespace: str, *, user: str | None = None, agent: str | None = None,
-        limit: int = 50, offset: int = 0, cursor: str | None = None,
-    ) -> KeyPage[Thread]:  # fmt: skip
+        self,
+        namespace: str,
+        *,
+        user: str | None = None,
+        agent: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        cursor: str | None = None,
+    ) -> KeyPage[Thread]:
         """Last updated first (then by id), without messages, as ``list_threads``."""
 
     def page_entities(
-        self, namespace: str, *, type: str | None = None, query: str | None = None,
-        limit: int = 50, offset: int = 0, cursor: str | None = None,
-    ) -> KeyPage[Entity]:  # fmt: skip
+        self,
+        namespace: str,
+        *,
+        type: str | None = None,
+        query: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        cursor: str | None = None,
+    ) -> KeyPage[Entity]:
         """Most mentioned first (then by name, id), as ``list_entities``."""
 
     def page_users(
-        self, namespace: str, *, query: str | None = None, limit: int = 50, offset: int = 0,
+        self,
+        namespace: str,
+        *,
+        query: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
         cursor: str | None = None,
-    ) -> KeyPage[MemoryUser]:  # fmt: skip
+    ) -> KeyPage[MemoryUser]:
         """Oldest first (then by id), as ``list_users``."""
 
 

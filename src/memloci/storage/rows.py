@@ -16,16 +16,48 @@ from memloci.storage import faults
 from memloci.storage.base import NodePatch
 
 NODE_COLUMNS = (
-    "id", "namespace", "type", "content", "key", "value", "category", "subject", "fact_type",
-    "scope", "user_id", "agent_id", "session_id", "speaker", "event_time", "created_at",
-    "updated_at", "valid_from", "valid_until", "confidence", "times_confirmed",
-    "times_contradicted", "access_count", "last_accessed", "decay_rate", "source_type",
-    "source_role", "metadata", "version", "details", "consolidated_at", "embedded",
-)  # fmt: skip
-_TIME_FIELDS = {
-    "event_time", "created_at", "updated_at", "valid_from", "valid_until", "last_accessed",
+    "id",
+    "namespace",
+    "type",
+    "content",
+    "key",
+    "value",
+    "category",
+    "subject",
+    "fact_type",
+    "scope",
+    "user_id",
+    "agent_id",
+    "session_id",
+    "speaker",
+    "event_time",
+    "created_at",
+    "updated_at",
+    "valid_from",
+    "valid_until",
+    "confidence",
+    "times_confirmed",
+    "times_contradicted",
+    "access_count",
+    "last_accessed",
+    "decay_rate",
+    "source_type",
+    "source_role",
+    "metadata",
+    "version",
+    "details",
     "consolidated_at",
-}  # fmt: skip
+    "embedded",
+)
+_TIME_FIELDS = {
+    "event_time",
+    "created_at",
+    "updated_at",
+    "valid_from",
+    "valid_until",
+    "last_accessed",
+    "consolidated_at",
+}
 _RENAMED = {"user_id": "user", "agent_id": "agent", "session_id": "session"}
 
 

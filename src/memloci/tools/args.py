@@ -30,8 +30,15 @@ from memloci.models import (
 )
 
 MemoryKind = Literal[
-    "facts", "procedures", "episodes", "all", "semantic", "opinion", "procedural", "episodic",
-]  # fmt: skip
+    "facts",
+    "procedures",
+    "episodes",
+    "all",
+    "semantic",
+    "opinion",
+    "procedural",
+    "episodic",
+]
 KIND_TYPES: dict[str, tuple[NodeType, ...] | None] = {
     "facts": (NodeType.SEMANTIC, NodeType.OPINION),
     "procedures": (NodeType.PROCEDURAL,),
@@ -164,9 +171,10 @@ class SearchMemoryArgs(RecallArgs):
         description="Only memories that mention this person, project, place or thing",
     )
     after: str | None = Field(
-        None, max_length=40, description="Only memories from after: last_week, last_month, "
-        "7d or a date (YYYY-MM-DD)"
-    )  # fmt: skip
+        None,
+        max_length=40,
+        description="Only memories from after: last_week, last_month, 7d or a date (YYYY-MM-DD)",
+    )
     before: str | None = Field(
         None, max_length=40, description="Only memories from before: a date (YYYY-MM-DD), …"
     )

@@ -80,9 +80,12 @@ class Bound:
         """What this caller may see (their memories and shared ones, of its tiers),
         narrowed by ``kwargs``."""
         flt = self.service.filter(
-            namespace=self.namespace, user=self.user, agent=self.agent, session=self.session,
+            namespace=self.namespace,
+            user=self.user,
+            agent=self.agent,
+            session=self.session,
             **kwargs,
-        )  # fmt: skip
+        )
         if self.types is None:
             return flt
         allowed = tuple(t for t in (flt.types or self.types) if t in self.types)
@@ -384,10 +387,18 @@ async def weak_facts(b: Bound, a: WeakFactsArgs) -> str:
 async def remember(b: Bound, a: RememberArgs) -> str:
     b.may_store(NodeType.SEMANTIC)
     result = await b.service.memories.remember(
-        a.text, namespace=b.namespace, key=a.key, value=a.value, category=a.category,
-        subject=a.subject, fact_type=a.fact_type, overwrite=a.overwrite, user=b.user,
-        agent=b.agent, session=b.session,
-    )  # fmt: skip
+        a.text,
+        namespace=b.namespace,
+        key=a.key,
+        value=a.value,
+        category=a.category,
+        subject=a.subject,
+        fact_type=a.fact_type,
+        overwrite=a.overwrite,
+        user=b.user,
+        agent=b.agent,
+        session=b.session,
+    )
     if a.content is None:  # a key/value: "Remembered: color = blue (created)"
         if result.action == "exists":  # the model must not read that red was stored
             held = result.memory.content
@@ -405,9 +416,15 @@ async def remember(b: Bound, a: RememberArgs) -> str:
 async def add_to_memory(b: Bound, a: AddToMemoryArgs) -> str:
     b.may_store(NodeType.SEMANTIC)
     result = await b.service.memories.remember(
-        a.content, namespace=b.namespace, category=a.category, subject=a.subject,
-        user=b.user, agent=b.agent, session=b.session, suggest_on_subject=True,
-    )  # fmt: skip
+        a.content,
+        namespace=b.namespace,
+        category=a.category,
+        subject=a.subject,
+        user=b.user,
+        agent=b.agent,
+        session=b.session,
+        suggest_on_subject=True,
+    )
     return r.write(result)
 
 
@@ -453,10 +470,14 @@ async def forget(b: Bound, a: MemoryIdArgs) -> str:
 async def learn_procedure(b: Bound, a: LearnProcedureArgs) -> str:
     b.may_store(NodeType.PROCEDURAL)
     result = await b.service.memories.learn_procedure(
-        a.content, namespace=b.namespace, category=a.category or "procedure",
+        a.content,
+        namespace=b.namespace,
+        category=a.category or "procedure",
         triggers={"goal_contains": a.triggers} if a.triggers else None,
-        procedure_type=a.procedure_type or ProcedureType.WORKFLOW_GRAPH, user=b.user, agent=b.agent,
-    )  # fmt: skip
+        procedure_type=a.procedure_type or ProcedureType.WORKFLOW_GRAPH,
+        user=b.user,
+        agent=b.agent,
+    )
     return r.write(result)
 
 
@@ -485,7 +506,12 @@ async def record_episode(b: Bound, a: RecordEpisodeArgs) -> str:
     if outcome or a.duration_ms is not None:
         details = EpisodeDetails(outcome=outcome or None, duration_ms=a.duration_ms)
     result = await b.service.memories.record_episode(
-        a.content, namespace=b.namespace, user=b.user, agent=b.agent, session=b.session,
-        details=details, category=a.category,
-    )  # fmt: skip
+        a.content,
+        namespace=b.namespace,
+        user=b.user,
+        agent=b.agent,
+        session=b.session,
+        details=details,
+        category=a.category,
+    )
     return r.write(result)

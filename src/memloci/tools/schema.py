@@ -19,9 +19,19 @@ from pydantic import BaseModel
 JsonSchema = dict[str, Any]
 _NOISE = {"title", "$defs", "definitions"}
 _STRICT_UNSUPPORTED = {
-    "default", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
-    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
-}  # fmt: skip
+    "default",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+}
 
 
 def clean_schema(model: type[BaseModel], *, strict: bool = False) -> JsonSchema:

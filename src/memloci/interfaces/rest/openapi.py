@@ -219,9 +219,10 @@ def _query_rules(path: str, name: str) -> dict[str, Any] | None:
 def _kind_types(path: str) -> list[str]:
     """The memory types a listing accepts in ``type``."""
     for kind, types in (
-        ("facts", ["semantic", "opinion"]), ("episodes", ["episodic"]),
+        ("facts", ["semantic", "opinion"]),
+        ("episodes", ["episodic"]),
         ("procedures", ["procedural"]),
-    ):  # fmt: skip
+    ):
         if path.startswith(f"/api/v1/{kind}/"):
             return types
     return [m.value for m in NodeType]

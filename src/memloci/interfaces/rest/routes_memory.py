@@ -93,10 +93,14 @@ class DeletedMemory(BaseModel):
 
 def _out(node: MemoryNode) -> MemoryResponse:
     return MemoryResponse(
-        id=node.id, category=node.category, subject=node.subject, content=node.content,
-        version=node.version, created_at=node.created_at,
+        id=node.id,
+        category=node.category,
+        subject=node.subject,
+        content=node.content,
+        version=node.version,
+        created_at=node.created_at,
         updated_at=node.updated_at if node.version > 1 else node.created_at,
-    )  # fmt: skip
+    )
 
 
 async def _active(service: Service, ns: str, memory_id: str) -> MemoryNode:
@@ -133,9 +137,11 @@ async def get_memory(memory_id: str, service: Service, ns: ReadNS) -> MemoryWith
     versions = await service.memories.history(memory_id, namespace=ns)
     return MemoryWithHistory(
         **_out(node).model_dump(),
-        versions=[VersionResponse(**x.model_dump(include={"version", "content", "created_at"}))
-                  for x in versions],
-    )  # fmt: skip
+        versions=[
+            VersionResponse(**x.model_dump(include={"version", "content", "created_at"}))
+            for x in versions
+        ],
+    )
 
 
 @router.post(
@@ -151,9 +157,13 @@ async def create_memory(
     was not applied). A memory with the same subject → 409 with its id (update it
     instead)."""
     result = await service.memories.remember(
-        body.content, namespace=ns, category=body.category, subject=body.subject,
-        user=body.user, suggest_on_subject=not body.allow_similar,
-    )  # fmt: skip
+        body.content,
+        namespace=ns,
+        category=body.category,
+        subject=body.subject,
+        user=body.user,
+        suggest_on_subject=not body.allow_similar,
+    )
     if result.action == "suggest_update":
         ids = [n.id for n in result.similar]
         raise ConflictError(
@@ -169,8 +179,9 @@ async def create_memory(
     response.status_code = status.HTTP_200_OK
     notes = [result.message.rstrip(".") + "; nothing new was created"]
     for field, asked, kept in (
-        ("category", body.category, node.category), ("subject", body.subject, node.subject),
-    ):  # fmt: skip
+        ("category", body.category, node.category),
+        ("subject", body.subject, node.subject),
+    ):
         if asked is not None and asked != kept:
             notes.append(
                 f"the requested {field} {asked!r} was not applied (it stays {kept!r}; "

@@ -98,19 +98,30 @@ def _register(kind: str) -> None:
             if len(wanted) != len(type):
                 raise ValidationError(f"type must be one of {[t.value for t in types]} for {kind}")
         flt = service.filter(
-            namespace=ns, user=user, agent=agent, session=session, owner_user=owner,
-            sessions=None if in_session is None else [in_session], category=category,
-            scope=scope, type=type or list(types), after=s.time_bound(after, "after"),
+            namespace=ns,
+            user=user,
+            agent=agent,
+            session=session,
+            owner_user=owner,
+            sessions=None if in_session is None else [in_session],
+            category=category,
+            scope=scope,
+            type=type or list(types),
+            after=s.time_bound(after, "after"),
             before=s.time_bound(before, "before"),
-            min_confidence=min_confidence, include_forgotten=include_forgotten,
-        )  # fmt: skip
+            min_confidence=min_confidence,
+            include_forgotten=include_forgotten,
+        )
         page = await service.paging.page_nodes(
             flt, limit=limit, offset=offset, order=order, cursor=cursor
         )
         return s.Page[MemoryNode](
-            items=page.items, total=page.total, limit=limit, offset=offset,
+            items=page.items,
+            total=page.total,
+            limit=limit,
+            offset=offset,
             next_cursor=page.next_cursor,
-        )  # fmt: skip
+        )
 
     @router.get(f"/{kind}/{{memory_id}}", tags=tag, summary=f"Get one of the {kind}")
     async def get_kind(memory_id: str, service: Service, ns: ReadNS) -> s.MemoryDetail:
@@ -128,10 +139,15 @@ def _register(kind: str) -> None:
         if not fields:
             raise ValidationError("nothing to update", hint="send content, category, …")
         return await service.edits.update(
-            memory_id, body.content, namespace=ns, value=body.value,
-            set_value="value" in fields, category=body.category, subject=body.subject,
+            memory_id,
+            body.content,
+            namespace=ns,
+            value=body.value,
+            set_value="value" in fields,
+            category=body.category,
+            subject=body.subject,
             metadata=body.metadata,
-        )  # fmt: skip
+        )
 
     @router.delete(f"/{kind}/{{memory_id}}", tags=tag, summary="Delete (soft by default)")
     async def delete_kind(
@@ -235,12 +251,20 @@ def _search_filter(
         ns = caller.check(ns, write=False)
     nss = [caller.check(n, write=False) for n in body.namespaces] if body.namespaces else [ns]
     return service.filter(
-        namespace=nss, user=body.user, agent=body.agent, session=body.session,
-        owner_user=body.owner, sessions=None if body.in_session is None else [body.in_session],
-        type=body.type, category=body.category, scope=body.scope,
-        after=s.time_bound(body.after, "after"), before=s.time_bound(body.before, "before"),
-        min_confidence=body.min_confidence, as_of=body.as_of,
-    )  # fmt: skip
+        namespace=nss,
+        user=body.user,
+        agent=body.agent,
+        session=body.session,
+        owner_user=body.owner,
+        sessions=None if body.in_session is None else [body.in_session],
+        type=body.type,
+        category=body.category,
+        scope=body.scope,
+        after=s.time_bound(body.after, "after"),
+        before=s.time_bound(body.before, "before"),
+        min_confidence=body.min_confidence,
+        as_of=body.as_of,
+    )
 
 
 @router.post("/search", tags=["search"])

@@ -154,9 +154,12 @@ PageT = TypeVar("PageT", bound=Page[Any])
 
 def _page(model: type[PageT], page: KeyPage[Any], limit: int, offset: int) -> PageT:
     return model(
-        items=page.items, total=page.total, limit=limit, offset=offset,
+        items=page.items,
+        total=page.total,
+        limit=limit,
+        offset=offset,
         next_cursor=page.next_cursor,
-    )  # fmt: skip
+    )
 
 
 def _deleted(count: int, ids: list[str]) -> BatchDeleted:

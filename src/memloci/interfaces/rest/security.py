@@ -192,30 +192,42 @@ class HttpGuard:
         host = headers.get(b"host", b"").decode("latin-1")
         if not self.policy.allows(host):
             await _refuse(
-                scope, receive, send, 421, "misdirected_request",
+                scope,
+                receive,
+                send,
+                421,
+                "misdirected_request",
                 f"this server does not answer to host {host[:100]!r}",
                 "use its address (e.g. 127.0.0.1), or allow the name: memloci serve "
                 "--allowed-host NAME (setting allowed_hosts)",
-            )  # fmt: skip
+            )
             return
         method = scope.get("method", "GET")
         origin = headers.get(b"origin")
         if origin is not None and not self.policy.same_site(origin.decode("latin-1"), host):
             await _refuse(
-                scope, receive, send, 403, "forbidden",
+                scope,
+                receive,
+                send,
+                403,
+                "forbidden",
                 "cross-site request refused: its Origin is not this server",
                 "call the API from a server-side client, or from this server's own pages",
-            )  # fmt: skip
+            )
             return
         fetch_site = headers.get(b"sec-fetch-site", b"").strip().lower()
         if fetch_site in FOREIGN_FETCH_SITES and not _page_navigation(scope, headers):
             await _refuse(
-                scope, receive, send, 403, "forbidden",
+                scope,
+                receive,
+                send,
+                403,
+                "forbidden",
                 f"cross-site request refused: it comes from another site's page "
                 f"(Sec-Fetch-Site: {fetch_site.decode('latin-1')})",
                 "open this server's pages directly (/memories, /docs), or call the API "
                 "from a server-side client",
-            )  # fmt: skip
+            )
             return
         if method in BODY_METHODS and _has_body(headers):
             media = _media_type(headers.get(b"content-type", b"").decode("latin-1"))
@@ -223,13 +235,20 @@ class HttpGuard:
                 path = scope.get("path", "")
                 wanted = IMPORT_TYPES if path.rstrip("/") == IMPORT_PATH else JSON_TYPES
                 await _refuse(
-                    scope, receive, send, 415, "unsupported_media_type",
+                    scope,
+                    receive,
+                    send,
+                    415,
+                    "unsupported_media_type",
                     f"the request body must be {' or '.join(sorted(wanted))}, "
                     f"not {media or 'undeclared'}",
                     "send the header 'Content-Type: "
-                    + ("application/x-ndjson' (JSON Lines)" if wanted is IMPORT_TYPES
-                       else "application/json'"),
-                )  # fmt: skip
+                    + (
+                        "application/x-ndjson' (JSON Lines)"
+                        if wanted is IMPORT_TYPES
+                        else "application/json'"
+                    ),
+                )
                 return
         scope[REQUIRE_KEY] = self.policy.require_key
         await self.app(scope, receive, send)

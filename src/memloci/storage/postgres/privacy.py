@@ -21,19 +21,41 @@ from memloci.storage.sql.privacy import SQLPrivacy
 from memloci.storage.windows import SQLChain, restart
 
 FORGET_KINDS = (
-    "users", "identifiers", "memories", "versions", "vectors", "edges", "entity_links",
-    "entities", "threads", "sessions", "decay_states", "neighbours_blanked",
-)  # fmt: skip
+    "users",
+    "identifiers",
+    "memories",
+    "versions",
+    "vectors",
+    "edges",
+    "entity_links",
+    "entities",
+    "threads",
+    "sessions",
+    "decay_states",
+    "neighbours_blanked",
+)
 HELD_SNAPSHOT = (
     "another connection holds a snapshot older than the vacuum, so the dead rows it may "
     "still see stay; the scrub is still due and the next forget_user or scrub finishes it"
 )
 _SCRUB_TABLES = (
-    "nodes", "node_bits", "versions", "edges", "entities", "entity_names", "entity_vectors",
+    "nodes",
+    "node_bits",
+    "versions",
+    "edges",
+    "entities",
+    "entity_names",
+    "entity_vectors",
     "entity_profile_vectors",
-    "node_entities", "memory_users", "user_identifiers", "threads", "decay_state",
-    "consolidation_state", "knowledge_chunks", "knowledge_sources",
-)  # fmt: skip
+    "node_entities",
+    "memory_users",
+    "user_identifiers",
+    "threads",
+    "decay_state",
+    "consolidation_state",
+    "knowledge_chunks",
+    "knowledge_sources",
+)
 
 
 class PostgresPrivacy(SQLPrivacy, PostgresBase):

@@ -184,9 +184,15 @@ class PostgresStore(
                     continue
                 landed.discard(node.id)  # a second node with this id is a conflict
                 versions.append(
-                    (node.id, node.version, node.content, row["value"], node.session,
-                     ts(node.created_at))
-                )  # fmt: skip
+                    (
+                        node.id,
+                        node.version,
+                        node.content,
+                        row["value"],
+                        node.session,
+                        ts(node.created_at),
+                    )
+                )
             cur.executemany(
                 _VERSION_INSERT + " ON CONFLICT (node_id, version) DO UPDATE SET"
                 " content = excluded.content, value = excluded.value,"
