@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memloci.errors import ValidationError
 from memloci.models import KeyPage as KeyPage
+from memloci.storage.access import live
 
 if TYPE_CHECKING:
     from memloci.models import Entity, MemoryNode, MemoryUser, NodeFilter, Thread
@@ -106,9 +107,9 @@ _NODE_KEYS: dict[str, tuple[tuple[str, bool, type], ...]] = {
     "event": (("n.event_time", False, float), ("{seq}", False, int)),
     "-event": (("n.event_time", True, float), ("{seq}", True, int)),
     "category": (("n.category", False, str), ("n.created_at", False, float), ("{seq}", False, int)),
-    "confidence": (("n.confidence", False, float), ("{seq}", False, int)),
+    "confidence": ((live("confidence"), False, float), ("{seq}", False, int)),
     "-confidence": (
-        ("n.confidence", True, float),
+        (live("confidence"), True, float),
         ("n.created_at", True, float),
         ("{seq}", True, int),
     ),

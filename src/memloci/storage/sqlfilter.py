@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from memloci.storage.base import NodeFilter
+from memloci.storage.access import live
 
 
 def ts(value: datetime | None) -> float | None:
@@ -62,7 +63,7 @@ def filter_sql(flt: NodeFilter, *, alias: str = "n", ph: str = "?") -> tuple[str
         clauses.append(f"{a}.event_time < {ph}")
         params.append(ts(flt.before))
     if flt.min_confidence is not None:
-        clauses.append(f"{a}.confidence >= {ph}")
+        clauses.append(f"{live('confidence', a)} >= {ph}")
         params.append(flt.min_confidence)
     if flt.subject is not None:
         clauses.append(f"lower({a}.subject) = lower({ph})")

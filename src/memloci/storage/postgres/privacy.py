@@ -52,6 +52,7 @@ _SCRUB_TABLES = (
     "user_identifiers",
     "threads",
     "decay_state",
+    "node_access",
     "consolidation_state",
     "knowledge_chunks",
     "knowledge_sources",
@@ -96,6 +97,7 @@ class PostgresPrivacy(SQLPrivacy, PostgresBase):
         out["decay_states"] = c.execute(
             "DELETE FROM decay_state WHERE node_id = ANY(%s)", (ids,)
         ).rowcount
+        c.execute("DELETE FROM node_access WHERE node_id = ANY(%s)", (ids,))
         out["edges"] = c.execute(
             "DELETE FROM edges WHERE namespace = %s AND (source_id = ANY(%s)"
             " OR target_id = ANY(%s))",

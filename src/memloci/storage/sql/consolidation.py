@@ -151,6 +151,13 @@ class SQLConsolidation(SQLCore):
                 " AND type <> 'episodic' AND decay_rate > 0",
                 [(u.confidence, namespace, u.node_id) for u in updates],
             )
+            d.many(  # over the reinforced value (memloci.storage.access)
+                c,
+                "UPDATE node_access SET confidence = ? WHERE namespace = ? AND node_id = ?"
+                " AND EXISTS (SELECT 1 FROM nodes n WHERE n.id = node_access.node_id"
+                " AND n.type <> 'episodic' AND n.decay_rate > 0)",
+                [(u.confidence, namespace, u.node_id) for u in updates],
+            )
             d.many(
                 c,
                 d.upsert("decay_state", ("node_id", "base", "anchor"), ("node_id",)),
@@ -175,6 +182,10 @@ class SQLConsolidation(SQLCore):
             gone = c.execute(
                 "DELETE FROM decay_state WHERE NOT EXISTS"
                 " (SELECT 1 FROM nodes n WHERE n.id = decay_state.node_id)"
+            ).rowcount
+            gone += c.execute(
+                "DELETE FROM node_access WHERE NOT EXISTS"
+                " (SELECT 1 FROM nodes n WHERE n.id = node_access.node_id)"
             ).rowcount
             gone += c.execute(
                 "DELETE FROM entity_vectors WHERE NOT EXISTS"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memloci.errors import EmbeddingModelError
+from memloci.storage.access import live
 from memloci.storage.rows import NODE_COLUMNS, USER_ACTIVITY
 from memloci.storage.sql.dialect import Dialect
 
@@ -28,7 +29,7 @@ class Columns:
 def columns(d: Dialect) -> Columns:
     return Columns(
         node=", ".join(
-            d.json(f"n.{c}") if c in JSON_NODE_COLUMNS else f"n.{c}" for c in NODE_COLUMNS
+            d.json(f"n.{c}") if c in JSON_NODE_COLUMNS else live(c) for c in NODE_COLUMNS
         ),
         user=(
             f"u.namespace, u.id, u.display_name, {d.json('u.identifiers')},"

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from memloci.errors import NotFoundError, ValidationError
 from memloci.models import NODE_ORDERS, Edge, MemoryNode, MemoryVersion, StoreStats, short_id
 from memloci.rules import reinforced
+from memloci.storage.access import live
 from memloci.storage.base import NodeFilter, NodePatch
 from memloci.storage.rows import (
     edge_from_row,
@@ -34,8 +35,8 @@ _ORDERS = {
     "event": "n.event_time, n.{seq}",
     "-event": "n.event_time DESC, n.{seq} DESC",
     "category": "n.category, n.created_at, n.{seq}",
-    "confidence": "n.confidence, n.{seq}",
-    "-confidence": "n.confidence DESC, n.created_at DESC, n.{seq} DESC",
+    "confidence": f"{live('confidence')}, n.{{seq}}",
+    "-confidence": f"{live('confidence')} DESC, n.created_at DESC, n.{{seq}} DESC",
     "rowid": "n.{seq}",
     "protected": "n.decay_rate > 0, n.updated_at DESC, {id}",
 }
@@ -193,6 +194,15 @@ class SQLNodes(SQLCore):
                 newrow.pop("embedded")
             newrow.pop("context")
             newrow.pop("id")
+            for column in ("access_count", "last_accessed"):  # counted in node_access
+                newrow.pop(column)
+            if updated.confidence == node.confidence:
+                newrow.pop("confidence")
+            else:  # set outright: over the reinforced value too
+                c.execute(
+                    d.q("UPDATE node_access SET confidence = ? WHERE node_id = ?"),
+                    (updated.confidence, node_id),
+                )
             sets = ", ".join(f"{k} = {d.jsonb if k in JSON_NODE_COLUMNS else '?'}" for k in newrow)
             c.execute(
                 d.q(f"UPDATE nodes SET {sets}{dropped} WHERE {d.rowid} = ?"),
@@ -261,6 +271,7 @@ class SQLNodes(SQLCore):
             self._drop_vectors(c, rowids)
             test, params = d.any("node_id", mine)
             c.execute(d.q(f"DELETE FROM versions WHERE {test}"), params)
+            c.execute(d.q(f"DELETE FROM node_access WHERE {test}"), params)
             self._unlink_entities(c, namespace, mine)  # and entities no memory mentions
             sources, params = d.any("source_id", mine)
             targets, more = d.any("target_id", mine)
@@ -361,25 +372,38 @@ class SQLNodes(SQLCore):
             return self._purge(c, flt.namespaces[0], ids) if ids else 0
 
     def touch(self, namespace: str, ids: Sequence[str], *, now: datetime) -> None:
-        """Count a read of each memory and reinforce it (:func:`memloci.rules.reinforced`)."""
+        """Count a read of each memory and reinforce it (:func:`memloci.rules.reinforced`),
+        in its narrow ``node_access`` row (:mod:`memloci.storage.access`): the ``nodes``
+        row is only read, the first time, for the values the counting starts from."""
         d = self.dialect
         if not ids:
             return
-        test, params = d.any("id", ids)
-        lock = f" ORDER BY {d.rowid} FOR UPDATE" if d.row_locks else ""
+        ordered = sorted(set(ids))  # one lock order for every writer
+        lock = " ORDER BY node_id FOR UPDATE" if d.row_locks else ""
         with self._tx() as c:
+            test, params = d.any("id", ordered)
+            c.execute(
+                d.q(
+                    "INSERT INTO node_access (node_id, namespace, access_count, last_accessed,"
+                    " confidence) SELECT id, namespace, access_count, last_accessed, confidence"
+                    f" FROM nodes WHERE {d.unindexed('namespace')} = ? AND {test}"
+                    " ORDER BY id ON CONFLICT (node_id) DO NOTHING"
+                ),
+                [namespace, *params],
+            )
+            test, params = d.any("node_id", ordered)
             rows = c.execute(
                 d.q(
-                    f"SELECT {d.rowid}, access_count, confidence FROM nodes"
-                    f" WHERE {d.unindexed('namespace')} = ? AND {test}{lock}"
+                    "SELECT node_id, access_count, confidence FROM node_access"
+                    f" WHERE namespace = ? AND {test}{lock}"
                 ),
                 [namespace, *params],
             ).fetchall()
             d.many(
                 c,
-                "UPDATE nodes SET access_count = ?, last_accessed = ?, confidence = ?"
-                f" WHERE {d.rowid} = ?",
-                [(n + 1, ts(now), reinforced(conf, n), rowid) for rowid, n, conf in rows],
+                "UPDATE node_access SET access_count = ?, last_accessed = ?, confidence = ?"
+                " WHERE node_id = ?",
+                [(n + 1, ts(now), reinforced(conf, n), node_id) for node_id, n, conf in rows],
             )
 
     # ------------------------------------------------------------------ edges

@@ -153,6 +153,7 @@ class SQLitePrivacy(SQLPrivacy, SQLiteBase):
         out["decay_states"] = c.execute(
             f"DELETE FROM decay_state WHERE node_id IN ({mine})"
         ).rowcount
+        c.execute(f"DELETE FROM node_access WHERE node_id IN ({mine})")
         out["edges"] = c.execute(
             f"DELETE FROM edges WHERE namespace = ? AND (source_id IN ({mine})"
             f" OR target_id IN ({mine}))",

@@ -1,0 +1,160 @@
+"""Reads of a memory (``touch``) kept in the narrow ``node_access`` table: the wide
+``nodes`` row is never rewritten by a touch, and every reader sees the counts and the
+reinforced confidence as before. Unlike the protocol-only suites, these tests look at
+the rows with SQL on the store's own database (the point is where the writes land)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from memloci.models import Scope
+from memloci.rules import reinforced
+from memloci.storage.base import DecayUpdate, NodePatch, Store
+
+from .conftest import StoreFactory
+from .test_store_contract import at, flt, make_node
+
+
+@contextmanager
+def raw(factory: StoreFactory) -> Iterator[Callable[[str, tuple[Any, ...]], list[Any]]]:
+    """A plain connection to the store's database: run one query, get its rows."""
+    if factory.backend == "sqlite":
+        conn = sqlite3.connect(factory.location, isolation_level=None)
+        try:
+            yield lambda sql, params: conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(factory.location, autocommit=True) as pg:
+        pg.execute(f'SET search_path TO "{factory.schema}", public')
+        yield lambda sql, params: pg.execute(sql.replace("?", "%s"), params).fetchall()
+
+
+def row_version(factory: StoreFactory, query: Callable[..., list[Any]], node_id: str) -> Any:
+    """What changes whenever the ``nodes`` row is written: PostgreSQL's ``xmin`` (the
+    transaction that wrote this row version); on SQLite, the count of updates a trigger
+    logs (a row rewritten with the same values still fires it)."""
+    if factory.backend == "postgres":
+        return query("SELECT xmin::text FROM nodes WHERE id = ?", (node_id,))
+    return query("SELECT count(*) FROM nodes_updates WHERE id = ?", (node_id,))
+
+
+def test_touch_leaves_the_nodes_row_alone(store_factory: StoreFactory) -> None:
+    store = store_factory.open()
+    node = store.insert_node(make_node("a memory read many times", confidence=0.69))
+    other = store.insert_node(make_node("a memory nobody reads", confidence=0.7))
+    with raw(store_factory) as query:
+        if store_factory.backend == "sqlite":
+            query("CREATE TABLE nodes_updates (id TEXT)", ())
+            query(
+                "CREATE TRIGGER nodes_updated AFTER UPDATE ON nodes"
+                " BEGIN INSERT INTO nodes_updates VALUES (new.id); END",
+                (),
+            )
+        before = row_version(store_factory, query, node.id)
+        expected = 0.69  # past the other one's 0.7 once reinforced
+        for n in range(3):
+            store.touch("default", [node.id, other.id] if n == 0 else [node.id], now=at(n + 1))
+            expected = reinforced(expected, n)
+        assert row_version(store_factory, query, node.id) == before
+        stored = query("SELECT access_count, confidence FROM nodes WHERE id = ?", (node.id,))
+        assert [tuple(r) for r in stored] == [(0, 0.69)]  # as written
+    got = store.get_node("default", node.id)
+    assert got is not None
+    assert (got.access_count, got.last_accessed) == (3, at(3))
+    assert got.confidence == pytest.approx(expected)
+    # every reader sees the live values: lists, orders, filters, paging, export, decay
+    listed = store.list_nodes(flt(), order="-confidence")
+    assert [n.id for n in listed] == [node.id, other.id]
+    assert listed[0] == got
+    assert [n.id for n in store.list_nodes(flt(min_confidence=expected - 1e-9))] == [node.id]
+    page = store.page_nodes(flt(), limit=1, order="confidence")
+    assert [(n.id, n.access_count) for n in page.items] == [(other.id, 1)]
+    page = store.page_nodes(flt(), limit=1, order="confidence", cursor=page.next_cursor)
+    assert page.items == [got]
+    assert {n.id: n for n in store.iter_nodes("default")}[node.id] == got
+    candidates = store.decay_candidates("default", got.type, after=0, limit=10)
+    assert {c.node.id: c.node for c in candidates}[node.id] == got
+
+
+def test_edits_and_decay_after_touches(store: Store) -> None:
+    node = store.insert_node(make_node("a memory read, edited and decayed", confidence=0.5))
+    store.touch("default", [node.id], now=at(1))
+    touched = store.get_node("default", node.id)
+    assert touched is not None and touched.confidence > 0.5
+    # an edit that leaves confidence alone keeps the count and the reinforced value
+    edited = store.update_node("default", node.id, NodePatch(category="kept"))
+    assert (edited.access_count, edited.confidence) == (1, touched.confidence)
+    got = store.get_node("default", node.id)
+    assert got is not None and (got.access_count, got.confidence) == (1, touched.confidence)
+    # a confidence set outright wins over the reinforced one
+    store.update_node("default", node.id, NodePatch(confidence=0.3))
+    got = store.get_node("default", node.id)
+    assert got is not None and (got.access_count, got.confidence) == (1, 0.3)
+    store.touch("default", [node.id], now=at(2))
+    got = store.get_node("default", node.id)
+    assert got is not None
+    assert got.access_count == 2 and got.confidence == pytest.approx(reinforced(0.3, 1))
+    # decay lowers what readers see
+    store.apply_decay("default", [DecayUpdate(node.id, 0.2, got.confidence, at(2))], [], now=at(3))
+    got = store.get_node("default", node.id)
+    assert got is not None and (got.access_count, got.confidence) == (2, 0.2)
+    assert got.last_accessed == at(2)
+
+
+def test_deleting_a_memory_deletes_its_reads(store_factory: StoreFactory) -> None:
+    store = store_factory.open()
+    gone = store.insert_node(make_node("a memory to purge"))
+    cleared = store.insert_node(make_node("a memory to clear", namespace="b"))
+    user = store.insert_node(
+        make_node("a memory of a person forgotten", scope=Scope.USER, user="ann")
+    )
+    stays = store.insert_node(make_node("a memory that stays"))
+    store.touch("default", [gone.id, user.id, stays.id], now=at(1))
+    store.touch("b", [cleared.id], now=at(1))
+    assert store.purge_node("default", gone.id)
+    assert store.clear("b") == 1
+    store.delete_user_data("default", "ann")
+    with raw(store_factory) as query:
+        left = query("SELECT node_id FROM node_access ORDER BY node_id", ())
+    assert [r[0] for r in left] == [stays.id]
+
+
+def test_concurrent_touches_are_all_counted(store_factory: StoreFactory) -> None:
+    first = store_factory.open()
+    node = first.insert_node(make_node("a memory read by many at once", confidence=0.2))
+    other = first.insert_node(make_node("its neighbour, read alongside", confidence=0.2))
+    threads, rounds = 6, 10
+    stores = [first, *(store_factory.open() for _ in range(threads - 1))]
+    errors: list[BaseException] = []
+    start = threading.Barrier(threads)
+
+    def reader(store: Store, k: int) -> None:
+        try:
+            start.wait()
+            for i in range(rounds):
+                ids = [node.id, other.id] if (i + k) % 2 else [other.id, node.id]
+                store.touch("default", ids, now=at(1))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=reader, args=(s, k)) for k, s in enumerate(stores)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    expected = 0.2
+    for n in range(threads * rounds):
+        expected = reinforced(expected, n)
+    for got in first.get_nodes("default", [node.id, other.id]):
+        assert got.access_count == threads * rounds
+        assert got.confidence == pytest.approx(expected)
