@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memloci.storage.base import NodeFilter
 from memloci.storage.access import live
+from memloci.storage.base import NodeFilter
 
 
 def ts(value: datetime | None) -> float | None:
