@@ -158,3 +158,36 @@ def test_concurrent_touches_are_all_counted(store_factory: StoreFactory) -> None
     for got in first.get_nodes("default", [node.id, other.id]):
         assert got.access_count == threads * rounds
         assert got.confidence == pytest.approx(expected)
+
+
+def test_touches_racing_a_forget_leave_no_reads_behind(store_factory: StoreFactory) -> None:
+    first = store_factory.open()
+    nodes = [
+        first.insert_node(make_node(f"a memory of ann, {i}", scope=Scope.USER, user="ann"))
+        for i in range(20)
+    ]
+    ids = [n.id for n in nodes]
+    toucher = store_factory.open()
+    errors: list[BaseException] = []
+    done, started = threading.Event(), threading.Event()
+
+    def reader() -> None:
+        try:
+            while not done.is_set():
+                toucher.touch("default", ids, now=at(1))
+                started.set()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    worker = threading.Thread(target=reader)
+    worker.start()
+    try:
+        assert started.wait(30)  # the forget runs among touches
+        first.delete_user_data("default", "ann")
+    finally:
+        done.set()
+        worker.join()
+    assert errors == []
+    assert first.get_nodes("default", ids) == []
+    with raw(store_factory) as query:
+        assert query("SELECT node_id FROM node_access", ()) == []

@@ -14,7 +14,7 @@ from typing import Any
 from memloci.errors import StorageError
 from memloci.models import MemoryNode, StoreGauges, short_id
 from memloci.storage.base import Health
-from memloci.storage.postgres.base import chunks
+from memloci.storage.postgres.base import _LOCK_CLASS, chunks
 from memloci.storage.postgres.chains import deleting, lock_chain
 from memloci.storage.postgres.consolidation import PostgresConsolidation
 from memloci.storage.postgres.knowledge import PostgresKnowledge
@@ -99,6 +99,12 @@ class PostgresStore(
 
     def _purging(self, c: Any, namespace: str) -> None:
         self._xlock(c, deleting(namespace))  # no turn links to one of them meanwhile
+
+    def _touching(self, c: Any, namespace: str) -> None:
+        c.execute(  # shared: touches do not wait on each other, only on a delete
+            "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
+            (_LOCK_CLASS, f"{self.schema or ''}:{deleting(namespace)}"),
+        )
 
     @staticmethod
     def _text_changed(c: Any, rowid: int) -> str:

@@ -70,6 +70,10 @@ class SQLNodes(SQLCore):
         """Memories of ``namespace`` are about to be deleted in the transaction ``c``."""
         raise NotImplementedError
 
+    def _touching(self, c: Any, namespace: str) -> None:
+        """Reads of memories of ``namespace`` are about to be counted in ``c``: no delete
+        of them may commit meanwhile (it would leave their ``node_access`` rows)."""
+
     neighbour_order: ClassVar[str] = ""  # how ``neighbours`` reads its edges
 
     def _text_changed(self, c: Any, rowid: int) -> str:
@@ -381,6 +385,7 @@ class SQLNodes(SQLCore):
         ordered = sorted(set(ids))  # one lock order for every writer
         lock = " ORDER BY node_id FOR UPDATE" if d.row_locks else ""
         with self._tx() as c:
+            self._touching(c, namespace)
             test, params = d.any("id", ordered)
             c.execute(
                 d.q(
