@@ -132,10 +132,10 @@ from memloci.errors import StorageError
 from memloci.storage.sqlite import SQLiteStore
 
 store = SQLiteStore(sys.argv[1])
-stop, refused = threading.Event(), []
+refused = []
 
-def read() -> None:
-    while not stop.is_set():
+def read() -> None:  # reads until the store refuses one (each thread ends refused)
+    while True:
         try:
             store.get_meta("schema_version")
         except StorageError:
@@ -148,7 +148,6 @@ for t in threads:
 for _ in range(200):
     store.get_meta("schema_version")
 store.close()
-stop.set()
 for t in threads:
     t.join()
 print("refused", len(refused))
