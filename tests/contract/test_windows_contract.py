@@ -12,7 +12,7 @@ from memloci.migrate import copy_store
 from memloci.models import MemoryNode, NodeType, Scope, short_id
 from memloci.service.transfer import export_lines, import_lines
 from memloci.storage.base import NodeFilter, NodePatch, Store
-from memloci.storage.windows import WINDOW
+from memloci.storage.windows import WINDOW, SQLChain, carry
 
 from .conftest import EMBED_DIM, EMBED_MODEL
 
@@ -186,3 +186,18 @@ def test_a_migration_gives_the_turns_their_windows(store: Store, tmp_path: Path)
     finally:
         source.close()
     assert texts_found(store) == want
+
+
+def test_an_added_turn_leaves_every_window_settled(store: Store) -> None:
+    """An add reads the turns before it in one query and writes the windows it changes
+    in one batch: every window comes out as the step-by-step walk makes it — a walk
+    from any turn finds nothing left to change — past runs of fillers longer than the
+    query reads (the walk then reads on)."""
+    fillers = [("Bo", "lol")] * 9
+    ids = chat(store, *SHORT[:3], *fillers, *LONG_CHAT[7:], *fillers, ("Ana", "ok then"))
+    with store._tx() as c:  # type: ignore[attr-defined]
+        chain = SQLChain(c, "default", store.dialect.ph)  # type: ignore[attr-defined]
+        assert [carry(chain, i, side) for i in ids for side in ("context", "next_context")] == [
+            0
+        ] * (2 * len(ids))
+    assert ids[-1] in found(store, "word11") and ids[-1] in found(store, "kayak")

@@ -145,15 +145,24 @@ class PostgresStore(
         return self._retrying(lambda c: self._insert_linked(c, node, link_previous))
 
     def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
-        prev = None
-        if link_previous and (node.session is not None or node.speaker is not None):
-            lock_chain(c, self.schema, node)  # one writer per chain, none while deleting
-            prev = previous_turn(c, self.dialect, node)
-        if prev is None:
-            return self._insert(c, node, "")
-        node = self._insert(c, node, window(said(prev[1], prev[2]), prev[3]))
-        SQLChain(c, node.namespace, "%s").follow(prev[0], node.id, node.created_at.timestamp())
-        return node
+        # pipelined: a statement whose result is not read (the chain's lock, the version,
+        # the edge) goes out with the next one that is, in order — 4 round trips an add
+        with c.pipeline():
+            prev = None
+            if link_previous and (node.session is not None or node.speaker is not None):
+                lock_chain(c, self.schema, node)  # one writer per chain, none while deleting
+                prev = previous_turn(c, self.dialect, node)
+            if prev is None:
+                return self._insert(c, node, "")
+            context = window(said(prev[1], prev[2]), prev[3])
+            node = self._insert(c, node, context)
+            SQLChain(c, node.namespace, "%s").follow(
+                prev[0],
+                node.id,
+                node.created_at.timestamp(),
+                (said(node.speaker, node.content), context, ""),
+            )
+            return node
 
     def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:
         def work(c: Any) -> None:

@@ -111,8 +111,14 @@ class SQLiteStore(
         prev = previous_turn(c, self.dialect, node) if link_previous else None
         if prev is None:
             return self._insert(c, node, "")
-        node = self._insert(c, node, window(said(prev[1], prev[2]), prev[3]))
-        SQLChain(c, node.namespace).follow(prev[0], node.id, node.created_at.timestamp())
+        context = window(said(prev[1], prev[2]), prev[3])
+        node = self._insert(c, node, context)
+        SQLChain(c, node.namespace).follow(
+            prev[0],
+            node.id,
+            node.created_at.timestamp(),
+            (said(node.speaker, node.content), context, ""),
+        )
         return node
 
     def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:
