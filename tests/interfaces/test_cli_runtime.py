@@ -55,12 +55,12 @@ def test_init_rejects_bad_input(tmp_path: Path) -> None:
 
 
 def test_the_template_writes_every_key_the_readme_documents() -> None:
-    """``memloci init`` promises a role file "with every key": each key of the README's
-    role-file table (its first name; the others are aliases) is in the template."""
+    """``memloci init`` promises a role file "with every key": each key of the role-file
+    table (docs/agents.md) (its first name; the others are aliases) is in the template."""
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    table = readme.split("## Role file", 1)[1].split("\n## ", 1)[0]
+    page = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
+    table = page.read_text(encoding="utf-8").split("## Role file", 1)[1].split("\n## ", 1)[0]
     template = memory_template()
     keys = [
         re.findall(r"`([^`]+)`", row.split("|")[1])[0]
