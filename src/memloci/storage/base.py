@@ -215,10 +215,13 @@ class MemoryStore(Protocol):
     def iter_edges(self, namespace: str) -> Iterator[Edge]: ...
     def iter_versions(self, namespace: str) -> Iterator[MemoryVersion]: ...
     def edges(self, namespace: str, node_id: str, relation: str | None = None) -> list[Edge]: ...
+    def neighbours(
+        self, namespace: str, ids: Sequence[str], relation: str
+    ) -> dict[str, list[str]]: ...
 
 
 class SearchStore(Protocol):
-    """The embedding queue, search primitives and graph walks."""
+    """The embedding queue and the search primitives."""
 
     # embeddings
     def pending_embeddings(self, limit: int) -> list[PendingEmbedding]: ...
@@ -246,13 +249,13 @@ class SearchStore(Protocol):
         self, flt: NodeFilter, query: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]]: ...
     def key_search(self, flt: NodeFilter, key_norm: str, limit: int) -> list[tuple[str, float]]: ...
-    def neighbours(
-        self, namespace: str, ids: Sequence[str], relation: str
-    ) -> dict[str, list[str]]: ...
 
-    # graph walks for the retrieval pipeline (temporal / causal chains, entity
-    # neighbourhoods): every walk is bounded by the filter — hidden nodes are neither
-    # returned nor walked through; scores are higher-is-better
+
+class GraphStore(Protocol):
+    """Graph walks and entity lookups for the retrieval pipeline (temporal / causal
+    chains, entity neighbourhoods): every walk is bounded by the filter — hidden nodes
+    are neither returned nor walked through; scores are higher-is-better."""
+
     def walk(
         self,
         flt: NodeFilter,
@@ -549,20 +552,31 @@ class KnowledgeStore(Protocol):
         """Chunks with vectors from ``model``, most similar first (cosine)."""
 
 
-class Store(
-    PagedReads,
-    MemoryStore,
-    SearchStore,
-    PeopleStore,
-    EntityStore,
-    JobStore,
-    KnowledgeStore,
-    Protocol,
-):
-    """What every storage backend provides. Capability flags, never ``None`` returns.
-    Paged lists (``page_nodes``, …) come from :class:`~memloci.storage.paging.PagedReads`."""
+class Store(Protocol):
+    """What every storage backend provides: store-wide calls (lifecycle, privacy,
+    housekeeping) here, and one object per slice of the contract (``store.memories``,
+    ``store.search``, …). Capability flags, never ``None`` returns."""
 
     supports_vectors: bool
+
+    # the slices
+    @property
+    def memories(self) -> MemoryStore: ...
+    @property
+    def search(self) -> SearchStore: ...
+    @property
+    def graph(self) -> GraphStore: ...
+    @property
+    def people(self) -> PeopleStore: ...
+    @property
+    def entities(self) -> EntityStore: ...
+    @property
+    def jobs(self) -> JobStore: ...
+    @property
+    def knowledge(self) -> KnowledgeStore: ...
+    @property
+    def pages(self) -> PagedReads:
+        """Paged lists (``page_nodes``, …): :class:`~memloci.storage.paging.PagedReads`."""
 
     # lifecycle / metadata
     def close(self) -> None: ...

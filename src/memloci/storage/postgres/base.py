@@ -2,10 +2,10 @@
 metadata and embedder binding.
 
 A ``psycopg_pool`` pool of autocommit connections. A write transaction
-(:meth:`PostgresBase._tx`) takes one connection for its whole length and pins it to the
+(:meth:`PostgresDatabase._tx`) takes one connection for its whole length and pins it to the
 calling thread, so nested writes and reads made inside it join it and see its own writes.
 Check-then-write units take a PostgreSQL advisory transaction lock
-(:meth:`PostgresBase.exclusive`), where SQLite relies on its single writer. Every
+(:meth:`PostgresDatabase.exclusive`), where SQLite relies on its single writer. Every
 psycopg error leaves as a :class:`~memloci.errors.StorageError` whose text never holds
 the password of the URL.
 """
@@ -20,13 +20,15 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import numpy as np
+
 from memloci.errors import MemlociError, StorageError, store_too_new
 from memloci.storage import cancel
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import redact_url
 from memloci.storage.postgres.ranking import TermStats
 from memloci.storage.postgres.settings_check import on_open
-from memloci.storage.sql.core import SQLCore, columns, refuse_other_embedder
+from memloci.storage.sql.core import SQLDatabase, columns, refuse_other_embedder
 from memloci.storage.sql.dialect import POSTGRES
 
 try:
@@ -70,12 +72,18 @@ def _split_url(url: str, schema: str | None) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(query=urlencode(rest))), schema
 
 
+def _f32(value: object) -> bytes:
+    """A loaded pgvector value as float32 bytes."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32).tobytes()
+
+
 class Deadlock(StorageError):
     """The server broke a deadlock by rolling this transaction back: nothing of it was
-    written, and running it again is safe (see :meth:`PostgresBase._retrying`)."""
+    written, and running it again is safe (see :meth:`PostgresDatabase._retrying`)."""
 
 
-class PostgresBase(SQLCore):
+class PostgresDatabase(SQLDatabase):
     """Connections, transactions, migrations and store metadata on PostgreSQL."""
 
     dialect = POSTGRES
@@ -102,7 +110,7 @@ class PostgresBase(SQLCore):
         if self.schema is not None:
             options += f" -c search_path={self.schema},public"
         self._kwargs: dict[str, Any] = {"options": options, "connect_timeout": 15}
-        with self._errors("cannot open"):
+        with self.errors("cannot open"):
             self._bootstrap()
             self._pool = psycopg_pool.ConnectionPool(
                 self._secret_url,
@@ -122,13 +130,11 @@ class PostgresBase(SQLCore):
         dim = self.get_meta("dimension")
         if dim:
             self._dim = int(dim)
-        self.server_advice = on_open(
-            self._reading, f"{self.url} (schema {self.schema or 'public'})"
-        )
+        self.server_advice = on_open(self.reading, f"{self.url} (schema {self.schema or 'public'})")
 
     # ------------------------------------------------------------------ plumbing
     @contextlib.contextmanager
-    def _errors(self, doing: str = "database error") -> Iterator[None]:
+    def errors(self, doing: str = "database error") -> Iterator[None]:
         try:
             yield
         except MemlociError:
@@ -192,7 +198,7 @@ class PostgresBase(SQLCore):
         register_vector(conn)
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[Any]:
+    def tx(self) -> Iterator[Any]:
         """A write transaction on one connection (nested calls join the open one)."""
         if self._closed:
             raise StorageError("the store is closed")
@@ -201,7 +207,7 @@ class PostgresBase(SQLCore):
             yield conn
             return
         cancel.writing()  # its async caller was cancelled: no new transaction
-        with self._errors(), self._pool.connection() as conn, conn.transaction():
+        with self.errors(), self._pool.connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
                 yield conn
@@ -209,7 +215,7 @@ class PostgresBase(SQLCore):
             finally:
                 self._local.conn = None
 
-    def _retrying(self, work: Callable[[Any], _T]) -> _T:
+    def retrying(self, work: Callable[[Any], _T]) -> _T:
         """``work(c)`` in a write transaction, run again (up to :data:`DEADLOCK_RETRIES`
         times) when the server broke a deadlock by rolling it back — a turn's insert
         updates its predecessors' rows while the worker updates a batch of them. Inside
@@ -217,7 +223,7 @@ class PostgresBase(SQLCore):
         for attempt in range(DEADLOCK_RETRIES):
             nested = getattr(self._local, "conn", None) is not None
             try:
-                with self._tx() as c:
+                with self.tx() as c:
                     return work(c)
             except Deadlock:
                 if nested or attempt == DEADLOCK_RETRIES - 1:
@@ -226,7 +232,7 @@ class PostgresBase(SQLCore):
         raise AssertionError("unreachable")  # pragma: no cover
 
     @contextlib.contextmanager
-    def _reading(self) -> Iterator[Any]:
+    def reading(self) -> Iterator[Any]:
         """A connection for reads: the thread's open transaction, or a pooled one."""
         if self._closed:
             raise StorageError("the store is closed")
@@ -234,28 +240,28 @@ class PostgresBase(SQLCore):
         if conn is not None:
             yield conn
             return
-        with self._errors(), self._pool.connection() as conn:
+        with self.errors(), self._pool.connection() as conn:
             yield conn
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Run several writes as one transaction: all of them land, or none. Reads made
         inside by the same thread see its own writes."""
-        with self._tx():
+        with self.tx():
             yield
 
     @contextlib.contextmanager
     def exclusive(self, key: str) -> Iterator[None]:
         """A check-then-write unit (see :meth:`Store.exclusive`): a transaction holding
         an advisory lock on ``key`` (per schema) until it commits or rolls back."""
-        with self._tx() as c:
+        with self.tx() as c:
             c.execute(
                 "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
                 (_LOCK_CLASS, f"{self.schema or ''}:{key}"),
             )
             yield
 
-    def _xlock(self, c: Any, key: str) -> None:
+    def xlock(self, c: Any, key: str) -> None:
         """Take an advisory lock on ``key`` in the open transaction ``c``."""
         c.execute(
             "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
@@ -267,9 +273,9 @@ class PostgresBase(SQLCore):
         memloci wrote it) is refused before anything is written."""
         scripts = migration_scripts("postgres")
         latest = max((n for n, _ in scripts), default=0)
-        with self._tx() as c:
+        with self.tx() as c:
             # one migrator per schema at a time, across processes
-            self._xlock(c, "migrate")
+            self.xlock(c, "migrate")
             c.execute("CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)")
             row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row else 0
@@ -280,10 +286,23 @@ class PostgresBase(SQLCore):
                 if number <= current:
                     continue
                 c.execute(script)
-                self._put_meta(c, "schema_version", str(number))
+                self.put_meta(c, "schema_version", str(number))
 
     def schema_version(self) -> int:
         return int(self.get_meta("schema_version") or 0)
+
+    @staticmethod
+    def vector_bytes(value: object) -> bytes:
+        return _f32(value)
+
+    @staticmethod
+    def size_bytes(c: Any) -> int:
+        size = c.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace s ON s.oid = c.relnamespace"
+            " WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'm')"
+        ).fetchone()[0]
+        return int(size)
 
     def close(self) -> None:
         if self._closed:
@@ -297,8 +316,8 @@ class PostgresBase(SQLCore):
         """Record the embedding model; refuse a different one (re-embed to switch). The
         first binding types the vector column ``vector(dimension)`` and builds its HNSW
         cosine index."""
-        with self._tx() as c:
-            self._xlock(c, "embedder")
+        with self.tx() as c:
+            self.xlock(c, "embedder")
             rows = dict(
                 c.execute(
                     "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"
@@ -313,8 +332,8 @@ class PostgresBase(SQLCore):
                 # default storage again
                 c.execute("ALTER TABLE nodes ALTER COLUMN embedding SET STORAGE MAIN")
                 c.execute(VECTOR_INDEX)
-            self._put_meta(c, "embedding_model", model_id)
-            self._put_meta(c, "dimension", str(dimension))
+            self.put_meta(c, "embedding_model", model_id)
+            self.put_meta(c, "dimension", str(dimension))
         self._dim = dimension
 
     @contextlib.contextmanager
@@ -331,8 +350,8 @@ class PostgresBase(SQLCore):
         blocks writes of other processes to ``nodes`` while it runs: for offline loads,
         not for a serving database.
         """
-        with self._tx() as c:
-            self._xlock(c, "embedder")
+        with self.tx() as c:
+            self.xlock(c, "embedder")
             c.execute("DROP INDEX IF EXISTS nodes_embedding")
         try:
             yield
@@ -343,13 +362,13 @@ class PostgresBase(SQLCore):
         """(Re)build the HNSW index of a bound store when it is missing."""
         if not re.fullmatch(r"[0-9]+ ?[kMG]B", work_mem):
             raise StorageError(f"bad work_mem {work_mem!r}", hint="e.g. '512MB' or '2GB'")
-        with self._tx() as c:
-            self._xlock(c, "embedder")
+        with self.tx() as c:
+            self.xlock(c, "embedder")
             if c.execute("SELECT 1 FROM meta WHERE key = 'dimension'").fetchone() is None:
                 return  # no embedder bound: the column is untyped, nothing to index
             c.execute(f"SET LOCAL maintenance_work_mem = '{work_mem}'")
             c.execute(VECTOR_INDEX)
-        with self._reading() as c:  # fresh planner statistics for the loaded rows
+        with self.reading() as c:  # fresh planner statistics for the loaded rows
             c.execute("ANALYZE nodes")
             # merge the full-text index's pending list: every search would scan it
             c.execute("SELECT gin_clean_pending_list('nodes_fts'::regclass)")
@@ -358,16 +377,16 @@ class PostgresBase(SQLCore):
                 # them from the indexes alone (autovacuum does it later otherwise)
                 c.execute("VACUUM (ANALYZE) node_bits")
 
-    def _drop_vectors(self, c: Any, rowids: Sequence[int]) -> None:
+    def drop_vectors(self, c: Any, rowids: Sequence[int]) -> None:
         """Vectors live in their rows: they go with them."""
 
-    def _unbind_vectors(self, c: Any) -> None:
+    def unbind_vectors(self, c: Any) -> None:
         c.execute("DROP INDEX IF EXISTS nodes_embedding")
         c.execute("UPDATE nodes SET embedding = NULL WHERE embedding IS NOT NULL")
         c.execute("ALTER TABLE nodes ALTER COLUMN embedding TYPE vector")
         c.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'dimension')")
 
-    def _bump(self, c: Any, key: str) -> int:
+    def bump(self, c: Any, key: str) -> int:
         row = c.execute(
             "INSERT INTO meta (key, value) VALUES (%s, '1') ON CONFLICT (key)"
             " DO UPDATE SET value = (meta.value::bigint + 1)::text RETURNING value",

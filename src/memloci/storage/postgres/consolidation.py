@@ -9,16 +9,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.base import PostgresDatabase
 from memloci.storage.sql.consolidation import SQLConsolidation, Stale
 from memloci.storage.sqlfilter import ts
 
 
-class PostgresConsolidation(SQLConsolidation, PostgresBase):
+class PostgresConsolidation(SQLConsolidation[PostgresDatabase]):
     """What consolidation and maintenance need beyond nodes, edges and entities."""
 
     def claim_episodes(self, namespace: str, ids: Sequence[str], *, now: datetime) -> int:
-        with self._tx() as c:
+        with self.db.tx() as c:
             return int(
                 c.execute(
                     # rows locked oldest first, as every writer of several turns does
@@ -30,7 +30,7 @@ class PostgresConsolidation(SQLConsolidation, PostgresBase):
             )
 
     def entity_vectors(self, namespace: str, model: str) -> dict[str, bytes]:
-        with self._reading() as c:
+        with self.db.reading() as c:
             rows = c.execute(
                 "SELECT entity_id, embedding FROM entity_vectors"
                 " WHERE namespace = %s AND model = %s",
@@ -42,7 +42,7 @@ class PostgresConsolidation(SQLConsolidation, PostgresBase):
         """One conditional upsert: taken when free, expired or already ours; else, when
         ``stale(holder)``, a compare-and-set on that holder (another process that took it
         meanwhile keeps it)."""
-        with self._tx() as c:
+        with self.db.tx() as c:
             row = c.execute(
                 "INSERT INTO locks (name, owner, expires_at) VALUES (%s, %s, %s)"
                 " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,"

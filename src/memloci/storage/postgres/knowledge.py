@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from memloci.errors import EmbeddingModelError
 from memloci.models import KnowledgeHit, KnowledgeSource
-from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.base import PostgresDatabase
 from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.sql.knowledge import HIT_COLS as _HIT_COLS
@@ -29,7 +29,7 @@ from memloci.storage.sql.knowledge import hit_from_row as _hit
 CHUNK_WEIGHTS = {"A": 1.0, "B": 0.5, "C": 0.3}
 
 
-class PostgresKnowledge(SQLKnowledge, PostgresBase):
+class PostgresKnowledge(SQLKnowledge[PostgresDatabase]):
     """Knowledge sources and chunks on PostgreSQL (see the module docstring)."""
 
     chunk_tail = ("title", "embedding")
@@ -56,10 +56,10 @@ class PostgresKnowledge(SQLKnowledge, PostgresBase):
     ) -> list[KnowledgeHit]:
         tsq, tparams = to_tsquery_sql(match)
         where, params = self._scope(namespaces, collections)
-        with self._reading() as c:
+        with self.db.reading() as c:
             found = ranked(
                 c,
-                self._terms,
+                self.db._terms,
                 table="knowledge_chunks",
                 key="seq",
                 tsq=tsq,
@@ -85,7 +85,7 @@ class PostgresKnowledge(SQLKnowledge, PostgresBase):
         self, namespaces: Sequence[str], q: Vector, model: str, limit: int, collections: Names
     ) -> list[KnowledgeHit]:
         where, params = self._scope(namespaces, collections)
-        with self._reading() as c:
+        with self.db.reading() as c:
             dims = c.execute(
                 "SELECT DISTINCT vector_dims(c.embedding) FROM knowledge_chunks c"
                 f" WHERE {where} AND c.embedding_model = %s AND c.embedding IS NOT NULL",

@@ -7,19 +7,19 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from memloci.storage.postgres.records import PostgresRecords
+from memloci.storage.postgres.base import PostgresDatabase
 from memloci.storage.sql.paging import SQLPaging
 
 
-class PostgresPaging(SQLPaging, PostgresRecords):
+class PostgresPaging(SQLPaging[PostgresDatabase]):
     """``Store.page_*`` on PostgreSQL."""
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[Any]:
         """A connection in a snapshot transaction (inside the thread's write
         transaction: that transaction)."""
-        nested = getattr(self._local, "conn", None) is not None
-        with self._reading() as c:
+        nested = getattr(self.db._local, "conn", None) is not None
+        with self.db.reading() as c:
             if nested:
                 yield c
                 return

@@ -15,7 +15,7 @@ from typing import Any
 from memloci.errors import StorageError
 from memloci.storage.aliases import aliases_used, drop_unused_aliases
 from memloci.storage.base import Scrub
-from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.base import PostgresDatabase
 from memloci.storage.postgres.chains import deleting
 from memloci.storage.sql.privacy import SQLPrivacy
 from memloci.storage.windows import SQLChain, restart
@@ -59,16 +59,60 @@ _SCRUB_TABLES = (
 )
 
 
-class PostgresPrivacy(SQLPrivacy, PostgresBase):
+def unlink_entities(c: Any, namespace: str, ids: Sequence[str]) -> int:
+    """Before memories ``ids`` are hard-deleted (``purge``, ``clear``, pruning): drop
+    their entity links; an entity no remaining memory links is deleted (names,
+    vectors), the others lose the mentions the removed links counted (never below
+    the memories still linking them). Returns how many entities were deleted."""
+    used = aliases_used(c, namespace, ids, "%s")
+    removed = c.execute(
+        "DELETE FROM node_entities WHERE node_id = ANY(%s) RETURNING entity_id",
+        (list(ids),),
+    ).fetchall()
+    drop_unused_aliases(c, namespace, used, "%s")  # the names only their words gave
+    counts: dict[str, int] = {}
+    for (entity_id,) in removed:
+        counts[entity_id] = counts.get(entity_id, 0) + 1
+    if not counts:
+        return 0
+    c.execute(
+        "UPDATE entities e SET mention_count = GREATEST(e.mention_count - r.links, l.n_left)"
+        " FROM unnest(%s::text[], %s::int[]) AS r(id, links),"
+        " LATERAL (SELECT COUNT(*)::int AS n_left FROM node_entities ne"
+        " WHERE ne.entity_id = r.id) l"
+        " WHERE e.namespace = %s AND e.id = r.id AND l.n_left > 0",
+        (list(counts), list(counts.values()), namespace),
+    )
+    gone = [
+        r[0]
+        for r in c.execute(
+            "SELECT e.id FROM entities e WHERE e.namespace = %s AND e.id = ANY(%s)"
+            " AND NOT EXISTS (SELECT 1 FROM node_entities ne WHERE ne.entity_id = e.id)",
+            (namespace, list(counts)),
+        )
+    ]
+    if not gone:
+        return 0
+    c.execute("DELETE FROM entity_names WHERE entity_id = ANY(%s)", (gone,))
+    c.execute("DELETE FROM entity_vectors WHERE entity_id = ANY(%s)", (gone,))
+    c.execute("DELETE FROM entity_profile_vectors WHERE entity_id = ANY(%s)", (gone,))
+    return int(
+        c.execute(
+            "DELETE FROM entities WHERE namespace = %s AND id = ANY(%s)", (namespace, gone)
+        ).rowcount
+    )
+
+
+class PostgresPrivacy(SQLPrivacy[PostgresDatabase]):
     """Forget a person (``delete_user_data``) and vacuum deleted text (``scrub``)."""
 
     def delete_user_data(self, namespace: str, user_id: str) -> dict[str, int]:
         """See :meth:`memloci.storage.base.Store.delete_user_data`."""
-        with self._tx() as c:
-            self._xlock(c, deleting(namespace))
+        with self.db.tx() as c:
+            self.db.xlock(c, deleting(namespace))
             report = self._forget(c, namespace, user_id)
             if any(report.values()):  # kept in the store: any process's scrub finishes it
-                self._put_meta(c, "scrub_due", "1")
+                self.db.put_meta(c, "scrub_due", "1")
             return report
 
     def _forget(self, c: Any, ns: str, user_id: str) -> dict[str, int]:
@@ -161,58 +205,15 @@ class PostgresPrivacy(SQLPrivacy, PostgresBase):
             ).rowcount
         return {k: int(v) for k, v in out.items()}
 
-    def _unlink_entities(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
-        """Before memories ``ids`` are hard-deleted (``purge``, ``clear``, pruning): drop
-        their entity links; an entity no remaining memory links is deleted (names,
-        vectors), the others lose the mentions the removed links counted (never below
-        the memories still linking them). Returns how many entities were deleted."""
-        used = aliases_used(c, namespace, ids, "%s")
-        removed = c.execute(
-            "DELETE FROM node_entities WHERE node_id = ANY(%s) RETURNING entity_id",
-            (list(ids),),
-        ).fetchall()
-        drop_unused_aliases(c, namespace, used, "%s")  # the names only their words gave
-        counts: dict[str, int] = {}
-        for (entity_id,) in removed:
-            counts[entity_id] = counts.get(entity_id, 0) + 1
-        if not counts:
-            return 0
-        c.execute(
-            "UPDATE entities e SET mention_count = GREATEST(e.mention_count - r.links, l.n_left)"
-            " FROM unnest(%s::text[], %s::int[]) AS r(id, links),"
-            " LATERAL (SELECT COUNT(*)::int AS n_left FROM node_entities ne"
-            " WHERE ne.entity_id = r.id) l"
-            " WHERE e.namespace = %s AND e.id = r.id AND l.n_left > 0",
-            (list(counts), list(counts.values()), namespace),
-        )
-        gone = [
-            r[0]
-            for r in c.execute(
-                "SELECT e.id FROM entities e WHERE e.namespace = %s AND e.id = ANY(%s)"
-                " AND NOT EXISTS (SELECT 1 FROM node_entities ne WHERE ne.entity_id = e.id)",
-                (namespace, list(counts)),
-            )
-        ]
-        if not gone:
-            return 0
-        c.execute("DELETE FROM entity_names WHERE entity_id = ANY(%s)", (gone,))
-        c.execute("DELETE FROM entity_vectors WHERE entity_id = ANY(%s)", (gone,))
-        c.execute("DELETE FROM entity_profile_vectors WHERE entity_id = ANY(%s)", (gone,))
-        return int(
-            c.execute(
-                "DELETE FROM entities WHERE namespace = %s AND id = ANY(%s)", (namespace, gone)
-            ).rowcount
-        )
-
     def scrub(self) -> Scrub:
         """``VACUUM`` the tables that held memories and records (it blocks no writer).
         ``done`` is False when another connection holds a snapshot older than the vacuum
         (its dead rows stay: call again later)."""
-        if self._closed:
+        if self.db._closed:
             raise StorageError("the store is closed")
-        if getattr(self._local, "conn", None) is not None:
+        if getattr(self.db._local, "conn", None) is not None:
             raise StorageError("scrub cannot run inside batch()")
-        with self._errors(), self._pool.connection() as conn:
+        with self.db.errors(), self.db._pool.connection() as conn:
             busy = conn.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
                 " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from memloci.storage.postgres.base import PostgresBase
-from memloci.storage.sql.records import SQLRecords, entity_from_row
+from memloci.storage.postgres.base import PostgresDatabase
+from memloci.storage.sql.records import SQLEntities, entity_from_row
 
-NODE_COLS = PostgresBase.cols.node
-ENTITY_COLS = PostgresBase.cols.entity
-__all__ = ["ENTITY_COLS", "NODE_COLS", "PostgresRecords", "entity_from_row"]
+NODE_COLS = PostgresDatabase.cols.node
+ENTITY_COLS = PostgresDatabase.cols.entity
+__all__ = ["ENTITY_COLS", "NODE_COLS", "PostgresEntities", "entity_from_row"]
 
 
-class PostgresRecords(SQLRecords, PostgresBase):
-    """Users, threads, entities (with node links) and API keys on PostgreSQL."""
+class PostgresEntities(SQLEntities[PostgresDatabase]):
+    """Entities (with node links) on PostgreSQL."""
 
     newest_links = (
         "(SELECT ne.node_id FROM node_entities ne JOIN nodes m ON m.id = ne.node_id"

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from memloci.errors import EmbeddingModelError, ValidationError
 from memloci.storage.base import NodeFilter, PendingEmbedding
-from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.base import PostgresDatabase, _f32
 from memloci.storage.postgres.ranking import ranked, unseen, weight
 from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
 from memloci.storage.sql.search import SQLSearch
@@ -40,21 +40,15 @@ PRESELECT_FACTOR = 8
 NAMESPACE_EF_SEARCH = 1000
 
 
-def _f32(value: object) -> bytes:
-    """A loaded pgvector value as float32 bytes."""
-    to_numpy = getattr(value, "to_numpy", None)
-    return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32).tobytes()
-
-
-class PostgresSearch(SQLSearch, PostgresBase):
+class PostgresSearch(SQLSearch[PostgresDatabase]):
     """Full text, vectors, fuzzy keys and the embedding queue on PostgreSQL."""
 
     def _dimension(self) -> int | None:
         """The bound vector dimension (re-read while unknown: another server may bind)."""
-        if self._dim is None:
-            dim = self.get_meta("dimension")
-            self._dim = int(dim) if dim else None
-        return self._dim
+        if self.db._dim is None:
+            dim = self.db.get_meta("dimension")
+            self.db._dim = int(dim) if dim else None
+        return self.db._dim
 
     # ------------------------------------------------------------------ embeddings
     def save_embeddings(
@@ -68,7 +62,7 @@ class PostgresSearch(SQLSearch, PostgresBase):
             raise EmbeddingModelError(
                 f"expected {len(items)} vectors of dimension {dim}, got {vectors.shape}"
             )
-        with self._tx() as c:
+        with self.db.tx() as c:
             cur = c.cursor()
             # one pipelined round of updates; rowcount sums them (rows edited meanwhile
             # changed their content hash or were re-queued, and are skipped)
@@ -87,7 +81,7 @@ class PostgresSearch(SQLSearch, PostgresBase):
         """Stored float32 vectors (raw bytes) of the given nodes that have one."""
         if not ids:
             return {}
-        with self._reading() as c:
+        with self.db.reading() as c:
             rows = c.execute(
                 "SELECT id, embedding FROM nodes WHERE namespace = %s AND id = ANY(%s)"
                 " AND embedding IS NOT NULL AND embedded > 0",
@@ -98,11 +92,11 @@ class PostgresSearch(SQLSearch, PostgresBase):
 
     def reset_embeddings(self) -> int:
         """Forget every vector and the bound model (for re-embedding with another one)."""
-        with self._tx() as c:
-            self._xlock(c, "embedder")
-            self._unbind_vectors(c)
+        with self.db.tx() as c:
+            self.db.xlock(c, "embedder")
+            self.db.unbind_vectors(c)
             count = c.execute("UPDATE nodes SET embedded = 0 WHERE embedded <> 0").rowcount
-        self._dim = None
+        self.db._dim = None
         return int(count)
 
     # ------------------------------------------------------------------ full text
@@ -111,10 +105,10 @@ class PostgresSearch(SQLSearch, PostgresBase):
             return []
         tsq, tparams = to_tsquery_sql(match)
         where, params = filter_sql(flt, ph="%s")
-        with self._reading() as c:
+        with self.db.reading() as c:
             found = ranked(
                 c,
-                self._terms,
+                self.db._terms,
                 table="nodes",
                 key="id",
                 tsq=tsq,
@@ -137,14 +131,14 @@ class PostgresSearch(SQLSearch, PostgresBase):
             _, texts = to_tsquery_sql(match)
         except ValidationError:
             return 0.0
-        with self._reading() as c:
-            return weight(c, self._terms, "nodes", texts)
+        with self.db.reading() as c:
+            return weight(c, self.db._terms, "nodes", texts)
 
     def unseen(self, words: Sequence[str]) -> list[str]:
         if not words:
             return []
-        with self._reading() as c:
-            return unseen(c, self._terms, "nodes", words)
+        with self.db.reading() as c:
+            return unseen(c, self.db._terms, "nodes", words)
 
     # ------------------------------------------------------------------ keys
     # ------------------------------------------------------------------ vectors
@@ -166,7 +160,7 @@ class PostgresSearch(SQLSearch, PostgresBase):
             " ORDER BY {order} LIMIT %s"
         )
         owner = _owner_rows(flt)
-        with self._reading() as c:
+        with self.db.reading() as c:
             if owner is not None:
                 # one user's search: the rows closest by Hamming distance on their 1-bit
                 # codes (node_bits, index-only), then ranked exactly under the full filter

@@ -1,82 +1,83 @@
 """PostgreSQL backend (layer: storage): many servers, one database.
 
-The reads and edits both backends word alike come from :mod:`memloci.storage.sql`; here
-inserting memories (pipelined batches, chain locks), reading many by id, purging and
-neighbours. Search primitives come from :mod:`memloci.storage.postgres.search`, plumbing
-from :mod:`memloci.storage.postgres.base`.
+:class:`~memloci.storage.postgres.base.PostgresDatabase` owns the connection pool; the
+slices given it: memories (:mod:`.nodes`), search primitives (:mod:`.search`), walks
+(:mod:`.walks`), entities (:mod:`.records`), jobs (:mod:`.consolidation`), knowledge
+(:mod:`.knowledge`), paged lists (:mod:`.paging`) and privacy (:mod:`.privacy`); users,
+threads and keys are the shared :class:`~memloci.storage.sql.records.SQLPeople`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from contextlib import AbstractContextManager
 
-from memloci.errors import StorageError
-from memloci.models import MemoryNode, StoreGauges, short_id
+from memloci.models import StoreGauges
 from memloci.storage.base import Health
-from memloci.storage.postgres.base import _LOCK_CLASS, chunks
-from memloci.storage.postgres.chains import deleting, lock_chain
+from memloci.storage.postgres.base import PostgresDatabase
 from memloci.storage.postgres.consolidation import PostgresConsolidation
 from memloci.storage.postgres.knowledge import PostgresKnowledge
+from memloci.storage.postgres.nodes import PostgresNodes
 from memloci.storage.postgres.paging import PostgresPaging
 from memloci.storage.postgres.privacy import PostgresPrivacy
-from memloci.storage.postgres.records import NODE_COLS, PostgresRecords
-from memloci.storage.postgres.search import PostgresSearch, _f32
+from memloci.storage.postgres.records import PostgresEntities
+from memloci.storage.postgres.search import PostgresSearch
 from memloci.storage.postgres.walks import PostgresWalks
-from memloci.storage.rows import node_to_row
-from memloci.storage.sql.chains import previous_turn
-from memloci.storage.sql.core import JSON_NODE_COLUMNS
-from memloci.storage.sql.inventory import SQLInventory
-from memloci.storage.sql.nodes import SQLNodes
-from memloci.storage.sqlfilter import ts
-from memloci.storage.windows import SQLChain, said, window
-
-_SELECT_NODE = f"SELECT {NODE_COLS} FROM nodes n"
-BULK = 1000  # rows per pipelined batch of a bulk insert
-_JSON_COLS = JSON_NODE_COLUMNS
-_VERSION_INSERT = (
-    "INSERT INTO versions (node_id, version, content, value, source_session, created_at)"
-    " VALUES (%s, %s, %s, %s::jsonb, %s, %s)"
-)
+from memloci.storage.sql.records import SQLPeople
+from memloci.storage.sql.store import SQLStore
 
 
-def _placeholders(row: dict[str, Any]) -> str:
-    return ", ".join("%s::jsonb" if k in _JSON_COLS else "%s" for k in row)
-
-
-class PostgresStore(
-    SQLNodes,
-    PostgresPaging,
-    PostgresRecords,
-    PostgresSearch,
-    PostgresConsolidation,
-    PostgresKnowledge,
-    PostgresWalks,
-    SQLInventory,
-    PostgresPrivacy,
-):
+class PostgresStore(SQLStore[PostgresDatabase]):
     """memloci on PostgreSQL + pgvector: ``PostgresStore("postgresql://user:pw@host/db")``.
 
     ``schema`` (or a ``?schema=`` URL parameter) keeps the tables in their own schema;
     ``pool_size`` bounds the connections this process opens.
     """
 
-    @staticmethod
-    def _vector_bytes(value: object) -> bytes:
-        return _f32(value)
+    def __init__(self, url: str, *, schema: str | None = None, pool_size: int = 8) -> None:
+        db = PostgresDatabase(url, schema=schema, pool_size=pool_size)
+        super().__init__(
+            db,
+            memories=PostgresNodes(db),
+            search=PostgresSearch(db),
+            graph=PostgresWalks(db),
+            people=SQLPeople(db),
+            entities=PostgresEntities(db),
+            jobs=PostgresConsolidation(db),
+            knowledge=PostgresKnowledge(db),
+            pages=PostgresPaging(db),
+            privacy=PostgresPrivacy(db),
+        )
+
+    @property
+    def url(self) -> str:
+        return self.db.url
+
+    @property
+    def schema(self) -> str | None:
+        return self.db.schema
+
+    @property
+    def server_advice(self) -> list[str]:
+        """What the settings check made on open advised (see :mod:`.settings_check`)."""
+        return self.db.server_advice
+
+    def bulk_load(self, *, work_mem: str = "1GB") -> AbstractContextManager[None]:
+        """See :meth:`PostgresDatabase.bulk_load`."""
+        return self.db.bulk_load(work_mem=work_mem)
+
+    def build_vector_index(self, *, work_mem: str = "1GB") -> None:
+        self.db.build_vector_index(work_mem=work_mem)
 
     def gauges(self) -> StoreGauges:
         """The whole database's size (``pg_database_size``: every schema in it), the
         backlog, and the pool's figures (its state and counters since it opened)."""
-        with self._reading() as c:
+        with self.db.reading() as c:
             size, pending = c.execute(
                 "SELECT pg_database_size(current_database()),"
                 " (SELECT count(*) FROM nodes WHERE embedded = 0)"
             ).fetchone()
-        pool = {k: int(v) for k, v in self._pool.get_stats().items()}
+        pool = {k: int(v) for k, v in self.db._pool.get_stats().items()}
         return StoreGauges(size_bytes=int(size), pending_embeddings=int(pending), pool=pool)
-
-    supports_vectors = True
 
     def doctor(self, *, repair: bool = False) -> Health:
         """See :meth:`memloci.storage.base.Store.doctor`. PostgreSQL types its vectors
@@ -84,133 +85,13 @@ class PostgresStore(
         skips, and its full-text vectors are columns of the rows. Only the connection
         is checked; the server's own tools (``amcheck``, ``pg_dump``) check its pages.
         The notes also carry the advice of the settings check made on open."""
-        with self._reading() as c:
+        with self.db.reading() as c:
             c.execute("SELECT 1").fetchone()
         return Health(
             backend="postgres",
             repaired=repair,
             notes=[
                 "PostgreSQL types vectors and JSON: no damaged rows to look for",
-                *self.server_advice,
+                *self.db.server_advice,
             ],
         )
-
-    neighbour_order = " ORDER BY seq"
-
-    def _purging(self, c: Any, namespace: str) -> None:
-        self._xlock(c, deleting(namespace))  # no turn links to one of them meanwhile
-
-    def _touching(self, c: Any, namespace: str) -> None:
-        c.execute(  # shared: touches do not wait on each other, only on a delete
-            "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
-            (_LOCK_CLASS, f"{self.schema or ''}:{deleting(namespace)}"),
-        )
-
-    @staticmethod
-    def _text_changed(c: Any, rowid: int) -> str:
-        return ", embedding = NULL"  # the old vector no longer describes the text
-
-    @staticmethod
-    def _size_bytes(c: Any) -> int:
-        size = c.execute(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
-            " JOIN pg_namespace s ON s.oid = c.relnamespace"
-            " WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'm')"
-        ).fetchone()[0]
-        return int(size)
-
-    # ------------------------------------------------------------------ nodes
-    def _insert(self, c: Any, node: MemoryNode, context: str = "") -> MemoryNode:
-        for _ in range(8):
-            row = node_to_row(node, context)
-            inserted = c.execute(
-                f"INSERT INTO nodes ({', '.join(row)}) VALUES ({_placeholders(row)})"
-                " ON CONFLICT (id) DO NOTHING RETURNING seq",
-                list(row.values()),
-            ).fetchone()
-            if inserted is not None:
-                break
-            node = node.model_copy(update={"id": short_id()})
-        else:  # pragma: no cover - 62^8 ids
-            raise StorageError("could not allocate a unique memory id")
-        c.execute(
-            _VERSION_INSERT + " ON CONFLICT (node_id, version) DO UPDATE SET"
-            " content = excluded.content, value = excluded.value,"
-            " source_session = excluded.source_session, created_at = excluded.created_at",
-            (node.id, node.version, node.content, row["value"], node.session, ts(node.created_at)),
-        )
-        return node
-
-    def insert_node(self, node: MemoryNode, *, link_previous: bool = False) -> MemoryNode:
-        return self._retrying(lambda c: self._insert_linked(c, node, link_previous))
-
-    def _insert_linked(self, c: Any, node: MemoryNode, link_previous: bool) -> MemoryNode:
-        # pipelined: a statement whose result is not read (the chain's lock, the version,
-        # the edge) goes out with the next one that is, in order — 4 round trips an add
-        with c.pipeline():
-            prev = None
-            if link_previous and (node.session is not None or node.speaker is not None):
-                lock_chain(c, self.schema, node)  # one writer per chain, none while deleting
-                prev = previous_turn(c, self.dialect, node)
-            if prev is None:
-                return self._insert(c, node, "")
-            context = window(said(prev[1], prev[2]), prev[3])
-            node = self._insert(c, node, context)
-            SQLChain(c, node.namespace, "%s").follow(
-                prev[0],
-                node.id,
-                node.created_at.timestamp(),
-                (said(node.speaker, node.content), context, ""),
-            )
-            return node
-
-    def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:
-        def work(c: Any) -> None:
-            if link_previous:  # each turn reads the one before it: row by row
-                for node in nodes:
-                    self._insert_linked(c, node, link_previous)
-            else:
-                self._insert_many(c, nodes)
-
-        self._retrying(work)
-
-    def _insert_many(self, c: Any, nodes: Sequence[MemoryNode]) -> None:
-        """Unlinked nodes (bulk loads, migrate, import) in pipelined batches: one round
-        trip per ``BULK`` rows instead of two per row. A node whose id is taken gets a
-        fresh one through the row-by-row path, as :meth:`_insert` does."""
-        for part in chunks(list(nodes), BULK):
-            rows = [node_to_row(node) for node in part]
-            cur = c.cursor()
-            cur.executemany(
-                f"INSERT INTO nodes ({', '.join(rows[0])}) VALUES ({_placeholders(rows[0])})"
-                " ON CONFLICT (id) DO NOTHING RETURNING id",
-                [list(row.values()) for row in rows],
-                returning=True,
-            )
-            landed: set[str] = set()
-            while True:
-                landed.update(str(r[0]) for r in cur.fetchall())
-                if not cur.nextset():
-                    break
-            versions = []
-            for node, row in zip(part, rows, strict=True):
-                if node.id not in landed:
-                    self._insert(c, node)  # id taken (or twice in the batch): a fresh id
-                    continue
-                landed.discard(node.id)  # a second node with this id is a conflict
-                versions.append(
-                    (
-                        node.id,
-                        node.version,
-                        node.content,
-                        row["value"],
-                        node.session,
-                        ts(node.created_at),
-                    )
-                )
-            cur.executemany(
-                _VERSION_INSERT + " ON CONFLICT (node_id, version) DO UPDATE SET"
-                " content = excluded.content, value = excluded.value,"
-                " source_session = excluded.source_session, created_at = excluded.created_at",
-                versions,
-            )

@@ -17,7 +17,7 @@ from memloci.storage.names import (
     given_rows,
     prefix_bounds,
 )
-from memloci.storage.postgres.base import PostgresBase
+from memloci.storage.postgres.base import PostgresDatabase
 from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.records import ENTITY_COLS
 from memloci.storage.postgres.search import NODE_WEIGHTS, namespace_scope, owner_conditions
@@ -26,7 +26,7 @@ from memloci.storage.sql.walks import SQLWalks
 from memloci.storage.sqlfilter import filter_sql
 
 
-class PostgresWalks(SQLWalks, PostgresBase):
+class PostgresWalks(SQLWalks[PostgresDatabase]):
     """Graph walk queries for the retrieval pipeline's graph strategies."""
 
     walk_order = " ORDER BY e.seq"
@@ -54,7 +54,7 @@ class PostgresWalks(SQLWalks, PostgresBase):
             params += [list(namespaces), *(b for pair in bounds for b in pair)]
         else:
             sql = f"SELECT 0 AS given, * FROM ({sql}) exact"
-        with self._reading() as c:
+        with self.db.reading() as c:
             found = c.execute(f"{sql} ORDER BY mention_count DESC, id", params).fetchall()
         rows = [r[1:] for r in found if not r[0]]
         rows += given_rows([r[1:] for r in found if r[0]], probes)
@@ -64,7 +64,7 @@ class PostgresWalks(SQLWalks, PostgresBase):
         where, params = filter_sql(flt, ph="%s")
         # the last NEWEST_LINKED links (by when the memory was stored), the visible
         # ones newest first
-        with self._reading() as c:
+        with self.db.reading() as c:
             rows = c.execute(
                 "SELECT n.id FROM (SELECT DISTINCT ne.node_id, m.seq FROM node_entities ne"
                 " JOIN nodes m ON m.id = ne.node_id WHERE ne.entity_id = ANY(%s)"
@@ -84,10 +84,10 @@ class PostgresWalks(SQLWalks, PostgresBase):
             return []
         where += " AND EXISTS (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
         where += " AND ne.entity_id = ANY(%s))"
-        with self._reading() as c:
+        with self.db.reading() as c:
             found = ranked(
                 c,
-                self._terms,
+                self.db._terms,
                 table="nodes",
                 key="id",
                 tsq=tsq,
@@ -107,7 +107,7 @@ class PostgresWalks(SQLWalks, PostgresBase):
         self, flt: NodeFilter, ids: list[str], max_links: int, limit: int
     ) -> list[tuple[str, str, str]]:
         where, params = filter_sql(flt, ph="%s")
-        with self._reading() as c:
+        with self.db.reading() as c:
             # bounded counts: an entity stops being counted at max_links + 1 links
             specific = [
                 r[0]
@@ -136,7 +136,7 @@ class PostgresWalks(SQLWalks, PostgresBase):
         """See :meth:`memloci.storage.base.Store.mention_texts`."""
         if not ids:
             return []
-        with self._reading() as c:
+        with self.db.reading() as c:
             rows = c.execute(
                 "SELECT id, namespace, CASE type WHEN 'semantic' THEN subject ELSE speaker END,"
                 " content FROM nodes WHERE id = ANY(%s)"

@@ -18,7 +18,7 @@ from typing import Any
 from memloci.models import Entity, MemoryNode, NodeType
 from memloci.storage.base import DecayCandidate, DecayUpdate, PendingSession, pending_groups
 from memloci.storage.rows import NODE_COLUMNS, dt, node_from_row
-from memloci.storage.sql.core import SQLCore
+from memloci.storage.sql.core import DB, SQLSlice
 from memloci.storage.sql.records import entity_from_row
 from memloci.storage.sqlfilter import ts
 
@@ -28,16 +28,16 @@ Stale = Callable[[str], bool] | None  # whether a lock's holder is gone
 PENDING = "n.type = 'episodic' AND n.consolidated_at IS NULL"
 
 
-class SQLConsolidation(SQLCore):
+class SQLConsolidation(SQLSlice[DB]):
     """What consolidation and maintenance need beyond nodes, edges and entities."""
 
     # ------------------------------------------------------------------ sessions
     def register_session(
         self, namespace: str, session: str, *, user: Owner, agent: Owner, now: datetime
     ) -> None:
-        with self._tx() as c:
+        with self.db.tx() as c:
             c.execute(
-                self.dialect.q(
+                self.db.dialect.q(
                     "INSERT INTO consolidation_state (namespace, session_id, first_seen_at,"
                     " user_id, agent_id) VALUES (?, ?, ?, ?, ?)"
                     " ON CONFLICT (namespace, session_id) DO NOTHING"
@@ -48,7 +48,7 @@ class SQLConsolidation(SQLCore):
     def pending_sessions(
         self, namespace: str, *, user: str | None = None, limit: int = 1000
     ) -> list[PendingSession]:
-        first = f"min(n.{self.dialect.rowid})"
+        first = f"min(n.{self.db.dialect.rowid})"
         sql = (
             f"SELECT n.session_id, n.user_id, n.agent_id, count(*), {first} FROM nodes n"
             f" WHERE n.namespace = ? AND {PENDING}"
@@ -58,8 +58,8 @@ class SQLConsolidation(SQLCore):
             sql += " AND n.user_id = ?"
             params.append(user)
         sql += f" GROUP BY n.session_id, n.user_id, n.agent_id ORDER BY {first} LIMIT ?"
-        with self._reading() as c:
-            rows = c.execute(self.dialect.q(sql), [*params, limit]).fetchall()
+        with self.db.reading() as c:
+            rows = c.execute(self.db.dialect.q(sql), [*params, limit]).fetchall()
         return pending_groups(namespace, [r[:4] for r in rows])
 
     def count_pending_sessions(self, namespaces: Sequence[str]) -> int:
@@ -68,8 +68,8 @@ class SQLConsolidation(SQLCore):
             return 0
         # one per session, and per owner for the turns stored without one (pending_groups)
         owner = "CASE WHEN n.session_id IS NULL THEN n.{} END"
-        test, params = self.dialect.any("n.namespace", nss)
-        row = self._select_one(
+        test, params = self.db.dialect.any("n.namespace", nss)
+        row = self.db.select_one(
             "SELECT count(*) FROM (SELECT DISTINCT n.namespace, n.session_id,"
             f" {owner.format('user_id')}, {owner.format('agent_id')} FROM nodes n"
             f" WHERE {test} AND {PENDING}) groups",
@@ -86,13 +86,13 @@ class SQLConsolidation(SQLCore):
         user: str | None = None,
         agent: str | None = None,
     ) -> list[MemoryNode]:
-        d = self.dialect
+        d = self.db.dialect
         which, params = "n.session_id = ?", [session]
         if session is None:  # the owner's turns stored without a session
             which = f"n.session_id IS NULL AND n.user_id {d.same} ? AND n.agent_id {d.same} ?"
             params = [user, agent]
-        rows = self._select(
-            f"SELECT {self.cols.node} FROM nodes n WHERE n.namespace = ? AND {which}"
+        rows = self.db.select(
+            f"SELECT {self.db.cols.node} FROM nodes n WHERE n.namespace = ? AND {which}"
             f" AND {PENDING} ORDER BY n.{d.rowid} LIMIT ?",
             (namespace, *params, limit),
         )
@@ -101,9 +101,9 @@ class SQLConsolidation(SQLCore):
     def finish_session(
         self, namespace: str, session: str, *, user: Owner, agent: Owner, now: datetime
     ) -> None:
-        with self._tx() as c:
+        with self.db.tx() as c:
             c.execute(
-                self.dialect.q(
+                self.db.dialect.q(
                     "INSERT INTO consolidation_state (namespace, session_id, first_seen_at,"
                     " consolidated_at, user_id, agent_id) VALUES (?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (namespace, session_id) DO UPDATE SET"
@@ -118,9 +118,9 @@ class SQLConsolidation(SQLCore):
     def decay_candidates(
         self, namespace: str, type: NodeType, *, after: int, limit: int
     ) -> list[DecayCandidate]:
-        rowid = f"n.{self.dialect.rowid}"
-        rows = self._select(
-            f"SELECT {rowid}, {self.cols.node}, d.base, d.anchor FROM nodes n"
+        rowid = f"n.{self.db.dialect.rowid}"
+        rows = self.db.select(
+            f"SELECT {rowid}, {self.db.cols.node}, d.base, d.anchor FROM nodes n"
             " LEFT JOIN decay_state d ON d.node_id = n.id"
             " WHERE n.namespace = ? AND n.type = ? AND n.valid_until IS NULL"
             f" AND {rowid} > ? AND n.decay_rate > 0 ORDER BY {rowid} LIMIT ?",
@@ -142,9 +142,9 @@ class SQLConsolidation(SQLCore):
     ) -> None:
         """Set decayed confidences (``updated_at`` stays: decay is not an edit) and
         soft-delete ``forget``. Protected memories (rate 0) and episodes are never changed."""
-        d = self.dialect
+        d = self.db.dialect
         ns = d.unindexed("namespace")
-        with self._tx() as c:
+        with self.db.tx() as c:
             d.many(
                 c,
                 f"UPDATE nodes SET confidence = ? WHERE {ns} = ? AND id = ?"
@@ -178,7 +178,7 @@ class SQLConsolidation(SQLCore):
 
     def drop_orphans(self) -> int:
         """Remove decay anchors and entity vectors whose memory or entity is gone."""
-        with self._tx() as c:
+        with self.db.tx() as c:
             gone = c.execute(
                 "DELETE FROM decay_state WHERE NOT EXISTS"
                 " (SELECT 1 FROM nodes n WHERE n.id = decay_state.node_id)"
@@ -199,8 +199,8 @@ class SQLConsolidation(SQLCore):
 
     # ------------------------------------------------------------------ entities
     def entities_to_enrich(self, namespace: str, *, min_mentions: int, limit: int) -> list[Entity]:
-        rows = self._select(
-            f"SELECT {self.cols.entity} FROM entities e WHERE e.namespace = ?"
+        rows = self.db.select(
+            f"SELECT {self.db.cols.entity} FROM entities e WHERE e.namespace = ?"
             " AND e.summary IS NULL AND e.mention_count >= ?"
             " ORDER BY e.mention_count DESC, e.id LIMIT ?",
             (namespace, min_mentions, limit),
@@ -208,9 +208,9 @@ class SQLConsolidation(SQLCore):
         return [entity_from_row(r) for r in rows]
 
     def save_entity_vector(self, namespace: str, entity_id: str, model: str, vector: bytes) -> None:
-        d = self.dialect
+        d = self.db.dialect
         columns = ("entity_id", "namespace", "model", "embedding")
-        with self._tx() as c:
+        with self.db.tx() as c:
             c.execute(
                 d.q(d.upsert("entity_vectors", columns, ("entity_id",))),
                 (entity_id, namespace, model, bytes(vector)),
@@ -220,7 +220,7 @@ class SQLConsolidation(SQLCore):
         """Entity id → (digest, vector bytes) of the profiles of ``namespace`` embedded
         with ``model`` whose entity still has a summary; a damaged blob (no whole number
         of float32 values) is skipped: maintenance embeds that profile again."""
-        rows = self._select(
+        rows = self.db.select(
             "SELECT p.entity_id, p.digest, p.embedding FROM entity_profile_vectors p"
             " JOIN entities e ON e.id = p.entity_id AND e.namespace = p.namespace"
             " AND e.summary IS NOT NULL"
@@ -232,9 +232,9 @@ class SQLConsolidation(SQLCore):
     def save_profile_vector(
         self, namespace: str, entity_id: str, model: str, digest: str, vector: bytes
     ) -> None:
-        d = self.dialect
+        d = self.db.dialect
         columns = ("entity_id", "namespace", "model", "digest", "embedding")
-        with self._tx() as c:
+        with self.db.tx() as c:
             c.execute(
                 d.q(d.upsert("entity_profile_vectors", columns, ("entity_id",))),
                 (entity_id, namespace, model, digest, bytes(vector)),
@@ -244,8 +244,8 @@ class SQLConsolidation(SQLCore):
     def temporal_pairs(
         self, namespace: str, *, after: int, limit: int
     ) -> list[tuple[int, str, str]]:
-        rowid = self.dialect.rowid
-        rows = self._select(
+        rowid = self.db.dialect.rowid
+        rows = self.db.select(
             f"SELECT {rowid}, source_id, target_id FROM edges WHERE {rowid} > ?"
             f" AND namespace = ? AND relation = 'temporal' ORDER BY {rowid} LIMIT ?",
             (after, namespace, limit),
@@ -269,8 +269,14 @@ class SQLConsolidation(SQLCore):
     def _take_lock(self, name: str, owner: str, now: Any, expires: Any, stale: Stale) -> bool:
         raise NotImplementedError
 
+    def claim_episodes(self, namespace: str, ids: Sequence[str], *, now: datetime) -> int:
+        raise NotImplementedError  # each backend's own
+
+    def entity_vectors(self, namespace: str, model: str) -> dict[str, bytes]:
+        raise NotImplementedError  # each backend's own
+
     def lock_holder(self, name: str, *, now: datetime) -> tuple[str, datetime] | None:
-        row = self._select_one(
+        row = self.db.select_one(
             "SELECT owner, expires_at FROM locks WHERE name = ? AND expires_at > ?",
             (name, ts(now)),
         )
@@ -281,7 +287,7 @@ class SQLConsolidation(SQLCore):
         return str(row[0]), expires
 
     def release_lock(self, name: str, owner: str) -> None:
-        with self._tx() as c:
+        with self.db.tx() as c:
             c.execute(
-                self.dialect.q("DELETE FROM locks WHERE name = ? AND owner = ?"), (name, owner)
+                self.db.dialect.q("DELETE FROM locks WHERE name = ? AND owner = ?"), (name, owner)
             )

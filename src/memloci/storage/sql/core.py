@@ -1,11 +1,11 @@
-"""What the shared slices need of a backend (layer: storage)."""
+"""The database object every slice of a SQL store is given (layer: storage)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from memloci.errors import EmbeddingModelError
 from memloci.storage.access import live
@@ -59,9 +59,13 @@ def refuse_other_embedder(bound: dict[str, str], model_id: str, dimension: int) 
         )
 
 
-class SQLCore:
-    """The hooks a backend gives the shared slices: its dialect, and connections for
-    reads and for write transactions (nested ones join the open transaction)."""
+class SQLDatabase:
+    """What every slice of a SQL store is given: the backend's dialect and column lists,
+    connections for reads and for write transactions (nested ones join the open
+    transaction), and the store's ``meta`` rows. A backend subclasses it once
+    (:class:`~memloci.storage.sqlite.base.SQLiteDatabase`,
+    :class:`~memloci.storage.postgres.base.PostgresDatabase`); its connection state is
+    read by that backend's own slices only."""
 
     dialect: ClassVar[Dialect]
     cols: ClassVar[Columns]
@@ -69,40 +73,62 @@ class SQLCore:
 
     if TYPE_CHECKING:
 
-        def _reading(self) -> AbstractContextManager[Any]: ...
+        def reading(self) -> AbstractContextManager[Any]: ...
 
-        def _tx(self) -> AbstractContextManager[Any]: ...
+        def tx(self) -> AbstractContextManager[Any]: ...
 
-        def _bump(self, c: Any, key: str) -> int: ...
+        def bump(self, c: Any, key: str) -> int: ...
 
-        def _xlock(self, c: Any, key: str) -> None: ...
+        def xlock(self, c: Any, key: str) -> None: ...
 
-        def _drop_vectors(self, c: Any, rowids: Sequence[int]) -> None: ...
+        def drop_vectors(self, c: Any, rowids: Sequence[int]) -> None: ...
 
-        def _unlink_entities(self, c: Any, namespace: str, ids: Sequence[str]) -> int: ...
+        def size_bytes(self, c: Any) -> int: ...
 
-        def count_pending_sessions(self, namespaces: Sequence[str]) -> int: ...
+        def vector_bytes(self, value: object) -> bytes: ...
+
+        def close(self) -> None: ...
+
+        def batch(self) -> AbstractContextManager[None]: ...
+
+        def exclusive(self, key: str) -> AbstractContextManager[None]: ...
+
+        def bind_embedder(self, model_id: str, dimension: int) -> None: ...
+
+        def schema_version(self) -> int: ...
 
     def get_meta(self, key: str) -> str | None:
-        with self._reading() as c:
+        with self.reading() as c:
             row = c.execute(self.dialect.q("SELECT value FROM meta WHERE key = ?"), (key,))
             found = row.fetchone()
         return None if found is None else str(found[0])
 
     def set_meta(self, key: str, value: str) -> None:
-        with self._tx() as c:
-            self._put_meta(c, key, value)
+        with self.tx() as c:
+            self.put_meta(c, key, value)
 
-    def _put_meta(self, c: Any, key: str, value: str) -> None:
+    def put_meta(self, c: Any, key: str, value: str) -> None:
         d = self.dialect
         c.execute(d.q(d.upsert("meta", ("key", "value"), ("key",))), (key, value))
 
-    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one read (``sql`` with ``?`` placeholders)."""
-        with self._reading() as c:
+        with self.reading() as c:
             return list(c.execute(self.dialect.q(sql), params).fetchall())
 
-    def _select_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def select_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """The first row of one read, or None."""
-        with self._reading() as c:
+        with self.reading() as c:
             return c.execute(self.dialect.q(sql), params).fetchone()
+
+
+DB = TypeVar("DB", bound=SQLDatabase)
+
+
+class SQLSlice(Generic[DB]):
+    """A slice of a SQL store (memories, search, jobs, …): a plain object given the
+    database it reads and writes through (composition: a slice that needs another is
+    given that one too)."""
+
+    def __init__(self, db: DB) -> None:
+        self.db = db

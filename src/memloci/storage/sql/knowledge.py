@@ -16,7 +16,7 @@ import numpy.typing as npt
 from memloci.errors import EmbeddingModelError, ValidationError
 from memloci.models import KnowledgeChunk, KnowledgeHit, KnowledgeSource
 from memloci.storage.rows import dt
-from memloci.storage.sql.core import SQLCore
+from memloci.storage.sql.core import DB, SQLSlice
 from memloci.storage.sqlfilter import ts
 
 Names = Sequence[str] | None  # collections to search (None: all)
@@ -80,7 +80,7 @@ def hit_from_row(row: Any, score: float, match: str) -> KnowledgeHit:
     return KnowledgeHit(**dict(zip(_HIT, row, strict=False)), score=score, match=match)
 
 
-class SQLKnowledge(SQLCore):
+class SQLKnowledge(SQLSlice[DB]):
     """Knowledge sources and chunks: reads, replacement and deletion."""
 
     chunk_tail: ClassVar[tuple[str, ...]]  # the columns :meth:`_chunk_tail` fills
@@ -137,7 +137,7 @@ class SQLKnowledge(SQLCore):
 
     # ------------------------------------------------------------------ reads
     def knowledge_source(self, namespace: str, source_id: str) -> KnowledgeSource | None:
-        row = self._select_one(
+        row = self.db.select_one(
             f"SELECT {SOURCE_COLS} FROM knowledge_sources WHERE namespace = ? AND id = ?",
             (namespace, source_id),
         )
@@ -151,12 +151,14 @@ class SQLKnowledge(SQLCore):
         if collection is not None:
             sql += " AND collection = ?"
             params.append(collection)
-        with self._reading() as c:
-            rows = c.execute(self.dialect.q(sql + " ORDER BY collection, path"), params).fetchall()
+        with self.db.reading() as c:
+            rows = c.execute(
+                self.db.dialect.q(sql + " ORDER BY collection, path"), params
+            ).fetchall()
         return [source_from_row(r) for r in rows]
 
     def knowledge_chunks(self, namespace: str, source_id: str) -> list[KnowledgeChunk]:
-        rows = self._select(
+        rows = self.db.select(
             f"SELECT {CHUNK_COLS} FROM knowledge_chunks WHERE namespace = ?"
             " AND source_id = ? ORDER BY ordinal",
             (namespace, source_id),
@@ -178,11 +180,11 @@ class SQLKnowledge(SQLCore):
             )
         if vectors is not None and source.embedding_model is None:
             raise ValidationError("chunk vectors need the source's embedding_model")
-        d, ns = self.dialect, source.namespace
+        d, ns = self.db.dialect, source.namespace
         columns = f"{CHUNK_COLS}, {', '.join(self.chunk_tail)}"
         marks = ", ".join("?" * (10 + len(self.chunk_tail)))
-        with self._tx() as c:
-            self._xlock(c, f"knowledge:{ns}:{source.id}")
+        with self.db.tx() as c:
+            self.db.xlock(c, f"knowledge:{ns}:{source.id}")
             c.execute(
                 d.q("DELETE FROM knowledge_chunks WHERE namespace = ? AND source_id = ?"),
                 (ns, source.id),
@@ -238,12 +240,12 @@ class SQLKnowledge(SQLCore):
 
     def delete_knowledge(self, namespace: str, source_ids: Sequence[str]) -> int:
         """Delete sources with their chunks; returns how many sources were deleted."""
-        d = self.dialect
+        d = self.db.dialect
         ids = list(dict.fromkeys(source_ids))
         if not ids:
             return 0
         deleted = 0
-        with self._tx() as c:
+        with self.db.tx() as c:
             for part in d.chunks(ids):
                 test, params = d.any("source_id", part)
                 c.execute(

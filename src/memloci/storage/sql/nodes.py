@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, ClassVar
 
 from memloci.errors import NotFoundError, ValidationError
-from memloci.models import NODE_ORDERS, Edge, MemoryNode, MemoryVersion, StoreStats, short_id
+from memloci.models import NODE_ORDERS, Edge, MemoryNode, MemoryVersion, short_id
 from memloci.rules import reinforced
 from memloci.storage.access import live
 from memloci.storage.base import NodeFilter, NodePatch
@@ -25,7 +25,7 @@ from memloci.storage.rows import (
     patched,
     version_from_row,
 )
-from memloci.storage.sql.core import JSON_NODE_COLUMNS, SQLCore
+from memloci.storage.sql.core import DB, JSON_NODE_COLUMNS, SQLSlice
 from memloci.storage.sqlfilter import filter_sql, ts
 from memloci.storage.windows import SQLChain, edited, linked, restart
 
@@ -58,7 +58,7 @@ _EDGE_COLUMNS = (
 _VERSION_COLUMNS = ("node_id", "version", "content", "value", "source_session", "created_at")
 
 
-class SQLNodes(SQLCore):
+class SQLNodes(SQLSlice[DB]):
     """Nodes, versions and edges: the reads and edits both backends word alike."""
 
     # ------------------------------------------------------------------ backend hooks
@@ -81,13 +81,15 @@ class SQLNodes(SQLCore):
         ``UPDATE … SET``, or done here)."""
         raise NotImplementedError
 
-    def _size_bytes(self, c: Any) -> int:
+    def _unlink_entities(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
+        """Before memories ``ids`` are hard-deleted: drop their entity links (and the
+        entities no memory links any more); how many entities were deleted."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ nodes
     def id_exists(self, node_id: str) -> bool:
-        with self._reading() as c:
-            found = c.execute(self.dialect.q("SELECT 1 FROM nodes WHERE id = ?"), (node_id,))
+        with self.db.reading() as c:
+            found = c.execute(self.db.dialect.q("SELECT 1 FROM nodes WHERE id = ?"), (node_id,))
             return found.fetchone() is not None
 
     def id_namespaces(
@@ -96,35 +98,35 @@ class SQLNodes(SQLCore):
         if not ids:
             return {}
         table = "edges" if edges else "entities" if entities else "nodes"
-        rows, params = self.dialect.by_ids("t", ids, table)
-        with self._reading() as c:
+        rows, params = self.db.dialect.by_ids("t", ids, table)
+        with self.db.reading() as c:
             found = c.execute(
-                self.dialect.q(f"SELECT t.id, t.namespace FROM {rows} TRUE"), params
+                self.db.dialect.q(f"SELECT t.id, t.namespace FROM {rows} TRUE"), params
             ).fetchall()
         return {str(i): str(ns) for i, ns in found}
 
     def get_nodes(self, namespace: str | Sequence[str], ids: Sequence[str]) -> list[MemoryNode]:
-        d = self.dialect
+        d = self.db.dialect
         if not ids:
             return []
         nss = [namespace] if isinstance(namespace, str) else list(namespace)
         nodes, params = d.by_ids("n", ids)
         in_ns, ns_params = d.any(d.unindexed("n.namespace"), nss)
-        with self._reading() as c:
+        with self.db.reading() as c:
             rows = c.execute(
-                d.q(f"SELECT {self.cols.node} FROM {nodes} {in_ns}"), [*params, *ns_params]
+                d.q(f"SELECT {self.db.cols.node} FROM {nodes} {in_ns}"), [*params, *ns_params]
             ).fetchall()
         out = {node.id: node for node in map(node_from_row, rows)}
         return [out[i] for i in ids if i in out]
 
     def people_of(self, namespace: str | Sequence[str], ids: Sequence[str]) -> dict[str, str]:
-        d = self.dialect
+        d = self.db.dialect
         if not ids:
             return {}
         nss = [namespace] if isinstance(namespace, str) else list(namespace)
         nodes, params = d.by_ids("n", ids)
         in_ns, ns_params = d.any(d.unindexed("n.namespace"), nss)
-        rows = self._select(
+        rows = self.db.select(
             f"SELECT n.id, coalesce(n.speaker, n.subject) FROM {nodes} {in_ns}"
             " AND coalesce(n.speaker, n.subject) IS NOT NULL",
             [*params, *ns_params],
@@ -138,7 +140,7 @@ class SQLNodes(SQLCore):
     def list_nodes(
         self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created"
     ) -> list[MemoryNode]:
-        d = self.dialect
+        d = self.db.dialect
         where, params = filter_sql(flt)
         order_sql = _ORDERS.get(order)
         if order_sql is None:
@@ -146,8 +148,8 @@ class SQLNodes(SQLCore):
                 f"unknown order {order!r}", hint=f"use one of {', '.join(NODE_ORDERS)}"
             )
         order_sql = order_sql.format(seq=d.rowid, id=d.bytewise("n.id"))
-        rows = self._select(
-            f"SELECT {self.cols.node} FROM nodes n WHERE {where}"
+        rows = self.db.select(
+            f"SELECT {self.db.cols.node} FROM nodes n WHERE {where}"
             f" ORDER BY {order_sql} LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
@@ -155,19 +157,19 @@ class SQLNodes(SQLCore):
 
     def count_nodes(self, flt: NodeFilter) -> int:
         where, params = filter_sql(flt)
-        with self._reading() as c:
-            sql = self.dialect.q(f"SELECT count(*) FROM nodes n WHERE {where}")
+        with self.db.reading() as c:
+            sql = self.db.dialect.q(f"SELECT count(*) FROM nodes n WHERE {where}")
             return int(c.execute(sql, params).fetchone()[0])
 
     def iter_nodes(self, namespace: str) -> Iterator[MemoryNode]:
-        rowid = f"n.{self.dialect.rowid}"
-        sql = self.dialect.q(
-            f"SELECT {rowid}, {self.cols.node} FROM nodes n"
+        rowid = f"n.{self.db.dialect.rowid}"
+        sql = self.db.dialect.q(
+            f"SELECT {rowid}, {self.db.cols.node} FROM nodes n"
             f" WHERE n.namespace = ? AND {rowid} > ? ORDER BY {rowid} LIMIT 500"
         )
         last = 0
         while True:
-            with self._reading() as c:
+            with self.db.reading() as c:
                 rows = c.execute(sql, (namespace, last)).fetchall()
             if not rows:
                 return
@@ -178,11 +180,11 @@ class SQLNodes(SQLCore):
     def update_node(
         self, namespace: str, node_id: str, patch: NodePatch, *, session: str | None = None
     ) -> MemoryNode:
-        d = self.dialect
-        with self._tx() as c:
+        d = self.db.dialect
+        with self.db.tx() as c:
             row = c.execute(
                 d.q(
-                    f"SELECT n.{d.rowid}, {self.cols.node} FROM nodes n"
+                    f"SELECT n.{d.rowid}, {self.db.cols.node} FROM nodes n"
                     f" WHERE {d.unindexed('n.namespace')} = ? AND n.id = ?"
                     + (" FOR UPDATE" if d.row_locks else "")
                 ),
@@ -232,8 +234,8 @@ class SQLNodes(SQLCore):
             return updated
 
     def supersede(self, namespace: str, old_id: str, new: MemoryNode, *, now: datetime) -> None:
-        d = self.dialect
-        with self._tx() as c:
+        d = self.db.dialect
+        with self.db.tx() as c:
             cur = c.execute(
                 d.q(
                     "UPDATE nodes SET valid_until = ?, updated_at = ?,"
@@ -255,7 +257,7 @@ class SQLNodes(SQLCore):
 
     def _purge(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
         """Delete these memories of ``namespace`` and all that hangs on them."""
-        d = self.dialect
+        d = self.db.dialect
         self._purging(c, namespace)
         total = 0
         # the turns that stay next to removed ones hold their words in their windows
@@ -272,7 +274,7 @@ class SQLNodes(SQLCore):
             if not found:
                 continue
             mine, rowids = [r[0] for r in found], [r[1] for r in found]
-            self._drop_vectors(c, rowids)
+            self.db.drop_vectors(c, rowids)
             test, params = d.any("node_id", mine)
             c.execute(d.q(f"DELETE FROM versions WHERE {test}"), params)
             c.execute(d.q(f"DELETE FROM node_access WHERE {test}"), params)
@@ -295,7 +297,7 @@ class SQLNodes(SQLCore):
         return int(total)
 
     def purge_node(self, namespace: str, node_id: str) -> bool:
-        with self._tx() as c:
+        with self.db.tx() as c:
             return self._purge(c, namespace, [node_id]) > 0
 
     def clear(self, namespace: str, flt: NodeFilter | None = None) -> int:
@@ -303,14 +305,14 @@ class SQLNodes(SQLCore):
         if tuple(flt.namespaces) != (namespace,):
             raise ValidationError("clear works on exactly one namespace")
         where, params = filter_sql(flt)
-        with self._tx() as c:
-            sql = self.dialect.q(f"SELECT n.id FROM nodes n WHERE {where}")
+        with self.db.tx() as c:
+            sql = self.db.dialect.q(f"SELECT n.id FROM nodes n WHERE {where}")
             ids = [r[0] for r in c.execute(sql, params).fetchall()]
             return self._purge(c, namespace, ids)
 
     def versions(self, namespace: str, node_id: str) -> list[MemoryVersion]:
-        d = self.dialect
-        with self._reading() as c:
+        d = self.db.dialect
+        with self.db.reading() as c:
             found = c.execute(
                 d.q(f"SELECT 1 FROM nodes WHERE {d.unindexed('namespace')} = ? AND id = ?"),
                 (namespace, node_id),
@@ -327,8 +329,8 @@ class SQLNodes(SQLCore):
         return [version_from_row(r) for r in rows]
 
     def import_versions(self, versions: Sequence[MemoryVersion]) -> None:
-        d = self.dialect
-        with self._tx() as c:
+        d = self.db.dialect
+        with self.db.tx() as c:
             d.many(
                 c,
                 d.upsert("versions", _VERSION_COLUMNS, ("node_id", "version"), json=["value"]),
@@ -346,22 +348,22 @@ class SQLNodes(SQLCore):
             )
 
     def find_by_hash(self, flt: NodeFilter, content_hash: str) -> list[MemoryNode]:
-        d = self.dialect
+        d = self.db.dialect
         where, params = filter_sql(flt)
-        rows = self._select(
-            f"SELECT {self.cols.node} FROM nodes n WHERE {where}"
+        rows = self.db.select(
+            f"SELECT {self.db.cols.node} FROM nodes n WHERE {where}"
             f" AND n.content_hash = ? ORDER BY n.{d.rowid} LIMIT 5",
             [*params, content_hash],
         )
         return [node_from_row(r) for r in rows]
 
     def prune_oldest(self, flt: NodeFilter, keep: int, *, now: datetime) -> int:
-        d = self.dialect
+        d = self.db.dialect
         if len(flt.namespaces) != 1:
             raise ValidationError("pruning works on exactly one namespace")
         where, params = filter_sql(flt)
-        with self._tx() as c:
-            self._xlock(c, f"prune:{flt.namespaces[0]}")
+        with self.db.tx() as c:
+            self.db.xlock(c, f"prune:{flt.namespaces[0]}")
             ids = [
                 r[0]
                 for r in c.execute(
@@ -379,12 +381,12 @@ class SQLNodes(SQLCore):
         """Count a read of each memory and reinforce it (:func:`memloci.rules.reinforced`),
         in its narrow ``node_access`` row (:mod:`memloci.storage.access`): the ``nodes``
         row is only read, the first time, for the values the counting starts from."""
-        d = self.dialect
+        d = self.db.dialect
         if not ids:
             return
         ordered = sorted(set(ids))  # one lock order for every writer
         lock = " ORDER BY node_id FOR UPDATE" if d.row_locks else ""
-        with self._tx() as c:
+        with self.db.tx() as c:
             self._touching(c, namespace)
             test, params = d.any("id", ordered)
             c.execute(
@@ -416,8 +418,8 @@ class SQLNodes(SQLCore):
         self.insert_edges([edge])
 
     def insert_edges(self, edges: Sequence[Edge]) -> None:
-        d = self.dialect
-        with self._tx() as c:
+        d = self.db.dialect
+        with self.db.tx() as c:
             d.many(
                 c,
                 d.upsert("edges", _EDGE_COLUMNS, ("id",), json=["evidence"]),
@@ -442,13 +444,13 @@ class SQLNodes(SQLCore):
             linked(c, edges, d.ph)  # a temporal edge joins its turns' windows
 
     def neighbours(self, namespace: str, ids: Sequence[str], relation: str) -> dict[str, list[str]]:
-        d = self.dialect
+        d = self.db.dialect
         out: dict[str, list[str]] = {i: [] for i in ids}
         if not ids:
             return out
         sources, params = d.any("source_id", ids)
         targets, more = d.any("target_id", ids)
-        rows = self._select(
+        rows = self.db.select(
             "SELECT source_id, target_id FROM edges WHERE namespace = ? AND relation = ?"
             f" AND ({sources} OR {targets}){self.neighbour_order}",
             [namespace, relation, *params, *more],
@@ -461,7 +463,7 @@ class SQLNodes(SQLCore):
         return out
 
     def _edge_columns(self) -> str:
-        return ", ".join(self.dialect.json(c) if c == "evidence" else c for c in _EDGE_COLUMNS)
+        return ", ".join(self.db.dialect.json(c) if c == "evidence" else c for c in _EDGE_COLUMNS)
 
     def edges(self, namespace: str, node_id: str, relation: str | None = None) -> list[Edge]:
         sql = (
@@ -472,12 +474,12 @@ class SQLNodes(SQLCore):
         if relation is not None:
             sql += " AND relation = ?"
             params.append(relation)
-        with self._reading() as c:
-            rows = c.execute(self.dialect.q(sql + " ORDER BY created_at, id"), params).fetchall()
+        with self.db.reading() as c:
+            rows = c.execute(self.db.dialect.q(sql + " ORDER BY created_at, id"), params).fetchall()
         return [edge_from_row(r) for r in rows]
 
     def iter_edges(self, namespace: str) -> Iterator[Edge]:
-        rows = self._select(
+        rows = self.db.select(
             f"SELECT {self._edge_columns()} FROM edges WHERE namespace = ? ORDER BY created_at, id",
             (namespace,),
         )
@@ -485,8 +487,8 @@ class SQLNodes(SQLCore):
             yield edge_from_row(r)
 
     def iter_versions(self, namespace: str) -> Iterator[MemoryVersion]:
-        d = self.dialect
-        rows = self._select(
+        d = self.db.dialect
+        rows = self.db.select(
             f"SELECT v.node_id, v.version, v.content, {d.json('v.value')},"
             " v.source_session, v.created_at FROM versions v"
             " JOIN nodes n ON n.id = v.node_id WHERE n.namespace = ?"
@@ -495,64 +497,3 @@ class SQLNodes(SQLCore):
         )
         for r in rows:
             yield version_from_row(r)
-
-    # ------------------------------------------------------------------ housekeeping
-    def namespaces(self) -> list[str]:
-        with self._reading() as c:
-            rows = c.execute("SELECT DISTINCT namespace FROM nodes ORDER BY 1").fetchall()
-        return [r[0] for r in rows]
-
-    def stats(self, namespaces: Sequence[str]) -> StoreStats:
-        nss = list(namespaces)
-        test, params = self.dialect.any("namespace", nss)
-        with self._reading() as c:
-
-            def counts(sql: str) -> dict[str, int]:  # by key
-                rows = c.execute(self.dialect.q(sql), params).fetchall()
-                return {str(k): int(v) for k, v in sorted(rows)}
-
-            def one(sql: str) -> int:
-                return int(c.execute(self.dialect.q(sql), params).fetchone()[0])
-
-            by_type = counts(f"SELECT type, count(*) FROM nodes WHERE {test} GROUP BY type")
-            current = counts(
-                f"SELECT type, count(*) FROM nodes WHERE {test}"
-                " AND valid_until IS NULL GROUP BY type"
-            )
-            edges = counts(f"SELECT relation, count(*) FROM edges WHERE {test} GROUP BY relation")
-            entities = one(f"SELECT count(*) FROM entities WHERE {test}")
-            users = one(f"SELECT count(*) FROM memory_users WHERE {test}")
-            pending = one(f"SELECT count(*) FROM nodes WHERE {test} AND embedded = 0")
-            orphans = one(
-                f"SELECT count(*) FROM nodes n WHERE n.{test}"
-                " AND n.type IN ('semantic', 'opinion') AND n.valid_until IS NULL"
-                " AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.namespace = n.namespace"
-                " AND e.source_id = n.id)"
-                " AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.namespace = n.namespace"
-                " AND e.target_id = n.id)"
-                " AND NOT EXISTS (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id)"
-            )
-            size = self._size_bytes(c)
-        dim = self.get_meta("dimension")
-        maintained = self.get_meta("last_maintenance")
-        try:
-            last_maintenance = datetime.fromisoformat(maintained) if maintained else None
-        except ValueError:
-            last_maintenance = None
-        if last_maintenance is not None and last_maintenance.tzinfo is None:
-            last_maintenance = last_maintenance.replace(tzinfo=UTC)
-        return StoreStats(
-            nodes_by_type=by_type,
-            current_by_type=current,
-            edges_by_type=edges,
-            entities=entities,
-            users=users,
-            pending_embeddings=pending,
-            size_bytes=size,
-            embedding_model=self.get_meta("embedding_model"),
-            dimension=int(dim) if dim else None,
-            namespaces=[ns for ns in self.namespaces() if ns in nss],
-            orphans=orphans,
-            last_maintenance=last_maintenance,
-            pending_sessions=self.count_pending_sessions(nss),
-        )

@@ -19,12 +19,19 @@ from memloci.storage.paging import (
     unknown_order,
 )
 from memloci.storage.rows import node_from_row, user_from_row
-from memloci.storage.sql.records import SQLRecords, entity_from_row, thread_from_row
+from memloci.storage.sql.core import DB, SQLSlice
+from memloci.storage.sql.records import (
+    entity_from_row,
+    entity_where,
+    thread_from_row,
+    thread_where,
+    user_where,
+)
 from memloci.storage.sqlfilter import filter_sql
 
 
-class SQLPaging(SQLRecords):
-    """``Store.page_*``."""
+class SQLPaging(SQLSlice[DB]):
+    """``Store.pages``: paged lists of memories, threads, entities and users."""
 
     def _snapshot(self) -> AbstractContextManager[Any]:
         """A connection whose reads all see one snapshot (inside the thread's write
@@ -40,7 +47,7 @@ class SQLPaging(SQLRecords):
         order: str = "created",
         cursor: str | None = None,
     ) -> KeyPage[MemoryNode]:
-        d = self.dialect
+        d = self.db.dialect
         keys = node_keyset(order, seq=f"n.{d.rowid}", ident=d.bytewise("n.id"))
         if keys is None:
             raise unknown_order(order, NODE_ORDERS)
@@ -49,7 +56,7 @@ class SQLPaging(SQLRecords):
             return read_page(
                 c,
                 table="nodes n",
-                columns=self.cols.node,
+                columns=self.db.cols.node,
                 where=where,
                 params=params,
                 keys=keys,
@@ -70,13 +77,13 @@ class SQLPaging(SQLRecords):
         offset: int = 0,
         cursor: str | None = None,
     ) -> KeyPage[Thread]:
-        d = self.dialect
-        where, params = self._thread_where(namespace, user, agent)
+        d = self.db.dialect
+        where, params = thread_where(namespace, user, agent)
         with self._snapshot() as c:
             return read_page(
                 c,
                 table="threads",
-                columns=self.cols.thread.format(messages=f"{d.json_array_length}(messages)"),
+                columns=self.db.cols.thread.format(messages=f"{d.json_array_length}(messages)"),
                 where=d.q(where),
                 params=params,
                 keys=THREAD_KEYS,
@@ -97,13 +104,13 @@ class SQLPaging(SQLRecords):
         offset: int = 0,
         cursor: str | None = None,
     ) -> KeyPage[Entity]:
-        d = self.dialect
-        where, params = self._entity_where(namespace, type, query)
+        d = self.db.dialect
+        where, params = entity_where(d, namespace, type, query)
         with self._snapshot() as c:
             return read_page(
                 c,
                 table="entities e",
-                columns=self.cols.entity,
+                columns=self.db.cols.entity,
                 where=d.q(where),
                 params=params,
                 keys=entity_keys(d.nocase("e.canonical_name")),
@@ -123,13 +130,13 @@ class SQLPaging(SQLRecords):
         offset: int = 0,
         cursor: str | None = None,
     ) -> KeyPage[MemoryUser]:
-        d = self.dialect
-        where, params = self._user_where(namespace, query)
+        d = self.db.dialect
+        where, params = user_where(d, namespace, query)
         with self._snapshot() as c:
             return read_page(
                 c,
                 table="memory_users u",
-                columns=self.cols.user,
+                columns=self.db.cols.user,
                 where=d.q(where),
                 params=params,
                 keys=USER_KEYS,

@@ -7,17 +7,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from memloci.storage.sql.core import SQLCore
+from memloci.storage.base import Scrub
+from memloci.storage.sql.core import DB, SQLSlice
 
 
-class SQLPrivacy(SQLCore):
+class SQLPrivacy(SQLSlice[DB]):
+    """``Store.delete_user_data``, ``scrub`` and ``scrub_due``."""
+
+    def delete_user_data(self, namespace: str, user_id: str) -> dict[str, int]:
+        raise NotImplementedError
+
+    def scrub(self) -> Scrub:
+        raise NotImplementedError
+
     def scrub_due(self) -> bool:
-        return self.get_meta("scrub_due") is not None
+        return self.db.get_meta("scrub_due") is not None
 
     def _merged_users(self, c: Any, namespace: str, user_id: str) -> list[str]:
         """``user_id`` and every memory user merged into it, transitively."""
         rows = c.execute(
-            self.dialect.q(
+            self.db.dialect.q(
                 "WITH RECURSIVE m(id) AS (SELECT CAST(? AS TEXT) UNION SELECT u.id"
                 " FROM memory_users u JOIN m ON u.merged_into = m.id WHERE u.namespace = ?)"
                 " SELECT id FROM m"

@@ -18,7 +18,8 @@ from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import lookup_names, name_norm, unaccented
 from memloci.storage.rows import dt, node_from_row, owner_tokens, stored_json, user_from_row
-from memloci.storage.sql.core import SQLCore
+from memloci.storage.sql.core import DB, SQLDatabase, SQLSlice
+from memloci.storage.sql.dialect import Dialect
 from memloci.storage.sqlfilter import filter_sql, ts
 
 _USER_COLUMNS = (
@@ -54,13 +55,54 @@ def like(text: str) -> str:
     return f"%{escaped}%"
 
 
-class SQLRecords(SQLCore):
-    """Users, threads, entities (with node links) and API keys."""
+def count(db: SQLDatabase, sql: str, params: Sequence[Any]) -> int:
+    """The one number a ``SELECT count(*)`` reads."""
+    return int(db.select_one(sql, list(params))[0])
+
+
+def user_where(d: Dialect, namespace: str, query: str | None) -> tuple[str, list[Any]]:
+    """The users of ``namespace`` whose id or name holds ``query`` (all: None)."""
+    if not query:
+        return "u.namespace = ?", [namespace]
+    match = d.ilike
+    return (
+        f"u.namespace = ? AND (u.id {match} OR u.display_name {match})",
+        [namespace, like(query), like(query)],
+    )
+
+
+def thread_where(namespace: str, user: str | None, agent: str | None) -> tuple[str, list[Any]]:
+    where, params = ["namespace = ?"], [namespace]
+    for column, value in (("user_id", user), ("agent_id", agent)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    return " AND ".join(where), params
+
+
+def entity_where(
+    d: Dialect, namespace: str, type: str | None, query: str | None
+) -> tuple[str, list[Any]]:
+    where, params = ["e.namespace = ?"], [namespace]
+    if type is not None:
+        where.append("e.type = ?")
+        params.append(type)
+    if query:
+        where.append(
+            "EXISTS (SELECT 1 FROM entity_names x WHERE x.entity_id = e.id"
+            f" AND x.name_norm {d.like})"
+        )
+        params.append(like(name_norm(query)))
+    return " AND ".join(where), params
+
+
+class SQLPeople(SQLSlice[DB]):
+    """Memory users, conversation threads and API keys."""
 
     # ------------------------------------------------------------------ users
     def upsert_user(self, user: MemoryUser) -> MemoryUser:
-        d = self.dialect
-        with self._tx() as c:
+        d = self.db.dialect
+        with self.db.tx() as c:
             c.execute(
                 d.q(
                     d.upsert(
@@ -93,43 +135,30 @@ class SQLRecords(SQLCore):
         return user
 
     def get_user(self, namespace: str, user_id: str) -> MemoryUser | None:
-        row = self._select_one(
-            f"SELECT {self.cols.user} FROM memory_users u WHERE u.namespace = ? AND u.id = ?",
+        row = self.db.select_one(
+            f"SELECT {self.db.cols.user} FROM memory_users u WHERE u.namespace = ? AND u.id = ?",
             (namespace, user_id),
         )
         return None if row is None else user_from_row(row)
 
-    def _user_where(self, namespace: str, query: str | None) -> tuple[str, list[Any]]:
-        if not query:
-            return "u.namespace = ?", [namespace]
-        match = self.dialect.ilike
-        return (
-            f"u.namespace = ? AND (u.id {match} OR u.display_name {match})",
-            [namespace, like(query), like(query)],
-        )
-
     def list_users(
         self, namespace: str, limit: int = 100, offset: int = 0, *, query: str | None = None
     ) -> list[MemoryUser]:
-        where, params = self._user_where(namespace, query)
-        rows = self._select(
-            f"SELECT {self.cols.user} FROM memory_users u WHERE {where}"
+        where, params = user_where(self.db.dialect, namespace, query)
+        rows = self.db.select(
+            f"SELECT {self.db.cols.user} FROM memory_users u WHERE {where}"
             " ORDER BY u.created_at, u.id LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
         return [user_from_row(r) for r in rows]
 
     def count_users(self, namespace: str, *, query: str | None = None) -> int:
-        where, params = self._user_where(namespace, query)
-        return self._count(f"SELECT count(*) FROM memory_users u WHERE {where}", params)
-
-    def _count(self, sql: str, params: Sequence[Any]) -> int:
-        with self._reading() as c:
-            return int(c.execute(self.dialect.q(sql), list(params)).fetchone()[0])
+        where, params = user_where(self.db.dialect, namespace, query)
+        return count(self.db, f"SELECT count(*) FROM memory_users u WHERE {where}", params)
 
     def find_user(self, namespace: str, channel: str, identifier: str) -> MemoryUser | None:
-        row = self._select_one(
-            f"SELECT {self.cols.user} FROM user_identifiers i JOIN memory_users u"
+        row = self.db.select_one(
+            f"SELECT {self.db.cols.user} FROM user_identifiers i JOIN memory_users u"
             " ON u.namespace = i.namespace AND u.id = i.user_id"
             " WHERE i.namespace = ? AND i.channel = ? AND i.identifier = ?"
             " ORDER BY u.merged_into IS NOT NULL, u.created_at, u.id LIMIT 1",
@@ -138,8 +167,8 @@ class SQLRecords(SQLCore):
         return None if row is None else user_from_row(row)
 
     def delete_users(self, namespace: str, ids: Sequence[str]) -> int:
-        d, total = self.dialect, 0
-        with self._tx() as c:
+        d, total = self.db.dialect, 0
+        with self.db.tx() as c:
             for chunk in d.chunks(ids):
                 test, args = d.any("user_id", chunk)
                 c.execute(
@@ -158,8 +187,8 @@ class SQLRecords(SQLCore):
 
     def reassign_user(self, namespace: str, source_id: str, target_id: str) -> int:
         """Move memories and threads of one user to another; returns how many memories."""
-        q = self.dialect.q
-        with self._tx() as c:
+        q = self.db.dialect.q
+        with self.db.tx() as c:
             self._moving_owner(c, namespace, source_id)
             moved = c.execute(
                 q(
@@ -177,9 +206,9 @@ class SQLRecords(SQLCore):
 
     # ------------------------------------------------------------------ threads
     def upsert_thread(self, thread: Thread) -> Thread:
-        d = self.dialect
+        d = self.db.dialect
         messages = [m.model_dump(mode="json") for m in thread.messages]
-        with self._tx() as c:
+        with self.db.tx() as c:
             c.execute(
                 d.q(d.upsert("threads", _THREAD_COLUMNS, _KEYS, json=["messages"])),
                 (
@@ -196,22 +225,13 @@ class SQLRecords(SQLCore):
         return thread
 
     def get_thread(self, namespace: str, thread_id: str) -> Thread | None:
-        cols = self.cols.thread.format(messages=self.dialect.json("messages"))
-        with self._reading() as c:
+        cols = self.db.cols.thread.format(messages=self.db.dialect.json("messages"))
+        with self.db.reading() as c:
             row = c.execute(
-                self.dialect.q(f"SELECT {cols} FROM threads WHERE namespace = ? AND id = ?"),
+                self.db.dialect.q(f"SELECT {cols} FROM threads WHERE namespace = ? AND id = ?"),
                 (namespace, thread_id),
             ).fetchone()
         return None if row is None else thread_from_row(row)
-
-    @staticmethod
-    def _thread_where(namespace: str, user: str | None, agent: str | None) -> tuple[str, list[Any]]:
-        where, params = ["namespace = ?"], [namespace]
-        for column, value in (("user_id", user), ("agent_id", agent)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        return " AND ".join(where), params
 
     def list_threads(
         self,
@@ -223,9 +243,9 @@ class SQLRecords(SQLCore):
         offset: int = 0,
     ) -> list[Thread]:
         """Newest updated first, without messages (``message_count`` says how many)."""
-        where, params = self._thread_where(namespace, user, agent)
-        cols = self.cols.thread.format(messages=f"{self.dialect.json_array_length}(messages)")
-        rows = self._select(
+        where, params = thread_where(namespace, user, agent)
+        cols = self.db.cols.thread.format(messages=f"{self.db.dialect.json_array_length}(messages)")
+        rows = self.db.select(
             f"SELECT {cols} FROM threads WHERE {where}"
             " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
             [*params, limit, offset],
@@ -235,12 +255,12 @@ class SQLRecords(SQLCore):
     def count_threads(
         self, namespace: str, *, user: str | None = None, agent: str | None = None
     ) -> int:
-        where, params = self._thread_where(namespace, user, agent)
-        return self._count(f"SELECT count(*) FROM threads WHERE {where}", params)
+        where, params = thread_where(namespace, user, agent)
+        return count(self.db, f"SELECT count(*) FROM threads WHERE {where}", params)
 
     def delete_threads(self, namespace: str, ids: Sequence[str]) -> int:
-        d, total = self.dialect, 0
-        with self._tx() as c:
+        d, total = self.db.dialect, 0
+        with self.db.tx() as c:
             for chunk in d.chunks(ids):
                 test, args = d.any("id", chunk)
                 total += c.execute(
@@ -248,6 +268,83 @@ class SQLRecords(SQLCore):
                     [namespace, *args],
                 ).rowcount
         return int(total)
+
+    # ------------------------------------------------------------------ API keys
+    def insert_key(self, key: ApiKey, key_hash: str) -> None:
+        d = self.db.dialect
+        with self.db.tx() as c:
+            done = c.execute(
+                d.q(
+                    f"INSERT INTO api_keys ({_KEY_COLUMNS})"
+                    f" VALUES (?, ?, {d.jsonb}, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (id) DO NOTHING RETURNING id"
+                ),
+                (
+                    key.id,
+                    key.name,
+                    json.dumps(key.namespaces),
+                    d.flag(key.can_write),
+                    d.flag(key.admin),
+                    ts(key.created_at),
+                    ts(key.revoked_at),
+                    ts(key.last_used_at),
+                    key_hash,
+                ),
+            ).fetchone()
+        if done is None:
+            raise ConflictError(f"an API key with id {key.id!r} exists")
+
+    def get_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """The key and the stored sha256 hex of its secret."""
+        with self.db.reading() as c:
+            row = c.execute(
+                self.db.dialect.q(
+                    f"SELECT {self.db.cols.key}, key_hash FROM api_keys WHERE id = ?"
+                ),
+                (key_id,),
+            ).fetchone()
+        return None if row is None else (key_from_row(row[:-1]), str(row[-1]))
+
+    def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]:
+        where = "" if include_revoked else " WHERE revoked_at IS NULL"
+        rows = self.db.select(
+            f"SELECT {self.db.cols.key} FROM api_keys{where} ORDER BY created_at, id",
+            (),
+        )
+        return [key_from_row(r) for r in rows]
+
+    def revoke_key(self, key_id: str, *, now: datetime) -> ApiKey:
+        """Revoke a key (revoking twice keeps the first time)."""
+        with self.db.tx() as c:
+            row = c.execute(
+                self.db.dialect.q(
+                    "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?"
+                    f" RETURNING {self.db.cols.key}"
+                ),
+                (ts(now), key_id),
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no API key {key_id!r}", hint="list keys to see their ids")
+        return key_from_row(row)
+
+    def touch_key(self, key_id: str, *, now: datetime) -> None:
+        with self.db.tx() as c:
+            c.execute(
+                self.db.dialect.q("UPDATE api_keys SET last_used_at = ? WHERE id = ?"),
+                (ts(now), key_id),
+            )
+
+    def has_keys(self) -> bool:
+        """Whether any key is active (not revoked)."""
+        with self.db.reading() as c:
+            row = c.execute(
+                self.db.dialect.q("SELECT 1 FROM api_keys WHERE revoked_at IS NULL LIMIT 1"), ()
+            ).fetchone()
+        return row is not None
+
+
+class SQLEntities(SQLSlice[DB]):
+    """Entities and their links to memories."""
 
     # ------------------------------------------------------------------ entities
     @staticmethod
@@ -266,7 +363,7 @@ class SQLRecords(SQLCore):
         ]
 
     def _index_names(self, c: Any, entity: Entity) -> None:
-        d = self.dialect
+        d = self.db.dialect
         c.execute(d.q("DELETE FROM entity_names WHERE entity_id = ?"), (entity.id,))
         names = lookup_names([entity.canonical_name, *entity.aliases])
         d.many(
@@ -277,14 +374,14 @@ class SQLRecords(SQLCore):
 
     def insert_entity(self, entity: Entity) -> Entity:
         """Store a new entity; its id is replaced if another entity already has it."""
-        j = self.dialect.jsonb
-        sql = self.dialect.q(
+        j = self.db.dialect.jsonb
+        sql = self.db.dialect.q(
             "INSERT INTO entities (namespace, canonical_name, type, aliases, summary,"
             " first_seen, last_seen, mention_count, attributes, id)"
             f" VALUES (?, ?, ?, {j}, ?, ?, ?, ?, {j}, ?)"
             " ON CONFLICT (id) DO NOTHING RETURNING id"
         )
-        with self._tx() as c:
+        with self.db.tx() as c:
             for _ in range(8):
                 if c.execute(sql, self._entity_row(entity)).fetchone() is not None:
                     break
@@ -295,10 +392,10 @@ class SQLRecords(SQLCore):
         return entity
 
     def update_entity(self, entity: Entity) -> Entity:
-        j = self.dialect.jsonb
-        with self._tx() as c:
+        j = self.db.dialect.jsonb
+        with self.db.tx() as c:
             cur = c.execute(
-                self.dialect.q(
+                self.db.dialect.q(
                     "UPDATE entities SET namespace = ?, canonical_name = ?, type = ?,"
                     f" aliases = {j}, summary = ?, first_seen = ?, last_seen = ?,"
                     f" mention_count = ?, attributes = {j} WHERE id = ? AND namespace = ?"
@@ -311,13 +408,13 @@ class SQLRecords(SQLCore):
         return entity
 
     def _entities(self, sql: str, params: Sequence[Any]) -> list[Entity]:
-        with self._reading() as c:
-            rows = c.execute(self.dialect.q(sql), list(params)).fetchall()
+        with self.db.reading() as c:
+            rows = c.execute(self.db.dialect.q(sql), list(params)).fetchall()
         return [entity_from_row(r) for r in rows]
 
     def get_entity(self, namespace: str, entity_id: str) -> Entity | None:
         found = self._entities(
-            f"SELECT {self.cols.entity} FROM entities e WHERE e.id = ? AND e.namespace = ?",
+            f"SELECT {self.db.cols.entity} FROM entities e WHERE e.id = ? AND e.namespace = ?",
             [entity_id, namespace],
         )
         return found[0] if found else None
@@ -327,28 +424,13 @@ class SQLRecords(SQLCore):
         most mentioned entity."""
         norm = name_norm(name)
         found = self._entities(
-            f"SELECT {self.cols.entity} FROM entity_names x JOIN entities e"
+            f"SELECT {self.db.cols.entity} FROM entity_names x JOIN entities e"
             " ON e.id = x.entity_id WHERE x.namespace = ? AND x.name_norm IN (?, ?)"
             " ORDER BY e.mention_count DESC, e.id",
             [namespace, norm, unaccented(norm)],
         )
         found.sort(key=lambda e: name_norm(e.canonical_name) != norm)
         return found[0] if found else None
-
-    def _entity_where(
-        self, namespace: str, type: str | None, query: str | None
-    ) -> tuple[str, list[Any]]:
-        where, params = ["e.namespace = ?"], [namespace]
-        if type is not None:
-            where.append("e.type = ?")
-            params.append(type)
-        if query:
-            where.append(
-                "EXISTS (SELECT 1 FROM entity_names x WHERE x.entity_id = e.id"
-                f" AND x.name_norm {self.dialect.like})"
-            )
-            params.append(like(name_norm(query)))
-        return " AND ".join(where), params
 
     def list_entities(
         self,
@@ -360,10 +442,10 @@ class SQLRecords(SQLCore):
         offset: int = 0,
     ) -> list[Entity]:
         """Most mentioned first; ``query`` matches names and aliases (case-insensitive)."""
-        where, params = self._entity_where(namespace, type, query)
+        where, params = entity_where(self.db.dialect, namespace, type, query)
         return self._entities(
-            f"SELECT {self.cols.entity} FROM entities e WHERE {where}"
-            f" ORDER BY e.mention_count DESC, {self.dialect.nocase('e.canonical_name')}, e.id"
+            f"SELECT {self.db.cols.entity} FROM entities e WHERE {where}"
+            f" ORDER BY e.mention_count DESC, {self.db.dialect.nocase('e.canonical_name')}, e.id"
             " LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
@@ -371,12 +453,12 @@ class SQLRecords(SQLCore):
     def count_entities(
         self, namespace: str, *, type: str | None = None, query: str | None = None
     ) -> int:
-        where, params = self._entity_where(namespace, type, query)
-        return self._count(f"SELECT count(*) FROM entities e WHERE {where}", params)
+        where, params = entity_where(self.db.dialect, namespace, type, query)
+        return count(self.db, f"SELECT count(*) FROM entities e WHERE {where}", params)
 
     def delete_entities(self, namespace: str, ids: Sequence[str]) -> int:
-        d, total = self.dialect, 0
-        with self._tx() as c:
+        d, total = self.db.dialect, 0
+        with self.db.tx() as c:
             for chunk in d.chunks(ids):
                 test, args = d.any("id", chunk)
                 mine = [
@@ -404,9 +486,9 @@ class SQLRecords(SQLCore):
 
     def link_entities(self, namespace: str, node_id: str, entity_ids: Sequence[str]) -> int:
         """Link a memory to entities of its namespace; returns how many links are new."""
-        d = self.dialect
+        d = self.db.dialect
         ids = list(dict.fromkeys(entity_ids))
-        with self._tx() as c:
+        with self.db.tx() as c:
             found = c.execute(
                 d.q(f"SELECT 1 FROM nodes WHERE {d.unindexed('namespace')} = ? AND id = ?"),
                 (namespace, node_id),
@@ -430,14 +512,14 @@ class SQLRecords(SQLCore):
 
     def node_entities(self, namespace: str, node_ids: Sequence[str]) -> dict[str, list[Entity]]:
         """The entities each memory mentions (most mentioned first)."""
-        d = self.dialect
+        d = self.db.dialect
         out: dict[str, list[Entity]] = {i: [] for i in node_ids}
-        with self._reading() as c:
+        with self.db.reading() as c:
             for chunk in d.chunks(node_ids):
                 test, args = d.any("ne.node_id", chunk)
                 for row in c.execute(
                     d.q(
-                        f"SELECT ne.node_id, {self.cols.entity} FROM node_entities ne"
+                        f"SELECT ne.node_id, {self.db.cols.entity} FROM node_entities ne"
                         f" JOIN entities e ON e.id = ne.entity_id WHERE {test}"
                         " AND e.namespace = ? ORDER BY e.mention_count DESC,"
                         f" {d.nocase('e.canonical_name')}, e.id"
@@ -454,12 +536,12 @@ class SQLRecords(SQLCore):
     def linked_nodes(
         self, flt: NodeFilter, node_ids: Sequence[str], entity_ids: Sequence[str]
     ) -> dict[str, set[str]]:
-        d = self.dialect
+        d = self.db.dialect
         if not node_ids or not entity_ids:
             return {}
         where, params = filter_sql(flt)
         found: dict[str, set[str]] = {}
-        with self._reading() as c:
+        with self.db.reading() as c:
             for chunk in d.chunks(node_ids):
                 nodes, node_params = d.any("ne.node_id", chunk)
                 # by the memories' keys: an entity may have thousands of links
@@ -482,10 +564,10 @@ class SQLRecords(SQLCore):
         speaker linked to every turn they said: the context block asks on every call).
         When ``flt`` names types that have few memories (the facts of a conversation
         store), those are read instead, each checked for the link: exact and cheaper."""
-        d = self.dialect
+        d = self.db.dialect
         where, params = filter_sql(flt)
         newest = f"n.created_at DESC, n.{d.rowid} DESC"
-        with self._reading() as c:
+        with self.db.reading() as c:
             if flt.types:
                 in_ns, ns_params = d.any("n.namespace", flt.namespaces)
                 typed, type_params = d.any("n.type", [t.value for t in flt.types])
@@ -503,7 +585,7 @@ class SQLRecords(SQLCore):
                 if few:
                     rows = c.execute(
                         d.q(
-                            f"SELECT {self.cols.node} FROM nodes n WHERE {where} AND EXISTS"
+                            f"SELECT {self.db.cols.node} FROM nodes n WHERE {where} AND EXISTS"
                             " (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
                             f" AND ne.entity_id = ?) ORDER BY {newest} LIMIT ?"
                         ),
@@ -512,7 +594,7 @@ class SQLRecords(SQLCore):
                     return [node_from_row(r) for r in rows]
             rows = c.execute(
                 d.q(
-                    f"SELECT {self.cols.node} FROM {self.newest_links}"
+                    f"SELECT {self.db.cols.node} FROM {self.newest_links}"
                     f" WHERE {where} ORDER BY {newest} LIMIT ?"
                 ),
                 [entity_id, NEWEST_LINKED, *params, limit],
@@ -522,10 +604,10 @@ class SQLRecords(SQLCore):
     def entity_links_seen(
         self, flt: NodeFilter, entity_id: str, *, limit: int = 200
     ) -> list[tuple[str, bool]]:
-        d = self.dialect
+        d = self.db.dialect
         where, params = filter_sql(flt)
         in_ns, ns_params = d.any("n.namespace", flt.namespaces)
-        rows = self._select(
+        rows = self.db.select(
             f"SELECT n.id, CASE WHEN {where} THEN 1 ELSE 0 END FROM {self.newest_links}"
             f" WHERE {in_ns} ORDER BY n.created_at DESC, n.{d.rowid} DESC",
             [*params, entity_id, limit, *ns_params],
@@ -540,7 +622,7 @@ class SQLRecords(SQLCore):
         return [
             (entity, int(shared))
             for entity, shared in self._entity_counts(
-                f"SELECT {self.cols.entity}, count(*) AS shared FROM node_entities me"
+                f"SELECT {self.db.cols.entity}, count(*) AS shared FROM node_entities me"
                 " JOIN nodes n ON n.id = me.node_id"
                 " JOIN node_entities other ON other.node_id = me.node_id"
                 " AND other.entity_id <> me.entity_id"
@@ -552,80 +634,9 @@ class SQLRecords(SQLCore):
         ]
 
     def _entity_counts(self, sql: str, params: Sequence[Any]) -> list[tuple[Entity, Any]]:
-        with self._reading() as c:
-            rows = c.execute(self.dialect.q(sql), list(params)).fetchall()
+        with self.db.reading() as c:
+            rows = c.execute(self.db.dialect.q(sql), list(params)).fetchall()
         return [(entity_from_row(r[:-1]), r[-1]) for r in rows]
-
-    # ------------------------------------------------------------------ API keys
-    def insert_key(self, key: ApiKey, key_hash: str) -> None:
-        d = self.dialect
-        with self._tx() as c:
-            done = c.execute(
-                d.q(
-                    f"INSERT INTO api_keys ({_KEY_COLUMNS})"
-                    f" VALUES (?, ?, {d.jsonb}, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (id) DO NOTHING RETURNING id"
-                ),
-                (
-                    key.id,
-                    key.name,
-                    json.dumps(key.namespaces),
-                    d.flag(key.can_write),
-                    d.flag(key.admin),
-                    ts(key.created_at),
-                    ts(key.revoked_at),
-                    ts(key.last_used_at),
-                    key_hash,
-                ),
-            ).fetchone()
-        if done is None:
-            raise ConflictError(f"an API key with id {key.id!r} exists")
-
-    def get_key(self, key_id: str) -> tuple[ApiKey, str] | None:
-        """The key and the stored sha256 hex of its secret."""
-        with self._reading() as c:
-            row = c.execute(
-                self.dialect.q(f"SELECT {self.cols.key}, key_hash FROM api_keys WHERE id = ?"),
-                (key_id,),
-            ).fetchone()
-        return None if row is None else (key_from_row(row[:-1]), str(row[-1]))
-
-    def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]:
-        where = "" if include_revoked else " WHERE revoked_at IS NULL"
-        rows = self._select(
-            f"SELECT {self.cols.key} FROM api_keys{where} ORDER BY created_at, id",
-            (),
-        )
-        return [key_from_row(r) for r in rows]
-
-    def revoke_key(self, key_id: str, *, now: datetime) -> ApiKey:
-        """Revoke a key (revoking twice keeps the first time)."""
-        with self._tx() as c:
-            row = c.execute(
-                self.dialect.q(
-                    "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?"
-                    f" RETURNING {self.cols.key}"
-                ),
-                (ts(now), key_id),
-            ).fetchone()
-        if row is None:
-            raise NotFoundError(f"no API key {key_id!r}", hint="list keys to see their ids")
-        return key_from_row(row)
-
-    def touch_key(self, key_id: str, *, now: datetime) -> None:
-        with self._tx() as c:
-            c.execute(
-                self.dialect.q("UPDATE api_keys SET last_used_at = ? WHERE id = ?"),
-                (ts(now), key_id),
-            )
-
-    def has_keys(self) -> bool:
-        """Whether any key is active (not revoked)."""
-        with self._reading() as c:
-            row = c.execute(
-                self.dialect.q("SELECT 1 FROM api_keys WHERE revoked_at IS NULL LIMIT 1"), ()
-            ).fetchone()
-        return row is not None
 
 
 def entity_from_row(row: Any) -> Entity:

@@ -17,7 +17,7 @@ from memloci.models import EdgeType, Entity
 from memloci.storage.base import NodeFilter
 from memloci.storage.names import beginnings, given_probes, grams, pick_named
 from memloci.storage.replies import replies, voice
-from memloci.storage.sql.core import SQLCore
+from memloci.storage.sql.core import DB, SQLSlice
 from memloci.storage.sql.records import entity_from_row
 from memloci.storage.sqlfilter import filter_sql
 
@@ -29,7 +29,7 @@ STEP = {
 }
 
 
-class SQLWalks(SQLCore):
+class SQLWalks(SQLSlice[DB]):
     """Graph walk queries for the retrieval pipeline's graph strategies."""
 
     walk_order: ClassVar[str] = ""  # the order a step reads its edges in
@@ -49,7 +49,7 @@ class SQLWalks(SQLCore):
         edges (source → target), -1 against them. Breadth first: each node once, at its
         shortest distance (ties: the earlier seed, forward first); seeds are not returned.
         ``direction`` is ``forward``, ``backward`` or ``both``."""
-        d = self.dialect
+        d = self.db.dialect
         if not seeds or depth < 1 or not flt.namespaces:
             return []
         ways = ("forward", "backward") if direction == "both" else (direction,)
@@ -60,7 +60,7 @@ class SQLWalks(SQLCore):
         frontier: dict[str, tuple[str, int]] = {s: (s, 0) for s in dict.fromkeys(seeds)}
         order = {s: i for i, s in enumerate(seeds)}
         out: list[tuple[str, str, int, int]] = []
-        with self._reading() as c:
+        with self.db.reading() as c:
             for distance in range(1, depth + 1):
                 found: dict[str, tuple[str, int]] = {}
                 for way in ways:
@@ -100,7 +100,7 @@ class SQLWalks(SQLCore):
 
     def replies(self, flt: NodeFilter, ids: Sequence[str], *, reach: int) -> dict[str, str | None]:
         """See :meth:`memloci.storage.base.Store.replies`."""
-        d = self.dialect
+        d = self.db.dialect
         if not ids or not flt.namespaces:
             return {}
         where, params = filter_sql(flt)
@@ -135,7 +135,7 @@ class SQLWalks(SQLCore):
                     out += [(near, far, voice(who, text)) for near, far, who, text in rows]
                 return out
 
-        with self._reading() as c:
+        with self.db.reading() as c:
             return replies(Steps(), ids, reach)
 
     def people_named(
@@ -171,11 +171,11 @@ class SQLWalks(SQLCore):
         self, namespaces: Sequence[str], bounds: list[tuple[str, str]], limit: int
     ) -> list[Entity]:
         """People with a name in one of ``bounds`` (``[low, high)``, bytewise)."""
-        d = self.dialect
+        d = self.db.dialect
         ranges = " OR ".join([d.bytes_range("x.name_norm")] * len(bounds))
         in_ns, ns_params = d.any("x.namespace", namespaces)
-        sql = self.people_sql.format(cols=self.cols.entity, ns=in_ns, ranges=ranges)
-        with self._reading() as c:
+        sql = self.people_sql.format(cols=self.db.cols.entity, ns=in_ns, ranges=ranges)
+        with self.db.reading() as c:
             rows = c.execute(
                 d.q(sql), [*ns_params, *(b for pair in bounds for b in pair), limit]
             ).fetchall()

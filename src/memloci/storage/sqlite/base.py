@@ -14,13 +14,13 @@ import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memloci.errors import NotFoundError, StorageError, read_only, store_too_new
 from memloci.storage import cancel, faults
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import check_writable, create_private
-from memloci.storage.sql.core import SQLCore, columns, refuse_other_embedder
+from memloci.storage.sql.core import SQLDatabase, columns, refuse_other_embedder
 from memloci.storage.sql.dialect import SQLITE
 from memloci.storage.sqlite import fts_totals
 from memloci.storage.sqlite.checkpoint import WAL_BOUND, Checkpointer
@@ -173,7 +173,7 @@ def _close_quietly(conn: Any) -> None:
         conn.close()
 
 
-class SQLiteBase(SQLCore):
+class SQLiteDatabase(SQLDatabase):
     """Connections, transactions, migrations and store metadata."""
 
     dialect = SQLITE
@@ -241,6 +241,7 @@ class SQLiteBase(SQLCore):
         self._index_seq = 0
         self._index_epoch = ""
         self._dim: int | None = None
+        self._scrub_pending = False  # a hard delete happened since the last scrub (close() scrubs)
         self._commits = 0  # write transactions since the index's row count was set
         self._totals_due = fts_totals.EVERY[0]  # and how many until it is set again
         try:
@@ -275,7 +276,7 @@ class SQLiteBase(SQLCore):
 
     # ------------------------------------------------------------------ plumbing
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[Any]:
+    def tx(self) -> Iterator[Any]:
         if self._closed:
             raise StorageError("the store is closed")
         if self.read_only:
@@ -350,7 +351,7 @@ class SQLiteBase(SQLCore):
         finally:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
 
-    def _in_tx(self) -> bool:
+    def in_tx(self) -> bool:
         """Whether the calling thread is inside this store's open write transaction."""
         return self._tx_thread == threading.get_ident()
 
@@ -361,17 +362,17 @@ class SQLiteBase(SQLCore):
         The write lock is taken at the start (``BEGIN IMMEDIATE``: serialised across
         threads and processes), and reads made inside by the same thread go through the
         writer, so a check-then-write inside one batch is atomic."""
-        with self._tx():
+        with self.tx():
             yield
 
     @contextlib.contextmanager
     def exclusive(self, key: str) -> Iterator[None]:
         """A check-then-write unit (see :meth:`Store.exclusive`). SQLite has one writer
         for the whole file, so every key shares that one lock."""
-        with self._tx():
+        with self.tx():
             yield
 
-    def _xlock(self, c: Any, key: str) -> None:
+    def xlock(self, c: Any, key: str) -> None:
         """Serialise writers of ``key``: the single writer already does."""
 
     def _read(self) -> Any:
@@ -389,7 +390,7 @@ class SQLiteBase(SQLCore):
         return reader.conn
 
     @contextlib.contextmanager
-    def _reading(self) -> Iterator[Any]:
+    def reading(self) -> Iterator[Any]:
         """A connection for reads (the writer inside this thread's write transaction);
         a driver error about the database itself becomes a :class:`StorageError`."""
         try:
@@ -403,7 +404,7 @@ class SQLiteBase(SQLCore):
 
     @contextlib.contextmanager
     def _reading_raw(self) -> Iterator[Any]:
-        if self._in_tx():  # inside a write transaction: see it, and its own writes
+        if self.in_tx():  # inside a write transaction: see it, and its own writes
             yield self._writer
         elif self._memory:
             with self._wlock:
@@ -422,14 +423,14 @@ class SQLiteBase(SQLCore):
                     self._active_reads -= 1
                     self._reads_done.notify_all()
 
-    def _has_table(self, name: str) -> bool:
-        with self._reading() as c:
+    def has_table(self, name: str) -> bool:
+        with self.reading() as c:
             row = c.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
         return row is not None
 
     def _stored_schema(self) -> int:
         """The schema version in the file, read without a write lock (0: none yet)."""
-        with self._reading() as c:
+        with self.reading() as c:
             return schema_in(c)
 
     def _refuse_newer(self, conn: Any) -> None:
@@ -460,7 +461,7 @@ class SQLiteBase(SQLCore):
                 hint="open it once without read_only / --read-only (a copy, for a backup) "
                 "to upgrade it",
             )
-        with self._tx() as c:
+        with self.tx() as c:
             refuse_foreign(c, self.path)  # another process may have written it meanwhile
             c.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -480,6 +481,13 @@ class SQLiteBase(SQLCore):
 
     def schema_version(self) -> int:
         return int(self.get_meta("schema_version") or 0)
+
+    def vector_bytes(self, value: object) -> bytes:
+        return bytes(cast("bytes", value))
+
+    def size_bytes(self, c: Any) -> int:
+        pages = c.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages) * int(c.execute("PRAGMA page_size").fetchone()[0])
 
     def close(self) -> None:
         """Close every connection. New reads and writes are refused at once; reads
@@ -507,7 +515,7 @@ class SQLiteBase(SQLCore):
     def bind_embedder(self, model_id: str, dimension: int) -> None:
         """Record the embedding model; refuse a different one (re-embed to switch).
         A store already bound to this model is not written (no write lock on open)."""
-        with self._reading() as c:
+        with self.reading() as c:
             bound = dict(
                 c.execute(
                     "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"
@@ -516,7 +524,7 @@ class SQLiteBase(SQLCore):
         if bound.get("embedding_model") == model_id and bound.get("dimension") == str(dimension):
             self._dim = dimension
             return
-        with self._tx() as c:
+        with self.tx() as c:
             rows = dict(
                 c.execute(
                     "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"
@@ -533,13 +541,13 @@ class SQLiteBase(SQLCore):
             )
         self._dim = dimension
 
-    def _bump(self, c: Any, key: str) -> int:
+    def bump(self, c: Any, key: str) -> int:
         row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         value = int(row[0]) + 1 if row else 1
         c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(value)))
         return value
 
-    def _drop_vectors(self, c: Any, rowids: Sequence[int]) -> None:
+    def drop_vectors(self, c: Any, rowids: Sequence[int]) -> None:
         if self._dim is None or not rowids:
             return
         # no cache reload needed: deleted nodes are filtered out by SQL, and a re-embedded

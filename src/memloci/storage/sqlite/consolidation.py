@@ -13,15 +13,15 @@ from typing import Any
 from memloci.storage import faults
 from memloci.storage.sql.consolidation import SQLConsolidation, Stale
 from memloci.storage.sqlfilter import ts
-from memloci.storage.sqlite.base import SQLiteBase, chunks, qs
+from memloci.storage.sqlite.base import SQLiteDatabase, chunks, qs
 
 
-class SQLiteConsolidation(SQLConsolidation, SQLiteBase):
+class SQLiteConsolidation(SQLConsolidation[SQLiteDatabase]):
     """What consolidation and maintenance need beyond nodes, edges and entities."""
 
     def claim_episodes(self, namespace: str, ids: Sequence[str], *, now: datetime) -> int:
         claimed = 0
-        with self._tx() as c:
+        with self.db.tx() as c:
             for chunk in chunks(list(dict.fromkeys(ids)), 400):
                 claimed += c.execute(
                     f"UPDATE nodes SET consolidated_at = ? WHERE +namespace = ? AND id IN"
@@ -31,7 +31,7 @@ class SQLiteConsolidation(SQLConsolidation, SQLiteBase):
         return claimed
 
     def entity_vectors(self, namespace: str, model: str) -> dict[str, bytes]:
-        with self._reading() as c:
+        with self.db.reading() as c:
             rows = c.execute(
                 "SELECT entity_id, embedding FROM entity_vectors WHERE namespace = ? AND model = ?",
                 (namespace, model),
@@ -41,11 +41,11 @@ class SQLiteConsolidation(SQLConsolidation, SQLiteBase):
         # entities embeds the name again)
         out = {eid: bytes(blob) for eid, blob in rows if blob and len(blob) % 4 == 0}
         if len(out) < len(rows):
-            faults.damaged(self.path, "entity vectors", f"{len(rows) - len(out)} of {len(rows)}")
+            faults.damaged(self.db.path, "entity vectors", f"{len(rows) - len(out)} of {len(rows)}")
         return out
 
     def _take_lock(self, name: str, owner: str, now: Any, expires: Any, stale: Stale) -> bool:
-        with self._tx() as c:  # the file's write lock: read, judge and take as one step
+        with self.db.tx() as c:  # the file's write lock: read, judge and take as one step
             row = c.execute(
                 "SELECT owner, expires_at FROM locks WHERE name = ?", (name,)
             ).fetchone()

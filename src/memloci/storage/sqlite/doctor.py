@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from memloci.storage.base import Health
-from memloci.storage.sqlite.base import DatabaseError, SQLiteBase
+from memloci.storage.sql.core import SQLSlice
+from memloci.storage.sqlite.base import DatabaseError, SQLiteDatabase
 
 # (table, what names a row, column, its empty value as SQL, the JSON kind it must be)
 _JSON_COLUMNS = (
@@ -68,20 +69,20 @@ def _unreadable(column: str, kind: str | None) -> str:
     )
 
 
-class SQLiteDoctor(SQLiteBase):
+class SQLiteDoctor(SQLSlice[SQLiteDatabase]):
     """``doctor``: find (and repair) what readers skip."""
 
     def doctor(self, *, repair: bool = False) -> Health:
         """See :meth:`memloci.storage.base.Store.doctor`."""
         health = Health(backend="sqlite")
-        with self._reading() as c:
+        with self.db.reading() as c:
             rows = [str(r[0]) for r in c.execute("PRAGMA quick_check").fetchall()]
         # quick_check runs FTS5's own check too: a damaged index is checked (and
         # rebuilt) below, so only the rest counts as damaged pages
         pages = [r for r in rows if r != "ok" and not any(f'"{t}"' in r for t in _REFILL)]
         health.integrity = pages[:_SHOWN]
-        size = (self._dim or 0) * 4
-        with self._tx() as c:
+        size = (self.db._dim or 0) * 4
+        with self.db.tx() as c:
             if size:
                 health.vectors = [
                     str(r[0])
@@ -145,7 +146,7 @@ class SQLiteDoctor(SQLiteBase):
                 (size,),
             )
             c.execute("DELETE FROM node_vectors WHERE length(embedding) <> ?", (size,))
-            self._bump(c, "vec_epoch")  # every process reloads its vector cache
+            self.db.bump(c, "vec_epoch")  # every process reloads its vector cache
             health.notes.append(
                 f"dropped {len(health.vectors)} damaged vectors; their memories are embedded again"
             )

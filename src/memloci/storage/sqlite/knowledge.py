@@ -23,7 +23,7 @@ from memloci.storage.sql.knowledge import HIT_COLS as _HIT_COLS
 from memloci.storage.sql.knowledge import HIT_JOIN as _HIT_JOIN
 from memloci.storage.sql.knowledge import Names, SQLKnowledge, Vector
 from memloci.storage.sql.knowledge import hit_from_row as _hit
-from memloci.storage.sqlite.base import IntegrityError, OperationalError, SQLiteBase, qs
+from memloci.storage.sqlite.base import IntegrityError, OperationalError, SQLiteDatabase, qs
 
 _CACHE_LOCK = threading.Lock()  # guards every store's knowledge cache (reloads are rare)
 
@@ -38,7 +38,7 @@ class _Matrix:
     mat: npt.NDArray[np.float32]
 
 
-class SQLiteKnowledge(SQLKnowledge, SQLiteBase):
+class SQLiteKnowledge(SQLKnowledge[SQLiteDatabase]):
     """Knowledge sources and chunks on SQLite (see the module docstring)."""
 
     _kcache: dict[tuple[str, str], _Matrix] | None = None
@@ -51,7 +51,7 @@ class SQLiteKnowledge(SQLKnowledge, SQLiteBase):
         return (None if vector is None else np.ascontiguousarray(vector, np.float32).tobytes(),)
 
     def _knowledge_changed(self, c: Any, namespace: str) -> None:
-        self._bump(c, f"knowledge_seq:{namespace}")
+        self.db.bump(c, f"knowledge_seq:{namespace}")
 
     def replace_knowledge(
         self,
@@ -81,7 +81,7 @@ class SQLiteKnowledge(SQLKnowledge, SQLiteBase):
             f" WHERE knowledge_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
         )
         try:
-            with self._reading() as c:
+            with self.db.reading() as c:
                 rows = c.execute(sql, [match, *params, limit]).fetchall()
         except OperationalError as exc:
             raise ValidationError(f"bad full-text query: {exc}") from exc
@@ -114,7 +114,7 @@ class SQLiteKnowledge(SQLKnowledge, SQLiteBase):
         if not found:
             return []
         scores = {rowid: score for score, rowid in found}
-        with self._reading() as c:
+        with self.db.reading() as c:
             rows_ = c.execute(
                 f"SELECT c.rowid, {_HIT_COLS} FROM knowledge_chunks c {_HIT_JOIN}"
                 f" WHERE c.rowid IN ({qs(list(scores))})",
@@ -126,7 +126,7 @@ class SQLiteKnowledge(SQLKnowledge, SQLiteBase):
 
     def _knowledge_matrix(self, namespace: str, model: str) -> _Matrix | None:
         """The namespace's cached chunk vectors from ``model``, reloaded when stale."""
-        seq = self.get_meta(f"knowledge_seq:{namespace}")
+        seq = self.db.get_meta(f"knowledge_seq:{namespace}")
         if seq is None:
             return None
         with _CACHE_LOCK:
@@ -136,7 +136,7 @@ class SQLiteKnowledge(SQLKnowledge, SQLiteBase):
             if part is not None and part.seq == seq:
                 return part
             # ``seq`` was read before the rows: a write in between only causes one more reload
-            with self._reading() as c:
+            with self.db.reading() as c:
                 rows = c.execute(
                     "SELECT rowid, collection, embedding FROM knowledge_chunks"
                     " WHERE namespace = ? AND embedding_model = ? AND embedding IS NOT NULL"

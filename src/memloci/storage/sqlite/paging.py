@@ -8,17 +8,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from memloci.storage.sql.paging import SQLPaging
-from memloci.storage.sqlite.records import SQLiteRecords
+from memloci.storage.sqlite.base import SQLiteDatabase
 
 
-class SQLitePaging(SQLPaging, SQLiteRecords):
+class SQLitePaging(SQLPaging[SQLiteDatabase]):
     """``Store.page_*`` on SQLite."""
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[Any]:
         """A connection in a read transaction: every read through it sees one snapshot
         (inside the thread's write transaction: that transaction)."""
-        with self._reading() as c:
+        with self.db.reading() as c:
             if c.in_transaction:
                 yield c
                 return

@@ -32,7 +32,7 @@ from memloci.errors import StorageError
 from memloci.storage.aliases import aliases_used, drop_unused_aliases
 from memloci.storage.base import Scrub
 from memloci.storage.sql.privacy import SQLPrivacy
-from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
+from memloci.storage.sqlite.base import OperationalError, SQLiteDatabase, chunks, qs
 from memloci.storage.windows import SQLChain, restart
 
 # The tables and counts of a forget report (kinds of things removed).
@@ -60,10 +60,46 @@ HELD_SNAPSHOT = (
 )
 
 
-class SQLitePrivacy(SQLPrivacy, SQLiteBase):
-    """Forget a person (``delete_user_data``) and scrub deleted text (``scrub``)."""
+def unlink_entities(c: Any, namespace: str, ids: Sequence[str]) -> int:
+    """Before memories ``ids`` are hard-deleted (``purge``, ``clear``, pruning): drop
+    their entity links; an entity no remaining memory links is deleted (names,
+    vectors), the others lose the mentions the removed links counted (never below
+    the memories still linking them). Returns how many entities were deleted."""
+    used = aliases_used(c, namespace, ids)
+    removed: dict[str, int] = {}
+    for chunk in chunks(list(ids), 400):
+        q = qs(chunk)
+        for entity_id, links in c.execute(
+            f"SELECT entity_id, COUNT(*) FROM node_entities WHERE node_id IN ({q})"
+            " GROUP BY entity_id",
+            chunk,
+        ).fetchall():
+            removed[entity_id] = removed.get(entity_id, 0) + int(links)
+        c.execute(f"DELETE FROM node_entities WHERE node_id IN ({q})", chunk)
+    drop_unused_aliases(c, namespace, used)  # the names only their words gave
+    gone = 0
+    for entity_id, links in removed.items():
+        left = c.execute(
+            "SELECT COUNT(*) FROM node_entities WHERE entity_id = ?", (entity_id,)
+        ).fetchone()[0]
+        if left:
+            c.execute(
+                "UPDATE entities SET mention_count = MAX(mention_count - ?, ?)"
+                " WHERE namespace = ? AND id = ?",
+                (links, left, namespace, entity_id),
+            )
+            continue
+        c.execute("DELETE FROM entity_names WHERE entity_id = ?", (entity_id,))
+        c.execute("DELETE FROM entity_vectors WHERE entity_id = ?", (entity_id,))
+        c.execute("DELETE FROM entity_profile_vectors WHERE entity_id = ?", (entity_id,))
+        gone += c.execute(
+            "DELETE FROM entities WHERE namespace = ? AND id = ?", (namespace, entity_id)
+        ).rowcount
+    return gone
 
-    _scrub_pending = False  # a hard delete happened since the last scrub (close() scrubs)
+
+class SQLitePrivacy(SQLPrivacy[SQLiteDatabase]):
+    """Forget a person (``delete_user_data``) and scrub deleted text (``scrub``)."""
 
     def delete_user_data(self, namespace: str, user_id: str) -> dict[str, int]:
         """Remove everything stored for one person in one namespace, in one transaction.
@@ -78,11 +114,11 @@ class SQLitePrivacy(SQLPrivacy, SQLiteBase):
         counts per kind (see ``FORGET_KINDS``). The text may remain in free space until
         :meth:`scrub`; the vector cache of every process reloads.
         """
-        with self._tx() as c:
+        with self.db.tx() as c:
             report = self._forget(c, namespace, user_id)
             if any(report.values()):  # kept in the file: any process's scrub finishes it
                 c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('scrub_due', '1')")
-                self._scrub_pending = True
+                self.db._scrub_pending = True
         return report
 
     def _forget(self, c: Any, ns: str, user_id: str) -> dict[str, int]:
@@ -123,7 +159,7 @@ class SQLitePrivacy(SQLPrivacy, SQLiteBase):
                 (ns,),
             ).rowcount
             if out["memories"] or out["vectors"]:
-                self._bump(c, "vec_epoch")  # every process drops its cached vectors
+                self.db.bump(c, "vec_epoch")  # every process drops its cached vectors
         finally:
             for table in ("forget_users", "forget_nodes", "forget_entities"):
                 c.execute(f"DELETE FROM temp.{table}")
@@ -203,71 +239,34 @@ class SQLitePrivacy(SQLPrivacy, SQLiteBase):
         out["neighbours_blanked"] = sum(restart(chain, i, column) for i, column in stay)
         return out
 
-    def _unlink_entities(self, c: Any, namespace: str, ids: Sequence[str]) -> int:
-        """Before memories ``ids`` are hard-deleted (``purge``, ``clear``, pruning): drop
-        their entity links; an entity no remaining memory links is deleted (names,
-        vectors), the others lose the mentions the removed links counted (never below
-        the memories still linking them). Returns how many entities were deleted."""
-        used = aliases_used(c, namespace, ids)
-        removed: dict[str, int] = {}
-        for chunk in chunks(list(ids), 400):
-            q = qs(chunk)
-            for entity_id, links in c.execute(
-                f"SELECT entity_id, COUNT(*) FROM node_entities WHERE node_id IN ({q})"
-                " GROUP BY entity_id",
-                chunk,
-            ).fetchall():
-                removed[entity_id] = removed.get(entity_id, 0) + int(links)
-            c.execute(f"DELETE FROM node_entities WHERE node_id IN ({q})", chunk)
-        drop_unused_aliases(c, namespace, used)  # the names only their words gave
-        gone = 0
-        for entity_id, links in removed.items():
-            left = c.execute(
-                "SELECT COUNT(*) FROM node_entities WHERE entity_id = ?", (entity_id,)
-            ).fetchone()[0]
-            if left:
-                c.execute(
-                    "UPDATE entities SET mention_count = MAX(mention_count - ?, ?)"
-                    " WHERE namespace = ? AND id = ?",
-                    (links, left, namespace, entity_id),
-                )
-                continue
-            c.execute("DELETE FROM entity_names WHERE entity_id = ?", (entity_id,))
-            c.execute("DELETE FROM entity_vectors WHERE entity_id = ?", (entity_id,))
-            c.execute("DELETE FROM entity_profile_vectors WHERE entity_id = ?", (entity_id,))
-            gone += c.execute(
-                "DELETE FROM entities WHERE namespace = ? AND id = ?", (namespace, entity_id)
-            ).rowcount
-        return gone
-
     def scrub(self) -> Scrub:
         """Make deleted text unreadable from the files: merge the full-text index (drops
         the terms of deleted rows), vacuum (stale copies of moved rows, slack from writes
         made before secure delete was on), then checkpoint and truncate the WAL. Never
         waits for another connection's reads (see the module docstring): ``done`` is
         False, with the reason, when a held snapshot kept old pages; call again later."""
-        if self._closed:
+        if self.db._closed:
             raise StorageError("the store is closed")
-        with self._wlock:
-            if self._depth:
+        with self.db._wlock:
+            if self.db._depth:
                 raise StorageError("scrub cannot run inside batch()")
         # a snapshot from before the deletion pins the old pages: no use vacuuming now
         if not self._truncate_wal():
             return Scrub(False, HELD_SNAPSHOT)
-        with self._wlock:
-            if self._depth:
+        with self.db._wlock:
+            if self.db._depth:
                 raise StorageError("scrub cannot run inside batch()")
-            with self._tx() as c:
+            with self.db.tx() as c:
                 c.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('optimize')")
-                if self._has_table("knowledge_fts"):
+                if self.db.has_table("knowledge_fts"):
                     c.execute("INSERT INTO knowledge_fts (knowledge_fts) VALUES ('optimize')")
                 # cleared before the vacuum, so no page written after it holds the mark;
                 # set again below when the scrub cannot finish
                 c.execute("DELETE FROM meta WHERE key = 'scrub_due'")
-            self._scrub_pending = False
-            if not self._memory:
+            self.db._scrub_pending = False
+            if not self.db._memory:
                 try:
-                    self._writer.execute("VACUUM")
+                    self.db._writer.execute("VACUUM")
                 except OperationalError as exc:  # another process kept the write lock
                     self._still_due()
                     return Scrub(False, f"the vacuum could not run: {exc}")
@@ -277,30 +276,30 @@ class SQLitePrivacy(SQLPrivacy, SQLiteBase):
         return Scrub(False, HELD_SNAPSHOT)
 
     def _still_due(self) -> None:
-        self._scrub_pending = True
-        with self._tx() as c:
+        self.db._scrub_pending = True
+        with self.db.tx() as c:
             c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('scrub_due', '1')")
 
     @contextlib.contextmanager
     def _no_wait(self) -> Iterator[None]:
         """The writer connection gives up at once on a lock (busy_timeout 0); called
         under the write lock."""
-        self._writer.execute("PRAGMA busy_timeout = 0")
+        self.db._writer.execute("PRAGMA busy_timeout = 0")
         try:
             yield
         finally:
-            self._writer.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+            self.db._writer.execute(f"PRAGMA busy_timeout = {int(self.db._busy_timeout * 1000)}")
 
     def _truncate_wal(self) -> bool:
         """Checkpoint every frame into the file and truncate the WAL; a few attempts
         that wait for nobody (writers run between them). False when a reader's snapshot
         (or another process's write) was still in the way after the last one."""
-        if self._memory:
+        if self.db._memory:
             return True
-        background = self._checkpoints.lock if self._checkpoints else contextlib.nullcontext()
+        background = self.db._checkpoints.lock if self.db._checkpoints else contextlib.nullcontext()
         for pause in (*_TRUNCATE_PAUSES, None):
-            with self._wlock, background, self._no_wait(), contextlib.suppress(OperationalError):
-                busy, _log, _done = self._writer.execute(
+            with self.db._wlock, background, self._no_wait(), contextlib.suppress(OperationalError):
+                busy, _log, _done = self.db._writer.execute(
                     "PRAGMA wal_checkpoint(TRUNCATE)"
                 ).fetchone()
                 if not busy:
@@ -310,9 +309,9 @@ class SQLitePrivacy(SQLPrivacy, SQLiteBase):
             time.sleep(pause)
         return False
 
-    def close(self) -> None:
-        """Close; scrub first when memories were hard-deleted since the last scrub."""
-        if not self._closed and self._scrub_pending:
+    def before_close(self) -> None:
+        """Scrub when memories were hard-deleted since the last scrub (the store is
+        about to close)."""
+        if not self.db._closed and self.db._scrub_pending:
             with contextlib.suppress(Exception):
                 self.scrub()
-        super().close()

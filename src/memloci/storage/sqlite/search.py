@@ -21,7 +21,7 @@ from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.rows import owner_match
 from memloci.storage.sql.search import SQLSearch
 from memloci.storage.sqlfilter import filter_sql
-from memloci.storage.sqlite.base import DatabaseError, OperationalError, SQLiteBase
+from memloci.storage.sqlite.base import DatabaseError, OperationalError, SQLiteDatabase
 from memloci.storage.sqlite.terms import TermStats
 from memloci.storage.sqlite.vecindex import VectorIndex
 
@@ -31,7 +31,7 @@ from memloci.storage.sqlite.vecindex import VectorIndex
 FTS_WEIGHTS = (1.0, 0.4, 0.5, 0.25, 0.5, 1.0, 0.0)  # last: owner tokens, never ranked
 
 
-class SQLiteSearch(SQLSearch, SQLiteBase):
+class SQLiteSearch(SQLSearch[SQLiteDatabase]):
     """Full text, vectors, fuzzy keys and the embedding queue on SQLite."""
 
     # ------------------------------------------------------------------ embeddings
@@ -39,15 +39,15 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
         self, items: Sequence[PendingEmbedding], vectors: npt.NDArray[np.float32]
     ) -> int:
         """Store vectors for nodes whose content is unchanged; returns how many were saved."""
-        if self._dim is None:
+        if self.db._dim is None:
             raise EmbeddingModelError("no embedder is bound to this store")
-        if len(items) != len(vectors) or (len(items) and vectors.shape[1] != self._dim):
+        if len(items) != len(vectors) or (len(items) and vectors.shape[1] != self.db._dim):
             raise EmbeddingModelError(
-                f"expected {len(items)} vectors of dimension {self._dim}, got {vectors.shape}"
+                f"expected {len(items)} vectors of dimension {self.db._dim}, got {vectors.shape}"
             )
         saved = 0
-        with self._tx() as c:
-            seq = self._bump(c, "vec_seq") * 1_000_000
+        with self.db.tx() as c:
+            seq = self.db.bump(c, "vec_seq") * 1_000_000
             for i, (item, vec) in enumerate(zip(items, vectors, strict=True)):
                 row = c.execute(
                     "SELECT rowid FROM nodes WHERE id = ? AND content_hash = ? AND +embedded = 0",
@@ -67,11 +67,11 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
     def vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, bytes]:
         """Stored float32 vectors (raw bytes) of the given nodes that have a current one
         (not a vector of content since edited, waiting to be embedded again)."""
-        if self._dim is None or not ids:
+        if self.db._dim is None or not ids:
             return {}
         out: dict[str, bytes] = {}
-        size = self._dim * 4
-        with self._reading() as c:
+        size = self.db._dim * 4
+        with self.db.reading() as c:
             # CROSS JOIN: look ids up through the unique index, whatever the statistics say
             for node_id, blob in c.execute(
                 "SELECT n.id, v.embedding FROM json_each(?) j CROSS JOIN nodes n ON n.id = j.value"
@@ -87,13 +87,15 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
 
     def _bad_vector(self, which: str, size: int) -> None:
         faults.damaged(
-            self.path, "vectors", f"{which}: {size} bytes, not {self._dim or 0} float32 values"
+            self.db.path,
+            "vectors",
+            f"{which}: {size} bytes, not {self.db._dim or 0} float32 values",
         )
 
     def _sound(self, rows: list[Any]) -> list[Any]:
         """The vector-cache rows (``rowid, embedding, …``) whose vector has the store's
         dimension; a damaged one is left out (and reported) instead of failing search."""
-        size = (self._dim or 0) * 4
+        size = (self.db._dim or 0) * 4
         good = [r for r in rows if len(r[1]) == size]
         if len(good) < len(rows):
             bad = next(r for r in rows if len(r[1]) != size)
@@ -102,13 +104,13 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
 
     def reset_embeddings(self) -> int:
         """Forget every vector and the bound model (for re-embedding with another one)."""
-        with self._tx() as c:
+        with self.db.tx() as c:
             c.execute("DELETE FROM node_vectors")
             c.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'dimension')")
             count = c.execute("UPDATE nodes SET embedded = 0 WHERE embedded <> 0").rowcount
-            self._bump(c, "vec_epoch")
-        self._dim = None
-        self._index = None
+            self.db.bump(c, "vec_epoch")
+        self.db._dim = None
+        self.db._index = None
         return int(count)
 
     # ------------------------------------------------------------------ full text
@@ -126,7 +128,7 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
             f" WHERE nodes_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
         )
         try:
-            with self._reading() as c:
+            with self.db.reading() as c:
                 rows = c.execute(sql, [match, *params, limit]).fetchall()
         except OperationalError as exc:
             raise ValidationError(f"bad full-text query: {exc}") from exc
@@ -144,12 +146,12 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
         ):
             raise exc
         try:  # the memories themselves must read: a damaged table is no index fault
-            with self._reading() as c:
+            with self.db.reading() as c:
                 c.execute("SELECT count(*) FROM (SELECT id FROM nodes LIMIT 1)").fetchone()
                 c.execute("SELECT max(rowid) FROM nodes").fetchone()
         except StorageError:
             raise exc from None
-        faults.damaged(self.path, "full-text index", exc.message)
+        faults.damaged(self.db.path, "full-text index", exc.message)
 
     @functools.cached_property
     def _term_stats(self) -> TermStats:
@@ -159,7 +161,7 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
         if not match.strip():
             return 0.0
         try:
-            with self._reading() as c:
+            with self.db.reading() as c:
                 return self._term_stats.weight(c, match)
         except OperationalError:  # no full-text index yet, or no vocabulary view
             return 0.0
@@ -171,7 +173,7 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
         if not words:
             return []
         try:
-            with self._reading() as c:
+            with self.db.reading() as c:
                 return self._term_stats.unseen(c, words)
         except OperationalError:  # no full-text index yet, or no vocabulary view
             return []
@@ -182,40 +184,40 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
     # ------------------------------------------------------------------ keys
     # ------------------------------------------------------------------ vectors
     def _sync_index(self, namespaces: Sequence[str]) -> VectorIndex | None:
-        if self._dim is None:
+        if self.db._dim is None:
             return None
-        if self._in_tx():  # may read this transaction's own vectors: drop them on rollback
-            self._index_in_tx = True
-        with self._reading() as c:
+        if self.db.in_tx():  # may read this transaction's own vectors: drop them on rollback
+            self.db._index_in_tx = True
+        with self.db.reading() as c:
             meta = dict(
                 c.execute(
                     "SELECT key, value FROM meta WHERE key IN ('vec_seq', 'vec_epoch')"
                 ).fetchall()
             )
             epoch, seq = meta.get("vec_epoch", "0"), int(meta.get("vec_seq", "0")) * 1_000_000
-            if self._index is None or epoch != self._index_epoch:
-                self._index = VectorIndex(self._dim)
-                self._index_epoch, self._index_seq = epoch, 0
-            index = self._index
+            if self.db._index is None or epoch != self.db._index_epoch:
+                self.db._index = VectorIndex(self.db._dim)
+                self.db._index_epoch, self.db._index_seq = epoch, 0
+            index = self.db._index
             fresh = [ns for ns in namespaces if not index.loaded(ns)]
             cols = "n.rowid, v.embedding, n.scope, n.user_id, n.type"
             join = "FROM nodes n CROSS JOIN node_vectors v ON v.rowid = n.rowid"
-            if seq > self._index_seq:
+            if seq > self.db._index_seq:
                 rows: dict[str, list[Any]] = {}
                 for r in c.execute(
                     f"SELECT n.namespace, {cols} {join} WHERE n.embedded > ? ORDER BY n.embedded",
-                    (self._index_seq + 999_999,) if self._index_seq else (0,),
+                    (self.db._index_seq + 999_999,) if self.db._index_seq else (0,),
                 ):
                     if index.loaded(r[0]):
                         rows.setdefault(r[0], []).append(r[1:])
                 for ns, part in rows.items():
                     index.append(ns, self._sound(sorted(part)))
-                self._index_seq = seq
+                self.db._index_seq = seq
             for ns in fresh:
                 cursor = c.execute(
                     f"SELECT {cols} {join} WHERE n.namespace = ? AND n.embedded > 0"
                     " AND n.embedded <= ? ORDER BY n.rowid",
-                    (ns, self._index_seq + 999_999),
+                    (ns, self.db._index_seq + 999_999),
                 )
                 index.append(ns, [])  # mark loaded, even when empty
                 while rows := cursor.fetchmany(25_000):  # bounded transient memory
@@ -225,15 +227,15 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
     def vector_search(
         self, flt: NodeFilter, query: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]]:
-        if self._dim is None:
+        if self.db._dim is None:
             return []
-        if query.shape != (self._dim,):
+        if query.shape != (self.db._dim,):
             raise EmbeddingModelError(
-                f"query vector has shape {query.shape}, the store holds {self._dim}-d vectors"
+                f"query vector has shape {query.shape}, the store holds {self.db._dim}-d vectors"
             )
         # readers sync the cache one at a time; writers never wait. In memory the one
         # connection's lock is taken first, so a transaction searching cannot deadlock.
-        with self._wlock if self._memory else contextlib.nullcontext(), self._index_lock:
+        with self.db._wlock if self.db._memory else contextlib.nullcontext(), self.db._index_lock:
             index = self._sync_index(flt.namespaces)
         if index is None:
             return []
@@ -243,7 +245,7 @@ class SQLiteSearch(SQLSearch, SQLiteBase):
         sims = dict(cands)
         where, params = filter_sql(flt)
         keep: list[tuple[str, float]] = []
-        with self._reading() as c:
+        with self.db.reading() as c:
             # the closest candidates first: the cache's masks already applied the user and
             # the types, so most pass and the rest are rarely read (each costs a row probe)
             first = limit + limit // 2 + 10

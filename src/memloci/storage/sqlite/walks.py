@@ -21,12 +21,12 @@ from memloci.storage.names import (
 from memloci.storage.rows import owner_match
 from memloci.storage.sql.walks import SQLWalks
 from memloci.storage.sqlfilter import filter_sql
-from memloci.storage.sqlite.base import OperationalError, SQLiteBase, chunks, qs
+from memloci.storage.sqlite.base import OperationalError, SQLiteDatabase, chunks, qs
 from memloci.storage.sqlite.records import _ENTITY_COLS
 from memloci.storage.sqlite.search import FTS_WEIGHTS
 
 
-class SQLiteWalks(SQLWalks, SQLiteBase):
+class SQLiteWalks(SQLWalks[SQLiteDatabase]):
     """Graph walk queries for the retrieval pipeline's graph strategies."""
 
     people_sql = (
@@ -38,7 +38,7 @@ class SQLiteWalks(SQLWalks, SQLiteBase):
     def _named_rows(self, namespaces: Sequence[str], spans: list[str], probes: Any) -> list[Any]:
         ns = list(namespaces)
         rows: list[Any] = []
-        with self._reading() as c:
+        with self.db.reading() as c:
             for chunk in chunks(list(spans), 400):
                 rows += c.execute(
                     f"SELECT x.name_norm, {_ENTITY_COLS} FROM entity_names x"
@@ -64,7 +64,7 @@ class SQLiteWalks(SQLWalks, SQLiteBase):
         where, params = filter_sql(flt)
         # the last NEWEST_LINKED links (a backward walk of the entity index), the
         # visible ones newest first: bounded work however many memories name it
-        with self._reading() as c:
+        with self.db.reading() as c:
             rows = c.execute(
                 "SELECT DISTINCT n.id, n.event_time FROM (SELECT node_id FROM node_entities"
                 f" WHERE entity_id IN ({qs(ids)}) ORDER BY rowid DESC LIMIT ?) ne"
@@ -90,7 +90,7 @@ class SQLiteWalks(SQLWalks, SQLiteBase):
             f" WHERE nodes_fts MATCH ? AND {where} AND {linked} ORDER BY r LIMIT ?"
         )
         try:
-            with self._reading() as c:
+            with self.db.reading() as c:
                 rows = c.execute(sql, [match, *params, *ids, limit]).fetchall()
         except OperationalError:
             return []
@@ -100,7 +100,7 @@ class SQLiteWalks(SQLWalks, SQLiteBase):
         self, flt: NodeFilter, ids: list[str], max_links: int, limit: int
     ) -> list[tuple[str, str, str]]:
         where, params = filter_sql(flt)
-        with self._reading() as c:
+        with self.db.reading() as c:
             linked = [
                 r[0]
                 for r in c.execute(
@@ -136,7 +136,7 @@ class SQLiteWalks(SQLWalks, SQLiteBase):
     def mention_texts(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str]]:
         """See :meth:`memloci.storage.base.Store.mention_texts`."""
         out: list[tuple[str, str, str | None, str]] = []
-        with self._reading() as c:
+        with self.db.reading() as c:
             for chunk in chunks(list(ids), 400):
                 out += c.execute(
                     "SELECT id, namespace, CASE type WHEN 'semantic' THEN subject"
