@@ -62,25 +62,25 @@ def build(path: str, n: int) -> SQLiteStore:
         uid = f"user{u}"
         nodes = [node(i, uid, t0 + timedelta(minutes=i), rng) for i in range(per)]
         for start in range(0, per, 2000):
-            store.insert_nodes(nodes[start : start + 2000], link_previous=True)
-        store.upsert_user(
+            store.memories.insert_nodes(nodes[start : start + 2000], link_previous=True)
+        store.people.upsert_user(
             MemoryUser(id=uid, namespace="default", identifiers={"telegram": f"tg{u}"},
                        created_at=t0)
         )  # fmt: skip
-        store.upsert_thread(
+        store.people.upsert_thread(
             Thread(id=f"{uid}-chat", namespace="default", user=uid, created_at=t0, updated_at=t0)
         )
-        own = store.insert_entity(
+        own = store.entities.insert_entity(
             Entity(id=short_id(), namespace="default", canonical_name=f"place {u}",
                    first_seen=t0, last_seen=t0)
         )  # fmt: skip
         with store.batch():
             for nd in nodes[:: max(1, per // 100)]:
-                store.link_entities("default", nd.id, [own.id])
-    while pending := store.pending_embeddings(5000):
+                store.entities.link_entities("default", nd.id, [own.id])
+    while pending := store.search.pending_embeddings(5000):
         vecs = rng.normal(size=(len(pending), DIM)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        store.save_embeddings(pending, vecs)
+        store.search.save_embeddings(pending, vecs)
     return store
 
 
@@ -102,7 +102,7 @@ def held_reader(path: str, store: SQLiteStore, user: str) -> tuple[float, bool, 
 
     def insert() -> None:
         start = time.perf_counter()
-        store.insert_node(node(0, "writer", when, rng))
+        store.memories.insert_node(node(0, "writer", when, rng))
         waited.append(time.perf_counter() - start)
 
     writer = threading.Thread(target=insert)
@@ -126,11 +126,11 @@ def secure_delete_cost(folder: str, on: bool) -> tuple[float, float]:
     nodes = [node(i, "u", t0, rng) for i in range(5000)]
     start = time.perf_counter()
     for i in range(0, len(nodes), 50):
-        store.insert_nodes(nodes[i : i + 50], link_previous=True)
+        store.memories.insert_nodes(nodes[i : i + 50], link_previous=True)
     insert = time.perf_counter() - start
     start = time.perf_counter()
     for nd in nodes[::25]:
-        store.purge_node("default", nd.id)
+        store.memories.purge_node("default", nd.id)
     purge = time.perf_counter() - start
     store._scrub_pending = False  # measure the writes, not the close-time scrub
     store.close()

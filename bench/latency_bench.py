@@ -576,12 +576,12 @@ def search_split(
         graph, lexical = anchored(store, flt, q, limit=n)  # one full-text search for both
         ranked["fulltext"] = lexical.ranked
         t.append(time.perf_counter())
-        ranked["vector"] = store.vector_search(flt, vec, n)
+        ranked["vector"] = store.search.vector_search(flt, vec, n)
         t.append(time.perf_counter())
         ranked["context"] = meaning_in_context(store, flt, ranked["vector"], vec, limit=n)
         t.append(time.perf_counter())
         if 0 < len(terms(q)) <= 6:
-            ranked["key"] = store.key_search(flt, key_form(q), n)
+            ranked["key"] = store.search.key_search(flt, key_form(q), n)
         t.append(time.perf_counter())
         plan = svc.retriever.plan(q)
         seeds = fuse_lists(ranked, graph, weights, settings.weight_graph)
@@ -591,7 +591,7 @@ def search_split(
         relevance = {f.id: f.score for f in seeds}
         top = fuse_lists(ranked, graph, weights, settings.weight_graph, relevance)[:k]
         t.append(time.perf_counter())
-        store.get_nodes(flt.namespaces, [f.id for f in top])
+        store.memories.get_nodes(flt.namespaces, [f.id for f in top])
         t.append(time.perf_counter())
         parts = [(b - a) * 1000 for a, b in itertools.pairwise(t)]
         for name, ms in zip(stages, parts, strict=False):

@@ -69,7 +69,7 @@ def main() -> int:
         svc = mem.service
         store, settings = svc.store, svc.settings
         stats = mem.stats()
-        sample = store.list_nodes(svc.filter(), limit=2000)
+        sample = store.memories.list_nodes(svc.filter(), limit=2000)
         user_ids = sorted({n.user for n in sample if n.user}) or [None]
         retrievers = {
             "hybrid, int8 ONNX query embedding": Retriever(

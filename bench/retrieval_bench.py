@@ -213,7 +213,7 @@ def run_split(
         graph_used: dict[str, int] = defaultdict(int)
         intents: dict[str, int] = defaultdict(int)
         embedder = mem.service.embedder
-        entities = mem.service.store.count_entities("default")
+        entities = mem.service.store.entities.count_entities("default")
         for conv in convs:
             for q in conv["questions"]:
                 if not scored(q):
@@ -227,7 +227,7 @@ def run_split(
                     embedder.embed_query(q["question"])  # timed alone; cached for the recipes
                     latency["embed"].append(time.perf_counter() - t)
                     # hybrid embeds the named people as pronouns: cache that form too
-                    named = mem.service.store.entities_in_text(("default",), q["question"])
+                    named = mem.service.store.graph.entities_in_text(("default",), q["question"])
                     embedder.embed_query(meaning_query(q["question"], named))
                 plan = mem.service.retriever.plan(q["question"])
                 intents[f"{plan.intent.value}/{plan.complexity}"] += 1

@@ -98,8 +98,8 @@ def load(store: Store, n: int, pool: list[str], vecs: dict[str, np.ndarray], see
         items = [PendingEmbedding(n.id, content_hash(n.content), n.content, n.speaker, None, None)
                  for n in nodes]  # fmt: skip
         with store.batch():
-            store.insert_nodes(nodes)
-            store.save_embeddings(items, mat.astype(np.float32))
+            store.memories.insert_nodes(nodes)
+            store.search.save_embeddings(items, mat.astype(np.float32))
         all_vecs.append(mat.astype(np.float32))
         nodes.clear()
 
@@ -201,7 +201,7 @@ def recall(store: Store, vecs: np.ndarray, ids: list[str], users: list[str], emb
             scores = vecs[mask] @ qv
             top = np.argsort(-scores)[:10]
             exact = {ids[mask[i]] for i in top}
-            got = [i for i, _ in store.vector_search(flt, qv, 10)]
+            got = [i for i, _ in store.search.vector_search(flt, qv, 10)]
             out[f"{name}_ids"] += len(exact & set(got)) / 10
             floor = scores[top[-1]] - TIE
             out[f"{name}_ties"] += sum(float(vecs[where[i]] @ qv) >= floor for i in got) / 10

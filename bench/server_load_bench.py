@@ -196,7 +196,7 @@ def run(args: argparse.Namespace, servers: int, pool: list[str]) -> dict[str, An
         acked = [i for c in clients for i in c.acked]
         store = open_store(url)  # every acknowledged write, read back by another process
         try:
-            readable = sum(store.id_exists(i) for i in acked)
+            readable = sum(store.memories.id_exists(i) for i in acked)
         finally:
             store.close()
         res |= {

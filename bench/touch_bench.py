@@ -125,7 +125,7 @@ def run(
     hot = {"old": picked[: args.hot], "new": picked[args.hot :]}
     paths: dict[str, Callable[[list[str], datetime], None]] = {
         "old": lambda hits, now: old_touch(store, "default", hits, now),
-        "new": lambda hits, now: store.touch("default", hits, now=now),
+        "new": lambda hits, now: store.memories.touch("default", hits, now=now),
     }
     probe = PgProbe(args.pg_url, schema) if backend == "postgres" else None
     wal_file = location + "-wal"

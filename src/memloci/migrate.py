@@ -100,21 +100,21 @@ def namespace_counts(store: Store, ns: str) -> dict[str, int]:
     out = dict.fromkeys(KINDS, 0)
     del out["keys"]
     model = store.get_meta("embedding_model")
-    for nodes in _batches(store.iter_nodes(ns)):
+    for nodes in _batches(store.memories.iter_nodes(ns)):
         ids = [n.id for n in nodes]
         out["nodes"] += len(nodes)
-        out["vectors"] += len(store.vectors(ns, ids))
-        out["links"] += sum(len(v) for v in store.node_entities(ns, ids).values())
-    out["versions"] += sum(1 for _ in store.iter_versions(ns))
-    out["edges"] += sum(1 for _ in store.iter_edges(ns))
-    out["entities"] += store.count_entities(ns)
-    out["entity_vectors"] += len(store.entity_vectors(ns, model)) if model else 0
-    out["users"] += store.count_users(ns)
-    out["threads"] += store.count_threads(ns)
+        out["vectors"] += len(store.search.vectors(ns, ids))
+        out["links"] += sum(len(v) for v in store.entities.node_entities(ns, ids).values())
+    out["versions"] += sum(1 for _ in store.memories.iter_versions(ns))
+    out["edges"] += sum(1 for _ in store.memories.iter_edges(ns))
+    out["entities"] += store.entities.count_entities(ns)
+    out["entity_vectors"] += len(store.jobs.entity_vectors(ns, model)) if model else 0
+    out["users"] += store.people.count_users(ns)
+    out["threads"] += store.people.count_threads(ns)
     out["sessions"] += len(store.sessions(ns))
-    for src in store.knowledge_sources(ns):
+    for src in store.knowledge.knowledge_sources(ns):
         out["knowledge_sources"] += 1
-        out["knowledge_chunks"] += len(store.knowledge_chunks(ns, src.id))
+        out["knowledge_chunks"] += len(store.knowledge.knowledge_chunks(ns, src.id))
         out["knowledge_vectors"] += len(store.knowledge_vectors(ns, src.id))
     return out
 
@@ -131,13 +131,13 @@ def inventory(
             by_namespace[ns] = counts
         for kind, n in counts.items():
             out[kind] += n
-    out["keys"] = len(store.list_keys(include_revoked=True))
+    out["keys"] = len(store.people.list_keys(include_revoked=True))
     return out
 
 
 def is_empty(store: Store) -> bool:
     """No record in any namespace and no API key."""
-    return not store.record_namespaces() and not store.list_keys(include_revoked=True)
+    return not store.record_namespaces() and not store.people.list_keys(include_revoked=True)
 
 
 class _Copier:
@@ -181,30 +181,32 @@ class _Copier:
         entity_ids = self.entities(ns)
         renamed: dict[str, str] = {}  # memories copied under a derived id (this run or before)
         mine: set[str] = set()  # memories the target held in ns that differ from the source's
-        for nodes in _batches(src.iter_nodes(ns)):
+        for nodes in _batches(src.memories.iter_nodes(ns)):
             renamed |= self.nodes(ns, nodes, entity_ids, mine)
         self.versions(ns, renamed, mine)
         self.edges(ns, renamed)
         if self.model:
-            vectors = src.entity_vectors(ns, self.model)
+            vectors = src.jobs.entity_vectors(ns, self.model)
             with dst.batch():
                 for entity_id, blob in vectors.items():
-                    dst.save_entity_vector(
+                    dst.jobs.save_entity_vector(
                         ns, entity_ids.get(entity_id, entity_id), self.model, blob
                     )
             self.done("entity_vectors", len(vectors))
-        for users in _batches(_pages(lambda o: src.list_users(ns, limit=BATCH, offset=o))):
+        for users in _batches(_pages(lambda o: src.people.list_users(ns, limit=BATCH, offset=o))):
             with dst.batch():
                 for user in users:
-                    dst.upsert_user(user)
+                    dst.people.upsert_user(user)
             self.done("users", len(users))
         self.threads(ns)
         sessions = src.sessions(ns)
         with dst.batch():
             for s in sessions:
-                dst.register_session(ns, s.session, user=s.user, agent=s.agent, now=s.first_seen_at)
+                dst.jobs.register_session(
+                    ns, s.session, user=s.user, agent=s.agent, now=s.first_seen_at
+                )
                 if s.consolidated_at is not None:
-                    dst.finish_session(
+                    dst.jobs.finish_session(
                         ns, s.session, user=s.user, agent=s.agent, now=s.consolidated_at
                     )
         self.done("sessions", len(sessions))
@@ -220,14 +222,16 @@ class _Copier:
         def taken(ids: list[str]) -> set[str]:
             return self._taken(ids, entities=True)
 
-        for entities in _batches(_pages(lambda o: src.list_entities(ns, limit=BATCH, offset=o))):
+        for entities in _batches(
+            _pages(lambda o: src.entities.list_entities(ns, limit=BATCH, offset=o))
+        ):
             with dst.batch():
                 renamed, present = entity_copies(dst, ns, [e.id for e in entities], taken=taken)
                 moved |= renamed
                 fresh = [e for e in entities if e.id not in present]
                 for entity in fresh:
                     wanted = renamed.get(entity.id, entity.id)
-                    stored = dst.insert_entity(entity.model_copy(update={"id": wanted}))
+                    stored = dst.entities.insert_entity(entity.model_copy(update={"id": wanted}))
                     if stored.id != entity.id:
                         moved[entity.id] = stored.id
             self.done("entities", len(fresh), len(entities) - len(fresh))
@@ -236,7 +240,7 @@ class _Copier:
     def _taken(self, ids: list[str], *, edges: bool = False, entities: bool = False) -> set[str]:
         """Ids the source holds (memories, edges or entities still to copy): no copy
         takes one."""
-        return set(self.src.id_namespaces(ids, edges=edges, entities=entities))
+        return set(self.src.memories.id_namespaces(ids, edges=edges, entities=entities))
 
     def nodes(
         self, ns: str, nodes: list[MemoryNode], entity_ids: dict[str, str], mine: set[str]
@@ -247,15 +251,15 @@ class _Copier:
         adds to ``mine`` the memories the namespace holds that differ from the source's."""
         src, dst = self.src, self.dst
         ids = [n.id for n in nodes]
-        vectors = src.vectors(ns, ids)
-        links = src.node_entities(ns, ids)
+        vectors = src.search.vectors(ns, ids)
+        links = src.entities.node_entities(ns, ids)
         with dst.batch():
-            held = dst.id_namespaces(ids)
+            held = dst.memories.id_namespaces(ids)
             elsewhere = [i for i in ids if i in held and held[i] != ns]
             renamed, copied = copy_ids(dst, ns, elsewhere, taken=self._taken)
             fresh = [n for n in nodes if held.get(n.id) != ns and n.id not in copied]
             mine |= _changed(dst, ns, [n for n in nodes if held.get(n.id) == ns])
-            dst.insert_nodes(
+            dst.memories.insert_nodes(
                 [
                     n.model_copy(update={"id": renamed.get(n.id, n.id), "embedded": False})
                     for n in fresh
@@ -276,12 +280,12 @@ class _Copier:
                     for n in with_vec
                 ]
                 matrix = np.stack([np.frombuffer(vectors[n.id], np.float32) for n in with_vec])
-                saved = dst.save_embeddings(items, matrix)
+                saved = dst.search.save_embeddings(items, matrix)
             linked = 0
             for n in fresh:
                 targets = [entity_ids.get(e.id, e.id) for e in links.get(n.id, [])]
                 if targets:
-                    linked += dst.link_entities(ns, renamed.get(n.id, n.id), targets)
+                    linked += dst.entities.link_entities(ns, renamed.get(n.id, n.id), targets)
         self.done("nodes", len(fresh), len(nodes) - len(fresh))
         self.done("vectors", saved)
         self.done("links", linked)
@@ -295,19 +299,19 @@ class _Copier:
         have = (
             {}
             if self.empty
-            else {(v.node_id, v.version): _digest(v) for v in dst.iter_versions(ns)}
+            else {(v.node_id, v.version): _digest(v) for v in dst.memories.iter_versions(ns)}
         )
 
         def wanted(v: MemoryVersion) -> bool:
             held = have.get((v.node_id, v.version))
             return held is None or (v.node_id not in mine and held != _digest(v))
 
-        for batch in _batches(src.iter_versions(ns)):
+        for batch in _batches(src.memories.iter_versions(ns)):
             mapped = [
                 v.model_copy(update={"node_id": renamed.get(v.node_id, v.node_id)}) for v in batch
             ]
             keep = [v for v in mapped if wanted(v)]
-            dst.import_versions(keep)
+            dst.memories.import_versions(keep)
             self.done("versions", len(keep), len(batch) - len(keep))
 
     def edges(self, ns: str, renamed: dict[str, str]) -> None:
@@ -318,45 +322,45 @@ class _Copier:
         def taken(ids: list[str]) -> set[str]:
             return self._taken(ids, edges=True)
 
-        for batch in _batches(src.iter_edges(ns)):
+        for batch in _batches(src.memories.iter_edges(ns)):
             with dst.batch():
                 fresh = copy_edges(dst, ns, batch, renamed, taken=taken)
-                dst.insert_edges(fresh)
+                dst.memories.insert_edges(fresh)
             self.done("edges", len(fresh), len(batch) - len(fresh))
 
     def threads(self, ns: str) -> None:
         src, dst = self.src, self.dst
-        for listed in _batches(_pages(lambda o: src.list_threads(ns, limit=200, offset=o))):
+        for listed in _batches(_pages(lambda o: src.people.list_threads(ns, limit=200, offset=o))):
             with dst.batch():
                 for item in listed:
-                    thread = src.get_thread(ns, item.id)
+                    thread = src.people.get_thread(ns, item.id)
                     if thread is not None:
-                        dst.upsert_thread(thread)
+                        dst.people.upsert_thread(thread)
             self.done("threads", len(listed))
 
     def knowledge(self, ns: str) -> None:
         src, dst = self.src, self.dst
-        for source in src.knowledge_sources(ns):
-            chunks = src.knowledge_chunks(ns, source.id)
+        for source in src.knowledge.knowledge_sources(ns):
+            chunks = src.knowledge.knowledge_chunks(ns, source.id)
             blobs = src.knowledge_vectors(ns, source.id)
             matrix = None
             if chunks and all(c.id in blobs for c in chunks):
                 matrix = np.stack([np.frombuffer(blobs[c.id], np.float32) for c in chunks])
-            dst.replace_knowledge(source, chunks, matrix)
+            dst.knowledge.replace_knowledge(source, chunks, matrix)
             self.done("knowledge_sources", 1)
             self.done("knowledge_chunks", len(chunks))
             self.done("knowledge_vectors", 0 if matrix is None else len(chunks))
 
     def keys(self) -> None:
         fresh = skipped = 0
-        for key in self.src.list_keys(include_revoked=True):
-            found = self.src.get_key(key.id)
+        for key in self.src.people.list_keys(include_revoked=True):
+            found = self.src.people.get_key(key.id)
             if found is None:
                 continue
-            if self.dst.get_key(key.id) is not None:
+            if self.dst.people.get_key(key.id) is not None:
                 skipped += 1
                 continue
-            self.dst.insert_key(*found)
+            self.dst.people.insert_key(*found)
             fresh += 1
         self.done("keys", fresh, skipped)
 
@@ -382,7 +386,7 @@ def _changed(store: Store, ns: str, nodes: list[MemoryNode]) -> set[str]:
     another version number: its own memory under that id, not a copy of this one."""
     if not nodes:
         return set()
-    theirs = {n.id: n for n in store.get_nodes(ns, [n.id for n in nodes])}
+    theirs = {n.id: n for n in store.memories.get_nodes(ns, [n.id for n in nodes])}
     return {
         n.id
         for n in nodes

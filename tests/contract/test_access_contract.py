@@ -49,8 +49,8 @@ def row_version(factory: StoreFactory, query: Callable[..., list[Any]], node_id:
 
 def test_touch_leaves_the_nodes_row_alone(store_factory: StoreFactory) -> None:
     store = store_factory.open()
-    node = store.insert_node(make_node("a memory read many times", confidence=0.69))
-    other = store.insert_node(make_node("a memory nobody reads", confidence=0.7))
+    node = store.memories.insert_node(make_node("a memory read many times", confidence=0.69))
+    other = store.memories.insert_node(make_node("a memory nobody reads", confidence=0.7))
     with raw(store_factory) as query:
         if store_factory.backend == "sqlite":
             query("CREATE TABLE nodes_updates (id TEXT)", ())
@@ -62,66 +62,74 @@ def test_touch_leaves_the_nodes_row_alone(store_factory: StoreFactory) -> None:
         before = row_version(store_factory, query, node.id)
         expected = 0.69  # past the other one's 0.7 once reinforced
         for n in range(3):
-            store.touch("default", [node.id, other.id] if n == 0 else [node.id], now=at(n + 1))
+            store.memories.touch(
+                "default", [node.id, other.id] if n == 0 else [node.id], now=at(n + 1)
+            )
             expected = reinforced(expected, n)
         assert row_version(store_factory, query, node.id) == before
         stored = query("SELECT access_count, confidence FROM nodes WHERE id = ?", (node.id,))
         assert [tuple(r) for r in stored] == [(0, 0.69)]  # as written
-    got = store.get_node("default", node.id)
+    got = store.memories.get_node("default", node.id)
     assert got is not None
     assert (got.access_count, got.last_accessed) == (3, at(3))
     assert got.confidence == pytest.approx(expected)
     # every reader sees the live values: lists, orders, filters, paging, export, decay
-    listed = store.list_nodes(flt(), order="-confidence")
+    listed = store.memories.list_nodes(flt(), order="-confidence")
     assert [n.id for n in listed] == [node.id, other.id]
     assert listed[0] == got
-    assert [n.id for n in store.list_nodes(flt(min_confidence=expected - 1e-9))] == [node.id]
-    page = store.page_nodes(flt(), limit=1, order="confidence")
+    assert [n.id for n in store.memories.list_nodes(flt(min_confidence=expected - 1e-9))] == [
+        node.id
+    ]
+    page = store.pages.page_nodes(flt(), limit=1, order="confidence")
     assert [(n.id, n.access_count) for n in page.items] == [(other.id, 1)]
-    page = store.page_nodes(flt(), limit=1, order="confidence", cursor=page.next_cursor)
+    page = store.pages.page_nodes(flt(), limit=1, order="confidence", cursor=page.next_cursor)
     assert page.items == [got]
-    assert {n.id: n for n in store.iter_nodes("default")}[node.id] == got
-    candidates = store.decay_candidates("default", got.type, after=0, limit=10)
+    assert {n.id: n for n in store.memories.iter_nodes("default")}[node.id] == got
+    candidates = store.jobs.decay_candidates("default", got.type, after=0, limit=10)
     assert {c.node.id: c.node for c in candidates}[node.id] == got
 
 
 def test_edits_and_decay_after_touches(store: Store) -> None:
-    node = store.insert_node(make_node("a memory read, edited and decayed", confidence=0.5))
-    store.touch("default", [node.id], now=at(1))
-    touched = store.get_node("default", node.id)
+    node = store.memories.insert_node(
+        make_node("a memory read, edited and decayed", confidence=0.5)
+    )
+    store.memories.touch("default", [node.id], now=at(1))
+    touched = store.memories.get_node("default", node.id)
     assert touched is not None and touched.confidence > 0.5
     # an edit that leaves confidence alone keeps the count and the reinforced value
-    edited = store.update_node("default", node.id, NodePatch(category="kept"))
+    edited = store.memories.update_node("default", node.id, NodePatch(category="kept"))
     assert (edited.access_count, edited.confidence) == (1, touched.confidence)
-    got = store.get_node("default", node.id)
+    got = store.memories.get_node("default", node.id)
     assert got is not None and (got.access_count, got.confidence) == (1, touched.confidence)
     # a confidence set outright wins over the reinforced one
-    store.update_node("default", node.id, NodePatch(confidence=0.3))
-    got = store.get_node("default", node.id)
+    store.memories.update_node("default", node.id, NodePatch(confidence=0.3))
+    got = store.memories.get_node("default", node.id)
     assert got is not None and (got.access_count, got.confidence) == (1, 0.3)
-    store.touch("default", [node.id], now=at(2))
-    got = store.get_node("default", node.id)
+    store.memories.touch("default", [node.id], now=at(2))
+    got = store.memories.get_node("default", node.id)
     assert got is not None
     assert got.access_count == 2 and got.confidence == pytest.approx(reinforced(0.3, 1))
     # decay lowers what readers see
-    store.apply_decay("default", [DecayUpdate(node.id, 0.2, got.confidence, at(2))], [], now=at(3))
-    got = store.get_node("default", node.id)
+    store.jobs.apply_decay(
+        "default", [DecayUpdate(node.id, 0.2, got.confidence, at(2))], [], now=at(3)
+    )
+    got = store.memories.get_node("default", node.id)
     assert got is not None and (got.access_count, got.confidence) == (2, 0.2)
     assert got.last_accessed == at(2)
 
 
 def test_deleting_a_memory_deletes_its_reads(store_factory: StoreFactory) -> None:
     store = store_factory.open()
-    gone = store.insert_node(make_node("a memory to purge"))
-    cleared = store.insert_node(make_node("a memory to clear", namespace="b"))
-    user = store.insert_node(
+    gone = store.memories.insert_node(make_node("a memory to purge"))
+    cleared = store.memories.insert_node(make_node("a memory to clear", namespace="b"))
+    user = store.memories.insert_node(
         make_node("a memory of a person forgotten", scope=Scope.USER, user="ann")
     )
-    stays = store.insert_node(make_node("a memory that stays"))
-    store.touch("default", [gone.id, user.id, stays.id], now=at(1))
-    store.touch("b", [cleared.id], now=at(1))
-    assert store.purge_node("default", gone.id)
-    assert store.clear("b") == 1
+    stays = store.memories.insert_node(make_node("a memory that stays"))
+    store.memories.touch("default", [gone.id, user.id, stays.id], now=at(1))
+    store.memories.touch("b", [cleared.id], now=at(1))
+    assert store.memories.purge_node("default", gone.id)
+    assert store.memories.clear("b") == 1
     store.delete_user_data("default", "ann")
     with raw(store_factory) as query:
         left = query("SELECT node_id FROM node_access ORDER BY node_id", ())
@@ -142,7 +150,7 @@ def test_concurrent_touches_are_all_counted(store_factory: StoreFactory) -> None
             start.wait()
             for i in range(rounds):
                 ids = [node.id, other.id] if (i + k) % 2 else [other.id, node.id]
-                store.touch("default", ids, now=at(1))
+                store.memories.touch("default", ids, now=at(1))
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

@@ -22,41 +22,41 @@ from .test_store_contract import axis, flt, make_node
 
 
 def _insert_with_vector(store: Store, text: str, vector: np.ndarray) -> str:
-    node = store.insert_node(make_node(text))
+    node = store.memories.insert_node(make_node(text))
     item = PendingEmbedding(node.id, content_hash(text), text, None, None, None)
-    assert store.save_embeddings([item], vector[None, :]) == 1
+    assert store.search.save_embeddings([item], vector[None, :]) == 1
     return node.id
 
 
 def test_exclusive_reads_see_own_rows_and_vectors(store: Store) -> None:
-    store.vector_search(flt(), axis(0), 1)  # warm any vector cache first
+    store.search.vector_search(flt(), axis(0), 1)  # warm any vector cache first
     with store.exclusive("facts:default"):
         node_id = _insert_with_vector(store, "written inside the lock", axis(3))
-        found = store.find_by_hash(flt(), content_hash("written inside the lock"))
+        found = store.memories.find_by_hash(flt(), content_hash("written inside the lock"))
         assert [n.id for n in found] == [node_id]
-        assert store.vector_search(flt(), axis(3), 1)[0][0] == node_id
-    assert store.vector_search(flt(), axis(3), 1)[0][0] == node_id
+        assert store.search.vector_search(flt(), axis(3), 1)[0][0] == node_id
+    assert store.search.vector_search(flt(), axis(3), 1)[0][0] == node_id
 
 
 def test_exclusive_rolls_back_with_its_vectors(store: Store) -> None:
     with pytest.raises(RuntimeError), store.exclusive("facts:default"):
         _insert_with_vector(store, "never committed", axis(5))
-        assert store.vector_search(flt(), axis(5), 1)  # seen inside
+        assert store.search.vector_search(flt(), axis(5), 1)  # seen inside
         raise RuntimeError("abort")
-    assert store.count_nodes(flt()) == 0
-    assert store.vector_search(flt(), axis(5), 1) == []
+    assert store.memories.count_nodes(flt()) == 0
+    assert store.search.vector_search(flt(), axis(5), 1) == []
     kept = _insert_with_vector(store, "committed later", axis(6))
-    [(found, similarity)] = store.vector_search(flt(), axis(6), 1)
+    [(found, similarity)] = store.search.vector_search(flt(), axis(6), 1)
     assert found == kept and similarity == pytest.approx(1.0)  # not the rolled-back vector
 
 
 def test_exclusive_joins_an_open_batch(store: Store) -> None:
     with pytest.raises(RuntimeError), store.batch():
-        store.insert_node(make_node("outer write"))
+        store.memories.insert_node(make_node("outer write"))
         with store.exclusive("facts:default"):
-            store.insert_node(make_node("inner write"))
+            store.memories.insert_node(make_node("inner write"))
         raise RuntimeError("abort")
-    assert store.count_nodes(flt()) == 0
+    assert store.memories.count_nodes(flt()) == 0
 
 
 def test_exclusive_serialises_check_then_insert_across_stores(store_factory: StoreFactory) -> None:

@@ -35,24 +35,24 @@ def _node(ns: str) -> MemoryNode:
 
 def test_record_namespaces_lists_every_namespace_in_use(store: Store) -> None:
     assert store.record_namespaces() == []
-    store.insert_node(_node("mem"))
-    store.upsert_user(MemoryUser(id="u1", namespace="people", created_at=T0))
-    store.upsert_thread(Thread(id="t1", namespace="chats", created_at=T0, updated_at=T0))
-    store.insert_entity(Entity(id="e1", namespace="graph", canonical_name="Ada",
+    store.memories.insert_node(_node("mem"))
+    store.people.upsert_user(MemoryUser(id="u1", namespace="people", created_at=T0))
+    store.people.upsert_thread(Thread(id="t1", namespace="chats", created_at=T0, updated_at=T0))
+    store.entities.insert_entity(Entity(id="e1", namespace="graph", canonical_name="Ada",
                                first_seen=T0, last_seen=T0))  # fmt: skip
-    store.register_session("sessions", "s1", user=None, agent=None, now=T0)
+    store.jobs.register_session("sessions", "s1", user=None, agent=None, now=T0)
     src = KnowledgeSource(id="k1", namespace="docs", path="/d/k1.md", content_hash="h",
                           added_at=T0, updated_at=T0)  # fmt: skip
-    store.replace_knowledge(src, [], None)
+    store.knowledge.replace_knowledge(src, [], None)
     assert store.record_namespaces() == ["chats", "docs", "graph", "mem", "people", "sessions"]
     assert set(store.namespaces()) <= set(store.record_namespaces())
 
 
 def test_sessions_lists_pending_and_consolidated_in_order(store: Store) -> None:
-    store.register_session("a", "s2", user="u", agent=None, now=T0 + timedelta(hours=1))
-    store.register_session("a", "s1", user="u", agent="bot", now=T0)
-    store.finish_session("a", "s1", user="u", agent="bot", now=T0 + timedelta(hours=2))
-    store.register_session("b", "s9", user=None, agent=None, now=T0)
+    store.jobs.register_session("a", "s2", user="u", agent=None, now=T0 + timedelta(hours=1))
+    store.jobs.register_session("a", "s1", user="u", agent="bot", now=T0)
+    store.jobs.finish_session("a", "s1", user="u", agent="bot", now=T0 + timedelta(hours=2))
+    store.jobs.register_session("b", "s9", user=None, agent=None, now=T0)
     assert store.sessions("a") == [
         SessionState("a", "s1", "u", "bot", T0, T0 + timedelta(hours=2)),
         SessionState("a", "s2", "u", None, T0 + timedelta(hours=1), None),
@@ -81,7 +81,7 @@ def test_knowledge_vectors_round_trip_bytes(store: Store) -> None:
             for i in range(2)
         ]
         vecs = np.random.default_rng(len(sid)).random((2, EMBED_DIM), dtype=np.float32)
-        store.replace_knowledge(src, chunks, vecs if with_vectors else None)
+        store.knowledge.replace_knowledge(src, chunks, vecs if with_vectors else None)
         return vecs
 
     vecs = put("a", "src", True)
@@ -100,9 +100,9 @@ def test_gauges_count_the_backlog_of_every_namespace(store: Store) -> None:
     empty = store.gauges()
     assert empty.pending_embeddings == 0 and empty.size_bytes > 0
     for ns in ("mem", "other", "other"):
-        store.insert_node(_node(ns))
+        store.memories.insert_node(_node(ns))
     found = store.gauges()
-    assert found.pending_embeddings == 3 == len(store.pending_embeddings(10))
+    assert found.pending_embeddings == 3 == len(store.search.pending_embeddings(10))
     postgres = type(store).__name__ == "PostgresStore"
     assert bool(found.pool) == postgres
     if postgres:

@@ -54,7 +54,7 @@ ALL = NodeFilter(namespaces=("default",))
 def seed_nodes(store: Store, n: int) -> list[str]:
     """``n`` facts; every third pair shares its creation time (the tiebreak matters)."""
     nodes = [node(i, at(i - i % 2)) for i in range(n)]
-    store.insert_nodes(nodes)
+    store.memories.insert_nodes(nodes)
     return [x.id for x in nodes]
 
 
@@ -62,7 +62,7 @@ def walk_nodes(store: Store, order: str, limit: int, between: Any = None) -> lis
     seen: list[str] = []
     cursor: str | None = None
     while True:
-        page = store.page_nodes(ALL, limit=limit, order=order, cursor=cursor)
+        page = store.pages.page_nodes(ALL, limit=limit, order=order, cursor=cursor)
         assert len(page.items) <= limit
         assert page.total >= len(page.items)
         seen += [n.id for n in page.items]
@@ -78,17 +78,17 @@ def test_cursor_pages_list_what_offset_pages_list_when_nothing_changes(
     store: Store, order: str
 ) -> None:
     seed_nodes(store, 23)
-    by_offset = [n.id for n in store.list_nodes(ALL, limit=100, order=order)]
+    by_offset = [n.id for n in store.memories.list_nodes(ALL, limit=100, order=order)]
     assert walk_nodes(store, order, 5) == by_offset
-    first = store.page_nodes(ALL, limit=5, order=order, offset=5)
+    first = store.pages.page_nodes(ALL, limit=5, order=order, offset=5)
     assert [n.id for n in first.items] == by_offset[5:10] and first.total == 23
 
 
 def test_last_page_has_no_cursor_and_an_empty_list_has_none(store: Store) -> None:
-    empty = store.page_nodes(ALL, limit=10)
+    empty = store.pages.page_nodes(ALL, limit=10)
     assert (empty.items, empty.total, empty.next_cursor) == ([], 0, None)
     seed_nodes(store, 4)
-    exact = store.page_nodes(ALL, limit=4, order="-created")
+    exact = store.pages.page_nodes(ALL, limit=4, order="-created")
     assert len(exact.items) == 4 and exact.total == 4 and exact.next_cursor is None
 
 
@@ -98,13 +98,17 @@ def test_rows_written_while_paging_newest_first_never_shift_the_pages(store: Sto
 
     def write(seen: list[str]) -> None:
         # new memories arrive at the top, and a memory already listed is removed
-        store.insert_nodes([node(next(later), at(1000 + len(seen) + k)) for k in range(4)])
-        store.purge_node("default", seen[-1])
+        store.memories.insert_nodes([node(next(later), at(1000 + len(seen) + k)) for k in range(4)])
+        store.memories.purge_node("default", seen[-1])
 
     seen = walk_nodes(store, "-created", 7, write)
     assert len(seen) == len(set(seen)), "a row was listed twice"
     assert set(original) <= set(seen), "a row was skipped"
-    assert store.page_nodes(ALL, limit=1).total == store.count_nodes(ALL) == 30 + 4 * 4 - 4
+    assert (
+        store.pages.page_nodes(ALL, limit=1).total
+        == store.memories.count_nodes(ALL)
+        == 30 + 4 * 4 - 4
+    )
 
 
 def test_rows_written_while_paging_by_category_never_shift_the_pages(store: Store) -> None:
@@ -112,7 +116,7 @@ def test_rows_written_while_paging_by_category_never_shift_the_pages(store: Stor
     later = iter(range(100, 200))
 
     def write(seen: list[str]) -> None:
-        store.insert_nodes([node(next(later), at(-500 - len(seen) - k)) for k in range(3)])
+        store.memories.insert_nodes([node(next(later), at(-500 - len(seen) - k)) for k in range(3)])
 
     seen = walk_nodes(store, "category", 6, write)
     assert len(seen) == len(set(seen)) and set(original) <= set(seen)
@@ -120,15 +124,15 @@ def test_rows_written_while_paging_by_category_never_shift_the_pages(store: Stor
 
 def test_a_bad_cursor_is_a_validation_error(store: Store) -> None:
     seed_nodes(store, 6)
-    cursor = store.page_nodes(ALL, limit=2, order="-created").next_cursor
+    cursor = store.pages.page_nodes(ALL, limit=2, order="-created").next_cursor
     assert cursor is not None
     for bad in ("nonsense!", "", "e30", cursor[:-3], cursor + "x"):
         with pytest.raises(ValidationError, match="cursor"):
-            store.page_nodes(ALL, limit=2, order="-created", cursor=bad)
+            store.pages.page_nodes(ALL, limit=2, order="-created", cursor=bad)
     with pytest.raises(ValidationError, match="cursor"):  # made for another order
-        store.page_nodes(ALL, limit=2, order="created", cursor=cursor)
+        store.pages.page_nodes(ALL, limit=2, order="created", cursor=cursor)
     with pytest.raises(ValidationError, match="cursor"):  # made for another list
-        store.page_threads("default", limit=2, cursor=cursor)
+        store.pages.page_threads("default", limit=2, cursor=cursor)
 
 
 def test_threads_page_by_last_update_and_a_thread_updated_meanwhile_moves_alone(
@@ -136,49 +140,49 @@ def test_threads_page_by_last_update_and_a_thread_updated_meanwhile_moves_alone(
 ) -> None:
     ids = [f"t{i:02d}" for i in range(20)]
     for i, tid in enumerate(ids):
-        store.upsert_thread(thread(tid, at(i)))
+        store.people.upsert_thread(thread(tid, at(i)))
     seen: list[str] = []
     cursor: str | None = None
     touched: list[str] = []
     step = 0
     while True:
-        page = store.page_threads("default", limit=4, cursor=cursor)
+        page = store.pages.page_threads("default", limit=4, cursor=cursor)
         assert page.total >= len(page.items) and all(t.message_count == 1 for t in page.items)
         seen += [t.id for t in page.items]
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
         step += 1
-        store.upsert_thread(thread(f"new{step}", at(100 + step)))  # a new thread, at the top
+        store.people.upsert_thread(thread(f"new{step}", at(100 + step)))  # a new thread, at the top
         unseen = [t for t in ids if t not in seen and t not in touched]
         if unseen:  # a thread not listed yet gets a message: it moves to the top
             touched.append(unseen[-1])
-            store.upsert_thread(thread(unseen[-1], at(200 + step)))
+            store.people.upsert_thread(thread(unseen[-1], at(200 + step)))
     assert len(seen) == len(set(seen))
     assert {t for t in ids if t not in touched} <= set(seen)
 
 
 def test_entities_page_by_mentions_without_skips_or_repeats(store: Store) -> None:
     made = [
-        store.insert_entity(
+        store.entities.insert_entity(
             Entity(id=short_id(), namespace="default", canonical_name=f"Name {i % 7} {i}",
                    mention_count=i % 5, first_seen=T0, last_seen=T0)
         ).id
         for i in range(25)
     ]  # fmt: skip
-    by_offset = [e.id for e in store.list_entities("default", limit=100)]
+    by_offset = [e.id for e in store.entities.list_entities("default", limit=100)]
     seen: list[str] = []
     cursor: str | None = None
     k = 0
     while True:
-        page = store.page_entities("default", limit=4, cursor=cursor)
+        page = store.pages.page_entities("default", limit=4, cursor=cursor)
         assert page.total >= len(page.items)
         seen += [e.id for e in page.items]
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
         k += 1
-        store.insert_entity(  # a new entity, mentioned more than any: at the top
+        store.entities.insert_entity(  # a new entity, mentioned more than any: at the top
             Entity(id=short_id(), namespace="default", canonical_name=f"Late {k}",
                    mention_count=99, first_seen=T0, last_seen=T0)
         )  # fmt: skip
@@ -188,17 +192,17 @@ def test_entities_page_by_mentions_without_skips_or_repeats(store: Store) -> Non
 
 def test_users_page_by_creation(store: Store) -> None:
     for i in range(9):
-        store.upsert_user(MemoryUser(id=f"u{i}", namespace="default", created_at=at(i)))
-    first = store.page_users("default", limit=4)
+        store.people.upsert_user(MemoryUser(id=f"u{i}", namespace="default", created_at=at(i)))
+    first = store.pages.page_users("default", limit=4)
     assert [u.id for u in first.items] == ["u0", "u1", "u2", "u3"] and first.total == 9
-    store.delete_users("default", ["u0", "u1"])  # offset 4 would now skip u4 and u5
-    second = store.page_users("default", limit=4, cursor=first.next_cursor)
+    store.people.delete_users("default", ["u0", "u1"])  # offset 4 would now skip u4 and u5
+    second = store.pages.page_users("default", limit=4, cursor=first.next_cursor)
     assert [u.id for u in second.items] == ["u4", "u5", "u6", "u7"] and second.total == 7
 
 
 def test_page_filters_like_list_and_counts_the_filter(store: Store) -> None:
     seed_nodes(store, 12)
     only = NodeFilter(namespaces=("default",), categories=("person",))
-    page = store.page_nodes(only, limit=2, order="-created")
-    assert page.total == store.count_nodes(only) == 4
+    page = store.pages.page_nodes(only, limit=2, order="-created")
+    assert page.total == store.memories.count_nodes(only) == 4
     assert all(n.category == "person" for n in page.items)

@@ -25,15 +25,15 @@ KINDS = {
 
 def everything(store: Store, ns: str) -> list[str]:
     flt = NodeFilter(namespaces=(ns,), include_invalid=True)
-    return sorted(n.id for n in store.list_nodes(flt, limit=10_000))
+    return sorted(n.id for n in store.memories.list_nodes(flt, limit=10_000))
 
 
 def embed_all(store: Store) -> None:
-    pending = store.pending_embeddings(10_000)
+    pending = store.search.pending_embeddings(10_000)
     rng = np.random.default_rng(7)
     vecs = rng.normal(size=(len(pending), EMBED_DIM)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    store.save_embeddings(pending, vecs)
+    store.search.save_embeddings(pending, vecs)
 
 
 def seed_person(store: Store, ns: str, uid: str, tag: str) -> dict[str, list[str]]:
@@ -45,25 +45,25 @@ def seed_person(store: Store, ns: str, uid: str, tag: str) -> dict[str, list[str
         for i in range(3)
     ]  # fmt: skip
     for t in turns:
-        store.insert_node(t, link_previous=True)
+        store.memories.insert_node(t, link_previous=True)
     facts = [
         node(f"{tag} fact user", ns, scope=Scope.USER, user=uid, key=f"{tag}_key", value="v1"),
         node(f"{tag} fact global", ns, scope=Scope.GLOBAL, user=uid),
         node(f"{tag} opinion", ns, type=NodeType.OPINION, scope=Scope.USER, user=uid),
         node(f"{tag} forgotten", ns, scope=Scope.USER, user=uid, valid_until=at(1)),
     ]
-    store.insert_nodes(facts)
-    store.update_node(ns, facts[0].id, NodePatch(content=f"{tag} fact user v2"))
-    store.insert_edge(
+    store.memories.insert_nodes(facts)
+    store.memories.update_node(ns, facts[0].id, NodePatch(content=f"{tag} fact user v2"))
+    store.memories.insert_edge(
         Edge(id=short_id() + short_id(), namespace=ns, source_id=facts[1].id,
              target_id=turns[0].id, relation=EdgeType.DERIVED_FROM, valid_from=at(0),
              created_at=at(0))
     )  # fmt: skip
-    own = store.insert_entity(entity(f"{tag}-only place", ns))
-    store.link_entities(ns, facts[1].id, [own.id])
-    store.upsert_user(user(uid, ns, identifiers={"telegram": f"{tag}-tg"}))
-    store.upsert_thread(thread(f"{tag}-thread", ns, user=uid))
-    store.register_session(ns, f"{tag}-s", user=uid, agent=None, now=at(0))
+    own = store.entities.insert_entity(entity(f"{tag}-only place", ns))
+    store.entities.link_entities(ns, facts[1].id, [own.id])
+    store.people.upsert_user(user(uid, ns, identifiers={"telegram": f"{tag}-tg"}))
+    store.people.upsert_thread(thread(f"{tag}-thread", ns, user=uid))
+    store.jobs.register_session(ns, f"{tag}-s", user=uid, agent=None, now=at(0))
     return {"nodes": [n.id for n in turns + facts], "entities": [own.id]}
 
 
@@ -71,11 +71,13 @@ def test_delete_user_data_removes_one_person_and_only_them(store: Store) -> None
     a = seed_person(store, "default", "alice", "aa")
     b = seed_person(store, "default", "bob", "bb")
     other_ns = seed_person(store, "other", "alice", "oo")  # same user id, other namespace
-    shared = store.insert_entity(entity("Shared Co"))
-    store.link_entities("default", a["nodes"][3], [shared.id])
-    store.link_entities("default", b["nodes"][3], [shared.id])
-    store.upsert_user(user("alice-old", identifiers={"email": "a@x.io"}, merged_into="alice"))
-    store.insert_node(node("merged user's fact", scope=Scope.USER, user="alice-old"))
+    shared = store.entities.insert_entity(entity("Shared Co"))
+    store.entities.link_entities("default", a["nodes"][3], [shared.id])
+    store.entities.link_entities("default", b["nodes"][3], [shared.id])
+    store.people.upsert_user(
+        user("alice-old", identifiers={"email": "a@x.io"}, merged_into="alice")
+    )
+    store.memories.insert_node(node("merged user's fact", scope=Scope.USER, user="alice-old"))
     embed_all(store)
 
     report = store.delete_user_data("default", "alice")
@@ -87,28 +89,28 @@ def test_delete_user_data_removes_one_person_and_only_them(store: Store) -> None
     assert report["entities"] == 1 and report["entity_links"] == 2
     assert report["edges"] >= 3 and report["sessions"] == 1
     assert everything(store, "default") == sorted(b["nodes"])
-    assert store.get_user("default", "alice") is None
-    assert store.get_user("default", "alice-old") is None
-    assert store.find_user("default", "telegram", "aa-tg") is None
-    assert store.find_user("default", "email", "a@x.io") is None
-    assert store.get_thread("default", "aa-thread") is None
-    assert store.get_entity("default", a["entities"][0]) is None
-    assert store.find_entity("default", "aa-only place") is None
-    assert store.get_entity("default", shared.id) is not None  # bob still mentions it
-    assert store.vectors("default", a["nodes"]) == {}
-    assert [p.session for p in store.pending_sessions("default")] == ["bb-s"]
+    assert store.people.get_user("default", "alice") is None
+    assert store.people.get_user("default", "alice-old") is None
+    assert store.people.find_user("default", "telegram", "aa-tg") is None
+    assert store.people.find_user("default", "email", "a@x.io") is None
+    assert store.people.get_thread("default", "aa-thread") is None
+    assert store.entities.get_entity("default", a["entities"][0]) is None
+    assert store.entities.find_entity("default", "aa-only place") is None
+    assert store.entities.get_entity("default", shared.id) is not None  # bob still mentions it
+    assert store.search.vectors("default", a["nodes"]) == {}
+    assert [p.session for p in store.jobs.pending_sessions("default")] == ["bb-s"]
     # bob and the other namespace are whole
-    assert len(store.vectors("default", b["nodes"])) == len(b["nodes"])
-    assert store.get_thread("default", "bb-thread") is not None
-    assert store.find_user("default", "telegram", "bb-tg") is not None
+    assert len(store.search.vectors("default", b["nodes"])) == len(b["nodes"])
+    assert store.people.get_thread("default", "bb-thread") is not None
+    assert store.people.find_user("default", "telegram", "bb-tg") is not None
     assert everything(store, "other") == sorted(other_ns["nodes"])
-    assert store.get_user("other", "alice") is not None
-    assert store.get_thread("other", "oo-thread") is not None
-    assert store.get_entity("other", other_ns["entities"][0]) is not None
-    assert [p.session for p in store.pending_sessions("other")] == ["oo-s"]
+    assert store.people.get_user("other", "alice") is not None
+    assert store.people.get_thread("other", "oo-thread") is not None
+    assert store.entities.get_entity("other", other_ns["entities"][0]) is not None
+    assert [p.session for p in store.jobs.pending_sessions("other")] == ["oo-s"]
     flt = NodeFilter(namespaces=("default",), user="bob")
-    assert {i for i, _ in store.fulltext(flt, "bb", 50)} >= set(b["nodes"][:3])
-    assert store.fulltext(NodeFilter(namespaces=("default",), user="alice"), "aa", 50) == []
+    assert {i for i, _ in store.search.fulltext(flt, "bb", 50)} >= set(b["nodes"][:3])
+    assert store.search.fulltext(NodeFilter(namespaces=("default",), user="alice"), "aa", 50) == []
     assert store.scrub().done is True
 
 
@@ -124,19 +126,21 @@ def test_delete_user_data_leaves_no_trace_in_a_shared_sessions_turns(store: Stor
         node("after turn", type=NodeType.EPISODIC, scope=Scope.SESSION, session="s"),
     ]  # fmt: skip
     for t in turns:
-        store.insert_node(t, link_previous=True)
-    assert [e.target_id for e in store.edges("default", turns[0].id)] == [turns[2].id]
+        store.memories.insert_node(t, link_previous=True)
+    assert [e.target_id for e in store.memories.edges("default", turns[0].id)] == [turns[2].id]
     report = store.delete_user_data("default", "alice")
     assert report["memories"] == 1 and report["neighbours_blanked"] == 0
-    assert store.fulltext(NodeFilter(namespaces=("default",)), "quokkaline", 10) == []
-    assert {n for n, _ in store.fulltext(NodeFilter(namespaces=("default",)), "turn", 10)} == {
+    assert store.search.fulltext(NodeFilter(namespaces=("default",)), "quokkaline", 10) == []
+    assert {
+        n for n, _ in store.search.fulltext(NodeFilter(namespaces=("default",)), "turn", 10)
+    } == {
         turns[0].id,
         turns[2].id,
     }
 
 
 def test_delete_user_data_of_unknown_user_is_empty(store: Store) -> None:
-    store.insert_node(node("bob's", scope=Scope.USER, user="bob"))
+    store.memories.insert_node(node("bob's", scope=Scope.USER, user="bob"))
     report = store.delete_user_data("default", "nobody")
     assert set(report) == KINDS and not any(report.values())
     assert len(everything(store, "default")) == 1
@@ -149,8 +153,8 @@ def test_delete_user_data_is_one_transaction(store: Store) -> None:
         store.delete_user_data("default", "alice")
         raise RuntimeError("abort")
     assert len(everything(store, "default")) == 7
-    assert store.get_user("default", "alice") is not None
-    assert store.get_thread("default", "aa-thread") is not None
+    assert store.people.get_user("default", "alice") is not None
+    assert store.people.get_thread("default", "aa-thread") is not None
 
 
 def test_a_forget_that_removed_something_marks_a_scrub_due_until_one_finishes(
@@ -209,28 +213,28 @@ def test_hard_deletes_drop_entities_no_memory_mentions_any_more(store: Store) ->
     count lowered by the links removed but never below the memories linking it."""
     ns = "default"
     lone, shared, other = node("Zebulon Quartzfield visited"), node("Ana met Bo"), node("Bo ran")
-    store.insert_nodes([lone, shared, other])
-    zeb = store.insert_entity(entity("Zebulon Quartzfield", ns, mention_count=1))
-    bo = store.insert_entity(entity("Bo", ns, mention_count=3))
-    ana = store.insert_entity(entity("Ana", ns, mention_count=1))
-    store.link_entities(ns, lone.id, [zeb.id])
-    store.link_entities(ns, shared.id, [bo.id, ana.id])
-    store.link_entities(ns, other.id, [bo.id])
-    assert store.purge_node(ns, lone.id)
-    assert store.get_entity(ns, zeb.id) is None
-    assert store.find_entity(ns, "Zebulon Quartzfield") is None
-    assert store.purge_node(ns, shared.id)
-    assert store.get_entity(ns, ana.id) is None
-    kept = store.get_entity(ns, bo.id)
+    store.memories.insert_nodes([lone, shared, other])
+    zeb = store.entities.insert_entity(entity("Zebulon Quartzfield", ns, mention_count=1))
+    bo = store.entities.insert_entity(entity("Bo", ns, mention_count=3))
+    ana = store.entities.insert_entity(entity("Ana", ns, mention_count=1))
+    store.entities.link_entities(ns, lone.id, [zeb.id])
+    store.entities.link_entities(ns, shared.id, [bo.id, ana.id])
+    store.entities.link_entities(ns, other.id, [bo.id])
+    assert store.memories.purge_node(ns, lone.id)
+    assert store.entities.get_entity(ns, zeb.id) is None
+    assert store.entities.find_entity(ns, "Zebulon Quartzfield") is None
+    assert store.memories.purge_node(ns, shared.id)
+    assert store.entities.get_entity(ns, ana.id) is None
+    kept = store.entities.get_entity(ns, bo.id)
     assert kept is not None and kept.mention_count == 2
     every = NodeFilter(namespaces=(ns,), include_invalid=True)
-    assert [n.id for n in store.entity_nodes(every, bo.id)] == [other.id]
-    assert store.clear(ns) == 1
-    assert store.get_entity(ns, bo.id) is None
-    manual = store.insert_entity(entity("Nobody links me", ns))  # never linked: stays
-    store.insert_node(node("an unrelated memory"))
-    store.clear(ns)
-    assert store.get_entity(ns, manual.id) is not None
+    assert [n.id for n in store.entities.entity_nodes(every, bo.id)] == [other.id]
+    assert store.memories.clear(ns) == 1
+    assert store.entities.get_entity(ns, bo.id) is None
+    manual = store.entities.insert_entity(entity("Nobody links me", ns))  # never linked: stays
+    store.memories.insert_node(node("an unrelated memory"))
+    store.memories.clear(ns)
+    assert store.entities.get_entity(ns, manual.id) is not None
 
 
 def test_forgetting_a_user_takes_what_they_gave_an_entity_others_mention(store: Store) -> None:
@@ -240,13 +244,13 @@ def test_forgetting_a_user_takes_what_they_gave_an_entity_others_mention(store: 
     mine = [node(f"Alice interviews at Initech, round {i}", user="alice", scope=Scope.USER)
             for i in (1, 2)]  # fmt: skip
     bobs = node("Initech makes TPS reports", user="bob", scope=Scope.USER)
-    store.insert_nodes([*mine, bobs])
+    store.memories.insert_nodes([*mine, bobs])
     summary = "Initech makes TPS reports. Alice is secretly interviewing there."
-    initech = store.insert_entity(entity("Initech", ns, mention_count=3, summary=summary))
+    initech = store.entities.insert_entity(entity("Initech", ns, mention_count=3, summary=summary))
     for n in (*mine, bobs):
-        store.link_entities(ns, n.id, [initech.id])
+        store.entities.link_entities(ns, n.id, [initech.id])
     store.delete_user_data(ns, "alice")
-    kept = store.get_entity(ns, initech.id)
+    kept = store.entities.get_entity(ns, initech.id)
     assert kept is not None and kept.summary is None and kept.mention_count == 1
 
 
@@ -261,22 +265,22 @@ def test_hard_deletes_take_the_aliases_only_the_removed_memories_used(
     ns = "default"
     alices = node("Alice went climbing with Anita again", user="alice", scope=Scope.USER)
     bobs = node("Bob's colleague Ana Silva codes in Go", user="bob", scope=Scope.USER)
-    store.insert_nodes([alices, bobs])
-    ana = store.insert_entity(
+    store.memories.insert_nodes([alices, bobs])
+    ana = store.entities.insert_entity(
         entity("Ana Silva", ns, mention_count=2, aliases=["Anita", "Ana", "A. Silva"])
     )
     for n in (alices, bobs):
-        store.link_entities(ns, n.id, [ana.id])
-    assert store.find_entity(ns, "anita") is not None
+        store.entities.link_entities(ns, n.id, [ana.id])
+    assert store.entities.find_entity(ns, "anita") is not None
     if how == "forget":
         store.delete_user_data(ns, "alice")
     else:
-        assert store.purge_node(ns, alices.id)
-    kept = store.get_entity(ns, ana.id)
+        assert store.memories.purge_node(ns, alices.id)
+    kept = store.entities.get_entity(ns, ana.id)
     assert kept is not None and kept.aliases == ["Ana", "A. Silva"]
-    assert store.find_entity(ns, "Anita") is None
+    assert store.entities.find_entity(ns, "Anita") is None
     for name in ("Ana", "a. silva", "Ana Silva"):
-        found = store.find_entity(ns, name)
+        found = store.entities.find_entity(ns, name)
         assert found is not None and found.id == ana.id, name
 
 
@@ -290,23 +294,23 @@ def test_a_canonical_name_only_the_removed_memories_used_gives_way(store: Store,
     bobs = node("Bob had lunch with Ana today", user="bob", scope=Scope.USER)
     lonely = node("Alice met Zed Quill", user="alice", scope=Scope.USER)
     rest = node("Bob saw him yesterday", user="bob", scope=Scope.USER)
-    store.insert_nodes([alices, bobs, lonely, rest])
-    ana = store.insert_entity(entity("Ana Souza", ns, mention_count=2, aliases=["Ana"]))
-    zed = store.insert_entity(entity("Zed Quill", ns, mention_count=2, aliases=["Z"]))
-    store.save_entity_vector(ns, ana.id, "m:4", b"\0" * 16)
+    store.memories.insert_nodes([alices, bobs, lonely, rest])
+    ana = store.entities.insert_entity(entity("Ana Souza", ns, mention_count=2, aliases=["Ana"]))
+    zed = store.entities.insert_entity(entity("Zed Quill", ns, mention_count=2, aliases=["Z"]))
+    store.jobs.save_entity_vector(ns, ana.id, "m:4", b"\0" * 16)
     for n, e in ((alices, ana), (bobs, ana), (lonely, zed), (rest, zed)):
-        store.link_entities(ns, n.id, [e.id])
+        store.entities.link_entities(ns, n.id, [e.id])
     if how == "forget":
         store.delete_user_data(ns, "alice")
     else:
-        assert store.purge_node(ns, alices.id) and store.purge_node(ns, lonely.id)
-    kept = store.get_entity(ns, ana.id)
+        assert store.memories.purge_node(ns, alices.id) and store.memories.purge_node(ns, lonely.id)
+    kept = store.entities.get_entity(ns, ana.id)
     assert kept is not None and (kept.canonical_name, kept.aliases) == ("Ana", [])
-    assert store.find_entity(ns, "Ana Souza") is None
-    found = store.find_entity(ns, "ana")
+    assert store.entities.find_entity(ns, "Ana Souza") is None
+    found = store.entities.find_entity(ns, "ana")
     assert found is not None and found.id == ana.id
-    assert store.entity_vectors(ns, "m:4") == {}
-    still = store.get_entity(ns, zed.id)  # no alias the memories left use: unchanged
+    assert store.jobs.entity_vectors(ns, "m:4") == {}
+    still = store.entities.get_entity(ns, zed.id)  # no alias the memories left use: unchanged
     assert still is not None and still.canonical_name == "Zed Quill"
 
 
@@ -317,19 +321,19 @@ def test_forgetting_a_user_drops_the_profile_vectors_their_facts_fed(store: Stor
     alices = node("Alice works on Atlas, the billing platform", user="alice", scope=Scope.USER)
     bobs = node("Bob also works on Atlas", user="bob", scope=Scope.USER)
     lonely = node("Alice built Zephyr alone", user="alice", scope=Scope.USER)
-    store.insert_nodes([alices, bobs, lonely])
-    atlas = store.insert_entity(entity("Atlas", ns, mention_count=2))
-    zephyr = store.insert_entity(entity("Zephyr", ns, mention_count=1))
+    store.memories.insert_nodes([alices, bobs, lonely])
+    atlas = store.entities.insert_entity(entity("Atlas", ns, mention_count=2))
+    zephyr = store.entities.insert_entity(entity("Zephyr", ns, mention_count=1))
     for n, e in ((alices, atlas), (bobs, atlas), (lonely, zephyr)):
-        store.link_entities(ns, n.id, [e.id])
+        store.entities.link_entities(ns, n.id, [e.id])
     for e in (atlas, zephyr):
-        store.update_entity(e.model_copy(update={"summary": f"{e.canonical_name} bills"}))
-        store.save_profile_vector(ns, e.id, "m:4", "d1", b"\0" * 16)
-    assert set(store.profile_vectors(ns, "m:4")) == {atlas.id, zephyr.id}
+        store.entities.update_entity(e.model_copy(update={"summary": f"{e.canonical_name} bills"}))
+        store.jobs.save_profile_vector(ns, e.id, "m:4", "d1", b"\0" * 16)
+    assert set(store.jobs.profile_vectors(ns, "m:4")) == {atlas.id, zephyr.id}
     store.delete_user_data(ns, "alice")
-    kept = store.get_entity(ns, atlas.id)
+    kept = store.entities.get_entity(ns, atlas.id)
     assert kept is not None and kept.summary is None
-    assert store.profile_vectors(ns, "m:4") == {}
-    store.drop_orphans()
-    store.update_entity(kept.model_copy(update={"summary": "Atlas bills again"}))
-    assert store.profile_vectors(ns, "m:4") == {}  # no vector survived to stand for it
+    assert store.jobs.profile_vectors(ns, "m:4") == {}
+    store.jobs.drop_orphans()
+    store.entities.update_entity(kept.model_copy(update={"summary": "Atlas bills again"}))
+    assert store.jobs.profile_vectors(ns, "m:4") == {}  # no vector survived to stand for it

@@ -30,23 +30,23 @@ def _entity(
 ) -> Entity:  # fmt: skip
     """An entity of ``ns``, linked to a new memory ``memory`` and given a name vector
     filled with ``vector``, when given."""
-    entity = store.insert_entity(
+    entity = store.entities.insert_entity(
         Entity(
             id=short_id(), namespace=ns, canonical_name=name, type=type, aliases=list(aliases),
             summary=summary, first_seen=seen, last_seen=seen, mention_count=mentions,
         )
     )  # fmt: skip
     if memory is not None:
-        node = store.insert_node(
+        node = store.memories.insert_node(
             MemoryNode(
                 id=short_id(), namespace=ns, type=NodeType.SEMANTIC, content=memory,
                 scope=Scope.GLOBAL, event_time=T0, created_at=T0, updated_at=T0, valid_from=T0,
             )
         )  # fmt: skip
-        store.link_entities(ns, node.id, [entity.id])
+        store.entities.link_entities(ns, node.id, [entity.id])
     if vector is not None:
         blob = np.full(EMBED_DIM, vector, np.float32).tobytes()
-        store.save_entity_vector(ns, entity.id, EMBED_MODEL, blob)
+        store.jobs.save_entity_vector(ns, entity.id, EMBED_MODEL, blob)
     return entity
 
 
@@ -57,17 +57,17 @@ def _import(store: Store, source: str, target: str) -> ImportReport:
 
 def _memories(store: Store, ns: str, entity: Entity) -> set[str]:
     flt = NodeFilter(namespaces=(ns,), include_invalid=True)
-    return {n.content for n in store.entity_nodes(flt, entity.id, limit=100)}
+    return {n.content for n in store.entities.entity_nodes(flt, entity.id, limit=100)}
 
 
 def _names(store: Store, ns: str) -> list[str]:
-    return sorted(e.canonical_name for e in store.list_entities(ns, limit=100))
+    return sorted(e.canonical_name for e in store.entities.list_entities(ns, limit=100))
 
 
 def _state(store: Store, ns: str) -> list[Any]:
     return sorted(
         (e.model_dump_json(), sorted(_memories(store, ns, e)))
-        for e in store.list_entities(ns, limit=100)
+        for e in store.entities.list_entities(ns, limit=100)
     )
 
 
@@ -84,7 +84,7 @@ def test_an_entity_of_the_same_canonical_name_is_merged(store: Store) -> None:
     backup = _state(store, "backup")
     report = _import(store, "backup", "live")
     assert (report.entities, report.entities_merged, report.links) == (0, 1, 1)
-    (merged,) = store.list_entities("live", limit=100)
+    (merged,) = store.entities.list_entities("live", limit=100)
     assert merged.id == ana.id
     assert (merged.canonical_name, merged.summary) == ("Ana Silva", "our Ana")
     assert merged.aliases == ["Ana", "A. Silva"]
@@ -93,13 +93,13 @@ def test_an_entity_of_the_same_canonical_name_is_merged(store: Store) -> None:
     assert _memories(store, "live", merged) == {
         "Ana Silva lives in Porto", "Ana Silva plays the cello",
     }  # fmt: skip
-    kept = store.entity_vectors("live", EMBED_MODEL)
+    kept = store.jobs.entity_vectors("live", EMBED_MODEL)
     assert kept == {ana.id: np.full(EMBED_DIM, 1.0, np.float32).tobytes()}
     assert _state(store, "backup") == backup  # the source namespace is not touched
-    assert store.get_entity("backup", theirs.id) == theirs
+    assert store.entities.get_entity("backup", theirs.id) == theirs
     again = _import(store, "backup", "live")
     assert (again.entities, again.entities_merged, again.links) == (0, 0, 0)
-    assert store.list_entities("live", limit=100) == [merged]
+    assert store.entities.list_entities("live", limit=100) == [merged]
 
 
 def test_an_entity_named_by_an_alias_is_merged(store: Store) -> None:
@@ -110,7 +110,7 @@ def test_an_entity_named_by_an_alias_is_merged(store: Store) -> None:
     _entity(store, "backup", "Ana", memory="Ana likes tea", mentions=4)
     report = _import(store, "backup", "live")
     assert (report.entities, report.entities_merged) == (0, 1)
-    (merged,) = store.list_entities("live", limit=100)
+    (merged,) = store.entities.list_entities("live", limit=100)
     assert (merged.id, merged.aliases, merged.mention_count) == (ana.id, ["Ana"], 5)
     assert _memories(store, "live", merged) == {"Ana lives in Porto", "Ana likes tea"}
 
@@ -118,7 +118,7 @@ def test_an_entity_named_by_an_alias_is_merged(store: Store) -> None:
     _entity(store, "theirs", "Ana Maria Silva", aliases=("ana silva.",), memory="Ana paints")
     report = _import(store, "theirs", "mine")
     assert (report.entities, report.entities_merged, report.links) == (0, 1, 1)
-    (merged,) = store.list_entities("mine", limit=100)
+    (merged,) = store.entities.list_entities("mine", limit=100)
     assert (merged.id, merged.canonical_name, merged.type) == (
         silva.id, "Ana Silva", EntityType.PERSON
     )  # fmt: skip
@@ -132,7 +132,7 @@ def test_an_entity_of_a_conflicting_type_is_not_merged(store: Store) -> None:
     report = _import(store, "backup", "live")
     assert (report.entities, report.entities_merged) == (1, 0)
     assert _names(store, "live") == ["Mercury", "mercury"]
-    assert store.get_entity("live", place.id) == place
+    assert store.entities.get_entity("live", place.id) == place
     assert _memories(store, "live", place) == {"Mercury is hot"}
 
 
@@ -145,9 +145,11 @@ def test_a_name_several_entities_hold_is_not_merged(store: Store) -> None:
     report = _import(store, "backup", "live")
     assert (report.entities, report.entities_merged) == (1, 0)
     assert _names(store, "live") == ["Ana", "Ana Costa", "Ana Silva"]
-    assert store.get_entity("live", costa.id) == costa
-    assert store.get_entity("live", silva.id) == silva
-    (new,) = [e for e in store.list_entities("live", limit=100) if e.canonical_name == "Ana"]
+    assert store.entities.get_entity("live", costa.id) == costa
+    assert store.entities.get_entity("live", silva.id) == silva
+    (new,) = [
+        e for e in store.entities.list_entities("live", limit=100) if e.canonical_name == "Ana"
+    ]
     assert _memories(store, "live", new) == {"Ana likes tea"}
 
 
@@ -160,7 +162,7 @@ def test_another_namespaces_entity_of_the_same_name_is_not_merged(store: Store) 
     assert (report.entities, report.entities_merged) == (1, 0)
     assert _names(store, "live") == ["Ana Silva", "Bob"]
     assert _state(store, "other") == before
-    assert store.entity_vectors("other", EMBED_MODEL) == {
+    assert store.jobs.entity_vectors("other", EMBED_MODEL) == {
         other.id: np.full(EMBED_DIM, 1.0, np.float32).tobytes()
     }
 
@@ -169,7 +171,7 @@ def test_a_merged_entity_without_a_vector_takes_the_imported_one(store: Store) -
     ana = _entity(store, "live", "Ana", memory="Ana lives in Porto")
     _entity(store, "backup", "Ana", memory="Ana likes tea", vector=2.0)
     assert _import(store, "backup", "live").entities_merged == 1
-    assert store.entity_vectors("live", EMBED_MODEL) == {
+    assert store.jobs.entity_vectors("live", EMBED_MODEL) == {
         ana.id: np.full(EMBED_DIM, 2.0, np.float32).tobytes()
     }
 
@@ -197,4 +199,4 @@ def test_a_failing_import_leaves_the_merged_entity_as_it_was(store: Store) -> No
     with pytest.raises(RuntimeError, match="disk is full"):
         import_lines(failing, lines, "live", embedding_model=EMBED_MODEL, dimension=EMBED_DIM)
     assert _state(store, "live") == before
-    assert len(list(store.iter_nodes("live"))) == 1
+    assert len(list(store.memories.iter_nodes("live"))) == 1

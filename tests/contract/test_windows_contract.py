@@ -29,13 +29,13 @@ def chat(store: Store, *said: tuple[str, str], session: str | None = "s1") -> li
             scope=Scope.USER, user="u1", session=session, speaker=speaker,
             event_time=when, created_at=when, updated_at=when, valid_from=when,
         )  # fmt: skip
-        ids.append(store.insert_node(node, link_previous=True).id)
+        ids.append(store.memories.insert_node(node, link_previous=True).id)
     return ids
 
 
 def found(store: Store, word: str, namespace: str = "default") -> set[str]:
     mine = NodeFilter(namespaces=(namespace,), user="u1")
-    return {i for i, _ in store.fulltext(mine, f'"{word}"', 50)}
+    return {i for i, _ in store.search.fulltext(mine, f'"{word}"', 50)}
 
 
 SHORT = (
@@ -75,20 +75,22 @@ def test_a_long_turn_is_the_whole_window_on_its_side(store: Store) -> None:
 
 def test_an_edited_turn_is_found_by_its_new_words_only(store: Store) -> None:
     ids = chat(store, *SHORT)
-    store.update_node("default", ids[0], NodePatch(content="I started rowing five years ago."))
+    store.memories.update_node(
+        "default", ids[0], NodePatch(content="I started rowing five years ago.")
+    )
     assert found(store, "surfing") == set()
     assert ids[1] in found(store, "rowing") and ids[2] in found(store, "rowing")
 
 
 def test_a_removed_turn_is_found_through_no_other_row(store: Store) -> None:
     ids = chat(store, *SHORT)
-    assert store.purge_node("default", ids[2])
+    assert store.memories.purge_node("default", ids[2])
     assert found(store, "calming") == set()
     assert found(store, "ocean") == set()
     # the turns on either side no longer join across the gap
     assert ids[3] not in found(store, "surfing")
     assert ids[1] not in found(store, "nice")
-    assert store.clear("default", NodeFilter(namespaces=("default",), user="u1")) == 6
+    assert store.memories.clear("default", NodeFilter(namespaces=("default",), user="u1")) == 6
     assert found(store, "surfing") == set()
 
 
@@ -101,12 +103,12 @@ def test_a_forgotten_user_leaves_no_word_in_another_users_window(store: Store) -
         scope=Scope.USER, user="u2", session="s1", speaker="Cy",
         event_time=T0, created_at=T0, updated_at=T0, valid_from=T0,
     )  # fmt: skip
-    store.insert_node(other, link_previous=True)
+    store.memories.insert_node(other, link_previous=True)
     report = store.delete_user_data("default", "u1")
     assert report["memories"] == len(ids) and report["neighbours_blanked"] == 0
     theirs = NodeFilter(namespaces=("default",), user="u2")
-    assert [i for i, _ in store.fulltext(theirs, '"kites"', 5)] == [other.id]
-    assert store.fulltext(theirs, '"surfing"', 5) == []
+    assert [i for i, _ in store.search.fulltext(theirs, '"kites"', 5)] == [other.id]
+    assert store.search.fulltext(theirs, '"surfing"', 5) == []
 
 
 def test_a_removed_tiny_message_is_found_through_no_other_row(store: Store) -> None:
@@ -114,7 +116,7 @@ def test_a_removed_tiny_message_is_found_through_no_other_row(store: Store) -> N
     every window that held it."""
     ids = chat(store, *[("Ana" if i % 2 else "Bo", f"ok word{i}") for i in range(20)])
     assert len(found(store, "word10")) > 3
-    assert store.purge_node("default", ids[10])
+    assert store.memories.purge_node("default", ids[10])
     assert found(store, "word10") == set()
 
 
@@ -141,10 +143,10 @@ def test_a_removed_turn_is_found_through_no_row_past_a_run_of_fillers(store: Sto
     fillers = [("Bo", "lol")] * 12
     ids = chat(store, ("Ana", "My pin is pineapple."), *fillers, ("Ana", "Anyway, hi."))
     assert found(store, "pineapple") == set(ids)
-    store.update_node("default", ids[0], NodePatch(content="My pin is mango."))
+    store.memories.update_node("default", ids[0], NodePatch(content="My pin is mango."))
     assert found(store, "pineapple") == set()
     assert found(store, "mango") == set(ids)
-    assert store.purge_node("default", ids[0])
+    assert store.memories.purge_node("default", ids[0])
     assert found(store, "mango") == set()
 
 
@@ -159,7 +161,7 @@ WORDS = ("surfing", "calming", "ocean", "nice", "beach", "weekends", "word3", "w
 
 def texts_found(store: Store, namespace: str = "default") -> dict[str, list[str]]:
     """Which turns (by their text) each of :data:`WORDS` finds."""
-    text = {n.id: n.content for n in store.iter_nodes(namespace)}
+    text = {n.id: n.content for n in store.memories.iter_nodes(namespace)}
     return {w: sorted(text[i] for i in found(store, w, namespace)) for w in WORDS}
 
 

@@ -68,7 +68,7 @@ def test_an_autonomous_run_works_until_finish_task(model: FakeModelServer, tmp_p
     }  # fmt: skip
     assert [a["tool"] for a in episode.episode.actions or []] == ["recall"]
     with store(tmp_path) as m:  # after_autonomous: consolidated on the loop's exit
-        assert m.service.store.pending_sessions(NS) == []
+        assert m.service.store.jobs.pending_sessions(NS) == []
         assert [f.content for f in m.list(type="semantic")] == ["The user lives in Porto"]
     assert [s.structured for s in model.requests] == [False, False, True]
 
@@ -118,7 +118,7 @@ def test_a_schedule_records_one_episode_per_run_and_prunes_sessions(
     assert [e.category for e in runs] == ["autonomous_run"] * 2
     assert len({e.session for e in runs}) == 2  # one session per trigger execution
     with store(tmp_path) as m:  # max_sessions 1: the first run's session was pruned
-        thread = m.service.store.get_thread(NS, thread_id("ops", agent=NS))
+        thread = m.service.store.people.get_thread(NS, thread_id("ops", agent=NS))
         assert thread is not None
         kept = {msg.metadata.get("session") for msg in thread.messages}
         assert kept == {runs[1].session}

@@ -160,7 +160,7 @@ def test_with_the_conversation_tier_off_nothing_is_resumed(
     resumed = ok(role, "--resume", input="What did I say before?\n")
     assert "Earlier you said: nothing yet" in resumed.stdout
     with store(tmp_path) as m:
-        assert m.service.store.get_thread(NS, thread_id("sam", agent=NS)) is None
+        assert m.service.store.people.get_thread(NS, thread_id("sam", agent=NS)) is None
 
 
 # ---------------------------------------------------------------------- ask before storing
@@ -216,7 +216,7 @@ def test_one_shot_records_an_episode_and_consolidates(
         }  # fmt: skip
         assert episode.episode.trigger == {"channel": "cli", "mode": "autonomous", "agent": NS}
         assert episode.category == "autonomous_run" and not episode.metadata  # reference 004
-        assert m.service.store.pending_sessions(NS) == []  # consolidated (after_session)
+        assert m.service.store.jobs.pending_sessions(NS) == []  # consolidated (after_session)
         [fact] = m.list(type="semantic")
         assert fact.content == "The user lives in Porto"
     assert [s.structured for s in model.requests] == [False, True]
@@ -234,7 +234,7 @@ def test_consolidation_after_a_run_keeps_to_max_episodes_per_run(
             m.add(f"Old turn number {i}", user="sam", session="old1", speaker="user")
     ok(role, "-p", "I moved to Porto last month")
     with store(tmp_path) as m:
-        assert m.service.store.pending_sessions(NS) != []  # 6 episodes, 2 a run
+        assert m.service.store.jobs.pending_sessions(NS) != []  # 6 episodes, 2 a run
 
 
 def test_manual_consolidation_leaves_the_episode_pending(
@@ -244,7 +244,7 @@ def test_manual_consolidation_leaves_the_episode_pending(
     ok(role, "-p", "I moved to Porto last month")
     assert not any(s.structured for s in model.requests)
     with store(tmp_path) as m:
-        assert len(m.service.store.pending_sessions(NS)) == 1
+        assert len(m.service.store.jobs.pending_sessions(NS)) == 1
         assert m.list(type="semantic") == []
 
 
@@ -259,7 +259,7 @@ def test_leaving_the_repl_consolidates_after_session_only(
     assert model.tool_calls() == ["record_episode"]
     assert any(s.structured for s in model.requests) is runs
     with store(tmp_path) as m:
-        assert len(m.service.store.pending_sessions(NS)) == (0 if runs else 1)
+        assert len(m.service.store.jobs.pending_sessions(NS)) == (0 if runs else 1)
 
 
 # ---------------------------------------------------------------------- the prompt and tools

@@ -162,8 +162,8 @@ def test_doctor_finds_and_repairs_damaged_rows_and_index(tmp_path: Path) -> None
     assert any("rebuilt the full-text index nodes_fts" in n for n in report["notes"])
     with Memory(db, embedder=FakeEmbedder()) as mem:
         assert mem.get(bad_meta).metadata == {}
-        assert len(mem.service.store.vectors("default", [bad_vector])[bad_vector]) == 64 * 4
-        keyword = mem.service.store.fulltext(
+        assert len(mem.service.store.search.vectors("default", [bad_vector])[bad_vector]) == 64 * 4
+        keyword = mem.service.store.search.fulltext(
             mem.service.filter(user="u1"), "belem", 10
         )  # the rebuilt index finds every memory again
         assert len(keyword) == 6

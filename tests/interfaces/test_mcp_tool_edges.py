@@ -155,7 +155,7 @@ def test_recall_says_when_a_faded_fact_holds_the_answer(service: MemoryService) 
     saved = asyncio.run(
         tools.call("remember", {"key": "passport", "value": "X1234567 (expires 2031)"})
     )
-    service.store.update_node("default", first_id(saved), NodePatch(confidence=0.3))
+    service.store.memories.update_node("default", first_id(saved), NodePatch(confidence=0.3))
 
     by_key, by_query, shown = mcp_calls(
         service,
@@ -194,12 +194,12 @@ def test_the_look_for_faded_facts_does_not_reinforce_them(service: MemoryService
     tools = Tools(service, user="sam")
     saved = asyncio.run(tools.call("remember", {"content": "Sam's passport expires in 2031"}))
     mid = first_id(saved)
-    service.store.update_node("default", mid, NodePatch(confidence=0.3))
+    service.store.memories.update_node("default", mid, NodePatch(confidence=0.3))
     answer = asyncio.run(tools.call("search_memory", {"query": "passport"}))
     assert "below" in answer
     assert service.worker is not None
     service.worker.flush()
-    node = service.store.get_node("default", mid)
+    node = service.store.memories.get_node("default", mid)
     assert node is not None and node.access_count == 0 and node.confidence == 0.3
 
 

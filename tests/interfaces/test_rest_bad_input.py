@@ -118,7 +118,7 @@ def _cases(ids: dict[str, str]) -> list[tuple[str, str, Any]]:
 
 def _snapshot(mem: Memory) -> tuple[Any, ...]:
     stats = mem.stats()
-    threads = mem.service.store.count_threads("default")
+    threads = mem.service.store.people.count_threads("default")
     return stats.nodes_by_type, stats.edges_by_type, stats.entities, stats.users, threads
 
 

@@ -96,10 +96,10 @@ def test_two_servers_share_one_database() -> None:
 
         store = open_store(url)  # a third process-level owner holds the maintenance lock
         stack.callback(store.close)
-        assert store.acquire_lock(LOCK, "elsewhere", now=utcnow(), ttl=timedelta(minutes=5))
+        assert store.jobs.acquire_lock(LOCK, "elsewhere", now=utcnow(), ttl=timedelta(minutes=5))
         for base in (a, b):
             report = httpx.post(f"{base}/api/v1/maintain", timeout=60).json()
             assert report["ran"] is False and report["holder"] == "elsewhere", report
-        store.release_lock(LOCK, "elsewhere")
+        store.jobs.release_lock(LOCK, "elsewhere")
         ran = [httpx.post(f"{base}/api/v1/maintain", timeout=120).json()["ran"] for base in (a, b)]
         assert ran == [True, True]  # one after the other: the lock was released each time

@@ -91,7 +91,7 @@ async def fill(mem: AsyncMemory) -> list[str]:
     await svc.records.link_entities(bob_fact.id, [shared.id])
     await mem.flush(30)
     alice_ids = [n.id for n in await mem.list(owner="alice", include_forgotten=True, limit=1000)]
-    vectors = svc.store.vectors("default", alice_ids)
+    vectors = svc.store.search.vectors("default", alice_ids)
     assert len(vectors) == len(alice_ids) > 150
     return [blob[:48].hex() for blob in vectors.values()]
 

@@ -160,8 +160,8 @@ def test_a_user_forgotten_while_their_turns_arrive_leaves_no_word_behind(db_path
         gone = [n for n in range(written) if turn(n) not in kept]
         assert kept and gone and int(forgot.split()[1]) > 0  # the forget ran mid-stream
         store, every = mem.service.store, NodeFilter(namespaces=("default",))
-        found = {n: store.fulltext(every, f'"tok{n}zq"', 5) for n in gone}
+        found = {n: store.search.fulltext(every, f'"tok{n}zq"', 5) for n in gone}
         ids = {n.id for n in mem.list(user="u", limit=written)}
-        edges = list(store.iter_edges("default"))
+        edges = list(store.memories.iter_edges("default"))
     assert {n: hits for n, hits in found.items() if hits} == {}
     assert [e for e in edges if e.source_id not in ids or e.target_id not in ids] == []

@@ -208,7 +208,7 @@ def test_a_settled_bench_store_has_consolidated_the_sessions_left_behind(
             for text in ("I adopted a puppy named Max", "My sister lives in Porto"):
                 mem.add(text, user="c1", session=session, speaker="Ana")
         settle(mem)
-        pending = mem.service.store.pending_sessions("default", user="c1")
+        pending = mem.service.store.jobs.pending_sessions("default", user="c1")
         assert [p.session for p in pending] == ["s3"]  # only the current one waits
     finally:
         mem.close()

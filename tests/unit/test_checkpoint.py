@@ -30,7 +30,7 @@ def test_commits_leave_checkpoints_to_the_background_and_the_log_stays_small(
         assert bound == ckpt.WAL_BOUND
         assert store._checkpoints is not None
         for i in range(20 * ckpt.EVERY):
-            store.insert_node(_node(i))
+            store.memories.insert_node(_node(i))
         deadline = time.monotonic() + 10
         while store._checkpoints.runs < 10 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -45,7 +45,7 @@ def test_commits_leave_checkpoints_to_the_background_and_the_log_stays_small(
 def test_a_quiet_store_checkpoints_after_idle(tmp_path: Path) -> None:
     store = SQLiteStore(str(tmp_path / "m.db"))
     try:
-        store.insert_node(_node(0))  # one commit: below EVERY
+        store.memories.insert_node(_node(0))  # one commit: below EVERY
         assert store._checkpoints is not None
         deadline = time.monotonic() + 10
         while store._checkpoints.runs < 1 and time.monotonic() < deadline:
@@ -58,7 +58,7 @@ def test_a_quiet_store_checkpoints_after_idle(tmp_path: Path) -> None:
 def test_in_memory_stores_have_no_checkpoint_thread() -> None:
     store = SQLiteStore(":memory:")
     try:
-        store.insert_node(_node(0))
+        store.memories.insert_node(_node(0))
         assert store._checkpoints is None
     finally:
         store.close()

@@ -193,7 +193,7 @@ def test_a_store_error_mid_transaction_rolls_everything_back(
     def broken(*args: Any, **kwargs: Any) -> int:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(mem.service.store, "link_entities", broken)
+    monkeypatch.setattr(mem.service.store.entities, "link_entities", broken)
     report = mem._call(mem.service.consolidation.consolidate("s1"))
     assert report.failed == {"s1": "disk full"}
     assert counts(mem) == before and mem.stats().pending_sessions == 1
@@ -307,10 +307,10 @@ def test_entities_without_a_vector_of_the_model_are_embedded_and_matched(
     first.prepare(["Acme Corp"])
     with store.batch():
         acme = first.resolve("Acme Corp", EntityType.ORGANIZATION)
-    assert store.entity_vectors("default", "other-names:4") == {}
+    assert store.jobs.entity_vectors("default", "other-names:4") == {}
     later = EntityResolver(store, "default", now=utcnow(), embedder=OtherNameEmbedder())
     later.prepare(["Acme Corporation"])
-    assert set(store.entity_vectors("default", "other-names:4")) == {acme.id}
+    assert set(store.jobs.entity_vectors("default", "other-names:4")) == {acme.id}
     with store.batch():
         assert later.resolve("Acme Corporation", EntityType.ORGANIZATION).id == acme.id
 
@@ -388,13 +388,13 @@ def test_the_switch_trigger_can_be_turned_off(make_memory: MakeMemory) -> None:
 
 def test_the_hot_path_records_a_session_once(live: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
-    real = live.service.store.register_session
+    real = live.service.store.jobs.register_session
 
     def spy(namespace: str, session: str, **kwargs: Any) -> None:
         seen.append(session)
         real(namespace, session, **kwargs)
 
-    monkeypatch.setattr(live.service.store, "register_session", spy)
+    monkeypatch.setattr(live.service.store.jobs, "register_session", spy)
     for i in range(5):
         live.add(f"turn {i}", user="sam", session="s1")
     live.add("other", user="sam", session="s2")

@@ -212,7 +212,7 @@ def test_newest_fact_is_shown_past_two_thousand_facts(mem: Memory) -> None:
         )
         for i in range(2100)
     ]
-    store.insert_nodes(old)
+    store.memories.insert_nodes(old)
     new = mem.remember("User's new phone number is 555-0199", user="u")
     mem.flush()
     text = mem.context(None, user="u", budget=1000)
@@ -231,10 +231,10 @@ def test_kept_facts_are_a_prefix_of_newest_first(mem: Memory) -> None:
              scope=Scope.USER, user="u")
         for i in range(200)
     ]  # fmt: skip
-    store.insert_nodes(facts)
+    store.memories.insert_nodes(facts)
     # one fact too long for the whole room at this budget is passed over, not a stop
     huge = node(300, "Huge " + "x" * 2000, scope=Scope.USER, user="u")
-    store.insert_nodes([huge])
+    store.memories.insert_nodes([huge])
     text = mem.context(None, user="u", budget=400)  # no prompt: the whole budget
     shown = [int(n) for n in re.findall(r"Record (\d+)", text)]
     assert shown and huge.id not in text

@@ -79,7 +79,7 @@ def test_the_superseded_fact_keeps_its_history_and_the_edge(mem: Memory) -> None
         result.message
     )
     assert not mem.get(old.id).is_current
-    edges = mem.service.store.edges("default", result.memory.id, "supersedes")
+    edges = mem.service.store.memories.edges("default", result.memory.id, "supersedes")
     assert [(e.source_id, e.target_id) for e in edges] == [(result.memory.id, old.id)]
     found = [h.memory.id for h in mem.search("Is the build server fast?", user="sam")]
     assert found == [result.memory.id]  # only what holds now

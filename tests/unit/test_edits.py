@@ -83,10 +83,12 @@ def test_a_fact_said_again_gets_back_the_confidence_decay_took(make_memory: Make
     mem = make_memory(consolidate_on_session_switch=False)
     store = mem.service.store
     fact = mem.remember("User is allergic to penicillin", user="u1").memory
-    store.update_node("default", fact.id, NodePatch(confidence=0.333))  # as decay leaves it
+    store.memories.update_node(
+        "default", fact.id, NodePatch(confidence=0.333)
+    )  # as decay leaves it
     again = mem.remember("User is allergic to penicillin", user="u1")
     assert again.action == "confirmed" and again.memory.confidence == 1.0
-    store.update_node("default", fact.id, NodePatch(confidence=0.2))
+    store.memories.update_node("default", fact.id, NodePatch(confidence=0.2))
     mem.add("Remember that I am allergic to penicillin", user="u1", session="s1", role="user")
     report = mem.end_session("s1")
     assert report.confirmed == 1

@@ -50,16 +50,16 @@ def test_the_profile_vector_follows_the_summary(mem: Memory) -> None:
     model = mem.service.embedder.model_id  # type: ignore[union-attr]
     atlas = save(mem, "Atlas", summary=ATLAS)
     bare = save(mem, "Zephyr")  # no summary: nothing to embed
-    first = store.profile_vectors(ns, model)
+    first = store.jobs.profile_vectors(ns, model)
     assert set(first) == {atlas}
-    entity = store.get_entity(ns, atlas)
+    entity = store.entities.get_entity(ns, atlas)
     assert entity is not None and first[atlas][0] == digest(profile_text(entity))
     save(mem, "Atlas", summary="The payroll system", entity_id=atlas)  # a new summary
-    second = store.profile_vectors(ns, model)
+    second = store.jobs.profile_vectors(ns, model)
     assert second[atlas][0] != first[atlas][0] and second[atlas][1] != first[atlas][1]
     save(mem, "Atlas", type=EntityType.PROJECT, entity_id=atlas)  # summary unchanged
-    assert store.profile_vectors(ns, model) == second
-    assert bare not in store.profile_vectors(ns, model)
+    assert store.jobs.profile_vectors(ns, model) == second
+    assert bare not in store.jobs.profile_vectors(ns, model)
 
 
 @both_backends
@@ -68,12 +68,12 @@ def test_maintain_embeds_profiles_written_without_a_vector(mem: Memory) -> None:
     hold some: ``maintain`` embeds them."""
     store, ns = mem.service.store, "default"
     model = mem.service.embedder.model_id  # type: ignore[union-attr]
-    atlas = store.get_entity(ns, save(mem, "Atlas"))
+    atlas = store.entities.get_entity(ns, save(mem, "Atlas"))
     assert atlas is not None
-    store.update_entity(atlas.model_copy(update={"summary": ATLAS}))  # as enrichment does
-    assert store.profile_vectors(ns, model) == {}
+    store.entities.update_entity(atlas.model_copy(update={"summary": ATLAS}))  # as enrichment does
+    assert store.jobs.profile_vectors(ns, model) == {}
     mem.maintain()
-    assert set(store.profile_vectors(ns, model)) == {atlas.id}
+    assert set(store.jobs.profile_vectors(ns, model)) == {atlas.id}
 
 
 def test_a_profile_drawn_from_memories_the_caller_cannot_see_is_not_matched(
@@ -88,4 +88,4 @@ def test_a_profile_drawn_from_memories_the_caller_cannot_see_is_not_matched(
     assert "**Atlas**" in mem.context(ask, user="bob")  # bob sees every memory of it
     assert "Atlas" not in mem.context(ask, user="sam")  # sam does not: no profile
     flt = NodeFilter(namespaces=("default",), user="sam")
-    assert mem.service.store.list_nodes(flt, limit=10) == []
+    assert mem.service.store.memories.list_nodes(flt, limit=10) == []

@@ -71,7 +71,7 @@ def test_the_query_moves_toward_the_mean_of_the_best_facts(make_memory: MakeMemo
     mem = make_memory()
     ids = _facts(mem)
     store, flt = mem.service.store, NodeFilter(namespaces=("default",), user="u1")
-    vectors = store.vectors("default", ids)
+    vectors = store.search.vectors("default", ids)
     query = np.zeros_like(np.frombuffer(vectors[ids[0]], dtype=np.float32))
     query[0] = 1.0
     moved = feedback_vector(store, flt, ids, query)

@@ -354,18 +354,18 @@ def test_the_worker_links_speakers_and_known_names(mem: Memory) -> None:
     mem.add("Thanks, Melanie! Did Melanie's kids join?", speaker="Caroline", user="u", session="s")
     mem.add("Rome was great, I went with Oscar", speaker="Melanie", user="u", session="s")
     assert mem.flush(20)
-    people = {e.canonical_name: e for e in store.list_entities("default")}
+    people = {e.canonical_name: e for e in store.entities.list_entities("default")}
     assert set(people) == {"Melanie", "Caroline"}  # Rome / Oscar are not registered
     assert people["Melanie"].type is EntityType.PERSON
     # two turns said, one mention ("Thanks, Melanie!" addresses her: not a mention)
     assert people["Melanie"].mention_count == 3
     turns = {n.content: n.id for n in mem.list(type="episodic")}
-    linked = store.node_entities("default", list(turns.values()))
+    linked = store.entities.node_entities("default", list(turns.values()))
     names = {c: sorted(e.canonical_name for e in linked[i]) for c, i in turns.items()}
     assert names["Thanks, Melanie! Did Melanie's kids join?"] == ["Caroline", "Melanie"]
     # linking again adds nothing and counts nothing twice
     assert link_mentions(store, list(turns.values()), now=datetime.now(UTC)) == 0
-    assert store.find_entity("default", "Melanie").mention_count == 3  # type: ignore[union-attr]
+    assert store.entities.find_entity("default", "Melanie").mention_count == 3  # type: ignore[union-attr]
 
 
 def test_a_turn_beginning_with_a_known_name_is_linked_to_it(mem: Memory) -> None:
@@ -375,23 +375,28 @@ def test_a_turn_beginning_with_a_known_name_is_linked_to_it(mem: Memory) -> None
     mem.add("My best friend is Ana", speaker="user", user="u", session="s")
     mem.remember("Ana is the user's best friend", user="u", subject="Ana")
     assert mem.flush(20)
-    assert store.find_entity("default", "Ana") is not None
+    assert store.entities.find_entity("default", "Ana") is not None
     told = mem.add("Ana got promoted to senior designer already!", speaker="user", user="u")
     other = mem.add("Zorblat arrived late again today", speaker="user", user="u")
     assert mem.flush(20)
-    linked = store.node_entities("default", [told.id, other.id])
+    linked = store.entities.node_entities("default", [told.id, other.id])
     assert [e.canonical_name for e in linked.get(told.id, [])] == ["Ana"]
-    assert not linked.get(other.id) and store.find_entity("default", "Zorblat") is None
+    assert not linked.get(other.id) and store.entities.find_entity("default", "Zorblat") is None
 
 
 def test_registering_mentions_is_opt_in(mem: Memory) -> None:
     store = mem.service.store
     node = mem.add("We flew to Rome with Oscar", speaker="user", user="u", session="s")
     assert mem.flush(20)
-    assert store.list_entities("default") == []  # a role is not a person; names not registered
+    assert (
+        store.entities.list_entities("default") == []
+    )  # a role is not a person; names not registered
     assert link_mentions(store, [node.id], now=datetime.now(UTC), register=True) == 2
-    assert sorted(e.canonical_name for e in store.list_entities("default")) == ["Oscar", "Rome"]
-    assert all(e.type is EntityType.CONCEPT for e in store.list_entities("default"))
+    assert sorted(e.canonical_name for e in store.entities.list_entities("default")) == [
+        "Oscar",
+        "Rome",
+    ]
+    assert all(e.type is EntityType.CONCEPT for e in store.entities.list_entities("default"))
 
 
 @pytest.mark.parametrize(
@@ -435,11 +440,11 @@ def test_a_fact_without_a_subject_is_about_the_name_it_begins_with(
     mem.remember("Birthday is on May 3.", user="u1")  # no entity "Birthday"
     assert mem.flush(20)
     store = mem.service.store
-    caroline = store.find_entity("default", "Caroline")
+    caroline = store.entities.find_entity("default", "Caroline")
     assert caroline is not None
-    assert [e.canonical_name for e in store.list_entities("default")] == ["Caroline"]
+    assert [e.canonical_name for e in store.entities.list_entities("default")] == ["Caroline"]
     facts = {n.content: n.id for n in mem.list(type="semantic", limit=10)}
-    linked = store.node_entities("default", list(facts.values()))
+    linked = store.entities.node_entities("default", list(facts.values()))
     about = {c for c, i in facts.items() if caroline.id in {e.id for e in linked.get(i, [])}}
     assert about == {
         "Caroline attended an LGBTQ support group.",
@@ -456,7 +461,7 @@ def test_link_mentions_can_be_switched_off(make_memory: MakeMemory) -> None:
     mem.service.worker.link_mentions = False
     mem.add("hello there", speaker="Caroline", user="u", session="s")
     assert mem.flush(20)
-    assert mem.service.store.list_entities("default") == []
+    assert mem.service.store.entities.list_entities("default") == []
 
 
 # ---------------------------------------------------------------------- the pipeline
@@ -515,7 +520,7 @@ def test_why_queries_walk_causal_edges(make_memory: MakeMemory) -> None:
     cause = mem.add("the server ran out of disk space", user="u", session="a")
     effect = mem.add("the nightly backup failed", user="u", session="b")
     now = datetime.now(UTC)
-    mem.service.store.insert_edge(
+    mem.service.store.memories.insert_edge(
         Edge(
             id=short_id() + short_id(), source_id=cause.id, target_id=effect.id,
             relation=EdgeType.CAUSAL, valid_from=now, created_at=now,

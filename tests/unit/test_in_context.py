@@ -50,9 +50,9 @@ def test_a_turn_takes_the_best_of_its_own_meaning_and_its_exchanges(tmp_path: Pa
     with chat(tmp_path / "c.db") as mem:
         store = mem.service.store
         flt = NodeFilter(namespaces=("default",), user="u1")
-        nodes = {n.content: n.id for n in store.list_nodes(flt, limit=20)}
+        nodes = {n.content: n.id for n in store.memories.list_nodes(flt, limit=20)}
         ids = list(nodes.values())
-        raw = store.vectors("default", ids)
+        raw = store.search.vectors("default", ids)
         vec = {i: np.frombuffer(b, dtype=np.float32) for i, b in raw.items()}
         question, answer, reaction = (nodes[text] for _, text in TURNS[:3])
         query = vec[question]  # the question's own vector as the query

@@ -283,7 +283,7 @@ def test_a_changed_file_replaces_its_chunks(mem: Memory, docs: Path) -> None:
     write(docs, "faq.txt", "Shipping is free above fifty euros.\n")
     report = mem.add_knowledge(docs / "faq.txt")
     assert report.updated == 1 and report.files[0].source_id == sid
-    assert [c.text for c in mem.service.store.knowledge_chunks("default", sid)] == [
+    assert [c.text for c in mem.service.store.knowledge.knowledge_chunks("default", sid)] == [
         "Shipping is free above fifty euros."
     ]
     texts = [h.text for h in mem.search_knowledge("refunds", threshold=0.0, limit=50)]
@@ -486,7 +486,9 @@ def test_a_folder_added_again_drops_its_deleted_files(
     report = mem.add_knowledge(folder)
     assert (report.removed, report.unchanged) == (1, 1)
     assert [f.path for f in report.files if f.action == "removed"] == [str(folder / "a.md")]
-    left = sorted(Path(s.path).name for s in mem.service.store.knowledge_sources("default"))
+    left = sorted(
+        Path(s.path).name for s in mem.service.store.knowledge.knowledge_sources("default")
+    )
     assert left == ["b.md", "notes.md"]
     assert all("orchard" not in h.text for h in mem.search_knowledge("apples", threshold=0))
 

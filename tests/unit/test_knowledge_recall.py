@@ -87,7 +87,9 @@ def test_a_file_in_one_collection_is_not_moved_by_adding_it_to_another(
     assert "'faq'" in str(report.files[0].reason) and "remove" in str(report.files[0].reason)
     hits = mem.search_knowledge("refund window", collections=["faq"], threshold=0.0)
     assert [h.collection for h in hits] == ["faq"]
-    assert [s.collection for s in mem.service.store.knowledge_sources("default")] == ["faq"]
+    assert [s.collection for s in mem.service.store.knowledge.knowledge_sources("default")] == [
+        "faq"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -115,7 +117,7 @@ def test_a_file_that_can_no_longer_be_added_loses_its_old_chunks(
     assert gone.action == "removed" and why in str(gone.reason), gone
     assert (report.removed, report.unchanged) == (1, 1)
     assert mem.search_knowledge("refund window", threshold=0.0) == []
-    kept = mem.service.store.knowledge_sources("default")
+    kept = mem.service.store.knowledge.knowledge_sources("default")
     assert [Path(s.path).name for s in kept] == ["keep.txt"]
 
 

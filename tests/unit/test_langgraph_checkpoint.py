@@ -66,7 +66,7 @@ def test_a_graph_resumes_by_thread_id_across_a_reopened_store(
     assert out["log"] == ["hi", "plan1", "act", "again", "plan4", "act"]
     other = thread_config("alex", chat="support-42", agent="planner")
     assert graph2.invoke({"log": ["x"]}, other)["log"] == ["x", "plan1", "act"]  # isolated
-    stored = reopened.service.store.get_thread("default", PREFIX + "sam|support-42|planner")
+    stored = reopened.service.store.people.get_thread("default", PREFIX + "sam|support-42|planner")
     assert stored is not None and stored.user == "sam" and stored.agent == "planner"
 
 
@@ -198,10 +198,10 @@ def test_long_histories_span_data_shards_and_delete_removes_them(mem: Any) -> No
 
     ours = history(saver)
     assert len(ours) == 32 and ours == history(InMemorySaver())
-    ids = [t.id for t in mem.service.store.list_threads("default", limit=100)]
+    ids = [t.id for t in mem.service.store.people.list_threads("default", limit=100)]
     assert len(ids) == 3 and all(len(i) <= 200 for i in ids)  # the index + 2 shards
     saver.delete_thread(config["configurable"]["thread_id"])
-    assert mem.service.store.list_threads("default", limit=100) == []
+    assert mem.service.store.people.list_threads("default", limit=100) == []
 
 
 def test_another_saver_finds_the_checkpoints_shard(

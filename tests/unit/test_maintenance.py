@@ -107,7 +107,7 @@ def test_an_access_moves_the_decay_anchor(mem: Memory) -> None:
 def test_reinforcement_is_capped_at_one(mem: Memory) -> None:
     fact = mem.remember("Sam drinks oat flat whites", user="sam", confidence=0.99).memory
     for _ in range(30):
-        mem.service.store.touch("default", [fact.id], now=utcnow())
+        mem.service.store.memories.touch("default", [fact.id], now=utcnow())
     touched = mem.get(fact.id)
     assert touched.confidence == 1.0 and touched.access_count == 30
 
@@ -214,13 +214,13 @@ def test_two_threads_do_the_work_once(make_memory: MakeMemory) -> None:
 
 def test_a_stale_lock_expires_and_a_live_one_blocks(mem: Memory) -> None:
     store = mem.service.store
-    assert store.acquire_lock(LOCK, "crashed-host:1", now=utcnow() - timedelta(hours=2),
+    assert store.jobs.acquire_lock(LOCK, "crashed-host:1", now=utcnow() - timedelta(hours=2),
                               ttl=timedelta(minutes=30))  # fmt: skip
     assert maintain(mem).ran  # the crashed run's lock had expired
-    assert store.acquire_lock(LOCK, "busy-host:2", now=utcnow(), ttl=timedelta(minutes=30))
+    assert store.jobs.acquire_lock(LOCK, "busy-host:2", now=utcnow(), ttl=timedelta(minutes=30))
     blocked = maintain(mem)
     assert not blocked.ran and blocked.holder == "busy-host:2"
-    store.release_lock(LOCK, "busy-host:2")
+    store.jobs.release_lock(LOCK, "busy-host:2")
     assert maintain(mem).ran
 
 
@@ -269,7 +269,7 @@ def test_cli_maintain(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "consolidation" in result.stdout and "skipped (no LLM configured)" in result.stdout
     with Memory(db, embedder="fake") as m:
-        m.service.store.acquire_lock(LOCK, "other", now=utcnow(), ttl=timedelta(minutes=5))
+        m.service.store.jobs.acquire_lock(LOCK, "other", now=utcnow(), ttl=timedelta(minutes=5))
     result = runner.invoke(app, ["maintain", *base])
     assert result.exit_code == 0 and "already running" in result.stdout
 
@@ -289,7 +289,7 @@ CHILD = Path(__file__).resolve().parent / "maintain_child.py"
 
 def held_by(db: str) -> str | None:
     with Memory(db, embedder=None) as m:
-        held = m.service.store.lock_holder(LOCK, now=utcnow())
+        held = m.service.store.jobs.lock_holder(LOCK, now=utcnow())
     return held[0] if held else None
 
 

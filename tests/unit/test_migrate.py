@@ -49,7 +49,7 @@ def populate(path: str, docs: Path) -> None:
         m.flush(30)
         store = m.service.store
         now = utcnow()
-        ada = store.insert_entity(
+        ada = store.entities.insert_entity(
             Entity(
                 id=short_id(),
                 namespace="graph",
@@ -58,7 +58,7 @@ def populate(path: str, docs: Path) -> None:
                 last_seen=now,
             )
         )
-        store.upsert_user(
+        store.people.upsert_user(
             MemoryUser(
                 id="telegram:1",
                 namespace="default",
@@ -67,17 +67,17 @@ def populate(path: str, docs: Path) -> None:
                 created_at=now,
             )
         )
-        store.upsert_user(MemoryUser(id="only-user", namespace="people", created_at=now))
-        store.upsert_thread(Thread(id="th1", namespace="default", user="sam", created_at=now,
+        store.people.upsert_user(MemoryUser(id="only-user", namespace="people", created_at=now))
+        store.people.upsert_thread(Thread(id="th1", namespace="default", user="sam", created_at=now,
                                    updated_at=now, messages=[
                                        ThreadMessage(role="user", content="hi", created_at=now)
                                    ]))  # fmt: skip
-        store.insert_key(ApiKey(id="Key12345", name="ops", namespaces=["default"],
+        store.people.insert_key(ApiKey(id="Key12345", name="ops", namespaces=["default"],
                                 created_at=now), "ab" * 32)  # fmt: skip
         node = m.add("Ada wrote the first program", namespace="graph", user="sam")
         assert not isinstance(node, list)
-        store.link_entities("graph", node.id, [ada.id])
-        store.save_entity_vector("graph", ada.id, store.get_meta("embedding_model") or "",
+        store.entities.link_entities("graph", node.id, [ada.id])
+        store.jobs.save_entity_vector("graph", ada.id, store.get_meta("embedding_model") or "",
                                  b"\x00" * 64)  # fmt: skip
         m.flush(30)
 
@@ -89,20 +89,22 @@ def snapshot(store: Store) -> dict[str, Any]:
     for ns in store.record_namespaces():
         lines = [json.loads(line) for line in export_lines(store, ns)]
         lines[0].pop("exported_at")
-        ids = [n.id for n in store.iter_nodes(ns)]
+        ids = [n.id for n in store.memories.iter_nodes(ns)]
         out[ns] = {
             "export": lines,
-            "links": {k: [e.id for e in v] for k, v in store.node_entities(ns, ids).items()},
-            "entities": [e.model_dump() for e in store.list_entities(ns, limit=1000)],
-            "entity_vectors": store.entity_vectors(ns, model) if model else {},
-            "threads": [store.get_thread(ns, t.id) for t in store.list_threads(ns)],
+            "links": {
+                k: [e.id for e in v] for k, v in store.entities.node_entities(ns, ids).items()
+            },
+            "entities": [e.model_dump() for e in store.entities.list_entities(ns, limit=1000)],
+            "entity_vectors": store.jobs.entity_vectors(ns, model) if model else {},
+            "threads": [store.people.get_thread(ns, t.id) for t in store.people.list_threads(ns)],
             "sessions": store.sessions(ns),
             "knowledge": [
-                (s, store.knowledge_chunks(ns, s.id), store.knowledge_vectors(ns, s.id))
-                for s in store.knowledge_sources(ns)
+                (s, store.knowledge.knowledge_chunks(ns, s.id), store.knowledge_vectors(ns, s.id))
+                for s in store.knowledge.knowledge_sources(ns)
             ],
         }
-    out["keys"] = [store.get_key(k.id) for k in store.list_keys(include_revoked=True)]
+    out["keys"] = [store.people.get_key(k.id) for k in store.people.list_keys(include_revoked=True)]
     out["meta"] = {k: store.get_meta(k) for k in ("embedding_model", "dimension", "document_form")}
     return out
 
@@ -222,18 +224,18 @@ def _namespace(location: str, ns: str) -> dict[str, Any]:
 
     store = open_store(location)
     try:
-        nodes = {n.id: n.content for n in store.iter_nodes(ns)}
+        nodes = {n.id: n.content for n in store.memories.iter_nodes(ns)}
         return {
             "ids": set(nodes),
             "nodes": sorted(nodes.values()),
             "versions": sorted(
-                (nodes[v.node_id], v.version, v.content) for v in store.iter_versions(ns)
+                (nodes[v.node_id], v.version, v.content) for v in store.memories.iter_versions(ns)
             ),
             "edges": sorted(
                 (nodes[e.source_id], nodes[e.target_id], e.relation.value)
-                for e in store.iter_edges(ns)
+                for e in store.memories.iter_edges(ns)
             ),
-            "vectors": len(store.vectors(ns, list(nodes))),
+            "vectors": len(store.search.vectors(ns, list(nodes))),
         }
     finally:
         store.close()
@@ -337,9 +339,9 @@ def test_force_copies_entities_whose_ids_another_namespace_holds(tmp_path: Path)
             node = m.add("Ada wrote the first program", namespace=ns, user="sam")
             assert not isinstance(node, list)
             store = m.service.store
-            store.insert_entity(Entity(id=eid, namespace=ns, canonical_name="Ada",
+            store.entities.insert_entity(Entity(id=eid, namespace=ns, canonical_name="Ada",
                                        first_seen=now, last_seen=now))  # fmt: skip
-            store.link_entities(ns, node.id, [eid])
+            store.entities.link_entities(ns, node.id, [eid])
             m.flush(30)
     migrate(one, merged)
     first = migrate(two, merged, force=True)
@@ -350,11 +352,11 @@ def test_force_copies_entities_whose_ids_another_namespace_holds(tmp_path: Path)
 
     store = open_store(merged)
     try:
-        (copy,) = store.list_entities("bob")
-        assert copy.id != eid and store.get_entity("alice", eid) is not None
-        ids = [n.id for n in store.iter_nodes("bob")]
-        assert [e.id for links in store.node_entities("bob", ids).values() for e in links] == [
-            copy.id
-        ]
+        (copy,) = store.entities.list_entities("bob")
+        assert copy.id != eid and store.entities.get_entity("alice", eid) is not None
+        ids = [n.id for n in store.memories.iter_nodes("bob")]
+        assert [
+            e.id for links in store.entities.node_entities("bob", ids).values() for e in links
+        ] == [copy.id]
     finally:
         store.close()

@@ -91,7 +91,7 @@ def test_a_speaker_is_found_by_another_form_of_their_name(make_memory: MakeMemor
     u1 = NodeFilter(namespaces=("default",), user="u1")
 
     def meant(query: str) -> list[tuple[str, str]]:
-        named = store.entities_in_text(u1.namespaces, query)
+        named = store.graph.entities_in_text(u1.namespaces, query)
         return [(w, e.canonical_name) for w, e in nicknamed(store, u1, query, named)]
 
     assert meant("What did Mel paint?") == [("Mel", "Melanie")]
@@ -143,7 +143,7 @@ def test_a_surname_no_memory_holds_is_part_of_the_name(make_memory: MakeMemory) 
     u1 = NodeFilter(namespaces=("default",), user="u1")
 
     def names(query: str) -> list[str]:
-        named = store.entities_in_text(u1.namespaces, query)
+        named = store.graph.entities_in_text(u1.namespaces, query)
         return [n for n, _ in with_surnames(store, u1, query, named)]
 
     assert names("What did Caroline Okafor paint?") == ["caroline Okafor"]
@@ -183,7 +183,7 @@ def test_a_speaker_labelled_in_lower_case_is_a_person(make_memory: MakeMemory) -
          ("me", "I adopted a cat"), ("Emi 🌸", "I started at the bakery"),
          ("elise", "I love my new job"), ("Emi 🌸", "My job at the bakery starts early")],
     )  # fmt: skip
-    names = {e.canonical_name for e in m.service.store.list_entities("default")}
+    names = {e.canonical_name for e in m.service.store.entities.list_entities("default")}
     assert {"Elise", "Fahim Khan", "Emi"} <= names
     assert not names & {"me", "Me"}
     hits = m.search("When does Emi's job start?", user="u1", k=3)

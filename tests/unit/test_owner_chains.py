@@ -54,8 +54,8 @@ def test_a_shared_session_id_chains_each_users_turns_apart(make_memory: MakeMemo
     # hybrid may return bo's one memory by meaning (evidence 0), never by ana's words
     assert all("full text" not in h.why for h in mem.search("pineapple", user="bo"))
     store = mem.service.store
-    assert store.edges("default", hello.id) == []
-    assert [(e.source_id, e.target_id) for e in store.edges("default", again.id)] == [
+    assert store.memories.edges("default", hello.id) == []
+    assert [(e.source_id, e.target_id) for e in store.memories.edges("default", again.id)] == [
         (secret.id, again.id)
     ]
 
@@ -77,9 +77,9 @@ def test_the_migration_unlinks_turns_chained_across_users(
     store = again.service.store
     assert store.schema_version() == migration_scripts(_backend(store))[-1][0]
     assert again.search("pineapple", user="bo", recipe="fulltext") == []
-    assert store.edges("default", hello.id) == []
+    assert store.memories.edges("default", hello.id) == []
     # ana's own chain is kept
-    assert [(e.source_id, e.target_id) for e in store.edges("default", mine.id)] == [
+    assert [(e.source_id, e.target_id) for e in store.memories.edges("default", mine.id)] == [
         (secret.id, mine.id)
     ]
     found = {h.memory.id for h in again.search("pineapple", user="ana", recipe="fulltext")}

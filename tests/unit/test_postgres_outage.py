@@ -53,14 +53,14 @@ def _kill_pool(store: PostgresStore) -> int:
 
 
 def test_dead_connections_fail_one_call_and_the_next_works(store: PostgresStore) -> None:
-    store.insert_node(_fact("Stored before the restart"))
+    store.memories.insert_node(_fact("Stored before the restart"))
     assert _kill_pool(store) == POOL
     every = NodeFilter(namespaces=("default",))
     with pytest.raises(StorageError) as err:
-        store.insert_node(_fact("Written on a dead connection"))
+        store.memories.insert_node(_fact("Written on a dead connection"))
     assert err.value.hint and "server is up" in err.value.hint
     outcomes = []
     for i in range(POOL + 1):  # every later call works, reads and writes
-        store.insert_node(_fact(f"Stored after the restart {i}"))
-        outcomes.append(store.count_nodes(every))
+        store.memories.insert_node(_fact(f"Stored after the restart {i}"))
+        outcomes.append(store.memories.count_nodes(every))
     assert outcomes == list(range(2, POOL + 3))  # the failed write left nothing

@@ -132,7 +132,7 @@ def test_an_older_store_folds_accents_after_upgrade(schema: tuple[str, str]) -> 
     url, name = schema
     store = PostgresStore(url, schema=name)
     try:
-        cafe = store.insert_node(node("Lunch at the Café Flore"))
+        cafe = store.memories.insert_node(node("Lunch at the Café Flore"))
     finally:
         store.close()
     with psycopg.connect(url) as conn:  # back to schema 11: accents kept, as then
@@ -146,9 +146,9 @@ def test_an_older_store_folds_accents_after_upgrade(schema: tuple[str, str]) -> 
     store = PostgresStore(url, schema=name)
     try:
         assert store.schema_version() >= 12
-        assert [h[0] for h in store.fulltext(NodeFilter(namespaces=["default"]), '"cafe"', 5)] == [
-            cafe.id
-        ]
+        assert [
+            h[0] for h in store.search.fulltext(NodeFilter(namespaces=["default"]), '"cafe"', 5)
+        ] == [cafe.id]
     finally:
         store.close()
 
@@ -169,7 +169,7 @@ def test_concurrent_turns_of_one_session_form_one_chain(
             said = turn(f"writer {k} turn {i}", session=session).model_copy(
                 update={"speaker": "user", "user": "u1", "scope": Scope.USER}
             )
-            store.insert_node(said, link_previous=True)
+            store.memories.insert_node(said, link_previous=True)
 
     threads = [threading.Thread(target=write, args=(s, k)) for k, s in enumerate(stores)]
     for t in threads:
@@ -178,9 +178,9 @@ def test_concurrent_turns_of_one_session_form_one_chain(
         t.join()
     try:
         store = stores[0]
-        nodes = store.list_nodes(NodeFilter(), limit=100, order="rowid")
+        nodes = store.memories.list_nodes(NodeFilter(), limit=100, order="rowid")
         assert len(nodes) == 40
-        links = [(e.source_id, e.target_id) for e in store.iter_edges("default")]
+        links = [(e.source_id, e.target_id) for e in store.memories.iter_edges("default")]
         assert len(links) == 39
         # one chain in insertion order: each turn follows the one stored just before it
         assert dict(links) == {a.id: b.id for a, b in pairwise(nodes)}
@@ -209,17 +209,17 @@ def test_turns_stored_while_the_worker_writes_their_rows_all_land(
                 said = turn(f"w{k} {i}", session="s").model_copy(
                     update={"speaker": "user", "user": "u1", "scope": Scope.USER}
                 )
-                store.insert_node(said, link_previous=True)
+                store.memories.insert_node(said, link_previous=True)
         except BaseException as exc:
             errors.append(exc)
 
     def work() -> None:
         try:
             while not done.is_set():
-                pending = worker.pending_embeddings(50)
+                pending = worker.search.pending_embeddings(50)
                 if pending:
-                    worker.save_embeddings(pending, np.ones((len(pending), 4), np.float32))
-                    worker.claim_episodes("default", [p.id for p in pending], now=utcnow())
+                    worker.search.save_embeddings(pending, np.ones((len(pending), 4), np.float32))
+                    worker.jobs.claim_episodes("default", [p.id for p in pending], now=utcnow())
         except BaseException as exc:
             errors.append(exc)
 
@@ -234,9 +234,9 @@ def test_turns_stored_while_the_worker_writes_their_rows_all_land(
     background.join()
     try:
         assert errors == []
-        nodes = worker.list_nodes(NodeFilter(), limit=100, order="rowid")
+        nodes = worker.memories.list_nodes(NodeFilter(), limit=100, order="rowid")
         assert len(nodes) == 50
-        links = [(e.source_id, e.target_id) for e in worker.iter_edges("default")]
+        links = [(e.source_id, e.target_id) for e in worker.memories.iter_edges("default")]
         assert dict(links) == {a.id: b.id for a, b in pairwise(nodes)}
     finally:
         for s in [*writers, worker]:
@@ -253,16 +253,16 @@ def test_filtered_vector_search_fills_its_limit_through_the_hnsw_index(
         rng = np.random.default_rng(7)
         centres = rng.normal(size=(8, 16))
         nodes = [node(f"fact {i}", scope=Scope.USER, user=f"u{i % 10}") for i in range(1000)]
-        store.insert_nodes(nodes)
+        store.memories.insert_nodes(nodes)
         vecs = centres[np.arange(1000) % 8] + 0.3 * rng.normal(size=(1000, 16))
         vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
-        pending = store.pending_embeddings(3000)
+        pending = store.search.pending_embeddings(3000)
         by_id = {n.id: i for i, n in enumerate(nodes)}
         order = np.array([by_id[p.id] for p in pending])
-        assert store.save_embeddings(pending, vecs[order]) == 1000
+        assert store.search.save_embeddings(pending, vecs[order]) == 1000
         query = vecs[3]
         flt = NodeFilter(user="u3", scopes=(Scope.USER,))  # 100 of 1000 rows are visible
-        hits = store.vector_search(flt, query, 50)
+        hits = store.search.vector_search(flt, query, 50)
         assert len(hits) == 50  # iterative scans keep going past the filtered-out rows
         visible = {n.id for n in nodes if n.user == "u3"}
         assert {h[0] for h in hits} <= visible
@@ -305,12 +305,12 @@ def test_one_users_vector_search_preselects_by_binary_codes_and_ranks_exactly(
                  category="rare" if i % 40 == 1 else "general")
             for i in range(400)
         ]  # fmt: skip
-        store.insert_nodes(nodes)
+        store.memories.insert_nodes(nodes)
         vecs = rng.normal(size=(400, 16)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         by_id = {n.id: i for i, n in enumerate(nodes)}
-        pending = store.pending_embeddings(1000)
-        store.save_embeddings(pending, vecs[[by_id[p.id] for p in pending]])
+        pending = store.search.pending_embeddings(1000)
+        store.search.save_embeddings(pending, vecs[[by_id[p.id] for p in pending]])
         seqs = _seqs(url, name)
         bits = _bits_rows(url, name)
         assert len(bits) == 400
@@ -323,24 +323,24 @@ def test_one_users_vector_search_preselects_by_binary_codes_and_ranks_exactly(
 
         q = vecs[7]
         visible = [n for n in nodes if n.scope != Scope.USER or n.user == "u3"]
-        hits = store.vector_search(NodeFilter(user="u3"), q, 10)
+        hits = store.search.vector_search(NodeFilter(user="u3"), q, 10)
         assert [h[0] for h in hits] == exact(visible, q, 10)  # fewer rows than the selection
         # a pre-selection smaller than the filter needs: the exact scan fills the limit
         monkeypatch.setattr(search, "PRESELECT_MIN", 5)
         monkeypatch.setattr(search, "PRESELECT_FACTOR", 1)
         rare = [n for n in visible if n.category == "rare"]
-        hits = store.vector_search(NodeFilter(user="u3", categories=("rare",)), q, 5)
+        hits = store.search.vector_search(NodeFilter(user="u3", categories=("rare",)), q, 5)
         assert [h[0] for h in hits] == exact(rare, q, 5)
-        hits = store.vector_search(NodeFilter(owner_user="u1"), q, 5)
+        hits = store.search.vector_search(NodeFilter(owner_user="u1"), q, 5)
         assert {h[0] for h in hits} <= {n.id for n in nodes if n.user == "u1"} and len(hits) == 5
         # edits: a new text drops the code, a purge removes it, a re-save brings it back
-        store.update_node("default", nodes[0].id, NodePatch(content="fact zero, edited"))
-        store.purge_node("default", nodes[1].id)
+        store.memories.update_node("default", nodes[0].id, NodePatch(content="fact zero, edited"))
+        store.memories.purge_node("default", nodes[1].id)
         bits = _bits_rows(url, name)
         assert seqs[nodes[0].id] not in bits and seqs[nodes[1].id] not in bits
         assert len(bits) == 398
-        again = store.pending_embeddings(10)
-        store.save_embeddings(again, vecs[[by_id[p.id] for p in again]])
+        again = store.search.pending_embeddings(10)
+        store.search.save_embeddings(again, vecs[[by_id[p.id] for p in again]])
         assert seqs[nodes[0].id] in _bits_rows(url, name)
         # a store from before migration 4: opening it fills node_bits from the vectors
         with psycopg.connect(url, autocommit=True) as conn:
@@ -352,7 +352,7 @@ def test_one_users_vector_search_preselects_by_binary_codes_and_ranks_exactly(
         store = PostgresStore(url, schema=name)
         assert len(_bits_rows(url, name)) == 399
         assert store.schema_version() == migration_scripts("postgres")[-1][0]
-        store.reset_embeddings()
+        store.search.reset_embeddings()
         assert _bits_rows(url, name) == {}
     finally:
         store.close()
@@ -378,26 +378,28 @@ def test_bulk_load_builds_the_hnsw_index_once_after_the_load(schema: tuple[str, 
         vecs = rng.normal(size=(2500, 8)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         with store.bulk_load(work_mem="64MB"):
-            store.insert_nodes(nodes)  # 3 pipelined batches
+            store.memories.insert_nodes(nodes)  # 3 pipelined batches
             assert not _has_vector_index(url, name)  # set aside while loading
-            pending = store.pending_embeddings(5000)
+            pending = store.search.pending_embeddings(5000)
             by_id = {n.id: i for i, n in enumerate(nodes)}
-            saved = store.save_embeddings(pending, vecs[[by_id[p.id] for p in pending]])
+            saved = store.search.save_embeddings(pending, vecs[[by_id[p.id] for p in pending]])
             assert saved == 2500
-            hits = store.vector_search(NodeFilter(user="u1"), vecs[1], 5)  # exact meanwhile
+            hits = store.search.vector_search(NodeFilter(user="u1"), vecs[1], 5)  # exact meanwhile
             assert hits[0][0] == nodes[1].id and abs(hits[0][1] - 1.0) < 1e-5
         assert _has_vector_index(url, name)
-        assert store.count_nodes(NodeFilter()) == 2500
-        assert [n.content for n in store.get_nodes("default", [nodes[0].id, nodes[-1].id])] == [
+        assert store.memories.count_nodes(NodeFilter()) == 2500
+        assert [
+            n.content for n in store.memories.get_nodes("default", [nodes[0].id, nodes[-1].id])
+        ] == [
             "bulk fact 0",
             "bulk fact 2499",
         ]
-        assert store.vector_search(NodeFilter(user="u2"), vecs[2], 1)[0][0] == nodes[2].id
+        assert store.search.vector_search(NodeFilter(user="u2"), vecs[2], 1)[0][0] == nodes[2].id
         # a taken id gets a fresh one, as row by row; the rest of the batch lands once
         again = [nodes[0], node("new one"), node("new two")]
-        store.insert_nodes(again)
-        assert store.count_nodes(NodeFilter()) == 2503
-        assert len(store.list_nodes(NodeFilter(), limit=5000)) == 2503
+        store.memories.insert_nodes(again)
+        assert store.memories.count_nodes(NodeFilter()) == 2503
+        assert len(store.memories.list_nodes(NodeFilter(), limit=5000)) == 2503
         with pytest.raises(RuntimeError), store.bulk_load():
             raise RuntimeError("the load failed")
         assert _has_vector_index(url, name)  # back even after an error
@@ -427,9 +429,12 @@ def test_fulltext_scores_are_on_the_fts5_bm25_scale(schema: tuple[str, str], tmp
         for text in texts:
             made = node(text)
             pg.insert_node(made)
-            lite.insert_node(made)
+            lite.memories.insert_node(made)
         for match in ('"running" OR "dog"', '"cake" OR "weather"', '"dog" OR "user"'):
-            want, got = lite.fulltext(NodeFilter(), match, 5), pg.fulltext(NodeFilter(), match, 5)
+            want, got = (
+                lite.search.fulltext(NodeFilter(), match, 5),
+                pg.fulltext(NodeFilter(), match, 5),
+            )
             assert [i for i, _ in got] == [i for i, _ in want], match
             for (_, a), (_, b) in zip(want, got, strict=True):
                 assert b == pytest.approx(a, rel=0.1, abs=0.05), match
@@ -464,12 +469,12 @@ def test_one_users_fulltext_reads_the_owner_keyed_index(
         mine.append(node("apple and pear pie", scope=Scope.USER, user="ann"))
         theirs = [node(f"apple pear {i}", scope=Scope.USER, user="bob") for i in range(20)]
         shared = node("a shared pear tart recipe", scope=Scope.GLOBAL)
-        store.insert_nodes([*mine, *theirs, shared])
+        store.memories.insert_nodes([*mine, *theirs, shared])
         # a branch ranks max(SCAN_CAP, 30) rows: fewer than ann's 61 apple rows
         monkeypatch.setattr(ranking, "SCAN_CAP", 10)
 
         def hits(match: str, user: str = "ann", k: int = 30) -> list[str]:
-            return [i for i, _ in store.fulltext(NodeFilter(user=user), match, k)]
+            return [i for i, _ in store.search.fulltext(NodeFilter(user=user), match, k)]
 
         got = hits('"pear" OR "apple"', k=5)
         assert got[:2] == [mine[-1].id, shared.id]  # both words first, then the rare one
@@ -521,8 +526,8 @@ def test_a_role_that_cannot_create_btree_gin_keeps_the_plain_index() -> None:
             assert gin.fetchone() is None
         assert "gin (fts)" in _fts_index(admin_db, "mem")
         ann = [node(f"apple note {i}", scope=Scope.USER, user="ann") for i in range(5)]
-        store.insert_nodes([*ann, node("apple for bob", scope=Scope.USER, user="bob")])
-        found = store.fulltext(NodeFilter(user="ann"), '"apple"', 10)
+        store.memories.insert_nodes([*ann, node("apple for bob", scope=Scope.USER, user="bob")])
+        found = store.search.fulltext(NodeFilter(user="ann"), '"apple"', 10)
         assert {i for i, _ in found} == {n.id for n in ann}
     finally:
         if store is not None:
@@ -545,12 +550,14 @@ def test_a_query_of_common_words_on_a_big_table_reads_the_newest_rows(
         ann = [node(f"apple day {i}", scope=Scope.USER, user="ann") for i in range(40)]
         bob = [node(f"apple day {i}", scope=Scope.USER, user="bob") for i in range(40)]
         shared = node("apple day for everyone", scope=Scope.GLOBAL)
-        store.insert_nodes([*ann, *bob, shared])
+        store.memories.insert_nodes([*ann, *bob, shared])
         monkeypatch.setattr(ranking, "BIG_TABLE", 5)  # 81 rows: a big table here
         store._terms = ranking.TermStats()  # no cached counts from a smaller table
 
         def hits(user: str, k: int) -> set[str]:
-            return {i for i, _ in store.fulltext(NodeFilter(user=user), '"apple" OR "day"', k)}
+            return {
+                i for i, _ in store.search.fulltext(NodeFilter(user=user), '"apple" OR "day"', k)
+            }
 
         assert hits("ann", 50) == {n.id for n in ann} | {shared.id}
         assert hits("bob", 50) == {n.id for n in bob} | {shared.id}

@@ -174,7 +174,7 @@ def test_entity_list_survives_extra_words(
     )
     store = mem.service.store
     link_mentions(store, [n.id for n in nodes], now=datetime.now(UTC), register=True)
-    named = [e.canonical_name for _, e in store.entities_in_text(["default"], query)]
+    named = [e.canonical_name for _, e in store.graph.entities_in_text(["default"], query)]
     assert entity in named
     hits = mem.search(query, user="u1")
     assert hits[0].memory.content == expected
@@ -454,7 +454,9 @@ def test_a_name_is_still_searched_when_no_memory_of_the_caller_is_linked_to_it(
         user="u2", session="s",
     )  # fmt: skip
     link_mentions(mem.service.store, [n.id for n in other], now=datetime.now(UTC), register=True)
-    assert [e.canonical_name for _, e in mem.service.store.entities_in_text(["default"], "Ana")]
+    assert [
+        e.canonical_name for _, e in mem.service.store.graph.entities_in_text(["default"], "Ana")
+    ]
     mem.add("Ana is my sister", user="u1", session="s")  # not linked yet
     mem.add("I like hiking in the hills", user="u1", session="s")
     hits = mem.search("What are Ana's hobbies?", user="u1")

@@ -194,7 +194,7 @@ def test_an_edit_racing_a_forget_is_refused_not_lost(make_memory: Callable[..., 
     real = service.edits._embed_doc
 
     def forget_meanwhile(doc: str) -> object:  # runs between the check and the write
-        service.store.update_node("default", mid, NodePatch(valid_until=utcnow()))
+        service.store.memories.update_node("default", mid, NodePatch(valid_until=utcnow()))
         return real(doc)
 
     service.edits._embed_doc = forget_meanwhile  # type: ignore[method-assign]

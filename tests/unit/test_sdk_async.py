@@ -168,7 +168,7 @@ def test_a_correct_cancelled_after_its_commit_returns_the_new_fact(tmp_path: Pat
         mem = AsyncMemory(str(tmp_path / "k.db"), embedder=None)
         old = (await mem.remember("User prefers green tea", user="u1")).memory
         store: Any = mem.service.store
-        get_node = store.get_node
+        get_node = store.memories.get_node
         reading, release = threading.Event(), threading.Event()
 
         def slow_get(ns: str, mid: str) -> Any:
@@ -177,7 +177,7 @@ def test_a_correct_cancelled_after_its_commit_returns_the_new_fact(tmp_path: Pat
                 release.wait(30)
             return get_node(ns, mid)
 
-        store.get_node = slow_get
+        store.memories.get_node = slow_get
         task = asyncio.ensure_future(mem.correct(old.id, "User prefers white tea"))
         while not reading.is_set():
             await asyncio.sleep(0.005)
@@ -209,7 +209,7 @@ def test_a_cancelled_consolidation_stops_at_once_keeping_the_sessions_it_finishe
         await mem.add("Remember that I prefer window seats", user="u1", session="s1")
         await mem.add("Remember that I am allergic to peanuts", user="u1", session="s2")
         store: Any = mem.service.store
-        claim, second, release = store.claim_episodes, threading.Event(), threading.Event()
+        claim, second, release = store.jobs.claim_episodes, threading.Event(), threading.Event()
         calls = []
 
         def slow_claim(*args: Any, **kwargs: Any) -> Any:
@@ -219,7 +219,7 @@ def test_a_cancelled_consolidation_stops_at_once_keeping_the_sessions_it_finishe
                 release.wait(30)
             return claim(*args, **kwargs)
 
-        store.claim_episodes = slow_claim
+        store.jobs.claim_episodes = slow_claim
         task = asyncio.ensure_future(mem.consolidate(user="u1"))
         await until(second)
         task.cancel()
@@ -243,7 +243,7 @@ def test_a_cancelled_maintenance_frees_its_lock(tmp_path: Path) -> None:
         )
         await mem.add("Remember that I prefer window seats", user="u1", session="s1")
         store: Any = mem.service.store
-        pending, release_lock = store.pending_sessions, store.release_lock
+        pending, release_lock = store.jobs.pending_sessions, store.jobs.release_lock
         working, go_on, freed = threading.Event(), threading.Event(), threading.Event()
 
         def slow_pending(*args: Any, **kwargs: Any) -> Any:
@@ -259,7 +259,7 @@ def test_a_cancelled_maintenance_frees_its_lock(tmp_path: Path) -> None:
             finally:
                 freed.set()
 
-        store.pending_sessions, store.release_lock = slow_pending, noted_release
+        store.jobs.pending_sessions, store.jobs.release_lock = slow_pending, noted_release
         task = asyncio.ensure_future(mem.maintain())
         await until(working)
         task.cancel()
@@ -400,13 +400,13 @@ def test_a_service_method_is_written_once_and_runs_either_side(tmp_path: Path) -
         mem = AsyncMemory(str(tmp_path / "t.db"), embedder=FakeEmbedder())
         memories = mem.service.memories
         seen: list[threading.Thread] = []
-        store_get = memories.store.get_node
+        store_get = memories.store.memories.get_node
 
         def spy(*args: Any, **kwargs: Any) -> Any:
             seen.append(threading.current_thread())
             return store_get(*args, **kwargs)
 
-        memories.store.get_node = spy  # type: ignore[method-assign]
+        memories.store.memories.get_node = spy  # type: ignore[method-assign]
         fact = (await memories.remember("User likes tea", user="u1")).memory
         assert (await memories.get(fact.id)).content == "User likes tea"
         assert memories.get.now(fact.id).id == fact.id

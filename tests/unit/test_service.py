@@ -29,7 +29,7 @@ def hit_contents(mem: Memory, query: str, **kw: object) -> list[str]:
 
 
 def temporal(mem: Memory, node_id: str, namespace: str = "default") -> set[tuple[str, str]]:
-    edges = mem.service.store.edges(namespace, node_id, "temporal")
+    edges = mem.service.store.memories.edges(namespace, node_id, "temporal")
     return {(e.source_id, e.target_id) for e in edges}
 
 
@@ -478,7 +478,7 @@ def test_correct_supersedes(mem: Memory) -> None:
     assert [v.content for v in mem.history(new.id)] == ["The user works at Globex Inc"]
     assert contents(mem.list()) == ["The user works at Globex Inc"]
     assert len(mem.list(include_forgotten=True)) == 2
-    edges = mem.service.store.edges("default", new.id, "supersedes")
+    edges = mem.service.store.memories.edges("default", new.id, "supersedes")
     assert [(e.source_id, e.target_id) for e in edges] == [(new.id, old.memory.id)]
     assert mem.lookup("employer").id == new.id
     with pytest.raises(ValidationError):
@@ -738,7 +738,7 @@ def test_a_failing_vector_scan_is_the_stores_error_not_an_embedder_outage(
         raise StorageError("the disk went away")
 
     with monkeypatch.context() as patch:
-        patch.setattr(store, "vector_search", broken)
+        patch.setattr(store.search, "vector_search", broken)
         with pytest.raises(StorageError, match="disk went away"):
             mem.search("pet reptile", user="alice")
     hits = mem.search("tortoise", user="alice")  # meaning search was never switched off
@@ -751,9 +751,9 @@ def test_a_remembered_fact_is_linked_to_its_subject_and_found_through_it(mem: Me
     mem.remember("The office moved to the fourth floor", user="u1")
     assert mem.flush(timeout=20)
     store = mem.service.store
-    caroline = store.find_entity("default", "Caroline")
+    caroline = store.entities.find_entity("default", "Caroline")
     assert caroline is not None
-    linked = store.entity_fulltext(mem.service.filter(user="u1"), [caroline.id], "", 10)
+    linked = store.graph.entity_fulltext(mem.service.filter(user="u1"), [caroline.id], "", 10)
     assert [i for i, _ in linked] == [tea.memory.id]
     hits = {h.memory.id: h for h in mem.search("What does Caroline have?", user="u1")}
     assert "entity" in hits[tea.memory.id].strategies  # the entity list reaches facts too

@@ -150,7 +150,7 @@ def test_merge_users_moves_memories_and_is_followed(service: MemoryService) -> N
             "email:al", identifiers={"email": "al@x.io"}, preferences={"tz": "WET"}
         )
     )
-    service.store.upsert_user(
+    service.store.people.upsert_user(
         run(service.records.get_user("telegram:1")).model_copy(update={"conversation_count": 2})
     )
     moved = fact(service, "Al keeps bees on the roof", user="telegram:1")
@@ -195,10 +195,10 @@ def test_merge_users_refuses_loops_and_unknown_users(service: MemoryService) -> 
 
 def test_following_merged_users_is_loop_safe(service: MemoryService) -> None:
     now = utcnow()
-    service.store.upsert_user(MemoryUser(id="x", merged_into="y", created_at=now))
-    service.store.upsert_user(MemoryUser(id="y", merged_into="x", created_at=now))
+    service.store.people.upsert_user(MemoryUser(id="x", merged_into="y", created_at=now))
+    service.store.people.upsert_user(MemoryUser(id="y", merged_into="x", created_at=now))
     assert run(service.records.get_user("x", follow_merged=True)).id == "y"
-    service.store.upsert_user(MemoryUser(id="z", merged_into="deleted", created_at=now))
+    service.store.people.upsert_user(MemoryUser(id="z", merged_into="deleted", created_at=now))
     assert run(service.records.get_user("z", follow_merged=True)).id == "z"
 
 
@@ -463,7 +463,7 @@ def test_explain_lists_source_episodes(service: MemoryService) -> None:
     turn = run(service.memories.add("I moved to Porto last week", user="u1", session="s1"))[0]
     derived = fact(service, "The user lives in Porto", user="u1")
     now = utcnow()
-    service.store.insert_edge(
+    service.store.memories.insert_edge(
         Edge(id=short_id(), source_id=derived.id, target_id=turn.id,
              relation=EdgeType.DERIVED_FROM, valid_from=now, created_at=now)
     )  # fmt: skip
@@ -491,14 +491,14 @@ def test_weak_facts_are_weakest_first_and_skip_protected_and_episodes(
     service: MemoryService,
 ) -> None:
     store = service.store
-    weak = store.insert_node(aged("an old fact", 60))
-    weaker = store.insert_node(aged("an older opinion", 120, type=NodeType.OPINION))
-    store.insert_node(aged("a fresh fact", 0))
-    store.insert_node(aged("a protected fact", 365, decay_rate=0.0, confidence=0.1))
-    store.insert_node(aged("an old episode", 365, type=NodeType.EPISODIC, confidence=0.1))
-    store.insert_node(aged("a forgotten fact", 365, valid_until=utcnow()))
-    store.insert_node(aged("an old private fact", 365, scope=Scope.USER, user="u2"))
-    store.insert_node(aged("elsewhere", 365, namespace="other"))
+    weak = store.memories.insert_node(aged("an old fact", 60))
+    weaker = store.memories.insert_node(aged("an older opinion", 120, type=NodeType.OPINION))
+    store.memories.insert_node(aged("a fresh fact", 0))
+    store.memories.insert_node(aged("a protected fact", 365, decay_rate=0.0, confidence=0.1))
+    store.memories.insert_node(aged("an old episode", 365, type=NodeType.EPISODIC, confidence=0.1))
+    store.memories.insert_node(aged("a forgotten fact", 365, valid_until=utcnow()))
+    store.memories.insert_node(aged("an old private fact", 365, scope=Scope.USER, user="u2"))
+    store.memories.insert_node(aged("elsewhere", 365, namespace="other"))
 
     pairs = run(service.records.weak_facts(user="u1"))
     assert [n.id for n, _ in pairs] == [weaker.id, weak.id]
@@ -529,7 +529,7 @@ def test_create_and_verify_keys(service: MemoryService) -> None:
     prefix, kid, token = secret[:4], secret[4:12], secret[13:]
     assert (prefix, kid, secret[12], len(token)) == ("mlk_", key.id, "_", 43)
     assert key.namespaces == ["default", "team-a"] and key.can_write and not key.admin
-    stored = service.store.get_key(key.id)
+    stored = service.store.people.get_key(key.id)
     assert stored is not None and secret not in stored[1] and len(stored[1]) == 64
     assert run(service.keys.has_keys()) is True
 
@@ -611,8 +611,8 @@ def test_a_version_1_store_gains_the_lookup_tables(tmp_path: Path) -> None:
     store = SQLiteStore(path)
     try:
         assert store.schema_version() >= 2
-        assert (user := store.find_user("default", "telegram", "42")) and user.id == "u1"
-        assert (found := store.find_entity("default", "al")) and found.id == "abcdEFGH"
-        assert store.list_nodes(NodeFilter()) == []
+        assert (user := store.people.find_user("default", "telegram", "42")) and user.id == "u1"
+        assert (found := store.entities.find_entity("default", "al")) and found.id == "abcdEFGH"
+        assert store.memories.list_nodes(NodeFilter()) == []
     finally:
         store.close()

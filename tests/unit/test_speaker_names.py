@@ -162,10 +162,10 @@ def test_role_labelled_turns_are_linked_to_the_name_they_are_called(
         mem.add(f"Let me tell you about {topic}.", user="u2", session="t1", speaker="user")
         mem.add(f"Tell me more about {topic}!", user="u2", session="t1", speaker="assistant")
     assert mem.flush(20)
-    alice = store.find_entity("default", "Alice")
+    alice = store.entities.find_entity("default", "Alice")
     assert alice is not None and alice.type is EntityType.PERSON
     turns = {(n.user, n.content): n.id for n in mem.list(type="episodic", limit=100)}
-    linked = store.node_entities("default", list(turns.values()))
+    linked = store.entities.node_entities("default", list(turns.values()))
     to_alice = {key for key, i in turns.items() if any(e.id == alice.id for e in linked[i])}
     # every turn she said, the ones before she was named too; not the ones said to her,
     # and nothing of the other user
@@ -199,7 +199,7 @@ def test_a_group_chats_speakers_are_linked_to_the_names_they_are_answered_by(
         assert mem.flush(20)
     store = mem.service.store
     turns = {n.content: n.id for n in mem.list(type="episodic", limit=100)}
-    linked = store.node_entities("default", list(turns.values()))
+    linked = store.entities.node_entities("default", list(turns.values()))
 
     def said_by(name: str) -> set[str]:
         return {t for t, i in turns.items() if any(e.canonical_name == name for e in linked[i])}
@@ -219,7 +219,7 @@ def test_a_label_that_says_the_name_adds_no_second_person(make_memory: MakeMemor
         mem.add("I love camping.", user="u1", session="s1", speaker="Melanie")
         mem.add(reply, user="u1", session="s1", speaker="Caroline")
     assert mem.flush(20)
-    names = sorted(e.canonical_name for e in mem.service.store.list_entities("default"))
+    names = sorted(e.canonical_name for e in mem.service.store.entities.list_entities("default"))
     assert names == ["Caroline", "Melanie"]
 
 
@@ -234,7 +234,7 @@ def test_a_handle_is_linked_to_the_name_as_well(make_memory: MakeMemory) -> None
     assert mem.flush(20)
     store = mem.service.store
     turns = {n.id: n for n in mem.list(type="episodic", limit=100)}
-    linked = store.node_entities("default", list(turns))
+    linked = store.entities.node_entities("default", list(turns))
     for node_id, entities in linked.items():
         names = sorted(e.canonical_name for e in entities)
         expected = ["Ana", "Speaker A"] if turns[node_id].speaker == "Speaker A" else ["Speaker B"]
@@ -273,10 +273,10 @@ def linked_to(
         mem.add(reply, user="u1", session="s1", speaker=labels[1])
     assert mem.flush(20)
     store = mem.service.store
-    person = store.find_entity("default", name)
+    person = store.entities.find_entity("default", name)
     assert person is not None and person.type is EntityType.PERSON
     turns = {n.id: n for n in mem.list(type="episodic", limit=100)}
-    linked = store.node_entities("default", list(turns))
+    linked = store.entities.node_entities("default", list(turns))
     return {turns[i].content for i, es in linked.items() if person.id in {e.id for e in es}}
 
 
@@ -315,12 +315,12 @@ def test_a_reopened_store_links_the_named_speakers_new_turns(make_memory: MakeMe
     new = again.add("I bought new boots.", user="u1", session="s1", speaker="user")
     assert again.flush(20)
     store = again.service.store
-    linked = store.node_entities("default", [new.id])[new.id]
+    linked = store.entities.node_entities("default", [new.id])[new.id]
     assert [e.canonical_name for e in linked] == ["Alice"]
     said = [n.id for n in again.list(type="episodic", limit=100) if n.speaker == "user"]
     assert all(
         [e.canonical_name for e in entities] == ["Alice"]
-        for entities in store.node_entities("default", said).values()
+        for entities in store.entities.node_entities("default", said).values()
     )
     assert len(said) == 4
 
@@ -366,7 +366,7 @@ def test_a_speaker_labelled_by_full_name_is_found_by_their_given_name(
     # u2's Fahim is named by the same word, yet nobody u1 may know of
     assert all(h.memory.user == "u1" and "Rahman" not in h.why for h in hits)
     turns = {n.id: n for n in mem.list(type="episodic", user="u1", limit=100)}
-    for node_id, entities in store.node_entities("default", list(turns)).items():
+    for node_id, entities in store.entities.node_entities("default", list(turns)).items():
         assert [e.canonical_name for e in entities] == [turns[node_id].speaker]
 
 
@@ -447,7 +447,7 @@ def test_people_no_memory_names_are_embedded_as_pronouns_too(make_memory: MakeMe
     mem.add("Robin sent me a postcard.", user="u2", session="t1", speaker="Kim")
     assert mem.flush(20)
     store, flt = mem.service.store, NodeFilter(namespaces=("default",), user="u1")
-    named = store.entities_in_text(("default",), "What did Caroline do with Robin?")
+    named = store.graph.entities_in_text(("default",), "What did Caroline do with Robin?")
     # Robin: no memory of u1 holds it (u2's does, which u1 does not see)
     assert strangers(store, flt, "What did Caroline do with Robin?", named) == ["Robin"]
     assert strangers(store, flt, "Where did Robin's sister travel?", []) == ["Robin"]

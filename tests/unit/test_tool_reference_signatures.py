@@ -88,7 +88,7 @@ def test_recall_hides_facts_below_confidence_half_by_default(service: MemoryServ
     tools = Tools(service)
     call(tools, "remember", {"content": "The user maybe likes Fridays"})
     (fact,) = stored(service, type="semantic")
-    service.store.update_node("default", fact.id, NodePatch(confidence=0.3))
+    service.store.memories.update_node("default", fact.id, NodePatch(confidence=0.3))
     hidden = call(tools, "recall", {"query": "Fridays"})
     assert hidden.startswith("No memories match 'Fridays' at confidence 0.50 or more; 1 memory")
     assert "maybe likes" not in hidden  # hidden, but never said not to exist

@@ -296,7 +296,7 @@ def test_recall_filters_by_type_and_confidence(service: MemoryService) -> None:
     facts = call(tools, "recall", {"query": "deploying", "memory_type": "facts"})
     assert "Fridays" in facts and "procedural" not in facts
     weak = stored(service, type="semantic")[0]
-    service.store.update_node("default", weak.id, _patch(confidence=0.2))
+    service.store.memories.update_node("default", weak.id, _patch(confidence=0.2))
     assert "Fridays" not in call(tools, "recall", {"min_confidence": 0.5})
     assert "1 memory below it" in call(tools, "recall", {})  # reference 000: default 0.5
     listed = call(tools, "recall", {"min_confidence": 0})
@@ -315,7 +315,7 @@ def test_recall_without_a_query_lists_facts_by_confidence_descending(
         ("gamma", "Backups run every night", 0.8),
     ]:
         mid = first_id(call(tools, "remember", {"content": text, "category": category}))
-        service.store.update_node("default", mid, _patch(confidence=confidence))
+        service.store.memories.update_node("default", mid, _patch(confidence=confidence))
         made[text] = mid
     out = call(tools, "recall", {})
     assert out.startswith("3 memories, highest confidence first:")
@@ -384,7 +384,7 @@ def test_weak_facts(service: MemoryService) -> None:
     assert call(tools, "weak_facts") == "No facts are below confidence 0.30."
     mid = first_id(call(tools, "remember", {"content": "The user has a cat named Tom"}))
     first_id(call(tools, "remember", {"content": "The user lives in Porto"}))
-    service.store.update_node("default", mid, _patch(confidence=0.1))
+    service.store.memories.update_node("default", mid, _patch(confidence=0.1))
     out = call(tools, "weak_facts", {"threshold": 0.3})
     assert f"[id:{mid}]" in out and "Porto" not in out and "confirm_fact" in out
     assert "(confidence 0.10)" in out

@@ -43,7 +43,7 @@ def build_rich(mem: Memory) -> dict[str, str]:
         details={"outcome": {"success": True}, "actions": [{"tool": "book_hotel"}]},
         session="trip",
     )
-    mem.service.store.upsert_user(
+    mem.service.store.people.upsert_user(
         MemoryUser(
             id="alice", display_name="Alice", identifiers={"telegram": "42"},
             created_at=datetime(2024, 1, 1, tzinfo=UTC),
@@ -59,21 +59,21 @@ def build_rich(mem: Memory) -> dict[str, str]:
 
 def dump_namespace(mem: Memory, ns: str = "default") -> dict[str, Any]:
     store = mem.service.store
-    nodes = {n.id: n.model_dump() for n in store.iter_nodes(ns)}
+    nodes = {n.id: n.model_dump() for n in store.memories.iter_nodes(ns)}
     for node in nodes.values():
         node["namespace"] = "*"
     return {
         "nodes": nodes,
         "versions": sorted(
-            (v.model_dump() for v in store.iter_versions(ns)),
+            (v.model_dump() for v in store.memories.iter_versions(ns)),
             key=lambda v: (v["node_id"], v["version"]),
         ),
         "edges": sorted(
-            ({**e.model_dump(), "namespace": "*"} for e in store.iter_edges(ns)),
+            ({**e.model_dump(), "namespace": "*"} for e in store.memories.iter_edges(ns)),
             key=lambda e: e["id"],
         ),
-        "users": [{**u.model_dump(), "namespace": "*"} for u in store.list_users(ns)],
-        "vectors": store.vectors(ns, list(nodes)),
+        "users": [{**u.model_dump(), "namespace": "*"} for u in store.people.list_users(ns)],
+        "vectors": store.search.vectors(ns, list(nodes)),
     }
 
 
@@ -197,7 +197,7 @@ def test_corrupted_line_names_the_line_and_imports_nothing(
     assert f"line {number}" in exc.value.message
     assert exc.value.hint
     assert target.stats().nodes_by_type == {}
-    assert target.service.store.list_users("default") == []
+    assert target.service.store.people.list_users("default") == []
 
 
 def test_corrupted_vector_names_the_line_and_imports_nothing(
@@ -271,7 +271,7 @@ def test_import_is_one_transaction_a_failure_midway_writes_nothing(
         def boom(*args: object, **kwargs: object) -> None:
             raise StorageError("disk full (simulated)")
 
-        monkeypatch.setattr(dst.service.store, "insert_edges", boom)
+        monkeypatch.setattr(dst.service.store.memories, "insert_edges", boom)
         with pytest.raises(StorageError):
             dst.import_file(out)
         assert dst.count(include_forgotten=True) == 0
@@ -337,7 +337,7 @@ def test_import_runs_the_write_apis_checks_and_writes_nothing(
     assert exc.value.message.startswith(f"line {number} of the import is invalid")
     assert problem in exc.value.message
     assert target.stats().nodes_by_type == {}
-    assert target.service.store.list_users("default") == []
+    assert target.service.store.people.list_users("default") == []
 
 
 def test_a_fact_version_longer_than_a_fact_is_refused(

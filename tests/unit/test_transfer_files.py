@@ -165,7 +165,7 @@ def test_a_vector_that_is_not_finite_is_embedded_again(
         "infinity): it is embedded again"
     ]
     assert target.flush(20)
-    vectors = target.service.store.vectors("default", [row["node"]["id"]])
+    vectors = target.service.store.search.vectors("default", [row["node"]["id"]])
     assert np.isfinite(np.frombuffer(vectors[row["node"]["id"]], np.float32)).all()
     hits = target.search("banana bread", user="sam")
     assert hits and all(math.isfinite(h.score) for h in hits)

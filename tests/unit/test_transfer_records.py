@@ -39,33 +39,39 @@ def graph(mem: Memory, ns: str = "default") -> dict[str, Any]:
     """The namespace's records beside its memories, in a form that compares."""
     store = mem.service.store
     model = store.get_meta("embedding_model") or ""
-    nodes = {n.id: n.content for n in store.iter_nodes(ns)}
+    nodes = {n.id: n.content for n in store.memories.iter_nodes(ns)}
     names = {}
-    for entity in store.list_entities(ns, limit=100):
+    for entity in store.entities.list_entities(ns, limit=100):
         names[entity.id] = entity.canonical_name
-    threads = [store.get_thread(ns, t.id) for t in store.list_threads(ns)]
+    threads = [store.people.get_thread(ns, t.id) for t in store.people.list_threads(ns)]
     return {
         "entities": sorted(
-            ({**e.model_dump(exclude={"id", "namespace"})} for e in store.list_entities(ns)),
+            (
+                {**e.model_dump(exclude={"id", "namespace"})}
+                for e in store.entities.list_entities(ns)
+            ),
             key=lambda e: e["canonical_name"],
         ),
         "links": sorted(
             (nodes[n], names[e.id])
-            for n, es in store.node_entities(ns, list(nodes)).items()
+            for n, es in store.entities.node_entities(ns, list(nodes)).items()
             for e in es
         ),
         "entity_vectors": sorted(
-            (names[i], blob) for i, blob in store.entity_vectors(ns, model).items()
+            (names[i], blob) for i, blob in store.jobs.entity_vectors(ns, model).items()
         ),
         "threads": [t.model_dump(exclude={"namespace"}) for t in threads if t is not None],
         "sessions": [replace(s, namespace="*") for s in store.sessions(ns)],
         "knowledge": [
             (
                 s.model_dump(exclude={"namespace"}),
-                [c.model_dump(exclude={"namespace"}) for c in store.knowledge_chunks(ns, s.id)],
+                [
+                    c.model_dump(exclude={"namespace"})
+                    for c in store.knowledge.knowledge_chunks(ns, s.id)
+                ],
                 store.knowledge_vectors(ns, s.id),
             )
-            for s in store.knowledge_sources(ns)
+            for s in store.knowledge.knowledge_sources(ns)
         ],
     }
 
@@ -129,8 +135,8 @@ def test_into_another_namespace_entities_get_ids_of_their_own(
     report = source.import_file(str(path), namespace="beta")
     assert report.entities == len(want["entities"]) and report.links == len(want["links"])
     store = source.service.store
-    assert {e.id for e in store.list_entities("beta")}.isdisjoint(
-        {e.id for e in store.list_entities("default")}
+    assert {e.id for e in store.entities.list_entities("beta")}.isdisjoint(
+        {e.id for e in store.entities.list_entities("default")}
     )
     assert graph(source, "beta") == graph(source) == want
     again = source.import_file(str(path), namespace="beta")
@@ -147,10 +153,10 @@ def test_another_model_embeds_the_knowledge_and_entity_names(
     target = make_memory(str(tmp_path / "target.db"), embedder=FakeEmbedder(dimension=32))
     report = target.import_file(str(path))
     assert report.chunks_to_embed == report.knowledge_chunks == 1
-    (source,) = target.service.store.knowledge_sources("default")
+    (source,) = target.service.store.knowledge.knowledge_sources("default")
     assert source.embedding_model == "fake:32"
     assert target.search_knowledge("rotate api keys", threshold=0)
-    vectors = target.service.store.entity_vectors("default", "fake:32")
+    vectors = target.service.store.jobs.entity_vectors("default", "fake:32")
     assert set(vectors) == {r["id"] for r in named} and {len(b) for b in vectors.values()} == {
         32 * 4
     }
@@ -280,14 +286,14 @@ def test_two_unmerged_users_with_one_channel_id_are_refused(
         "user 'alice' (on line 2)"
     )
     assert "nothing was imported" in str(exc.value.hint)
-    assert target.service.store.list_users("default") == []
+    assert target.service.store.people.list_users("default") == []
     target._call(target.service.records.save_user("carol", identifiers={"telegram": "555"}))
     rows = _users(
         {"id": "dave", "display_name": "Dave"}, {"id": "bob", "identifiers": {"telegram": "555"}}
     )
     with pytest.raises(ConflictError, match=r"line 3 .*belongs to memory user 'carol' of"):
         target.import_file(str(save(tmp_path / "one.jsonl", rows)))
-    assert [u.id for u in target.service.store.list_users("default")] == ["carol"]
+    assert [u.id for u in target.service.store.people.list_users("default")] == ["carol"]
 
 
 def test_users_merged_into_one_another_may_share_a_channel_id(

@@ -50,9 +50,9 @@ def snapshot(mem: Memory) -> dict[str, Any]:
     store = mem.service.store
     return {
         ns: (
-            [n.model_dump() for n in store.iter_nodes(ns)],
-            [v.model_dump() for v in store.iter_versions(ns)],
-            [e.model_dump() for e in store.iter_edges(ns)],
+            [n.model_dump() for n in store.memories.iter_nodes(ns)],
+            [v.model_dump() for v in store.memories.iter_versions(ns)],
+            [e.model_dump() for e in store.memories.iter_edges(ns)],
         )
         for ns in store.namespaces()
     }

@@ -205,7 +205,7 @@ class Consolidator:
         batches, left = 0, max_episodes
 
         def pending(limit: int) -> list[MemoryNode]:
-            return self.store.session_episodes(
+            return self.store.jobs.session_episodes(
                 namespace, session, limit=limit, user=target.user, agent=target.agent
             )
 
@@ -223,7 +223,9 @@ class Consolidator:
             if not episodes:
                 if batches and session is not None:  # the last batch was full: record it
                     now = utcnow()
-                    self.store.finish_session(namespace, session, user=None, agent=None, now=now)
+                    self.store.jobs.finish_session(
+                        namespace, session, user=None, agent=None, now=now
+                    )
                 break
             # one owner's turns at a time: users (or agents) may share a session id, and
             # the extractor must never read one's words to write another's facts
@@ -277,16 +279,18 @@ class Consolidator:
             self.store.exclusive(fact_lock(ns)),
             self.store.exclusive(entities_lock(ns)),
         ):
-            claimed = self.store.claim_episodes(ns, [e.id for e in episodes], now=now)
+            claimed = self.store.jobs.claim_episodes(ns, [e.id for e in episodes], now=now)
             if claimed != len(episodes):
                 raise SessionTaken(session or "")
             entities = self._entities(run, extraction)
             for (fact, text), vector in zip(facts, vectors, strict=True):
                 self._fact(run, fact, text, vector, current or episodes, session, entities)
             if run.edges:
-                self.store.insert_edges(run.edges)
+                self.store.memories.insert_edges(run.edges)
             if last and session is not None:
-                self.store.finish_session(ns, session, user=owner.user, agent=owner.agent, now=now)
+                self.store.jobs.finish_session(
+                    ns, session, user=owner.user, agent=owner.agent, now=now
+                )
         report.episodes += len(episodes)
         report.entities_created += len(resolver.created)
         known = self._known_cache.get((ns, owner.user, owner.agent))
@@ -306,7 +310,7 @@ class Consolidator:
                 user=episode.user,
                 agent=episode.agent,
             )
-            self._known_cache[owner] = self.store.list_nodes(
+            self._known_cache[owner] = self.store.memories.list_nodes(
                 flt, limit=KNOWN_FACTS, order="-created"
             )
         return self._known_cache[owner]
@@ -379,7 +383,7 @@ class Consolidator:
         linked = list(dict.fromkeys(entities[n].id for n in names if n in entities))
         if linked:
             for target in (node.id, *(s.id for s in sources)):
-                self.store.link_entities(run.namespace, target, linked)
+                self.store.entities.link_entities(run.namespace, target, linked)
             run.report.entities_linked += len(linked)
 
     def _store_fact(
@@ -431,7 +435,7 @@ class Consolidator:
                     "category": new.category,
                     "confidence": new.confidence,
                 }
-                self.store.update_node(ns, hit.id, restatement(hit, given)[0])
+                self.store.memories.update_node(ns, hit.id, restatement(hit, given)[0])
                 run.report.confirmed += 1
                 run.made[made_text] = hit
                 return hit
@@ -445,15 +449,15 @@ class Consolidator:
         elif old is not None:
             # the old fact held until the new one was said (turns may be dated in the past)
             until = min(run.now, max(new.valid_from, stated or new.valid_from))
-            self.store.supersede(ns, old.id, new, now=until)
+            self.store.memories.supersede(ns, old.id, new, now=until)
             run.ended.add(old.id)
             run.report.superseded.append(old.id)
             current = new
         else:
-            new = current = self.store.insert_node(new)
+            new = current = self.store.memories.insert_node(new)
         if vector is not None:
             item = PendingEmbedding(new.id, content_hash(text), text, None, key, new.subject)
-            self.store.save_embeddings([item], vector[None, :])
+            self.store.search.save_embeddings([item], vector[None, :])
         run.report.created.append(new.id)
         run.made[made_text] = new
         if made_key:
@@ -465,7 +469,7 @@ class Consolidator:
         edited (``update``, a key overwrite: a version after the first)."""
         if fact.version <= 1:
             return fact.event_time
-        edits = [v.created_at for v in self.store.versions(ns, fact.id)]
+        edits = [v.created_at for v in self.store.memories.versions(ns, fact.id)]
         return max([fact.event_time, *edits])
 
     def _historical(
@@ -476,7 +480,7 @@ class Consolidator:
         by that fact — its validity ends where the newer wording was ``stated`` — so an
         older statement never replaces a newer one."""
         until = max(stated, new.valid_from)
-        stored = self.store.insert_node(new.model_copy(update={"valid_until": until}))
+        stored = self.store.memories.insert_node(new.model_copy(update={"valid_until": until}))
         run.edges.append(
             Edge(
                 id=short_id() + short_id(),
@@ -500,7 +504,7 @@ class Consolidator:
         subject = fact.subject.casefold()
         same = [
             n
-            for n in self.store.list_nodes(owner, limit=200, order="-created")
+            for n in self.store.memories.list_nodes(owner, limit=200, order="-created")
             if n.id not in run.ended and (n.subject or "").casefold() == subject
         ]
         return next((n for n in same if n.category == fact.category), same[0] if same else None)

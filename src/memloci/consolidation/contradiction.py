@@ -454,9 +454,9 @@ def contradicted(
     if read(text) is None and not re.search(r"\d|" + "|".join(sorted(_MONTHS)), text.casefold()):
         return None  # neither a claim nor a number: nothing to compare (no search)
     match = fts_match(text, other_forms=False)
-    ids = [i for i, _ in store.fulltext(owner, match, CANDIDATES)] if match else []
-    found = {n.id: n for n in store.get_nodes(owner.namespaces, ids)}
-    for node in store.list_nodes(owner, limit=CANDIDATES, order="-created"):
+    ids = [i for i, _ in store.search.fulltext(owner, match, CANDIDATES)] if match else []
+    found = {n.id: n for n in store.memories.get_nodes(owner.namespaces, ids)}
+    for node in store.memories.list_nodes(owner, limit=CANDIDATES, order="-created"):
         found.setdefault(node.id, node)
     nodes = [n for n in found.values() if n.key is None and n.is_current and n.id not in skip]
     for node in sorted(nodes, key=lambda n: n.event_time, reverse=True):

@@ -87,20 +87,20 @@ def match_fact(
     first: key, exact text, then (only if ``embed`` is given) meaning."""
     digest = content_hash(text)
     if key is not None:
-        same_key = store.list_nodes(replace(owner, key_norm=normalize_key(key)), limit=1)
+        same_key = store.memories.list_nodes(replace(owner, key_norm=normalize_key(key)), limit=1)
         if same_key:
             old = same_key[0]
             if same_text(old.content, text) and old.value == value:
                 return FactMatch(MatchKind.SAME, old, "already known")
             return FactMatch(MatchKind.KEY, old, f"holds key {key!r}")
-    dupes = [n for n in store.find_by_hash(owner, digest) if same_text(n.content, text)]
+    dupes = [n for n in store.memories.find_by_hash(owner, digest) if same_text(n.content, text)]
     if dupes:
         return FactMatch(MatchKind.DUPLICATE, dupes[0], "already known")
     if embed is None:
         return FactMatch()
     vector = embed()
-    near = [(i, sim) for i, sim in store.vector_search(owner, vector, 5) if sim >= threshold]
-    found = {n.id: n for n in store.get_nodes(owner.namespaces, [i for i, _ in near])}
+    near = [(i, sim) for i, sim in store.search.vector_search(owner, vector, 5) if sim >= threshold]
+    found = {n.id: n for n in store.memories.get_nodes(owner.namespaces, [i for i, _ in near])}
     for node_id, sim in near:  # best first; only the same statement counts
         node = found.get(node_id)
         if node is not None and same_details(node.content, text):

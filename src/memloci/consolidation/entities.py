@@ -111,7 +111,7 @@ class EntityResolver:
             for name, vec in zip(todo, self.embedder.embed(todo), strict=True):
                 self._vectors[name_key(name)] = np.asarray(vec, dtype=np.float32)
         if self._known is None:
-            raw = self.store.entity_vectors(self.namespace, self.embedder.model_id)
+            raw = self.store.jobs.entity_vectors(self.namespace, self.embedder.model_id)
             dim = self.embedder.dimension
             self._known = {
                 eid: np.frombuffer(blob, dtype=np.float32)
@@ -125,12 +125,12 @@ class EntityResolver:
         before ``memloci reembed`` switched models, or while no embedder ran), up to
         :data:`FILL_BATCH` a run, so matching by meaning covers them again."""
         assert self.embedder is not None
-        if self.store.count_entities(self.namespace) <= len(known):
+        if self.store.entities.count_entities(self.namespace) <= len(known):
             return
         missing: list[Entity] = []
         offset = 0
         while len(missing) < FILL_BATCH:
-            page = self.store.list_entities(self.namespace, limit=500, offset=offset)
+            page = self.store.entities.list_entities(self.namespace, limit=500, offset=offset)
             missing += [e for e in page if e.id not in known]
             offset += len(page)
             if len(page) < 500:
@@ -143,7 +143,7 @@ class EntityResolver:
         for entity, vec in zip(missing, vectors, strict=True):
             vec = np.asarray(vec, dtype=np.float32)
             blob = np.ascontiguousarray(vec).tobytes()
-            self.store.save_entity_vector(self.namespace, entity.id, model, blob)
+            self.store.jobs.save_entity_vector(self.namespace, entity.id, model, blob)
             known[entity.id] = vec
 
     # ------------------------------------------------------------------ inside the tx
@@ -173,7 +173,7 @@ class EntityResolver:
                 "last_seen": max(found.last_seen, self.now),
             }
         )
-        self._touched[entity.id] = self.store.update_entity(entity)
+        self._touched[entity.id] = self.store.entities.update_entity(entity)
         return self._touched[entity.id]
 
     def match(self, name: str, type: EntityType | None = None) -> Entity | None:
@@ -186,7 +186,7 @@ class EntityResolver:
             if any(" ".join(n) == key for n in _names(entity)):
                 return entity
         for variant in dict.fromkeys((name, key)):
-            stored = self.store.find_entity(self.namespace, variant)
+            stored = self.store.entities.find_entity(self.namespace, variant)
             if stored is not None:
                 return self._touched.get(stored.id, stored)
         fitting = [e for e in self._candidates(words) if types_fit(type, e) and fits(words, e)]
@@ -199,7 +199,9 @@ class EntityResolver:
     def _candidates(self, words: Sequence[str]) -> list[Entity]:
         found: dict[str, Entity] = {}
         for word in {w for w in words if len(w) > 1}:
-            for e in self.store.list_entities(self.namespace, query=word, limit=CANDIDATES):
+            for e in self.store.entities.list_entities(
+                self.namespace, query=word, limit=CANDIDATES
+            ):
                 found[e.id] = e
         found.update(self._touched)
         return list(found.values())
@@ -213,7 +215,9 @@ class EntityResolver:
         for i in np.argsort(-sims):
             if float(sims[i]) < self.threshold:
                 break
-            entity = self._touched.get(ids[i]) or self.store.get_entity(self.namespace, ids[i])
+            entity = self._touched.get(ids[i]) or self.store.entities.get_entity(
+                self.namespace, ids[i]
+            )
             if entity is not None and (type is None or entity.type is type):
                 return entity
         return None
@@ -231,13 +235,15 @@ class EntityResolver:
             last_seen=self.now,
             mention_count=max(1, mentions),
         )
-        entity = self.store.insert_entity(entity)
+        entity = self.store.entities.insert_entity(entity)
         self._touched[entity.id] = entity
         self.created.append(entity.id)
         vec = self._vectors.get(name_key(name))
         if vec is not None and self.embedder is not None:
             blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
-            self.store.save_entity_vector(self.namespace, entity.id, self.embedder.model_id, blob)
+            self.store.jobs.save_entity_vector(
+                self.namespace, entity.id, self.embedder.model_id, blob
+            )
             if self._known is not None:
                 self._known[entity.id] = vec
         return entity

@@ -164,10 +164,10 @@ class Maintenance:
         report = MaintenanceReport(
             started=started, llm=getattr(self.llm, "model_id", None) if self.llm else None
         )
-        if not self.store.acquire_lock(
+        if not self.store.jobs.acquire_lock(
             LOCK, self.owner, now=started, ttl=LOCK_TTL, stale=dead_here
         ):
-            held = self.store.lock_holder(LOCK, now=utcnow())
+            held = self.store.jobs.lock_holder(LOCK, now=utcnow())
             report.ran, report.finished = False, utcnow()
             report.holder = held[0] if held else None
             until = f" until {held[1]:%Y-%m-%d %H:%M} UTC" if held else ""
@@ -177,7 +177,7 @@ class Maintenance:
             self._work(report, now or started)
         finally:
             with cancel.shielded():  # a run its caller cancelled frees the lock too
-                self.store.release_lock(LOCK, self.owner)
+                self.store.jobs.release_lock(LOCK, self.owner)
         report.finished = utcnow()
         done = "done" if not report.errors else f"done with {len(report.errors)} errors"
         report.message = f"maintenance {done}"
@@ -185,7 +185,7 @@ class Maintenance:
 
     def renew(self) -> bool:
         """Extend the lock; False if it was lost (it expired and another run took it)."""
-        return self.store.acquire_lock(LOCK, self.owner, now=utcnow(), ttl=LOCK_TTL)
+        return self.store.jobs.acquire_lock(LOCK, self.owner, now=utcnow(), ttl=LOCK_TTL)
 
     def _work(self, report: MaintenanceReport, now: datetime) -> None:
         report.namespaces = self.store.namespaces()
@@ -206,7 +206,7 @@ class Maintenance:
                 self._guarded(report, f"{name} of {ns}", lambda: step(ns))  # noqa: B023
         if self.embed is not None:
             self._guarded(report, "embedding", lambda: self._embed(report))
-        self._guarded(report, "cleanup", self.store.drop_orphans)
+        self._guarded(report, "cleanup", self.store.jobs.drop_orphans)
         self.store.set_meta("last_maintenance", report.started.isoformat())
 
     def _embed(self, report: MaintenanceReport) -> None:
@@ -225,7 +225,7 @@ class Maintenance:
     def _consolidate(self, report: MaintenanceReport, ns: str) -> None:
         if self.consolidator is None:
             return
-        sessions = self.store.pending_sessions(ns)  # turns without a session too, per owner
+        sessions = self.store.jobs.pending_sessions(ns)  # turns without a session too, per owner
         if sessions:
             report.add(self.consolidator.run(ns, sessions, keep_going=self.renew))
 
@@ -233,7 +233,7 @@ class Maintenance:
         threshold = self.settings.decay_threshold
         for kind in DECAYING:
             after = 0
-            while page := self.store.decay_candidates(ns, kind, after=after, limit=DECAY_PAGE):
+            while page := self.store.jobs.decay_candidates(ns, kind, after=after, limit=DECAY_PAGE):
                 after = page[-1].cursor
                 updates: list[DecayUpdate] = []
                 forget: list[str] = []
@@ -246,7 +246,7 @@ class Maintenance:
                     elif abs(conf - node.confidence) > 1e-9 or cand.anchor != anchor:
                         updates.append(DecayUpdate(node.id, conf, base, anchor))
                 if updates or forget:
-                    self.store.apply_decay(ns, updates, forget, now=utcnow())
+                    self.store.jobs.apply_decay(ns, updates, forget, now=utcnow())
                 report.decayed += len(updates)
                 report.forgotten += len(forget)
 
@@ -255,22 +255,24 @@ class Maintenance:
 
         assert self.llm is not None
         facts_only = NodeFilter(namespaces=(ns,), types=DECAYING)
-        entities = self.store.entities_to_enrich(
+        entities = self.store.jobs.entities_to_enrich(
             ns, min_mentions=self.settings.entity_enrichment_min_mentions, limit=ENRICH_LIMIT
         )
         for entity in entities:
-            facts = self.store.entity_nodes(facts_only, entity.id, limit=50)
-            facts = facts or self.store.entity_nodes(NodeFilter(namespaces=(ns,)), entity.id)
+            facts = self.store.entities.entity_nodes(facts_only, entity.id, limit=50)
+            facts = facts or self.store.entities.entity_nodes(
+                NodeFilter(namespaces=(ns,)), entity.id
+            )
             if not facts:
                 continue
             summary = summarize_entity(self.llm, entity, facts)[:2000]
             if not summary:
                 continue
             with self.store.exclusive(entities_lock(ns)):  # no mention counted meanwhile lost
-                fresh = self.store.get_entity(ns, entity.id)
+                fresh = self.store.entities.get_entity(ns, entity.id)
                 if fresh is None or fresh.summary:
                     continue
-                self.store.update_entity(fresh.model_copy(update={"summary": summary}))
+                self.store.entities.update_entity(fresh.model_copy(update={"summary": summary}))
             report.entities_enriched += 1
 
     def _causal(self, report: MaintenanceReport, ns: str) -> None:
@@ -280,10 +282,10 @@ class Maintenance:
         size = self.settings.causal_batch_size
         cursor_key = f"causal_cursor:{ns}"
         after = int(self.store.get_meta(cursor_key) or 0)
-        raw = self.store.temporal_pairs(ns, after=after, limit=size) if size else []
+        raw = self.store.jobs.temporal_pairs(ns, after=after, limit=size) if size else []
         if not raw:
             return
-        found = self.store.get_nodes(ns, list({i for _, a, b in raw for i in (a, b)}))
+        found = self.store.memories.get_nodes(ns, list({i for _, a, b in raw for i in (a, b)}))
         nodes: dict[str, MemoryNode] = {n.id: n for n in found if n.valid_until is None}
         pairs = [(nodes[a], nodes[b]) for _, a, b in raw if a in nodes and b in nodes]
         links = infer_causal(self.llm, pairs) if pairs else []
@@ -306,6 +308,6 @@ class Maintenance:
         ]
         with self.store.batch():
             if edges:
-                self.store.insert_edges(edges)
+                self.store.memories.insert_edges(edges)
             self.store.set_meta(cursor_key, str(raw[-1][0]))
         report.causal_edges += len(edges)

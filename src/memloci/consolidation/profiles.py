@@ -59,7 +59,7 @@ def embed_profiles(
     if not wanted:
         return 0
     model = embedder.model_id
-    known = store.profile_vectors(namespace, model)
+    known = store.jobs.profile_vectors(namespace, model)
     todo = [e for e in wanted if known.get(e.id, ("", b""))[0] != digest(profile_text(e))]
     done = 0
     for start in range(0, len(todo), BATCH):
@@ -72,7 +72,7 @@ def embed_profiles(
             return done
         for entity, text, vec in zip(batch, texts, vectors, strict=True):
             blob = np.ascontiguousarray(np.asarray(vec, dtype=np.float32)).tobytes()
-            store.save_profile_vector(namespace, entity.id, model, digest(text), blob)
+            store.jobs.save_profile_vector(namespace, entity.id, model, digest(text), blob)
             done += 1
     return done
 
@@ -81,7 +81,7 @@ def _summarised(store: Store, namespace: str) -> list[Entity]:
     out: list[Entity] = []
     offset = 0
     while True:
-        page = store.list_entities(namespace, limit=PAGE, offset=offset)
+        page = store.entities.list_entities(namespace, limit=PAGE, offset=offset)
         out += [e for e in page if e.summary]
         offset += len(page)
         if len(page) < PAGE:

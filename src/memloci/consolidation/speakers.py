@@ -175,15 +175,15 @@ def says(label: str, name: str) -> bool:
 
 def _recent_turns(store: Store, namespace: str, user: str | None) -> list[MemoryNode]:
     flt = NodeFilter(namespaces=(namespace,), owner_user=user, types=(NodeType.EPISODIC,))
-    found = store.list_nodes(flt, limit=WINDOW, order="-created")
+    found = store.memories.list_nodes(flt, limit=WINDOW, order="-created")
     return [t for t in found if t.user == user]
 
 
 def _linked(store: Store, turn: MemoryNode, name: str) -> bool:
-    entity = store.find_entity(turn.namespace, name)
+    entity = store.entities.find_entity(turn.namespace, name)
     if entity is None:
         return False
-    linked = store.node_entities(turn.namespace, [turn.id]).get(turn.id, [])
+    linked = store.entities.node_entities(turn.namespace, [turn.id]).get(turn.id, [])
     return any(e.id == entity.id for e in linked)
 
 
@@ -193,7 +193,7 @@ def _turns_of(store: Store, namespace: str, user: str | None, label: str) -> lis
     out: list[MemoryNode] = []
     offset = 0
     while True:
-        page = store.list_nodes(flt, limit=1000, offset=offset, order="created")
+        page = store.memories.list_nodes(flt, limit=1000, offset=offset, order="created")
         out += [t for t in page if t.user == user and t.speaker == label]
         if len(page) < 1000:
             return out

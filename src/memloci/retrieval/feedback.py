@@ -45,12 +45,12 @@ def feedback_vector(
     ids = list(best[:FEEDBACK_HITS])
     if len(ids) < FEEDBACK_HITS:  # a store of one or two: nothing to learn from
         return None
-    nodes = store.get_nodes(flt.namespaces, ids)
+    nodes = store.memories.get_nodes(flt.namespaces, ids)
     if len(nodes) < len(ids) or any(m.type is NodeType.EPISODIC for m in nodes):
         return None
     found: list[npt.NDArray[np.float32]] = []
     for namespace in dict.fromkeys(m.namespace for m in nodes):
-        blobs = store.vectors(namespace, [m.id for m in nodes if m.namespace == namespace])
+        blobs = store.search.vectors(namespace, [m.id for m in nodes if m.namespace == namespace])
         found += [np.frombuffer(b, dtype=np.float32) for b in blobs.values()]
     if not found or any(v.shape != query.shape for v in found):
         return None

@@ -126,7 +126,7 @@ class Lexical:
 def fulltext_search(store: Store, flt: NodeFilter, query: str, *, limit: int) -> Lexical:
     """The full-text search for the whole query."""
     match = fts_match(query)
-    found = store.fulltext(flt, match, limit) if match else []
+    found = store.search.fulltext(flt, match, limit) if match else []
     return Lexical(match, found, fts_match(query, other_forms=False))
 
 
@@ -150,7 +150,7 @@ def anchored(
     the query down."""
     out = GraphLists()
     if named is None:  # ``named``: the entities the query names, when already looked up
-        named = store.entities_in_text(flt.namespaces, query)
+        named = store.graph.entities_in_text(flt.namespaces, query)
     out.named = named
     # the words to match: the query's, less the people no memory names
     asked = " ".join(without_names(query, [], unknown)) if unknown else query
@@ -210,7 +210,9 @@ def chain(
     scored: list[tuple[str, float]] = [(s, 1.0 / r) for s, r in rank.items()]
     via = dict.fromkeys(rank, Via.SEED)
     reasons: dict[str, str] = dict.fromkeys(rank, f"{relation} chain seed")
-    walked = store.walk(flt, seeds, relation, depth=depth, direction=direction, limit=limit * 4)
+    walked = store.graph.walk(
+        flt, seeds, relation, depth=depth, direction=direction, limit=limit * 4
+    )
     if not walked:
         return
     for node_id, seed, distance, sign in walked:
@@ -288,7 +290,7 @@ def strangers(
         person = found.group(2) or (before and before[-1].lower() in BEFORE_PERSON)
         if not person and not query[found.end() :].lstrip().startswith("and "):
             continue
-        if word not in out and not store.fulltext(flt, f'"{word.lower()}"', 1):
+        if word not in out and not store.search.fulltext(flt, f'"{word.lower()}"', 1):
             out.append(word)
     return out
 
@@ -323,14 +325,14 @@ def named_entities(
     ids = [e.id for _, e in named]
     words = " ".join(rest)
     match = fts_match(words)
-    found = store.fulltext(flt, match, limit * ENTITY_DEPTH) if match else []
-    linked = store.linked_nodes(flt, [i for i, _ in found], ids) if found else {}
+    found = store.search.fulltext(flt, match, limit * ENTITY_DEPTH) if match else []
+    linked = store.entities.linked_nodes(flt, [i for i, _ in found], ids) if found else {}
     ranked = [r for r in found if r[0] in linked][:limit]
     if not ranked:
         # nothing else in the query matches ("Describe Sarah", "Who exactly is Sarah
         # King?"): the entity's memories, newest first (score 0, a mild boost)
-        ranked = store.entity_fulltext(flt, ids, "", limit)
-        linked = store.linked_nodes(flt, [i for i, _ in ranked], ids) if ranked else {}
+        ranked = store.graph.entity_fulltext(flt, ids, "", limit)
+        linked = store.entities.linked_nodes(flt, [i for i, _ in ranked], ids) if ranked else {}
     if not ranked:
         return None
     out.add(
@@ -358,7 +360,7 @@ def linked_to_named(store: Store, flt: NodeFilter, ids: Sequence[str], out: Grap
         return
     unlisted = [i for i in ids if i not in out.reasons["entity"]]
     named = {e.id for _, e in out.named}
-    for node_id, entities in store.linked_nodes(flt, unlisted, list(named)).items():
+    for node_id, entities in store.entities.linked_nodes(flt, unlisted, list(named)).items():
         out.linked.add(node_id)
         out.note("entity", node_id, Via.MEANING, _label(out.named, entities, ", by meaning"))
 
@@ -373,7 +375,7 @@ def shared_entities(
     rank = {s: i for i, s in enumerate(seeds, start=1)}
     scores: dict[str, float] = {}
     via: dict[str, tuple[int, str, str]] = {}
-    for node_id, seed, entity_id in store.entity_neighbours(
+    for node_id, seed, entity_id in store.graph.entity_neighbours(
         flt, seeds, max_links=SHARED_ENTITY_MAX_LINKS, limit=limit * 4
     ):
         scores[node_id] = scores.get(node_id, 0.0) + 1.0 / rank[seed]
@@ -393,7 +395,7 @@ def _entity_names(store: Store, flt: NodeFilter, ids: set[str]) -> dict[str, str
     names: dict[str, str] = {}
     for ns in flt.namespaces:
         for entity_id in ids - set(names):
-            entity = store.get_entity(ns, entity_id)
+            entity = store.entities.get_entity(ns, entity_id)
             if entity is not None:
                 names[entity_id] = entity.canonical_name
     return names
@@ -421,9 +423,9 @@ def time_strategy(
     for _ in range(1 + (YEARS_BACK if window.yearless and match else 0)):
         inside = _inside(flt, window)
         if match and inside is not None:
-            ranked = store.fulltext(inside, match, limit)
+            ranked = store.search.fulltext(inside, match, limit)
             if ranked:
-                out.weights["time"] = store.match_weight(fts_match(words, other_forms=False))
+                out.weights["time"] = store.search.match_weight(fts_match(words, other_forms=False))
                 ids = [i for i, _ in ranked]
                 label = window.label()
                 out.add("time", ranked, dict.fromkeys(ids, Via.WINDOW), dict.fromkeys(ids, label))
@@ -434,7 +436,7 @@ def time_strategy(
         # the query asks what the window holds ("what did I do yesterday?", "what did I
         # tell you on 21 November?"), its other words matching nothing there: all of it,
         # the newest first (the fusion gives each the same evidence; meaning orders them)
-        held = store.list_nodes(inside, limit=limit, order="-event")
+        held = store.memories.list_nodes(inside, limit=limit, order="-event")
         ids = [m.id for m in held]
         out.add(
             "time",

@@ -55,13 +55,13 @@ def meaning_in_context(
     (the mean of its vector and its partner's). Turns the filter hides, and turns without a current
     vector, are left out."""
     seeds = [i for i, _ in matches[:CONTEXT_SEEDS]]
-    pairs = store.replies(flt, seeds, reach=REPLY_REACH)
+    pairs = store.graph.replies(flt, seeds, reach=REPLY_REACH)
     if not pairs:
         return []
     raw: dict[str, bytes] = {}
     for ns in flt.namespaces:
         wanted = {i for pair in pairs.items() for i in pair if i} - raw.keys()
-        raw |= store.vectors(ns, sorted(wanted))
+        raw |= store.search.vectors(ns, sorted(wanted))
     unit = query / max(float(np.linalg.norm(query)), 1e-12)
     vectors = {i: np.frombuffer(b, dtype=np.float32) for i, b in raw.items()}
     own = {i: float(v @ unit) for i, v in vectors.items()}

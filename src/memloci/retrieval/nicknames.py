@@ -92,23 +92,23 @@ def nicknamed(
             continue
         meant: dict[str, Entity] = {}
         longer: set[str] = set()  # the entities the word is a longer form of
-        for entity in store.people_named(flt.namespaces, _probes(folded), CANDIDATES):
+        for entity in store.graph.people_named(flt.namespaces, _probes(folded), CANDIDATES):
             forms = [n for n in _forms(entity) if other_form(folded, n)]
             if forms:
                 meant[entity.id] = entity
             if forms and all(folded.startswith(n) for n in forms):
                 longer.add(entity.id)
-        meant = {i: e for i, e in meant.items() if store.entity_fulltext(flt, [i], "", 1)}
+        meant = {i: e for i, e in meant.items() if store.graph.entity_fulltext(flt, [i], "", 1)}
         if not meant:  # "Muhammad" for "Muhhamed", "Carolina" for "Caroline"
-            for entity in store.people_named(flt.namespaces, [folded[:1]], CANDIDATES):
+            for entity in store.graph.people_named(flt.namespaces, [folded[:1]], CANDIDATES):
                 if any(spelt_alike(folded, n) for n in _forms(entity)):
                     meant[entity.id] = entity
                     longer.add(entity.id)
-            meant = {i: e for i, e in meant.items() if store.entity_fulltext(flt, [i], "", 1)}
+            meant = {i: e for i, e in meant.items() if store.graph.entity_fulltext(flt, [i], "", 1)}
         if len(meant) != 1:
             continue
         (entity,) = meant.values()
-        if entity.id in longer and store.fulltext(flt, f'"{folded}"', 1):
+        if entity.id in longer and store.search.fulltext(flt, f'"{folded}"', 1):
             continue
         out.append((word, entity))
     return out
@@ -134,7 +134,7 @@ def with_surnames(
             entity.type is EntityType.PERSON
             and word is not None
             and is_name_word(word)
-            and not store.fulltext(flt, f'"{word.lower()}"', 1)
+            and not store.search.fulltext(flt, f'"{word.lower()}"', 1)
         ):
             name = f"{name} {word}"
         out.append((name, entity))

@@ -161,7 +161,7 @@ class Retriever:
         scan = _VectorScan(self.store, flt, n, context=graphs and self.settings.weight_context > 0)
         # the entities the query names (one lookup), and the people it names that no
         # memory does (a probe each): their names are not embedded
-        named = self.store.entities_in_text(flt.namespaces, query) if graphs else []
+        named = self.store.graph.entities_in_text(flt.namespaces, query) if graphs else []
         if graphs:  # and the people it calls otherwise: "Mel" for a speaker "Melanie"
             named += nicknamed(self.store, flt, query, named)
             named = with_surnames(self.store, flt, query, named)
@@ -183,10 +183,10 @@ class Retriever:
         if "fulltext" in strategies:
             lexical = lexical or fulltext_search(self.store, flt, query, limit=n)
             ranked["fulltext"] = lexical.ranked
-            query_weight = self.store.match_weight(lexical.words)
+            query_weight = self.store.search.match_weight(lexical.words)
         key = None  # also while the query is being embedded (listed after the vectors)
         if "key" in strategies and 0 < len(terms(query)) <= 6:
-            key = self.store.key_search(flt, key_form(query), n)
+            key = self.store.search.key_search(flt, key_form(query), n)
         query_vector = qv.result(vector) if qv is not None else None
         respelt = None
         if query_vector is not None:
@@ -201,7 +201,7 @@ class Retriever:
                 else:
                     lexical = fulltext_search(self.store, flt, query, limit=n)
                 ranked["fulltext"] = lexical.ranked
-                query_weight = self.store.match_weight(lexical.words)
+                query_weight = self.store.search.match_weight(lexical.words)
             if scan.context is not None:
                 ranked["context"] = scan.context
             if graphs:
@@ -220,7 +220,7 @@ class Retriever:
             # the best hits are facts: meaning searched again from where they are
             moved = feedback_vector(self.store, flt, [f.id for f in fused], query_vector)
             if moved is not None:
-                ranked["feedback"] = self.store.vector_search(flt, moved, n)
+                ranked["feedback"] = self.store.search.vector_search(flt, moved, n)
                 weights["feedback"] = FEEDBACK_WEIGHT * confident(fused[0].score)
                 fused = self._fuse(ranked, weights, graph, query_weight=query_weight)
         if graphs:
@@ -237,7 +237,9 @@ class Retriever:
         # the head read once: questions in it are discounted, the best ``want`` returned
         refined = recipe in REFINED
         head = fused[: max(want, QUESTION_WINDOW) if refined else want]
-        nodes = {m.id: m for m in self.store.get_nodes(flt.namespaces, [f.id for f in head])}
+        nodes = {
+            m.id: m for m in self.store.memories.get_nodes(flt.namespaces, [f.id for f in head])
+        }
         person = self._person(flt, query, named, nodes) if refined and named else None
         by_role = False
         if person is None and refined and graphs:
@@ -254,10 +256,10 @@ class Retriever:
                 # of the hits, only the subject of facts ("Ana Souza is the user's
                 # friend"), is talked about: facts about others are discounted, never
                 # the turns that talk about her
-                seen = [*nodes.values(), *self.store.get_nodes(flt.namespaces, beyond)]
+                seen = [*nodes.values(), *self.store.memories.get_nodes(flt.namespaces, beyond)]
                 people = {m.id: p for m in seen if (p := m.speaker if by_role else _subject_of(m))}
             else:
-                people = self.store.people_of(flt.namespaces, beyond)
+                people = self.store.memories.people_of(flt.namespaces, beyond)
                 people |= {i: p for i, m in nodes.items() if (p := person_of(m))}
             # the labels the person goes by ("Fahim", then "Fahim Khan") are all theirs
             theirs = {p for p in set(people.values()) if p and same_person(p, person[0])}
@@ -265,7 +267,7 @@ class Retriever:
             fused = favour_person(wide, people, *person) + fused[len(wide) :]
             head = fused[: len(head)]
             risen = [f.id for f in head if f.id not in nodes]
-            nodes |= {m.id: m for m in self.store.get_nodes(flt.namespaces, risen)}
+            nodes |= {m.id: m for m in self.store.memories.get_nodes(flt.namespaces, risen)}
         asks = {i for i, m in nodes.items() if refined and asks_only(m.content, said=_said(m))}
         asked = set(terms(query))  # "lol" is found when asked for
         # praise too says nothing, unless the query asks how someone took something
@@ -283,7 +285,7 @@ class Retriever:
             if len(top) < want and len(head) < len(fused):
                 # facts merged into their turns: the next hits fill their places
                 more = fused[len(head) : len(head) + want - len(top)]
-                found = self.store.get_nodes(flt.namespaces, [f.id for f in more])
+                found = self.store.memories.get_nodes(flt.namespaces, [f.id for f in more])
                 nodes |= {m.id: m for m in found}
                 top += [f for f in more if f.id in nodes]
         top = top[:want]
@@ -338,7 +340,7 @@ class Retriever:
                 by_label.setdefault(m.speaker, []).append(m.id)
         if not people or len(by_label) < 2:
             return None
-        links = self.store.linked_nodes(flt, list(nodes), people)
+        links = self.store.entities.linked_nodes(flt, list(nodes), people)
         called = [
             label
             for label, ids in by_label.items()
@@ -362,7 +364,7 @@ class Retriever:
             return head
         shown = {f.id: f for f in head}
         said: set[str] = set()
-        for source, fact, _, _ in self.store.walk(
+        for source, fact, _, _ in self.store.graph.walk(
             flt, derived, EdgeType.DERIVED_FROM, depth=1, direction="forward", limit=len(head) * 4
         ):
             if source in shown and fact not in said:
@@ -456,7 +458,7 @@ class _VectorScan:
 
     def __call__(self, vector: npt.NDArray[np.float32]) -> None:
         try:
-            self.ranked = self.store.vector_search(self.flt, vector, self.n)
+            self.ranked = self.store.search.vector_search(self.flt, vector, self.n)
             if self.in_context:
                 self.context = meaning_in_context(
                     self.store, self.flt, self.ranked, vector, limit=self.n

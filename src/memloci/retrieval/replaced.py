@@ -37,7 +37,7 @@ def replaced(
         return head
     every = with_changes(flt, include_invalid=True, types=None, ids=None)
     drawn: dict[str, list[str]] = {}
-    for fact, turn, _, _ in store.walk(
+    for fact, turn, _, _ in store.graph.walk(
         every,
         turns,
         EdgeType.DERIVED_FROM,
@@ -59,7 +59,7 @@ def replaced(
     if not by:
         return head
     missing = sorted({n for n in by.values() if n not in nodes})
-    nodes |= {m.id: m for m in store.get_nodes(flt.namespaces, missing)}  # those visible
+    nodes |= {m.id: m for m in store.memories.get_nodes(flt.namespaces, missing)}  # those visible
     shown = {f.id: f for f in head}
     out = list(head)
     for entry in head:
@@ -86,17 +86,21 @@ def _current_heir(store: Store, flt: NodeFilter, every: NodeFilter, old: str) ->
     that superseded it, or, when that one was superseded in turn ("lives in Lisbon" →
     "no longer lives in Lisbon" → "lives in Porto"), the nearest current fact down the
     chain, at most :data:`CHAIN` steps."""
-    direct = store.walk(flt, [old], EdgeType.SUPERSEDES, depth=1, direction="backward", limit=1)
+    direct = store.graph.walk(
+        flt, [old], EdgeType.SUPERSEDES, depth=1, direction="backward", limit=1
+    )
     if direct:
         return direct[0][0]
-    chain = store.walk(
+    chain = store.graph.walk(
         every, [old], EdgeType.SUPERSEDES, depth=CHAIN, direction="backward", limit=2 * CHAIN
     )
     if not chain:
         return None
     steps = {node_id: distance for node_id, _, distance, _ in chain}
     wanted = tuple(sorted(steps))
-    current = store.list_nodes(with_changes(flt, ids=wanted, types=None), limit=len(wanted))
+    current = store.memories.list_nodes(
+        with_changes(flt, ids=wanted, types=None), limit=len(wanted)
+    )
     if not current:
         return None
     return min(current, key=lambda n: (steps[n.id], n.id)).id

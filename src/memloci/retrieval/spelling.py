@@ -135,10 +135,10 @@ def meant(
     is near enough. ``unknown``: the people it names that no memory does (left alone)."""
     strangers = {n.casefold() for n in unknown}
     words = [w for w in candidates(query) if w not in strangers]
-    unseen = store.unseen(words) if words and by_meaning else []
+    unseen = store.search.unseen(words) if words and by_meaning else []
     if not unseen:
         return None
     ids = [i for i, _ in by_meaning[:NEIGHBOURS]]
-    found = {m.id: m.content for m in store.get_nodes(flt.namespaces, ids)}
+    found = {m.id: m.content for m in store.memories.get_nodes(flt.namespaces, ids)}
     fixes = respell(unseen, (found[i] for i in ids if i in found))
     return Respelt(respelt(query, fixes), fixes) if fixes else None

@@ -84,7 +84,7 @@ class Admin:
         if len(wanted) > BATCH_MAX:
             raise ValidationError(f"at most {BATCH_MAX} ids per batch, got {len(wanted)}")
 
-        found = {n.id: n for n in self.store.get_nodes(ns, wanted)}
+        found = {n.id: n for n in self.store.memories.get_nodes(ns, wanted)}
         missing = [i for i in wanted if i not in found or (types and found[i].type not in types)]
         if missing:
             raise NotFoundError(
@@ -97,9 +97,9 @@ class Admin:
         with self.store.batch():
             for mid in wanted:
                 if hard:
-                    self.store.purge_node(ns, mid)
+                    self.store.memories.purge_node(ns, mid)
                 elif found[mid].valid_until is None:
-                    self.store.update_node(ns, mid, NodePatch(valid_until=now))
+                    self.store.memories.update_node(ns, mid, NodePatch(valid_until=now))
         return wanted
 
     @threaded
@@ -177,12 +177,12 @@ def embed_entity_names(store: Store, embedder: Embedder, namespace: str, ids: li
     consolidation embeds a new entity's name, to match mentions by meaning); returns how
     many."""
     model = embedder.model_id
-    entities = [e for e in (store.get_entity(namespace, i) for i in ids) if e is not None]
+    entities = [e for e in (store.entities.get_entity(namespace, i) for i in ids) if e is not None]
     for i in range(0, len(entities), 64):
         part = entities[i : i + 64]
         vectors = embedder.embed([e.canonical_name for e in part])
         with store.batch():
             for entity, vec in zip(part, vectors, strict=True):
                 blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
-                store.save_entity_vector(namespace, entity.id, model, blob)
+                store.jobs.save_entity_vector(namespace, entity.id, model, blob)
     return len(entities)

@@ -268,7 +268,7 @@ class Consolidation:
         else:
             sessions = [
                 p
-                for p in self.store.pending_sessions(namespace, user=user)
+                for p in self.store.jobs.pending_sessions(namespace, user=user)
                 if p.session is None or not without_session
             ]
         return self._consolidate_sessions(namespace, sessions, extractor, max_episodes)
@@ -302,7 +302,7 @@ class Consolidation:
             v.ident(user, "user"),
             v.limit(limit, "limit", 100_000),
         )
-        return self.store.pending_sessions(ns, user=uid, limit=lim)
+        return self.store.jobs.pending_sessions(ns, user=uid, limit=lim)
 
     @in_steps
     def end_session(self, session: str, *, namespace: str | None = None) -> ConsolidationReport:
@@ -330,7 +330,7 @@ class Consolidation:
             if seen.get(owner) == node.session:
                 return
             seen[owner] = node.session
-        self.store.register_session(
+        self.store.jobs.register_session(
             node.namespace, node.session, user=node.user, agent=node.agent, now=utcnow()
         )
         if self.settings.consolidate_on_session_switch:
@@ -350,7 +350,7 @@ class Consolidation:
         """Consolidate the pending sessions of this user and agent but their current one.
         The current one is read *after* the pending list: the hot path names a session
         before storing its first turn, so a turn listed here has its session named."""
-        pending = self.store.pending_sessions(ns, user=user)
+        pending = self.store.jobs.pending_sessions(ns, user=user)
         with self._seen_lock:
             current = self._seen.get((ns, user, agent))
         # sessions only: turns stored without one wait for consolidate() or maintenance

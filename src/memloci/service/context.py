@@ -171,11 +171,13 @@ class Context:
                 # the facts the cacheable part can hold at most (a line is 16 characters
                 # or more), in the order it keeps them (protected, then newest)
                 most = int(budget * share) * 4 // 16 + 1
-                known_facts = self.store.list_nodes(fact_flt, limit=most, order="protected")
+                known_facts = self.store.memories.list_nodes(
+                    fact_flt, limit=most, order="protected"
+                )
             known: list[MemoryNode] = []
             if procedures:
                 procedural = replace(flt, types=(NodeType.PROCEDURAL,))
-                known = self.store.list_nodes(procedural, limit=10_000, order="-created")
+                known = self.store.memories.list_nodes(procedural, limit=10_000, order="-created")
             return known_facts, known
 
         # read while the prompt is searched (each thread reads on its own connection)
@@ -302,7 +304,7 @@ class Context:
         vector = None
         out: list[tuple[EntityProfile, float, float]] = []
         for ns in flt.namespaces:
-            known = self.store.profile_vectors(ns, model)
+            known = self.store.jobs.profile_vectors(ns, model)
             if not known:
                 continue
             if vector is None:
@@ -312,14 +314,14 @@ class Context:
                     return out
             found = matching_profiles(known, vector, min_cosine=calibration.answers, limit=ENTITIES)
             for entity_id, cosine in found:
-                entity = self.store.get_entity(ns, entity_id)
+                entity = self.store.entities.get_entity(ns, entity_id)
                 if entity is None or entity.id in skip or len(out) >= ENTITIES:
                     continue
                 shown = self._as_seen(entity, replace(flt, namespaces=(ns,), types=None))
                 if not shown.summary:
                     continue
                 own = replace(flt, namespaces=(ns,), types=FACT_TYPES)
-                facts = self.store.entity_nodes(own, entity.id, limit=2)
+                facts = self.store.entities.entity_nodes(own, entity.id, limit=2)
                 span = max(1.0 - calibration.answers, 1e-6)
                 score = RELEVANT + (1.0 - RELEVANT) * (cosine - calibration.answers) / span
                 out.append((EntityProfile(shown, tuple(facts)), cosine, min(1.0, score)))
@@ -334,12 +336,12 @@ class Context:
         for ns in flt.namespaces:
             ids = [n.id for n in wanted if n.namespace == ns]
             if ids:
-                links |= self.store.neighbours(ns, ids, EdgeType.TEMPORAL.value)
+                links |= self.store.memories.neighbours(ns, ids, EdgeType.TEMPORAL.value)
         found = sorted({i for near in links.values() for i in near})
         if not found:
             return {}
         visible = replace(flt, types=(NodeType.EPISODIC,), ids=tuple(found))
-        nodes = {n.id: n for n in self.store.list_nodes(visible, limit=len(found))}
+        nodes = {n.id: n for n in self.store.memories.list_nodes(visible, limit=len(found))}
         shown = {n.id for n in turns}
         out: dict[str, MemoryNode] = {}
         for turn in wanted:
@@ -370,7 +372,7 @@ class Context:
         ms = v.non_negative(duration_ms, "duration_ms") if duration_ms is not None else None
 
         with self.store.exclusive(f"procedure:{ns}:{mid}"):
-            node = self.store.get_node(ns, mid)
+            node = self.store.memories.get_node(ns, mid)
             if node is None or node.type is not NodeType.PROCEDURAL:
                 raise NotFoundError(f"no procedure with id {mid!r}")
             if not node.is_current:  # forgotten or replaced: its record is closed
@@ -383,7 +385,7 @@ class Context:
                 node.procedure or ProcedureDetails(), success=success, duration_ms=ms
             )
             patch = NodePatch(extra={"procedure": details, "updated_at": node.updated_at})
-            return self.store.update_node(ns, mid, patch)
+            return self.store.memories.update_node(ns, mid, patch)
 
     def _profiles(
         self, query: str, hits: Sequence[SearchHit], flt: NodeFilter
@@ -396,17 +398,17 @@ class Context:
             ids = [h.memory.id for h in hits if h.memory.namespace == ns]
             if not ids:
                 continue
-            named = {e.id for _, e in self.store.entities_in_text((ns,), query)}
+            named = {e.id for _, e in self.store.graph.entities_in_text((ns,), query)}
             if not named:
                 continue
-            linked = self.store.node_entities(ns, ids)
+            linked = self.store.entities.node_entities(ns, ids)
             for node_id in ids:
                 for entity in linked.get(node_id, []):
                     if entity.id in seen or entity.id not in named or len(profiles) >= ENTITIES:
                         continue
                     seen.add(entity.id)
                     own = replace(flt, namespaces=(ns,), types=FACT_TYPES)
-                    facts = self.store.entity_nodes(own, entity.id, limit=2)
+                    facts = self.store.entities.entity_nodes(own, entity.id, limit=2)
                     shown = self._as_seen(entity, replace(flt, namespaces=(ns,), types=None))
                     if shown.summary or facts:
                         profiles.append(EntityProfile(shown, tuple(facts)))
@@ -421,7 +423,7 @@ class Context:
             return entity
         # forgotten and superseded memories count too: their words gave names and summary;
         # ids first (one light read), the memories themselves only for a shared entity
-        links = self.store.entity_links_seen(
+        links = self.store.entities.entity_links_seen(
             replace(flt, include_invalid=True), entity.id, limit=PEEK
         )
         mine = [i for i, seen in links if seen]
@@ -432,7 +434,7 @@ class Context:
         every_name = [entity.canonical_name, *entity.aliases]
         names: list[str] = []
         for start in range(0, len(mine), NAMES_READ):
-            found = self.store.get_nodes(flt.namespaces, mine[start : start + NAMES_READ])
+            found = self.store.memories.get_nodes(flt.namespaces, mine[start : start + NAMES_READ])
             names = names_in_use(every_name, [n.content for n in found])
             if names:
                 break

@@ -39,7 +39,7 @@ class Core:
 
     def node(self, ns: str, mid: str) -> MemoryNode:
         """Memory ``mid`` of namespace ``ns`` (both validated), or a NotFoundError."""
-        node = self.store.get_node(ns, mid)
+        node = self.store.memories.get_node(ns, mid)
         if node is None:
             raise NotFoundError(
                 f"no memory {mid!r} in namespace {ns!r}", hint="list memories to see their ids"
@@ -59,7 +59,7 @@ class Core:
                 flt = replace(flt, owner_user=user, scopes=(Scope.USER,))
             elif types == FACT_TYPES:  # shared facts count together
                 flt = replace(flt, scopes=(Scope.SESSION, Scope.AGENT, Scope.GLOBAL))
-            self.store.prune_oldest(flt, cap, now=utcnow())
+            self.store.memories.prune_oldest(flt, cap, now=utcnow())
 
     def prune_facts(self, ns: str, created: Sequence[str]) -> None:
         """The fact cap after facts ``created`` (consolidation): each owner of user facts
@@ -67,7 +67,7 @@ class Core:
         cap = self.settings.max_memories
         if cap is None or not created:
             return
-        nodes = self.store.get_nodes(ns, list(created))
+        nodes = self.store.memories.get_nodes(ns, list(created))
         owners = {n.user for n in nodes if n.scope is Scope.USER and n.user is not None}
         for owner in sorted(owners):
             self.prune(ns, FACT_TYPES, cap, owner)

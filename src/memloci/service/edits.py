@@ -147,7 +147,7 @@ class Edits:
                 self._still_current(ns, mid, "it can no longer change")
                 if text is not None and text != old.content:
                     self._not_a_copy(old, text)
-                new = self.store.update_node(ns, mid, patch, session=who)
+                new = self.store.memories.update_node(ns, mid, patch, session=who)
                 self._save_vector(new, vector)
                 return new
 
@@ -168,7 +168,7 @@ class Edits:
         owner = fact_owner(
             old.namespace, types, old.scope, user=old.user, agent=old.agent, session=old.session
         )
-        for other in self.store.find_by_hash(owner, content_hash(text)):
+        for other in self.store.memories.find_by_hash(owner, content_hash(text)):
             if other.id != old.id and same_text(other.content, text):
                 raise ConflictError(
                     f"[{other.id}] already says {other.content!r}; [{old.id}] was not changed",
@@ -218,12 +218,12 @@ class Edits:
                 self._not_a_copy(old, text)
                 at = utcnow()  # after any change that held the lock before this one
                 times = ("created_at", "updated_at", "valid_from", "event_time")
-                self.store.supersede(
+                self.store.memories.supersede(
                     ns, mid, new.model_copy(update=dict.fromkeys(times, at)), now=at
                 )
                 self._save_vector(new, vector)
             # read back in this thread: once committed, the call ends with its result
-            return self.store.get_node(ns, new.id) or new
+            return self.store.memories.get_node(ns, new.id) or new
 
         stored = write()
         if self.worker:
@@ -274,11 +274,11 @@ class Edits:
         hint, since another process may forget or replace the memory in between."""
         with self.store.exclusive(fact_lock(ns)):
             self._still_current(ns, mid, refused)
-            return self.store.update_node(ns, mid, patch())
+            return self.store.memories.update_node(ns, mid, patch())
 
     def _still_current(self, ns: str, mid: str, refused: str) -> None:
         """Under the fact lock: the memory exists and is current, or an error says why."""
-        node = self.store.get_node(ns, mid)
+        node = self.store.memories.get_node(ns, mid)
         if node is None:
             raise NotFoundError(f"no memory {mid!r} in namespace {ns!r}")
         if node.valid_until is not None:
@@ -291,9 +291,9 @@ class Edits:
         """How a memory that is no longer current ended: "memory X was replaced by [Y]"
         (the newest memory that supersedes it, so an agent changes that one instead) or
         "memory X was forgotten"."""
-        edges = self.store.edges(ns, mid, "supersedes")
+        edges = self.store.memories.edges(ns, mid, "supersedes")
         newer = [e.source_id for e in edges if e.target_id == mid]
-        nodes = sorted(self.store.get_nodes(ns, newer), key=lambda n: n.created_at)
+        nodes = sorted(self.store.memories.get_nodes(ns, newer), key=lambda n: n.created_at)
         name = f"[{mid}]" if brackets else f"memory {mid}"
         if nodes:
             return f"{name} was replaced by [{nodes[-1].id}]"
@@ -323,4 +323,4 @@ class Edits:
             node.key,
             node.subject,
         )
-        self.store.save_embeddings([item], vector[None, :])
+        self.store.search.save_embeddings([item], vector[None, :])

@@ -63,7 +63,7 @@ class Keys:
                 created_at=utcnow(),
             )
             try:
-                self.store.insert_key(key, key_hash(secret))
+                self.store.people.insert_key(key, key_hash(secret))
             except ConflictError:
                 continue
             self.store.set_meta(AUTH_MARKER, "1")  # from now on the server needs a key
@@ -73,12 +73,14 @@ class Keys:
     @threaded
     def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]:
         """Keys without secrets or hashes, oldest first."""
-        return self.store.list_keys(include_revoked=v.flag(include_revoked, "include_revoked"))
+        return self.store.people.list_keys(
+            include_revoked=v.flag(include_revoked, "include_revoked")
+        )
 
     @threaded
     def revoke_key(self, key_id: str) -> ApiKey:
         kid = v.short_ref(key_id, "API key")
-        return self.store.revoke_key(kid, now=utcnow())
+        return self.store.people.revoke_key(kid, now=utcnow())
 
     @threaded
     def auth_required(self) -> bool:
@@ -87,12 +89,12 @@ class Keys:
         a new one with ``memloci keys create``)."""
 
         marked = self.store.get_meta(AUTH_MARKER) == "1"
-        return marked or bool(self.store.list_keys(include_revoked=True))
+        return marked or bool(self.store.people.list_keys(include_revoked=True))
 
     @threaded
     def has_keys(self) -> bool:
         """Whether any API key is active."""
-        return self.store.has_keys()
+        return self.store.people.has_keys()
 
     @threaded
     def verify_key(self, secret: str) -> ApiKey | None:
@@ -103,7 +105,7 @@ class Keys:
             return None
         kid = match[1]
 
-        found = self.store.get_key(kid)
+        found = self.store.people.get_key(kid)
         if found is None:
             return None
         key, digest = found
@@ -111,6 +113,6 @@ class Keys:
             return None
         now = utcnow()
         if key.last_used_at is None or now - key.last_used_at >= KEY_TOUCH_EVERY:
-            self.store.touch_key(key.id, now=now)
+            self.store.people.touch_key(key.id, now=now)
             key = key.model_copy(update={"last_used_at": now})
         return key

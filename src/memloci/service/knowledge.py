@@ -95,7 +95,7 @@ class Knowledge:
         for path in found:
             doc = kb.read_document(path)
             sid = kb.source_id(str(path))
-            old = self.store.knowledge_source(namespace, sid)
+            old = self.store.knowledge.knowledge_source(namespace, sid)
             if old is not None and old.collection != collection:
                 files.append(_elsewhere(path, old))
                 continue
@@ -121,7 +121,7 @@ class Knowledge:
             files.append(KnowledgeFile(path=str(path), action="added", source_id=sid))
             todo.append((len(files) - 1, doc, old))
         if stale:
-            self.store.delete_knowledge(namespace, stale)
+            self.store.knowledge.delete_knowledge(namespace, stale)
         chunked = [(at, doc, old, *kb.chunk_document(doc)) for at, doc, old in todo]
         total, done = sum(len(pieces) for *_, pieces in chunked), 0
         if progress is not None:
@@ -154,7 +154,7 @@ class Knowledge:
         gone = (
             [
                 src
-                for src in self.store.knowledge_sources(namespace)
+                for src in self.store.knowledge.knowledge_sources(namespace)
                 if src.path.startswith(tuple(under))
                 and src.path not in kept
                 and not os.path.exists(src.path)
@@ -163,7 +163,7 @@ class Knowledge:
             else []
         )
         if gone:
-            self.store.delete_knowledge(namespace, [src.id for src in gone])
+            self.store.knowledge.delete_knowledge(namespace, [src.id for src in gone])
         return [
             KnowledgeFile(path=src.path, action="removed", source_id=src.id, reason=kb.GONE)
             for src in gone
@@ -240,7 +240,7 @@ class Knowledge:
             )
             for i, p in enumerate(pieces)
         ]
-        self.store.replace_knowledge(source, chunks, vectors)
+        self.store.knowledge.replace_knowledge(source, chunks, vectors)
 
     # ------------------------------------------------------------------ search
     @threaded
@@ -273,11 +273,13 @@ class Knowledge:
             except ProviderError as exc:  # the embedder is down: search by full text
                 log.warning("knowledge search by full text: the embedder failed (%s)", exc)
         if self.embedder is not None and query_vec is not None:
-            hits = self.store.knowledge_vector_search(
+            hits = self.store.knowledge.knowledge_vector_search(
                 nss, query_vec, model=self.embedder.model_id, limit=lim, collections=colls
             )
         else:
-            raw = self.store.knowledge_fulltext(nss, fts_match(text), limit=lim, collections=colls)
+            raw = self.store.knowledge.knowledge_fulltext(
+                nss, fts_match(text), limit=lim, collections=colls
+            )
             wanted = terms(text)
             hits = [
                 h.model_copy(update={"score": max(_squash(h.score), _coverage(wanted, h.text))})
@@ -298,7 +300,7 @@ class Knowledge:
         if pattern is None:
             return []
         phrase = '"' + query.replace('"', '""') + '"'
-        found = self.store.knowledge_fulltext(
+        found = self.store.knowledge.knowledge_fulltext(
             nss, phrase, limit=min(4 * limit, SEARCH_MAX * 4), collections=colls
         )
         held = [h for h in found if pattern.search(_plain(f"{h.heading}\n{h.text}"))]
@@ -320,7 +322,7 @@ class Knowledge:
         """The files in the knowledge tier, by collection and path."""
         ns = self.core.ns(namespace)
         coll = kb.check_collection(collection) if collection is not None else None
-        return self.store.knowledge_sources(ns, collection=coll)
+        return self.store.knowledge.knowledge_sources(ns, collection=coll)
 
     @threaded
     def remove_knowledge(
@@ -333,7 +335,7 @@ class Knowledge:
             raise ValidationError("give a knowledge source id or path")
         ref = source.strip()
 
-        found = self.store.knowledge_source(ns, ref) if ID_RE.match(ref) else None
+        found = self.store.knowledge.knowledge_source(ns, ref) if ID_RE.match(ref) else None
         if found is not None:
             gone = [found]
         else:
@@ -341,7 +343,7 @@ class Knowledge:
             folder = os.path.join(full, "")
             gone = [
                 s
-                for s in self.store.knowledge_sources(ns)
+                for s in self.store.knowledge.knowledge_sources(ns)
                 if s.path in (ref, full) or s.path.startswith(folder)
             ]
         if not gone:
@@ -349,7 +351,7 @@ class Knowledge:
                 f"no knowledge source {ref!r} in namespace {ns!r}",
                 hint="`memloci knowledge list` shows the sources, their ids and paths",
             )
-        self.store.delete_knowledge(ns, [s.id for s in gone])
+        self.store.knowledge.delete_knowledge(ns, [s.id for s in gone])
         return gone
 
 
@@ -368,20 +370,20 @@ def embed_sources(
     stale = [
         src
         for ns in namespaces
-        for src in store.knowledge_sources(ns)
+        for src in store.knowledge.knowledge_sources(ns)
         if src.embedding_model != model and src.chunk_count
     ]
     total, done = sum(src.chunk_count for src in stale), 0
     if progress is not None and stale:
         progress(0, total)
     for src in stale:
-        chunks = store.knowledge_chunks(src.namespace, src.id)
+        chunks = store.knowledge.knowledge_chunks(src.namespace, src.id)
         pieces = [kb.Piece(c.text, c.heading, c.start_char, c.end_char) for c in chunks]
         vectors = (
             _embed(embedder, src.title, pieces, batch, done, total, progress) if chunks else None
         )
         done += len(chunks)
-        store.replace_knowledge(
+        store.knowledge.replace_knowledge(
             src.model_copy(update={"embedding_model": model if chunks else None}),
             [c.model_copy(update={"embedding_model": model}) for c in chunks],
             vectors,

@@ -169,9 +169,9 @@ class Memories:
             nodes[-1]
         )  # a new session hands the last one to consolidation
         if len(nodes) == 1:
-            nodes = [self.store.insert_node(nodes[0], link_previous=True)]
+            nodes = [self.store.memories.insert_node(nodes[0], link_previous=True)]
         else:
-            self.store.insert_nodes(nodes, link_previous=True)
+            self.store.memories.insert_nodes(nodes, link_previous=True)
         if self.worker:
             self.worker.wake()
         self.core.prune(nodes[0].namespace, (NodeType.EPISODIC,), self.settings.max_episodes)
@@ -359,7 +359,7 @@ class Memories:
                 how = contradiction(found.node.content, node.content)
                 if how is None or found.node.key is not None:
                     patch, changes = restatement(found.node, given)
-                    updated = store.update_node(found.node.namespace, found.node.id, patch)
+                    updated = store.memories.update_node(found.node.namespace, found.node.id, patch)
                     return _Remembered(replace(found, node=updated), changes=changes)
                 replaced = found.node, how  # near in meaning, yet it says the opposite
             elif found.node is not None:
@@ -371,14 +371,14 @@ class Memories:
             similar: list[MemoryNode] = []
             if node.subject and replaced is None:  # the newest memories about the subject
                 about = replace(owner, subject=node.subject)
-                similar = store.list_nodes(about, limit=20, order="-created")
+                similar = store.memories.list_nodes(about, limit=20, order="-created")
                 if similar and suggest:
                     return _Remembered(found, similar)
             if replaced is not None:
-                store.supersede(node.namespace, replaced[0].id, node, now=utcnow())
-                stored = store.get_node(node.namespace, node.id) or node
+                store.memories.supersede(node.namespace, replaced[0].id, node, now=utcnow())
+                stored = store.memories.get_node(node.namespace, node.id) or node
             else:
-                stored = store.insert_node(node)
+                stored = store.memories.insert_node(node)
             if vector is not None:
                 item = PendingEmbedding(
                     node.id,
@@ -388,14 +388,14 @@ class Memories:
                     node.key,
                     node.subject,
                 )
-                store.save_embeddings([item], vector[None, :])
+                store.search.save_embeddings([item], vector[None, :])
             return _Remembered(FactMatch(), similar, stored, replaced=replaced)
 
     @threaded
     def purge(self, memory_id: str, *, namespace: str | None = None) -> None:
         """Hard delete (privacy): the memory, its history, edges and vector are gone."""
         ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
-        if not self.store.purge_node(ns, mid):
+        if not self.store.memories.purge_node(ns, mid):
             raise NotFoundError(f"no memory {mid!r} in namespace {ns!r}")
 
     @threaded
@@ -450,20 +450,20 @@ class Memories:
 
         def check_and_insert() -> tuple[MemoryNode, str, dict[str, Any]]:  # one unit
             with self.store.exclusive(fact_lock(ns)):
-                dupes = self.store.find_by_hash(owner, content_hash(text))
+                dupes = self.store.memories.find_by_hash(owner, content_hash(text))
                 if not dupes:
-                    created = self.store.insert_node(node)
+                    created = self.store.memories.insert_node(node)
                     self.core.prune(ns, (NodeType.PROCEDURAL,), self.settings.max_procedures)
                     return self.owners.settled([created])[0], "created", {}
                 old = dupes[0]
                 known = old.procedure or ProcedureDetails()
                 if wanted is None or wanted == known.triggers:
                     patch = NodePatch(times_confirmed_delta=1)
-                    return self.store.update_node(ns, old.id, patch), "confirmed", {}
+                    return self.store.memories.update_node(ns, old.id, patch), "confirmed", {}
                 new = known.model_copy(update={"triggers": wanted})
                 extra = {"procedure": new, "version": old.version + 1}
                 patch = NodePatch(times_confirmed_delta=1, extra=extra)
-                return self.store.update_node(ns, old.id, patch), "updated", known.triggers
+                return self.store.memories.update_node(ns, old.id, patch), "updated", known.triggers
 
         node, action, before = check_and_insert()
         if action == "confirmed":
@@ -526,7 +526,7 @@ class Memories:
         )
 
         def write() -> MemoryNode:  # the cap in the same thread (see remember)
-            stored = self.store.insert_node(node, link_previous=session is not None)
+            stored = self.store.memories.insert_node(node, link_previous=session is not None)
             self.core.prune(ns, (NodeType.EPISODIC,), self.settings.max_episodes)
             return self.owners.settled([stored])[0]
 
@@ -543,7 +543,7 @@ class Memories:
     @threaded
     def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryVersion]:
         ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
-        return self.store.versions(ns, mid)
+        return self.store.memories.versions(ns, mid)
 
     @threaded
     def lookup(
@@ -571,7 +571,7 @@ class Memories:
                 owner_user=user if sc is Scope.USER else None,
                 sessions=(session,) if sc is Scope.SESSION and session else None,
             )
-            found = self.store.list_nodes(flt, limit=1, order="-created")
+            found = self.store.memories.list_nodes(flt, limit=1, order="-created")
             if found:
                 return found[0]
         return None
@@ -581,11 +581,11 @@ class Memories:
         self, flt: NodeFilter, *, limit: int = 50, offset: int = 0, order: str = "created"
     ) -> list[MemoryNode]:
         v.page(limit, offset)
-        return self.store.list_nodes(flt, limit=limit, offset=offset, order=order)
+        return self.store.memories.list_nodes(flt, limit=limit, offset=offset, order=order)
 
     @threaded
     def count(self, flt: NodeFilter) -> int:
-        return self.store.count_nodes(flt)
+        return self.store.memories.count_nodes(flt)
 
     @threaded
     def clear(self, flt: NodeFilter) -> int:
@@ -593,7 +593,7 @@ class Memories:
         if len(flt.namespaces) != 1:
             raise ValidationError("clear works on exactly one namespace")
         flt = replace(flt, include_invalid=True)
-        return self.store.clear(flt.namespaces[0], flt)
+        return self.store.memories.clear(flt.namespaces[0], flt)
 
     @threaded
     @observed("search")
@@ -623,7 +623,7 @@ class Memories:
                 if ids and self.worker:
                     self.worker.touch(ns, ids)  # applied in the background
                 elif ids:
-                    self.store.touch(ns, ids, now=utcnow())
+                    self.store.memories.touch(ns, ids, now=utcnow())
         return hits
 
     def _as_it_was(self, hit: SearchHit, when: datetime) -> SearchHit:
@@ -631,7 +631,7 @@ class Memories:
         m = hit.memory
         if m.version == 1 or m.updated_at <= when:
             return hit
-        then = [x for x in self.store.versions(m.namespace, m.id) if x.created_at <= when]
+        then = [x for x in self.store.memories.versions(m.namespace, m.id) if x.created_at <= when]
         if not then or then[-1].version == m.version:
             return hit
         old = then[-1]
@@ -655,15 +655,17 @@ class Memories:
         total: dict[str, int] = {}
         for kind in flt.types or tuple(NodeType):
             one = replace(flt, types=(kind,))
-            if n := self.store.count_nodes(replace(one, include_invalid=True)):
+            if n := self.store.memories.count_nodes(replace(one, include_invalid=True)):
                 total[kind.value] = n
-                current[kind.value] = self.store.count_nodes(one)
+                current[kind.value] = self.store.memories.count_nodes(one)
         entities: set[str] = set()
         for ns in flt.namespaces:
             own, offset = replace(flt, namespaces=(ns,), include_invalid=False), 0
-            while page := self.store.list_nodes(own, limit=1000, offset=offset, order="rowid"):
+            while page := self.store.memories.list_nodes(
+                own, limit=1000, offset=offset, order="rowid"
+            ):
                 offset += len(page)
-                linked = self.store.node_entities(ns, [n.id for n in page])
+                linked = self.store.entities.node_entities(ns, [n.id for n in page])
                 entities.update(e.id for found in linked.values() for e in found)
         return VisibleStats(
             current_by_type={k: n for k, n in current.items() if n},

@@ -60,7 +60,7 @@ class MemoryService:
             self.settings = settings = settings.model_copy(update={"reinforce_on_search": False})
         elif embedder is not None:
             if reembed and stale_vectors(store, embedder.model_id):
-                store.reset_embeddings()
+                store.search.reset_embeddings()
             bound = bind_embedder(store, embedder)  # an unreachable embedder never blocks
             self.worker = EmbeddingWorker(
                 store, embedder, batch_size=settings.embed_batch_size, bound=bound

@@ -51,7 +51,7 @@ class Owners:
         """Follow ``merged_into`` (loop-safe; stops at a deleted user)."""
         seen = {user.id}
         while user.merged_into and user.merged_into not in seen and len(seen) < CHAIN_MAX:
-            nxt = self.store.get_user(ns, user.merged_into)
+            nxt = self.store.people.get_user(ns, user.merged_into)
             if nxt is None:
                 break
             seen.add(nxt.id)
@@ -81,7 +81,7 @@ class Owners:
         """:meth:`owner` read from the store (not the cache), and cached — unless this
         process changed its users meanwhile (the read may be older than that change)."""
         generation = self._generation
-        record = self.store.get_user(ns, uid)
+        record = self.store.people.get_user(ns, uid)
         root = uid if record is None else self.root_user(ns, record).id
         if self._generation == generation:
             if len(self._owners) >= OWNERS_MAX:
@@ -126,7 +126,7 @@ class Owners:
     def settled_user(self, ns: str, uid: str) -> str:
         root = self.owner_now(ns, uid)
         if root != uid:
-            self.store.reassign_user(ns, uid, root)
+            self.store.people.reassign_user(ns, uid, root)
         return root
 
     def filter(self, **kwargs: Any) -> NodeFilter:

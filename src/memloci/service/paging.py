@@ -59,7 +59,7 @@ class Paging:
         """Memories of ``flt`` in ``order`` (one of ``NODE_ORDERS``), with their total."""
         v.page(limit, offset)
         cur = _cursor(cursor, offset)
-        return self.store.page_nodes(flt, limit=limit, offset=offset, order=order, cursor=cur)
+        return self.store.pages.page_nodes(flt, limit=limit, offset=offset, order=order, cursor=cur)
 
     @threaded
     def page_threads(
@@ -76,7 +76,7 @@ class Paging:
         ns, agent = self.core.ns(namespace), v.ident(agent, "agent")
         v.page(limit, offset)
         cur, user = _cursor(cursor, offset), self.owners.owner(ns, user)
-        return self.store.page_threads(
+        return self.store.pages.page_threads(
             ns, user=user, agent=agent, limit=limit, offset=offset, cursor=cur
         )
 
@@ -96,7 +96,7 @@ class Paging:
         kind = None if type is None else v.enum(EntityType, type, "type").value
         v.page(limit, offset)
         cur = _cursor(cursor, offset)
-        return self.store.page_entities(
+        return self.store.pages.page_entities(
             ns, type=kind, query=q, limit=limit, offset=offset, cursor=cur
         )
 
@@ -114,4 +114,4 @@ class Paging:
         ns, q = self.core.ns(namespace), v.label(query, "query", 200)
         v.page(limit, offset)
         cur = _cursor(cursor, offset)
-        return self.store.page_users(ns, query=q, limit=limit, offset=offset, cursor=cur)
+        return self.store.pages.page_users(ns, query=q, limit=limit, offset=offset, cursor=cur)

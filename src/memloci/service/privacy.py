@@ -90,7 +90,7 @@ class Privacy:
             # the check and the delete: one transaction, serialised with merges and (in
             # the locks' order) with entity writes, which touch the rows it deletes
             with self.store.exclusive(users_lock(ns)), self.store.exclusive(entities_lock(ns)):
-                known = self.store.get_user(ns, uid)
+                known = self.store.people.get_user(ns, uid)
                 if known is not None and known.merged_into is not None:
                     raise ConflictError(
                         f"memory user {uid!r} was merged into {known.merged_into!r}; "

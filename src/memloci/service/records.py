@@ -67,12 +67,12 @@ class Records:
         """Oldest first; ``query`` matches id or display name (case-insensitive)."""
         ns, q = self.core.ns(namespace), v.label(query, "query", 200)
         v.page(limit, offset)
-        return self.store.list_users(ns, limit, offset, query=q)
+        return self.store.people.list_users(ns, limit, offset, query=q)
 
     @threaded
     def count_users(self, *, namespace: str | None = None, query: str | None = None) -> int:
         ns, q = self.core.ns(namespace), v.label(query, "query", 200)
-        return self.store.count_users(ns, query=q)
+        return self.store.people.count_users(ns, query=q)
 
     @threaded
     def get_user(
@@ -87,7 +87,7 @@ class Records:
         return self._user(ns, uid, v.flag(follow_merged, "follow_merged"))
 
     def _user(self, ns: str, uid: str, follow: bool) -> MemoryUser:
-        user = self.store.get_user(ns, uid)
+        user = self.store.people.get_user(ns, uid)
         if user is None:
             raise NotFoundError(
                 f"no memory user {uid!r} in namespace {ns!r}", hint="list users to see their ids"
@@ -116,7 +116,7 @@ class Records:
 
         def run() -> MemoryUser:
             with self.store.exclusive(users_lock(ns)):  # the check and the write, atomic
-                old = self.store.get_user(ns, uid)
+                old = self.store.people.get_user(ns, uid)
                 if old is None:
                     user = MemoryUser(
                         id=uid,
@@ -135,7 +135,7 @@ class Records:
                     user = old.model_copy(update=changes)
                 root = self.owners.root_user(ns, user).id
                 for channel, ref in idents.items():
-                    holder = self.store.find_user(ns, channel, ref)
+                    holder = self.store.people.find_user(ns, channel, ref)
                     if holder is not None and self.owners.root_user(ns, holder).id not in (
                         uid,
                         root,
@@ -144,7 +144,7 @@ class Records:
                             f"{channel} id {ref!r} belongs to memory user {holder.id!r}",
                             hint="merge the two users instead",
                         )
-                return self.store.upsert_user(user)
+                return self.store.people.upsert_user(user)
 
         try:
             return run()
@@ -159,7 +159,7 @@ class Records:
         ns = self.core.ns(namespace)
         ((chan, ref),) = v.identifiers({channel: identifier}).items()
 
-        user = self.store.find_user(ns, chan, ref)
+        user = self.store.people.find_user(ns, chan, ref)
         return None if user is None else self.owners.root_user(ns, user)
 
     @threaded
@@ -167,7 +167,7 @@ class Records:
         """Delete user records (their memories stay); returns how many were deleted."""
         ns, wanted = self.core.ns(namespace), v.ids(ids, lambda i: v.required(i, "user"))
         try:
-            return self.store.delete_users(ns, wanted)
+            return self.store.people.delete_users(ns, wanted)
         finally:
             self.owners.changed(ns)
 
@@ -208,9 +208,9 @@ class Records:
                         "last_seen": max(seen) if seen else None,
                     }
                 )
-                self.store.upsert_user(merged)
-                self.store.upsert_user(source.model_copy(update={"merged_into": dst}))
-                self.store.reassign_user(ns, src, dst)
+                self.store.people.upsert_user(merged)
+                self.store.people.upsert_user(source.model_copy(update={"merged_into": dst}))
+                self.store.people.reassign_user(ns, src, dst)
                 return merged
 
         try:
@@ -219,7 +219,7 @@ class Records:
             self.owners.changed(ns)
         # once more after the commit: a write of another process that looked the source
         # up before this merge committed, and checked it before too, committed by now
-        self.store.reassign_user(ns, src, merged.id)
+        self.store.people.reassign_user(ns, src, merged.id)
         return merged
 
     @threaded
@@ -240,13 +240,13 @@ class Records:
         at = v.when(when) or utcnow()
 
         with self.store.exclusive(users_lock(ns)):  # no contact lost to another server
-            user = self.store.get_user(ns, uid)
+            user = self.store.people.get_user(ns, uid)
             if user is None:
                 raise NotFoundError(f"no memory user {uid!r} in namespace {ns!r}")
             user = self.owners.root_user(ns, user)
             seen = at if user.last_seen is None else max(user.last_seen, at)
             count = user.conversation_count + (1 if new else 0)
-            return self.store.upsert_user(
+            return self.store.people.upsert_user(
                 user.model_copy(update={"last_seen": seen, "conversation_count": count})
             )
 
@@ -265,7 +265,9 @@ class Records:
         ns, agent = self.core.ns(namespace), v.ident(agent, "agent")
         v.page(limit, offset)
         user = self.owners.owner(ns, user)
-        return self.store.list_threads(ns, user=user, agent=agent, limit=limit, offset=offset)
+        return self.store.people.list_threads(
+            ns, user=user, agent=agent, limit=limit, offset=offset
+        )
 
     @threaded
     def count_threads(
@@ -277,12 +279,12 @@ class Records:
     ) -> int:
         ns, agent = self.core.ns(namespace), v.ident(agent, "agent")
         user = self.owners.owner(ns, user)
-        return self.store.count_threads(ns, user=user, agent=agent)
+        return self.store.people.count_threads(ns, user=user, agent=agent)
 
     @threaded
     def get_thread(self, thread_id: str, *, namespace: str | None = None) -> Thread:
         ns, tid = self.core.ns(namespace), v.required(thread_id, "thread")
-        thread = self.store.get_thread(ns, tid)
+        thread = self.store.people.get_thread(ns, tid)
         if thread is None:
             raise NotFoundError(
                 f"no thread {tid!r} in namespace {ns!r}", hint="list threads to see their ids"
@@ -301,7 +303,7 @@ class Records:
         summary = v.label(thread.summary, "summary", TURN_MAX)
 
         with self.store.exclusive(f"thread:{ns}:{tid}"):  # one writer per thread
-            old = self.store.get_thread(ns, tid)
+            old = self.store.people.get_thread(ns, tid)
             new = Thread(
                 id=tid,
                 namespace=ns,
@@ -313,7 +315,7 @@ class Records:
                 updated_at=utcnow(),
                 message_count=len(messages),
             )
-            saved = self.store.upsert_thread(new)
+            saved = self.store.people.upsert_thread(new)
         return self.owners.settled_thread(saved)
 
     @threaded
@@ -340,7 +342,7 @@ class Records:
 
         def append() -> Thread:
             with self.store.exclusive(f"thread:{ns}:{tid}"):  # concurrent appends: none lost
-                now, old = utcnow(), self.store.get_thread(ns, tid)
+                now, old = utcnow(), self.store.people.get_thread(ns, tid)
                 if old is None:
                     thread = Thread(
                         id=tid,
@@ -352,7 +354,7 @@ class Records:
                         updated_at=now,
                         message_count=len(new),
                     )
-                    return self.store.upsert_thread(thread)
+                    return self.store.people.upsert_thread(thread)
                 for field, given, have in (("user", user, old.user), ("agent", agent, old.agent)):
                     if given is not None and have is not None and given != have:
                         raise ConflictError(f"thread {tid!r} belongs to {field} {have!r}")
@@ -366,14 +368,14 @@ class Records:
                         "updated_at": now,
                     }
                 )
-                return self.store.upsert_thread(thread)
+                return self.store.people.upsert_thread(thread)
 
         return run()
 
     @threaded
     def delete_threads(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
         ns, wanted = self.core.ns(namespace), v.ids(ids, lambda i: v.required(i, "thread"))
-        return self.store.delete_threads(ns, wanted)
+        return self.store.people.delete_threads(ns, wanted)
 
     # ------------------------------------------------------------------ entities
     @threaded
@@ -389,7 +391,7 @@ class Records:
         """Most mentioned first; ``query`` matches names and aliases (case-insensitive)."""
         ns, kind, q = self.core.ns(namespace), _entity_type(type), v.label(query, "query", 200)
         v.page(limit, offset)
-        return self.store.list_entities(ns, type=kind, query=q, limit=limit, offset=offset)
+        return self.store.entities.list_entities(ns, type=kind, query=q, limit=limit, offset=offset)
 
     @threaded
     def count_entities(
@@ -400,12 +402,12 @@ class Records:
         query: str | None = None,
     ) -> int:
         ns, kind, q = self.core.ns(namespace), _entity_type(type), v.label(query, "query", 200)
-        return self.store.count_entities(ns, type=kind, query=q)
+        return self.store.entities.count_entities(ns, type=kind, query=q)
 
     @threaded
     def get_entity(self, entity_id: str, *, namespace: str | None = None) -> Entity:
         ns, eid = self.core.ns(namespace), v.short_ref(entity_id, "entity")
-        entity = self.store.get_entity(ns, eid)
+        entity = self.store.entities.get_entity(ns, eid)
         if entity is None:
             raise NotFoundError(
                 f"no entity {eid!r} in namespace {ns!r}", hint="list entities to see their ids"
@@ -416,7 +418,7 @@ class Records:
     def find_entity(self, name: str, *, namespace: str | None = None) -> Entity | None:
         """By canonical name or alias, case-insensitive."""
         ns, nm = self.core.ns(namespace), v.name(name)
-        return self.store.find_entity(ns, nm)
+        return self.store.entities.find_entity(ns, nm)
 
     @threaded
     def save_entity(
@@ -448,10 +450,10 @@ class Records:
             with self.store.exclusive(entities_lock(ns)):  # one name, one entity
                 now = utcnow()
                 if eid is not None:
-                    old = self.store.get_entity(ns, eid)
+                    old = self.store.entities.get_entity(ns, eid)
                     if old is None:
                         raise NotFoundError(f"no entity {eid!r} in namespace {ns!r}")
-                    same = self.store.find_entity(ns, nm)
+                    same = self.store.entities.find_entity(ns, nm)
                     if same is not None and same.id != eid and _same(same.canonical_name, nm):
                         raise ConflictError(f"entity {same.id!r} is already called {nm!r}")
                     renamed = [] if _same(old.canonical_name, nm) else [old.canonical_name]
@@ -464,10 +466,10 @@ class Records:
                             "attributes": attrs if attrs is not None else old.attributes,
                         }
                     )
-                    return self.store.update_entity(entity)
-                old = self.store.find_entity(ns, nm)
+                    return self.store.entities.update_entity(entity)
+                old = self.store.entities.find_entity(ns, nm)
                 if old is None:
-                    return self.store.insert_entity(
+                    return self.store.entities.insert_entity(
                         Entity(
                             id=short_id(),
                             namespace=ns,
@@ -491,7 +493,7 @@ class Records:
                         "last_seen": now,
                     }
                 )
-                return self.store.update_entity(entity)
+                return self.store.entities.update_entity(entity)
 
         saved = write()
         if saved.summary:  # its profile, findable by meaning (outside the write's lock)
@@ -502,7 +504,7 @@ class Records:
     def delete_entities(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
         """Delete entities and their links to memories; returns how many were deleted."""
         ns, wanted = self.core.ns(namespace), v.ids(ids, lambda i: v.short_ref(i, "entity"))
-        return self.store.delete_entities(ns, wanted)
+        return self.store.entities.delete_entities(ns, wanted)
 
     @threaded
     def link_entities(
@@ -516,11 +518,11 @@ class Records:
         ns, mid = self.core.ns(namespace), v.memory_id(node_id)
         wanted = v.ids(entity_ids, lambda i: v.short_ref(i, "entity"))
         if wanted:
-            self.store.link_entities(ns, mid, wanted)
+            self.store.entities.link_entities(ns, mid, wanted)
 
     def _resolve_entity(self, ns: str, ref: str) -> Entity:
-        entity = self.store.get_entity(ns, ref) if ID_RE.match(ref) else None
-        entity = entity or self.store.find_entity(ns, ref)
+        entity = self.store.entities.get_entity(ns, ref) if ID_RE.match(ref) else None
+        entity = entity or self.store.entities.find_entity(ns, ref)
         if entity is None:
             raise _no_entity(ns, ref)
         return entity
@@ -541,12 +543,12 @@ class Records:
         lim = v.limit(limit, "limit", 200)
         flt = NodeFilter(namespaces=(ns,), user=self.owners.owner(ns, user))
         entity = self._resolve_entity(ns, ref)
-        memories = self.store.entity_nodes(flt, entity.id, limit=lim)
+        memories = self.store.entities.entity_nodes(flt, entity.id, limit=lim)
         if flt.user is not None:  # forgotten memories too: they gave its summary and aliases
             anyone = NodeFilter(namespaces=(ns,), include_invalid=True)
-            every = self.store.entity_nodes(anyone, entity.id, limit=200)
+            every = self.store.entities.entity_nodes(anyone, entity.id, limit=200)
             mine = replace(flt, include_invalid=True)
-            theirs = self.store.entity_nodes(mine, entity.id, limit=200)
+            theirs = self.store.entities.entity_nodes(mine, entity.id, limit=200)
             if every and not theirs:
                 raise _no_entity(ns, ref)  # only other users' memories mention it
             seen = {m.id for m in theirs}
@@ -555,7 +557,7 @@ class Records:
                 names = [entity.canonical_name, *entity.aliases]
                 if entity.id != ref and not any(n.casefold() == ref.casefold() for n in names):
                     raise _no_entity(ns, ref)  # a name only another user's memories give
-        related = self.store.related_entities(flt, entity.id, limit=lim)
+        related = self.store.entities.related_entities(flt, entity.id, limit=lim)
         return EntityInfo(
             entity=entity,
             memories=memories,
@@ -576,8 +578,8 @@ class Records:
         ns, lim = self.core.ns(namespace), v.limit(limit, "limit", 200)
         flt = NodeFilter(namespaces=(ns,), user=self.owners.owner(ns, user))
         entity = self.get_entity.now(entity_id, namespace=ns)
-        memories = self.store.entity_nodes(flt, entity.id, limit=lim)
-        mentioned = self.store.node_entities(ns, [m.id for m in memories])
+        memories = self.store.entities.entity_nodes(flt, entity.id, limit=lim)
+        mentioned = self.store.entities.node_entities(ns, [m.id for m in memories])
         view = GraphView(nodes=[_entity_node(entity)])
         shown = {entity.id}
         for m in memories:
@@ -600,26 +602,26 @@ class Records:
         ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
         memory = self.core.node(ns, mid)
 
-        edges = self.store.edges(ns, mid)
+        edges = self.store.memories.edges(ns, mid)
         older: list[str] = []
         queue = [mid]
         while queue and len(older) < CHAIN_MAX:
             node = queue.pop(0)
-            links = edges if node == mid else self.store.edges(ns, node, "supersedes")
+            links = edges if node == mid else self.store.memories.edges(ns, node, "supersedes")
             fresh = [i for i in _ends(links, EdgeType.SUPERSEDES, node) if i not in older]
             older += [i for i in fresh if i != mid]
             queue += fresh
         newer = _ends(edges, EdgeType.SUPERSEDES, mid, outgoing=False)
         sources = _ends(edges, EdgeType.DERIVED_FROM, mid)
-        by_newest = self.store.get_nodes(ns, newer)
+        by_newest = self.store.memories.get_nodes(ns, newer)
         by_newest.sort(key=lambda n: n.created_at, reverse=True)
         return Explanation(
             memory=memory,
-            versions=self.store.versions(ns, mid),
-            supersedes=self.store.get_nodes(ns, older),
+            versions=self.store.memories.versions(ns, mid),
+            supersedes=self.store.memories.get_nodes(ns, older),
             superseded_by=by_newest[0] if by_newest else None,
-            sources=self.store.get_nodes(ns, sources),
-            entities=self.store.node_entities(ns, [mid])[mid],
+            sources=self.store.memories.get_nodes(ns, sources),
+            entities=self.store.entities.node_entities(ns, [mid])[mid],
             edges=edges,
         )
 
@@ -644,7 +646,9 @@ class Records:
 
         def facts() -> Iterator[MemoryNode]:
             offset = 0
-            while page := self.store.list_nodes(flt, limit=1000, offset=offset, order="rowid"):
+            while page := self.store.memories.list_nodes(
+                flt, limit=1000, offset=offset, order="rowid"
+            ):
                 offset += len(page)
                 yield from page
 
@@ -652,7 +656,7 @@ class Records:
             out: dict[str, tuple[float | None, datetime | None]] = {}
             for kind in FACT_TYPES:  # maintenance's recorded decay curves (none: not run yet)
                 after = 0
-                while page := self.store.decay_candidates(ns, kind, after=after, limit=1000):
+                while page := self.store.jobs.decay_candidates(ns, kind, after=after, limit=1000):
                     after = page[-1].cursor
                     out.update((c.node.id, (c.base, c.anchor)) for c in page if c.base is not None)
             return out

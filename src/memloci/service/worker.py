@@ -171,7 +171,7 @@ class EmbeddingWorker:
         if not getattr(self.embedder, "in_process", False):  # a remote endpoint: the
             return 0  # query does not wait for documents (their round trips add up)
         try:
-            if len(self.store.pending_embeddings(limit + 1)) > limit:
+            if len(self.store.search.pending_embeddings(limit + 1)) > limit:
                 return 0  # a bulk load: the background thread's work, not a query's
         except MemlociError:
             return 0
@@ -198,11 +198,11 @@ class EmbeddingWorker:
     ) -> int:
         """:meth:`run_once`'s work; the caller holds ``_embedding``."""
         if at_most is not None:
-            batch = self.store.pending_embeddings(at_most + 1)
+            batch = self.store.search.pending_embeddings(at_most + 1)
             if len(batch) > at_most:
                 return 0
         else:
-            batch = self.store.pending_embeddings(self.batch_size)
+            batch = self.store.search.pending_embeddings(self.batch_size)
         if not batch:
             return 0
         texts = [document_text(p.content, p.speaker, p.key, p.subject) for p in batch]
@@ -210,7 +210,7 @@ class EmbeddingWorker:
         if not self.bound:
             bind(self.store, self.embedder.model_id, int(vectors.shape[1]))
             self.bound = True
-        self.store.save_embeddings(batch, vectors)
+        self.store.search.save_embeddings(batch, vectors)
         if self.link_mentions:
             try:
                 link_mentions(
@@ -244,7 +244,7 @@ class EmbeddingWorker:
                 log.warning("entity linking skipped for %d memories: %s", len(links), exc)
         now = datetime.now(UTC)
         for namespace, ids in touches.items():
-            self.store.touch(namespace, sorted(ids), now=now)
+            self.store.memories.touch(namespace, sorted(ids), now=now)
 
     def _run(self) -> None:
         # Background work yields to the hot path and to queries: lower this thread's
@@ -303,7 +303,7 @@ def link_mentions(
     ``register``, new ``concept`` entities. A speaker named just now gets their earlier
     turns linked too. One transaction; returns how many links are new. Each new link
     counts as a mention of its entity."""
-    rows = store.mention_texts(ids)
+    rows = store.graph.mention_texts(ids)
     called = _called(store, rows, speakers or SpeakerNames())
     # (node, namespace, [(name, type, whether a new entity may be made of it)])
     found: list[tuple[str, str, list[tuple[str, EntityType, bool]]]] = []
@@ -332,11 +332,11 @@ def link_mentions(
         for node_id, namespace, names in found:
             for name, kind, create in names:
                 key = (namespace, " ".join(name.split()).casefold())
-                entity = known.get(key) or store.find_entity(namespace, name)
+                entity = known.get(key) or store.entities.find_entity(namespace, name)
                 if entity is None and not create:
                     continue
                 if entity is None:
-                    entity = store.insert_entity(
+                    entity = store.entities.insert_entity(
                         Entity(
                             id=short_id(),
                             namespace=namespace,
@@ -348,7 +348,7 @@ def link_mentions(
                         )
                     )
                 try:
-                    new = store.link_entities(namespace, node_id, [entity.id])
+                    new = store.entities.link_entities(namespace, node_id, [entity.id])
                 except NotFoundError:  # forgotten or purged meanwhile
                     break
                 if new:
@@ -364,7 +364,7 @@ def link_mentions(
                     )
                 known[key] = entity
         for key in changed:
-            store.update_entity(known[key])
+            store.entities.update_entity(known[key])
     return linked
 
 
@@ -381,6 +381,6 @@ def _called(
         by_namespace.setdefault(namespace, []).append(node_id)
     out: dict[tuple[str, str], str] = {}
     for namespace, ids in by_namespace.items():
-        turns = store.get_nodes(namespace, ids)
+        turns = store.memories.get_nodes(namespace, ids)
         out |= {(namespace, i): name for i, name in speakers.of(store, turns).items()}
     return out

@@ -49,7 +49,7 @@ def copy_ids(
     todo = list(ids)
     while todo:
         offers = {old: derived_id(namespace, old, attempt[old], size) for old in todo}
-        held = store.id_namespaces(list(offers.values()), edges=edges, entities=entities)
+        held = store.memories.id_namespaces(list(offers.values()), edges=edges, entities=entities)
         busy = set(taken(list(offers.values())))
         chosen = set(renamed.values())
         todo = []
@@ -75,7 +75,7 @@ def copy_edges(
     (:func:`copy_ids`), so no other namespace's edge is replaced."""
     if not edges:
         return []
-    held = store.id_namespaces([e.id for e in edges], edges=True)
+    held = store.memories.id_namespaces([e.id for e in edges], edges=True)
     elsewhere = [e.id for e in edges if e.id in held and held[e.id] != namespace]
     new_ids, copied = copy_ids(store, namespace, elsewhere, taken=taken, edges=True)
     return [
@@ -98,7 +98,7 @@ def entity_copies(
     holds (derived, :func:`copy_ids`; an earlier copy is found again), and which of
     ``ids`` need not be written (the namespace holds them, under their id or as that
     earlier copy)."""
-    held = store.id_namespaces(list(ids), entities=True)
+    held = store.memories.id_namespaces(list(ids), entities=True)
     elsewhere = [i for i in ids if i in held and held[i] != namespace]
     renamed, copied = copy_ids(store, namespace, elsewhere, taken=taken, entities=True)
     return renamed, copied | {i for i in ids if held.get(i) == namespace}

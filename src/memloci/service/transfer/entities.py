@@ -66,7 +66,7 @@ class NameIndex:
 def existing(store: Store, namespace: str) -> NameIndex:
     """The index of every entity ``namespace`` holds."""
     entities: list[Entity] = []
-    while page := store.list_entities(namespace, limit=PAGE, offset=len(entities)):
+    while page := store.entities.list_entities(namespace, limit=PAGE, offset=len(entities)):
         entities += page
         if len(page) < PAGE:
             break
@@ -115,9 +115,9 @@ def merge_into(
             node = renamed.get(link.node_id, link.node_id)
             linked.setdefault(link.entity_id, set()).add(node)
     nodes = sorted(set().union(*linked.values()))
-    held = store.node_entities(namespace, nodes) if nodes else {}
+    held = store.entities.node_entities(namespace, nodes) if nodes else {}
     before = {node: {e.id for e in found} for node, found in held.items()}
-    vectors = set(store.entity_vectors(namespace, model)) if model else set()
+    vectors = set(store.jobs.entity_vectors(namespace, model)) if model else set()
     done: dict[str, Entity] = {}  # the namespace's entities as merged so far, by id
     for line in entities:
         theirs: Entity = line.record
@@ -133,9 +133,9 @@ def merge_into(
         fits = line.vector is not None and len(line.vector) == dimension
         if same_model and model and dimension and fits:
             blob = np.asarray(line.vector, np.float32).tobytes()
-            store.save_entity_vector(namespace, target.id, model, blob)
+            store.jobs.save_entity_vector(namespace, target.id, model, blob)
             vectors.add(target.id)
         elif target.id not in report.names_to_embed:
             report.names_to_embed.append(target.id)
     for entity in done.values():
-        store.update_entity(entity)
+        store.entities.update_entity(entity)

@@ -102,13 +102,13 @@ def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
     would skip or repeat a record that changed between two pages)."""
     batch: list[MemoryNode] = []
     exported: set[str] = set()
-    entities = every(lambda n: store.list_entities(namespace, limit=n))
+    entities = every(lambda n: store.entities.list_entities(namespace, limit=n))
     entity_ids = {e.id for e in entities}
 
     def flush() -> Iterator[str]:
         ids = [n.id for n in batch]
         exported.update(ids)
-        vecs = store.vectors(namespace, ids) if vectors else {}
+        vecs = store.search.vectors(namespace, ids) if vectors else {}
         for node in batch:
             blob = vecs.get(node.id)
             yield json.dumps(
@@ -121,18 +121,18 @@ def _records(store: Store, namespace: str, *, vectors: bool) -> Iterator[str]:
         yield from link_lines(store, namespace, ids, entity_ids)
         batch.clear()
 
-    for node in store.iter_nodes(namespace):
+    for node in store.memories.iter_nodes(namespace):
         batch.append(node)
         if len(batch) >= 200:
             yield from flush()
     yield from flush()
-    for version in store.iter_versions(namespace):
+    for version in store.memories.iter_versions(namespace):
         if version.node_id in exported:
             yield json.dumps({"kind": "version", **version.model_dump(mode="json")})
-    for edge in store.iter_edges(namespace):
+    for edge in store.memories.iter_edges(namespace):
         if edge.source_id in exported and edge.target_id in exported:
             yield json.dumps({"kind": "edge", **edge.model_dump(mode="json")})
-    for user in every(lambda n: store.list_users(namespace, limit=n)):
+    for user in every(lambda n: store.people.list_users(namespace, limit=n)):
         yield json.dumps({"kind": "user", **user.model_dump(mode="json")})
     yield from record_lines(store, namespace, vectors=vectors, entities=entities)
 
@@ -309,7 +309,7 @@ def import_lines(
         _check_merged_users(store, namespace, records)
         entity_ids = {line.record.id for line in records if isinstance(line.record, Entity)}
         check_store(store, namespace, records, in_file, entity_ids)
-        held = store.id_namespaces(list(in_file))
+        held = store.memories.id_namespaces(list(in_file))
         elsewhere = [i for i in in_file if i in held and held[i] != namespace]
         renamed, copied = copy_ids(store, namespace, elsewhere, taken=in_file.intersection)
         fresh = [
@@ -319,7 +319,7 @@ def import_lines(
         ]
         report.skipped = len(nodes) - len(fresh)
         keep = {n.id for n, _ in nodes if held.get(n.id) != namespace and n.id not in copied}
-        store.insert_nodes([n.model_copy(update={"embedded": False}) for n, _ in fresh])
+        store.memories.insert_nodes([n.model_copy(update={"embedded": False}) for n, _ in fresh])
         report.nodes = len(fresh)
         if progress:
             progress(len(nodes))
@@ -328,7 +328,7 @@ def import_lines(
             for line in records
             if isinstance(r := line.record, MemoryVersion) and r.node_id in keep
         ]
-        store.import_versions(versions)
+        store.memories.import_versions(versions)
         report.versions = len(versions)
         edges = [
             r
@@ -337,11 +337,11 @@ def import_lines(
         ]
         edge_ids = {e.id for e in edges}
         edges = copy_edges(store, namespace, edges, renamed, taken=edge_ids.intersection)
-        store.insert_edges(edges)  # with the full-text windows of the turns they join
+        store.memories.insert_edges(edges)  # with the full-text windows of the turns they join
         report.edges = len(edges)
         for user in (line.record for line in records if isinstance(line.record, MemoryUser)):
-            if store.get_user(namespace, user.id) is None:
-                store.upsert_user(user)
+            if store.people.get_user(namespace, user.id) is None:
+                store.people.upsert_user(user)
                 report.users += 1
         write_records(
             store,
@@ -365,7 +365,7 @@ def import_lines(
             ]
             mat = np.stack([v for _, v in with_vec]) if _same_size(with_vec) else None
             if mat is not None and mat.shape[1] == dimension:
-                report.vectors_reused = store.save_embeddings(items, mat)
+                report.vectors_reused = store.search.save_embeddings(items, mat)
         report.needs_embedding = report.nodes - report.vectors_reused
     report.errors += [
         f"{line.where.removesuffix(' of the import')} ({line.what}): {line.note}"
@@ -381,7 +381,7 @@ def _check_edge_ends(store: Store, namespace: str, records: list[Line], in_file:
     edges = [line.record for line in records if isinstance(line.record, Edge)]
     ends = {i for e in edges for i in (e.source_id, e.target_id)}
     outside = sorted(ends - in_file)
-    known = {n.id for n in store.get_nodes(namespace, outside)} if outside else set()
+    known = {n.id for n in store.memories.get_nodes(namespace, outside)} if outside else set()
     missing = [i for i in outside if i not in known]
     if missing:
         raise ValidationError(
@@ -400,7 +400,7 @@ def _check_merged_users(store: Store, namespace: str, records: list[Line]) -> No
         target = user.merged_into
         if target is None or (target in ids and target != user.id):
             continue
-        if target != user.id and store.get_user(namespace, target) is not None:
+        if target != user.id and store.people.get_user(namespace, target) is not None:
             continue
         problem = (
             "merged_into names the user itself"

@@ -55,7 +55,7 @@ def link_lines(
 ) -> Iterator[str]:
     """The links of memories ``ids`` to the entities they mention that are in
     ``entity_ids`` (those the export holds)."""
-    for node_id, entities in store.node_entities(namespace, ids).items():
+    for node_id, entities in store.entities.node_entities(namespace, ids).items():
         for entity in entities:
             if entity.id in entity_ids:
                 yield json.dumps({"kind": "link", "node_id": node_id, "entity_id": entity.id})
@@ -67,12 +67,12 @@ def record_lines(
     """The namespace's ``entities`` (with their name vectors of the store's model),
     threads, consolidation sessions and knowledge sources (each followed by its chunks)."""
     model = store.get_meta("embedding_model")
-    names = store.entity_vectors(namespace, model) if vectors and model else {}
+    names = store.jobs.entity_vectors(namespace, model) if vectors and model else {}
     for entity in entities:
         data = entity.model_dump(mode="json")
         yield json.dumps({"kind": "entity", **data, "vector": _b64(names.get(entity.id))})
-    for listed in every(lambda n: store.list_threads(namespace, limit=n)):
-        thread = store.get_thread(namespace, listed.id)
+    for listed in every(lambda n: store.people.list_threads(namespace, limit=n)):
+        thread = store.people.get_thread(namespace, listed.id)
         if thread is not None:
             yield json.dumps({"kind": "thread", **thread.model_dump(mode="json")})
     for state in store.sessions(namespace):
@@ -84,10 +84,10 @@ def record_lines(
             consolidated_at=state.consolidated_at,
         )
         yield json.dumps({"kind": "session", **session.model_dump(mode="json")})
-    for source in store.knowledge_sources(namespace):
+    for source in store.knowledge.knowledge_sources(namespace):
         yield json.dumps({"kind": "knowledge", **source.model_dump(mode="json")})
         blobs = store.knowledge_vectors(namespace, source.id) if vectors else {}
-        for chunk in store.knowledge_chunks(namespace, source.id):
+        for chunk in store.knowledge.knowledge_chunks(namespace, source.id):
             data = chunk.model_dump(mode="json")
             yield json.dumps({"kind": "chunk", **data, "vector": _b64(blobs.get(chunk.id))})
 
@@ -101,30 +101,33 @@ def check_store(
     another user's of the namespace (as ``save_user`` refuses them)."""
     links = [line for line in records if isinstance(line.record, Link)]
     outside = sorted({line.record.node_id for line in links} - nodes)
-    known = {n.id for n in store.get_nodes(namespace, outside)} if outside else set()
+    known = {n.id for n in store.memories.get_nodes(namespace, outside)} if outside else set()
     for line in links:
         link: Link = line.record
         if link.node_id not in nodes and link.node_id not in known:
             problem = f"memory {link.node_id!r} is neither in the import nor in namespace"
             raise invalid(line.where, f"{problem} {namespace!r}", line.what)
-        if link.entity_id not in entities and store.get_entity(namespace, link.entity_id) is None:
+        if (
+            link.entity_id not in entities
+            and store.entities.get_entity(namespace, link.entity_id) is None
+        ):
             problem = f"entity {link.entity_id!r} is neither in the import nor in namespace"
             raise invalid(line.where, f"{problem} {namespace!r}", line.what)
     users = [line for line in records if isinstance(line.record, MemoryUser)]
     by_id: dict[str, MemoryUser] = {line.record.id: line.record for line in users}
-    held = {i for i in by_id if store.get_user(namespace, i) is not None}  # left as they are
+    held = {i for i in by_id if store.people.get_user(namespace, i) is not None}  # left as they are
 
     def lookup(user_id: str) -> MemoryUser | None:
         if user_id in by_id and user_id not in held:
             return by_id[user_id]
-        return store.get_user(namespace, user_id)
+        return store.people.get_user(namespace, user_id)
 
     new = [line for line in users if line.record.id not in held]
     check_channels(new, lookup)
     for line in new:
         user: MemoryUser = line.record
         for channel, ref in user.identifiers.items():
-            holder = store.find_user(namespace, channel, ref)
+            holder = store.people.find_user(namespace, channel, ref)
             if holder is None or holder.id == user.id:
                 continue
             if root(holder.id, lookup) != root(user.id, lookup):
@@ -166,7 +169,7 @@ def write_records(
         stored = entities.ids[line.record.id]
         if same_model and model and dimension and _fits(line.vector, dimension):
             blob = np.asarray(line.vector, np.float32).tobytes()
-            store.save_entity_vector(namespace, stored, model, blob)
+            store.jobs.save_entity_vector(namespace, stored, model, blob)
         else:  # a name vector of another model (or not finite): embedded after the import
             report.names_to_embed.append(stored)
     targets: dict[str, list[str]] = {}
@@ -175,21 +178,21 @@ def write_records(
         node = renamed.get(link.node_id, link.node_id)
         targets.setdefault(node, []).append(entities.ids.get(link.entity_id, link.entity_id))
     for node, ids in targets.items():
-        report.links += store.link_entities(namespace, node, ids)
+        report.links += store.entities.link_entities(namespace, node, ids)
     for line in of[Thread]:
-        if store.get_thread(namespace, line.record.id) is None:
-            store.upsert_thread(line.record)
+        if store.people.get_thread(namespace, line.record.id) is None:
+            store.people.upsert_thread(line.record)
             report.threads += 1
     have = {s.session for s in store.sessions(namespace)}
     for line in of[SessionRecord]:
         s: SessionRecord = line.record
         if s.session in have:
             continue
-        store.register_session(
+        store.jobs.register_session(
             namespace, s.session, user=s.user, agent=s.agent, now=s.first_seen_at
         )
         if s.consolidated_at is not None:
-            store.finish_session(
+            store.jobs.finish_session(
                 namespace, s.session, user=s.user, agent=s.agent, now=s.consolidated_at
             )
         report.sessions += 1
@@ -234,7 +237,7 @@ def _write_entities(
             out.ids[entity.id] = target.id
             out.merged[entity.id] = target
             continue
-        stored = store.insert_entity(
+        stored = store.entities.insert_entity(
             entity.model_copy(update={"id": renamed.get(entity.id, entity.id)})
         )
         out.ids[entity.id] = stored.id
@@ -260,7 +263,7 @@ def _write_knowledge(
         chunks.setdefault(line.record.source_id, []).append(line)
     for line in of[KnowledgeSource]:
         source: KnowledgeSource = line.record
-        if store.knowledge_source(namespace, source.id) is not None:
+        if store.knowledge.knowledge_source(namespace, source.id) is not None:
             continue
         mine = sorted(chunks.get(source.id, []), key=lambda c: c.record.ordinal)
         reuse = (
@@ -277,7 +280,9 @@ def _write_knowledge(
         matrix = None
         if reuse and mine:
             matrix = np.stack([np.asarray(c.vector, np.float32) for c in mine])
-        store.replace_knowledge(source.model_copy(update={"embedding_model": kept}), rows, matrix)
+        store.knowledge.replace_knowledge(
+            source.model_copy(update={"embedding_model": kept}), rows, matrix
+        )
         report.knowledge_sources += 1
         report.knowledge_chunks += len(rows)
         if not reuse:
