@@ -120,7 +120,7 @@ def held_reader(path: str, store: SQLiteStore, user: str) -> tuple[float, bool, 
 def secure_delete_cost(folder: str, on: bool) -> tuple[float, float]:
     """Seconds to insert 5,000 turns (one transaction each 50) and to purge 200 of them."""
     store = SQLiteStore(os.path.join(folder, f"sd-{on}.db"))
-    store._writer.execute(f"PRAGMA secure_delete = {'ON' if on else 'OFF'}")
+    store.db._writer.execute(f"PRAGMA secure_delete = {'ON' if on else 'OFF'}")
     rng = np.random.default_rng(2)
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
     nodes = [node(i, "u", t0, rng) for i in range(5000)]
@@ -132,7 +132,7 @@ def secure_delete_cost(folder: str, on: bool) -> tuple[float, float]:
     for nd in nodes[::25]:
         store.memories.purge_node("default", nd.id)
     purge = time.perf_counter() - start
-    store._scrub_pending = False  # measure the writes, not the close-time scrub
+    store.db._scrub_pending = False  # measure the writes, not the close-time scrub
     store.close()
     return insert, purge
 

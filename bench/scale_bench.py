@@ -19,7 +19,7 @@ PostgreSQL database of --pg-url, default ``$MEMLOCI_TEST_DATABASE_URL``):
 * hot-path add: ``Memory.add(turn, user, session)`` on the loaded store (real model).
 * hybrid search: ``Memory.search(question, user=…, k=10)``, query embedding included.
 * context: ``Memory.context(prompt, user=…)``.
-* recall@10: ``Store.vector_search`` against an exact numpy scan over the same vectors
+* recall@10: ``SearchStore.vector_search`` against an exact numpy scan over the same vectors
   with the same filter — one user's memories, and the whole namespace unfiltered — as
   exact id sets ("ids") and counting a hit within 1e-3 cosine of the exact 10th ("ties":
   near-duplicate turns score alike, which tied copy comes back is arbitrary).
@@ -183,7 +183,7 @@ TIE = 1e-3  # a hit within this cosine of the exact 10th counts (ann-benchmarks'
 
 def recall(store: Store, vecs: np.ndarray, ids: list[str], users: list[str], emb: Any,
            rng: random.Random, queries: int) -> dict[str, float]:  # fmt: skip
-    """recall@10 of ``Store.vector_search`` against an exact scan over the same vectors
+    """recall@10 of ``SearchStore.vector_search`` against an exact scan over the same vectors
     with the same filter (one user's memories; and, unfiltered, the whole namespace).
     ``ids``: the exact top-10 id set; ``ties``: a returned hit also counts when its true
     cosine is within TIE of the exact 10th (near-duplicate turns score alike, and which

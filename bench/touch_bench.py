@@ -9,7 +9,7 @@ Not a test. Per backend, a fresh store of N conversation turns with real MiniLM 
 --rounds calls of each path, alternating, each on 10 ids drawn from its own --hot
 memories (disjoint sets, so a memory is read a few times, as search hits are):
 
-* new: ``Store.touch`` (the counts and the reinforced confidence in ``node_access``);
+* new: ``MemoryStore.touch`` (the counts and the reinforced confidence in ``node_access``);
 * old: the statements ``touch`` ran before, on the same store: read ``access_count`` and
   ``confidence`` of the hits, then ``UPDATE nodes SET access_count, last_accessed,
   confidence`` per hit (the whole row written again).
@@ -55,7 +55,7 @@ def old_touch(store: Any, namespace: str, ids: Sequence[str], now: datetime) -> 
     d = store.dialect
     test, params = d.any("id", ids)
     lock = f" ORDER BY {d.rowid} FOR UPDATE" if d.row_locks else ""
-    with store._tx() as c:
+    with store.db.tx() as c:
         rows = c.execute(
             d.q(
                 f"SELECT {d.rowid}, access_count, confidence FROM nodes"

@@ -138,8 +138,8 @@ def test_deleting_a_memory_deletes_its_reads(store_factory: StoreFactory) -> Non
 
 def test_concurrent_touches_are_all_counted(store_factory: StoreFactory) -> None:
     first = store_factory.open()
-    node = first.insert_node(make_node("a memory read by many at once", confidence=0.2))
-    other = first.insert_node(make_node("its neighbour, read alongside", confidence=0.2))
+    node = first.memories.insert_node(make_node("a memory read by many at once", confidence=0.2))
+    other = first.memories.insert_node(make_node("its neighbour, read alongside", confidence=0.2))
     threads, rounds = 6, 10
     stores = [first, *(store_factory.open() for _ in range(threads - 1))]
     errors: list[BaseException] = []
@@ -163,7 +163,7 @@ def test_concurrent_touches_are_all_counted(store_factory: StoreFactory) -> None
     expected = 0.2
     for n in range(threads * rounds):
         expected = reinforced(expected, n)
-    for got in first.get_nodes("default", [node.id, other.id]):
+    for got in first.memories.get_nodes("default", [node.id, other.id]):
         assert got.access_count == threads * rounds
         assert got.confidence == pytest.approx(expected)
 
@@ -171,7 +171,7 @@ def test_concurrent_touches_are_all_counted(store_factory: StoreFactory) -> None
 def test_touches_racing_a_forget_leave_no_reads_behind(store_factory: StoreFactory) -> None:
     first = store_factory.open()
     nodes = [
-        first.insert_node(make_node(f"a memory of ann, {i}", scope=Scope.USER, user="ann"))
+        first.memories.insert_node(make_node(f"a memory of ann, {i}", scope=Scope.USER, user="ann"))
         for i in range(20)
     ]
     ids = [n.id for n in nodes]
@@ -182,7 +182,7 @@ def test_touches_racing_a_forget_leave_no_reads_behind(store_factory: StoreFacto
     def reader() -> None:
         try:
             while not done.is_set():
-                toucher.touch("default", ids, now=at(1))
+                toucher.memories.touch("default", ids, now=at(1))
                 started.set()
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
@@ -196,6 +196,6 @@ def test_touches_racing_a_forget_leave_no_reads_behind(store_factory: StoreFacto
         done.set()
         worker.join()
     assert errors == []
-    assert first.get_nodes("default", ids) == []
+    assert first.memories.get_nodes("default", ids) == []
     with raw(store_factory) as query:
         assert query("SELECT node_id FROM node_access", ()) == []

@@ -217,36 +217,36 @@ def test_temporal_pairs_follow_a_cursor(store: Store) -> None:
 def test_named_locks(store_factory: StoreFactory) -> None:
     one, two = store_factory.open(), store_factory.open()  # two connections to one store
     ttl, now = timedelta(minutes=5), datetime.now(UTC)
-    assert one.acquire_lock("job", "a", now=now, ttl=ttl)
-    assert not two.acquire_lock("job", "b", now=now, ttl=ttl)
-    holder = two.lock_holder("job", now=now)
+    assert one.jobs.acquire_lock("job", "a", now=now, ttl=ttl)
+    assert not two.jobs.acquire_lock("job", "b", now=now, ttl=ttl)
+    holder = two.jobs.lock_holder("job", now=now)
     assert holder is not None and holder[0] == "a"
     assert abs((holder[1] - (now + ttl)).total_seconds()) < 0.01
-    assert one.acquire_lock("job", "a", now=now, ttl=ttl)  # the owner renews
-    assert two.acquire_lock("other-job", "b", now=now, ttl=ttl)  # locks are per name
-    assert two.acquire_lock("job", "b", now=now + 2 * ttl, ttl=ttl)  # expired: taken over
-    one.release_lock("job", "a")  # not the owner any more: no effect
-    assert two.lock_holder("job", now=now + 2 * ttl) is not None
-    two.release_lock("job", "b")
-    assert one.lock_holder("job", now=now) is None
-    assert one.acquire_lock("job", "a", now=now, ttl=ttl)
+    assert one.jobs.acquire_lock("job", "a", now=now, ttl=ttl)  # the owner renews
+    assert two.jobs.acquire_lock("other-job", "b", now=now, ttl=ttl)  # locks are per name
+    assert two.jobs.acquire_lock("job", "b", now=now + 2 * ttl, ttl=ttl)  # expired: taken over
+    one.jobs.release_lock("job", "a")  # not the owner any more: no effect
+    assert two.jobs.lock_holder("job", now=now + 2 * ttl) is not None
+    two.jobs.release_lock("job", "b")
+    assert one.jobs.lock_holder("job", now=now) is None
+    assert one.jobs.acquire_lock("job", "a", now=now, ttl=ttl)
 
 
 def test_a_lock_whose_holder_is_gone_is_taken_over_at_once(store_factory: StoreFactory) -> None:
     one, two = store_factory.open(), store_factory.open()
     ttl, now = timedelta(minutes=30), datetime.now(UTC)
-    assert one.acquire_lock("job", "dead-run", now=now, ttl=ttl)
+    assert one.jobs.acquire_lock("job", "dead-run", now=now, ttl=ttl)
     judged: list[str] = []
 
     def alive(owner: str) -> bool:
         judged.append(owner)
         return False
 
-    assert not two.acquire_lock("job", "b", now=now, ttl=ttl, stale=alive)
+    assert not two.jobs.acquire_lock("job", "b", now=now, ttl=ttl, stale=alive)
     assert judged == ["dead-run"]
-    assert two.acquire_lock("job", "b", now=now, ttl=ttl, stale=lambda o: o == "dead-run")
-    holder = one.lock_holder("job", now=now)
+    assert two.jobs.acquire_lock("job", "b", now=now, ttl=ttl, stale=lambda o: o == "dead-run")
+    holder = one.jobs.lock_holder("job", now=now)
     assert holder is not None and holder[0] == "b"
     # the new holder is alive: nobody takes it over, and its own renewal is not judged
-    assert not one.acquire_lock("job", "c", now=now, ttl=ttl, stale=lambda o: o == "dead-run")
-    assert two.acquire_lock("job", "b", now=now, ttl=ttl, stale=lambda o: True)
+    assert not one.jobs.acquire_lock("job", "c", now=now, ttl=ttl, stale=lambda o: o == "dead-run")
+    assert two.jobs.acquire_lock("job", "b", now=now, ttl=ttl, stale=lambda o: True)

@@ -71,18 +71,18 @@ def test_exclusive_serialises_check_then_insert_across_stores(store_factory: Sto
         def a_job(text: str = text, b_trying: threading.Event = b_trying) -> None:
             with first.exclusive("facts:default"):
                 b_trying.wait()
-                if not first.find_by_hash(flt(), content_hash(text)):
-                    first.insert_node(make_node(text))
+                if not first.memories.find_by_hash(flt(), content_hash(text)):
+                    first.memories.insert_node(make_node(text))
 
         def b_job(text: str = text, b_trying: threading.Event = b_trying) -> None:
             b_trying.set()
             with second.exclusive("facts:default"):
-                if not second.find_by_hash(flt(), content_hash(text)):
-                    second.insert_node(make_node(text))
+                if not second.memories.find_by_hash(flt(), content_hash(text)):
+                    second.memories.insert_node(make_node(text))
 
         a = threading.Thread(target=a_job)
         a.start()
         b_job()
         a.join()
-        dupes.append(len(first.find_by_hash(flt(), content_hash(text))))
+        dupes.append(len(first.memories.find_by_hash(flt(), content_hash(text))))
     assert dupes == [1] * rounds

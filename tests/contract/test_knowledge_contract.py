@@ -205,9 +205,11 @@ def test_fulltext_folds_accents(store: Store) -> None:
 def test_search_sees_writes_from_another_connection(store_factory: StoreFactory) -> None:
     first, second = store_factory.open(), store_factory.open()
     put(first, source("AAAAAAAA"), ["one"], [unit(0)])
-    assert ids(first.knowledge_vector_search(["default"], unit(1), model=EMBED_MODEL, limit=5))
+    assert ids(
+        first.knowledge.knowledge_vector_search(["default"], unit(1), model=EMBED_MODEL, limit=5)
+    )
     put(second, source("AAAAAAAA", content_hash="h2"), ["two"], [unit(1)])
-    hits = first.knowledge_vector_search(["default"], unit(1), model=EMBED_MODEL, limit=5)
+    hits = first.knowledge.knowledge_vector_search(["default"], unit(1), model=EMBED_MODEL, limit=5)
     assert hits[0].text == "two" and hits[0].score == pytest.approx(1.0, abs=1e-5)
 
 

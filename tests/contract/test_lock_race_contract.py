@@ -21,7 +21,7 @@ def _race(stores: list[Store], name: str, now: datetime) -> list[bool]:
 
     def race(i: int) -> None:
         start.wait()
-        won[i] = stores[i].acquire_lock(name, f"owner-{i}", now=now, ttl=TTL)
+        won[i] = stores[i].jobs.acquire_lock(name, f"owner-{i}", now=now, ttl=TTL)
 
     threads = [threading.Thread(target=race, args=(i,)) for i in range(len(stores))]
     for t in threads:
@@ -37,7 +37,7 @@ def test_exactly_one_of_many_racers_takes_a_lock(store_factory: StoreFactory) ->
         now = datetime.now(UTC)
         won = _race(stores, f"maintenance-{round_}", now)
         assert sum(won) == 1, won
-        holder = stores[0].lock_holder(f"maintenance-{round_}", now=now)
+        holder = stores[0].jobs.lock_holder(f"maintenance-{round_}", now=now)
         assert holder is not None and holder[0] == f"owner-{won.index(True)}"
 
 
@@ -59,13 +59,13 @@ def test_concurrent_turns_of_a_chat_without_sessions_form_one_chain(
                 content=f"writer {k} turn {i}", scope=Scope.USER, user="u1", speaker="user",
                 event_time=when, created_at=when, updated_at=when, valid_from=when,
             )  # fmt: skip
-            stores[k].insert_node(node, link_previous=True)
+            stores[k].memories.insert_node(node, link_previous=True)
 
     threads = [threading.Thread(target=write, args=(k,)) for k in range(len(stores))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    edges = [(e.source_id, e.target_id) for e in stores[0].iter_edges("default")]
+    edges = [(e.source_id, e.target_id) for e in stores[0].memories.iter_edges("default")]
     assert len(edges) == 31  # 32 turns, one chain
     assert len({s for s, _ in edges}) == 31 and len({t for _, t in edges}) == 31

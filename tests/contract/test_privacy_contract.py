@@ -161,7 +161,7 @@ def test_a_forget_that_removed_something_marks_a_scrub_due_until_one_finishes(
     store_factory: StoreFactory,
 ) -> None:
     first = store_factory.open()
-    first.insert_node(node("alice's", scope=Scope.USER, user="alice"))
+    first.memories.insert_node(node("alice's", scope=Scope.USER, user="alice"))
     first.delete_user_data("default", "nobody")
     assert first.scrub_due() is False  # nothing removed: nothing to scrub
     first.delete_user_data("default", "alice")
@@ -188,8 +188,8 @@ def test_scrub_refuses_to_run_inside_a_batch(store: Store) -> None:
 def test_concurrent_forgets_remove_each_memory_once(store_factory: StoreFactory) -> None:
     first = store_factory.open()
     for i in range(200):
-        first.insert_node(node(f"alice {i}", scope=Scope.USER, user="alice"))
-        first.insert_node(node(f"bob {i}", scope=Scope.USER, user="bob"))
+        first.memories.insert_node(node(f"alice {i}", scope=Scope.USER, user="alice"))
+        first.memories.insert_node(node(f"bob {i}", scope=Scope.USER, user="bob"))
     stores = [first, store_factory.open(), store_factory.open()]
     reports: list[dict[str, int]] = []
     barrier = threading.Barrier(len(stores))

@@ -414,7 +414,7 @@ def test_api_keys_survive_reopening(store_factory: StoreFactory) -> None:
     key = api_key()
     store.people.insert_key(key, "hash")
     store.close()
-    assert store_factory.open().get_key(key.id) == (key, "hash")
+    assert store_factory.open().people.get_key(key.id) == (key, "hash")
 
 
 # ---------------------------------------------------------------------------- stats

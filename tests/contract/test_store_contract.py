@@ -1106,11 +1106,11 @@ def test_meta_and_schema_survive_reopen(store_factory: StoreFactory) -> None:
     assert again.schema_version() == version
     assert again.get_meta("custom") == "value"
     assert again.get_meta("embedding_model") == EMBED_MODEL
-    got = again.get_node("default", node.id)
+    got = again.memories.get_node("default", node.id)
     assert got is not None and got.content == "persisted and edited" and got.version == 2
-    assert len(again.versions("default", node.id)) == 2
-    assert [h[0] for h in again.vector_search(flt(), axis(4), 1)] == [node.id]
-    assert [h[0] for h in again.fulltext(flt(), '"edited"', 1)] == [node.id]
+    assert len(again.memories.versions("default", node.id)) == 2
+    assert [h[0] for h in again.search.vector_search(flt(), axis(4), 1)] == [node.id]
+    assert [h[0] for h in again.search.fulltext(flt(), '"edited"', 1)] == [node.id]
     again.bind_embedder(EMBED_MODEL, EMBED_DIM)
     with pytest.raises(EmbeddingModelError):
         again.bind_embedder("fake:32", 32)

@@ -181,9 +181,20 @@ class _Failing:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self.entities = _FailingLinks(store.entities)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
+
+
+class _FailingLinks:
+    """The store's entities, whose links fail."""
+
+    def __init__(self, entities: Any) -> None:
+        self._entities = entities
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._entities, name)
 
     def link_entities(self, *args: Any, **kwargs: Any) -> int:
         raise RuntimeError("the disk is full")

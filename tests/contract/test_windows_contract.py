@@ -197,8 +197,8 @@ def test_an_added_turn_leaves_every_window_settled(store: Store) -> None:
     query reads (the walk then reads on)."""
     fillers = [("Bo", "lol")] * 9
     ids = chat(store, *SHORT[:3], *fillers, *LONG_CHAT[7:], *fillers, ("Ana", "ok then"))
-    with store._tx() as c:  # type: ignore[attr-defined]
-        chain = SQLChain(c, "default", store.dialect.ph)  # type: ignore[attr-defined]
+    with store.db.tx() as c:  # type: ignore[attr-defined]
+        chain = SQLChain(c, "default", store.db.dialect.ph)  # type: ignore[attr-defined]
         assert [carry(chain, i, side) for i in ids for side in ("context", "next_context")] == [
             0
         ] * (2 * len(ids))

@@ -52,7 +52,7 @@ def fill(mem: Memory) -> None:
 def cap_the_file(mem: Memory) -> None:
     """The store's writer may not grow the file past its current pages: the next write
     that needs a new page fails as on a full disk."""
-    writer = mem.service.store._writer  # type: ignore[attr-defined]
+    writer = mem.service.store.db._writer  # type: ignore[attr-defined]
     pages = writer.execute("PRAGMA page_count").fetchone()[0]
     writer.execute(f"PRAGMA max_page_count = {pages}")
 

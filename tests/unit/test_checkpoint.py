@@ -26,15 +26,15 @@ def test_commits_leave_checkpoints_to_the_background_and_the_log_stays_small(
     path = tmp_path / "m.db"
     store = SQLiteStore(str(path))
     try:
-        bound = store._writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        bound = store.db._writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
         assert bound == ckpt.WAL_BOUND
-        assert store._checkpoints is not None
+        assert store.db._checkpoints is not None
         for i in range(20 * ckpt.EVERY):
             store.memories.insert_node(_node(i))
         deadline = time.monotonic() + 10
-        while store._checkpoints.runs < 10 and time.monotonic() < deadline:
+        while store.db._checkpoints.runs < 10 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert store._checkpoints.runs >= 10  # about one per EVERY commits
+        assert store.db._checkpoints.runs >= 10  # about one per EVERY commits
         wal = Path(str(path) + "-wal").stat().st_size
         assert wal < 2 * ckpt.WAL_BOUND * 4096, wal  # the log starts over: bounded
     finally:
@@ -46,11 +46,11 @@ def test_a_quiet_store_checkpoints_after_idle(tmp_path: Path) -> None:
     store = SQLiteStore(str(tmp_path / "m.db"))
     try:
         store.memories.insert_node(_node(0))  # one commit: below EVERY
-        assert store._checkpoints is not None
+        assert store.db._checkpoints is not None
         deadline = time.monotonic() + 10
-        while store._checkpoints.runs < 1 and time.monotonic() < deadline:
+        while store.db._checkpoints.runs < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert store._checkpoints.runs >= 1
+        assert store.db._checkpoints.runs >= 1
     finally:
         store.close()
 
@@ -59,6 +59,6 @@ def test_in_memory_stores_have_no_checkpoint_thread() -> None:
     store = SQLiteStore(":memory:")
     try:
         store.memories.insert_node(_node(0))
-        assert store._checkpoints is None
+        assert store.db._checkpoints is None
     finally:
         store.close()

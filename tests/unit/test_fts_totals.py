@@ -32,7 +32,7 @@ def test_varint_bounds() -> None:
 
 def counts(m: Memory) -> tuple[int, int, int]:
     """(FTS5's row count, rows the index holds, memories)."""
-    with m.service.store._reading() as c:  # type: ignore[attr-defined]
+    with m.service.store.db.reading() as c:  # type: ignore[attr-defined]
         block = c.execute("SELECT block FROM nodes_fts_data WHERE id = 1").fetchone()[0]
         held = c.execute("SELECT count(*) FROM nodes_fts_docsize").fetchone()[0]
         memories = c.execute("SELECT count(*) FROM nodes").fetchone()[0]
@@ -51,20 +51,20 @@ def test_the_row_count_follows_the_rows_held(make_memory: MakeMemory, monkeypatc
     store: Any = m.service.store
     # without the refresh, rewritten rows stay counted
     monkeypatch.setattr(fts_totals, "due", lambda rows: 10**9)
-    store._totals_due = 10**9
+    store.db._totals_due = 10**9
     chat(m, 200)
     counted, held, memories = counts(m)
     assert held == memories == 200 and counted > 1.5 * held
     # the refresh sets it to the rows held, and the index stays sound
-    store._refresh_fts_totals()
+    store.db._refresh_fts_totals()
     assert counts(m)[0] == 200
-    with store._tx() as c:
+    with store.db.tx() as c:
         c.execute("INSERT INTO nodes_fts(nodes_fts, rank) VALUES('integrity-check', 0)")
     assert m.search("topic 3", user="u1", k=3)
     # purged memories leave the count too
     for hit in m.list(user="u1", limit=50):
         m.purge(hit.id)
-    store._refresh_fts_totals()
+    store.db._refresh_fts_totals()
     counted, held, _ = counts(m)
     assert held == 150 and counted == 150
 

@@ -26,7 +26,7 @@ def _rechain(mem: Memory, first: str, second: str) -> None:
     version = OWNER_CHAINS[_backend(store)] - 1
     said = {n.id: n for n in mem.list(type="episodic", limit=10)}
     ph = "?" if _backend(store) == "sqlite" else "%s"
-    with store._tx() as c:  # type: ignore[attr-defined]
+    with store.db.tx() as c:  # type: ignore[attr-defined]
         c.execute(
             f"UPDATE nodes SET context = {ph} WHERE id = {ph}",
             (f"user: {said[first].content}", second),

@@ -44,7 +44,7 @@ def _fact(text: str) -> MemoryNode:
 def _kill_pool(store: PostgresStore) -> int:
     """Fill the pool with open connections, then end them all on the server's side."""
     with ExitStack() as held:
-        conns = [held.enter_context(store._pool.connection()) for _ in range(POOL)]
+        conns = [held.enter_context(store.db._pool.connection()) for _ in range(POOL)]
         pids = [c.execute("SELECT pg_backend_pid()").fetchone()[0] for c in conns]
     with psycopg.connect(database_url(), autocommit=True) as admin:
         for pid in pids:

@@ -84,7 +84,7 @@ def test_a_server_with_good_settings_gets_no_warning(caplog: pytest.LogCaptureFi
             assert store.server_advice == []
             assert _warnings(caplog) == []
             # the same facts with an older pgvector or a big vector index: advice
-            with store._reading() as c:
+            with store.db.reading() as c:
                 facts = read_facts(c)
         finally:
             store.close()

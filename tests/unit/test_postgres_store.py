@@ -428,12 +428,12 @@ def test_fulltext_scores_are_on_the_fts5_bm25_scale(schema: tuple[str, str], tmp
     try:
         for text in texts:
             made = node(text)
-            pg.insert_node(made)
+            pg.memories.insert_node(made)
             lite.memories.insert_node(made)
         for match in ('"running" OR "dog"', '"cake" OR "weather"', '"dog" OR "user"'):
             want, got = (
                 lite.search.fulltext(NodeFilter(), match, 5),
-                pg.fulltext(NodeFilter(), match, 5),
+                pg.search.fulltext(NodeFilter(), match, 5),
             )
             assert [i for i, _ in got] == [i for i, _ in want], match
             for (_, a), (_, b) in zip(want, got, strict=True):
@@ -552,7 +552,7 @@ def test_a_query_of_common_words_on_a_big_table_reads_the_newest_rows(
         shared = node("apple day for everyone", scope=Scope.GLOBAL)
         store.memories.insert_nodes([*ann, *bob, shared])
         monkeypatch.setattr(ranking, "BIG_TABLE", 5)  # 81 rows: a big table here
-        store._terms = ranking.TermStats()  # no cached counts from a smaller table
+        store.db._terms = ranking.TermStats()  # no cached counts from a smaller table
 
         def hits(user: str, k: int) -> set[str]:
             return {

@@ -30,8 +30,8 @@ class HeldCommit:
         self.entered = threading.Event()
         self._release = threading.Event()
         self._armed = True
-        self._tx = store._tx
-        store._tx = self._held
+        self._tx = store.db.tx
+        store.db.tx = self._held
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[Any]:
@@ -329,7 +329,7 @@ def test_store_and_model_work_of_async_calls_runs_off_the_loop_thread(tmp_path: 
 
     async def main() -> None:
         mem = AsyncMemory(str(tmp_path / "l.db"), embedder=FakeEmbedder())
-        watch(mem.service.store, ["_tx", "_reading"])
+        watch(mem.service.store.db, ["tx", "reading"])
         watch(mem.service.embedder, ["embed", "embed_query"])
         await mem.add("I met Bob in Lisbon", user="u1", session="s1")
         fact = (await mem.remember("User prefers green tea", user="u1")).memory

@@ -106,5 +106,5 @@ def test_a_finished_threads_reader_connection_is_closed(tmp_path: Path) -> None:
             t.start()
             t.join()
         gc.collect()
-        assert len(store._readers) <= 5  # type: ignore[attr-defined]
+        assert len(store.db._readers) <= 5  # type: ignore[attr-defined]
         assert mem.search("Lisbon", user="u1")  # the store reads on
