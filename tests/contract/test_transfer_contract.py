@@ -201,8 +201,9 @@ def test_import_copies_entities_links_threads_sessions_and_knowledge(store: Stor
 
 
 def test_import_refuses_a_channel_id_another_user_holds(store: Store) -> None:
-    store.people.upsert_user(MemoryUser(id="carol", namespace="alpha", identifiers={"telegram": "555"},
-                                 created_at=T0))  # fmt: skip
+    store.people.upsert_user(
+        MemoryUser(id="carol", namespace="alpha", identifiers={"telegram": "555"}, created_at=T0)
+    )
     lines = [
         json.dumps({"kind": "header", "format": "memloci", "version": 1}),
         json.dumps(

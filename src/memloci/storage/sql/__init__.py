@@ -26,7 +26,9 @@ provide, as data (one table in :mod:`.dialect`, SQLite beside PostgreSQL):
 - plan hints that are no-ops elsewhere: ``unindexed(expr)``, ``join_first``,
   ``indexed_by(index)``, ``by_ids(alias, ids)``; and ``many(conn, sql, rows)``.
 
-A backend mixes the slices into its store and provides the hooks of
-:class:`~.core.SQLCore` (``dialect``, ``_reading``, ``_tx``, ``_xlock``, …) and the
-``NotImplementedError`` methods of the slices it uses.
+A backend is composed, not mixed: its database object (a
+:class:`~.core.SQLDatabase`: ``dialect``, ``reading()``, ``tx()``, ``xlock()``, …)
+owns the connections, and each slice is an object given it (:class:`~.core.SQLSlice`),
+subclassed once by the backend only for the ``NotImplementedError`` hooks it fills in;
+:class:`~.store.SQLStore` puts them together.
 """
