@@ -197,12 +197,16 @@ class PostgresDatabase(SQLDatabase):
     def _configure(self, conn: Any) -> None:
         register_vector(conn)
 
+    def _open_transaction(self) -> Any:
+        """The connection of this thread's open transaction (None: there is none)."""
+        if self._closed:
+            raise StorageError("the store is closed")
+        return getattr(self._local, "conn", None)
+
     @contextlib.contextmanager
     def tx(self) -> Iterator[Any]:
         """A write transaction on one connection (nested calls join the open one)."""
-        if self._closed:
-            raise StorageError("the store is closed")
-        conn = getattr(self._local, "conn", None)
+        conn = self._open_transaction()
         if conn is not None:
             yield conn
             return
@@ -234,9 +238,7 @@ class PostgresDatabase(SQLDatabase):
     @contextlib.contextmanager
     def reading(self) -> Iterator[Any]:
         """A connection for reads: the thread's open transaction, or a pooled one."""
-        if self._closed:
-            raise StorageError("the store is closed")
-        conn = getattr(self._local, "conn", None)
+        conn = self._open_transaction()
         if conn is not None:
             yield conn
             return

@@ -12,15 +12,12 @@ from memloci.models import MemoryNode, short_id
 from memloci.storage.postgres.base import _LOCK_CLASS, PostgresDatabase, chunks
 from memloci.storage.postgres.chains import deleting, lock_chain
 from memloci.storage.postgres.privacy import unlink_entities
-from memloci.storage.postgres.records import NODE_COLS
 from memloci.storage.rows import node_to_row
 from memloci.storage.sql.chains import previous_turn
 from memloci.storage.sql.core import JSON_NODE_COLUMNS
 from memloci.storage.sql.nodes import SQLNodes
 from memloci.storage.sqlfilter import ts
-from memloci.storage.windows import SQLChain, said, window
 
-_SELECT_NODE = f"SELECT {NODE_COLS} FROM nodes n"
 BULK = 1000  # rows per pipelined batch of a bulk insert
 _JSON_COLS = JSON_NODE_COLUMNS
 _VERSION_INSERT = (
@@ -89,15 +86,7 @@ class PostgresNodes(SQLNodes[PostgresDatabase]):
                 prev = previous_turn(c, self.db.dialect, node)
             if prev is None:
                 return self._insert(c, node, "")
-            context = window(said(prev[1], prev[2]), prev[3])
-            node = self._insert(c, node, context)
-            SQLChain(c, node.namespace, "%s").follow(
-                prev[0],
-                node.id,
-                node.created_at.timestamp(),
-                (said(node.speaker, node.content), context, ""),
-            )
-            return node
+            return self._insert_after(c, node, prev)
 
     def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:
         def work(c: Any) -> None:

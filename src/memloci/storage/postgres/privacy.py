@@ -17,23 +17,9 @@ from memloci.storage.aliases import aliases_used, drop_unused_aliases
 from memloci.storage.base import Scrub
 from memloci.storage.postgres.base import PostgresDatabase
 from memloci.storage.postgres.chains import deleting
-from memloci.storage.sql.privacy import SQLPrivacy
+from memloci.storage.sql.privacy import FORGET_KINDS, SQLPrivacy
 from memloci.storage.windows import SQLChain, restart
 
-FORGET_KINDS = (
-    "users",
-    "identifiers",
-    "memories",
-    "versions",
-    "vectors",
-    "edges",
-    "entity_links",
-    "entities",
-    "threads",
-    "sessions",
-    "decay_states",
-    "neighbours_blanked",
-)
 HELD_SNAPSHOT = (
     "another connection holds a snapshot older than the vacuum, so the dead rows it may "
     "still see stay; the scrub is still due and the next forget_user or scrub finishes it"

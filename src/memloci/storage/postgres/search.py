@@ -103,26 +103,8 @@ class PostgresSearch(SQLSearch[PostgresDatabase]):
     def fulltext(self, flt: NodeFilter, match: str, limit: int) -> list[tuple[str, float]]:
         if not match.strip() or not flt.namespaces or limit < 1:
             return []
-        tsq, tparams = to_tsquery_sql(match)
         where, params = filter_sql(flt, ph="%s")
-        with self.db.reading() as c:
-            found = ranked(
-                c,
-                self.db._terms,
-                table="nodes",
-                key="id",
-                tsq=tsq,
-                tparams=tparams,
-                texts=tparams,
-                whole_needed=not is_disjunction(match),
-                where=where,
-                params=params,
-                limit=limit,
-                weights=NODE_WEIGHTS,
-                owners=owner_conditions(flt),
-                scope=namespace_scope(flt),
-            )
-        return [(str(i), s) for i, s in found]
+        return ranked_nodes(self.db, flt, match, where, params, limit)
 
     def match_weight(self, match: str) -> float:
         if not match.strip():
@@ -224,3 +206,34 @@ def _owner_rows(flt: NodeFilter) -> tuple[list[str], list[Any]] | None:
         [f"{base} AND b.user_id = %s", f"{base} AND b.shared AND b.user_id IS DISTINCT FROM %s"],
         [*flt.namespaces, flt.user, *flt.namespaces, flt.user],
     )
+
+
+def ranked_nodes(
+    db: PostgresDatabase,
+    flt: NodeFilter,
+    match: str,
+    where: str,
+    params: Sequence[Any],
+    limit: int,
+) -> list[tuple[str, float]]:
+    """``(id, bm25)`` of the best ``limit`` memories matching ``match`` (tsquery syntax)
+    that pass ``where`` (``flt``'s conditions and any the caller adds), best first."""
+    tsq, tparams = to_tsquery_sql(match)
+    with db.reading() as c:
+        found = ranked(
+            c,
+            db._terms,
+            table="nodes",
+            key="id",
+            tsq=tsq,
+            tparams=tparams,
+            texts=tparams,
+            whole_needed=not is_disjunction(match),
+            where=where,
+            params=params,
+            limit=limit,
+            weights=NODE_WEIGHTS,
+            owners=owner_conditions(flt),
+            scope=namespace_scope(flt),
+        )
+    return [(str(i), s) for i, s in found]

@@ -18,10 +18,8 @@ from memloci.storage.names import (
     prefix_bounds,
 )
 from memloci.storage.postgres.base import PostgresDatabase
-from memloci.storage.postgres.ranking import ranked
 from memloci.storage.postgres.records import ENTITY_COLS
-from memloci.storage.postgres.search import NODE_WEIGHTS, namespace_scope, owner_conditions
-from memloci.storage.postgres.tsquery import is_disjunction, to_tsquery_sql
+from memloci.storage.postgres.search import ranked_nodes
 from memloci.storage.sql.walks import SQLWalks
 from memloci.storage.sqlfilter import filter_sql
 
@@ -78,30 +76,12 @@ class PostgresWalks(SQLWalks[PostgresDatabase]):
         self, flt: NodeFilter, ids: list[str], match: str, limit: int
     ) -> list[tuple[str, float]]:
         where, params = filter_sql(flt, ph="%s")
-        try:
-            tsq, tparams = to_tsquery_sql(match)
-        except ValidationError:
-            return []
         where += " AND EXISTS (SELECT 1 FROM node_entities ne WHERE ne.node_id = n.id"
         where += " AND ne.entity_id = ANY(%s))"
-        with self.db.reading() as c:
-            found = ranked(
-                c,
-                self.db._terms,
-                table="nodes",
-                key="id",
-                tsq=tsq,
-                tparams=tparams,
-                texts=tparams,
-                whole_needed=not is_disjunction(match),
-                where=where,
-                params=[*params, ids],
-                limit=limit,
-                weights=NODE_WEIGHTS,
-                owners=owner_conditions(flt),
-                scope=namespace_scope(flt),
-            )
-        return [(str(i), s) for i, s in found]
+        try:
+            return ranked_nodes(self.db, flt, match, where, [*params, ids], limit)
+        except ValidationError:
+            return []
 
     def _entity_neighbours(
         self, flt: NodeFilter, ids: list[str], max_links: int, limit: int

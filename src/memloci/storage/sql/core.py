@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from memloci.errors import EmbeddingModelError
+from memloci.errors import EmbeddingModelError, NotFoundError
 from memloci.storage.access import live
 from memloci.storage.rows import NODE_COLUMNS, USER_ACTIVITY
 from memloci.storage.sql.dialect import Dialect
@@ -45,6 +45,16 @@ def columns(d: Dialect) -> Columns:
         ),
         thread="namespace, id, user_id, agent_id, {messages}, summary, created_at, updated_at",
     )
+
+
+def require_node(c: Any, d: Dialect, namespace: str, node_id: str) -> None:
+    """Raise NotFoundError unless ``node_id`` is a memory of ``namespace``."""
+    found = c.execute(
+        d.q(f"SELECT 1 FROM nodes WHERE {d.unindexed('namespace')} = ? AND id = ?"),
+        (namespace, node_id),
+    ).fetchone()
+    if found is None:
+        raise NotFoundError(f"no memory {node_id!r} in namespace {namespace!r}")
 
 
 def refuse_other_embedder(bound: dict[str, str], model_id: str, dimension: int) -> None:

@@ -25,9 +25,9 @@ from memloci.storage.rows import (
     patched,
     version_from_row,
 )
-from memloci.storage.sql.core import DB, JSON_NODE_COLUMNS, SQLSlice
+from memloci.storage.sql.core import DB, JSON_NODE_COLUMNS, SQLSlice, require_node
 from memloci.storage.sqlfilter import filter_sql, ts
-from memloci.storage.windows import SQLChain, edited, linked, restart
+from memloci.storage.windows import SQLChain, edited, linked, restart, said, window
 
 _ORDERS = {
     "created": "n.created_at, n.{seq}",
@@ -62,6 +62,21 @@ class SQLNodes(SQLSlice[DB]):
     """Nodes, versions and edges: the reads and edits both backends word alike."""
 
     # ------------------------------------------------------------------ backend hooks
+
+    def _insert_after(self, c: Any, node: MemoryNode, prev: Sequence[Any]) -> MemoryNode:
+        """Insert ``node`` as the next turn after ``prev`` (a row of
+        :func:`~memloci.storage.sql.chains.previous_turn`): its window shows the turn
+        before it, a temporal edge links them and the earlier turns' windows show it."""
+        context = window(said(prev[1], prev[2]), prev[3])
+        node = self._insert(c, node, context)
+        SQLChain(c, node.namespace, self.db.dialect.ph).follow(
+            prev[0],
+            node.id,
+            node.created_at.timestamp(),
+            (said(node.speaker, node.content), context, ""),
+        )
+        return node
+
     def _insert(self, c: Any, node: MemoryNode, context: str = "") -> MemoryNode:
         """Insert ``node`` (a fresh id when its id is taken) and its first version."""
         raise NotImplementedError
@@ -313,12 +328,7 @@ class SQLNodes(SQLSlice[DB]):
     def versions(self, namespace: str, node_id: str) -> list[MemoryVersion]:
         d = self.db.dialect
         with self.db.reading() as c:
-            found = c.execute(
-                d.q(f"SELECT 1 FROM nodes WHERE {d.unindexed('namespace')} = ? AND id = ?"),
-                (namespace, node_id),
-            ).fetchone()
-            if found is None:
-                raise NotFoundError(f"no memory {node_id!r} in namespace {namespace!r}")
+            require_node(c, d, namespace, node_id)
             rows = c.execute(
                 d.q(
                     f"SELECT node_id, version, content, {d.json('value')}, source_session,"

@@ -10,6 +10,22 @@ from typing import Any
 from memloci.storage.base import Scrub
 from memloci.storage.sql.core import DB, SQLSlice
 
+# the kinds of things a forget report counts (the keys of ``delete_user_data``'s answer)
+FORGET_KINDS = (
+    "users",
+    "identifiers",
+    "memories",
+    "versions",
+    "vectors",
+    "edges",
+    "entity_links",
+    "entities",
+    "threads",
+    "sessions",
+    "decay_states",
+    "neighbours_blanked",
+)
+
 
 class SQLPrivacy(SQLSlice[DB]):
     """``Store.delete_user_data``, ``scrub`` and ``scrub_due``."""

@@ -18,7 +18,7 @@ from memloci.models import ApiKey, Entity, MemoryNode, MemoryUser, Thread, short
 from memloci.storage.base import NEWEST_LINKED, NodeFilter
 from memloci.storage.names import lookup_names, name_norm, unaccented
 from memloci.storage.rows import dt, node_from_row, owner_tokens, stored_json, user_from_row
-from memloci.storage.sql.core import DB, SQLDatabase, SQLSlice
+from memloci.storage.sql.core import DB, SQLDatabase, SQLSlice, require_node
 from memloci.storage.sql.dialect import Dialect
 from memloci.storage.sqlfilter import filter_sql, ts
 
@@ -489,12 +489,7 @@ class SQLEntities(SQLSlice[DB]):
         d = self.db.dialect
         ids = list(dict.fromkeys(entity_ids))
         with self.db.tx() as c:
-            found = c.execute(
-                d.q(f"SELECT 1 FROM nodes WHERE {d.unindexed('namespace')} = ? AND id = ?"),
-                (namespace, node_id),
-            ).fetchone()
-            if found is None:
-                raise NotFoundError(f"no memory {node_id!r} in namespace {namespace!r}")
+            require_node(c, d, namespace, node_id)
             if not ids:
                 return 0
             test, args = d.any("id", ids)

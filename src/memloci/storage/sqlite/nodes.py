@@ -15,7 +15,6 @@ from memloci.storage.sql.nodes import SQLNodes
 from memloci.storage.sqlfilter import ts
 from memloci.storage.sqlite.base import IntegrityError, SQLiteDatabase, qs
 from memloci.storage.sqlite.privacy import unlink_entities
-from memloci.storage.windows import SQLChain, said, window
 
 
 class SQLiteNodes(SQLNodes[SQLiteDatabase]):
@@ -72,15 +71,7 @@ class SQLiteNodes(SQLNodes[SQLiteDatabase]):
         prev = previous_turn(c, self.db.dialect, node) if link_previous else None
         if prev is None:
             return self._insert(c, node, "")
-        context = window(said(prev[1], prev[2]), prev[3])
-        node = self._insert(c, node, context)
-        SQLChain(c, node.namespace).follow(
-            prev[0],
-            node.id,
-            node.created_at.timestamp(),
-            (said(node.speaker, node.content), context, ""),
-        )
-        return node
+        return self._insert_after(c, node, prev)
 
     def insert_nodes(self, nodes: Sequence[MemoryNode], *, link_previous: bool = False) -> None:
         with self.db.tx() as c:

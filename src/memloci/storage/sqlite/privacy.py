@@ -31,25 +31,10 @@ from typing import Any
 from memloci.errors import StorageError
 from memloci.storage.aliases import aliases_used, drop_unused_aliases
 from memloci.storage.base import Scrub
-from memloci.storage.sql.privacy import SQLPrivacy
+from memloci.storage.sql.privacy import FORGET_KINDS, SQLPrivacy
 from memloci.storage.sqlite.base import OperationalError, SQLiteDatabase, chunks, qs
 from memloci.storage.windows import SQLChain, restart
 
-# The tables and counts of a forget report (kinds of things removed).
-FORGET_KINDS = (
-    "users",
-    "identifiers",
-    "memories",
-    "versions",
-    "vectors",
-    "edges",
-    "entity_links",
-    "entities",
-    "threads",
-    "sessions",
-    "decay_states",
-    "neighbours_blanked",
-)
 # pauses (seconds) between the WAL-truncate attempts of one scrub: each attempt waits for
 # nobody, and writers run between them; a snapshot still held after ~0.4 s is reported
 _TRUNCATE_PAUSES = (0.02, 0.05, 0.1, 0.2)
