@@ -29,7 +29,7 @@ import ipaddress
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -38,14 +38,10 @@ from urllib.parse import urlsplit
 from starlette.responses import JSONResponse
 
 from memloci.errors import driver_error, storage_error
+from memloci.interfaces.asgi import ASGIApp, HttpMiddleware, Message, Receive, Scope, Send
 from memloci.interfaces.hosts import is_loopback
 
 log = logging.getLogger("memloci.server")
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "127.0.0.1", "::1"})
 WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]"})
@@ -254,19 +250,13 @@ class HttpGuard:
         await self.app(scope, receive, send)
 
 
-class CatchAll:
+class CatchAll(HttpMiddleware):
     """Turn an exception no handler took into a 500 with an error id — sent as a normal
     response, so the keep-alive connection stays open. The traceback goes to the log
     with the id; the body carries no exception text. A failure after the response began
     (a broken stream) cannot be answered: the connection is closed, as it must be."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def tracked(message: Message) -> None:
@@ -302,20 +292,14 @@ class CatchAll:
             await JSONResponse(body, status_code=500)(scope, receive, send)
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     """``X-Content-Type-Options: nosniff`` and ``X-Frame-Options: DENY`` on every response
     that does not set them itself (JSON, errors, pages, assets, MCP): no answer is
     sniffed as another type, and no other site can frame a page of this server."""
 
     HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"))
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -335,18 +319,12 @@ _HINTS = {
 }
 
 
-class JsonErrors:
+class JsonErrors(HttpMiddleware):
     """Give an error response that is not JSON — a mounted app's plain-text or empty 4xx /
     5xx, like the MCP SDK's ``406`` or ``Invalid Content-Type header`` — the one error
     shape, keeping its status and other headers (``Allow``)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         held: Message | None = None
         chunks: list[bytes] = []
 
