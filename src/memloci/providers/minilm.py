@@ -27,9 +27,11 @@ The tokenizer (WordPiece, lower-cased, 256 tokens at most; read by
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,15 @@ def positive(name: str, value: object, optional: bool = False) -> None:
         raise ValidationError(f"{name} must be a positive integer, got {value!r}")
 
 
+def worker_threads(threads: int | None) -> int:
+    """How many workers :func:`embed_sorted` may use: ``threads``, by default the usable
+    cores up to 4. Parallel only for bulk calls (several batches at once, e.g. a backlog
+    of new turns); a trickle of single turns or a query runs on one core."""
+    positive("threads", threads, optional=True)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return threads or min(4, cpus or os.cpu_count() or 1)
+
+
 class QueryCache:
     """A thread-safe LRU of query vectors; ``get`` and ``put`` hand out copies."""
 
@@ -106,6 +117,41 @@ class QueryCache:
                 self._items.popitem(last=False)
         return vector.copy()
 
+    def through(self, text: str, embed: Callable[[str], F32]) -> F32:
+        """The cached vector of ``text``, else ``embed(text)`` (cached from then on)."""
+        hit = self.get(text)
+        if hit is not None:
+            return hit
+        return self.put(text, embed(text))
+
+
+def embed_sorted(
+    encodings: Sequence[Any],
+    run: Callable[[list[Any]], F32],
+    *,
+    dimension: int,
+    batch_size: int,
+    threads: int,
+) -> F32:
+    """The vectors of tokenizer ``encodings`` (rows in their order), ``run`` embedding one
+    batch: shortest first in batches of ``batch_size`` (little padding per batch), on up
+    to ``threads`` workers when there are several batches."""
+    out = np.empty((len(encodings), dimension), dtype=np.float32)
+    order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+    chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+    def work(chunk: list[int]) -> None:
+        out[chunk] = run([encodings[i] for i in chunk])
+
+    if len(chunks) <= 1 or threads == 1:
+        for chunk in chunks:
+            work(chunk)
+    else:  # longest batches first, so the workers finish together
+        with ThreadPoolExecutor(min(threads, len(chunks))) as pool:
+            for future in [pool.submit(work, chunk) for chunk in reversed(chunks)]:
+                future.result()
+    return out
+
 
 def mean_pool(hidden: npt.NDArray[Any], mask: npt.NDArray[Any]) -> F32:
     """Mean of the token states under ``mask`` (B, L), L2-normalised: (B, hidden)."""
@@ -122,6 +168,8 @@ __all__ = [
     "MODEL_ID",
     "QueryCache",
     "check_texts",
+    "embed_sorted",
     "load_tokenizer",
     "mean_pool",
+    "worker_threads",
 ]

@@ -16,10 +16,8 @@ core. Bulk ``embed()`` instead runs batches on ``threads`` worker threads.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,9 @@ from memloci.providers.minilm import (
     QueryCache,
     check_query,
     check_texts,
+    embed_sorted,
     positive,
+    worker_threads,
 )
 from memloci.providers.wordpiece import WordPieceTokenizer
 
@@ -297,7 +297,7 @@ class MiniLMFp32Embedder:
         self, *, model_path: str | None = None, batch_size: int = 32, threads: int | None = None
     ) -> None:
         positive("batch_size", batch_size)
-        positive("threads", threads, optional=True)
+        self._threads = worker_threads(threads)
         path = _default_model_path() if model_path is None else Path(model_path).expanduser()
         missing = [name for name in _REQUIRED_FILES if not (path / name).is_file()]
         if missing:
@@ -306,10 +306,6 @@ class MiniLMFp32Embedder:
             )
         self._path = path
         self._batch_size = batch_size
-        # Parallel only for bulk calls (several batches at once, e.g. a backlog of new
-        # turns); a trickle of single turns or a query runs on one core.
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        self._threads = threads or min(4, cpus or os.cpu_count() or 1)
         self._model: _Model | None = None
         self._load_lock = threading.Lock()
         self._cache = QueryCache()
@@ -351,35 +347,25 @@ class MiniLMFp32Embedder:
     def embed(self, texts: Sequence[str]) -> F32:
         """Embed documents; returns a (len(texts), 384) float32 array of unit vectors."""
         items = check_texts(texts)
-        out = np.empty((len(items), DIMENSION), dtype=np.float32)
         if not items:
-            return out
+            return np.empty((0, DIMENSION), dtype=np.float32)
         model = self._get_model()
-        encodings = model.tokenizer.encode_batch(items)
-        order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
-        chunks = [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
-
-        def work(chunk: list[int]) -> None:
-            out[chunk] = self._run(model, [encodings[i] for i in chunk])
-
-        if len(chunks) == 1 or self._threads == 1:
-            for chunk in chunks:
-                work(chunk)
-        else:
-            # Longest batches first, so the workers finish together.
-            with ThreadPoolExecutor(min(self._threads, len(chunks))) as pool:
-                for future in [pool.submit(work, chunk) for chunk in reversed(chunks)]:
-                    future.result()
-        return out
+        return embed_sorted(
+            model.tokenizer.encode_batch(items),
+            lambda batch: self._run(model, batch),
+            dimension=DIMENSION,
+            batch_size=self._batch_size,
+            threads=self._threads,
+        )
 
     def embed_query(self, text: str) -> F32:
         """Embed one search query; returns a (384,) float32 unit vector (LRU-cached)."""
-        text = check_query(text)
-        hit = self._cache.get(text)
-        if hit is not None:
-            return hit
+        return self._cache.through(check_query(text), self._embed_one)
+
+    def _embed_one(self, text: str) -> F32:
         model = self._get_model()
-        return self._cache.put(text, self._run(model, [model.tokenizer.encode(text)])[0])
+        vector: F32 = self._run(model, [model.tokenizer.encode(text)])[0]
+        return vector
 
 
 __all__ = ["DIMENSION", "MODEL_ID", "MiniLMFp32Embedder", "erf"]

@@ -19,11 +19,9 @@ on ``threads`` worker threads at once.
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -39,9 +37,11 @@ from memloci.providers.minilm import (
     QueryCache,
     check_query,
     check_texts,
+    embed_sorted,
     load_tokenizer,
     mean_pool,
     positive,
+    worker_threads,
 )
 from memloci.providers.onnx_cache import open_session
 
@@ -161,11 +161,9 @@ class OnnxMiniLMEmbedder:
     ) -> None:
         batch_size = self.BATCH_SIZE if batch_size is None else batch_size
         positive("batch_size", batch_size)
-        positive("threads", threads, optional=True)
+        self._threads = worker_threads(threads)
         self._path, self._tokenizer_path = self._locate(model_path)
         self._batch_size = batch_size
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        self._threads = threads or min(4, cpus or os.cpu_count() or 1)
         self._loaded: tuple[Any, Any] | None = None  # (session, tokenizer)
         self._shared: _Loaded | None = None  # keeps the shared session alive
         self._token_types = True  # whether the export takes token_type_ids
@@ -270,35 +268,25 @@ class OnnxMiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> F32:
         """Embed documents; returns a (len(texts), 384) float32 array of unit vectors."""
         items = check_texts(texts)
-        out = np.empty((len(items), DIMENSION), dtype=np.float32)
         if not items:
-            return out
+            return np.empty((0, DIMENSION), dtype=np.float32)
         session, tokenizer = self._get()
-        encodings = tokenizer.encode_batch(items)
-        order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
-        size = self._batch_size
-        chunks = [order[i : i + size] for i in range(0, len(order), size)]
-
-        def work(chunk: list[int]) -> None:
-            out[chunk] = self._run(session, [encodings[i] for i in chunk])
-
-        if len(chunks) == 1 or self._threads == 1:
-            for chunk in chunks:
-                work(chunk)
-        else:  # longest batches first, so the workers finish together
-            with ThreadPoolExecutor(min(self._threads, len(chunks))) as pool:
-                for future in [pool.submit(work, chunk) for chunk in reversed(chunks)]:
-                    future.result()
-        return out
+        return embed_sorted(
+            tokenizer.encode_batch(items),
+            lambda batch: self._run(session, batch),
+            dimension=DIMENSION,
+            batch_size=self._batch_size,
+            threads=self._threads,
+        )
 
     def embed_query(self, text: str) -> F32:
         """Embed one search query; returns a (384,) float32 unit vector (LRU-cached)."""
-        text = check_query(text)
-        hit = self._cache.get(text)
-        if hit is not None:
-            return hit
+        return self._cache.through(check_query(text), self._embed_one)
+
+    def _embed_one(self, text: str) -> F32:
         session, tokenizer = self._get()
-        return self._cache.put(text, self._run(session, [tokenizer.encode(text)])[0])
+        vector: F32 = self._run(session, [tokenizer.encode(text)])[0]
+        return vector
 
 
 __all__ = ["OnnxMiniLMEmbedder"]
