@@ -84,6 +84,18 @@ _NATIVE = _NativeCalls()
 atexit.register(_NATIVE.close)
 
 
+def run_onnx(session: Any, feed: dict[str, Any], *, failed: str, hint: str) -> Any:
+    """The first output of one onnxruntime run of ``session`` on ``feed``; any failure is
+    a ``ProviderError`` "``failed``: …" with ``hint``."""
+    try:
+        with _NATIVE.call():
+            return session.run(None, feed)[0]
+    except ProviderError:
+        raise
+    except Exception as exc:  # onnxruntime raises its own exception types
+        raise ProviderError(f"{failed}: {exc}", hint=hint) from exc
+
+
 class _Loaded:
     """A loaded model: the session, the tokenizer, and whether it takes token_type_ids."""
 
@@ -237,13 +249,7 @@ class OnnxMiniLMEmbedder(BatchedEmbedder):
         feed = {"input_ids": ids, "attention_mask": mask}
         if self._token_types:
             feed["token_type_ids"] = np.zeros_like(ids)
-        try:
-            with _NATIVE.call():
-                hidden = session.run(None, feed)[0]
-        except ProviderError:
-            raise
-        except Exception as exc:  # onnxruntime raises its own exception types
-            raise ProviderError(f"the ONNX embedder failed: {exc}", hint=self.HINT) from exc
+        hidden = run_onnx(session, feed, failed="the ONNX embedder failed", hint=self.HINT)
         return self._pool(hidden, mask)
 
     def _runner(self) -> tuple[WordPieceTokenizer, Callable[[list[Any]], F32]]:
@@ -251,4 +257,4 @@ class OnnxMiniLMEmbedder(BatchedEmbedder):
         return tokenizer, lambda batch: self._run(session, batch)
 
 
-__all__ = ["OnnxMiniLMEmbedder"]
+__all__ = ["OnnxMiniLMEmbedder", "run_onnx"]
