@@ -109,6 +109,16 @@ RoleArg = Annotated[
         show_default=False,
     ),
 ]
+# the ROLE and --agent of the commands that run an agent (chat, run)
+RunRoleArg = Annotated[
+    Path, typer.Argument(metavar="ROLE", help="The role file (role.yaml).", show_default=False)
+]
+RunAgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent", help="The agent to run, when the role file lists several.", show_default=False
+    ),
+]
 
 
 def role_of(role_file: Path | None, agent: str | None) -> Role | None:
