@@ -6,9 +6,9 @@ models) on first use, so ``import memloci`` and the ``memloci`` command start fa
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from memloci._lazy import lazy_exports
 from memloci._version import __version__ as __version__
 from memloci.errors import (
     ConflictError,
@@ -62,17 +62,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name on first use (PEP 562); it is then cached on the module."""
-    if name not in _LAZY:
-        raise AttributeError(f"module 'memloci' has no attribute {name!r}")
-    value = getattr(import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports("memloci", _LAZY, globals())
 
 
 __all__ = [

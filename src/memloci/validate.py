@@ -161,6 +161,11 @@ def _text(value: Any, field: str, lo: int, hi: int) -> str:
             f"{field} is empty" if not text else f"{field} is shorter than {lo} characters",
             hint=f"give {lo}–{hi} characters",
         )
+    return _storable(text, field, hi)
+
+
+def _storable(text: str, field: str, hi: int) -> str:
+    """``text`` if it is at most ``hi`` characters of valid Unicode without NUL."""
     if len(text) > hi:
         raise ValidationError(
             f"{field} is {len(text)} characters; the limit is {hi}",
@@ -588,14 +593,7 @@ def thread_messages(values: Any) -> list[ThreadMessage]:
         content = data["content"]
         if not isinstance(content, str):
             raise ValidationError(f"message {i} content must be text, not {type(content).__name__}")
-        if len(content) > TURN_MAX:
-            raise ValidationError(
-                f"message {i} content is {len(content)} characters; the limit is {TURN_MAX}",
-                hint="split it or summarise it",
-            )
-        if "\x00" in content:
-            raise ValidationError(f"message {i} content contains a NUL character")
-        unicode_text(content, f"message {i} content")
+        _storable(content, f"message {i} content", TURN_MAX)
         out.append(
             ThreadMessage(
                 role=role,

@@ -38,6 +38,7 @@ LAYERS = (
         0,
         (
             "memloci._version",
+            "memloci._lazy",
             "memloci._extras",
             "memloci.blas",
             "memloci.config",

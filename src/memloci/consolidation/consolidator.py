@@ -131,6 +131,21 @@ class _Run:
     ended: set[str] = field(default_factory=set)
     edges: list[Edge] = field(default_factory=list)
 
+    def edge(
+        self, source_id: str, target_id: str, relation: EdgeType, confidence: float = 1.0
+    ) -> Edge:
+        """A new edge of this batch, valid from now."""
+        return Edge(
+            id=short_id() + short_id(),
+            namespace=self.namespace,
+            source_id=source_id,
+            target_id=target_id,
+            relation=relation,
+            confidence=confidence,
+            valid_from=self.now,
+            created_at=self.now,
+        )
+
 
 class Consolidator:
     """Turns pending sessions into memories with one extractor."""
@@ -367,17 +382,7 @@ class Consolidator:
             run, fact, text, vector, key, made_key, made_text, types, scope, sources, session
         )
         run.edges += [
-            Edge(
-                id=short_id() + short_id(),
-                namespace=run.namespace,
-                source_id=node.id,
-                target_id=src.id,
-                relation=EdgeType.DERIVED_FROM,
-                confidence=fact.confidence,
-                valid_from=run.now,
-                created_at=run.now,
-            )
-            for src in sources
+            run.edge(node.id, src.id, EdgeType.DERIVED_FROM, fact.confidence) for src in sources
         ]
         names = [n.casefold() for n in fact.entities]
         linked = list(dict.fromkeys(entities[n].id for n in names if n in entities))
@@ -481,17 +486,7 @@ class Consolidator:
         older statement never replaces a newer one."""
         until = max(stated, new.valid_from)
         stored = self.store.memories.insert_node(new.model_copy(update={"valid_until": until}))
-        run.edges.append(
-            Edge(
-                id=short_id() + short_id(),
-                namespace=run.namespace,
-                source_id=newer.id,
-                target_id=stored.id,
-                relation=EdgeType.SUPERSEDES,
-                valid_from=run.now,
-                created_at=run.now,
-            )
-        )
+        run.edges.append(run.edge(newer.id, stored.id, EdgeType.SUPERSEDES))
         run.ended.add(stored.id)
         run.report.superseded.append(stored.id)
         return stored

@@ -443,6 +443,22 @@ def _found(
     return _Found(fact, entities)
 
 
+def _about_user(
+    content: str, source: str, confidence: float, entities: list[ExtractedEntity], key: str | None
+) -> _Found | None:
+    """A fact about the user themself (name, contact, work, home) under ``key``."""
+    return _found(
+        content,
+        source,
+        confidence,
+        entities,
+        category="context",
+        key=key,
+        subject="user",
+        fact_type=FactType.SELF_KNOWLEDGE,
+    )
+
+
 def _dangling(content: str) -> bool:
     """Whether a fact's ``content`` leans on something it does not say (see
     ``_BARE_SUBJECT``): stored alone, "They loved it" says nothing."""
@@ -484,32 +500,14 @@ def _person_name(text: str, source: str) -> _Found | None:
         name = _leading_name(match["rest"]) if match else None
         if name:
             entity = ExtractedEntity(name=name, type=EntityType.PERSON)
-            return _found(
-                template.format(name),
-                source,
-                0.9,
-                [entity],
-                category="context",
-                key=key,
-                subject="user",
-                fact_type=FactType.SELF_KNOWLEDGE,
-            )
+            return _about_user(template.format(name), source, 0.9, [entity], key=key)
     return None
 
 
 def _contact(text: str, source: str) -> _Found | None:
     """The user's phone number or email address (``consolidation.contacts``)."""
     found = contact(text)
-    return found and _found(
-        found.content,
-        source,
-        0.9,
-        [],
-        category="context",
-        key=found.key,
-        subject="user",
-        fact_type=FactType.SELF_KNOWLEDGE,
-    )
+    return found and _about_user(found.content, source, 0.9, [], key=found.key)
 
 
 def _relation(text: str, source: str) -> _Found | None:
@@ -551,15 +549,12 @@ def _anchored(text: str, source: str) -> _Found | None:
             continue
         groups = {k: v.lower() for k, v in match.groupdict().items() if v}
         entities = [ExtractedEntity(name=name, type=kind)] if name and kind else []
-        return _found(
+        return _about_user(
             f"{head.format(**groups)} {_third_person(rest)}",
             source,
             0.85 if kind else 0.8,
             [*entities, *_mentions(rest)],
-            category="context",
             key=key,
-            subject="user",
-            fact_type=FactType.SELF_KNOWLEDGE,
         )
     return None
 
@@ -576,15 +571,12 @@ def _ended(text: str, source: str) -> _Found | None:
         if not name:
             continue
         groups = {k: v.lower() for k, v in match.groupdict().items() if v and k == "prep"}
-        return _found(
+        return _about_user(
             f"{head.format(**groups)} {name}",
             source,
             0.85,
             [ExtractedEntity(name=name, type=kind)],
-            category="context",
             key=key,
-            subject="user",
-            fact_type=FactType.SELF_KNOWLEDGE,
         )
     return None
 

@@ -23,6 +23,8 @@ from memloci.consolidation.consolidator import ConsolidationReport
 from memloci.errors import MemlociError, ProviderError, ValidationError
 from memloci.interfaces.chat_commands import answer_memory_command, parse_memory_command
 from memloci.interfaces.cli_common import (
+    RunAgentOpt,
+    RunRoleArg,
     agent_memory,
     cell,
     err,
@@ -72,9 +74,7 @@ def _default_user() -> str:
 
 
 def chat(
-    role_file: Annotated[
-        Path, typer.Argument(metavar="ROLE", help="The role file (role.yaml).", show_default=False)
-    ],
+    role_file: RunRoleArg,
     prompt: Annotated[
         str | None,
         typer.Option(
@@ -113,14 +113,7 @@ def chat(
             show_default=False,
         ),
     ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--agent",
-            help="The agent to run, when the role file lists several.",
-            show_default=False,
-        ),
-    ] = None,
+    agent: RunAgentOpt = None,
 ) -> None:
     """Talk to an agent with memory (a REPL, or one run with -p)."""
     if autonomous and prompt is None:

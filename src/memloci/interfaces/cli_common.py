@@ -109,6 +109,16 @@ RoleArg = Annotated[
         show_default=False,
     ),
 ]
+# the ROLE and --agent of the commands that run an agent (chat, run)
+RunRoleArg = Annotated[
+    Path, typer.Argument(metavar="ROLE", help="The role file (role.yaml).", show_default=False)
+]
+RunAgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent", help="The agent to run, when the role file lists several.", show_default=False
+    ),
+]
 
 
 def role_of(role_file: Path | None, agent: str | None) -> Role | None:
@@ -232,10 +242,6 @@ def confirm_or_refuse(question: str, refusal: str, *, flag: str = "--yes") -> No
 # ---------------------------------------------------------------------- opening the store
 def settings_for(db: str | None, namespace: str | None, embedder: EmbedderName | None) -> Settings:
     """Settings from the command line, falling back to ``MEMLOCI_*`` variables."""
-    import pydantic
-
-    from memloci.config import Settings
-
     overrides: dict[str, Any] = {}
     if db is not None:
         overrides["path"] = db
@@ -243,15 +249,24 @@ def settings_for(db: str | None, namespace: str | None, embedder: EmbedderName |
         overrides["namespace"] = namespace
     if embedder is not None:
         overrides["embedder"] = embedder.value
+    return _settings(
+        overrides, "check the command-line options and MEMLOCI_* environment variables"
+    )
+
+
+def _settings(overrides: dict[str, Any], hint: str) -> Settings:
+    """``Settings(**overrides)``; an invalid one is a ``ValidationError`` naming the
+    first bad setting, with ``hint`` saying where to look."""
+    import pydantic
+
+    from memloci.config import Settings
+
     try:
         return Settings(**overrides)
     except pydantic.ValidationError as exc:
         problem = exc.errors()[0]
         where = ".".join(str(p) for p in problem["loc"]) or "settings"
-        raise ValidationError(
-            f"invalid setting {where}: {problem['msg']}",
-            hint="check the command-line options and MEMLOCI_* environment variables",
-        ) from None
+        raise ValidationError(f"invalid setting {where}: {problem['msg']}", hint=hint) from None
 
 
 def role_settings(
@@ -267,10 +282,6 @@ def role_settings(
     even when the role's automatic consolidation is off. A role ``store_path`` whose
     folder does not exist gets it created, so a new agent's first run
     works."""
-    import pydantic
-
-    from memloci.config import Settings
-
     overrides: dict[str, Any] = role.to_settings()
     if with_model and "llm" not in overrides and (llm := role.consolidation_llm()):
         overrides["llm"], overrides["llm_options"] = llm
@@ -279,15 +290,9 @@ def role_settings(
             overrides[key] = value
     if embedder is not None:
         overrides["embedder"], overrides["embedder_options"] = embedder.value, {}
-    try:
-        settings = Settings(**overrides)
-    except pydantic.ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(p) for p in problem["loc"]) or "settings"
-        raise ValidationError(
-            f"invalid setting {where}: {problem['msg']}",
-            hint="check the role file, the command-line options and MEMLOCI_* variables",
-        ) from None
+    settings = _settings(
+        overrides, "check the role file, the command-line options and MEMLOCI_* variables"
+    )
     if db is None and role.store_path is not None and _local(role.store_path):
         folder = Path(role.store_path).parent
         try:

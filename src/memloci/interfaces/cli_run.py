@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from memloci.errors import ProviderError, ValidationError
 from memloci.interfaces.cli_common import (
+    RunAgentOpt,
+    RunRoleArg,
     agent_memory,
     cell,
     err,
@@ -47,9 +48,7 @@ STOPPED_EXIT = 10  # one run reached its step limit without finish_task
 
 
 def run(
-    role_file: Annotated[
-        Path, typer.Argument(metavar="ROLE", help="The role file (role.yaml).", show_default=False)
-    ],
+    role_file: RunRoleArg,
     prompt: Annotated[
         str | None,
         typer.Option(
@@ -108,14 +107,7 @@ def run(
             help="Store file or postgresql:// URL (default: the role's store_path).",
         ),
     ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--agent",
-            help="The agent to run, when the role file lists several.",
-            show_default=False,
-        ),
-    ] = None,
+    agent: RunAgentOpt = None,
 ) -> None:
     """Run an agent without a person: one task (-p), or on triggers.
 

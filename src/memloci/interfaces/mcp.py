@@ -26,6 +26,7 @@ from typing import Any
 from memloci import __version__
 from memloci._extras import require
 from memloci.errors import MemlociError, UnauthorizedError, ValidationError
+from memloci.interfaces.asgi import ASGIApp, HttpMiddleware, Receive, Scope, Send
 from memloci.service import MemoryService
 from memloci.tools import TOOLS, Tools, mcp_tools
 
@@ -38,7 +39,6 @@ try:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse
-    from starlette.types import ASGIApp, Receive, Scope, Send
 except ImportError:  # the MCP SDK is missing: say which extra adds it
     require("server", what="memloci.interfaces.mcp")
     raise
@@ -244,16 +244,14 @@ def http_app(service: MemoryService, *, guard: bool = True) -> Starlette:
     return app
 
 
-class _KeyAuth:
+class _KeyAuth(HttpMiddleware):
     """ASGI middleware: authenticate an MCP HTTP request and attach its :class:`McpCaller`."""
 
     def __init__(self, app: ASGIApp, service: MemoryService) -> None:
-        self.app, self.service = app, service
+        super().__init__(app)
+        self.service = service
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             caller = await _http_caller(self.service, Request(scope))
         except MemlociError as exc:

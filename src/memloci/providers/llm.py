@@ -15,13 +15,13 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from importlib import import_module
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from memloci.errors import ProviderError, ValidationError
+from memloci.providers.base import registered
 from memloci.providers.http import RETRY_STATUS, BadReply, HTTPClient, server_message
 
 T = TypeVar("T", bound=BaseModel)
@@ -69,14 +69,8 @@ def load_llm(name: str, **options: Any) -> LLM | None:
     """Build the LLM client registered under ``name``; ``"none"`` → ``None``."""
     if name == "none":
         return None
-    try:
-        target = _LLMS[name]
-    except KeyError:
-        raise ValidationError(
-            f"unknown llm {name!r}", hint=f"choose one of: {', '.join(llm_names())}"
-        ) from None
-    module_name, _, attr = target.partition(":")
-    factory: Callable[..., LLM] = getattr(import_module(module_name), attr)
+    choices = ", ".join(llm_names())
+    factory: Callable[..., LLM] = registered(_LLMS, name, kind="llm", choices=choices)
     try:
         inspect.signature(factory).bind(**options)
     except TypeError as exc:

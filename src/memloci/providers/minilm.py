@@ -27,9 +27,11 @@ The tokenizer (WordPiece, lower-cased, 256 tokens at most; read by
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,15 @@ def positive(name: str, value: object, optional: bool = False) -> None:
         raise ValidationError(f"{name} must be a positive integer, got {value!r}")
 
 
+def worker_threads(threads: int | None) -> int:
+    """How many workers :func:`embed_sorted` may use: ``threads``, by default the usable
+    cores up to 4. Parallel only for bulk calls (several batches at once, e.g. a backlog
+    of new turns); a trickle of single turns or a query runs on one core."""
+    positive("threads", threads, optional=True)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return threads or min(4, cpus or os.cpu_count() or 1)
+
+
 class QueryCache:
     """A thread-safe LRU of query vectors; ``get`` and ``put`` hand out copies."""
 
@@ -106,6 +117,80 @@ class QueryCache:
                 self._items.popitem(last=False)
         return vector.copy()
 
+    def through(self, text: str, embed: Callable[[str], F32]) -> F32:
+        """The cached vector of ``text``, else ``embed(text)`` (cached from then on)."""
+        hit = self.get(text)
+        if hit is not None:
+            return hit
+        return self.put(text, embed(text))
+
+
+class BatchedEmbedder:
+    """What the in-process embedders (:mod:`~memloci.providers.minilm_int8`,
+    :mod:`~memloci.providers.minilm_fp32`, :mod:`~memloci.providers.bge`) share:
+    ``embed`` sorts the texts by length and runs them in batches of ``batch_size`` (little
+    padding per batch) on up to ``threads`` workers (see :func:`worker_threads`);
+    ``embed_query`` keeps recent queries in a :class:`QueryCache`. A runner gives
+    :meth:`_runner`."""
+
+    in_process = True  # embeds in this process: cheap enough for a query to wait on
+    MODEL_ID = MODEL_ID
+
+    def __init__(self, *, batch_size: int, threads: int | None) -> None:
+        positive("batch_size", batch_size)
+        self._threads = worker_threads(threads)
+        self._batch_size = batch_size
+        self._cache = QueryCache()
+
+    @property
+    def model_id(self) -> str:
+        return self.MODEL_ID
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(batch_size={self._batch_size}, threads={self._threads})"
+
+    def _runner(self) -> tuple[WordPieceTokenizer, Callable[[list[Any]], F32]]:
+        """The tokenizer and a function embedding one batch of its encodings (the model
+        loaded on first use)."""
+        raise NotImplementedError
+
+    def embed(self, texts: Sequence[str]) -> F32:
+        """Embed documents; returns a (len(texts), 384) float32 array of unit vectors."""
+        items = check_texts(texts)
+        out = np.empty((len(items), DIMENSION), dtype=np.float32)
+        if not items:
+            return out
+        tokenizer, run = self._runner()
+        encodings = tokenizer.encode_batch(items)
+        order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
+        size = self._batch_size
+        chunks = [order[i : i + size] for i in range(0, len(order), size)]
+
+        def work(chunk: list[int]) -> None:
+            out[chunk] = run([encodings[i] for i in chunk])
+
+        if len(chunks) == 1 or self._threads == 1:
+            for chunk in chunks:
+                work(chunk)
+        else:  # longest batches first, so the workers finish together
+            with ThreadPoolExecutor(min(self._threads, len(chunks))) as pool:
+                for future in [pool.submit(work, chunk) for chunk in reversed(chunks)]:
+                    future.result()
+        return out
+
+    def embed_query(self, text: str) -> F32:
+        """Embed one search query; returns a (384,) float32 unit vector (LRU-cached)."""
+        return self._cache.through(check_query(text), self._embed_one)
+
+    def _embed_one(self, text: str) -> F32:
+        tokenizer, run = self._runner()
+        vector: F32 = run([tokenizer.encode(text)])[0]
+        return vector
+
 
 def mean_pool(hidden: npt.NDArray[Any], mask: npt.NDArray[Any]) -> F32:
     """Mean of the token states under ``mask`` (B, L), L2-normalised: (B, hidden)."""
@@ -120,8 +205,10 @@ __all__ = [
     "DIMENSION",
     "MAX_TOKENS",
     "MODEL_ID",
+    "BatchedEmbedder",
     "QueryCache",
     "check_texts",
     "load_tokenizer",
     "mean_pool",
+    "worker_threads",
 ]

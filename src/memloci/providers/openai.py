@@ -137,6 +137,12 @@ class OpenAIEmbedder(HTTPClient):
             if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
                 raise BadReply("missing or duplicate 'index' values")
             rows[index] = item.get("embedding")
+        return self._unit_rows(rows)
+
+    def _unit_rows(self, rows: list[Any]) -> F32:
+        """The reply's vectors as unit-length float32 rows: :class:`BadReply` unless they
+        are equal-length lists of finite numbers, none all zeros; the first reply sets
+        the dimension, a later one of another size is a ``ProviderError``."""
         try:
             matrix = np.array(rows, dtype=np.float64)
         except (TypeError, ValueError):

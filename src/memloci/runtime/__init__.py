@@ -15,8 +15,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memloci._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from memloci.runtime.conversation import (
@@ -53,17 +54,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load a name on first use; it is then cached on the module."""
-    if name not in _LAZY:
-        raise AttributeError(f"module 'memloci.runtime' has no attribute {name!r}")
-    value = getattr(import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports("memloci.runtime", _LAZY, globals())
 
 
 __all__ = [

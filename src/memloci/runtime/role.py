@@ -33,14 +33,14 @@ from pathlib import Path
 from typing import Any, Literal, Self, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from memloci.config import is_database_url
 from memloci.errors import NotFoundError, ValidationError
-from memloci.runtime.run_config import AutonomyConfig, TriggerConfig
+from memloci.runtime.run_config import AutonomyConfig, Block, TriggerConfig
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
 ENV_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -54,21 +54,8 @@ DEFAULT_MAX_FACTS = 1000
 HINT = "see 'Role file' in the README, or run `memloci init --template memory` for an example"
 
 
-class _Block(BaseModel):
-    """Strict, closed, either-case keys: a typo is an error, never silently ignored."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        strict=True,
-        alias_generator=to_camel,
-        populate_by_name=True,
-        protected_namespaces=(),
-        frozen=True,
-    )
-
-
 # ---------------------------------------------------------------------- blocks
-class ModelConfig(_Block):
+class ModelConfig(Block):
     """The chat model: ``provider`` is ``openai`` (any OpenAI-compatible endpoint) or
     ``anthropic``."""
 
@@ -82,7 +69,7 @@ class ModelConfig(_Block):
     system_as_user: bool = False
 
 
-class EmbeddingsConfig(_Block):
+class EmbeddingsConfig(Block):
     """Which embedder builds the vectors. Empty provider: the bundled local model, an
     OpenAI-compatible endpoint when ``base_url`` is set, or — when ``model`` is set —
     the chat model's provider. ``anthropic`` has no embeddings of its own: it maps to
@@ -145,7 +132,7 @@ class EmbeddingsConfig(_Block):
         return self
 
 
-class ConversationTier(_Block):
+class ConversationTier(Block):
     """Short-term memory: the recent turns of the session, checkpointed every turn."""
 
     enabled: bool = True
@@ -153,7 +140,7 @@ class ConversationTier(_Block):
     summarize: bool = False
 
 
-class KnowledgeTier(_Block):
+class KnowledgeTier(Block):
     """Read-only RAG: similarity search over named knowledge collections."""
 
     enabled: bool | None = None
@@ -177,7 +164,7 @@ class KnowledgeTier(_Block):
         return bool(self.sources) if self.enabled is None else self.enabled
 
 
-class FactsTier(_Block):
+class FactsTier(Block):
     """AI-managed facts (semantic memory) and the namespace that isolates them."""
 
     enabled: bool | None = None
@@ -185,30 +172,30 @@ class FactsTier(_Block):
     namespace: str | None = Field(None, pattern=NAME_PATTERN, max_length=64)
 
 
-class SemanticConfig(_Block):
+class SemanticConfig(Block):
     enabled: bool | None = None
     max_memories: int | None = Field(None, ge=1)
 
 
-class EpisodicConfig(_Block):
+class EpisodicConfig(Block):
     enabled: bool = True
     max_episodes: int = Field(500, ge=1)
     auto_capture: bool = True
 
 
-class ProceduralConfig(_Block):
+class ProceduralConfig(Block):
     enabled: bool = True
     max_procedures: int = Field(100, ge=1)
 
 
-class ConsolidationConfig(_Block):
+class ConsolidationConfig(Block):
     enabled: bool = True
     interval: Literal["after_session", "after_autonomous", "manual"] = "after_session"
     max_episodes_per_run: int = Field(20, ge=1, le=10_000)
     model_override: str | None = Field(None, min_length=1, max_length=200)
 
 
-class SharedMemory(_Block):
+class SharedMemory(Block):
     """Several agents sharing one long-term memory: same store, same namespace."""
 
     enabled: bool = False
@@ -217,7 +204,7 @@ class SharedMemory(_Block):
     max_memories: int | None = Field(None, ge=1)
 
 
-class MemoryConfig(_Block):
+class MemoryConfig(Block):
     """The ``memory:`` section. Present means memory is on; each tier can opt out."""
 
     max_sessions: int = Field(10, ge=1, le=100_000)
@@ -281,7 +268,7 @@ def _agree(key_a: str, a: object, key_b: str, b: object) -> None:
 
 
 # ---------------------------------------------------------------------- the role
-class Role(_Block):
+class Role(Block):
     """One agent: ``name`` (its id and default namespace), ``system_prompt``, ``model``
     and ``memory`` (None: the agent has no memory)."""
 
@@ -488,12 +475,12 @@ def load_role(path: str | Path, *, agent: str | None = None) -> Role:
 
 
 # ---------------------------------------------------------------------- other shapes
-class _Metadata(_Block):
+class _Metadata(Block):
     name: str = Field(pattern=NAME_PATTERN, max_length=64)
     description: str | None = Field(None, max_length=2000)
 
 
-class _Spec(_Block):
+class _Spec(Block):
     role: str = Field("", max_length=100_000)  # the system prompt
     model: ModelConfig | None = None
     memory: MemoryConfig | None = None
@@ -501,14 +488,14 @@ class _Spec(_Block):
     triggers: list[TriggerConfig] = Field(default_factory=list, max_length=20)
 
 
-class _Manifest(_Block):
+class _Manifest(Block):
     api_version: str = Field(min_length=1, max_length=100)
     kind: Literal["Agent"]
     metadata: _Metadata
     spec: _Spec
 
 
-class _AgentsFile(_Block):
+class _AgentsFile(Block):
     agents: list[Role] = Field(min_length=1, max_length=1000)
 
 

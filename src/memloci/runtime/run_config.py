@@ -36,19 +36,21 @@ MAX_STEPS = 1000
 DEFAULT_TASK = "Run your scheduled task and call finish_task with a summary when done."
 
 
-class _Block(BaseModel):
-    """Strict, closed, either-case keys (as every block of the role file)."""
+class Block(BaseModel):
+    """A block of the role file: strict, closed, either-case keys (a typo is an error,
+    never silently ignored)."""
 
     model_config = ConfigDict(
         extra="forbid",
         strict=True,
         alias_generator=to_camel,
         populate_by_name=True,
+        protected_namespaces=(),
         frozen=True,
     )
 
 
-class AutonomyConfig(_Block):
+class AutonomyConfig(Block):
     """``autonomy:`` — ``max_steps`` bounds one autonomous run (model calls);
     ``max_iterations`` is accepted as the same setting."""
 
@@ -67,7 +69,7 @@ class AutonomyConfig(_Block):
         return self.max_steps or self.max_iterations or DEFAULT_MAX_STEPS
 
 
-class TriggerConfig(_Block):
+class TriggerConfig(Block):
     """One trigger: ``cron`` runs ``prompt`` every ``every`` (an interval) or at the
     minutes of ``schedule`` (a cron expression such as ``*/5 * * * *``; ``every`` takes
     one too); ``webhook`` listens on
@@ -177,4 +179,4 @@ def parse_every(text: str) -> float:
     return seconds
 
 
-__all__ = ["AutonomyConfig", "TriggerConfig", "every_problem", "parse_every"]
+__all__ = ["AutonomyConfig", "Block", "TriggerConfig", "every_problem", "parse_every"]

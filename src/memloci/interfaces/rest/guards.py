@@ -12,17 +12,8 @@ from fastapi.responses import JSONResponse
 from starlette.applications import Starlette
 
 from memloci.config import Settings
-from memloci.interfaces.rest.security import (
-    ASGIApp,
-    CatchAll,
-    HostPolicy,
-    HttpGuard,
-    Message,
-    Receive,
-    Scope,
-    SecurityHeaders,
-    Send,
-)
+from memloci.interfaces.asgi import ASGIApp, HttpMiddleware, Message, Receive, Scope, Send
+from memloci.interfaces.rest.security import CatchAll, HostPolicy, HttpGuard, SecurityHeaders
 
 
 def error_body(code: str, message: str, hint: str | None = None, **details: Any) -> dict[str, Any]:
@@ -34,19 +25,17 @@ def error_body(code: str, message: str, hint: str | None = None, **details: Any)
     return {"error": err}
 
 
-class BodyLimit:
+class BodyLimit(HttpMiddleware):
     """Refuse request bodies over ``limit`` bytes with 413, before any route (or mounted
     app, like MCP) runs: a declared ``Content-Length`` is checked as is; a body without
     one (``Transfer-Encoding: chunked``) is read here, up to the limit, and handed on
     whole — a route never starts on a body that turns out too large midway."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
+        super().__init__(app)
+        self.limit = limit
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None:  # the server holds the body to its declared length
             if declared.strip().isdigit() and int(declared) > self.limit:

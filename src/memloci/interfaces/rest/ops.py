@@ -33,17 +33,9 @@ from starlette.routing import Mount
 
 from memloci import __version__
 from memloci.errors import MemlociError
+from memloci.interfaces.asgi import ASGIApp, HttpMiddleware, Message, Receive, Scope, Send
 from memloci.interfaces.rest.deps import get_caller
-from memloci.interfaces.rest.security import (
-    REQUEST_KEY,
-    REQUIRE_KEY,
-    ASGIApp,
-    Message,
-    Receive,
-    RequestNote,
-    Scope,
-    Send,
-)
+from memloci.interfaces.rest.security import REQUEST_KEY, REQUIRE_KEY, RequestNote
 from memloci.models import StoreGauges
 from memloci.service import MemoryService
 from memloci.telemetry import (
@@ -124,18 +116,16 @@ def route_template(scope: Scope, root_path: str) -> str:
     return mount + path
 
 
-class Observe:
+class Observe(HttpMiddleware):
     """Request id, metrics and access log of every HTTP request (see the module
     docstring). ``access``: write the access-log records (``memloci serve --log-format
     json``; the text format keeps uvicorn's own access log)."""
 
     def __init__(self, app: ASGIApp, metrics: HttpMetrics, access: bool = False) -> None:
-        self.app, self.metrics, self.access = app, metrics, access
+        super().__init__(app)
+        self.metrics, self.access = metrics, access
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         note = RequestNote()
         scope[REQUEST_KEY] = note
         root = str(scope.get("root_path", ""))

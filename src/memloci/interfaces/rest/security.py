@@ -29,7 +29,7 @@ import ipaddress
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -38,14 +38,10 @@ from urllib.parse import urlsplit
 from starlette.responses import JSONResponse
 
 from memloci.errors import driver_error, storage_error
+from memloci.interfaces.asgi import ASGIApp, HttpMiddleware, Message, Receive, Scope, Send
 from memloci.interfaces.hosts import is_loopback
 
 log = logging.getLogger("memloci.server")
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "127.0.0.1", "::1"})
 WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]"})
@@ -171,11 +167,18 @@ def _has_body(headers: dict[bytes, bytes]) -> bool:
     return b"transfer-encoding" in headers
 
 
-async def _refuse(
-    scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str, hint: str
-) -> None:
-    body = {"error": {"code": code, "message": message, "hint": hint}}
-    await JSONResponse(body, status_code=status)(scope, receive, send)
+@dataclass(frozen=True)
+class _Refusal:
+    """Why :class:`HttpGuard` refuses a request: the status and the error it answers."""
+
+    status: int
+    code: str
+    message: str
+    hint: str
+
+    async def send(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = {"error": {"code": self.code, "message": self.message, "hint": self.hint}}
+        await JSONResponse(body, status_code=self.status)(scope, receive, send)
 
 
 class HttpGuard:
@@ -188,39 +191,37 @@ class HttpGuard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            await refusal.send(scope, receive, send)
+            return
+        scope[REQUIRE_KEY] = self.policy.require_key
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope: Scope) -> _Refusal | None:
+        """The first check the request fails, or None when it passes them all."""
         headers = dict(scope.get("headers") or [])
         host = headers.get(b"host", b"").decode("latin-1")
         if not self.policy.allows(host):
-            await _refuse(
-                scope,
-                receive,
-                send,
+            return _Refusal(
                 421,
                 "misdirected_request",
                 f"this server does not answer to host {host[:100]!r}",
                 "use its address (e.g. 127.0.0.1), or allow the name: memloci serve "
                 "--allowed-host NAME (setting allowed_hosts)",
             )
-            return
         method = scope.get("method", "GET")
         origin = headers.get(b"origin")
         if origin is not None and not self.policy.same_site(origin.decode("latin-1"), host):
-            await _refuse(
-                scope,
-                receive,
-                send,
+            return _Refusal(
                 403,
                 "forbidden",
                 "cross-site request refused: its Origin is not this server",
                 "call the API from a server-side client, or from this server's own pages",
             )
-            return
         fetch_site = headers.get(b"sec-fetch-site", b"").strip().lower()
         if fetch_site in FOREIGN_FETCH_SITES and not _page_navigation(scope, headers):
-            await _refuse(
-                scope,
-                receive,
-                send,
+            return _Refusal(
                 403,
                 "forbidden",
                 f"cross-site request refused: it comes from another site's page "
@@ -228,16 +229,12 @@ class HttpGuard:
                 "open this server's pages directly (/memories, /docs), or call the API "
                 "from a server-side client",
             )
-            return
         if method in BODY_METHODS and _has_body(headers):
             media = _media_type(headers.get(b"content-type", b"").decode("latin-1"))
             if not _json_like(media, scope.get("path", "")):
                 path = scope.get("path", "")
                 wanted = IMPORT_TYPES if path.rstrip("/") == IMPORT_PATH else JSON_TYPES
-                await _refuse(
-                    scope,
-                    receive,
-                    send,
+                return _Refusal(
                     415,
                     "unsupported_media_type",
                     f"the request body must be {' or '.join(sorted(wanted))}, "
@@ -249,24 +246,16 @@ class HttpGuard:
                         else "application/json'"
                     ),
                 )
-                return
-        scope[REQUIRE_KEY] = self.policy.require_key
-        await self.app(scope, receive, send)
+        return None
 
 
-class CatchAll:
+class CatchAll(HttpMiddleware):
     """Turn an exception no handler took into a 500 with an error id — sent as a normal
     response, so the keep-alive connection stays open. The traceback goes to the log
     with the id; the body carries no exception text. A failure after the response began
     (a broken stream) cannot be answered: the connection is closed, as it must be."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def tracked(message: Message) -> None:
@@ -302,20 +291,14 @@ class CatchAll:
             await JSONResponse(body, status_code=500)(scope, receive, send)
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     """``X-Content-Type-Options: nosniff`` and ``X-Frame-Options: DENY`` on every response
     that does not set them itself (JSON, errors, pages, assets, MCP): no answer is
     sniffed as another type, and no other site can frame a page of this server."""
 
     HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"))
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -335,18 +318,12 @@ _HINTS = {
 }
 
 
-class JsonErrors:
+class JsonErrors(HttpMiddleware):
     """Give an error response that is not JSON — a mounted app's plain-text or empty 4xx /
     5xx, like the MCP SDK's ``406`` or ``Invalid Content-Type header`` — the one error
     shape, keeping its status and other headers (``Allow``)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         held: Message | None = None
         chunks: list[bytes] = []
 
