@@ -27,20 +27,24 @@ from memloci.models import (
 from memloci.providers.base import Embedder
 from memloci.sdk_args import (
     CONTEXT,
+    OPTIONS,
     SEARCH,
     TURN,
     ContextFilters,
+    CorrectOptions,
+    EpisodeOptions,
+    LookupOptions,
+    ProcedureOptions,
+    ProcedureUseOptions,
+    RememberOptions,
     SearchFilters,
     TurnOptions,
-    keywords,
+    UpdateOptions,
     known,
 )
 from memloci.sdk_loop import LoopThread
 from memloci.service import MemoryService
 from memloci.service.compose import FROM_SETTINGS, build_service
-from memloci.service.context import Context
-from memloci.service.edits import Edits
-from memloci.service.memories import Memories
 from memloci.storage.base import Store
 
 if TYPE_CHECKING:  # loaded on first use: a plain search needs none of these
@@ -218,22 +222,24 @@ class AsyncMemory:
         )
         return await self.service.memories.count(flt)
 
-    async def remember(self, /, content: str, **kwargs: Any) -> WriteResult:
+    async def remember(self, /, content: str, **options: Unpack[RememberOptions]) -> WriteResult:
         """Store a fact; see :meth:`~memloci.service.memories.Memories.remember` for the options."""
-        known("remember", kwargs, keywords(Memories.remember.fn))
-        return await self.service.memories.remember(content, **kwargs)
+        known("remember", options, OPTIONS["remember"])
+        return await self.service.memories.remember(content, **options)
 
     async def update(
-        self, /, memory_id: str, content: str | None = None, **kwargs: Any
+        self, /, memory_id: str, content: str | None = None, **options: Unpack[UpdateOptions]
     ) -> WriteResult:
         """Change a memory: same id, new version."""
-        known("update", kwargs, keywords(Edits.update.fn))
-        return await self.service.edits.update(memory_id, content, **kwargs)
+        known("update", options, OPTIONS["update"])
+        return await self.service.edits.update(memory_id, content, **options)
 
-    async def correct(self, /, memory_id: str, content: str, **kwargs: Any) -> WriteResult:
+    async def correct(
+        self, /, memory_id: str, content: str, **options: Unpack[CorrectOptions]
+    ) -> WriteResult:
         """Replace a fact by a new one that supersedes it."""
-        known("correct", kwargs, keywords(Edits.correct.fn))
-        return await self.service.edits.correct(memory_id, content, **kwargs)
+        known("correct", options, OPTIONS["correct"])
+        return await self.service.edits.correct(memory_id, content, **options)
 
     async def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
         return await self.service.edits.confirm(memory_id, namespace=namespace)
@@ -259,26 +265,32 @@ class AsyncMemory:
     async def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryVersion]:
         return await self.service.memories.history(memory_id, namespace=namespace)
 
-    async def lookup(self, /, key: str, **kwargs: Any) -> MemoryNode | None:
+    async def lookup(self, /, key: str, **options: Unpack[LookupOptions]) -> MemoryNode | None:
         """The fact under ``key``, walking session → user → agent → global."""
-        known("lookup", kwargs, keywords(Memories.lookup.fn))
-        return await self.service.memories.lookup(key, **kwargs)
+        known("lookup", options, OPTIONS["lookup"])
+        return await self.service.memories.lookup(key, **options)
 
-    async def learn_procedure(self, /, content: str, **kwargs: Any) -> WriteResult:
+    async def learn_procedure(
+        self, /, content: str, **options: Unpack[ProcedureOptions]
+    ) -> WriteResult:
         """A standing instruction, or with ``triggers={"goal_contains": [...]}`` one for
         the goals that mention those words; see
         :meth:`~memloci.service.memories.Memories.learn_procedure`."""
-        known("learn_procedure", kwargs, keywords(Memories.learn_procedure.fn))
-        return await self.service.memories.learn_procedure(content, **kwargs)
+        known("learn_procedure", options, OPTIONS["learn_procedure"])
+        return await self.service.memories.learn_procedure(content, **options)
 
-    async def record_episode(self, /, content: str, **kwargs: Any) -> WriteResult:
-        known("record_episode", kwargs, keywords(Memories.record_episode.fn))
-        return await self.service.memories.record_episode(content, **kwargs)
+    async def record_episode(
+        self, /, content: str, **options: Unpack[EpisodeOptions]
+    ) -> WriteResult:
+        known("record_episode", options, OPTIONS["record_episode"])
+        return await self.service.memories.record_episode(content, **options)
 
-    async def record_procedure_use(self, /, memory_id: str, **kwargs: Any) -> MemoryNode:
+    async def record_procedure_use(
+        self, /, memory_id: str, **options: Unpack[ProcedureUseOptions]
+    ) -> MemoryNode:
         """Count one use of a procedure (``success=``, ``duration_ms=`` when known)."""
-        known("record_procedure_use", kwargs, keywords(Context.record_procedure_use.fn))
-        return await self.service.context.record_procedure_use(memory_id, **kwargs)
+        known("record_procedure_use", options, OPTIONS["record_procedure_use"])
+        return await self.service.context.record_procedure_use(memory_id, **options)
 
     async def explain(self, memory_id: str, *, namespace: str | None = None) -> Explanation:
         """Where a memory comes from: its versions, what it supersedes and what superseded

@@ -3,20 +3,12 @@ the check that names the public method when a keyword is unknown."""
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
 
-
-@functools.cache
-def keywords(method: Callable[..., Any]) -> frozenset[str]:
-    """The keyword arguments a service method takes (its ``**kwargs`` callers pass on);
-    a private one (``_name``, internal to the service) is not the SDK's."""
-    params = inspect.signature(method).parameters.values()
-    kinds = (p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
-    return frozenset(p.name for p in kinds if not p.name.startswith("_"))
+from memloci.kinds import FactType, NodeType, Scope
+from memloci.models import EpisodeDetails, ProcedureType, SourceType
 
 
 def known(name: str, given: Mapping[str, Any], allowed: Iterable[str]) -> None:
@@ -64,20 +56,122 @@ class SearchFilters(ContextFilters, total=False):
     as_of: str | datetime | None
 
 
+class RememberOptions(TypedDict, total=False):
+    """What ``remember`` takes beside the text (all optional)."""
+
+    namespace: str | None
+    key: str | None
+    value: Any
+    category: str | None
+    subject: str | None
+    fact_type: FactType | str | None
+    type: NodeType | str
+    scope: Scope | str | None
+    confidence: float
+    user: str | None
+    agent: str | None
+    session: str | None
+    event_time: datetime | None
+    metadata: Mapping[str, Any] | None
+    overwrite: bool
+    suggest_on_subject: bool
+    source_type: SourceType | str
+
+
+class UpdateOptions(TypedDict, total=False):
+    """What ``update`` may change beside the text (all optional)."""
+
+    namespace: str | None
+    value: Any
+    set_value: bool
+    category: str | None
+    subject: str | None
+    metadata: Mapping[str, Any] | None
+    session: str | None
+    confirmed: bool
+
+
+class CorrectOptions(TypedDict, total=False):
+    """What ``correct`` takes beside the new text."""
+
+    namespace: str | None
+    value: Any
+
+
+class LookupOptions(TypedDict, total=False):
+    """Who looks a key up (the scopes walked: session, user, agent, global)."""
+
+    namespace: str | None
+    user: str | None
+    agent: str | None
+    session: str | None
+
+
+class ProcedureOptions(TypedDict, total=False):
+    """What ``learn_procedure`` takes beside the text (all optional)."""
+
+    namespace: str | None
+    triggers: Mapping[str, Any] | None
+    procedure_type: ProcedureType | str
+    category: str | None
+    user: str | None
+    agent: str | None
+    scope: Scope | str | None
+    metadata: Mapping[str, Any] | None
+
+
+class EpisodeOptions(TypedDict, total=False):
+    """What ``record_episode`` takes beside the text (all optional)."""
+
+    namespace: str | None
+    user: str | None
+    agent: str | None
+    session: str | None
+    details: EpisodeDetails | Mapping[str, Any] | None
+    event_time: datetime | None
+    metadata: Mapping[str, Any] | None
+    category: str | None
+
+
+class ProcedureUseOptions(TypedDict, total=False):
+    """One use of a procedure: how it went, when known."""
+
+    namespace: str | None
+    success: bool | None
+    duration_ms: float | None
+
+
 def _keys(options: Any) -> frozenset[str]:
     return frozenset(options.__required_keys__ | options.__optional_keys__)
 
 
 TURN, SEARCH, CONTEXT = _keys(TurnOptions), _keys(SearchFilters), _keys(ContextFilters)
+# the keywords of each SDK method that passes its options on to the service
+OPTIONS: dict[str, frozenset[str]] = {
+    "remember": _keys(RememberOptions),
+    "update": _keys(UpdateOptions),
+    "correct": _keys(CorrectOptions),
+    "lookup": _keys(LookupOptions),
+    "learn_procedure": _keys(ProcedureOptions),
+    "record_episode": _keys(EpisodeOptions),
+    "record_procedure_use": _keys(ProcedureUseOptions),
+}
 
 
 __all__ = [
     "CONTEXT",
+    "OPTIONS",
     "SEARCH",
     "TURN",
     "ContextFilters",
+    "CorrectOptions",
+    "EpisodeOptions",
+    "LookupOptions",
+    "ProcedureOptions",
+    "ProcedureUseOptions",
+    "RememberOptions",
     "SearchFilters",
     "TurnOptions",
-    "keywords",
+    "UpdateOptions",
     "known",
 ]
