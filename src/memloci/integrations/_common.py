@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypedDict, TypeVar, Unpack
 
 from memloci.errors import ValidationError
 from memloci.sdk import AsyncMemory, Memory
@@ -18,16 +18,20 @@ T = TypeVar("T")
 ToolSource: TypeAlias = Memory | AsyncMemory | Tools | SyncTools
 
 
-def bound_tools(
-    source: ToolSource,
-    *,
-    namespace: str | None = None,
-    user: str | None = None,
-    agent: str | None = None,
-    session: str | None = None,
-) -> Tools:
+class Binding(TypedDict, total=False):
+    """Who every tool call is made for (the model cannot change it)."""
+
+    namespace: str | None
+    user: str | None
+    agent: str | None
+    session: str | None
+
+
+def bound_tools(source: ToolSource, **binding: Unpack[Binding]) -> Tools:
     """The async :class:`Tools` of ``source``; bindings given here replace its own.
     Invalid bindings raise :class:`~memloci.errors.ValidationError` now, never in a call."""
+    namespace, user = binding.get("namespace"), binding.get("user")
+    agent, session = binding.get("agent"), binding.get("session")
     tools = source.tools if isinstance(source, Memory | AsyncMemory) else source
     if isinstance(tools, SyncTools):
         tools = tools.tools

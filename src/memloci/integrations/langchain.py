@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from memloci._extras import require
 
@@ -44,7 +44,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memloci import validate as v
 from memloci.errors import ValidationError
-from memloci.integrations._common import ToolSource, bound_tools, run_sync, select
+from memloci.integrations._common import Binding, ToolSource, bound_tools, run_sync, select
 from memloci.models import CONTENT_MAX, CONTENT_MIN, MemoryNode, NodeFilter, NodeType, normalize_key
 from memloci.sdk import AsyncMemory, Memory
 from memloci.tools import ToolDef, Tools
@@ -61,10 +61,7 @@ def memory_tools(
     memory: ToolSource,
     *,
     names: Iterable[str] | str | None = None,
-    namespace: str | None = None,
-    user: str | None = None,
-    agent: str | None = None,
-    session: str | None = None,
+    **binding: Unpack[Binding],
 ) -> list[StructuredTool]:
     """The memory tools as LangChain ``StructuredTool`` objects (sync and async).
 
@@ -74,7 +71,7 @@ def memory_tools(
     aliases). Each tool's ``args_schema`` is its pydantic arguments model; a call runs
     :meth:`memloci.tools.Tools.call`, so problems come back as ``Error: …`` text.
     """
-    tools = bound_tools(memory, namespace=namespace, user=user, agent=agent, session=session)
+    tools = bound_tools(memory, **binding)
     return [_structured(tools, tool) for tool in select(names)]
 
 

@@ -22,7 +22,7 @@ the memloci session unless ``session`` is given).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from memloci._extras import require
 
@@ -37,7 +37,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from memloci import validate as v
 from memloci.errors import ValidationError
-from memloci.integrations._common import ToolSource, bound_tools, run_sync, select
+from memloci.integrations._common import Binding, ToolSource, bound_tools, run_sync, select
 from memloci.sdk import AsyncMemory, Memory
 from memloci.service import MemoryService
 from memloci.tools import ToolDef, Tools
@@ -128,10 +128,7 @@ def memory_tools(
     memory: ToolSource,
     *,
     names: Iterable[str] | str | None = None,
-    namespace: str | None = None,
-    user: str | None = None,
-    agent: str | None = None,
-    session: str | None = None,
+    **binding: Unpack[Binding],
 ) -> list[FunctionTool]:
     """The memory tools as LlamaIndex ``FunctionTool`` objects (sync and async).
 
@@ -141,7 +138,7 @@ def memory_tools(
     aliases). Each tool's ``fn_schema`` is its pydantic arguments model; a call runs
     :meth:`memloci.tools.Tools.call`, so problems come back as ``Error: …`` text.
     """
-    tools = bound_tools(memory, namespace=namespace, user=user, agent=agent, session=session)
+    tools = bound_tools(memory, **binding)
     return [_function(tools, tool) for tool in select(names)]
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from memloci._extras import require
 
@@ -28,7 +28,7 @@ except ImportError:  # the extra is not installed: say which one
 
 from memloci import validate as v
 from memloci.errors import NotFoundError
-from memloci.integrations._common import ToolSource, bound_tools, select
+from memloci.integrations._common import Binding, ToolSource, bound_tools, select
 from memloci.models import TURN_MAX, Thread, ThreadMessage
 from memloci.runtime.conversation import thread_id
 from memloci.sdk import AsyncMemory, Memory
@@ -124,11 +124,8 @@ def memory_tools(
     memory: ToolSource,
     *,
     names: Iterable[str] | str | None = None,
-    namespace: str | None = None,
-    user: str | None = None,
-    agent: str | None = None,
-    session: str | None = None,
     strict: bool = True,
+    **binding: Unpack[Binding],
 ) -> list[Tool]:
     """The memory tools as Agents SDK ``FunctionTool`` objects (typed ``list[Tool]``, as
     ``Agent(tools=...)`` takes them).
@@ -139,7 +136,7 @@ def memory_tools(
     schemas (:meth:`ToolDef.openai`). The model's JSON goes to
     :meth:`memloci.tools.Tools.call`; problems come back as ``Error: …`` text.
     """
-    tools = bound_tools(memory, namespace=namespace, user=user, agent=agent, session=session)
+    tools = bound_tools(memory, **binding)
     return [_function_tool(tools, tool, strict) for tool in select(names)]
 
 

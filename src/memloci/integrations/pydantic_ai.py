@@ -15,7 +15,7 @@ For a user known only per run, pass the toolset to the run instead:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Unpack
 
 from memloci._extras import require
 
@@ -25,7 +25,7 @@ except ImportError:  # the extra is not installed: say which one
     require("pydantic-ai", what="memloci.integrations.pydantic_ai")
     raise
 
-from memloci.integrations._common import ToolSource, bound_tools, select
+from memloci.integrations._common import Binding, ToolSource, bound_tools, select
 from memloci.tools import ToolDef, Tools
 
 __all__ = ["memory_tools", "memory_toolset"]
@@ -35,10 +35,7 @@ def memory_tools(
     memory: ToolSource,
     *,
     names: Iterable[str] | str | None = None,
-    namespace: str | None = None,
-    user: str | None = None,
-    agent: str | None = None,
-    session: str | None = None,
+    **binding: Unpack[Binding],
 ) -> list[Tool[Any]]:
     """The memory tools as pydantic-ai ``Tool`` objects.
 
@@ -50,7 +47,7 @@ def memory_tools(
     as ``Error: …`` text, never as an exception. ``tool.metadata["read_only"]`` tells
     the tools that only read (for a ``FilteredToolset``).
     """
-    tools = bound_tools(memory, namespace=namespace, user=user, agent=agent, session=session)
+    tools = bound_tools(memory, **binding)
     return [_tool(tools, tool) for tool in select(names)]
 
 
@@ -58,17 +55,12 @@ def memory_toolset(
     memory: ToolSource,
     *,
     names: Iterable[str] | str | None = None,
-    namespace: str | None = None,
-    user: str | None = None,
-    agent: str | None = None,
-    session: str | None = None,
     id: str | None = "memloci",
+    **binding: Unpack[Binding],
 ) -> FunctionToolset[Any]:
     """:func:`memory_tools` as one ``FunctionToolset`` (``toolsets=[...]`` of an
     ``Agent`` or of one run)."""
-    tools = memory_tools(
-        memory, names=names, namespace=namespace, user=user, agent=agent, session=session
-    )
+    tools = memory_tools(memory, names=names, **binding)
     return FunctionToolset(tools, id=id)
 
 
