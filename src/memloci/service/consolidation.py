@@ -26,7 +26,7 @@ from memloci.errors import MemlociError, ValidationError
 from memloci.exiting import exiting, on_exit
 from memloci.models import MemoryNode, NodeType, utcnow
 from memloci.service.calls import in_steps, threaded
-from memloci.service.core import Core
+from memloci.service.core import Core, Service
 from memloci.storage.base import PendingSession
 
 if TYPE_CHECKING:  # loaded when consolidation or maintenance first runs, not by every open
@@ -152,17 +152,13 @@ class _Background:
             thread.join(timeout)
 
 
-class Consolidation:
+class Consolidation(Service):
     """``consolidate``, ``end_session``, ``maintain`` and the session-switch trigger."""
 
     extractor: Extractor | None = None  # set to use another extractor everywhere
 
     def __init__(self, core: Core) -> None:
-        self.core = core
-        self.store = core.store
-        self.settings = core.settings
-        self.embedder = core.embedder
-        self.worker = core.worker
+        super().__init__(core)
         self._llm: LLM | None = None
         self._llm_made = False  # built (or assigned) already
         self._seen: dict[_Owner, str] = {}  # each owner's session last seen by the hot path

@@ -40,12 +40,12 @@ from memloci.models import (
     utcnow,
 )
 from memloci.procedures import has_triggers, matching, record_use
-from memloci.providers.base import Embedder, calibration_of
+from memloci.providers.base import calibration_of
 from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
 from memloci.retrieval.relevance import RELEVANT
 from memloci.retrieval.timephrases import TimeWindow, time_window
 from memloci.service.calls import threaded
-from memloci.service.core import Core
+from memloci.service.core import Core, Service
 from memloci.service.memories import Memories
 from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter, NodePatch
@@ -65,15 +65,12 @@ NAMES_READ = 25  # of the caller's memories of a shared entity, read at a time f
 T = TypeVar("T")
 
 
-class Context:
+class Context(Service):
     """``context`` / ``context_report``: the cacheable part, then what answers the prompt."""
 
     def __init__(self, core: Core, memories: Memories) -> None:
-        self.core = core
+        super().__init__(core)
         self.memories = memories
-        self.store = core.store
-        self.settings = core.settings
-        self.embedder: Embedder | None = core.embedder
 
     @threaded
     def context(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:

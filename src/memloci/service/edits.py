@@ -34,7 +34,7 @@ from memloci.models import (
 from memloci.providers.base import Vector
 from memloci.retrieval.query import document_text
 from memloci.service.calls import threaded
-from memloci.service.core import Core
+from memloci.service.core import Service
 from memloci.storage.base import NodePatch, PendingEmbedding
 from memloci.storage.rows import content_hash
 
@@ -58,14 +58,8 @@ def value_still_holds(value: Any, text: str) -> bool:
     return bool(said) and re.search(edges, text.casefold()) is not None
 
 
-class Edits:
+class Edits(Service):
     """``update`` (in place, a new version) and ``correct`` (a new fact that supersedes)."""
-
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.store = core.store
-        self.embedder = core.embedder
-        self.worker = core.worker
 
     @threaded
     def update(

@@ -46,9 +46,8 @@ from memloci.retrieval.pipeline import Retriever
 from memloci.retrieval.query import document_text
 from memloci.service.calls import threaded
 from memloci.service.consolidation import Consolidation
-from memloci.service.core import Core
+from memloci.service.core import Core, Service
 from memloci.service.edits import Edits
-from memloci.service.owners import Owners
 from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding
 from memloci.storage.rows import content_hash
 from memloci.telemetry import observed
@@ -78,27 +77,17 @@ class VisibleStats:
     entities: int  # entities the current ones mention
 
 
-class Memories:
+class Memories(Service):
     """Memories written and read: conversation turns (the hot path), facts, procedures,
     episodes; get, lookup, list, search and counts."""
 
     def __init__(
-        self,
-        core: Core,
-        owners: Owners,
-        retriever: Retriever,
-        edits: Edits,
-        consolidation: Consolidation,
+        self, core: Core, retriever: Retriever, edits: Edits, consolidation: Consolidation
     ) -> None:
-        self.core = core
-        self.owners = owners
+        super().__init__(core)
         self.retriever = retriever
         self.edits = edits
         self.consolidation = consolidation
-        self.store = core.store
-        self.settings = core.settings
-        self.embedder = core.embedder
-        self.worker = core.worker
 
     # ------------------------------------------------------------------ hot path
     @threaded

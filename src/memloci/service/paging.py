@@ -14,8 +14,7 @@ from memloci import validate as v
 from memloci.errors import ValidationError
 from memloci.models import Entity, EntityType, MemoryNode, MemoryUser, Thread
 from memloci.service.calls import threaded
-from memloci.service.core import Core
-from memloci.service.owners import Owners
+from memloci.service.core import Service
 from memloci.storage.base import NodeFilter
 from memloci.storage.paging import CURSOR_MAX, KeyPage
 
@@ -38,13 +37,8 @@ def _cursor(cursor: str | None, offset: int) -> str | None:
     return cursor
 
 
-class Paging:
+class Paging(Service):
     """``page_nodes``, ``page_threads``, ``page_entities``, ``page_users``."""
-
-    def __init__(self, core: Core, owners: Owners) -> None:
-        self.core = core
-        self.owners = owners
-        self.store = core.store
 
     @threaded
     def page_nodes(

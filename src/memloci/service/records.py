@@ -39,20 +39,15 @@ from memloci.models import (
     utcnow,
 )
 from memloci.service.calls import threaded
-from memloci.service.core import Core
-from memloci.service.owners import CHAIN_MAX, Owners
+from memloci.service.core import Service
+from memloci.service.owners import CHAIN_MAX
 from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter
 from memloci.storage.locks import entities_lock, users_lock
 
 
-class Records:
+class Records(Service):
     """Users, threads ("checkpoints"), entities, ``explain`` and ``weak_facts``."""
-
-    def __init__(self, core: Core, owners: Owners) -> None:
-        self.core = core
-        self.owners = owners
-        self.store = core.store
 
     # ------------------------------------------------------------------ memory users
     @threaded
