@@ -238,36 +238,16 @@ class Consolidation(Service):
             raise ValidationError(
                 "extractor must have a name and an extract(episodes, *, known) method"
             )
-        return self._consolidate(
-            sid,
-            namespace=ns,
-            user=uid,
-            extractor=extractor,
-            max_episodes=cap,
-            without_session=bool(without_session),
-        )
-
-    def _consolidate(
-        self,
-        session: str | None = None,
-        *,
-        namespace: str,
-        user: str | None = None,
-        extractor: Extractor | None = None,
-        max_episodes: int | None = None,
-        without_session: bool = False,
-    ) -> ConsolidationReport:
-        """:meth:`consolidate` once its arguments are validated."""
         sessions: list[str | PendingSession]
-        if session is not None:
-            sessions = [session]
+        if sid is not None:
+            sessions = [sid]
         else:
             sessions = [
                 p
-                for p in self.store.pending_sessions(namespace, user=user)
+                for p in self.store.pending_sessions(ns, user=uid)
                 if p.session is None or not without_session
             ]
-        return self._consolidate_sessions(namespace, sessions, extractor, max_episodes)
+        return self._consolidate_sessions(ns, sessions, extractor, cap)
 
     def _consolidate_sessions(
         self,
@@ -306,7 +286,7 @@ class Consolidation(Service):
         ns, sid = self.core.ns(namespace), v.ident(session)
         if sid is None:
             raise ValidationError("end_session needs a session id")
-        return self._consolidate(sid, namespace=ns)
+        return self._consolidate_sessions(ns, [sid])
 
     # ------------------------------------------------------------------ session switch
     def session_seen(self, node: MemoryNode) -> None:
