@@ -265,14 +265,13 @@ class Memories(Service):
                     message=f"[{old.id}] already holds key {key!r}; pass overwrite=True "
                     "or update it",
                 )
+            # the key's fact as it is now (it may have changed since the match)
+            current = self.edits.current(ns, old.id, "it can no longer change")
+            patch = NodePatch(content=text, value=value, set_value=True, times_confirmed_delta=1)
             return self.edits.rewrite(
-                old.id,
-                text,
-                namespace=ns,
-                value=value,
-                set_value=True,
+                current,
+                patch,
                 session=session,
-                confirmed=True,
                 embedded=(doc, vector) if vector is not None else None,
             )
         if done.replaced is not None:  # an unkeyed fact it contradicts: it holds no more
