@@ -30,14 +30,11 @@ from memloci.models import (
 )
 from memloci.service.documents import MAX_FILE_BYTES, check_collection
 
-_NODE_TIMES = (
-    "event_time",
-    "created_at",
-    "updated_at",
-    "valid_from",
-    "valid_until",
-    "last_accessed",
-    "consolidated_at",
+# a memory's times: its datetime fields, in their order (a time field added is checked too)
+_NODE_TIMES = tuple(
+    name
+    for name, field in MemoryNode.model_fields.items()
+    if field.annotation in (datetime, datetime | None)
 )
 
 
