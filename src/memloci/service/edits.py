@@ -132,7 +132,7 @@ class Edits(Service):
                 if text is not None and text != old.content:
                     self._not_a_copy(old, text)
                 new = self.store.update_node(ns, mid, patch, session=session)
-                self._save_vector(new, vector)
+                self.save_vector(new, vector)
                 return new
 
         new = write()
@@ -205,7 +205,7 @@ class Edits(Service):
                 self.store.supersede(
                     ns, mid, new.model_copy(update=dict.fromkeys(times, at)), now=at
                 )
-                self._save_vector(new, vector)
+                self.save_vector(new, vector)
             # read back in this thread: once committed, the call ends with its result
             return self.store.get_node(ns, new.id) or new
 
@@ -294,7 +294,7 @@ class Edits(Service):
             return None
         return np.asarray(vectors[0], dtype=np.float32)
 
-    def _save_vector(self, node: MemoryNode, vector: Vector | None) -> None:
+    def save_vector(self, node: MemoryNode, vector: Vector | None) -> None:
         """Store ``vector`` as ``node``'s (skipped if its text changed meanwhile)."""
         if vector is None:
             return

@@ -48,7 +48,7 @@ from memloci.service.calls import threaded
 from memloci.service.consolidation import Consolidation
 from memloci.service.core import Core, Service
 from memloci.service.edits import Edits
-from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding
+from memloci.storage.base import NodeFilter, NodePatch
 from memloci.storage.rows import content_hash
 from memloci.telemetry import observed
 
@@ -367,16 +367,7 @@ class Memories(Service):
                 stored = store.get_node(node.namespace, node.id) or node
             else:
                 stored = store.insert_node(node)
-            if vector is not None:
-                item = PendingEmbedding(
-                    node.id,
-                    content_hash(node.content),
-                    node.content,
-                    node.speaker,
-                    node.key,
-                    node.subject,
-                )
-                store.save_embeddings([item], vector[None, :])
+            self.edits.save_vector(node, vector)
             return _Remembered(FactMatch(), similar, stored, replaced=replaced)
 
     @threaded

@@ -15,6 +15,7 @@ from memloci.errors import ValidationError
 from memloci.models import Entity, EntityType, MemoryNode, MemoryUser, Thread
 from memloci.service.calls import threaded
 from memloci.service.core import Service
+from memloci.service.records import entity_type
 from memloci.storage.base import NodeFilter
 from memloci.storage.paging import CURSOR_MAX, KeyPage
 
@@ -86,8 +87,7 @@ class Paging(Service):
         cursor: str | None = None,
     ) -> KeyPage[Entity]:
         """Entities, most mentioned first; ``query`` matches names and aliases."""
-        ns, q = self.core.ns(namespace), v.label(query, "query", 200)
-        kind = None if type is None else v.enum(EntityType, type, "type").value
+        ns, kind, q = self.core.ns(namespace), entity_type(type), v.label(query, "query", 200)
         v.page(limit, offset)
         cur = _cursor(cursor, offset)
         return self.store.page_entities(

@@ -382,7 +382,7 @@ class Records(Service):
         offset: int = 0,
     ) -> list[Entity]:
         """Most mentioned first; ``query`` matches names and aliases (case-insensitive)."""
-        ns, kind, q = self.core.ns(namespace), _entity_type(type), v.label(query, "query", 200)
+        ns, kind, q = self.core.ns(namespace), entity_type(type), v.label(query, "query", 200)
         v.page(limit, offset)
         return self.store.list_entities(ns, type=kind, query=q, limit=limit, offset=offset)
 
@@ -394,7 +394,7 @@ class Records(Service):
         type: EntityType | str | None = None,
         query: str | None = None,
     ) -> int:
-        ns, kind, q = self.core.ns(namespace), _entity_type(type), v.label(query, "query", 200)
+        ns, kind, q = self.core.ns(namespace), entity_type(type), v.label(query, "query", 200)
         return self.store.count_entities(ns, type=kind, query=q)
 
     @threaded
@@ -655,7 +655,8 @@ class Records(Service):
         return weakest(facts(), now or utcnow(), limit=lim, threshold=thr, curves=curves())
 
 
-def _entity_type(value: EntityType | str | None) -> str | None:
+def entity_type(value: EntityType | str | None) -> str | None:
+    """An entity type filter, checked: its value, or None for every type."""
     return None if value is None else v.enum(EntityType, value, "type").value
 
 
