@@ -16,8 +16,7 @@ from memloci.errors import NotFoundError, ProviderError, ValidationError
 from memloci.models import NodeType, utcnow
 from memloci.providers.base import Embedder
 from memloci.service.calls import threaded
-from memloci.service.core import Core
-from memloci.service.owners import Owners
+from memloci.service.core import Service
 from memloci.storage.base import NodePatch, Store, StoreGauges
 
 if TYPE_CHECKING:  # loaded on first export or import
@@ -26,17 +25,9 @@ if TYPE_CHECKING:  # loaded on first export or import
 BATCH_MAX = 1000
 
 
-class Admin:
+class Admin(Service):
     """forget_many (atomic batch delete), export / import, embedding catch-up, and what a
     server's operations surface reads (gauges, readiness)."""
-
-    def __init__(self, core: Core, owners: Owners) -> None:
-        self.core = core
-        self.owners = owners
-        self.store = core.store
-        self.settings = core.settings
-        self.embedder = core.embedder
-        self.worker = core.worker
 
     @threaded
     def gauges(self) -> StoreGauges:

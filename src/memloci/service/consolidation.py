@@ -26,7 +26,7 @@ from memloci.errors import MemlociError, ValidationError
 from memloci.exiting import exiting, on_exit
 from memloci.models import MemoryNode, NodeType, utcnow
 from memloci.service.calls import in_steps, threaded
-from memloci.service.core import Core
+from memloci.service.core import Core, Service
 from memloci.storage.base import PendingSession
 
 if TYPE_CHECKING:  # loaded when consolidation or maintenance first runs, not by every open
@@ -152,17 +152,13 @@ class _Background:
             thread.join(timeout)
 
 
-class Consolidation:
+class Consolidation(Service):
     """``consolidate``, ``end_session``, ``maintain`` and the session-switch trigger."""
 
     extractor: Extractor | None = None  # set to use another extractor everywhere
 
     def __init__(self, core: Core) -> None:
-        self.core = core
-        self.store = core.store
-        self.settings = core.settings
-        self.embedder = core.embedder
-        self.worker = core.worker
+        super().__init__(core)
         self._llm: LLM | None = None
         self._llm_made = False  # built (or assigned) already
         self._seen: dict[_Owner, str] = {}  # each owner's session last seen by the hot path
@@ -242,36 +238,16 @@ class Consolidation:
             raise ValidationError(
                 "extractor must have a name and an extract(episodes, *, known) method"
             )
-        return self._consolidate(
-            sid,
-            namespace=ns,
-            user=uid,
-            extractor=extractor,
-            max_episodes=cap,
-            without_session=bool(without_session),
-        )
-
-    def _consolidate(
-        self,
-        session: str | None = None,
-        *,
-        namespace: str,
-        user: str | None = None,
-        extractor: Extractor | None = None,
-        max_episodes: int | None = None,
-        without_session: bool = False,
-    ) -> ConsolidationReport:
-        """:meth:`consolidate` once its arguments are validated."""
         sessions: list[str | PendingSession]
-        if session is not None:
-            sessions = [session]
+        if sid is not None:
+            sessions = [sid]
         else:
             sessions = [
                 p
-                for p in self.store.jobs.pending_sessions(namespace, user=user)
+                for p in self.store.jobs.pending_sessions(ns, user=uid)
                 if p.session is None or not without_session
             ]
-        return self._consolidate_sessions(namespace, sessions, extractor, max_episodes)
+        return self._consolidate_sessions(ns, sessions, extractor, cap)
 
     def _consolidate_sessions(
         self,
@@ -310,7 +286,7 @@ class Consolidation:
         ns, sid = self.core.ns(namespace), v.ident(session)
         if sid is None:
             raise ValidationError("end_session needs a session id")
-        return self._consolidate(sid, namespace=ns)
+        return self._consolidate_sessions(ns, [sid])
 
     # ------------------------------------------------------------------ session switch
     def session_seen(self, node: MemoryNode) -> None:

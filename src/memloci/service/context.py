@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from memloci import validate as v
@@ -40,12 +40,12 @@ from memloci.models import (
     utcnow,
 )
 from memloci.procedures import has_triggers, matching, record_use
-from memloci.providers.base import Embedder, calibration_of
+from memloci.providers.base import calibration_of
 from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
 from memloci.retrieval.relevance import RELEVANT
 from memloci.retrieval.timephrases import TimeWindow, time_window
 from memloci.service.calls import threaded
-from memloci.service.core import Core
+from memloci.service.core import Core, Service
 from memloci.service.memories import Memories
 from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter, NodePatch
@@ -65,21 +65,41 @@ NAMES_READ = 25  # of the caller's memories of a shared entity, read at a time f
 T = TypeVar("T")
 
 
-class Context:
+@dataclass(frozen=True)
+class Tiers:
+    """The tiers a context may show; one switched off is left out (an agent that has it
+    off): ``facts`` (semantic and opinion memories), ``procedures``, ``episodes``."""
+
+    facts: bool = True
+    procedures: bool = True
+    episodes: bool = True
+
+    def types(self) -> set[NodeType]:
+        """The memory types of the tiers switched on."""
+        on = {
+            NodeType.SEMANTIC: self.facts,
+            NodeType.OPINION: self.facts,
+            NodeType.PROCEDURAL: self.procedures,
+            NodeType.EPISODIC: self.episodes,
+        }
+        return {kind for kind, shown in on.items() if shown}
+
+
+EVERY_TIER = Tiers()
+
+
+class Context(Service):
     """``context`` / ``context_report``: the cacheable part, then what answers the prompt."""
 
     def __init__(self, core: Core, memories: Memories) -> None:
-        self.core = core
+        super().__init__(core)
         self.memories = memories
-        self.store = core.store
-        self.settings = core.settings
-        self.embedder: Embedder | None = core.embedder
 
     @threaded
     def context(self, prompt: str | None, flt: NodeFilter, *, budget: int | None = None) -> str:
         """The prompt block: procedures and "Your Memory" (cacheable), then what the prompt
         brings up: entity profiles, a timeline and the most relevant past turns."""
-        return self._report(prompt, flt, budget=budget).block
+        return self._report(prompt, flt, EVERY_TIER, budget=budget, loaded=None).block
 
     @threaded
     def context_parts(
@@ -98,15 +118,8 @@ class Context:
         ``facts`` / ``procedures`` / ``episodes`` False: leave that tier out (an agent
         that has it off). ``loaded``: the cacheable part the conversation holds (a fact
         written since it was loaded is then relevant, not taken for shown)."""
-        report = self._report(
-            prompt,
-            flt,
-            budget=budget,
-            facts=facts,
-            procedures=procedures,
-            episodes=episodes,
-            loaded=loaded,
-        )
+        tiers = Tiers(facts=facts, procedures=procedures, episodes=episodes)
+        report = self._report(prompt, flt, tiers, budget=budget, loaded=loaded)
         return report.cacheable, report.dynamic
 
     @threaded
@@ -120,21 +133,18 @@ class Context:
     ) -> ContextReport:
         """:meth:`context` with how it was composed: each section's tokens and items, and
         why each item is in the block (the web UI's Context view shows it)."""
-        return self._report(prompt, flt, budget=budget, loaded=loaded)
+        return self._report(prompt, flt, EVERY_TIER, budget=budget, loaded=loaded)
 
     @observed("context")
     def _report(
         self,
         prompt: str | None,
         flt: NodeFilter,
-        *,
-        budget: int | None = None,
-        facts: bool = True,
-        procedures: bool = True,
-        episodes: bool = True,
-        loaded: str | None = None,
+        tiers: Tiers,
+        budget: int | None,
+        loaded: str | None,
     ) -> ContextReport:
-        """:meth:`context_report` with every tier's switch.
+        """:meth:`context_report` with the tiers it may show.
 
         Procedures without trigger conditions are standing instructions (the 20 most
         recent, in the cacheable part); triggered ones appear, after it, only when the
@@ -153,20 +163,11 @@ class Context:
         )
         asked = bool(prompt and prompt.strip())
         share = self.settings.context_stable_share if asked else 1.0
-        shown = {
-            t
-            for t, on in (
-                (NodeType.SEMANTIC, facts),
-                (NodeType.OPINION, facts),
-                (NodeType.PROCEDURAL, procedures),
-                (NodeType.EPISODIC, episodes),
-            )
-            if on
-        }
+        shown = tiers.types()
 
         def stable_inputs() -> tuple[list[MemoryNode], list[MemoryNode]]:
             known_facts: list[MemoryNode] = []
-            if facts:
+            if tiers.facts:
                 fact_flt = replace(flt, types=FACT_TYPES)
                 # the facts the cacheable part can hold at most (a line is 16 characters
                 # or more), in the order it keeps them (protected, then newest)
@@ -175,7 +176,7 @@ class Context:
                     fact_flt, limit=most, order="protected"
                 )
             known: list[MemoryNode] = []
-            if procedures:
+            if tiers.procedures:
                 procedural = replace(flt, types=(NodeType.PROCEDURAL,))
                 known = self.store.memories.list_nodes(procedural, limit=10_000, order="-created")
             return known_facts, known
@@ -183,38 +184,36 @@ class Context:
         # read while the prompt is searched (each thread reads on its own connection)
         reading = _in_background(stable_inputs) if asked and shown else None
         known_facts, known = stable_inputs() if reading is None else ([], [])
-        procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]  # 20 most recent
         threshold = self.settings.relevance_threshold
-        if not asked:
-            composed = compose(
-                facts=known_facts,
-                procedures=procs,
-                budget=budget,
-                stable_share=share,
-                loaded=loaded,
-            )
-            return report_of(composed, budget, threshold)
-        # a long prompt is searched by its most recent part
-        query = (prompt or "").strip()[-v.QUERY_MAX :]
         total = budget
-        if not fixed:  # a complex prompt gets more: 3000 to a simple one's 1000
-            grow = COMPLEX["budget"] / SIMPLE["budget"] if is_complex(query) else 1
-            total = int(budget * grow)
-        room = total - int(budget * share)
-        k = max(10, min(MAX_HITS, room // TOKENS_PER_HIT))
-        search_flt = replace(flt, types=tuple(sorted(shown)))
-        hits = self.memories.search.now(query, search_flt, k=k) if shown else []
-        if reading is not None:
-            known_facts, known = reading.result()
-            procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]
-        relevant = [h for h in hits if h.score >= threshold]
-        candidates = self._candidates(query, relevant, flt, profiles=facts)
-        triggered = [
-            Candidate(
-                "procedures", (procedure_line(p),), (p.id,), 1.0, "its trigger matches the prompt"
-            )
-            for p in matching(known, prompt or "")[:MAX_PROCEDURES]
-        ]
+        hits: list[SearchHit] = []
+        triggered: list[Candidate] = []
+        candidates: list[Candidate] = []
+        if asked:
+            # a long prompt is searched by its most recent part
+            query = (prompt or "").strip()[-v.QUERY_MAX :]
+            if not fixed:  # a complex prompt gets more: 3000 to a simple one's 1000
+                grow = COMPLEX["budget"] / SIMPLE["budget"] if is_complex(query) else 1
+                total = int(budget * grow)
+            room = total - int(budget * share)
+            k = max(10, min(MAX_HITS, room // TOKENS_PER_HIT))
+            search_flt = replace(flt, types=tuple(sorted(shown)))
+            hits = self.memories.search.now(query, search_flt, k=k) if shown else []
+            if reading is not None:
+                known_facts, known = reading.result()
+            relevant = [h for h in hits if h.score >= threshold]
+            candidates = self._candidates(query, relevant, flt, profiles=tiers.facts)
+            triggered = [
+                Candidate(
+                    "procedures",
+                    (procedure_line(p),),
+                    (p.id,),
+                    1.0,
+                    "its trigger matches the prompt",
+                )
+                for p in matching(known, prompt or "")[:MAX_PROCEDURES]
+            ]
+        procs = [p for p in known if not has_triggers(p)][:MAX_PROCEDURES]  # 20 most recent
         composed = compose(
             facts=known_facts,
             procedures=procs,

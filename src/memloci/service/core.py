@@ -1,6 +1,7 @@
 """What every service of MemoryService shares (layer: service): the store, the settings,
-the embedder and its worker, resolving the namespace of a call, reading one memory, and
-the caps (``max_memories`` and the like) every write path applies."""
+the embedder and its worker, the merged users' cache, resolving the namespace of a call,
+reading one memory, and the caps (``max_memories`` and the like) every write path
+applies; :class:`Service`, what each service is made from."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from memloci.errors import NotFoundError
 from memloci.kinds import FACT_TYPES, NodeType, Scope
 from memloci.models import MemoryNode, utcnow
 from memloci.providers.base import Embedder
+from memloci.service.owners import Owners
 from memloci.service.worker import EmbeddingWorker
 from memloci.storage.base import NodeFilter, Store
 
 
 class Core:
-    """The store, settings, embedder and embedding worker every service holds, and the
+    """The store, settings, embedder, embedding worker and merged users' cache
+    (:class:`~memloci.service.owners.Owners`, one for all) every service holds, and the
     helpers they share."""
 
     def __init__(
@@ -32,6 +35,7 @@ class Core:
         self.settings = settings
         self.embedder = embedder
         self.worker = worker
+        self.owners = Owners(store, settings)
 
     def ns(self, namespace: str | None) -> str:
         """The call's namespace, validated (the configured one when none is given)."""
@@ -73,3 +77,16 @@ class Core:
             self.prune(ns, FACT_TYPES, cap, owner)
         if any(n.scope is not Scope.USER or n.user is None for n in nodes):
             self.prune(ns, FACT_TYPES, cap)
+
+
+class Service:
+    """A service of MemoryService, made from the shared :class:`Core`: it holds the core
+    and, as its own attributes, what the core holds."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.store = core.store
+        self.settings = core.settings
+        self.embedder = core.embedder
+        self.worker = core.worker
+        self.owners = core.owners

@@ -34,7 +34,7 @@ from memloci.models import (
 from memloci.providers.base import Vector
 from memloci.retrieval.query import document_text
 from memloci.service.calls import threaded
-from memloci.service.core import Core
+from memloci.service.core import Service
 from memloci.storage.base import NodePatch, PendingEmbedding
 from memloci.storage.rows import content_hash
 
@@ -58,14 +58,8 @@ def value_still_holds(value: Any, text: str) -> bool:
     return bool(said) and re.search(edges, text.casefold()) is not None
 
 
-class Edits:
+class Edits(Service):
     """``update`` (in place, a new version) and ``correct`` (a new fact that supersedes)."""
-
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.store = core.store
-        self.embedder = core.embedder
-        self.worker = core.worker
 
     @threaded
     def update(
@@ -86,40 +80,8 @@ class Edits:
         the change also counts as a confirmation (``times_confirmed`` + 1), as when
         ``remember`` overwrites a key. New text is embedded before this returns (when
         the embedder is reachable)."""
-        return self.rewrite(
-            memory_id,
-            content,
-            namespace=namespace,
-            value=value,
-            set_value=set_value,
-            category=category,
-            subject=subject,
-            metadata=metadata,
-            session=session,
-            confirmed=confirmed,
-        )
-
-    def rewrite(
-        self,
-        memory_id: str,
-        content: str | None = None,
-        *,
-        namespace: str | None = None,
-        value: Any = None,
-        set_value: bool = False,
-        category: str | None = None,
-        subject: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        session: str | None = None,
-        confirmed: bool = False,
-        embedded: tuple[str, Vector] | None = None,
-    ) -> WriteResult:
-        """:meth:`update` in the caller's thread, given the new text's document and
-        vector when the caller embedded it already (``remember`` overwriting a key)."""
         ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
-        old = self.core.node(ns, mid)
-        if old.valid_until is not None:
-            raise ValidationError(f"{self.ended_now(ns, mid)}; it can no longer change")
+        old = self.current(ns, mid, "it can no longer change")
         text = None
         if content is not None:
             text = v.turn(content) if old.type is NodeType.EPISODIC else v.fact(content)
@@ -136,19 +98,41 @@ class Edits:
             metadata=v.metadata(metadata) if metadata is not None else None,
             times_confirmed_delta=1 if confirmed else 0,
         )
+        return self.rewrite(old, patch, session=v.ident(session))
+
+    def current(self, ns: str, mid: str, refused: str) -> MemoryNode:
+        """Memory ``mid``, still current; else a ValidationError saying what ended it
+        and ``refused`` (what the caller cannot do now)."""
+        node = self.core.node(ns, mid)
+        if node.valid_until is not None:
+            raise ValidationError(f"{self.ended_now(ns, mid)}; {refused}")
+        return node
+
+    def rewrite(
+        self,
+        old: MemoryNode,
+        patch: NodePatch,
+        *,
+        session: str | None,
+        embedded: tuple[str, Vector] | None = None,
+    ) -> WriteResult:
+        """Write the checked ``patch`` to memory ``old`` (read current by
+        :meth:`current`) as :meth:`update` does, in the caller's thread; ``embedded``:
+        the new text's document and vector when the caller embedded it already
+        (``remember`` overwriting a key)."""
+        ns, mid, text = old.namespace, old.id, patch.content
         vector = None
         if text is not None and text != old.content:
             doc = document_text(text, old.speaker, old.key, patch.subject or old.subject)
             vector = embedded[1] if embedded and embedded[0] == doc else self._embed_doc(doc)
-        who = v.ident(session)
 
         def write() -> MemoryNode:
             with self.store.exclusive(fact_lock(ns)):
                 self._still_current(ns, mid, "it can no longer change")
                 if text is not None and text != old.content:
                     self._not_a_copy(old, text)
-                new = self.store.memories.update_node(ns, mid, patch, session=who)
-                self._save_vector(new, vector)
+                new = self.store.memories.update_node(ns, mid, patch, session=session)
+                self.save_vector(new, vector)
                 return new
 
         new = write()
@@ -221,7 +205,7 @@ class Edits:
                 self.store.memories.supersede(
                     ns, mid, new.model_copy(update=dict.fromkeys(times, at)), now=at
                 )
-                self._save_vector(new, vector)
+                self.save_vector(new, vector)
             # read back in this thread: once committed, the call ends with its result
             return self.store.memories.get_node(ns, new.id) or new
 
@@ -238,8 +222,7 @@ class Edits:
     def confirm(self, memory_id: str, *, namespace: str | None = None) -> WriteResult:
         """Mark a fact as certain and protected from decay."""
         ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
-        if (self.core.node(ns, mid)).valid_until is not None:
-            raise ValidationError(f"{self.ended_now(ns, mid)}; it cannot be confirmed")
+        self.current(ns, mid, "it cannot be confirmed")
 
         def patch() -> NodePatch:
             return NodePatch(confidence=1.0, decay_rate=0.0, times_confirmed_delta=1)
@@ -311,7 +294,7 @@ class Edits:
             return None
         return np.asarray(vectors[0], dtype=np.float32)
 
-    def _save_vector(self, node: MemoryNode, vector: Vector | None) -> None:
+    def save_vector(self, node: MemoryNode, vector: Vector | None) -> None:
         """Store ``vector`` as ``node``'s (skipped if its text changed meanwhile)."""
         if vector is None:
             return

@@ -17,7 +17,7 @@ from memloci import validate as v
 from memloci.errors import ConflictError
 from memloci.models import ApiKey, short_id, utcnow
 from memloci.service.calls import threaded
-from memloci.service.core import Core
+from memloci.service.core import Service
 
 KEY_RE = re.compile(r"^mlk_([A-Za-z0-9]{8})_([A-Za-z0-9_-]{43})$")
 AUTH_MARKER = "auth_required"  # store meta: set when the first API key is created
@@ -29,12 +29,8 @@ def key_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-class Keys:
+class Keys(Service):
     """API keys: each maps to the namespaces it may read (and maybe write)."""
-
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.store = core.store
 
     @threaded
     def create_key(

@@ -35,7 +35,7 @@ from memloci.providers.base import Embedder
 from memloci.retrieval.query import fts_match
 from memloci.service import documents as kb
 from memloci.service.calls import in_steps, threaded
-from memloci.service.core import Core
+from memloci.service.core import Service
 from memloci.service.documents import KnowledgeFile, KnowledgeReport, PathLike
 from memloci.storage.base import Store
 from memloci.words import terms
@@ -46,14 +46,8 @@ SEARCH_MAX = 100
 log = logging.getLogger("memloci.knowledge")
 
 
-class Knowledge:
+class Knowledge(Service):
     """``add_knowledge``, ``search_knowledge``, ``list_knowledge_sources``, ``remove_knowledge``."""
-
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.store = core.store
-        self.embedder = core.embedder
-        self.settings = core.settings
 
     # ------------------------------------------------------------------ add
     @in_steps

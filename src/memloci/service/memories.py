@@ -46,10 +46,9 @@ from memloci.retrieval.pipeline import Retriever
 from memloci.retrieval.query import document_text
 from memloci.service.calls import threaded
 from memloci.service.consolidation import Consolidation
-from memloci.service.core import Core
+from memloci.service.core import Core, Service
 from memloci.service.edits import Edits
-from memloci.service.owners import Owners
-from memloci.storage.base import NodeFilter, NodePatch, PendingEmbedding
+from memloci.storage.base import NodeFilter, NodePatch
 from memloci.storage.rows import content_hash
 from memloci.telemetry import observed
 
@@ -78,27 +77,17 @@ class VisibleStats:
     entities: int  # entities the current ones mention
 
 
-class Memories:
+class Memories(Service):
     """Memories written and read: conversation turns (the hot path), facts, procedures,
     episodes; get, lookup, list, search and counts."""
 
     def __init__(
-        self,
-        core: Core,
-        owners: Owners,
-        retriever: Retriever,
-        edits: Edits,
-        consolidation: Consolidation,
+        self, core: Core, retriever: Retriever, edits: Edits, consolidation: Consolidation
     ) -> None:
-        self.core = core
-        self.owners = owners
+        super().__init__(core)
         self.retriever = retriever
         self.edits = edits
         self.consolidation = consolidation
-        self.store = core.store
-        self.settings = core.settings
-        self.embedder = core.embedder
-        self.worker = core.worker
 
     # ------------------------------------------------------------------ hot path
     @threaded
@@ -276,14 +265,13 @@ class Memories:
                     message=f"[{old.id}] already holds key {key!r}; pass overwrite=True "
                     "or update it",
                 )
+            # the key's fact as it is now (it may have changed since the match)
+            current = self.edits.current(ns, old.id, "it can no longer change")
+            patch = NodePatch(content=text, value=value, set_value=True, times_confirmed_delta=1)
             return self.edits.rewrite(
-                old.id,
-                text,
-                namespace=ns,
-                value=value,
-                set_value=True,
+                current,
+                patch,
                 session=session,
-                confirmed=True,
                 embedded=(doc, vector) if vector is not None else None,
             )
         if done.replaced is not None:  # an unkeyed fact it contradicts: it holds no more
@@ -379,16 +367,7 @@ class Memories:
                 stored = store.memories.get_node(node.namespace, node.id) or node
             else:
                 stored = store.memories.insert_node(node)
-            if vector is not None:
-                item = PendingEmbedding(
-                    node.id,
-                    content_hash(node.content),
-                    node.content,
-                    node.speaker,
-                    node.key,
-                    node.subject,
-                )
-                store.search.save_embeddings([item], vector[None, :])
+            self.edits.save_vector(node, vector)
             return _Remembered(FactMatch(), similar, stored, replaced=replaced)
 
     @threaded

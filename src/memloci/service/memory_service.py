@@ -27,7 +27,6 @@ from memloci.service.edits import Edits
 from memloci.service.keys import Keys
 from memloci.service.knowledge import Knowledge
 from memloci.service.memories import Memories
-from memloci.service.owners import Owners
 from memloci.service.paging import Paging
 from memloci.service.privacy import Privacy
 from memloci.service.records import Records
@@ -67,17 +66,17 @@ class MemoryService:
             )
         self.retriever = Retriever(store, embedder, settings, reranker=reranker)
         core = Core(store, settings, embedder, self.worker)
-        self.owners = Owners(core)
+        self.owners = core.owners
         self.consolidation = Consolidation(core)
         self.edits = Edits(core)
-        self.memories = Memories(core, self.owners, self.retriever, self.edits, self.consolidation)
+        self.memories = Memories(core, self.retriever, self.edits, self.consolidation)
         self.context = Context(core, self.memories)
-        self.records = Records(core, self.owners)
+        self.records = Records(core)
         self.keys = Keys(core)
-        self.paging = Paging(core, self.owners)
+        self.paging = Paging(core)
         self.knowledge = Knowledge(core)
-        self.admin = Admin(core, self.owners)
-        self.privacy = Privacy(core, self.owners)
+        self.admin = Admin(core)
+        self.privacy = Privacy(core)
 
     def filter(self, **kwargs: Any) -> NodeFilter:
         """A validated :class:`NodeFilter` from keyword arguments (see

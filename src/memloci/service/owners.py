@@ -28,9 +28,9 @@ from dataclasses import replace
 from typing import Any
 
 from memloci import validate as v
+from memloci.config import Settings
 from memloci.models import MemoryNode, MemoryUser, Thread
-from memloci.service.core import Core
-from memloci.storage.base import NodeFilter
+from memloci.storage.base import NodeFilter, Store
 
 CHAIN_MAX = 100  # supersedes / merged_into chains followed at most this far
 OWNER_TTL = 5.0  # seconds a cached root stands for reads (another process may merge)
@@ -40,9 +40,9 @@ OWNERS_MAX = 50_000  # cached ids at most (then the cache starts afresh)
 class Owners:
     """Resolve a user id to the user it was merged into (cached); see the module doc."""
 
-    def __init__(self, core: Core) -> None:
-        self.store = core.store
-        self.settings = core.settings
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
         # (namespace, user id) → (root id, when read)
         self._owners: dict[tuple[str, str], tuple[str, float]] = {}
         self._generation = 0  # users changed by this process: bumped on each change

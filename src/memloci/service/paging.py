@@ -14,8 +14,8 @@ from memloci import validate as v
 from memloci.errors import ValidationError
 from memloci.models import Entity, EntityType, MemoryNode, MemoryUser, Thread
 from memloci.service.calls import threaded
-from memloci.service.core import Core
-from memloci.service.owners import Owners
+from memloci.service.core import Service
+from memloci.service.records import entity_type
 from memloci.storage.base import NodeFilter
 from memloci.storage.paging import CURSOR_MAX, KeyPage
 
@@ -38,13 +38,8 @@ def _cursor(cursor: str | None, offset: int) -> str | None:
     return cursor
 
 
-class Paging:
+class Paging(Service):
     """``page_nodes``, ``page_threads``, ``page_entities``, ``page_users``."""
-
-    def __init__(self, core: Core, owners: Owners) -> None:
-        self.core = core
-        self.owners = owners
-        self.store = core.store
 
     @threaded
     def page_nodes(
@@ -92,8 +87,7 @@ class Paging:
         cursor: str | None = None,
     ) -> KeyPage[Entity]:
         """Entities, most mentioned first; ``query`` matches names and aliases."""
-        ns, q = self.core.ns(namespace), v.label(query, "query", 200)
-        kind = None if type is None else v.enum(EntityType, type, "type").value
+        ns, kind, q = self.core.ns(namespace), entity_type(type), v.label(query, "query", 200)
         v.page(limit, offset)
         cur = _cursor(cursor, offset)
         return self.store.pages.page_entities(

@@ -13,8 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memloci import validate as v
 from memloci.errors import ConflictError
 from memloci.service.calls import threaded
-from memloci.service.core import Core
-from memloci.service.owners import Owners
+from memloci.service.core import Service
 from memloci.storage.base import Scrub
 from memloci.storage.locks import entities_lock, users_lock
 
@@ -57,13 +56,8 @@ class ForgetReport(BaseModel):
         return any(getattr(self, kind) for kind in kinds)
 
 
-class Privacy:
+class Privacy(Service):
     """``forget_user``: the "forget a person" operation."""
-
-    def __init__(self, core: Core, owners: Owners) -> None:
-        self.core = core
-        self.owners = owners
-        self.store = core.store
 
     @threaded
     def forget_user(self, user_id: str, *, namespace: str | None = None) -> ForgetReport:

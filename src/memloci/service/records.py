@@ -39,20 +39,15 @@ from memloci.models import (
     utcnow,
 )
 from memloci.service.calls import threaded
-from memloci.service.core import Core
-from memloci.service.owners import CHAIN_MAX, Owners
+from memloci.service.core import Service
+from memloci.service.owners import CHAIN_MAX
 from memloci.storage.aliases import names_in_use
 from memloci.storage.base import NodeFilter
 from memloci.storage.locks import entities_lock, users_lock
 
 
-class Records:
+class Records(Service):
     """Users, threads ("checkpoints"), entities, ``explain`` and ``weak_facts``."""
-
-    def __init__(self, core: Core, owners: Owners) -> None:
-        self.core = core
-        self.owners = owners
-        self.store = core.store
 
     # ------------------------------------------------------------------ memory users
     @threaded
@@ -389,7 +384,7 @@ class Records:
         offset: int = 0,
     ) -> list[Entity]:
         """Most mentioned first; ``query`` matches names and aliases (case-insensitive)."""
-        ns, kind, q = self.core.ns(namespace), _entity_type(type), v.label(query, "query", 200)
+        ns, kind, q = self.core.ns(namespace), entity_type(type), v.label(query, "query", 200)
         v.page(limit, offset)
         return self.store.entities.list_entities(ns, type=kind, query=q, limit=limit, offset=offset)
 
@@ -401,7 +396,7 @@ class Records:
         type: EntityType | str | None = None,
         query: str | None = None,
     ) -> int:
-        ns, kind, q = self.core.ns(namespace), _entity_type(type), v.label(query, "query", 200)
+        ns, kind, q = self.core.ns(namespace), entity_type(type), v.label(query, "query", 200)
         return self.store.entities.count_entities(ns, type=kind, query=q)
 
     @threaded
@@ -664,7 +659,8 @@ class Records:
         return weakest(facts(), now or utcnow(), limit=lim, threshold=thr, curves=curves())
 
 
-def _entity_type(value: EntityType | str | None) -> str | None:
+def entity_type(value: EntityType | str | None) -> str | None:
+    """An entity type filter, checked: its value, or None for every type."""
     return None if value is None else v.enum(EntityType, value, "type").value
 
 

@@ -30,15 +30,15 @@ from memloci.models import (
 )
 from memloci.service.documents import MAX_FILE_BYTES, check_collection
 
-_NODE_TIMES = (
-    "event_time",
-    "created_at",
-    "updated_at",
-    "valid_from",
-    "valid_until",
-    "last_accessed",
-    "consolidated_at",
-)
+
+def _times(record: BaseModel) -> dict[str, datetime | None]:
+    """Every time of ``record`` (its model's datetime fields, in their order), checked as
+    the write API checks a time (in range, in UTC); a time field added is checked too."""
+    return {
+        name: v.when(getattr(record, name), name)
+        for name, field in type(record).model_fields.items()
+        if field.annotation in (datetime, datetime | None)
+    }
 
 
 def checked_node(node: MemoryNode) -> MemoryNode:
@@ -77,9 +77,8 @@ def checked_node(node: MemoryNode) -> MemoryNode:
         "access_count": v.whole(node.access_count, "access_count"),
         "metadata": v.metadata(node.metadata),
         "procedure": procedure,
+        **_times(node),
     }
-    for name in _NODE_TIMES:
-        update[name] = v.when(getattr(node, name), name)
     return node.model_copy(update=update)
 
 
@@ -94,7 +93,7 @@ def checked_version(version: MemoryVersion) -> MemoryVersion:
             "version": v.whole(version.version, "version", 1),
             "content": v.turn(version.content),
             "source_session": v.ident(version.source_session),
-            "created_at": v.when(version.created_at, "created_at"),
+            **_times(version),
         }
     )
 
@@ -109,9 +108,7 @@ def checked_edge(edge: Edge) -> Edge:
             "id": v.ident(edge.id, "edge"),
             "predicate": v.label(edge.predicate, "predicate"),
             "confidence": v.unit(edge.confidence, "confidence"),
-            "valid_from": v.when(edge.valid_from, "valid_from"),
-            "valid_until": v.when(edge.valid_until, "valid_until"),
-            "created_at": v.when(edge.created_at, "created_at"),
+            **_times(edge),
         }
     )
 
@@ -125,8 +122,7 @@ def checked_user(user: MemoryUser) -> MemoryUser:
             "preferences": v.metadata(user.preferences, "preferences"),
             "conversation_count": v.whole(user.conversation_count, "conversation_count"),
             "merged_into": v.ident(user.merged_into, "merged_into user"),
-            "last_seen": v.when(user.last_seen, "last_seen"),
-            "created_at": v.when(user.created_at, "created_at"),
+            **_times(user),
         }
     )
 
@@ -143,8 +139,7 @@ def checked_entity(entity: Entity) -> Entity:
             "summary": v.label(entity.summary, "summary", 2000),
             "mention_count": v.whole(entity.mention_count, "mention_count"),
             "attributes": v.metadata(entity.attributes, "attributes"),
-            "first_seen": v.when(entity.first_seen, "first_seen"),
-            "last_seen": v.when(entity.last_seen, "last_seen"),
+            **_times(entity),
         }
     )
 
@@ -175,8 +170,7 @@ def checked_thread(thread: Thread) -> Thread:
             "messages": messages,
             "message_count": len(messages),
             "summary": v.label(thread.summary, "summary", TURN_MAX),
-            "created_at": v.when(thread.created_at, "created_at"),
-            "updated_at": v.when(thread.updated_at, "updated_at"),
+            **_times(thread),
         }
     )
 
@@ -199,8 +193,7 @@ def checked_session(record: SessionRecord) -> SessionRecord:
             "session": v.required(record.session, "session"),
             "user": v.ident(record.user, "user"),
             "agent": v.ident(record.agent, "agent"),
-            "first_seen_at": v.when(record.first_seen_at, "first_seen_at"),
-            "consolidated_at": v.when(record.consolidated_at, "consolidated_at"),
+            **_times(record),
         }
     )
 
@@ -217,9 +210,7 @@ def checked_source(source: KnowledgeSource) -> KnowledgeSource:
             "size_bytes": v.whole(source.size_bytes, "size_bytes"),
             "chunk_count": v.whole(source.chunk_count, "chunk_count"),
             "embedding_model": v.label(source.embedding_model, "embedding_model", 200),
-            "mtime": v.when(source.mtime, "mtime"),
-            "added_at": v.when(source.added_at, "added_at"),
-            "updated_at": v.when(source.updated_at, "updated_at"),
+            **_times(source),
         }
     )
 

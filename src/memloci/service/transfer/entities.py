@@ -21,7 +21,8 @@ one transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,8 +35,45 @@ from memloci.storage.base import Store
 if TYPE_CHECKING:
     from memloci.service.transfer.report import ImportReport
 
-__all__ = ["NameIndex", "existing", "merge_into", "merged"]
+__all__ = [
+    "ImportModel",
+    "NameIndex",
+    "existing",
+    "fits",
+    "merge_into",
+    "merged",
+    "save_name_vector",
+]
 PAGE = 1000
+
+
+@dataclass(frozen=True)
+class ImportModel:
+    """The embedding model of the store an import writes to (``name``, ``dimension``;
+    None without one), and whether the import's vectors are of it (``same``: the file's
+    header names that model and dimension)."""
+
+    name: str | None
+    dimension: int | None
+    same: bool
+
+
+def fits(vector: Any, dimension: int) -> bool:
+    """Whether an imported vector is given and of ``dimension``."""
+    return vector is not None and len(vector) == dimension
+
+
+def save_name_vector(
+    store: Store, namespace: str, entity_id: str, vector: Any, model: ImportModel
+) -> bool:
+    """Save an imported name ``vector`` as the entity's when it is of the store's model
+    (the file's vectors are, and it has the model's dimension): True; else False (the
+    name is embedded after the import)."""
+    if not (model.same and model.name and model.dimension and fits(vector, model.dimension)):
+        return False
+    blob = np.asarray(vector, np.float32).tobytes()
+    store.jobs.save_entity_vector(namespace, entity_id, model.name, blob)
+    return True
 
 
 class NameIndex:
@@ -96,16 +134,13 @@ def merge_into(
     links: Sequence[Line],
     renamed: dict[str, str],
     report: ImportReport,
-    *,
-    model: str | None,
-    dimension: int | None,
-    same_model: bool,
+    model: ImportModel,
 ) -> None:
     """Merge each incoming entity of ``entities`` that ``targets`` maps (incoming id →
     the namespace's entity) into it, before the ``links`` (their memories renamed as
     ``renamed`` says) are written; counts in ``report.entities_merged`` those that
-    changed it. A name vector of ``model`` is saved when the entity has none (when
-    ``same_model``; else the entity is listed in ``report.names_to_embed``)."""
+    changed it. An incoming name vector of the store's ``model`` is saved when the entity
+    has none (else the entity is listed in ``report.names_to_embed``)."""
     if not targets:
         return
     linked: dict[str, set[str]] = {}  # incoming id -> the memories the import links it to
@@ -117,7 +152,7 @@ def merge_into(
     nodes = sorted(set().union(*linked.values()))
     held = store.entities.node_entities(namespace, nodes) if nodes else {}
     before = {node: {e.id for e in found} for node, found in held.items()}
-    vectors = set(store.jobs.entity_vectors(namespace, model)) if model else set()
+    vectors = set(store.jobs.entity_vectors(namespace, model.name)) if model.name else set()
     done: dict[str, Entity] = {}  # the namespace's entities as merged so far, by id
     for line in entities:
         theirs: Entity = line.record
@@ -130,10 +165,7 @@ def merge_into(
             report.entities_merged += 1
         if target.id in vectors or (line.vector is None and not line.note):
             continue
-        fits = line.vector is not None and len(line.vector) == dimension
-        if same_model and model and dimension and fits:
-            blob = np.asarray(line.vector, np.float32).tobytes()
-            store.jobs.save_entity_vector(namespace, target.id, model, blob)
+        if save_name_vector(store, namespace, target.id, line.vector, model):
             vectors.add(target.id)
         elif target.id not in report.names_to_embed:
             report.names_to_embed.append(target.id)

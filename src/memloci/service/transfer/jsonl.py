@@ -55,6 +55,7 @@ from memloci.models import (
 )
 from memloci.retrieval.query import DOCUMENT_FORM
 from memloci.service.transfer.copies import copy_edges, copy_ids
+from memloci.service.transfer.entities import ImportModel
 from memloci.service.transfer.parse import FORMAT, VERSION, Line, invalid, narrowest, parse
 from memloci.service.transfer.records import (
     check_store,
@@ -343,16 +344,8 @@ def import_lines(
             if store.people.get_user(namespace, user.id) is None:
                 store.people.upsert_user(user)
                 report.users += 1
-        write_records(
-            store,
-            namespace,
-            records,
-            renamed,
-            report,
-            model=embedding_model,
-            dimension=dimension,
-            same_model=same_model,
-        )
+        model = ImportModel(embedding_model, dimension, same_model)
+        write_records(store, namespace, records, renamed, report, model)
         # vectors of another form than the worker embeds now are embedded again
         current = same_model and header.get("document_form") == DOCUMENT_FORM
         with_vec = [(n, v) for n, v in fresh if v is not None] if current else []

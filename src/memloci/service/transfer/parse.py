@@ -118,25 +118,48 @@ def parse(lines: Iterable[str], namespace: str) -> tuple[dict[str, Any], list[Li
     return header, records
 
 
-_LABELS = {
-    "node": ("memory", "id"),
-    "version": ("version of memory", "node_id"),
-    "edge": ("edge", "id"),
-    "user": ("user", "id"),
-    "entity": ("entity", "id"),
-    "link": ("link of memory", "node_id"),
-    "thread": ("thread", "id"),
-    "session": ("session", "session"),
-    "knowledge": ("knowledge source", "id"),
-    "chunk": ("knowledge chunk", "id"),
+@dataclass(frozen=True)
+class _Kind:
+    """One kind of record line: its model and check, how a problem names the record
+    (``label`` and the field that identifies it), whether the record takes the import's
+    namespace, and, for a line that may carry a vector, what happens when the vector is
+    left out."""
+
+    model: type[pydantic.BaseModel]
+    check: Callable[[Any], Any]
+    label: str
+    ref: str = "id"
+    in_namespace: bool = False
+    instead: str | None = None
+
+
+_KINDS = {
+    "node": _Kind(MemoryNode, checked_node, "memory"),
+    "version": _Kind(MemoryVersion, checked_version, "version of memory", ref="node_id"),
+    "edge": _Kind(Edge, checked_edge, "edge", in_namespace=True),
+    "user": _Kind(MemoryUser, checked_user, "user", in_namespace=True),
+    "entity": _Kind(
+        Entity, checked_entity, "entity", in_namespace=True, instead="its name is embedded again"
+    ),
+    "link": _Kind(Link, checked_link, "link of memory", ref="node_id"),
+    "thread": _Kind(Thread, checked_thread, "thread", in_namespace=True),
+    "session": _Kind(SessionRecord, checked_session, "session", ref="session"),
+    "knowledge": _Kind(KnowledgeSource, checked_source, "knowledge source", in_namespace=True),
+    "chunk": _Kind(
+        KnowledgeChunk,
+        checked_chunk,
+        "knowledge chunk",
+        in_namespace=True,
+        instead="its source is embedded again",
+    ),
 }
 
 
 def _what(kind: Any, data: dict[str, Any]) -> str:
-    if not isinstance(kind, str) or kind not in _LABELS:
+    if not isinstance(kind, str) or kind not in _KINDS:
         return ""
-    name, field = _LABELS[kind]
-    return _label(name, data.get("node") if kind == "node" else data, field)
+    of = _KINDS[kind]
+    return _label(of.label, data.get("node") if kind == "node" else data, of.ref)
 
 
 def _record(kind: str, data: dict[str, Any], namespace: str, where: str, what: str) -> Line:
@@ -149,33 +172,15 @@ def _record(kind: str, data: dict[str, Any], namespace: str, where: str, what: s
         node = node.model_copy(update={"namespace": namespace})
         again = "it is embedded again"
         return Line(where, node, *_vector(data.get("vector"), again), what=what)
-    if kind == "version":
-        return Line(where, checked_version(MemoryVersion.model_validate(data)), what=what)
-    if kind == "edge":
-        edge = Edge.model_validate({**data, "namespace": namespace})
-        return Line(where, checked_edge(edge), what=what)
-    if kind == "user":
-        user = MemoryUser.model_validate({**data, "namespace": namespace})
-        return Line(where, checked_user(user), what=what)
-    if kind == "entity":
-        vector = _vector(data.pop("vector", None), "its name is embedded again")
-        entity = Entity.model_validate({**data, "namespace": namespace})
-        return Line(where, checked_entity(entity), *vector, what=what)
-    if kind == "link":
-        return Line(where, checked_link(Link.model_validate(data)), what=what)
-    if kind == "thread":
-        thread = Thread.model_validate({**data, "namespace": namespace})
-        return Line(where, checked_thread(thread), what=what)
-    if kind == "session":
-        return Line(where, checked_session(SessionRecord.model_validate(data)), what=what)
-    if kind == "knowledge":
-        source = KnowledgeSource.model_validate({**data, "namespace": namespace})
-        return Line(where, checked_source(source), what=what)
-    if kind == "chunk":
-        vector = _vector(data.pop("vector", None), "its source is embedded again")
-        chunk = KnowledgeChunk.model_validate({**data, "namespace": namespace})
-        return Line(where, checked_chunk(chunk), *vector, what=what)
-    raise ValueError(f"unknown record kind {kind!r}")
+    if kind not in _KINDS:
+        raise ValueError(f"unknown record kind {kind!r}")
+    of = _KINDS[kind]
+    vector: tuple[Any, str | None] = (None, None)
+    if of.instead is not None:
+        vector = _vector(data.pop("vector", None), of.instead)
+    if of.in_namespace:
+        data = {**data, "namespace": namespace}
+    return Line(where, of.check(of.model.model_validate(data)), *vector, what=what)
 
 
 def narrowest(node: dict[str, Any]) -> str:
@@ -286,15 +291,7 @@ def _key(rec: Any) -> tuple[tuple[str, Any], str]:
         )
     if isinstance(rec, SessionRecord):
         return ("session", rec.session), f"session {rec.session!r}"
-    kinds: dict[type, str] = {
-        Edge: "edge",
-        MemoryUser: "user",
-        Entity: "entity",
-        Thread: "thread",
-        KnowledgeSource: "knowledge source",
-        KnowledgeChunk: "knowledge chunk",
-    }
-    kind = kinds[type(rec)]
+    kind = next(of.label for of in _KINDS.values() if type(rec) is of.model)
     return (kind, rec.id), f"{kind} {rec.id!r}"
 
 

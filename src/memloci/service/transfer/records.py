@@ -18,14 +18,20 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Container, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from memloci.models import Entity, KnowledgeChunk, KnowledgeSource, MemoryUser, Thread
 from memloci.service.transfer.checks import Link, SessionRecord
 from memloci.service.transfer.copies import entity_copies
-from memloci.service.transfer.entities import existing, merge_into
+from memloci.service.transfer.entities import (
+    ImportModel,
+    existing,
+    fits,
+    merge_into,
+    save_name_vector,
+)
 from memloci.service.transfer.parse import Line, check_channels, conflict, invalid, root
 from memloci.storage.base import Store
 
@@ -140,37 +146,22 @@ def write_records(
     records: list[Line],
     renamed: dict[str, str],
     report: ImportReport,
-    *,
-    model: str | None,
-    dimension: int | None,
-    same_model: bool,
+    model: ImportModel,
 ) -> None:
-    """Write the entities (with their name vectors when ``same_model``; those whose name
-    vector is of another model are listed in ``report.names_to_embed``), links (their
-    memories renamed as ``renamed`` says), threads, sessions and knowledge sources the
-    namespace lacks; knowledge vectors are kept when their model is ``model``."""
+    """Write the entities (with their name vectors when they are of the store's
+    ``model``; those whose name vector is of another model are listed in
+    ``report.names_to_embed``), links (their memories renamed as ``renamed`` says),
+    threads, sessions and knowledge sources the namespace lacks; knowledge vectors are
+    kept when their model is ``model``."""
     of = _by_kind(records)
     entities = _write_entities(store, namespace, of[Entity], report)
-    merge_into(
-        store,
-        namespace,
-        entities.merged,
-        of[Entity],
-        of[Link],
-        renamed,
-        report,
-        model=model,
-        dimension=dimension,
-        same_model=same_model,
-    )
+    merge_into(store, namespace, entities.merged, of[Entity], of[Link], renamed, report, model)
     for line in of[Entity]:
         if line.record.id not in entities.fresh or (line.vector is None and not line.note):
             continue
         stored = entities.ids[line.record.id]
-        if same_model and model and dimension and _fits(line.vector, dimension):
-            blob = np.asarray(line.vector, np.float32).tobytes()
-            store.jobs.save_entity_vector(namespace, stored, model, blob)
-        else:  # a name vector of another model (or not finite): embedded after the import
+        if not save_name_vector(store, namespace, stored, line.vector, model):
+            # a name vector of another model (or not finite): embedded after the import
             report.names_to_embed.append(stored)
     targets: dict[str, list[str]] = {}
     for line in of[Link]:
@@ -196,7 +187,7 @@ def write_records(
                 namespace, s.session, user=s.user, agent=s.agent, now=s.consolidated_at
             )
         report.sessions += 1
-    _write_knowledge(store, namespace, of, report, model=model, dimension=dimension)
+    _write_knowledge(store, namespace, of, report, model)
 
 
 def _by_kind(records: list[Line]) -> dict[type, list[Line]]:
@@ -251,12 +242,10 @@ def _write_knowledge(
     namespace: str,
     of: dict[type, list[Line]],
     report: ImportReport,
-    *,
-    model: str | None,
-    dimension: int | None,
+    model: ImportModel,
 ) -> None:
     """Each knowledge source the namespace lacks, with its chunks: their vectors when
-    they come from ``model`` (all of them, finite, of its dimension), else none (the
+    they come from the store's ``model`` (all of them, finite, of its dimension), else none (the
     chunks are embedded after the import, :attr:`ImportReport.chunks_to_embed`)."""
     chunks: dict[str, list[Line]] = {}
     for line in of[KnowledgeChunk]:
@@ -266,13 +255,14 @@ def _write_knowledge(
         if store.knowledge.knowledge_source(namespace, source.id) is not None:
             continue
         mine = sorted(chunks.get(source.id, []), key=lambda c: c.record.ordinal)
+        dimension = model.dimension
         reuse = (
-            model is not None
+            model.name is not None
             and dimension is not None
-            and source.embedding_model == model
-            and all(_fits(c.vector, dimension) for c in mine)
+            and source.embedding_model == model.name
+            and all(fits(c.vector, dimension) for c in mine)
         )
-        kept = model if reuse else None
+        kept = model.name if reuse else None
         rows: list[KnowledgeChunk] = [
             c.record.model_copy(update={"collection": source.collection, "embedding_model": kept})
             for c in mine
@@ -287,7 +277,3 @@ def _write_knowledge(
         report.knowledge_chunks += len(rows)
         if not reuse:
             report.chunks_to_embed += len(rows)
-
-
-def _fits(vector: Any, dimension: int) -> bool:
-    return vector is not None and len(vector) == dimension
