@@ -290,7 +290,7 @@ class AsyncMemory:
     ) -> MemoryNode:
         """Count one use of a procedure (``success=``, ``duration_ms=`` when known)."""
         known("record_procedure_use", options, OPTIONS["record_procedure_use"])
-        return await self.service.context.record_procedure_use(memory_id, **options)
+        return await self.service.memories.record_procedure_use(memory_id, **options)
 
     async def explain(self, memory_id: str, *, namespace: str | None = None) -> Explanation:
         """Where a memory comes from: its versions, what it supersedes and what superseded

@@ -12,7 +12,6 @@ import pytest
 
 from memloci import Memory
 from memloci.sdk_args import OPTIONS
-from memloci.service.context import Context
 from memloci.service.edits import Edits
 from memloci.service.memories import Memories
 
@@ -23,7 +22,7 @@ SERVICE: dict[str, Callable[..., Any]] = {
     "lookup": Memories.lookup.fn,
     "learn_procedure": Memories.learn_procedure.fn,
     "record_episode": Memories.record_episode.fn,
-    "record_procedure_use": Context.record_procedure_use.fn,
+    "record_procedure_use": Memories.record_procedure_use.fn,
 }
 
 

@@ -554,7 +554,7 @@ class Agent:
             for pid in applied:
                 if pid in reported:
                     continue
-                await self.service.context.record_procedure_use(
+                await self.service.memories.record_procedure_use(
                     pid, namespace=self.namespace, success=success, duration_ms=duration_ms
                 )
                 counted.append(pid)

@@ -27,7 +27,7 @@ from memloci.context import (
     report_of,
     time_key,
 )
-from memloci.errors import MemlociError, NotFoundError, ValidationError
+from memloci.errors import MemlociError
 from memloci.kinds import FACT_TYPES
 from memloci.models import (
     ContextReport,
@@ -35,11 +35,10 @@ from memloci.models import (
     Entity,
     MemoryNode,
     NodeType,
-    ProcedureDetails,
     SearchHit,
     utcnow,
 )
-from memloci.procedures import has_triggers, matching, record_use
+from memloci.procedures import has_triggers, matching
 from memloci.providers.base import calibration_of
 from memloci.retrieval.intent import COMPLEX, SIMPLE, is_complex
 from memloci.retrieval.relevance import RELEVANT
@@ -48,7 +47,7 @@ from memloci.service.calls import threaded
 from memloci.service.core import Core, Service
 from memloci.service.memories import Memories
 from memloci.storage.aliases import names_in_use
-from memloci.storage.base import NodeFilter, NodePatch
+from memloci.storage.base import NodeFilter
 from memloci.telemetry import observed
 
 MAX_HITS = 60  # search hits read for the dynamic part at most
@@ -352,39 +351,6 @@ class Context(Service):
                     out[turn.id] = other
                     break
         return out
-
-    @threaded
-    def record_procedure_use(
-        self,
-        memory_id: str,
-        *,
-        namespace: str | None = None,
-        success: bool | None = None,
-        duration_ms: float | None = None,
-    ) -> MemoryNode:
-        """Count one use of a learned procedure, with its outcome and duration when known
-        (``times_used``, ``success_rate``, ``avg_duration_ms``; atomic across writers).
-        A forgotten or replaced procedure is refused (ValidationError)."""
-        ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
-        if success is not None:
-            success = v.flag(success, "success")
-        ms = v.non_negative(duration_ms, "duration_ms") if duration_ms is not None else None
-
-        with self.store.exclusive(f"procedure:{ns}:{mid}"):
-            node = self.store.memories.get_node(ns, mid)
-            if node is None or node.type is not NodeType.PROCEDURAL:
-                raise NotFoundError(f"no procedure with id {mid!r}")
-            if not node.is_current:  # forgotten or replaced: its record is closed
-                raise ValidationError(
-                    f"procedure {mid} is no longer current (forgotten or replaced); "
-                    "its uses are no longer counted",
-                    hint="record the use on the procedure that replaced it",
-                )
-            details = record_use(
-                node.procedure or ProcedureDetails(), success=success, duration_ms=ms
-            )
-            patch = NodePatch(extra={"procedure": details, "updated_at": node.updated_at})
-            return self.store.memories.update_node(ns, mid, patch)
 
     def _profiles(
         self, query: str, hits: Sequence[SearchHit], flt: NodeFilter

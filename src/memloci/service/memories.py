@@ -42,6 +42,7 @@ from memloci.models import (
     short_id,
     utcnow,
 )
+from memloci.procedures import record_use
 from memloci.retrieval.pipeline import Retriever
 from memloci.retrieval.query import document_text
 from memloci.service.calls import threaded
@@ -463,6 +464,39 @@ class Memories(Service):
         if self.worker:
             self.worker.wake()
         return WriteResult(action="created", memory=node, message=f"Learned [{node.id}].")
+
+    @threaded
+    def record_procedure_use(
+        self,
+        memory_id: str,
+        *,
+        namespace: str | None = None,
+        success: bool | None = None,
+        duration_ms: float | None = None,
+    ) -> MemoryNode:
+        """Count one use of a learned procedure, with its outcome and duration when known
+        (``times_used``, ``success_rate``, ``avg_duration_ms``; atomic across writers).
+        A forgotten or replaced procedure is refused (ValidationError)."""
+        ns, mid = self.core.ns(namespace), v.memory_id(memory_id)
+        if success is not None:
+            success = v.flag(success, "success")
+        ms = v.non_negative(duration_ms, "duration_ms") if duration_ms is not None else None
+
+        with self.store.exclusive(f"procedure:{ns}:{mid}"):
+            node = self.store.memories.get_node(ns, mid)
+            if node is None or node.type is not NodeType.PROCEDURAL:
+                raise NotFoundError(f"no procedure with id {mid!r}")
+            if not node.is_current:  # forgotten or replaced: its record is closed
+                raise ValidationError(
+                    f"procedure {mid} is no longer current (forgotten or replaced); "
+                    "its uses are no longer counted",
+                    hint="record the use on the procedure that replaced it",
+                )
+            details = record_use(
+                node.procedure or ProcedureDetails(), success=success, duration_ms=ms
+            )
+            patch = NodePatch(extra={"procedure": details, "updated_at": node.updated_at})
+            return self.store.memories.update_node(ns, mid, patch)
 
     @threaded
     def record_episode(

@@ -489,7 +489,7 @@ async def record_procedure_use(b: Bound, a: RecordProcedureUseArgs) -> str:
             f"{r.ref(node)} is a {node.type.value} memory, not a procedure",
             hint="recall with memory_type 'procedures' lists the procedures",
         )
-    done = await b.service.context.record_procedure_use(
+    done = await b.service.memories.record_procedure_use(
         node.id, namespace=b.namespace, success=a.success, duration_ms=a.duration_ms
     )
     return f"Recorded a use of {r.ref(done)}: {r.procedure_record(done)}."

@@ -219,7 +219,7 @@ async def record_procedure_use(
     the procedure with its track record (``procedure.times_used``, ``success_rate``,
     ``avg_duration_ms``)."""
     node = await _node_of_kind(service, ns, memory_id, "procedures")
-    return await service.context.record_procedure_use(
+    return await service.memories.record_procedure_use(
         node.id, namespace=ns, success=body.success, duration_ms=body.duration_ms
     )
 
