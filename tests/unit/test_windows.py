@@ -3,11 +3,15 @@ a window's size, how far a change is carried, the order rows are written in."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from memloci import Memory
 from memloci.storage.windows import (
     MAX_STEPS,
     MAX_TURNS,
     SEP,
     WINDOW,
+    behind_sql,
     carry,
     restart,
     said,
@@ -109,3 +113,23 @@ def test_a_window_of_tiny_messages_holds_max_turns_so_every_change_reaches_it() 
     assert chain.rows == ListChain(texts).rows
     assert not any("ok15" in r[1] + r[2] for r in chain.rows)
     assert said("Ana", "one\ntwo") == "Ana: one two"  # a turn is one piece of a window
+
+
+def test_a_turns_predecessors_are_read_through_the_edge_index(tmp_path: Path) -> None:
+    """Adding a turn reads the turns before it in one recursive query; each step must be
+    one look-up of ``edges_target`` (namespace, target, relation). Joined the other way
+    round, SQLite scanned the namespace's edges at every step: an add at 50k turns took
+    80 ms instead of 0.5."""
+    with Memory(tmp_path / "m.db", embedder="none") as m:
+        m.add([{"role": "user", "content": f"turn {i}"} for i in range(4)], session="s")
+        store = m.service.store
+        with store.db.reading() as c:  # type: ignore[attr-defined]
+            plan = [
+                r[3]
+                for r in c.execute(
+                    "EXPLAIN QUERY PLAN " + behind_sql("?"), ("x", "default", 7, "default")
+                )
+            ]
+    steps = [p for p in plan if p.startswith("SEARCH e ")]
+    assert steps and all("target_id=?" in p for p in steps), plan
+    assert not any(p.startswith("SCAN e") for p in plan), plan

@@ -195,16 +195,8 @@ class SQLChain:
         """Read ``node_id`` and the turns before it, as far as a change is carried
         without fillers, in one query: their rows, and their predecessors while each
         has one temporal edge in (a chain that forks is left to :meth:`neighbour`)."""
-        ph = self.ph
         found = self.c.execute(
-            "WITH RECURSIVE back(id, depth) AS (SELECT CAST("
-            + ph
-            + " AS TEXT), 0 UNION ALL SELECT e.source_id, b.depth + 1 FROM edges e"
-            f" JOIN back b ON e.target_id = b.id WHERE e.namespace = {ph}"
-            f" AND e.relation = 'temporal' AND b.depth < {ph})"
-            " SELECT b.depth, b.id, n.id, n.speaker, n.content, n.context, n.next_context"
-            f" FROM back b LEFT JOIN nodes n ON n.id = b.id AND n.namespace = {ph}",
-            (node_id, self.namespace, MAX_STEPS, self.namespace),
+            behind_sql(self.ph), (node_id, self.namespace, MAX_STEPS, self.namespace)
         ).fetchall()
         levels: dict[int, list[tuple[Any, ...]]] = {}
         for r in found:
@@ -354,3 +346,19 @@ def _in_chain_order(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
             node = after[node]
     walked = set(order)
     return order + [p for p in pairs if p not in walked]
+
+
+def behind_sql(ph: str) -> str:
+    """The query of :meth:`SQLChain._behind` (``ph``: the driver's placeholder): a turn
+    and the turns before it, up to a depth, each with its row (NULL when gone)."""
+    return (
+        "WITH RECURSIVE back(id, depth) AS (SELECT CAST("
+        + ph
+        + " AS TEXT), 0 UNION ALL SELECT e.source_id, b.depth + 1 FROM back b"
+        # CROSS JOIN: SQLite keeps this order, each step one look-up of edges_target
+        # (joined the other way round it scanned the namespace's edges every step)
+        f" CROSS JOIN edges e WHERE e.target_id = b.id AND e.namespace = {ph}"
+        f" AND e.relation = 'temporal' AND b.depth < {ph})"
+        " SELECT b.depth, b.id, n.id, n.speaker, n.content, n.context, n.next_context"
+        f" FROM back b LEFT JOIN nodes n ON n.id = b.id AND n.namespace = {ph}"
+    )
