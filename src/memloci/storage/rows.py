@@ -148,6 +148,12 @@ def node_from_row(row: Any) -> MemoryNode:
     return MemoryNode.model_validate(data)
 
 
+def first_version(node: MemoryNode, row: dict[str, Any]) -> tuple[Any, ...]:
+    """A new memory's ``versions`` row (node_id, version, content, value,
+    source_session, created_at), ``row`` being its :func:`node_to_row`."""
+    return (node.id, node.version, node.content, row["value"], node.session, _ts(node.created_at))
+
+
 def node_to_row(node: MemoryNode, context: str = "") -> dict[str, Any]:
     details: dict[str, Any] = {}
     if node.episode is not None:

@@ -12,11 +12,10 @@ from memloci.models import MemoryNode, short_id
 from memloci.storage.postgres.base import _LOCK_CLASS, PostgresDatabase, chunks
 from memloci.storage.postgres.chains import deleting, lock_chain
 from memloci.storage.postgres.privacy import unlink_entities
-from memloci.storage.rows import node_to_row
+from memloci.storage.rows import first_version, node_to_row
 from memloci.storage.sql.chains import previous_turn
 from memloci.storage.sql.core import JSON_NODE_COLUMNS
 from memloci.storage.sql.nodes import SQLNodes
-from memloci.storage.sqlfilter import ts
 
 BULK = 1000  # rows per pipelined batch of a bulk insert
 _JSON_COLS = JSON_NODE_COLUMNS
@@ -69,7 +68,7 @@ class PostgresNodes(SQLNodes[PostgresDatabase]):
             _VERSION_INSERT + " ON CONFLICT (node_id, version) DO UPDATE SET"
             " content = excluded.content, value = excluded.value,"
             " source_session = excluded.source_session, created_at = excluded.created_at",
-            (node.id, node.version, node.content, row["value"], node.session, ts(node.created_at)),
+            first_version(node, row),
         )
         return node
 
@@ -122,16 +121,7 @@ class PostgresNodes(SQLNodes[PostgresDatabase]):
                     self._insert(c, node)  # id taken (or twice in the batch): a fresh id
                     continue
                 landed.discard(node.id)  # a second node with this id is a conflict
-                versions.append(
-                    (
-                        node.id,
-                        node.version,
-                        node.content,
-                        row["value"],
-                        node.session,
-                        ts(node.created_at),
-                    )
-                )
+                versions.append(first_version(node, row))
             cur.executemany(
                 _VERSION_INSERT + " ON CONFLICT (node_id, version) DO UPDATE SET"
                 " content = excluded.content, value = excluded.value,"

@@ -9,10 +9,9 @@ from typing import Any
 
 from memloci.errors import StorageError
 from memloci.models import MemoryNode, short_id
-from memloci.storage.rows import node_to_row
+from memloci.storage.rows import first_version, node_to_row
 from memloci.storage.sql.chains import previous_turn
 from memloci.storage.sql.nodes import SQLNodes
-from memloci.storage.sqlfilter import ts
 from memloci.storage.sqlite.base import IntegrityError, SQLiteDatabase, qs
 from memloci.storage.sqlite.privacy import unlink_entities
 
@@ -49,14 +48,7 @@ class SQLiteNodes(SQLNodes[SQLiteDatabase]):
         c.execute(
             "INSERT OR REPLACE INTO versions (node_id, version, content, value, source_session,"
             " created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                node.id,
-                node.version,
-                node.content,
-                row["value"],
-                node.session,
-                ts(node.created_at),
-            ),
+            first_version(node, row),
         )
         return node
 
