@@ -46,7 +46,7 @@ lint: install
 	$(BIN)/ruff format --check src tests bench
 
 typecheck: install
-	$(BIN)/mypy
+	$(BIN)/mypy --show-traceback
 
 # The contract suite and the service tests run on SQLite and on a real PostgreSQL +
 # pgvector: scripts/pg-test-env.sh installs what is missing (as root, saying what),
