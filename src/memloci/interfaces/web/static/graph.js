@@ -91,7 +91,9 @@ function placeLabels(items) {
       { x: p.x + r + 4, y: p.y + 4, "text-anchor": "start" },
       { x: p.x - r - 4, y: p.y + 4, "text-anchor": "end" },
     ];
-    for (let step = 1; step <= 8; step += 1) {
+    // further and further from the dot until a place is free (the view grows to keep
+    // every label): falling back to an overlapping place hid names in crowded graphs
+    for (let step = 1; step <= 40; step += 1) {
       sides.push({ ...preferred, y: preferred.y + step * LINE }, { ...preferred, y: preferred.y - step * LINE });
     }
     const free = sides.find((at) => {
