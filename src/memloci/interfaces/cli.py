@@ -35,7 +35,7 @@ from memloci.interfaces.cli_common import (
     note,
     open_memory,
     out,
-    progress_bar,
+    progress_when_known,
     say,
     utf8,
 )
@@ -154,19 +154,8 @@ def _reembed_knowledge(memory: Memory) -> int:
     service = memory.service
     if service.embedder is None:
         return 0
-    bar = progress_bar()
-    task = bar.add_task("Embedding knowledge", total=None)
-
-    def tick(done: int, total: int) -> None:
-        if total and not bar.live.is_started:  # shown once there is something to embed
-            bar.start()
-        bar.update(task, completed=done, total=total)
-
-    try:
+    with progress_when_known("Embedding knowledge") as tick:
         return service.knowledge.reembed_knowledge.now(progress=tick)
-    finally:
-        if bar.live.is_started:
-            bar.stop()
 
 
 def _kept_minilm(memory: Memory) -> bool:
