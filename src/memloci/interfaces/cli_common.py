@@ -127,8 +127,10 @@ RunAgentOpt = Annotated[
 
 @dataclass(frozen=True)
 class StoreOptions:
-    """What the store options most commands share said: ``--db``, ``--namespace``,
-    ``--embedder``, ``--json`` and, on the commands that only read, ``--read-only``."""
+    """What the store options a command shares with others said (see
+    :func:`store_options`): ``--db``, ``--namespace``, ``--embedder``, ``--json`` and, on
+    the commands that only read, ``--read-only``; an option the command lacks is left
+    at its default."""
 
     db: str | None = None
     namespace: str | None = None
@@ -140,6 +142,7 @@ class StoreOptions:
         self,
         *,
         must_exist: bool = False,
+        reembed: bool = False,
         role: Role | None = None,
         settings: Settings | None = None,
     ) -> Memory:
@@ -149,6 +152,7 @@ class StoreOptions:
             self.namespace,
             self.embedder,
             must_exist=must_exist,
+            reembed=reembed,
             role=role,
             settings=settings,
             read_only=self.read_only,
@@ -166,15 +170,27 @@ _STORE_PARAMS: dict[str, tuple[Any, Any]] = {
 
 
 def store_options(
-    *, read_only: bool = False
+    *,
+    read_only: bool = False,
+    namespace: bool = True,
+    embedder: bool = True,
+    as_json: bool = True,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Give a command the shared store options (``--read-only`` too when ``read_only``),
-    after its own: typer sees them as if the command declared each one, and the command
-    gets what they said as one keyword argument ``store: StoreOptions``."""
+    """Give a command the shared store options after its own: ``--db`` always, and
+    ``--read-only``, ``--namespace``, ``--embedder``, ``--json`` as the flags say. Typer
+    sees them as if the command declared each one; the command gets what they said as
+    one keyword argument ``store: StoreOptions``."""
+    wanted = {
+        "db": True,
+        "read_only": read_only,
+        "namespace": namespace,
+        "embedder": embedder,
+        "as_json": as_json,
+    }
     shared = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hint, default=default)
         for name, (hint, default) in _STORE_PARAMS.items()
-        if read_only or name != "read_only"
+        if wanted[name]
     ]
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:

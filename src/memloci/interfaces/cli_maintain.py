@@ -15,9 +15,6 @@ import typer
 from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
     AgentOpt,
-    DbOpt,
-    EmbOpt,
-    JsonOpt,
     RoleArg,
     StoreOptions,
     Table,
@@ -26,7 +23,6 @@ from memloci.interfaces.cli_common import (
     err,
     examples,
     note,
-    open_memory,
     out,
     progress_bar,
     report_error,
@@ -193,16 +189,13 @@ def _sessions_table(rows: list[tuple[str, ConsolidationReport]], extractor: str)
     return table
 
 
-def maintain(
-    db: DbOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@store_options(namespace=False)
+def maintain(*, store: StoreOptions) -> None:
     """Run the nightly maintenance now: consolidate, decay, enrich, infer causes, embed."""
-    memory = open_memory(db, None, embedder, must_exist=True)
-    with memory as m, nullcontext() if as_json else err.status("Running maintenance…"):
+    memory = store.open(must_exist=True)
+    with memory as m, nullcontext() if store.as_json else err.status("Running maintenance…"):
         report = m._call(m.service.consolidation.maintain())
-    if as_json:
+    if store.as_json:
         emit_json(report.model_dump(mode="json"))
     elif not report.ran:
         say(f"Skipped: {report.message}; nothing was done.")
