@@ -10,36 +10,21 @@ come back as text starting with ``Error:``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Unpack
 
 from memloci.runtime.conversation import Runner
-from memloci.tools import Tools
+from memloci.tools import ToolBinding, Tools
 
 
 class MemoryTools(Tools):
     """The async tools of an ``AsyncMemory``: ``await memory.tools.call(name, args)``."""
 
-    def __call__(
-        self,
-        *,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        namespace: str | None = None,
-        types: Sequence[str] | None = None,
-    ) -> MemoryTools:
+    def __call__(self, **binding: Unpack[ToolBinding]) -> MemoryTools:
         """A copy bound to ``user`` / ``agent`` / ``session`` (and ``namespace``, default
         the memory's; ``types``: the memory types it may use, default all). Invalid ids
         raise ValidationError here, never in ``call``."""
-        return MemoryTools(
-            self.service,
-            namespace=namespace,
-            user=user,
-            agent=agent,
-            session=session,
-            types=types,
-        )
+        return MemoryTools(self.service, **binding)
 
 
 class SyncTools:
@@ -59,17 +44,6 @@ class SyncTools:
         result text, or a message starting with ``Error:``. Never raises."""
         return self._run(self.tools.call(name, arguments))
 
-    def __call__(
-        self,
-        *,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        namespace: str | None = None,
-        types: Sequence[str] | None = None,
-    ) -> SyncTools:
+    def __call__(self, **binding: Unpack[ToolBinding]) -> SyncTools:
         """A copy bound to ``user`` / ``agent`` / ``session`` (and ``namespace``, ``types``)."""
-        bound = self.tools(
-            user=user, agent=agent, session=session, namespace=namespace, types=types
-        )
-        return SyncTools(bound, self._run)
+        return SyncTools(self.tools(**binding), self._run)

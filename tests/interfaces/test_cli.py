@@ -15,7 +15,7 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from memloci.interfaces import cli_common, cli_memory
+from memloci.interfaces import cli_common
 from memloci.interfaces.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -427,7 +427,7 @@ def test_unexpected_error_is_short(db: Path, monkeypatch: pytest.MonkeyPatch) ->
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire\nsecond line")
 
-    monkeypatch.setattr(cli_memory, "open_memory", boom)
+    monkeypatch.setattr(cli_common, "open_memory", boom)
     result = run(db, "memory", "stats")
     assert result.exit_code == 1
     assert "error: unexpected RuntimeError: disk on fire" in result.stderr

@@ -20,10 +20,10 @@ import typer
 from memloci import __version__
 from memloci.errors import ConflictError, EmbeddingModelError, ValidationError
 from memloci.interfaces.cli_common import (
-    DbOpt,
     EmbedderName,
     EmbOpt,
     NsOpt,
+    StoreOptions,
     YesOpt,
     cell,
     confirm_or_refuse,
@@ -35,8 +35,9 @@ from memloci.interfaces.cli_common import (
     note,
     open_memory,
     out,
-    progress_bar,
+    progress_when_known,
     say,
+    store_options,
     utf8,
 )
 from memloci.interfaces.cli_lazy import LazyGroup
@@ -91,30 +92,26 @@ def root(
         "memloci reembed --db agent.db --embedder local --yes",
     ),
 )
-def reembed(
-    yes: YesOpt = False,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-) -> None:
+@store_options(as_json=False)
+def reembed(yes: YesOpt = False, *, store: StoreOptions) -> None:
     """Embed what is pending, or rebuild every vector after switching models.
 
     A store whose vectors were embedded in an older form is offered a rebuild too."""
     from memloci.service.worker import outdated_form
 
-    if embedder is EmbedderName.NONE:
+    if store.embedder is EmbedderName.NONE:
         raise ValidationError(
             "reembed needs an embedder", hint="pass --embedder local, openai or fake"
         )
     try:
-        memory = open_memory(db, namespace, embedder, must_exist=True)
+        memory = store.open(must_exist=True)
     except EmbeddingModelError as exc:
         if not yes:
             confirm_or_refuse(
                 f"{exc.message}. Drop those vectors and rebuild them all?",
                 "refusing to drop the store's vectors without confirmation",
             )
-        memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)
+        memory = store.open(must_exist=True, reembed=True)
     if _kept_minilm(memory):
         memory.close()
         if not yes:
@@ -124,7 +121,7 @@ def reembed(
                 "refusing to rebuild the store's vectors without confirmation; "
                 "--embedder minilm-int8 keeps MiniLM",
             )
-        memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)
+        memory = store.open(must_exist=True, reembed=True)
     elif outdated_form(memory.service.store):
         memory.close()
         if not yes:
@@ -136,7 +133,7 @@ def reembed(
                 "refusing to rebuild the store's vectors (embedded in an older third-person "
                 "form) without confirmation",
             )
-        memory = open_memory(db, namespace, embedder, must_exist=True, reembed=True)
+        memory = store.open(must_exist=True, reembed=True)
     with memory as m:
         pending = embed_all(m, "Embedding")
         chunks = _reembed_knowledge(m)
@@ -154,19 +151,8 @@ def _reembed_knowledge(memory: Memory) -> int:
     service = memory.service
     if service.embedder is None:
         return 0
-    bar = progress_bar()
-    task = bar.add_task("Embedding knowledge", total=None)
-
-    def tick(done: int, total: int) -> None:
-        if total and not bar.live.is_started:  # shown once there is something to embed
-            bar.start()
-        bar.update(task, completed=done, total=total)
-
-    try:
+    with progress_when_known("Embedding knowledge") as tick:
         return service.knowledge.reembed_knowledge.now(progress=tick)
-    finally:
-        if bar.live.is_started:
-            bar.stop()
 
 
 def _kept_minilm(memory: Memory) -> bool:

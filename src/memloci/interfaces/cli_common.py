@@ -7,11 +7,15 @@ errors go to stderr, so ``--json`` leaves nothing but JSON on stdout.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from shlex import quote
@@ -119,6 +123,97 @@ RunAgentOpt = Annotated[
         "--agent", help="The agent to run, when the role file lists several.", show_default=False
     ),
 ]
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """What the store options a command shares with others said (see
+    :func:`store_options`): ``--db``, ``--namespace``, ``--embedder``, ``--json`` and, on
+    the commands that only read, ``--read-only``; an option the command lacks is left
+    at its default."""
+
+    db: str | None = None
+    namespace: str | None = None
+    embedder: EmbedderName | None = None
+    as_json: bool = False
+    read_only: bool = False
+
+    def open(
+        self,
+        *,
+        must_exist: bool = False,
+        reembed: bool = False,
+        role: Role | None = None,
+        settings: Settings | None = None,
+    ) -> Memory:
+        """The store these options name, through :func:`open_memory`."""
+        return open_memory(
+            self.db,
+            self.namespace,
+            self.embedder,
+            must_exist=must_exist,
+            reembed=reembed,
+            role=role,
+            settings=settings,
+            read_only=self.read_only,
+        )
+
+
+# the shared store options, in the order a command's help lists them
+_STORE_PARAMS: dict[str, tuple[Any, Any]] = {
+    "db": (DbOpt, None),
+    "read_only": (ReadOnlyOpt, False),
+    "namespace": (NsOpt, None),
+    "embedder": (EmbOpt, None),
+    "as_json": (JsonOpt, False),
+}
+
+
+def store_options(
+    *,
+    read_only: bool = False,
+    namespace: bool = True,
+    embedder: bool = True,
+    as_json: bool = True,
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command the shared store options after its own: ``--db`` always, and
+    ``--read-only``, ``--namespace``, ``--embedder``, ``--json`` as the flags say. Typer
+    sees them as if the command declared each one; the command gets what they said as
+    one keyword argument ``store: StoreOptions``."""
+    wanted = {
+        "db": True,
+        "read_only": read_only,
+        "namespace": namespace,
+        "embedder": embedder,
+        "as_json": as_json,
+    }
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hint, default=default)
+        for name, (hint, default) in _STORE_PARAMS.items()
+        if wanted[name]
+    ]
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        own = [
+            p
+            for p in inspect.signature(command, eval_str=True).parameters.values()
+            if p.name != "store"
+        ]
+        signature = inspect.Signature([*own, *shared], return_annotation=None)
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> None:
+            given = signature.bind(*args, **kwargs)
+            given.apply_defaults()
+            values = given.arguments
+            store = StoreOptions(**{p.name: values.pop(p.name) for p in shared})
+            command(**values, store=store)
+
+        run.__signature__ = signature  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+        return run
+
+    return decorate
 
 
 def role_of(role_file: Path | None, agent: str | None) -> Role | None:
@@ -584,6 +679,27 @@ def progress_bar(*, quiet: bool = False) -> Progress:
         console=err,
         disable=quiet or not err.is_terminal,
     )
+
+
+@contextmanager
+def progress_when_known(
+    description: str, *, quiet: bool = False
+) -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback for a long step: its bar (:func:`progress_bar`)
+    is drawn only once there is something to do, and taken down when the step ends."""
+    bar = progress_bar(quiet=quiet)
+    task = bar.add_task(description, total=None)
+
+    def tick(done: int, total: int) -> None:
+        if total and not bar.live.is_started:  # shown once there is something to do
+            bar.start()
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield tick
+    finally:
+        if bar.live.is_started:
+            bar.stop()
 
 
 def counter(progress: Progress, task: Any, total: int | None) -> Callable[[int], None]:

@@ -14,22 +14,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from memloci.interfaces.cli_common import (
-    DbOpt,
-    EmbOpt,
-    JsonOpt,
-    NsOpt,
-    ReadOnlyOpt,
+    StoreOptions,
     Table,
     cell,
     emit_json,
     err,
     examples,
     note,
-    open_memory,
     out,
-    progress_bar,
+    progress_when_known,
     say,
     snippet,
+    store_options,
 )
 from memloci.models import KnowledgeHit, KnowledgeSource
 from memloci.service.documents import DEFAULT_GLOBS, GONE, KnowledgeReport
@@ -74,6 +70,7 @@ def shown(path: str) -> str:
         "memloci knowledge add wiki/ --glob '*.md' --glob '*.markdown' --json",
     ),
 )
+@store_options()
 def add(
     paths: Annotated[
         list[Path],
@@ -89,29 +86,18 @@ def add(
         ),
     ] = None,
     collection: CollectionOpt = "default",
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Chunk, embed and store documents; unchanged files are skipped, changed ones replaced."""
-    bar = progress_bar(quiet=as_json)
-    task = bar.add_task("Embedding chunks", total=None)
-
-    def tick(done: int, total: int) -> None:
-        if total and not bar.live.is_started:  # shown once there is something to embed
-            bar.start()
-        bar.update(task, completed=done, total=total)
-
-    try:
-        with open_memory(db, namespace, embedder) as m:
-            report = m.add_knowledge(
-                [str(p) for p in paths], collection=collection, glob=glob or None, progress=tick
-            )
-    finally:
-        if bar.live.is_started:
-            bar.stop()
-    if as_json:
+    with (
+        progress_when_known("Embedding chunks", quiet=store.as_json) as tick,
+        store.open() as m,
+    ):
+        report = m.add_knowledge(
+            [str(p) for p in paths], collection=collection, glob=glob or None, progress=tick
+        )
+    if store.as_json:
         emit_json(report.model_dump(mode="json"))
         return
     if report.added or report.updated:
@@ -150,6 +136,7 @@ def _files_table(report: KnowledgeReport) -> Table:
         "memloci knowledge search 'api keys' --collection docs --json",
     ),
 )
+@store_options(read_only=True)
 def search(
     query: Annotated[str, typer.Argument(metavar="QUERY", help="What to look for.")],
     k: Annotated[int, typer.Option("-k", "--top-k", help="How many chunks at most.")] = 5,
@@ -168,18 +155,15 @@ def search(
             show_default=False,
         ),
     ] = None,
-    db: DbOpt = None,
-    read_only: ReadOnlyOpt = False,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """The knowledge chunks closest to a query, best first (those above the threshold)."""
-    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
+    with store.open(must_exist=True) as m:
         hits = m.search_knowledge(query, collections=collection, limit=k, threshold=threshold)
         ns = m.settings.namespace
-        held = set() if hits or as_json else _collections(m, ns)
-    if as_json:
+        held = set() if hits or store.as_json else _collections(m, ns)
+    if store.as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
     elif not hits:
         note(_why_nothing(threshold, ns, collection or [], held))
@@ -222,24 +206,22 @@ def hits_table(hits: list[KnowledgeHit], title: str | None = None) -> Table:
     "list",
     epilog=examples("memloci knowledge list", "memloci knowledge list --collection faq --json"),
 )
+@store_options(read_only=True)
 def list_(
     collection: Annotated[
         str | None,
         typer.Option("--collection", "-c", help="Only this knowledge base.", show_default=False),
     ] = None,
-    db: DbOpt = None,
-    read_only: ReadOnlyOpt = False,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """The documents in the knowledge tier, with their ids and chunk counts."""
-    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
+    with store.open(must_exist=True) as m:
         ns = m.settings.namespace
         sources = m._call(
             m.service.knowledge.list_knowledge_sources(namespace=ns, collection=collection)
         )
-    if as_json:
+    if store.as_json:
         emit_json([s.model_dump(mode="json") for s in sources])
     elif not sources:
         note("No knowledge yet: add some with `memloci knowledge add PATH`.")
@@ -283,20 +265,19 @@ def sources_table(sources: list[KnowledgeSource]) -> Table:
         "memloci knowledge remove docs/ --json",
     ),
 )
+@store_options()
 def remove(
     source: Annotated[
         str, typer.Argument(metavar="SOURCE", help="Source id, file path, or folder path.")
     ],
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Remove documents (and their chunks) from the knowledge tier."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with store.open(must_exist=True) as m:
         ns = m.settings.namespace
         gone = m._call(m.service.knowledge.remove_knowledge(source, namespace=ns))
-    if as_json:
+    if store.as_json:
         emit_json({"action": "removed", "sources": [s.model_dump(mode="json") for s in gone]})
         return
     for s in gone:

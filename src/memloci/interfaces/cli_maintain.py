@@ -15,24 +15,21 @@ import typer
 from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
     AgentOpt,
-    DbOpt,
-    EmbOpt,
-    JsonOpt,
-    NsOpt,
     RoleArg,
+    StoreOptions,
     Table,
     UserOpt,
     emit_json,
     err,
     examples,
     note,
-    open_memory,
     out,
     progress_bar,
     report_error,
     role_of,
     role_settings,
     say,
+    store_options,
 )
 
 if TYPE_CHECKING:
@@ -51,6 +48,7 @@ CONSOLIDATE_EXAMPLES = examples(
 MAINTAIN_EXAMPLES = examples("memloci maintain", "memloci maintain --db team.db --json")
 
 
+@store_options()
 def consolidate(
     role_file: RoleArg = None,
     session: Annotated[
@@ -66,10 +64,8 @@ def consolidate(
         ),
     ] = False,
     agent: AgentOpt = None,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Turn pending conversation sessions into facts, opinions and procedures.
 
@@ -82,10 +78,10 @@ def consolidate(
     cap: int | None = None
     settings: Settings | None = None
     if role is not None:
-        settings = role_settings(role, db, namespace, embedder, with_model=True)
+        settings = role_settings(role, store.db, store.namespace, store.embedder, with_model=True)
         _use_role_model(role, settings, role_file, rules)
         cap = role.memory.consolidation.max_episodes_per_run if role.memory else None
-    with open_memory(db, namespace, embedder, must_exist=True, role=role, settings=settings) as m:
+    with store.open(must_exist=True, role=role, settings=settings) as m:
         service, ns = m.service, m.settings.namespace
         from memloci.consolidation.rules import RuleExtractor
 
@@ -105,7 +101,7 @@ def consolidate(
 
         total = ConsolidationReport(namespace=ns)
         rows: list[tuple[str, ConsolidationReport]] = []
-        with progress_bar(quiet=as_json or len(sessions) < 2) as bar:
+        with progress_bar(quiet=store.as_json or len(sessions) < 2) as bar:
             task = bar.add_task("Consolidating", total=len(sessions))
             for sid, uid, label in sessions:
                 left = None if cap is None else cap - total.episodes
@@ -126,7 +122,7 @@ def consolidate(
                 rows.append((label, report))
                 bar.advance(task)
     waiting = len(sessions) - len(rows) + len(total.partial)
-    if as_json:
+    if store.as_json:
         emit_json(total.model_dump(mode="json"))
     elif not sessions:
         note("Nothing to consolidate: no session has pending conversation turns.")
@@ -137,7 +133,7 @@ def consolidate(
             f"{len(total.created)} new memories, {total.confirmed} confirmed, "
             f"{len(total.superseded)} replaced, {total.entities_created} new entities."
         )
-    if waiting and not as_json:
+    if waiting and not store.as_json:
         note(
             f"Reached max_episodes_per_run ({cap} episodes): {waiting} session(s) stay "
             "pending; run it again for the next ones."
@@ -193,16 +189,13 @@ def _sessions_table(rows: list[tuple[str, ConsolidationReport]], extractor: str)
     return table
 
 
-def maintain(
-    db: DbOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@store_options(namespace=False)
+def maintain(*, store: StoreOptions) -> None:
     """Run the nightly maintenance now: consolidate, decay, enrich, infer causes, embed."""
-    memory = open_memory(db, None, embedder, must_exist=True)
-    with memory as m, nullcontext() if as_json else err.status("Running maintenance…"):
+    memory = store.open(must_exist=True)
+    with memory as m, nullcontext() if store.as_json else err.status("Running maintenance…"):
         report = m._call(m.service.consolidation.maintain())
-    if as_json:
+    if store.as_json:
         emit_json(report.model_dump(mode="json"))
     elif not report.ran:
         say(f"Skipped: {report.message}; nothing was done.")

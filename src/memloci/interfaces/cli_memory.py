@@ -13,14 +13,10 @@ import typer
 from memloci.errors import NotFoundError, ValidationError
 from memloci.interfaces.cli_common import (
     AgentOpt,
-    DbOpt,
-    EmbOpt,
     ForceOpt,
     IdArg,
-    JsonOpt,
-    NsOpt,
-    ReadOnlyOpt,
     RoleArg,
+    StoreOptions,
     Table,
     UserOpt,
     YesOpt,
@@ -33,7 +29,6 @@ from memloci.interfaces.cli_common import (
     memories,
     nodes_table,
     note,
-    open_memory,
     out,
     parse_json,
     plain,
@@ -44,12 +39,15 @@ from memloci.interfaces.cli_common import (
     settings_for,
     stats_table,
     store_missing,
+    store_options,
 )
 from memloci.interfaces.cli_groups import QuickHelpGroup
 from memloci.interfaces.cli_transfer import EXPORT_EXAMPLES, IMPORT_EXAMPLES, export, import_
 from memloci.kinds import FactType, NodeType, Scope
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memloci.models import WriteResult
     from memloci.sdk import Memory
 
@@ -88,6 +86,15 @@ CategoryOpt = Annotated[str | None, typer.Option("--category", "-c", help="Only 
 TextArg = Annotated[str, typer.Argument(metavar="TEXT", help="The text to store.")]
 
 
+def _change(
+    store: StoreOptions, change: Callable[[Memory], WriteResult], *, must_exist: bool = True
+) -> None:
+    """Open the store, make one change through the SDK and print what it did."""
+    with store.open(must_exist=must_exist) as m:
+        result = change(m)
+    _result(result, store.as_json)
+
+
 def _result(result: WriteResult, as_json: bool) -> None:
     if as_json:
         emit_json(result.model_dump(mode="json"))
@@ -104,6 +111,7 @@ def _result(result: WriteResult, as_json: bool) -> None:
         """memloci memory add 'Flight is at 9' --metadata '{"source": "email"}'""",
     ),
 )
+@store_options()
 def add(
     text: TextArg,
     user: UserOpt = None,
@@ -114,16 +122,14 @@ def add(
         str | None, typer.Option(metavar="ISO", help="When it was said (ISO date/time).")
     ] = None,
     metadata: Annotated[str | None, typer.Option(metavar="JSON", help="A JSON object.")] = None,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Add a conversation turn (an episodic memory)."""
     meta = None
     if metadata is not None:
         meta = parse_json(metadata, "--metadata", """'{"source": "email"}'""")
-    with open_memory(db, namespace, embedder) as m:
+    with store.open() as m:
         node = m.add(
             text,
             user=user,
@@ -136,7 +142,7 @@ def add(
     from memloci.models import MemoryNode
 
     assert isinstance(node, MemoryNode)
-    if as_json:
+    if store.as_json:
         emit_json(node.model_dump(mode="json"))
     else:
         say(f"Added [{node.id}] to {node.namespace}.", "bold green")
@@ -150,6 +156,7 @@ def add(
         "memloci memory remember 'The API limit is 100/min' --scope global --confidence 0.8",
     ),
 )
+@store_options()
 def remember(
     text: TextArg,
     key: Annotated[str | None, typer.Option(help="A lookup key, e.g. home_city.")] = None,
@@ -160,10 +167,8 @@ def remember(
     scope: Annotated[Scope | None, typer.Option(show_default=False)] = None,
     confidence: Annotated[float, typer.Option(help="How sure it is, 0–1.")] = 1.0,
     user: UserOpt = None,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Store a fact; a duplicate confirms the existing one, a known key updates it."""
     if not 0.0 <= confidence <= 1.0:  # NaN too (click's range check let it through)
@@ -182,57 +187,32 @@ def remember(
     }
     if value is not None:
         options["value"] = parse_json(value, "--value", """'"Lisbon"'""")
-    with open_memory(db, namespace, embedder) as m:
-        result = m.remember(text, **options)
-    _result(result, as_json)
+    _change(store, lambda m: m.remember(text, **options), must_exist=False)
 
 
 @memory_app.command(
     "update", epilog=examples("memloci memory update a1B2c3D4 'Sam lives in Porto now'")
 )
-def update(
-    memory_id: IdArg,
-    text: TextArg,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@store_options()
+def update(memory_id: IdArg, text: TextArg, *, store: StoreOptions) -> None:
     """Change a memory in place: same id, a new version in its history."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
-        result = m.update(memory_id, text)
-    _result(result, as_json)
+    _change(store, lambda m: m.update(memory_id, text))
 
 
 @memory_app.command(
     "correct", epilog=examples("memloci memory correct a1B2c3D4 'Sam moved to Porto in 2025'")
 )
-def correct(
-    memory_id: IdArg,
-    text: TextArg,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@store_options()
+def correct(memory_id: IdArg, text: TextArg, *, store: StoreOptions) -> None:
     """Replace a fact by a new one that supersedes it (the old one stops being current)."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
-        result = m.correct(memory_id, text)
-    _result(result, as_json)
+    _change(store, lambda m: m.correct(memory_id, text))
 
 
 @memory_app.command("confirm", epilog=examples("memloci memory confirm a1B2c3D4"))
-def confirm(
-    memory_id: IdArg,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@store_options()
+def confirm(memory_id: IdArg, *, store: StoreOptions) -> None:
     """Mark a fact as certain and protect it from decay."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
-        result = m.confirm(memory_id)
-    _result(result, as_json)
+    _change(store, lambda m: m.confirm(memory_id))
 
 
 @memory_app.command(
@@ -242,6 +222,7 @@ def confirm(
         "memloci memory record-use a1B2c3D4 --failure",
     ),
 )
+@store_options()
 def record_use(
     memory_id: IdArg,
     success: Annotated[
@@ -258,17 +239,15 @@ def record_use(
             "--duration-ms", min=0, help="How long it took, in milliseconds.", show_default=False
         ),
     ] = None,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Count one use of a learned procedure (its times used, success rate, duration)."""
     from memloci.tools.render import procedure_record
 
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with store.open(must_exist=True) as m:
         node = m.record_procedure_use(memory_id, success=success, duration_ms=duration_ms)
-    if as_json:
+    if store.as_json:
         emit_json(node.model_dump(mode="json"))
         return
     say(f"recorded: a use of [{node.id}]: {procedure_record(node)}.")
@@ -280,21 +259,20 @@ def record_use(
         "memloci memory delete a1B2c3D4", "memloci memory delete a1B2c3D4 --purge --yes"
     ),
 )
+@store_options()
 def delete(
     memory_id: IdArg,
     purge: Annotated[
         bool, typer.Option("--purge", help="Hard delete: the memory, its history and edges.")
     ] = False,
     yes: YesOpt = False,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Forget a memory (soft delete, history kept); --purge erases it for good."""
-    with open_memory(db, namespace, embedder, must_exist=True) as m:
+    with store.open(must_exist=True) as m:
         if not purge:
-            _result(m.forget(memory_id), as_json)
+            _result(m.forget(memory_id), store.as_json)
             return
         node = m.get(memory_id)
         if not yes:
@@ -303,7 +281,7 @@ def delete(
                 f"refusing to purge {node.id} without confirmation",
             )
         m.purge(node.id)
-    if as_json:
+    if store.as_json:
         emit_json({"action": "purged", "id": node.id})
     else:
         say(f"purged: [{node.id}] and its history, edges and vector are gone.")
@@ -320,6 +298,7 @@ def delete(
         "memloci memory clear --user sam --yes -n demo",
     ),
 )
+@store_options()
 def clear(
     role_file: RoleArg = None,
     user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's.")] = None,
@@ -335,10 +314,8 @@ def clear(
     ] = False,
     yes: ForceOpt = False,
     agent_name: AgentOpt = None,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Erase the memories and sessions of the namespace (or of one user); asks first."""
     if sessions_only and (memories_only or type_ is not None):
@@ -349,11 +326,13 @@ def clear(
     role = role_of(role_file, agent_name)
     agent = role.name if role is not None else None  # a role clears its own agent's sessions
     try:
-        opened = open_memory(db, namespace, embedder, must_exist=True, role=role)
+        opened = store.open(must_exist=True, role=role)
     except NotFoundError:  # nothing to clear: the reference CLI's answer, not an error
-        if as_json:  # the same fields as when the store is there
+        if store.as_json:  # the same fields as when the store is there
             ns = (
-                role_settings(role, db, namespace) if role else settings_for(db, namespace, None)
+                role_settings(role, store.db, store.namespace)
+                if role
+                else settings_for(store.db, store.namespace, None)
             ).namespace
             emit_json(
                 {
@@ -386,7 +365,7 @@ def clear(
             )
         deleted = m.clear(owner=user, type=type_) if total else 0
         sessions = _clear_threads(m, ns, user, agent) if threads else 0
-    if as_json:
+    if store.as_json:
         emit_json(
             {
                 "action": "cleared",
@@ -434,6 +413,7 @@ def _clear_threads(m: Memory, ns: str, user: str | None, agent: str | None) -> i
         "memloci memory search 'trip' --after 2024-04-01 --recipe fulltext",
     ),
 )
+@store_options(read_only=True)
 def search(
     query: Annotated[
         str, typer.Argument(metavar="QUERY", help="What to look for (words or a question).")
@@ -451,14 +431,11 @@ def search(
             help="hybrid (with graph strategies), core (hybrid without them), fulltext or vector."
         ),
     ] = "hybrid",
-    db: DbOpt = None,
-    read_only: ReadOnlyOpt = False,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Hybrid search (full text + meaning + keys), best first."""
-    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
+    with store.open(must_exist=True) as m:
         hits = m.search(
             query,
             k=k,
@@ -470,7 +447,7 @@ def search(
             min_confidence=min_confidence,
             recipe=recipe,
         )
-    if as_json:
+    if store.as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
     elif hits:
         out.print(hits_table(hits))
@@ -486,6 +463,7 @@ def search(
         "memloci memory context 'deploy the API' --json",
     ),
 )
+@store_options(read_only=True)
 def context(
     prompt: Annotated[
         str | None,
@@ -499,18 +477,15 @@ def context(
         int | None,
         typer.Option(help="Tokens the block may use (default: the store's context_budget)."),
     ] = None,
-    db: DbOpt = None,
-    read_only: ReadOnlyOpt = False,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """The memory block an agent puts in its prompt, within a token budget."""
     from memloci.context import estimate_tokens
 
-    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
+    with store.open(must_exist=True) as m:
         block = m.context(prompt, user=user, budget=budget)
-    if as_json:
+    if store.as_json:
         emit_json({"context": block, "tokens": estimate_tokens(block)})
     elif block:
         typer.echo(plain(block, lines=True))
@@ -528,6 +503,7 @@ def context(
         "memloci memory list --limit 50 --offset 50 --include-forgotten",
     ),
 )
+@store_options(read_only=True)
 def list_(
     role_file: RoleArg = None,
     user: UserOpt = None,
@@ -539,15 +515,12 @@ def list_(
         bool, typer.Option("--include-forgotten", help="Also forgotten and replaced ones.")
     ] = False,
     agent: AgentOpt = None,
-    db: DbOpt = None,
-    read_only: ReadOnlyOpt = False,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """List memories, oldest first."""
     role = role_of(role_file, agent)
-    with open_memory(db, namespace, embedder, must_exist=True, role=role, read_only=read_only) as m:
+    with store.open(must_exist=True, role=role) as m:
         nodes = m.list(
             user=user,
             type=type_,
@@ -556,7 +529,7 @@ def list_(
             offset=offset,
             include_forgotten=include_forgotten,
         )
-    if as_json:
+    if store.as_json:
         emit_json([n.model_dump(mode="json") for n in nodes])
     elif nodes:
         out.print(nodes_table(nodes))
@@ -567,37 +540,25 @@ def list_(
 
 
 @memory_app.command("show", epilog=examples("memloci memory show a1B2c3D4 --json"))
-def show(
-    memory_id: IdArg,
-    db: DbOpt = None,
-    read_only: ReadOnlyOpt = False,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@store_options(read_only=True)
+def show(memory_id: IdArg, *, store: StoreOptions) -> None:
     """Show every field of one memory."""
-    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
+    with store.open(must_exist=True) as m:
         node = m.get(memory_id)
-    if as_json:
+    if store.as_json:
         emit_json(node.model_dump(mode="json"))
     else:
         out.print(fields_table(node.model_dump(mode="json")))
 
 
 @memory_app.command("history", epilog=examples("memloci memory history a1B2c3D4"))
-def history(
-    memory_id: IdArg,
-    db: DbOpt = None,
-    read_only: ReadOnlyOpt = False,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@store_options(read_only=True)
+def history(memory_id: IdArg, *, store: StoreOptions) -> None:
     """Show every version of a memory, oldest first."""
-    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
+    with store.open(must_exist=True) as m:
         m.get(memory_id)  # unknown id → NotFoundError with a hint
         versions = m.history(memory_id)
-    if as_json:
+    if store.as_json:
         emit_json([v.model_dump(mode="json") for v in versions])
         return
     table = Table(title=f"history of {memory_id}", title_justify="left")
@@ -616,17 +577,12 @@ def history(
 
 
 @memory_app.command("stats", epilog=examples("memloci memory stats", "memloci memory stats --json"))
-def stats(
-    db: DbOpt = None,
-    read_only: ReadOnlyOpt = False,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@store_options(read_only=True)
+def stats(*, store: StoreOptions) -> None:
     """Counts by type, edges, pending embeddings, size and embedding model."""
-    with open_memory(db, namespace, embedder, must_exist=True, read_only=read_only) as m:
+    with store.open(must_exist=True) as m:
         result = m.stats()
-    if as_json:
+    if store.as_json:
         emit_json(result.model_dump(mode="json"))
     else:
         out.print(stats_table(result))

@@ -21,22 +21,18 @@ import typer
 from memloci.errors import ValidationError
 from memloci.interfaces.cli_common import (
     AgentOpt,
-    DbOpt,
-    EmbOpt,
-    JsonOpt,
-    NsOpt,
-    ReadOnlyOpt,
+    StoreOptions,
     counter,
     embed_all,
     emit_json,
     err,
     examples,
     note,
-    open_memory,
     progress_bar,
     role_of,
     say,
     sqlite_file,
+    store_options,
 )
 
 if TYPE_CHECKING:
@@ -59,6 +55,7 @@ EXPORT_EXAMPLES = examples(
 )
 
 
+@store_options(read_only=True)
 def export(
     target: Annotated[
         Path | None,
@@ -87,11 +84,8 @@ def export(
         ),
     ] = None,
     agent: AgentOpt = None,
-    db: DbOpt = None,
-    read_only: ReadOnlyOpt = False,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Write the namespace's memories to a JSON file (or a JSON Lines backup)."""
     role_file: Path | None = None
@@ -114,9 +108,9 @@ def export(
         )
     kind = fmt or (ExportFormat.JSONL if file.suffix.lower() == ".jsonl" else ExportFormat.JSON)
     role = role_of(role_file, agent)
-    with open_memory(db, namespace, embedder, must_exist=True, role=role, read_only=read_only) as m:
+    with store.open(must_exist=True, role=role) as m:
         ns = m.settings.namespace
-        with nullcontext() if as_json else err.status(f"Exporting {ns}…"):
+        with nullcontext() if store.as_json else err.status(f"Exporting {ns}…"):
             try:
                 if kind is ExportFormat.JSONL:
                     count = m.export(str(file))
@@ -129,7 +123,7 @@ def export(
                     f"cannot write {file}: {exc.strerror or exc}", hint="check the path"
                 ) from None
     unit = "lines" if kind is ExportFormat.JSONL else "memories"
-    if as_json:
+    if store.as_json:
         emit_json({"file": str(file), "namespace": ns, "format": kind.value, unit: count})
     else:
         say(f"Exported namespace {ns!r} to {file} ({count} {unit}).")
@@ -183,6 +177,7 @@ IMPORT_EXAMPLES = examples(
 )
 
 
+@store_options()
 def import_(
     file: Annotated[
         str,
@@ -192,10 +187,8 @@ def import_(
             "array of memories (embedded after the import).",
         ),
     ],
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    store: StoreOptions,
 ) -> None:
     """Load an export into the namespace (all-or-nothing), then embed what needs it."""
     if Path(file).is_dir():
@@ -213,19 +206,19 @@ def import_(
             hint=f"copy a whole store with `memloci migrate --from {quote(file)} --to STORE`, "
             "or export a namespace of it with `memloci memory export --db`",
         )
-    with open_memory(db, namespace, embedder) as m:
-        with progress_bar(quiet=as_json) as bar:
+    with store.open() as m:
+        with progress_bar(quiet=store.as_json) as bar:
             task = bar.add_task("Importing", total=None)
             try:
                 report = m.import_file(file, progress=counter(bar, task, None))
             except (OSError, UnicodeDecodeError) as exc:
                 raise ValidationError(f"cannot read {file}: {exc}") from None
             bar.update(task, total=report.nodes + report.skipped)
-        pending = embed_all(m, "Embedding", quiet=as_json)
+        pending = embed_all(m, "Embedding", quiet=store.as_json)
     embedded = max(0, report.needs_embedding - pending)
     data = {**asdict(report), "embedded": embedded}
     del data["names_to_embed"]  # entity ids, embedded by the import itself
-    if as_json:
+    if store.as_json:
         emit_json(data)
         return
     say(

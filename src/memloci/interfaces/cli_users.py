@@ -12,10 +12,8 @@ from typing import Annotated
 import typer
 
 from memloci.interfaces.cli_common import (
-    DbOpt,
     EmbedderName,
-    JsonOpt,
-    NsOpt,
+    StoreOptions,
     Table,
     YesOpt,
     confirm_or_refuse,
@@ -26,6 +24,7 @@ from memloci.interfaces.cli_common import (
     open_memory,
     out,
     say,
+    store_options,
 )
 from memloci.service.privacy import ForgetReport
 
@@ -58,18 +57,13 @@ def report_table(report: ForgetReport) -> Table:
         "memloci users forget telegram:42 --db team.db -n support --yes",
     ),
 )
-def forget(
-    user: UserArg,
-    yes: YesOpt = False,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@store_options(embedder=False)
+def forget(user: UserArg, yes: YesOpt = False, *, store: StoreOptions) -> None:
     """Forget a person completely; asks first (or --yes).
 
     Every memory, version, vector, edge, thread, identifier and entity only they
     mention goes in one transaction; then the file is scrubbed of their text."""
-    with open_memory(db, namespace, EmbedderName.NONE, must_exist=True) as m:
+    with open_memory(store.db, store.namespace, EmbedderName.NONE, must_exist=True) as m:
         ns = m.settings.namespace
         if not yes:
             total = m.count(owner=user, include_forgotten=True, namespace=ns)
@@ -79,7 +73,7 @@ def forget(
                 f"refusing to forget user {user!r} without --yes",
             )
         report = m.forget_user(user)
-    if as_json:
+    if store.as_json:
         emit_json(report.model_dump(mode="json"))
         return
     if report.memories or report.users or report.threads:

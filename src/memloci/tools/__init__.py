@@ -14,12 +14,13 @@ from memloci.tools.defs import (
     mcp_tools,
     openai_tools,
 )
-from memloci.tools.dispatch import Tools
+from memloci.tools.dispatch import ToolBinding, Tools
 from memloci.tools.schema import clean_schema
 
 __all__ = [
     "TOOLS",
     "McpTool",
+    "ToolBinding",
     "ToolDef",
     "Tools",
     "anthropic_tools",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import ErrorDetails
@@ -24,6 +24,17 @@ from memloci.tools.defs import TOOLS, ToolDef
 from memloci.tools.handlers import Bound
 
 logger = logging.getLogger("memloci.tools")
+
+
+class ToolBinding(TypedDict, total=False):
+    """Who the tools run for (see :class:`Tools`): fixed by the host application, never
+    by the model."""
+
+    namespace: str | None
+    user: str | None
+    agent: str | None
+    session: str | None
+    types: Sequence[NodeType | str] | None
 
 
 class Tools:

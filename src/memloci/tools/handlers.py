@@ -20,6 +20,7 @@ from memloci.models import (
     NodeType,
     ProcedureType,
     SearchHit,
+    WriteResult,
 )
 from memloci.service import MemoryService
 from memloci.tools import render as r
@@ -98,6 +99,19 @@ class Bound:
                 f"this memory has no {kind.value} tier for you: nothing was stored",
                 hint=f"it holds {', '.join(t.value for t in self.types)} memories",
             )
+
+    async def remember(self, text: str, **options: Any) -> WriteResult:
+        """Store a fact as this caller (its namespace, user, agent and session) through
+        the service's ``remember``; refused when the caller has no fact tier."""
+        self.may_store(NodeType.SEMANTIC)
+        return await self.service.memories.remember(
+            text,
+            namespace=self.namespace,
+            user=self.user,
+            agent=self.agent,
+            session=self.session,
+            **options,
+        )
 
     async def writable(self, memory_id: str) -> MemoryNode:
         """The memory, if this caller may change it: another agent's memories in a
@@ -385,19 +399,14 @@ async def weak_facts(b: Bound, a: WeakFactsArgs) -> str:
 
 
 async def remember(b: Bound, a: RememberArgs) -> str:
-    b.may_store(NodeType.SEMANTIC)
-    result = await b.service.memories.remember(
+    result = await b.remember(
         a.text,
-        namespace=b.namespace,
         key=a.key,
         value=a.value,
         category=a.category,
         subject=a.subject,
         fact_type=a.fact_type,
         overwrite=a.overwrite,
-        user=b.user,
-        agent=b.agent,
-        session=b.session,
     )
     if a.content is None:  # a key/value: "Remembered: color = blue (created)"
         if result.action == "exists":  # the model must not read that red was stored
@@ -414,16 +423,8 @@ async def remember(b: Bound, a: RememberArgs) -> str:
 
 
 async def add_to_memory(b: Bound, a: AddToMemoryArgs) -> str:
-    b.may_store(NodeType.SEMANTIC)
-    result = await b.service.memories.remember(
-        a.content,
-        namespace=b.namespace,
-        category=a.category,
-        subject=a.subject,
-        user=b.user,
-        agent=b.agent,
-        session=b.session,
-        suggest_on_subject=True,
+    result = await b.remember(
+        a.content, category=a.category, subject=a.subject, suggest_on_subject=True
     )
     return r.write(result)
 
