@@ -315,29 +315,6 @@ def render_dynamic(placed: dict[str, list[Placed]]) -> str:
     return "\n".join(parts)
 
 
-def build_context_parts(
-    *,
-    facts: Sequence[MemoryNode],
-    procedures: Sequence[MemoryNode] = (),
-    candidates: Sequence[Candidate] = (),
-    budget: int = 1000,
-    stable_share: float = 1.0,
-    total: int | None = None,
-    loaded: str | None = None,
-) -> tuple[str, str]:
-    """Render the block as ``(cacheable, dynamic)`` (:func:`compose` with its report)."""
-    composed = compose(
-        facts=facts,
-        procedures=procedures,
-        candidates=candidates,
-        budget=budget,
-        stable_share=stable_share,
-        total=total,
-        loaded=loaded,
-    )
-    return composed.cacheable, composed.dynamic
-
-
 @dataclass(frozen=True)
 class Composed:
     """A composed block: its two parts, the ids the cacheable part shows, and what the
@@ -404,7 +381,7 @@ def compose(
 
 
 def join_parts(cacheable: str, dynamic: str) -> str:
-    """The whole block from :func:`build_context_parts`' two parts."""
+    """The whole block from the two parts :func:`compose` gives."""
     return "\n".join(p for p in (cacheable, dynamic) if p)
 
 

@@ -513,6 +513,46 @@ class KeyPage(Generic[T]):
     next_cursor: str | None
 
 
+@dataclass(frozen=True)
+class ThreadFilter:
+    """Which conversation threads a list reads: those of ``namespace``, of that ``user``
+    and ``agent`` when given (exactly)."""
+
+    namespace: str
+    user: str | None = None
+    agent: str | None = None
+
+
+@dataclass(frozen=True)
+class EntityFilter:
+    """Which entities a list reads: those of ``namespace``, of that ``type`` when given,
+    with ``query`` in a name or alias when given (any case)."""
+
+    namespace: str
+    type: str | None = None
+    query: str | None = None
+
+
+@dataclass(frozen=True)
+class UserFilter:
+    """Which memory users a list reads: those of ``namespace``, with ``query`` in the id
+    or display name when given (any case)."""
+
+    namespace: str
+    query: str | None = None
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """Which page of a paged list to read: at most ``limit`` rows, starting strictly
+    after the row ``cursor`` holds the key of (the ``next_cursor`` of the page before;
+    None: the first row), then ``offset`` rows further on."""
+
+    limit: int = 50
+    offset: int = 0
+    cursor: str | None = None
+
+
 @dataclass
 class Health:
     """What :meth:`Store.doctor` found and, with ``repair``, fixed. Each list names the

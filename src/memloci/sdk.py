@@ -33,6 +33,8 @@ from memloci.sdk_args import (
     ContextFilters,
     CorrectOptions,
     EpisodeOptions,
+    KnowledgeAddOptions,
+    KnowledgeSearchOptions,
     LookupOptions,
     ProcedureOptions,
     ProcedureUseOptions,
@@ -363,38 +365,27 @@ class AsyncMemory:
         return await self.service.knowledge.reembed_knowledge(progress=progress)
 
     async def add_knowledge(
-        self,
-        paths: PathLike | Sequence[PathLike],
-        *,
-        namespace: str | None = None,
-        collection: str = "default",
-        glob: str | Sequence[str] | None = None,
-        progress: KnowledgeProgress | None = None,
+        self, paths: PathLike | Sequence[PathLike], **options: Unpack[KnowledgeAddOptions]
     ) -> KnowledgeReport:
-        """Add files / folders to the read-only knowledge tier (chunked and embedded).
+        """Add files / folders to the read-only knowledge tier (chunked and embedded), in
+        ``collection`` (default ``default``).
 
         Folders are walked for ``glob`` (default ``*.md``, ``*.txt``, ``*.rst``); an
         unchanged file is skipped, a changed one replaced. ``progress(done, total)``
         counts chunks.
         """
-        return await self.service.knowledge.add_knowledge(
-            paths, namespace=namespace, collection=collection, glob=glob, progress=progress
-        )
+        known("add_knowledge", options, OPTIONS["add_knowledge"])
+        return await self.service.knowledge.add_knowledge(paths, **options)
 
     async def search_knowledge(
-        self,
-        query: str,
-        *,
-        namespace: str | Sequence[str] | None = None,
-        collections: Sequence[str] | None = None,
-        limit: int = 5,
-        threshold: float = 0.3,
+        self, query: str, **options: Unpack[KnowledgeSearchOptions]
     ) -> list[KnowledgeHit]:
         """The best knowledge chunks for ``query`` with a score ≥ ``threshold`` (cosine
-        similarity; full-text relevance in 0–1 without an embedder), best first."""
-        return await self.service.knowledge.search_knowledge(
-            query, namespace=namespace, collections=collections, limit=limit, threshold=threshold
-        )
+        similarity; full-text relevance in 0–1 without an embedder), best first: at most
+        ``limit`` (5), ``threshold`` 0.3 unless given; ``collections`` names the knowledge
+        bases to search (default: all)."""
+        known("search_knowledge", options, OPTIONS["search_knowledge"])
+        return await self.service.knowledge.search_knowledge(query, **options)
 
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait until every memory has its embedding (False on timeout)."""
@@ -580,17 +571,10 @@ class Memory:
     context_report.__doc__ = AsyncMemory.context_report.__doc__
 
     def search_knowledge(
-        self,
-        query: str,
-        *,
-        namespace: str | Sequence[str] | None = None,
-        collections: Sequence[str] | None = None,
-        limit: int = 5,
-        threshold: float = 0.3,
+        self, query: str, **options: Unpack[KnowledgeSearchOptions]
     ) -> list[KnowledgeHit]:
-        return self.service.knowledge.search_knowledge.now(
-            query, namespace=namespace, collections=collections, limit=limit, threshold=threshold
-        )
+        known("search_knowledge", options, OPTIONS["search_knowledge"])
+        return self.service.knowledge.search_knowledge.now(query, **options)
 
     search_knowledge.__doc__ = AsyncMemory.search_knowledge.__doc__
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from memloci.kinds import FactType, NodeType, Scope
 from memloci.models import EpisodeDetails, ProcedureType, SourceType
+
+if TYPE_CHECKING:
+    from memloci.service.knowledge import KnowledgeProgress
 
 
 def known(name: str, given: Mapping[str, Any], allowed: Iterable[str]) -> None:
@@ -141,6 +144,26 @@ class ProcedureUseOptions(TypedDict, total=False):
     duration_ms: float | None
 
 
+class KnowledgeAddOptions(TypedDict, total=False):
+    """Where ``add_knowledge`` files what it reads (all optional; the service's defaults:
+    the default namespace, collection ``default``, ``*.md``, ``*.txt`` and ``*.rst``)."""
+
+    namespace: str | None
+    collection: str
+    glob: str | Sequence[str] | None
+    progress: KnowledgeProgress | None
+
+
+class KnowledgeSearchOptions(TypedDict, total=False):
+    """Where ``search_knowledge`` looks and how much it returns (all optional; the
+    service's defaults: every collection, ``limit=5``, ``threshold=0.3``)."""
+
+    namespace: str | Sequence[str] | None
+    collections: Sequence[str] | None
+    limit: int
+    threshold: float
+
+
 def _keys(options: Any) -> frozenset[str]:
     return frozenset(options.__required_keys__ | options.__optional_keys__)
 
@@ -155,6 +178,8 @@ OPTIONS: dict[str, frozenset[str]] = {
     "learn_procedure": _keys(ProcedureOptions),
     "record_episode": _keys(EpisodeOptions),
     "record_procedure_use": _keys(ProcedureUseOptions),
+    "add_knowledge": _keys(KnowledgeAddOptions),
+    "search_knowledge": _keys(KnowledgeSearchOptions),
 }
 
 
@@ -166,6 +191,8 @@ __all__ = [
     "ContextFilters",
     "CorrectOptions",
     "EpisodeOptions",
+    "KnowledgeAddOptions",
+    "KnowledgeSearchOptions",
     "LookupOptions",
     "ProcedureOptions",
     "ProcedureUseOptions",

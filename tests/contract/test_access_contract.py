@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memloci.models import Scope
+from memloci.models import PageRequest, Scope
 from memloci.rules import reinforced
 from memloci.storage.base import DecayUpdate, NodePatch, Store
 
@@ -80,9 +80,11 @@ def test_touch_leaves_the_nodes_row_alone(store_factory: StoreFactory) -> None:
     assert [n.id for n in store.memories.list_nodes(flt(min_confidence=expected - 1e-9))] == [
         node.id
     ]
-    page = store.pages.page_nodes(flt(), limit=1, order="confidence")
+    page = store.pages.page_nodes(flt(), PageRequest(limit=1), order="confidence")
     assert [(n.id, n.access_count) for n in page.items] == [(other.id, 1)]
-    page = store.pages.page_nodes(flt(), limit=1, order="confidence", cursor=page.next_cursor)
+    page = store.pages.page_nodes(
+        flt(), PageRequest(limit=1, cursor=page.next_cursor), order="confidence"
+    )
     assert page.items == [got]
     assert {n.id: n for n in store.memories.iter_nodes("default")}[node.id] == got
     candidates = store.jobs.decay_candidates("default", got.type, after=0, limit=10)

@@ -15,12 +15,16 @@ from memloci.errors import ValidationError
 from memloci.models import (
     NODE_ORDERS,
     Entity,
+    EntityFilter,
     MemoryNode,
     MemoryUser,
     NodeType,
+    PageRequest,
     Scope,
     Thread,
+    ThreadFilter,
     ThreadMessage,
+    UserFilter,
     short_id,
 )
 from memloci.storage.base import NodeFilter, Store
@@ -62,7 +66,7 @@ def walk_nodes(store: Store, order: str, limit: int, between: Any = None) -> lis
     seen: list[str] = []
     cursor: str | None = None
     while True:
-        page = store.pages.page_nodes(ALL, limit=limit, order=order, cursor=cursor)
+        page = store.pages.page_nodes(ALL, PageRequest(limit=limit, cursor=cursor), order=order)
         assert len(page.items) <= limit
         assert page.total >= len(page.items)
         seen += [n.id for n in page.items]
@@ -80,15 +84,15 @@ def test_cursor_pages_list_what_offset_pages_list_when_nothing_changes(
     seed_nodes(store, 23)
     by_offset = [n.id for n in store.memories.list_nodes(ALL, limit=100, order=order)]
     assert walk_nodes(store, order, 5) == by_offset
-    first = store.pages.page_nodes(ALL, limit=5, order=order, offset=5)
+    first = store.pages.page_nodes(ALL, PageRequest(limit=5, offset=5), order=order)
     assert [n.id for n in first.items] == by_offset[5:10] and first.total == 23
 
 
 def test_last_page_has_no_cursor_and_an_empty_list_has_none(store: Store) -> None:
-    empty = store.pages.page_nodes(ALL, limit=10)
+    empty = store.pages.page_nodes(ALL, PageRequest(limit=10))
     assert (empty.items, empty.total, empty.next_cursor) == ([], 0, None)
     seed_nodes(store, 4)
-    exact = store.pages.page_nodes(ALL, limit=4, order="-created")
+    exact = store.pages.page_nodes(ALL, PageRequest(limit=4), order="-created")
     assert len(exact.items) == 4 and exact.total == 4 and exact.next_cursor is None
 
 
@@ -105,7 +109,7 @@ def test_rows_written_while_paging_newest_first_never_shift_the_pages(store: Sto
     assert len(seen) == len(set(seen)), "a row was listed twice"
     assert set(original) <= set(seen), "a row was skipped"
     assert (
-        store.pages.page_nodes(ALL, limit=1).total
+        store.pages.page_nodes(ALL, PageRequest(limit=1)).total
         == store.memories.count_nodes(ALL)
         == 30 + 4 * 4 - 4
     )
@@ -124,15 +128,15 @@ def test_rows_written_while_paging_by_category_never_shift_the_pages(store: Stor
 
 def test_a_bad_cursor_is_a_validation_error(store: Store) -> None:
     seed_nodes(store, 6)
-    cursor = store.pages.page_nodes(ALL, limit=2, order="-created").next_cursor
+    cursor = store.pages.page_nodes(ALL, PageRequest(limit=2), order="-created").next_cursor
     assert cursor is not None
     for bad in ("nonsense!", "", "e30", cursor[:-3], cursor + "x"):
         with pytest.raises(ValidationError, match="cursor"):
-            store.pages.page_nodes(ALL, limit=2, order="-created", cursor=bad)
+            store.pages.page_nodes(ALL, PageRequest(limit=2, cursor=bad), order="-created")
     with pytest.raises(ValidationError, match="cursor"):  # made for another order
-        store.pages.page_nodes(ALL, limit=2, order="created", cursor=cursor)
+        store.pages.page_nodes(ALL, PageRequest(limit=2, cursor=cursor), order="created")
     with pytest.raises(ValidationError, match="cursor"):  # made for another list
-        store.pages.page_threads("default", limit=2, cursor=cursor)
+        store.pages.page_threads(ThreadFilter("default"), PageRequest(limit=2, cursor=cursor))
 
 
 def test_threads_page_by_last_update_and_a_thread_updated_meanwhile_moves_alone(
@@ -146,7 +150,9 @@ def test_threads_page_by_last_update_and_a_thread_updated_meanwhile_moves_alone(
     touched: list[str] = []
     step = 0
     while True:
-        page = store.pages.page_threads("default", limit=4, cursor=cursor)
+        page = store.pages.page_threads(
+            ThreadFilter("default"), PageRequest(limit=4, cursor=cursor)
+        )
         assert page.total >= len(page.items) and all(t.message_count == 1 for t in page.items)
         seen += [t.id for t in page.items]
         if page.next_cursor is None:
@@ -175,7 +181,9 @@ def test_entities_page_by_mentions_without_skips_or_repeats(store: Store) -> Non
     cursor: str | None = None
     k = 0
     while True:
-        page = store.pages.page_entities("default", limit=4, cursor=cursor)
+        page = store.pages.page_entities(
+            EntityFilter("default"), PageRequest(limit=4, cursor=cursor)
+        )
         assert page.total >= len(page.items)
         seen += [e.id for e in page.items]
         if page.next_cursor is None:
@@ -193,16 +201,18 @@ def test_entities_page_by_mentions_without_skips_or_repeats(store: Store) -> Non
 def test_users_page_by_creation(store: Store) -> None:
     for i in range(9):
         store.people.upsert_user(MemoryUser(id=f"u{i}", namespace="default", created_at=at(i)))
-    first = store.pages.page_users("default", limit=4)
+    first = store.pages.page_users(UserFilter("default"), PageRequest(limit=4))
     assert [u.id for u in first.items] == ["u0", "u1", "u2", "u3"] and first.total == 9
     store.people.delete_users("default", ["u0", "u1"])  # offset 4 would now skip u4 and u5
-    second = store.pages.page_users("default", limit=4, cursor=first.next_cursor)
+    second = store.pages.page_users(
+        UserFilter("default"), PageRequest(limit=4, cursor=first.next_cursor)
+    )
     assert [u.id for u in second.items] == ["u4", "u5", "u6", "u7"] and second.total == 7
 
 
 def test_page_filters_like_list_and_counts_the_filter(store: Store) -> None:
     seed_nodes(store, 12)
     only = NodeFilter(namespaces=("default",), categories=("person",))
-    page = store.pages.page_nodes(only, limit=2, order="-created")
+    page = store.pages.page_nodes(only, PageRequest(limit=2), order="-created")
     assert page.total == store.memories.count_nodes(only) == 4
     assert all(n.category == "person" for n in page.items)

@@ -15,7 +15,7 @@ from memloci import Memory
 from memloci.context import (
     Candidate,
     EntityProfile,
-    build_context_parts,
+    compose,
     entity_line,
     episode_line,
     estimate_tokens,
@@ -118,13 +118,12 @@ def test_whole_block_stays_within_the_budget_whatever_the_mix(
         *(Candidate("facts", (fact_line(n),), (n.id,)) for n in extra_facts),
     ]
     kwargs: dict[str, Any] = {"facts": fact_nodes, "procedures": procs, "candidates": candidates}
-    cacheable, dynamic = build_context_parts(**kwargs, budget=budget, stable_share=share)
+    composed = compose(**kwargs, budget=budget, stable_share=share)
+    cacheable, dynamic = composed.cacheable, composed.dynamic
     assert estimate_tokens(join_parts(cacheable, dynamic)) <= budget
     # the cacheable part is the same whatever the prompt brought up
-    plain = build_context_parts(
-        facts=fact_nodes, procedures=procs, budget=budget, stable_share=share
-    )
-    assert plain[0] == cacheable
+    plain = compose(facts=fact_nodes, procedures=procs, budget=budget, stable_share=share)
+    assert plain.cacheable == cacheable
     # standing procedures in at most half the budget, "Your Memory" in its share
     head, _, memory = cacheable.partition("## Your Memory")
     assert estimate_tokens(head) <= budget // 2 + 1
@@ -132,9 +131,8 @@ def test_whole_block_stays_within_the_budget_whatever_the_mix(
         assert estimate_tokens("## Your Memory" + memory) <= int(budget * share)
     # a complex prompt's block may be given more in all: still within that total
     total = budget + budget // 2
-    both = join_parts(
-        *build_context_parts(**kwargs, budget=budget, stable_share=share, total=total)
-    )
+    wider = compose(**kwargs, budget=budget, stable_share=share, total=total)
+    both = join_parts(wider.cacheable, wider.dynamic)
     assert estimate_tokens(both) <= total
     assert both.startswith(cacheable)
     # an item appears once: no fact the cacheable part shows comes again in the dynamic one

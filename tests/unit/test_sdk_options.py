@@ -13,6 +13,7 @@ import pytest
 from memloci import Memory
 from memloci.sdk_args import OPTIONS
 from memloci.service.edits import Edits
+from memloci.service.knowledge import Knowledge
 from memloci.service.memories import Memories
 
 SERVICE: dict[str, Callable[..., Any]] = {
@@ -23,6 +24,8 @@ SERVICE: dict[str, Callable[..., Any]] = {
     "learn_procedure": Memories.learn_procedure.fn,
     "record_episode": Memories.record_episode.fn,
     "record_procedure_use": Memories.record_procedure_use.fn,
+    "add_knowledge": Knowledge.add_knowledge.fn,
+    "search_knowledge": Knowledge.search_knowledge.fn,
 }
 
 

@@ -12,7 +12,17 @@ from __future__ import annotations
 
 from memloci import validate as v
 from memloci.errors import ValidationError
-from memloci.models import Entity, EntityType, MemoryNode, MemoryUser, Thread
+from memloci.models import (
+    Entity,
+    EntityFilter,
+    EntityType,
+    MemoryNode,
+    MemoryUser,
+    PageRequest,
+    Thread,
+    ThreadFilter,
+    UserFilter,
+)
 from memloci.service.calls import threaded
 from memloci.service.core import Service
 from memloci.service.records import entity_type
@@ -20,11 +30,13 @@ from memloci.storage.base import NodeFilter
 from memloci.storage.paging import CURSOR_MAX, KeyPage
 
 
-def _cursor(cursor: str | None, offset: int) -> str | None:
-    """A cursor as given (the store checks what it holds), or a clear error. An empty
-    one is the first page (as none: a form's blank field, ``?cursor=``)."""
+def _page(limit: int, offset: int, cursor: str | None) -> PageRequest:
+    """The page asked for, checked: ``limit`` and ``offset`` in range, and a cursor as
+    given (the store checks what it holds) or a clear error. An empty cursor is the
+    first page (as none: a form's blank field, ``?cursor=``)."""
+    v.page(limit, offset)
     if cursor is None or cursor == "":
-        return None
+        return PageRequest(limit, offset)
     if not isinstance(cursor, str) or not 1 <= len(cursor) <= CURSOR_MAX:
         raise ValidationError(
             "invalid cursor: not a cursor this server made",
@@ -35,7 +47,7 @@ def _cursor(cursor: str | None, offset: int) -> str | None:
             "give a cursor or an offset, not both: the cursor says where the page starts",
             hint="drop offset when you pass next_cursor",
         )
-    return cursor
+    return PageRequest(limit, offset, cursor)
 
 
 class Paging(Service):
@@ -52,9 +64,8 @@ class Paging(Service):
         cursor: str | None = None,
     ) -> KeyPage[MemoryNode]:
         """Memories of ``flt`` in ``order`` (one of ``NODE_ORDERS``), with their total."""
-        v.page(limit, offset)
-        cur = _cursor(cursor, offset)
-        return self.store.pages.page_nodes(flt, limit=limit, offset=offset, order=order, cursor=cur)
+        page = _page(limit, offset, cursor)
+        return self.store.pages.page_nodes(flt, page, order=order)
 
     @threaded
     def page_threads(
@@ -69,11 +80,9 @@ class Paging(Service):
     ) -> KeyPage[Thread]:
         """Threads, last updated first (a thread that gets messages moves to the top)."""
         ns, agent = self.core.ns(namespace), v.ident(agent, "agent")
-        v.page(limit, offset)
-        cur, user = _cursor(cursor, offset), self.owners.owner(ns, user)
-        return self.store.pages.page_threads(
-            ns, user=user, agent=agent, limit=limit, offset=offset, cursor=cur
-        )
+        page = _page(limit, offset, cursor)
+        flt = ThreadFilter(ns, user=self.owners.owner(ns, user), agent=agent)
+        return self.store.pages.page_threads(flt, page)
 
     @threaded
     def page_entities(
@@ -88,11 +97,8 @@ class Paging(Service):
     ) -> KeyPage[Entity]:
         """Entities, most mentioned first; ``query`` matches names and aliases."""
         ns, kind, q = self.core.ns(namespace), entity_type(type), v.label(query, "query", 200)
-        v.page(limit, offset)
-        cur = _cursor(cursor, offset)
-        return self.store.pages.page_entities(
-            ns, type=kind, query=q, limit=limit, offset=offset, cursor=cur
-        )
+        page = _page(limit, offset, cursor)
+        return self.store.pages.page_entities(EntityFilter(ns, kind, q), page)
 
     @threaded
     def page_users(
@@ -106,6 +112,4 @@ class Paging(Service):
     ) -> KeyPage[MemoryUser]:
         """Memory users, oldest first; ``query`` matches id or display name."""
         ns, q = self.core.ns(namespace), v.label(query, "query", 200)
-        v.page(limit, offset)
-        cur = _cursor(cursor, offset)
-        return self.store.pages.page_users(ns, query=q, limit=limit, offset=offset, cursor=cur)
+        return self.store.pages.page_users(UserFilter(ns, q), _page(limit, offset, cursor))

@@ -24,10 +24,20 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memloci.errors import ValidationError
 from memloci.models import KeyPage as KeyPage
+from memloci.models import PageRequest as PageRequest
 from memloci.storage.access import live
 
 if TYPE_CHECKING:
-    from memloci.models import Entity, MemoryNode, MemoryUser, NodeFilter, Thread
+    from memloci.models import (
+        Entity,
+        EntityFilter,
+        MemoryNode,
+        MemoryUser,
+        NodeFilter,
+        Thread,
+        ThreadFilter,
+        UserFilter,
+    )
 
 T = TypeVar("T")
 CURSOR_MAX = 2000  # characters; a longer cursor was never made here
@@ -138,15 +148,14 @@ def read_page(
     where: str,
     params: Sequence[Any],
     keys: Keyset,
-    limit: int,
-    offset: int,
-    cursor: str | None,
+    page: PageRequest,
     ph: str,
     convert: Callable[[Any], T],
 ) -> KeyPage[T]:
     """One page of ``table`` (aliased in ``columns`` / ``where``) and the total of
     ``where``, on connection ``c`` (the caller holds it in one snapshot); ``offset``
     counts from the cursor's row when both are given."""
+    limit, cursor = page.limit, page.cursor
     after, after_params = (
         keys.after_sql(keys.decode(cursor), ph) if cursor is not None else ("", [])
     )
@@ -155,7 +164,7 @@ def read_page(
         f"SELECT {columns}, {keys.select_sql()} FROM {table} WHERE {where}"
         f"{' AND ' + after if after else ''} ORDER BY {keys.order_sql()}"
         f" LIMIT {ph} OFFSET {ph}",
-        [*params, *after_params, limit + 1, offset],
+        [*params, *after_params, limit + 1, page.offset],
     ).fetchall()
     total = int(
         c.execute(f"SELECT count(*) FROM {table} WHERE {where}", list(params)).fetchone()[0]
@@ -170,56 +179,24 @@ def read_page(
 
 
 class PagedReads(Protocol):
-    """The paged lists of :class:`~memloci.storage.base.Store`: each returns one page and
-    the total of the same snapshot, and pages on by ``cursor`` (the ``next_cursor`` of
-    the page before: strictly after its last row) or ``offset`` (counted from the
-    cursor's row when both are given). A cursor of another list or order, or one this
-    store did not make, is a ValidationError."""
+    """The paged lists of :class:`~memloci.storage.base.Store`: each returns the page
+    ``page`` asks for and the total of the same snapshot, and pages on by its ``cursor``
+    (the ``next_cursor`` of the page before: strictly after its last row) or ``offset``
+    (counted from the cursor's row when both are given). A cursor of another list or
+    order, or one this store did not make, is a ValidationError."""
 
     def page_nodes(
-        self,
-        flt: NodeFilter,
-        *,
-        limit: int = 50,
-        offset: int = 0,
-        order: str = "created",
-        cursor: str | None = None,
+        self, flt: NodeFilter, page: PageRequest, *, order: str = "created"
     ) -> KeyPage[MemoryNode]:
         """In one of ``NODE_ORDERS`` (as :meth:`Store.list_nodes` lists them)."""
 
-    def page_threads(
-        self,
-        namespace: str,
-        *,
-        user: str | None = None,
-        agent: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        cursor: str | None = None,
-    ) -> KeyPage[Thread]:
+    def page_threads(self, flt: ThreadFilter, page: PageRequest) -> KeyPage[Thread]:
         """Last updated first (then by id), without messages, as ``list_threads``."""
 
-    def page_entities(
-        self,
-        namespace: str,
-        *,
-        type: str | None = None,
-        query: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        cursor: str | None = None,
-    ) -> KeyPage[Entity]:
+    def page_entities(self, flt: EntityFilter, page: PageRequest) -> KeyPage[Entity]:
         """Most mentioned first (then by name, id), as ``list_entities``."""
 
-    def page_users(
-        self,
-        namespace: str,
-        *,
-        query: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        cursor: str | None = None,
-    ) -> KeyPage[MemoryUser]:
+    def page_users(self, flt: UserFilter, page: PageRequest) -> KeyPage[MemoryUser]:
         """Oldest first (then by id), as ``list_users``."""
 
 

@@ -85,6 +85,18 @@ class Dialect:
             return f"{column} = ANY(?)", [list(values)]
         return f"{column} IN ({', '.join('?' * len(values))})", list(values)
 
+    def delete_in(
+        self, conn: Any, table: str, column: str, namespace: str, values: Sequence[Any]
+    ) -> int:
+        """Delete the rows of ``table`` in ``namespace`` whose ``column`` is one of
+        ``values`` (in the parts :meth:`any` takes); how many."""
+        deleted = 0
+        for part in self.chunks(values):
+            test, params = self.any(column, part)
+            sql = f"DELETE FROM {table} WHERE namespace = ? AND {test}"
+            deleted += conn.execute(self.q(sql), [namespace, *params]).rowcount
+        return int(deleted)
+
     def by_ids(self, alias: str, ids: Sequence[str], table: str = "nodes") -> tuple[str, list[Any]]:
         """``{table} {alias}`` narrowed to ``ids``, up to a ``WHERE`` that takes one more
         condition; and its parameters. SQLite looks the ids up through the unique index

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from memloci.errors import EmbeddingModelError, ValidationError
+from memloci.errors import EmbeddingModelError, StorageError, ValidationError
 from memloci.models import KnowledgeChunk, KnowledgeHit, KnowledgeSource
 from memloci.storage.rows import dt
 from memloci.storage.sql.core import DB, SQLSlice
@@ -84,6 +84,9 @@ class SQLKnowledge(SQLSlice[DB]):
     """Knowledge sources and chunks: reads, replacement and deletion."""
 
     chunk_tail: ClassVar[tuple[str, ...]]  # the columns :meth:`_chunk_tail` fills
+    # the driver's constraint errors that reach this code as they are (SQLite's; the
+    # PostgreSQL connection reports every driver error as a StorageError already)
+    constraint_errors: ClassVar[tuple[type[Exception], ...]] = ()
 
     def _chunk_tail(
         self, source: KnowledgeSource, vector: npt.NDArray[np.float32] | None
@@ -173,13 +176,22 @@ class SQLKnowledge(SQLSlice[DB]):
         vectors: npt.NDArray[np.float32] | None,
     ) -> None:
         """Store a source and its chunks (vectors from ``source.embedding_model``, or none),
-        replacing whatever the source held before: one transaction."""
+        replacing whatever the source held before: one transaction. A constraint error of
+        the driver (:attr:`constraint_errors`) is a :class:`StorageError` naming the source."""
         if vectors is not None and (vectors.ndim != 2 or len(vectors) != len(chunks_)):
             raise EmbeddingModelError(
                 f"expected {len(chunks_)} chunk vectors, got an array of shape {vectors.shape}"
             )
         if vectors is not None and source.embedding_model is None:
             raise ValidationError("chunk vectors need the source's embedding_model")
+        try:
+            self._replace_knowledge(source, chunks_, vectors)
+        except self.constraint_errors as exc:
+            raise StorageError(f"could not store knowledge source {source.path!r}: {exc}") from exc
+
+    def _replace_knowledge(
+        self, source: KnowledgeSource, chunks_: Sequence[KnowledgeChunk], vectors: Vector | None
+    ) -> None:
         d, ns = self.db.dialect, source.namespace
         columns = f"{CHUNK_COLS}, {', '.join(self.chunk_tail)}"
         marks = ", ".join("?" * (10 + len(self.chunk_tail)))
@@ -244,18 +256,8 @@ class SQLKnowledge(SQLSlice[DB]):
         ids = list(dict.fromkeys(source_ids))
         if not ids:
             return 0
-        deleted = 0
         with self.db.tx() as c:
-            for part in d.chunks(ids):
-                test, params = d.any("source_id", part)
-                c.execute(
-                    d.q(f"DELETE FROM knowledge_chunks WHERE namespace = ? AND {test}"),
-                    [namespace, *params],
-                )
-                test, params = d.any("id", part)
-                deleted += c.execute(
-                    d.q(f"DELETE FROM knowledge_sources WHERE namespace = ? AND {test}"),
-                    [namespace, *params],
-                ).rowcount
+            d.delete_in(c, "knowledge_chunks", "source_id", namespace, ids)
+            deleted = d.delete_in(c, "knowledge_sources", "id", namespace, ids)
             self._knowledge_changed(c, namespace)
-        return int(deleted)
+        return deleted

@@ -4,15 +4,27 @@ its total read in one snapshot (the backend's ``_snapshot``), paged on by cursor
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, TypeVar
 
-from memloci.models import NODE_ORDERS, Entity, MemoryNode, MemoryUser, Thread
+from memloci.models import (
+    NODE_ORDERS,
+    Entity,
+    EntityFilter,
+    MemoryNode,
+    MemoryUser,
+    Thread,
+    ThreadFilter,
+    UserFilter,
+)
 from memloci.storage.base import NodeFilter
 from memloci.storage.paging import (
     THREAD_KEYS,
     USER_KEYS,
     KeyPage,
+    Keyset,
+    PageRequest,
     entity_keys,
     node_keyset,
     read_page,
@@ -29,6 +41,8 @@ from memloci.storage.sql.records import (
 )
 from memloci.storage.sqlfilter import filter_sql
 
+T = TypeVar("T")
+
 
 class SQLPaging(SQLSlice[DB]):
     """``Store.pages``: paged lists of memories, threads, entities and users."""
@@ -38,111 +52,57 @@ class SQLPaging(SQLSlice[DB]):
         transaction: that transaction)."""
         raise NotImplementedError
 
-    def page_nodes(
+    def _read(
         self,
-        flt: NodeFilter,
-        *,
-        limit: int = 50,
-        offset: int = 0,
-        order: str = "created",
-        cursor: str | None = None,
+        table: str,
+        columns: str,
+        where: tuple[str, Sequence[Any]],
+        keys: Keyset,
+        page: PageRequest,
+        convert: Callable[[Any], T],
+    ) -> KeyPage[T]:
+        """``page`` of ``table`` (``columns`` and ``where`` in ``?`` placeholders, with
+        its parameters) in ``keys`` order, and the total, in one snapshot."""
+        d = self.db.dialect
+        sql, params = where
+        with self._snapshot() as c:
+            return read_page(
+                c,
+                table=table,
+                columns=columns,
+                where=d.q(sql),
+                params=params,
+                keys=keys,
+                page=page,
+                ph=d.ph,
+                convert=convert,
+            )
+
+    def page_nodes(
+        self, flt: NodeFilter, page: PageRequest, *, order: str = "created"
     ) -> KeyPage[MemoryNode]:
         d = self.db.dialect
         keys = node_keyset(order, seq=f"n.{d.rowid}", ident=d.bytewise("n.id"))
         if keys is None:
             raise unknown_order(order, NODE_ORDERS)
-        where, params = filter_sql(flt, ph=d.ph)
-        with self._snapshot() as c:
-            return read_page(
-                c,
-                table="nodes n",
-                columns=self.db.cols.node,
-                where=where,
-                params=params,
-                keys=keys,
-                limit=limit,
-                offset=offset,
-                cursor=cursor,
-                ph=d.ph,
-                convert=node_from_row,
-            )
+        where = filter_sql(flt)
+        return self._read("nodes n", self.db.cols.node, where, keys, page, node_from_row)
 
-    def page_threads(
-        self,
-        namespace: str,
-        *,
-        user: str | None = None,
-        agent: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        cursor: str | None = None,
-    ) -> KeyPage[Thread]:
-        d = self.db.dialect
-        where, params = thread_where(namespace, user, agent)
-        with self._snapshot() as c:
-            return read_page(
-                c,
-                table="threads",
-                columns=self.db.cols.thread.format(messages=f"{d.json_array_length}(messages)"),
-                where=d.q(where),
-                params=params,
-                keys=THREAD_KEYS,
-                limit=limit,
-                offset=offset,
-                cursor=cursor,
-                ph=d.ph,
-                convert=thread_from_row,
-            )
+    def page_threads(self, flt: ThreadFilter, page: PageRequest) -> KeyPage[Thread]:
+        columns = self.db.cols.thread.format(
+            messages=f"{self.db.dialect.json_array_length}(messages)"
+        )
+        where = thread_where(flt.namespace, flt.user, flt.agent)
+        return self._read("threads", columns, where, THREAD_KEYS, page, thread_from_row)
 
-    def page_entities(
-        self,
-        namespace: str,
-        *,
-        type: str | None = None,
-        query: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        cursor: str | None = None,
-    ) -> KeyPage[Entity]:
+    def page_entities(self, flt: EntityFilter, page: PageRequest) -> KeyPage[Entity]:
         d = self.db.dialect
-        where, params = entity_where(d, namespace, type, query)
-        with self._snapshot() as c:
-            return read_page(
-                c,
-                table="entities e",
-                columns=self.db.cols.entity,
-                where=d.q(where),
-                params=params,
-                keys=entity_keys(d.nocase("e.canonical_name")),
-                limit=limit,
-                offset=offset,
-                cursor=cursor,
-                ph=d.ph,
-                convert=entity_from_row,
-            )
+        where = entity_where(d, flt.namespace, flt.type, flt.query)
+        keys = entity_keys(d.nocase("e.canonical_name"))
+        return self._read("entities e", self.db.cols.entity, where, keys, page, entity_from_row)
 
-    def page_users(
-        self,
-        namespace: str,
-        *,
-        query: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        cursor: str | None = None,
-    ) -> KeyPage[MemoryUser]:
-        d = self.db.dialect
-        where, params = user_where(d, namespace, query)
-        with self._snapshot() as c:
-            return read_page(
-                c,
-                table="memory_users u",
-                columns=self.db.cols.user,
-                where=d.q(where),
-                params=params,
-                keys=USER_KEYS,
-                limit=limit,
-                offset=offset,
-                cursor=cursor,
-                ph=d.ph,
-                convert=user_from_row,
-            )
+    def page_users(self, flt: UserFilter, page: PageRequest) -> KeyPage[MemoryUser]:
+        where = user_where(self.db.dialect, flt.namespace, flt.query)
+        return self._read(
+            "memory_users u", self.db.cols.user, where, USER_KEYS, page, user_from_row
+        )

@@ -167,20 +167,10 @@ class SQLPeople(SQLSlice[DB]):
         return None if row is None else user_from_row(row)
 
     def delete_users(self, namespace: str, ids: Sequence[str]) -> int:
-        d, total = self.db.dialect, 0
+        d = self.db.dialect
         with self.db.tx() as c:
-            for chunk in d.chunks(ids):
-                test, args = d.any("user_id", chunk)
-                c.execute(
-                    d.q(f"DELETE FROM user_identifiers WHERE namespace = ? AND {test}"),
-                    [namespace, *args],
-                )
-                test, args = d.any("id", chunk)
-                total += c.execute(
-                    d.q(f"DELETE FROM memory_users WHERE namespace = ? AND {test}"),
-                    [namespace, *args],
-                ).rowcount
-        return int(total)
+            d.delete_in(c, "user_identifiers", "user_id", namespace, ids)
+            return d.delete_in(c, "memory_users", "id", namespace, ids)
 
     def _moving_owner(self, c: Any, namespace: str, user_id: str) -> None:
         """A hook: the memories of ``user_id`` are about to change owner."""
@@ -259,15 +249,8 @@ class SQLPeople(SQLSlice[DB]):
         return count(self.db, f"SELECT count(*) FROM threads WHERE {where}", params)
 
     def delete_threads(self, namespace: str, ids: Sequence[str]) -> int:
-        d, total = self.db.dialect, 0
         with self.db.tx() as c:
-            for chunk in d.chunks(ids):
-                test, args = d.any("id", chunk)
-                total += c.execute(
-                    d.q(f"DELETE FROM threads WHERE namespace = ? AND {test}"),
-                    [namespace, *args],
-                ).rowcount
-        return int(total)
+            return self.db.dialect.delete_in(c, "threads", "id", namespace, ids)
 
     # ------------------------------------------------------------------ API keys
     def insert_key(self, key: ApiKey, key_hash: str) -> None:

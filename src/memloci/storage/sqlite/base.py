@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from memloci.errors import NotFoundError, StorageError, read_only, store_too_new
+from memloci.errors import NotFoundError, StorageError, ValidationError, read_only, store_too_new
 from memloci.storage import cancel, faults
 from memloci.storage.base import migration_scripts
 from memloci.storage.location import check_writable, create_private
@@ -422,6 +422,15 @@ class SQLiteDatabase(SQLDatabase):
                 with self._reads_done:
                     self._active_reads -= 1
                     self._reads_done.notify_all()
+
+    def select_match(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of a full-text ``MATCH`` query: an expression FTS5 cannot read (the
+        statement's own OperationalError) is the caller's :class:`ValidationError`."""
+        try:
+            with self.reading() as c:
+                return list(c.execute(sql, params).fetchall())
+        except OperationalError as exc:
+            raise ValidationError(f"bad full-text query: {exc}") from exc
 
     def has_table(self, name: str) -> bool:
         with self.reading() as c:

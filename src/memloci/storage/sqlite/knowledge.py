@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memloci.errors import EmbeddingModelError, StorageError, ValidationError
-from memloci.models import KnowledgeChunk, KnowledgeHit, KnowledgeSource
+from memloci.errors import EmbeddingModelError
+from memloci.models import KnowledgeHit, KnowledgeSource
 from memloci.storage.sql.knowledge import HIT_COLS as _HIT_COLS
 from memloci.storage.sql.knowledge import HIT_JOIN as _HIT_JOIN
 from memloci.storage.sql.knowledge import Names, SQLKnowledge, Vector
 from memloci.storage.sql.knowledge import hit_from_row as _hit
-from memloci.storage.sqlite.base import IntegrityError, OperationalError, SQLiteDatabase, qs
+from memloci.storage.sqlite.base import IntegrityError, SQLiteDatabase, qs
 
 _CACHE_LOCK = threading.Lock()  # guards every store's knowledge cache (reloads are rare)
 
@@ -44,6 +44,7 @@ class SQLiteKnowledge(SQLKnowledge[SQLiteDatabase]):
     _kcache: dict[tuple[str, str], _Matrix] | None = None
 
     chunk_tail = ("embedding",)
+    constraint_errors = (IntegrityError,)
 
     def _chunk_tail(
         self, source: KnowledgeSource, vector: npt.NDArray[np.float32] | None
@@ -52,19 +53,6 @@ class SQLiteKnowledge(SQLKnowledge[SQLiteDatabase]):
 
     def _knowledge_changed(self, c: Any, namespace: str) -> None:
         self.db.bump(c, f"knowledge_seq:{namespace}")
-
-    def replace_knowledge(
-        self,
-        source: KnowledgeSource,
-        chunks_: Sequence[KnowledgeChunk],
-        vectors: npt.NDArray[np.float32] | None,
-    ) -> None:
-        """See :meth:`SQLKnowledge.replace_knowledge`; a constraint error is a
-        :class:`StorageError` naming the source."""
-        try:
-            super().replace_knowledge(source, chunks_, vectors)
-        except IntegrityError as exc:
-            raise StorageError(f"could not store knowledge source {source.path!r}: {exc}") from exc
 
     # ------------------------------------------------------------------ search
     def _knowledge_fulltext(
@@ -80,11 +68,7 @@ class SQLiteKnowledge(SQLKnowledge[SQLiteDatabase]):
             f" CROSS JOIN knowledge_chunks c ON c.rowid = knowledge_fts.rowid {_HIT_JOIN}"
             f" WHERE knowledge_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
         )
-        try:
-            with self.db.reading() as c:
-                rows = c.execute(sql, [match, *params, limit]).fetchall()
-        except OperationalError as exc:
-            raise ValidationError(f"bad full-text query: {exc}") from exc
+        rows = self.db.select_match(sql, [match, *params, limit])
         return [_hit(r, -float(r[-1]), "fulltext") for r in rows]
 
     def _knowledge_vectors(

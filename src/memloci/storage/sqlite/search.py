@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memloci.errors import EmbeddingModelError, StorageError, ValidationError
+from memloci.errors import EmbeddingModelError, StorageError
 from memloci.storage import faults
 from memloci.storage.base import NodeFilter, PendingEmbedding
 from memloci.storage.rows import owner_match
@@ -128,10 +128,7 @@ class SQLiteSearch(SQLSearch[SQLiteDatabase]):
             f" WHERE nodes_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
         )
         try:
-            with self.db.reading() as c:
-                rows = c.execute(sql, [match, *params, limit]).fetchall()
-        except OperationalError as exc:
-            raise ValidationError(f"bad full-text query: {exc}") from exc
+            rows = self.db.select_match(sql, [match, *params, limit])
         except StorageError as exc:
             self._fulltext_damaged(exc)
             return []
