@@ -157,3 +157,34 @@ def test_leaving_without_close_while_consolidation_runs_is_quiet(tmp_path: Path)
     with Memory(db, embedder=FakeEmbedder(), consolidate_on_session_switch=False) as mem:
         assert mem.count(type="episodic") == 180  # every turn kept (what consolidation
         # had not reached stays pending for the next run)
+
+
+class _ShutDownEmbedder(FakeEmbedder):
+    """Embeds as a pool does once the interpreter is shutting down: it refuses."""
+
+    def embed(self, texts: object) -> object:  # type: ignore[override]
+        raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+
+def test_the_embedding_worker_stops_quietly_when_the_interpreter_exits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A program that ends without close() while a batch is being embedded: the worker
+    thread ends without a traceback or a retry warning, and the memory stays queued for
+    the next run (the exit test above meets this only when the timing falls that way)."""
+    import memloci.service.worker as worker_module
+
+    db = str(tmp_path / "m.db")
+    monkeypatch.setattr(worker_module, "exiting", lambda: True, raising=False)
+    mem = Memory(db, embedder=_ShutDownEmbedder(), consolidate_on_session_switch=False)
+    worker = mem.service.worker
+    assert worker is not None
+    with caplog.at_level("DEBUG", logger="memloci"):
+        mem.add("I moved to Porto", user="u1")
+        worker._thread.join(10)
+    assert not worker._thread.is_alive()
+    assert worker.last_error is None and caplog.records == []
+    monkeypatch.undo()
+    mem.close()
+    with Memory(db, embedder=FakeEmbedder(), consolidate_on_session_switch=False) as again:
+        assert again.flush(10) and again.search("Porto", user="u1", recipe="vector")

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from memloci.consolidation.speakers import SpeakerNames
 from memloci.errors import MemlociError, NotFoundError, StorageError
+from memloci.exiting import exiting
 from memloci.models import Entity, EntityType, short_id
 from memloci.providers.base import Embedder
 from memloci.retrieval.mentions import leading_name, mentions, speaker_name
@@ -260,11 +261,13 @@ class EmbeddingWorker:
                     self._apply_queued()
                     self._recovered()
                 self._recovered()
-            except MemlociError as exc:
-                self._failed(str(exc))
-                continue
-            except Exception as exc:  # keep the worker alive; report
-                self._failed(repr(exc), unexpected=True)
+            except Exception as exc:
+                if exiting():  # the interpreter is shutting down (no close()): its pools
+                    return  # refuse work; what was not embedded stays queued, quietly
+                if isinstance(exc, MemlociError):
+                    self._failed(str(exc))
+                else:  # keep the worker alive; report
+                    self._failed(repr(exc), unexpected=True)
                 continue
             if not self._wake.is_set():
                 self._idle.set()
