@@ -19,10 +19,6 @@ from memloci.storage.sql.nodes import SQLNodes
 
 BULK = 1000  # rows per pipelined batch of a bulk insert
 _JSON_COLS = JSON_NODE_COLUMNS
-_VERSION_INSERT = (
-    "INSERT INTO versions (node_id, version, content, value, source_session, created_at)"
-    " VALUES (%s, %s, %s, %s::jsonb, %s, %s)"
-)
 
 
 def _placeholders(row: dict[str, Any]) -> str:
@@ -64,12 +60,7 @@ class PostgresNodes(SQLNodes[PostgresDatabase]):
             node = node.model_copy(update={"id": short_id()})
         else:  # pragma: no cover - 62^8 ids
             raise StorageError("could not allocate a unique memory id")
-        c.execute(
-            _VERSION_INSERT + " ON CONFLICT (node_id, version) DO UPDATE SET"
-            " content = excluded.content, value = excluded.value,"
-            " source_session = excluded.source_session, created_at = excluded.created_at",
-            first_version(node, row),
-        )
+        c.execute(self.db.dialect.q(self._version_upsert), first_version(node, row))
         return node
 
     def insert_node(self, node: MemoryNode, *, link_previous: bool = False) -> MemoryNode:
@@ -122,9 +113,4 @@ class PostgresNodes(SQLNodes[PostgresDatabase]):
                     continue
                 landed.discard(node.id)  # a second node with this id is a conflict
                 versions.append(first_version(node, row))
-            cur.executemany(
-                _VERSION_INSERT + " ON CONFLICT (node_id, version) DO UPDATE SET"
-                " content = excluded.content, value = excluded.value,"
-                " source_session = excluded.source_session, created_at = excluded.created_at",
-                versions,
-            )
+            cur.executemany(self.db.dialect.q(self._version_upsert), versions)

@@ -8,6 +8,7 @@ order) and the store's size on disk.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -338,12 +339,20 @@ class SQLNodes(SQLSlice[DB]):
             ).fetchall()
         return [version_from_row(r) for r in rows]
 
+    @functools.cached_property
+    def _version_upsert(self) -> str:
+        """The statement (``?`` placeholders, as :meth:`Dialect.q` takes them) that writes
+        a versions row, replacing the row of the same node and version: a new memory's
+        first version, an imported one."""
+        d = self.db.dialect
+        return d.upsert("versions", _VERSION_COLUMNS, ("node_id", "version"), json=["value"])
+
     def import_versions(self, versions: Sequence[MemoryVersion]) -> None:
         d = self.db.dialect
         with self.db.tx() as c:
             d.many(
                 c,
-                d.upsert("versions", _VERSION_COLUMNS, ("node_id", "version"), json=["value"]),
+                self._version_upsert,
                 [
                     (
                         v.node_id,

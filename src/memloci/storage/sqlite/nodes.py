@@ -45,11 +45,7 @@ class SQLiteNodes(SQLNodes[SQLiteDatabase]):
                 node = node.model_copy(update={"id": short_id()})
         else:  # pragma: no cover - 62^8 ids
             raise StorageError("could not allocate a unique memory id")
-        c.execute(
-            "INSERT OR REPLACE INTO versions (node_id, version, content, value, source_session,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            first_version(node, row),
-        )
+        c.execute(self.db.dialect.q(self._version_upsert), first_version(node, row))
         return node
 
     def insert_node(self, node: MemoryNode, *, link_previous: bool = False) -> MemoryNode:
